@@ -1,0 +1,368 @@
+//! Configuration: presets plus overrides, validated before a heap is built.
+//!
+//! A [`GcConfig`] is the single, validated description of a heap: sizes, thread counts and the
+//! policy switches of DESIGN.md. It is built from a [`Preset`] and then overridden by a TOML file,
+//! `CONCORD_*` environment variables and CLI flags (weakest to strongest). Every bad value is an
+//! error naming the key, the value and what is allowed — never a silent fallback to a default.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+mod error;
+mod options;
+mod size;
+mod validate;
+
+pub use error::{ConfigError, ConfigKey, Origin};
+pub use options::{option_docs, ConfigBuilder, NON_CONFIG_ENV_VARS};
+pub use size::{format_size, parse_size, SizeError, GIB, KIB, MIB};
+
+/// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
+pub const SPACE_ALIGNMENT: usize = 64 * KIB;
+/// The smallest heap a configuration may ask for.
+pub const MIN_HEAP: usize = 4 * MIB;
+/// The largest heap a configuration may ask for: 1 TiB (or the address space, if smaller).
+pub const MAX_HEAP: usize = if (usize::MAX as u64) < (1u64 << 40) {
+    usize::MAX
+} else {
+    (1u64 << 40) as usize
+};
+/// The heap size when none is given.
+pub const DEFAULT_HEAP_SIZE: usize = 256 * MIB;
+/// The smallest old generation a valid configuration leaves.
+pub const MIN_OLD_SIZE: usize = MIB;
+/// The smallest eden a valid configuration leaves.
+pub const MIN_EDEN_SIZE: usize = 256 * KIB;
+/// The smallest survivor space a valid configuration leaves.
+pub const MIN_SURVIVOR_SIZE: usize = 64 * KIB;
+/// The most GC worker threads a configuration may ask for.
+pub const MAX_GC_THREADS: usize = 256;
+
+/// A named set of policy switches (DESIGN.md, "Mechanisms and presets").
+///
+/// Parses case-insensitively from `vanilla`, `modern` or `optimized` and displays in lowercase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// OpenJDK 8 Parallel Scavenge as the papers describe it.
+    Vanilla,
+    /// HotSpot 17+ Parallel GC.
+    Modern,
+    /// The papers' fixes.
+    Optimized,
+}
+
+/// Everything a [`crate::Heap`] needs to know, already validated.
+///
+/// Build one with [`ConfigBuilder`] (preset, TOML file, environment, CLI) or start from
+/// [`GcConfig::for_preset`] and check it with [`GcConfig::validate`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GcConfig {
+    /// The preset the switches came from.
+    pub preset: Preset,
+    /// Maximum heap size in bytes (reserved up front; young + old).
+    pub heap_size: usize,
+    /// Young generation size in bytes (eden + two survivors). `None`: `heap_size / (new_ratio + 1)`.
+    pub young_size: Option<usize>,
+    /// Old:young size ratio used when `young_size` is not given (HotSpot `NewRatio`, default 2).
+    pub new_ratio: u32,
+    /// Eden:survivor size ratio (HotSpot `SurvivorRatio`, default 8: each survivor is young/10).
+    pub survivor_ratio: u32,
+    /// Number of GC worker threads.
+    pub gc_threads: usize,
+    /// Upper bound of the adaptive tenuring threshold, 0..=15 (HotSpot `MaxTenuringThreshold`).
+    pub max_tenuring_threshold: u32,
+    /// Tenuring threshold used until the first scavenge has measured survivor occupancy.
+    pub initial_tenuring_threshold: u32,
+    /// Percentage of a survivor space the tenuring threshold aims to fill (HotSpot `TargetSurvivorRatio`).
+    pub target_survivor_ratio: u32,
+    /// Fixed TLAB size in bytes; `None` sizes TLABs from eden and the number of attached mutators.
+    pub tlab_size: Option<usize>,
+    /// Promotion-local buffer size for survivor space, bytes.
+    pub young_plab_size: usize,
+    /// Promotion-local buffer size for the old generation, bytes.
+    pub old_plab_size: usize,
+    /// Objects at least this large (bytes) are allocated directly in the old generation.
+    pub large_object_threshold: usize,
+    /// Verify the whole heap after every collection.
+    pub verify: bool,
+    /// Write a HotSpot unified-logging style GC log here.
+    pub gc_log: Option<PathBuf>,
+}
+
+impl Preset {
+    /// Every preset, in the order of DESIGN.md.
+    pub const ALL: [Preset; 3] = [Preset::Vanilla, Preset::Modern, Preset::Optimized];
+
+    /// The presets whose policies are implemented; [`GcConfig::validate`] rejects the others.
+    /// Widen this as the parallel mechanisms land.
+    pub const AVAILABLE: &'static [Preset] = &[Preset::Optimized];
+
+    /// The preset's name as users write it: `vanilla`, `modern`, `optimized`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Vanilla => "vanilla",
+            Preset::Modern => "modern",
+            Preset::Optimized => "optimized",
+        }
+    }
+
+    /// Whether this preset's policies are implemented (it is in [`Preset::AVAILABLE`]).
+    pub fn is_available(self) -> bool {
+        Preset::AVAILABLE.contains(&self)
+    }
+
+    /// The policy switches this preset needs, in a few words, for "not available yet" messages.
+    fn switches(self) -> &'static str {
+        match self {
+            Preset::Vanilla => {
+                "monitor task queue, best-of-2 stealing, 2N-failed-steals termination, \
+                 monitor wait/notify_all parking"
+            }
+            Preset::Modern => {
+                "atomic root-task claiming, last-victim best-of-2 stealing, OWST termination, \
+                 semaphore parking"
+            }
+            Preset::Optimized => {
+                "lock-free task queue with affinity, adaptive semi-random stealing, \
+                 live-worker termination, futex-epoch parking"
+            }
+        }
+    }
+
+    /// `vanilla, modern, optimized`, for messages.
+    fn list(presets: &[Preset]) -> String {
+        presets
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A text that names no preset; displays the text and the allowed names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown preset '{0}' (allowed: vanilla, modern, optimized)")]
+pub struct UnknownPreset(pub String);
+
+impl FromStr for Preset {
+    type Err = UnknownPreset;
+
+    fn from_str(text: &str) -> Result<Preset, UnknownPreset> {
+        let trimmed = text.trim();
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(trimmed))
+            .ok_or_else(|| UnknownPreset(text.to_string()))
+    }
+}
+
+/// The default number of GC worker threads for `ncpus` usable CPUs, HotSpot's rule
+/// (`ParallelGCThreads`): all of them up to 8, then 5/8 of the rest, `3 + 5·n/8`.
+///
+/// Clamped to `1..=`[`MAX_GC_THREADS`] so that the default always validates.
+pub fn default_gc_threads(ncpus: usize) -> usize {
+    let threads = if ncpus <= 8 { ncpus } else { 3 + 5 * ncpus / 8 };
+    threads.clamp(1, MAX_GC_THREADS)
+}
+
+/// The CPUs this process may run on (affinity mask and cgroup CPU quota respected), at least 1.
+fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How a heap is split into spaces, in bytes, each a multiple of [`SPACE_ALIGNMENT`]:
+/// `old + eden + 2 * survivor` is the heap size rounded down to the alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GenerationSizes {
+    /// The old generation.
+    pub old: usize,
+    /// Eden, where mutators allocate.
+    pub eden: usize,
+    /// Each of the two survivor spaces.
+    pub survivor: usize,
+}
+
+impl GenerationSizes {
+    /// The young generation: eden plus both survivor spaces.
+    pub fn young(&self) -> usize {
+        self.eden + 2 * self.survivor
+    }
+
+    /// The whole heap: old plus young.
+    pub fn total(&self) -> usize {
+        self.old + self.young()
+    }
+}
+
+/// `bytes` rounded down to a multiple of [`SPACE_ALIGNMENT`].
+const fn align_down(bytes: usize) -> usize {
+    bytes - bytes % SPACE_ALIGNMENT
+}
+
+impl GcConfig {
+    /// The defaults of `preset`: a 256 MiB heap split 1:2 young:old, survivors young/10, HotSpot's
+    /// GC thread count for the usable CPUs ([`default_gc_threads`]), tenuring threshold 7 rising
+    /// to at most 15, 32 KiB / 8 KiB young/old PLABs, 64 KiB large-object threshold, adaptive
+    /// TLABs, no verification and no GC log. (All presets share these values for now; they
+    /// differ in policy switches.)
+    pub fn for_preset(preset: Preset) -> GcConfig {
+        GcConfig {
+            preset,
+            heap_size: DEFAULT_HEAP_SIZE,
+            young_size: None,
+            new_ratio: 2,
+            survivor_ratio: 8,
+            gc_threads: default_gc_threads(usable_cpus()),
+            max_tenuring_threshold: 15,
+            initial_tenuring_threshold: 7,
+            target_survivor_ratio: 50,
+            tlab_size: None,
+            young_plab_size: 32 * KIB,
+            old_plab_size: 8 * KIB,
+            large_object_threshold: 64 * KIB,
+            verify: false,
+            gc_log: None,
+        }
+    }
+
+    /// Splits the heap into spaces: young is `young_size`, or `heap_size / (new_ratio + 1)`;
+    /// each survivor is `young / (survivor_ratio + 2)`; eden is the rest of young; old is the
+    /// rest of the heap. Every size is rounded down to [`SPACE_ALIGNMENT`], and the sizes add up
+    /// to the heap size rounded down to it.
+    ///
+    /// Meaningful for a validated config; for others it does not panic, but the spaces may be
+    /// empty or not add up (a young size larger than the heap).
+    pub fn generation_sizes(&self) -> GenerationSizes {
+        let heap = align_down(self.heap_size);
+        let young = match self.young_size {
+            Some(young) => young,
+            None => heap / (self.new_ratio as usize).saturating_add(1),
+        };
+        let young = align_down(young.min(heap));
+        let survivor = align_down(young / (self.survivor_ratio as usize).saturating_add(2));
+        let eden = young - 2 * survivor;
+        GenerationSizes {
+            old: heap - young,
+            eden,
+            survivor,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_case_insensitively_and_display_lowercase() {
+        for preset in Preset::ALL {
+            assert_eq!(preset.name().parse::<Preset>(), Ok(preset));
+            assert_eq!(preset.name().to_uppercase().parse::<Preset>(), Ok(preset));
+            assert_eq!(preset.to_string(), preset.name());
+        }
+        assert_eq!("Optimized".parse::<Preset>(), Ok(Preset::Optimized));
+        let err = "fast".parse::<Preset>().unwrap_err().to_string();
+        assert!(err.contains("'fast'"), "{err}");
+        assert!(err.contains("vanilla, modern, optimized"), "{err}");
+        assert_eq!(Preset::list(&Preset::ALL), "vanilla, modern, optimized");
+    }
+
+    #[test]
+    fn hotspot_gc_thread_rule() {
+        assert_eq!(default_gc_threads(1), 1);
+        assert_eq!(default_gc_threads(2), 2);
+        assert_eq!(default_gc_threads(8), 8);
+        assert_eq!(default_gc_threads(9), 8);
+        assert_eq!(default_gc_threads(16), 13);
+        assert_eq!(default_gc_threads(20), 15);
+        assert_eq!(default_gc_threads(48), 33);
+        assert_eq!(default_gc_threads(0), 1);
+        assert_eq!(default_gc_threads(10_000), MAX_GC_THREADS);
+    }
+
+    #[test]
+    fn defaults_validate_for_the_available_presets() {
+        assert!(usable_cpus() >= 1);
+        for preset in Preset::AVAILABLE.iter().copied() {
+            let config = GcConfig::for_preset(preset);
+            assert_eq!(config.preset, preset);
+            assert_eq!(config.heap_size, 256 * MIB);
+            assert_eq!(config.gc_threads, default_gc_threads(usable_cpus()));
+            config.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn default_generation_sizes() {
+        let sizes = GcConfig::for_preset(Preset::Optimized).generation_sizes();
+        // young = 256M / 3 = 87381.33K -> 87360K; survivor = 87360K / 10 -> 8704K.
+        assert_eq!(sizes.survivor, 8704 * KIB);
+        assert_eq!(sizes.eden, (87360 - 2 * 8704) * KIB);
+        assert_eq!(sizes.young(), 87360 * KIB);
+        assert_eq!(sizes.old, 256 * MIB - 87360 * KIB);
+        assert_eq!(sizes.total(), 256 * MIB);
+    }
+
+    #[test]
+    fn generation_sizes_add_up_and_are_aligned() {
+        let mut config = GcConfig::for_preset(Preset::Optimized);
+        let heaps = [
+            MIN_HEAP,
+            5 * MIB + 12345,
+            100 * MIB + 1,
+            256 * MIB,
+            3 * GIB + 7,
+        ];
+        for heap in heaps {
+            for new_ratio in [1, 2, 3, 7, 100] {
+                for survivor_ratio in [1, 2, 8, 31, 1000] {
+                    for young in [None, Some(MIB + 3), Some(heap / 2)] {
+                        config.heap_size = heap;
+                        config.new_ratio = new_ratio;
+                        config.survivor_ratio = survivor_ratio;
+                        config.young_size = young;
+                        let s = config.generation_sizes();
+                        assert_eq!(s.total(), align_down(heap), "{config:?} -> {s:?}");
+                        for space in [s.old, s.eden, s.survivor] {
+                            assert_eq!(space % SPACE_ALIGNMENT, 0, "{config:?} -> {s:?}");
+                        }
+                        assert!(s.eden >= s.survivor, "{config:?} -> {s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn explicit_young_size_is_used() {
+        let mut config = GcConfig::for_preset(Preset::Optimized);
+        config.heap_size = 64 * MIB;
+        config.young_size = Some(20 * MIB);
+        let s = config.generation_sizes();
+        assert_eq!(s.young(), 20 * MIB);
+        assert_eq!(s.survivor, align_down(20 * MIB / 10));
+        assert_eq!(s.old, 44 * MIB);
+    }
+
+    #[test]
+    fn generation_sizes_do_not_panic_on_invalid_configs() {
+        let mut config = GcConfig::for_preset(Preset::Optimized);
+        config.heap_size = 0;
+        config.young_size = Some(usize::MAX);
+        config.new_ratio = u32::MAX;
+        config.survivor_ratio = u32::MAX;
+        let s = config.generation_sizes();
+        assert_eq!(s.total(), 0);
+        config.heap_size = usize::MAX;
+        let s = config.generation_sizes();
+        assert_eq!(s.total(), align_down(usize::MAX));
+    }
+}

@@ -1,0 +1,1239 @@
+//! The option table and the [`ConfigBuilder`] that applies it.
+//!
+//! One row per option: its key (kebab-case, the CLI flag without `--`), its environment variable
+//! (`CONCORD_` + upper snake case), the kind of value, a doc line, and a setter that parses and
+//! range-checks the text into a [`GcConfig`] field or returns the reason it cannot.
+//!
+//! The builder records what each source says — TOML files, `CONCORD_*` variables, CLI flags —
+//! and resolves them in [`ConfigBuilder::build`], weakest to strongest (TOML < environment < CLI),
+//! whatever order they were applied in. The preset is resolved first, from the strongest source
+//! that names one, and the other keys are applied on top of that preset's defaults. Every value
+//! given is parsed, even one a stronger source overrides: a bad value is always an error.
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use super::validate::{
+    out_of_range, size_out_of_range, size_too_small, GC_THREADS_RANGE, HEAP_RANGE,
+    MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE, SURVIVOR_RATIO_RANGE,
+    TARGET_SURVIVOR_RANGE, TENURING_RANGE,
+};
+use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset};
+
+/// `CONCORD_*` environment variables that are not configuration keys and that
+/// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter)
+/// and `CONCORD_CONFIG` (where a front end may look for the TOML file).
+pub const NON_CONFIG_ENV_VARS: &[&str] = &["CONCORD_LOG", "CONCORD_CONFIG"];
+
+/// The prefix of every Concord environment variable.
+const ENV_PREFIX: &str = "CONCORD_";
+
+/// The preset of a [`ConfigBuilder`] that no source names.
+const DEFAULT_PRESET: Preset = Preset::Optimized;
+
+/// What kind of value an option takes; used in messages about TOML values of the wrong type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueKind {
+    /// A preset name.
+    Preset,
+    /// A byte size.
+    Size,
+    /// A byte size, or `auto` for the computed default.
+    OptionalSize,
+    /// A whole number.
+    Integer,
+    /// A boolean.
+    Bool,
+    /// A file path.
+    Path,
+}
+
+impl ValueKind {
+    /// What a value of this kind looks like, for messages.
+    fn expected(self) -> &'static str {
+        match self {
+            ValueKind::Preset => "one of vanilla, modern, optimized",
+            ValueKind::Size => "a size such as \"64m\" or a whole number of bytes",
+            ValueKind::OptionalSize => {
+                "a size such as \"64m\", a whole number of bytes, or \"auto\""
+            }
+            ValueKind::Integer => "a whole number",
+            ValueKind::Bool => "true or false",
+            ValueKind::Path => "a file path string",
+        }
+    }
+}
+
+/// Parses a text and stores it in one field of a config, or says why it cannot.
+type Setter = fn(&mut GcConfig, &str) -> Result<(), String>;
+
+/// One row of the option table.
+#[derive(Debug)]
+struct OptionSpec {
+    /// Kebab-case key: the CLI flag without `--`, and the TOML key (snake case also accepted).
+    key: &'static str,
+    /// The environment variable: `CONCORD_` + the key in upper snake case.
+    env: &'static str,
+    /// The kind of value.
+    kind: ValueKind,
+    /// One line for `--help` and the README.
+    doc: &'static str,
+    /// Parses, range-checks and stores the value.
+    set: Setter,
+}
+
+/// Every option, in the order `--help` shows them.
+static OPTIONS: [OptionSpec; 15] = [
+    OptionSpec {
+        key: "preset",
+        env: "CONCORD_PRESET",
+        kind: ValueKind::Preset,
+        doc: "Policy preset whose defaults the other options override: vanilla, modern or \
+              optimized (default optimized).",
+        set: |c, v| {
+            c.preset = parse_preset(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "heap",
+        env: "CONCORD_HEAP",
+        kind: ValueKind::Size,
+        doc: "Maximum heap size, young plus old, e.g. 512m or 2g (4m..=1024g, default 256m).",
+        set: |c, v| {
+            c.heap_size = size_in(v, &HEAP_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "young",
+        env: "CONCORD_YOUNG",
+        kind: ValueKind::OptionalSize,
+        doc: "Young generation size, eden plus two survivors; must leave at least 1m of old \
+              generation (default auto: heap / (new-ratio + 1)).",
+        set: |c, v| {
+            c.young_size = optional_size(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "new-ratio",
+        env: "CONCORD_NEW_RATIO",
+        kind: ValueKind::Integer,
+        doc: "Old:young size ratio when young is auto, like HotSpot NewRatio (1..=100, \
+              default 2).",
+        set: |c, v| {
+            c.new_ratio = int_in(v, &NEW_RATIO_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "survivor-ratio",
+        env: "CONCORD_SURVIVOR_RATIO",
+        kind: ValueKind::Integer,
+        doc: "Eden:survivor size ratio; each survivor is young / (ratio + 2), like HotSpot \
+              SurvivorRatio (1..=1000, default 8).",
+        set: |c, v| {
+            c.survivor_ratio = int_in(v, &SURVIVOR_RATIO_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-threads",
+        env: "CONCORD_GC_THREADS",
+        kind: ValueKind::Integer,
+        doc: "Number of GC worker threads (1..=256, default from usable CPUs n: n if n <= 8, \
+              else 3 + 5n/8).",
+        set: |c, v| {
+            c.gc_threads = int_in(v, &GC_THREADS_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "max-tenuring-threshold",
+        env: "CONCORD_MAX_TENURING_THRESHOLD",
+        kind: ValueKind::Integer,
+        doc: "Most scavenges an object survives before promotion, like HotSpot \
+              MaxTenuringThreshold (0..=15, default 15).",
+        set: |c, v| {
+            c.max_tenuring_threshold = int_in(v, &TENURING_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "initial-tenuring-threshold",
+        env: "CONCORD_INITIAL_TENURING_THRESHOLD",
+        kind: ValueKind::Integer,
+        doc: "Tenuring threshold until survivor occupancy has been measured (0..=15, at most \
+              max-tenuring-threshold, default 7).",
+        set: |c, v| {
+            c.initial_tenuring_threshold = int_in(v, &TENURING_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "target-survivor-ratio",
+        env: "CONCORD_TARGET_SURVIVOR_RATIO",
+        kind: ValueKind::Integer,
+        doc: "Percentage of a survivor space the tenuring threshold aims to fill (1..=100, \
+              default 50).",
+        set: |c, v| {
+            c.target_survivor_ratio = int_in(v, &TARGET_SURVIVOR_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "tlab-size",
+        env: "CONCORD_TLAB_SIZE",
+        kind: ValueKind::OptionalSize,
+        doc: "Fixed TLAB size (1k..=half of eden; default auto: sized from eden and the number \
+              of mutators).",
+        set: |c, v| {
+            c.tlab_size = optional_size(v)?;
+            if c.tlab_size.is_some_and(|size| size < MIN_TLAB_SIZE) {
+                return Err(size_too_small(MIN_TLAB_SIZE));
+            }
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "young-plab-size",
+        env: "CONCORD_YOUNG_PLAB_SIZE",
+        kind: ValueKind::Size,
+        doc: "Promotion-local buffer size for survivor space (1k..=1m, default 32k).",
+        set: |c, v| {
+            c.young_plab_size = size_in(v, &PLAB_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "old-plab-size",
+        env: "CONCORD_OLD_PLAB_SIZE",
+        kind: ValueKind::Size,
+        doc: "Promotion-local buffer size for the old generation (1k..=1m, default 8k).",
+        set: |c, v| {
+            c.old_plab_size = size_in(v, &PLAB_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "large-object-threshold",
+        env: "CONCORD_LARGE_OBJECT_THRESHOLD",
+        kind: ValueKind::Size,
+        doc: "Objects at least this large are allocated directly in the old generation \
+              (at least 1k, default 64k).",
+        set: |c, v| {
+            let size = size(v)?;
+            if size < MIN_LARGE_OBJECT_THRESHOLD {
+                return Err(size_too_small(MIN_LARGE_OBJECT_THRESHOLD));
+            }
+            c.large_object_threshold = size;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "verify",
+        env: "CONCORD_VERIFY",
+        kind: ValueKind::Bool,
+        doc: "Verify the whole heap after every collection: true/false, yes/no, on/off, 1/0 \
+              (default false).",
+        set: |c, v| {
+            c.verify = boolean(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-log",
+        env: "CONCORD_GC_LOG",
+        kind: ValueKind::Path,
+        doc: "Write a GC log in HotSpot unified-logging format to this file (default none).",
+        set: |c, v| {
+            c.gc_log = Some(path(v)?);
+            Ok(())
+        },
+    },
+];
+
+/// `(key, environment variable, doc)` of every option, in `--help` order, for the README and
+/// `--help`.
+pub fn option_docs() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    OPTIONS.iter().map(|o| (o.key, o.env, o.doc))
+}
+
+/// The option with this key, written kebab-case or snake_case.
+fn find_option(key: &str) -> Option<&'static OptionSpec> {
+    let kebab = key.replace('_', "-");
+    OPTIONS.iter().find(|o| o.key == kebab)
+}
+
+/// The environment variable of the canonical key `key`.
+pub(super) fn env_name_of(key: &str) -> String {
+    match OPTIONS.iter().find(|o| o.key == key) {
+        Some(option) => option.env.to_string(),
+        None => format!("{ENV_PREFIX}{}", key.replace('-', "_").to_ascii_uppercase()),
+    }
+}
+
+/// `preset, heap, young, ...`
+fn known_keys() -> String {
+    OPTIONS.iter().map(|o| o.key).collect::<Vec<_>>().join(", ")
+}
+
+// ---- value parsers; each error is a reason that follows the quoted value ----
+
+/// A preset name.
+fn parse_preset(text: &str) -> Result<Preset, String> {
+    text.parse()
+        .map_err(|_| "is not a preset (allowed: vanilla, modern, optimized)".to_string())
+}
+
+/// A size.
+fn size(text: &str) -> Result<usize, String> {
+    parse_size(text).map_err(|e| format!("is not a size ({e})"))
+}
+
+/// A size in `range`.
+fn size_in(text: &str, range: &RangeInclusive<usize>) -> Result<usize, String> {
+    let size = size(text)?;
+    if range.contains(&size) {
+        Ok(size)
+    } else {
+        Err(size_out_of_range(range))
+    }
+}
+
+/// A size, or `auto` (any case) for `None`.
+fn optional_size(text: &str) -> Result<Option<usize>, String> {
+    if text.trim().eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    size(text).map(Some)
+}
+
+/// A whole number in `range`.
+fn int_in<T>(text: &str, range: &RangeInclusive<T>) -> Result<T, String>
+where
+    T: TryFrom<i128> + PartialOrd + std::fmt::Display,
+{
+    let Ok(number) = text.trim().parse::<i128>() else {
+        return Err(format!(
+            "is not a whole number (allowed: {}..={})",
+            range.start(),
+            range.end()
+        ));
+    };
+    T::try_from(number)
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| out_of_range(range))
+}
+
+/// A boolean: true/false, yes/no, on/off, 1/0, any case.
+fn boolean(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err("is not a boolean (allowed: true, false, yes, no, on, off, 1, 0)".to_string()),
+    }
+}
+
+/// A non-empty path.
+fn path(text: &str) -> Result<PathBuf, String> {
+    if text.is_empty() {
+        Err("is empty (expected a file path)".to_string())
+    } else {
+        Ok(PathBuf::from(text))
+    }
+}
+
+// ---- the builder ----
+
+/// One value given by one source.
+#[derive(Clone, Debug)]
+struct Setting {
+    /// The option it sets.
+    option: &'static OptionSpec,
+    /// The key as written and where.
+    key: ConfigKey,
+    /// The value as written (TOML integers and booleans as their text).
+    value: String,
+}
+
+impl Setting {
+    /// Runs the option's setter on `config`, naming key and value on failure.
+    fn apply(&self, config: &mut GcConfig) -> Result<(), ConfigError> {
+        (self.option.set)(config, &self.value).map_err(|reason| self.invalid(reason))
+    }
+
+    /// The error for this setting's value, for `reason`.
+    fn invalid(&self, reason: String) -> ConfigError {
+        ConfigError::InvalidValue {
+            key: self.key.clone(),
+            value: self.value.clone(),
+            reason,
+        }
+    }
+}
+
+/// Collects configuration from TOML files, `CONCORD_*` environment variables and CLI flags, and
+/// builds a validated [`GcConfig`] from them.
+///
+/// Strength is CLI > environment > TOML > preset defaults, whatever order the sources are
+/// applied in; within one source, the value applied last wins. [`ConfigBuilder::build`] resolves
+/// the preset first, then applies the other keys on top of its defaults, then validates.
+///
+/// ```ignore
+/// let mut builder = ConfigBuilder::new();
+/// builder.apply_toml_file("concord.toml")?;
+/// builder.apply_process_env()?;
+/// builder.set_cli("heap", "512m")?;
+/// let config = builder.build()?;
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ConfigBuilder {
+    /// Values from TOML files, in the order read.
+    toml: Vec<Setting>,
+    /// Values from `CONCORD_*` variables.
+    env: Vec<Setting>,
+    /// Values from CLI flags, in the order given.
+    cli: Vec<Setting>,
+}
+
+impl ConfigBuilder {
+    /// A builder with nothing set: building it now gives the `optimized` preset's defaults.
+    pub fn new() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+
+    /// Reads a TOML configuration file; see [`ConfigBuilder::apply_toml_str`]. Messages name the
+    /// file as `path` displays.
+    pub fn apply_toml_file(&mut self, path: impl AsRef<Path>) -> Result<(), ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.apply_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Records the keys of a TOML document; `origin_name` names it in messages (usually its
+    /// path). Keys are option keys in kebab-case or snake_case (`young-plab-size` or
+    /// `young_plab_size`), at the top level; values are strings, integers or booleans. `preset`
+    /// sets the preset whose defaults the rest override.
+    ///
+    /// Fails at once on invalid TOML, an unknown key, the same option twice, or a value of
+    /// another TOML type; values themselves are checked by [`ConfigBuilder::build`].
+    pub fn apply_toml_str(&mut self, text: &str, origin_name: &str) -> Result<(), ConfigError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let location = match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+                    format!("{origin_name}:{line}:{column}")
+                }
+                None => origin_name.to_string(),
+            };
+            ConfigError::TomlSyntax {
+                location,
+                // One line: the parser's message may span several.
+                message: e
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            }
+        })?;
+
+        let mut settings = Vec::with_capacity(table.len());
+        let mut seen: HashMap<&'static str, ConfigKey> = HashMap::new();
+        for (spelled, value) in &table {
+            let Some(option) = find_option(spelled) else {
+                return Err(ConfigError::UnknownKey {
+                    key: spelled.clone(),
+                    place: format!("in {origin_name}"),
+                    known: known_keys(),
+                });
+            };
+            let key = ConfigKey::new(
+                option.key,
+                Origin::Toml {
+                    file: origin_name.to_string(),
+                    spelled: spelled.clone(),
+                },
+            );
+            if let Some(first) = seen.insert(option.key, key.clone()) {
+                return Err(ConfigError::DuplicateKey {
+                    first: Box::new(first),
+                    second: Box::new(key),
+                });
+            }
+            let value = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(ConfigError::InvalidValue {
+                        key,
+                        value: other.to_string(),
+                        reason: format!(
+                            "is a TOML {} (expected {})",
+                            other.type_str(),
+                            option.kind.expected()
+                        ),
+                    })
+                }
+            };
+            settings.push(Setting { option, key, value });
+        }
+        self.toml.extend(settings);
+        Ok(())
+    }
+
+    /// Records the `CONCORD_*` variables among `vars` (name, value); other names are ignored, and
+    /// so are the names in [`NON_CONFIG_ENV_VARS`]. An unknown `CONCORD_*` name is an error
+    /// listing the known ones. Values are checked by [`ConfigBuilder::build`].
+    pub fn apply_env(
+        &mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        let mut settings = Vec::new();
+        for (name, value) in vars {
+            if !name.starts_with(ENV_PREFIX) || NON_CONFIG_ENV_VARS.contains(&name.as_str()) {
+                continue;
+            }
+            let Some(option) = OPTIONS.iter().find(|o| o.env == name) else {
+                return Err(ConfigError::UnknownEnvVar {
+                    name,
+                    known: OPTIONS.iter().map(|o| o.env).collect::<Vec<_>>().join(", "),
+                    allowed: NON_CONFIG_ENV_VARS.join(", "),
+                });
+            };
+            settings.push(Setting {
+                option,
+                key: ConfigKey::new(option.key, Origin::Env),
+                value,
+            });
+        }
+        self.env.extend(settings);
+        Ok(())
+    }
+
+    /// [`ConfigBuilder::apply_env`] on this process's environment. A name or value that is not
+    /// UTF-8 is taken lossily, so it fails as an unknown name or a bad value rather than being
+    /// skipped.
+    pub fn apply_process_env(&mut self) -> Result<(), ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars_os()
+            .map(|(name, value)| {
+                (
+                    name.to_string_lossy().into_owned(),
+                    value.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        self.apply_env(vars)
+    }
+
+    /// Records a CLI flag: `key` is the option key with or without the leading `--`
+    /// (`heap`, `--heap`; snake_case also accepted), `value` its text. Fails on an unknown key;
+    /// the value is checked by [`ConfigBuilder::build`].
+    pub fn set_cli(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let bare = key.strip_prefix("--").unwrap_or(key);
+        let Some(option) = find_option(bare) else {
+            return Err(ConfigError::UnknownKey {
+                key: key.to_string(),
+                place: "on the command line".to_string(),
+                known: known_keys(),
+            });
+        };
+        self.cli.push(Setting {
+            option,
+            key: ConfigKey::new(option.key, Origin::Cli),
+            value: value.to_string(),
+        });
+        Ok(())
+    }
+
+    /// Resolves the sources and validates the result.
+    ///
+    /// The preset comes from the strongest source that names one (else `optimized`); every
+    /// other value is then applied on top of that preset's defaults, TOML first, then
+    /// environment, then CLI, so the strongest wins. Every recorded value is parsed, including
+    /// overridden ones. Errors name the key as the user wrote it.
+    pub fn build(self) -> Result<GcConfig, ConfigError> {
+        let settings = || self.toml.iter().chain(&self.env).chain(&self.cli);
+
+        let mut preset = DEFAULT_PRESET;
+        for setting in settings().filter(|s| s.option.kind == ValueKind::Preset) {
+            preset = parse_preset(&setting.value).map_err(|reason| setting.invalid(reason))?;
+        }
+
+        let mut config = GcConfig::for_preset(preset);
+        let mut origins: HashMap<&'static str, ConfigKey> = HashMap::new();
+        for setting in settings() {
+            setting.apply(&mut config)?;
+            origins.insert(setting.option.key, setting.key.clone());
+        }
+        config.validate_with(&|key| {
+            debug_assert!(
+                find_option(key).is_some(),
+                "validation names unknown key {key}"
+            );
+            origins
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| ConfigKey::new(key, Origin::Default(preset)))
+        })?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{format_size, KIB, MIB};
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn build_err(builder: ConfigBuilder) -> String {
+        builder.build().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        assert_eq!(option_docs().count(), OPTIONS.len());
+        for (i, option) in OPTIONS.iter().enumerate() {
+            let expected_env = format!(
+                "{ENV_PREFIX}{}",
+                option.key.replace('-', "_").to_ascii_uppercase()
+            );
+            assert_eq!(option.env, expected_env);
+            assert_eq!(env_name_of(option.key), expected_env);
+            assert!(
+                option
+                    .key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{}",
+                option.key
+            );
+            assert!(option.doc.ends_with('.'), "{}", option.key);
+            assert!(
+                OPTIONS[..i].iter().all(|o| o.key != option.key),
+                "duplicate {}",
+                option.key
+            );
+            assert!(!NON_CONFIG_ENV_VARS.contains(&option.env));
+        }
+    }
+
+    #[test]
+    fn every_config_field_has_an_option() {
+        // Serialize a config with every Option set and compare its field names with the keys.
+        let mut config = GcConfig::for_preset(Preset::Optimized);
+        config.young_size = Some(MIB);
+        config.tlab_size = Some(KIB);
+        config.gc_log = Some("gc.log".into());
+        let fields = toml::Value::try_from(&config).unwrap();
+        let mut fields: Vec<String> = fields
+            .as_table()
+            .unwrap()
+            .keys()
+            .map(|f| match f.as_str() {
+                "heap_size" => "heap".to_string(),
+                "young_size" => "young".to_string(),
+                other => other.replace('_', "-"),
+            })
+            .collect();
+        fields.sort();
+        let mut keys: Vec<String> = OPTIONS.iter().map(|o| o.key.to_string()).collect();
+        keys.sort();
+        assert_eq!(fields, keys);
+    }
+
+    #[test]
+    fn empty_builder_gives_optimized_defaults() {
+        let config = ConfigBuilder::new().build().unwrap();
+        assert_eq!(config, GcConfig::for_preset(Preset::Optimized));
+    }
+
+    #[test]
+    fn every_option_can_be_set_from_every_source() {
+        let values = [
+            ("preset", "optimized"),
+            ("heap", "64m"),
+            ("young", "16m"),
+            ("new-ratio", "3"),
+            ("survivor-ratio", "6"),
+            ("gc-threads", "3"),
+            ("max-tenuring-threshold", "10"),
+            ("initial-tenuring-threshold", "4"),
+            ("target-survivor-ratio", "80"),
+            ("tlab-size", "16k"),
+            ("young-plab-size", "64k"),
+            ("old-plab-size", "16k"),
+            ("large-object-threshold", "1m"),
+            ("verify", "yes"),
+            ("gc-log", "/tmp/gc.log"),
+        ];
+        assert_eq!(values.len(), OPTIONS.len());
+        let check = |config: GcConfig| {
+            assert_eq!(config.preset, Preset::Optimized);
+            assert_eq!(config.heap_size, 64 * MIB);
+            assert_eq!(config.young_size, Some(16 * MIB));
+            assert_eq!(config.new_ratio, 3);
+            assert_eq!(config.survivor_ratio, 6);
+            assert_eq!(config.gc_threads, 3);
+            assert_eq!(config.max_tenuring_threshold, 10);
+            assert_eq!(config.initial_tenuring_threshold, 4);
+            assert_eq!(config.target_survivor_ratio, 80);
+            assert_eq!(config.tlab_size, Some(16 * KIB));
+            assert_eq!(config.young_plab_size, 64 * KIB);
+            assert_eq!(config.old_plab_size, 16 * KIB);
+            assert_eq!(config.large_object_threshold, MIB);
+            assert!(config.verify);
+            assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
+        };
+
+        let mut cli = ConfigBuilder::new();
+        for (key, value) in values {
+            cli.set_cli(key, value).unwrap();
+        }
+        check(cli.build().unwrap());
+
+        let mut from_env = ConfigBuilder::new();
+        from_env
+            .apply_env(values.iter().map(|(k, v)| (env_name_of(k), v.to_string())))
+            .unwrap();
+        check(from_env.build().unwrap());
+
+        let toml: String = values
+            .iter()
+            .map(|(k, v)| format!("{k} = \"{v}\"\n"))
+            .collect();
+        let mut from_toml = ConfigBuilder::new();
+        from_toml.apply_toml_str(&toml, "all.toml").unwrap();
+        check(from_toml.build().unwrap());
+    }
+
+    #[test]
+    fn cli_beats_env_beats_toml_in_any_order() {
+        let toml = "heap = \"128m\"\ngc-threads = 2\nverify = true\n";
+        let vars = env(&[("CONCORD_HEAP", "96m"), ("CONCORD_GC_THREADS", "3")]);
+
+        let mut forward = ConfigBuilder::new();
+        forward.apply_toml_str(toml, "concord.toml").unwrap();
+        forward.apply_env(vars.clone()).unwrap();
+        forward.set_cli("--heap", "64m").unwrap();
+
+        let mut backward = ConfigBuilder::new();
+        backward.set_cli("heap", "64m").unwrap();
+        backward.apply_env(vars.clone()).unwrap();
+        backward.apply_toml_str(toml, "concord.toml").unwrap();
+
+        for builder in [forward, backward] {
+            let config = builder.build().unwrap();
+            assert_eq!(config.heap_size, 64 * MIB, "CLI wins");
+            assert_eq!(config.gc_threads, 3, "env beats TOML");
+            assert!(config.verify, "TOML beats the default");
+            assert_eq!(config.young_plab_size, 32 * KIB, "default");
+        }
+
+        let mut env_over_toml = ConfigBuilder::new();
+        env_over_toml.apply_env(vars).unwrap();
+        env_over_toml.apply_toml_str(toml, "concord.toml").unwrap();
+        assert_eq!(env_over_toml.build().unwrap().heap_size, 96 * MIB);
+    }
+
+    #[test]
+    fn later_values_of_one_source_win() {
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "64m").unwrap();
+        builder.set_cli("heap", "32m").unwrap();
+        builder.apply_toml_str("heap = \"8m\"", "a.toml").unwrap();
+        builder.apply_toml_str("heap = \"16m\"", "b.toml").unwrap();
+        assert_eq!(builder.clone().build().unwrap().heap_size, 32 * MIB);
+        builder.cli.clear();
+        assert_eq!(builder.build().unwrap().heap_size, 16 * MIB);
+    }
+
+    #[test]
+    fn preset_is_resolved_first_from_the_strongest_source() {
+        // The TOML file names an unavailable preset, the CLI overrides it: the file's other keys
+        // still apply on top of the CLI's preset.
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("preset = \"vanilla\"\nheap = \"128m\"", "concord.toml")
+            .unwrap();
+        builder.set_cli("preset", "Optimized").unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.preset, Preset::Optimized);
+        assert_eq!(config.heap_size, 128 * MIB);
+
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("preset = \"vanilla\"", "concord.toml")
+            .unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with(
+                "preset in concord.toml: preset 'vanilla' is not available yet: its policy \
+                 switches (monitor task queue, best-of-2 stealing"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("arrive with the parallel-mechanisms work; available now: optimized"),
+            "{err}"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_PRESET", "modern")]))
+            .unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("CONCORD_PRESET: preset 'modern' is not available yet"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn overridden_bad_values_are_still_errors() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_GC_THREADS", "lots")]))
+            .unwrap();
+        builder.set_cli("gc-threads", "4").unwrap();
+        let err = build_err(builder);
+        assert!(err.starts_with("CONCORD_GC_THREADS: 'lots'"), "{err}");
+
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("preset = \"fast\"", "concord.toml")
+            .unwrap();
+        builder.set_cli("preset", "optimized").unwrap();
+        let err = build_err(builder);
+        assert_eq!(
+            err,
+            "preset in concord.toml: 'fast' is not a preset (allowed: vanilla, modern, optimized)"
+        );
+    }
+
+    #[test]
+    fn documented_messages() {
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "64q").unwrap();
+        assert_eq!(
+            build_err(builder),
+            "--heap: '64q' is not a size (expected a number with an optional k, m or g suffix, \
+             e.g. 64m)"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "64m").unwrap();
+        builder.set_cli("young", "200M").unwrap();
+        assert_eq!(
+            build_err(builder),
+            "--young: 200M must be smaller than the heap (64M) and leave at least 1M for the old \
+             generation"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_GC_THREADS", "0")]))
+            .unwrap();
+        assert_eq!(
+            build_err(builder),
+            "CONCORD_GC_THREADS: '0' is out of range (allowed: 1..=256)"
+        );
+
+        let err = ConfigBuilder::new()
+            .apply_toml_str("heapsize = \"64m\"", "concord.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "unknown configuration key 'heapsize' in concord.toml (known keys: preset, heap, \
+                 young, new-ratio,"
+            ),
+            "{err}"
+        );
+        assert!(err.ends_with("verify, gc-log)"), "{err}");
+    }
+
+    /// A value each option rejects on its own.
+    fn bad_value(option: &OptionSpec) -> &'static str {
+        match option.kind {
+            ValueKind::Preset => "fastest",
+            ValueKind::Size | ValueKind::OptionalSize => "12q",
+            ValueKind::Integer => "many",
+            ValueKind::Bool => "maybe",
+            ValueKind::Path => "",
+        }
+    }
+
+    #[test]
+    fn bad_values_name_key_and_value_for_every_option_and_source() {
+        for option in &OPTIONS {
+            let value = bad_value(option);
+            let quoted = format!("'{value}'");
+
+            let mut cli = ConfigBuilder::new();
+            cli.set_cli(option.key, value).unwrap();
+            let err = build_err(cli);
+            assert!(
+                err.starts_with(&format!("--{}: {quoted} ", option.key)),
+                "{err}"
+            );
+
+            let mut from_env = ConfigBuilder::new();
+            from_env
+                .apply_env([(option.env.to_string(), value.to_string())])
+                .unwrap();
+            let err = build_err(from_env);
+            assert!(
+                err.starts_with(&format!("{}: {quoted} ", option.env)),
+                "{err}"
+            );
+
+            let snake = option.key.replace('-', "_");
+            let mut from_toml = ConfigBuilder::new();
+            from_toml
+                .apply_toml_str(&format!("{snake} = \"{value}\""), "my.toml")
+                .unwrap();
+            let err = build_err(from_toml);
+            assert!(
+                err.starts_with(&format!("{snake} in my.toml: {quoted} ")),
+                "{err}"
+            );
+            assert!(err.contains("allowed") || err.contains("expected"), "{err}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_range() {
+        let cases = [
+            ("heap", "2m", "is out of range (allowed: 4M..=1024G)"),
+            ("heap", "2048g", "is out of range (allowed: 4M..=1024G)"),
+            ("heap", "-5m", "is not a size (sizes cannot be negative)"),
+            (
+                "heap",
+                "1.5g",
+                "is not a size (fractions are not allowed; write 1536m instead)",
+            ),
+            ("young", "", "is not a size (it is empty;"),
+            ("new-ratio", "0", "is out of range (allowed: 1..=100)"),
+            ("new-ratio", "-1", "is out of range (allowed: 1..=100)"),
+            (
+                "survivor-ratio",
+                "1001",
+                "is out of range (allowed: 1..=1000)",
+            ),
+            ("gc-threads", "257", "is out of range (allowed: 1..=256)"),
+            (
+                "gc-threads",
+                "99999999999999999999",
+                "is out of range (allowed: 1..=256)",
+            ),
+            (
+                "gc-threads",
+                "99999999999999999999999999999999999999999",
+                "is not a whole number",
+            ),
+            (
+                "gc-threads",
+                "2.5",
+                "is not a whole number (allowed: 1..=256)",
+            ),
+            (
+                "max-tenuring-threshold",
+                "16",
+                "is out of range (allowed: 0..=15)",
+            ),
+            (
+                "initial-tenuring-threshold",
+                "16",
+                "is out of range (allowed: 0..=15)",
+            ),
+            (
+                "target-survivor-ratio",
+                "0",
+                "is out of range (allowed: 1..=100)",
+            ),
+            ("tlab-size", "512", "is too small (allowed: at least 1K)"),
+            (
+                "young-plab-size",
+                "2m",
+                "is out of range (allowed: 1K..=1M)",
+            ),
+            ("old-plab-size", "0", "is out of range (allowed: 1K..=1M)"),
+            (
+                "large-object-threshold",
+                "1000",
+                "is too small (allowed: at least 1K)",
+            ),
+        ];
+        for (key, value, reason) in cases {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli(key, value).unwrap();
+            let err = build_err(builder);
+            let start = format!("--{key}: '{value}' {reason}");
+            assert!(err.starts_with(&start), "{err}\n  expected: {start}");
+        }
+    }
+
+    #[test]
+    fn cross_field_errors_name_the_source_that_set_the_value() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("max_tenuring_threshold = 3", "c.toml")
+            .unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("max_tenuring_threshold in c.toml: 3 is below initial-tenuring"),
+            "{err}"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "4m").unwrap();
+        builder.set_cli("new-ratio", "100").unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("--new-ratio: 100 makes the young generation 0B"),
+            "{err}"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "64m").unwrap();
+        builder.set_cli("tlab-size", "60m").unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("--tlab-size: '60M' is out of range (allowed: 1K.."),
+            "{err}"
+        );
+
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("heap", "64m").unwrap();
+        builder.set_cli("survivor-ratio", "1000").unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("--survivor-ratio: 1000 makes each survivor space"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn optional_sizes_accept_auto() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("young = \"16m\"\ntlab-size = \"8k\"", "c.toml")
+            .unwrap();
+        builder.set_cli("young", "auto").unwrap();
+        builder.set_cli("tlab-size", "AUTO").unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.young_size, None);
+        assert_eq!(config.tlab_size, None);
+    }
+
+    #[test]
+    fn booleans() {
+        for (text, expected) in [
+            ("true", true),
+            ("YES", true),
+            ("on", true),
+            ("1", true),
+            ("false", false),
+            ("No", false),
+            ("off", false),
+            ("0", false),
+        ] {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli("verify", text).unwrap();
+            assert_eq!(builder.build().unwrap().verify, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn toml_values_may_be_strings_integers_or_booleans() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str(
+                "heap = 67108864\ngc_threads = 2\nverify = true\nyoung-plab-size = \"16k\"\n\
+                 gc-log = \"gc.log\"\n",
+                "c.toml",
+            )
+            .unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.heap_size, 64 * MIB);
+        assert_eq!(config.gc_threads, 2);
+        assert!(config.verify);
+        assert_eq!(config.young_plab_size, 16 * KIB);
+        assert_eq!(config.gc_log, Some(PathBuf::from("gc.log")));
+
+        let err = ConfigBuilder::new()
+            .apply_toml_str("heap = 1.5", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("heap in c.toml: '1.5' is a TOML float (expected a size"),
+            "{err}"
+        );
+        let err = ConfigBuilder::new()
+            .apply_toml_str("[heap]\nsize = 1", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("heap in c.toml: "), "{err}");
+        assert!(err.contains("is a TOML table"), "{err}");
+
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_str("heap = -5", "c.toml").unwrap();
+        assert!(build_err(builder).starts_with("heap in c.toml: '-5' is not a size"));
+
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_str("verify = 1", "c.toml").unwrap();
+        assert!(builder.build().unwrap().verify);
+    }
+
+    #[test]
+    fn the_same_option_twice_in_one_file_is_an_error() {
+        let err = ConfigBuilder::new()
+            .apply_toml_str("gc-threads = 2\ngc_threads = 3", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gc-threads in c.toml"), "{err}");
+        assert!(err.contains("gc_threads in c.toml"), "{err}");
+        assert!(err.contains("already set"), "{err}");
+    }
+
+    #[test]
+    fn toml_syntax_errors_name_file_and_line() {
+        let err = ConfigBuilder::new()
+            .apply_toml_str("heap = \"64m\"\ngc-threads = = 2\n", "bad.toml")
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::TomlSyntax { .. }));
+        let err = err.to_string();
+        assert!(err.starts_with("bad.toml:2:"), "{err}");
+        assert!(err.contains("invalid TOML"), "{err}");
+        let err = ConfigBuilder::new()
+            .apply_toml_str("verify = tru\n", "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn toml_files() {
+        let dir = std::env::temp_dir().join(format!("concord-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("concord.toml");
+        std::fs::write(&file, "heap = \"32m\"\nverify = \"on\"\n").unwrap();
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_file(&file).unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.heap_size, 32 * MIB);
+        assert!(config.verify);
+
+        std::fs::write(&file, "heap = \"32x\"\n").unwrap();
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_file(&file).unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with(&format!("heap in {}: '32x' is not a size", file.display())),
+            "{err}"
+        );
+
+        std::fs::write(&file, "heap = [").unwrap();
+        let err = ConfigBuilder::new()
+            .apply_toml_file(&file)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(&file.display().to_string()), "{err}");
+
+        let missing = dir.join("missing.toml");
+        let err = ConfigBuilder::new()
+            .apply_toml_file(&missing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+        assert!(err.starts_with("cannot read configuration file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn environment_filtering() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[
+                ("PATH", "/bin"),
+                ("HEAP", "1m"),
+                ("concord_heap", "1m"),
+                ("CONCORD_LOG", "debug"),
+                ("CONCORD_CONFIG", "x.toml"),
+                ("CONCORD_HEAP", "32m"),
+            ]))
+            .unwrap();
+        assert_eq!(builder.build().unwrap().heap_size, 32 * MIB);
+
+        let err = ConfigBuilder::new()
+            .apply_env(env(&[("CONCORD_HEAPSIZE", "1g")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("unknown environment variable 'CONCORD_HEAPSIZE'"),
+            "{err}"
+        );
+        assert!(err.contains("CONCORD_HEAP, CONCORD_YOUNG"), "{err}");
+        assert!(err.contains("CONCORD_LOG"), "{err}");
+    }
+
+    #[test]
+    fn unknown_cli_keys() {
+        let err = ConfigBuilder::new()
+            .set_cli("--heapsize", "1g")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "unknown configuration key '--heapsize' on the command line (known keys: preset,"
+            ),
+            "{err}"
+        );
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("--young_plab_size", "8k").unwrap();
+        assert_eq!(builder.build().unwrap().young_plab_size, 8 * KIB);
+    }
+
+    #[test]
+    fn errors_expose_their_key() {
+        let mut builder = ConfigBuilder::new();
+        builder.apply_env(env(&[("CONCORD_HEAP", "1k")])).unwrap();
+        let err = builder.build().unwrap_err();
+        assert_eq!(err.key(), Some(&ConfigKey::new("heap", Origin::Env)));
+    }
+
+    #[test]
+    fn defaults_are_named_as_defaults() {
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("young", "512k").unwrap();
+        let err = build_err(builder);
+        assert!(
+            err.starts_with("--young: 512K makes each survivor space"),
+            "{err}"
+        );
+        let key = ConfigKey::new("survivor-ratio", Origin::Default(Preset::Optimized));
+        assert_eq!(
+            key.to_string(),
+            "survivor-ratio (default of preset optimized)"
+        );
+        assert_eq!(format_size(MIB), "1M");
+    }
+}

@@ -1,0 +1,16 @@
+//! Concord: a parallel, stop-the-world, generational garbage collector that cooperates with the
+//! operating system instead of assuming it.
+//!
+//! The crate is organised in the rooms of DESIGN.md: [`memory`] (reserved range, spaces, card
+//! table), [`object`] (the object model), [`collection`] (scavenge, full collection, verifier),
+//! [`parallel`] (GC workers, work stealing, termination), [`runtime`] (heap, mutators,
+//! safepoints, VM thread), [`telemetry`] (records, GC log) and [`os`] (system calls).
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+compile_error!("Concord supports 64-bit Linux only");
+
+pub mod config;
+pub mod memory;
+pub mod object;
+pub mod os;
+pub mod parallel;

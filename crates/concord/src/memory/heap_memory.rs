@@ -1,0 +1,202 @@
+//! The heap's memory: one reservation holding old, eden and two survivor spaces, plus the card
+//! table and the side bitmaps the collectors use.
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::bitmap::Bitmap;
+use super::card_table::CardTable;
+use super::space::Space;
+use crate::os::vm::Reservation;
+
+/// Alignment of the reservation and of every space boundary.
+pub const HEAP_ALIGNMENT: usize = 64 * 1024;
+
+/// Names the four spaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum SpaceId {
+    /// The old generation.
+    Old,
+    /// Where mutators allocate.
+    Eden,
+    /// The first survivor space.
+    Survivor0,
+    /// The second survivor space.
+    Survivor1,
+}
+
+/// Sizes of the spaces, bytes (each a multiple of [`HEAP_ALIGNMENT`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpaceSizes {
+    /// Old generation.
+    pub old: usize,
+    /// Eden.
+    pub eden: usize,
+    /// Each survivor space.
+    pub survivor: usize,
+}
+
+/// Reservation, spaces, card table and bitmaps of one heap.
+pub struct HeapMemory {
+    reservation: Reservation,
+    /// The old generation.
+    pub old: Space,
+    /// Eden.
+    pub eden: Space,
+    survivors: [Space; 2],
+    /// Index into `survivors` of the current from-space; swapped after each scavenge.
+    from: AtomicUsize,
+    base: usize,
+    young_start: usize,
+    end: usize,
+    /// Card table over the whole heap (only old-generation cards are ever scanned).
+    pub cards: CardTable,
+    /// Object starts in the old generation, for card scanning and heap walks.
+    pub old_starts: Bitmap,
+    /// Full collection: bit at the first word of every marked object.
+    pub mark_begin: Bitmap,
+    /// Full collection: bit at every word of every marked object.
+    pub mark_live: Bitmap,
+}
+
+impl HeapMemory {
+    /// Reserve the heap; commit the young generation now and the old generation on demand.
+    pub fn new(sizes: SpaceSizes) -> io::Result<Self> {
+        for (what, s) in [("old", sizes.old), ("eden", sizes.eden), ("survivor", sizes.survivor)] {
+            if s == 0 || s % HEAP_ALIGNMENT != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{what} size {s} must be a positive multiple of {HEAP_ALIGNMENT}"),
+                ));
+            }
+        }
+        let total = sizes.old + sizes.eden + 2 * sizes.survivor;
+        let reservation = Reservation::new(total, HEAP_ALIGNMENT)?;
+        let base = reservation.base();
+        let young_start = base + sizes.old;
+        let end = base + total;
+        reservation.commit(young_start, end - young_start)?;
+        let eden_end = young_start + sizes.eden;
+        let s0_end = eden_end + sizes.survivor;
+        Ok(Self {
+            old: Space::new("old", base, young_start, base),
+            eden: Space::new("eden", young_start, eden_end, eden_end),
+            survivors: [
+                Space::new("survivor 0", eden_end, s0_end, s0_end),
+                Space::new("survivor 1", s0_end, end, end),
+            ],
+            from: AtomicUsize::new(0),
+            base,
+            young_start,
+            end,
+            cards: CardTable::new(base, total),
+            old_starts: Bitmap::new(base, sizes.old),
+            mark_begin: Bitmap::new(base, total),
+            mark_live: Bitmap::new(base, total),
+            reservation,
+        })
+    }
+
+    /// The reservation (for committing old-generation memory).
+    pub fn reservation(&self) -> &Reservation {
+        &self.reservation
+    }
+
+    /// First heap address.
+    #[inline(always)]
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// First young-generation address (end of old).
+    #[inline(always)]
+    pub fn young_start(&self) -> usize {
+        self.young_start
+    }
+
+    /// One past the last heap address.
+    #[inline(always)]
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Total heap bytes.
+    pub fn capacity(&self) -> usize {
+        self.end - self.base
+    }
+
+    /// Whether `addr` is in the young generation.
+    #[inline(always)]
+    pub fn in_young(&self, addr: usize) -> bool {
+        addr >= self.young_start && addr < self.end
+    }
+
+    /// Whether `addr` is in the old generation's range.
+    #[inline(always)]
+    pub fn in_old(&self, addr: usize) -> bool {
+        addr >= self.base && addr < self.young_start
+    }
+
+    /// Whether `addr` is anywhere in the heap.
+    #[inline(always)]
+    pub fn in_heap(&self, addr: usize) -> bool {
+        addr >= self.base && addr < self.end
+    }
+
+    /// Current from-space.
+    #[inline(always)]
+    pub fn from_space(&self) -> &Space {
+        &self.survivors[self.from.load(Ordering::Relaxed)]
+    }
+
+    /// Current to-space (empty between collections).
+    #[inline(always)]
+    pub fn to_space(&self) -> &Space {
+        &self.survivors[1 - self.from.load(Ordering::Relaxed)]
+    }
+
+    /// Exchange the survivor roles (at the end of a scavenge, world stopped).
+    pub fn swap_survivors(&self) {
+        self.from.fetch_xor(1, Ordering::Relaxed);
+    }
+
+    /// A space by name.
+    pub fn space(&self, id: SpaceId) -> &Space {
+        match id {
+            SpaceId::Old => &self.old,
+            SpaceId::Eden => &self.eden,
+            SpaceId::Survivor0 => &self.survivors[0],
+            SpaceId::Survivor1 => &self.survivors[1],
+        }
+    }
+
+    /// All spaces in address order (old, eden, survivor 0, survivor 1).
+    pub fn spaces_in_address_order(&self) -> [(SpaceId, &Space); 4] {
+        [
+            (SpaceId::Old, &self.old),
+            (SpaceId::Eden, &self.eden),
+            (SpaceId::Survivor0, &self.survivors[0]),
+            (SpaceId::Survivor1, &self.survivors[1]),
+        ]
+    }
+
+    /// Which space `addr` is in.
+    pub fn space_of(&self, addr: usize) -> Option<SpaceId> {
+        self.spaces_in_address_order().into_iter().find(|(_, s)| s.contains(addr)).map(|(id, _)| id)
+    }
+
+    /// Bytes used in the young generation.
+    pub fn young_used(&self) -> usize {
+        self.eden.used() + self.from_space().used() + self.to_space().used()
+    }
+
+    /// Young capacity as HotSpot reports it (eden + one survivor).
+    pub fn young_capacity(&self) -> usize {
+        self.eden.capacity() + self.from_space().capacity()
+    }
+
+    /// Bytes used in the whole heap.
+    pub fn used(&self) -> usize {
+        self.old.used() + self.young_used()
+    }
+}

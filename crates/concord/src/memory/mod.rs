@@ -1,0 +1,17 @@
+//! The memory room: the reserved heap range, its spaces, the card table and side bitmaps.
+//!
+//! ```text
+//! base                                                                     base + heap_size
+//! | old generation (committed on demand) | eden | survivor 0 | survivor 1 |
+//! ```
+//!
+//! Old sits below young so that the full collector, which slides every live object towards
+//! lower addresses, can compact young objects into old in the same pass (as Parallel Old does).
+
+pub mod bitmap;
+pub mod card_table;
+pub mod space;
+
+mod heap_memory;
+
+pub use heap_memory::{HeapMemory, SpaceId};

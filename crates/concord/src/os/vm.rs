@@ -1,0 +1,156 @@
+//! Virtual memory: reserve an address range without backing it, then commit parts of it.
+
+use std::io;
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size <= 0 {
+        4096
+    } else {
+        size as usize
+    }
+}
+
+/// A reserved, initially inaccessible range of address space, unmapped on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    base: usize,
+    size: usize,
+}
+
+impl Reservation {
+    /// Reserve `size` bytes (rounded up to pages) of address space aligned to `align` (a power
+    /// of two, at least a page). Nothing is committed.
+    pub fn new(size: usize, align: usize) -> io::Result<Self> {
+        let page = page_size();
+        let align = align.max(page);
+        assert!(align.is_power_of_two(), "alignment must be a power of two");
+        let size = size.div_ceil(page) * page;
+        let request = size
+            .checked_add(align)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "reservation size overflows"))?;
+        // SAFETY: an anonymous PROT_NONE mapping at a kernel-chosen address touches no existing
+        // memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                request,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let raw = raw as usize;
+        let base = raw.next_multiple_of(align);
+        // Trim the unaligned head and the tail so exactly [base, base+size) stays mapped.
+        let head = base - raw;
+        let tail = request - head - size;
+        // SAFETY: both ranges lie inside the mapping we just created and are not used.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw as *mut libc::c_void, head);
+            }
+            if tail > 0 {
+                libc::munmap((base + size) as *mut libc::c_void, tail);
+            }
+        }
+        Ok(Self { base, size })
+    }
+
+    /// First address of the range.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Size of the range in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Make `[addr, addr+len)` readable and writable. Both must be page aligned and inside the
+    /// reservation.
+    pub fn commit(&self, addr: usize, len: usize) -> io::Result<()> {
+        self.check_range(addr, len);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range is inside our own reservation (checked above).
+        let rc = unsafe {
+            libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE)
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Give `[addr, addr+len)` back to the OS and make it inaccessible again.
+    pub fn uncommit(&self, addr: usize, len: usize) -> io::Result<()> {
+        self.check_range(addr, len);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range is inside our own reservation; MAP_FIXED replaces only it.
+        let raw = unsafe {
+            libc::mmap(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn check_range(&self, addr: usize, len: usize) {
+        let page = page_size();
+        assert!(addr % page == 0 && len % page == 0, "commit range must be page aligned");
+        assert!(
+            addr >= self.base && addr + len <= self.base + self.size,
+            "commit range outside the reservation"
+        );
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping; nothing refers to it once the reservation is dropped.
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.size);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_commit_write_uncommit() {
+        let r = Reservation::new(4 << 20, 1 << 20).unwrap();
+        assert_eq!(r.base() % (1 << 20), 0);
+        r.commit(r.base(), 1 << 20).unwrap();
+        // SAFETY: the first MiB was just committed.
+        unsafe {
+            let p = r.base() as *mut u64;
+            assert_eq!(p.read(), 0, "fresh memory is zero");
+            p.write(42);
+            assert_eq!(p.read(), 42);
+        }
+        r.uncommit(r.base(), 1 << 20).unwrap();
+        r.commit(r.base(), 1 << 20).unwrap();
+        // SAFETY: committed again; an uncommitted page comes back zeroed.
+        unsafe { assert_eq!((r.base() as *const u64).read(), 0) };
+    }
+}

@@ -1,0 +1,67 @@
+//! What one worker did during one parallel phase (cheap counters, always on).
+
+use std::collections::BTreeMap;
+
+/// Per-worker counters of one parallel phase.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct WorkerPhaseStats {
+    /// Worker id.
+    pub worker: usize,
+    /// Root tasks executed, by task type name.
+    pub root_tasks: BTreeMap<&'static str, u64>,
+    /// Steal tasks entered (one per worker that reached the stealing stage).
+    pub steal_tasks: u64,
+    /// Items obtained by stealing.
+    pub stolen: u64,
+    /// Steal attempts (victim selections).
+    pub steal_attempts: u64,
+    /// Attempts that found nothing.
+    pub steal_failures: u64,
+    /// Times this worker entered the termination protocol.
+    pub termination_entries: u64,
+    /// Times it left the protocol again because work appeared.
+    pub termination_exits: u64,
+    /// Items processed (from any source).
+    pub items: u64,
+    /// Nanoseconds in root tasks (including draining the work they produced).
+    pub root_ns: u64,
+    /// Nanoseconds stealing and processing stolen work.
+    pub steal_ns: u64,
+    /// Nanoseconds inside the termination protocol.
+    pub termination_ns: u64,
+    /// CPUs this worker was seen on, sampled at task boundaries (sorted, deduplicated).
+    pub cpus: Vec<u32>,
+}
+
+impl WorkerPhaseStats {
+    /// Note the CPU the calling thread runs on now.
+    pub fn sample_cpu(&mut self) {
+        if let Some(cpu) = crate::os::cpu::current_cpu() {
+            if let Err(pos) = self.cpus.binary_search(&cpu) {
+                self.cpus.insert(pos, cpu);
+            }
+        }
+    }
+
+    /// Add another phase's counters of the same worker.
+    pub fn merge(&mut self, other: &WorkerPhaseStats) {
+        for (k, v) in &other.root_tasks {
+            *self.root_tasks.entry(k).or_default() += v;
+        }
+        self.steal_tasks += other.steal_tasks;
+        self.stolen += other.stolen;
+        self.steal_attempts += other.steal_attempts;
+        self.steal_failures += other.steal_failures;
+        self.termination_entries += other.termination_entries;
+        self.termination_exits += other.termination_exits;
+        self.items += other.items;
+        self.root_ns += other.root_ns;
+        self.steal_ns += other.steal_ns;
+        self.termination_ns += other.termination_ns;
+        for &c in &other.cpus {
+            if let Err(pos) = self.cpus.binary_search(&c) {
+                self.cpus.insert(pos, c);
+            }
+        }
+    }
+}
