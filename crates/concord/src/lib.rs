@@ -14,3 +14,12 @@ pub mod memory;
 pub mod object;
 pub mod os;
 pub mod parallel;
+pub mod collection;
+pub mod runtime;
+pub mod telemetry;
+
+pub use collection::verify::{VerifyError, VerifyReport};
+pub use config::{GcConfig, Preset};
+pub use object::{ObjectKind, ObjectType};
+pub use runtime::{GcError, Handle, Heap, HeapError, Mutator};
+pub use telemetry::{CollectionKind, CollectionRecord, GcCause, GcStats};

@@ -402,3 +402,67 @@ mod tests {
         assert!(ref_array_size(MAX_ARRAY_LEN + 1).is_err());
     }
 }
+
+/// Raw word access to objects in the heap. Callers guarantee the addresses are valid heap words
+/// (inside a committed space) and that the safepoint protocol orders the accesses.
+pub(crate) mod raw {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::{Header, WORD};
+
+    /// The header word of `obj` as an atomic (headers are CAS'd while forwarding).
+    ///
+    /// # Safety
+    /// `obj` must be the word-aligned start of an object in committed heap memory.
+    #[inline(always)]
+    pub unsafe fn header_cell<'a>(obj: usize) -> &'a AtomicU64 {
+        // SAFETY: per the contract the word is valid, aligned and lives as long as the heap.
+        unsafe { &*(obj as *const AtomicU64) }
+    }
+
+    /// Load `obj`'s header (Acquire: a forwarding header publishes the forwardee's contents).
+    ///
+    /// # Safety
+    /// As for [`header_cell`].
+    #[inline(always)]
+    pub unsafe fn header(obj: usize) -> Header {
+        // SAFETY: forwarded from the caller.
+        Header(unsafe { header_cell(obj) }.load(Ordering::Acquire))
+    }
+
+    /// Store a header without synchronisation (fresh or not yet published objects).
+    ///
+    /// # Safety
+    /// `obj` must be a valid object start that no other thread accesses concurrently.
+    #[inline(always)]
+    pub unsafe fn set_header(obj: usize, h: Header) {
+        // SAFETY: forwarded from the caller.
+        unsafe { header_cell(obj) }.store(h.0, Ordering::Relaxed);
+    }
+
+    /// Address of reference slot `i` of `obj`.
+    #[inline(always)]
+    pub const fn slot_addr(obj: usize, i: usize) -> usize {
+        obj + WORD + i * WORD
+    }
+
+    /// Read a heap word.
+    ///
+    /// # Safety
+    /// `addr` must be a valid, aligned, committed heap word.
+    #[inline(always)]
+    pub unsafe fn load(addr: usize) -> usize {
+        // SAFETY: forwarded from the caller.
+        unsafe { (addr as *const usize).read() }
+    }
+
+    /// Write a heap word.
+    ///
+    /// # Safety
+    /// `addr` must be a valid, aligned, committed heap word no other thread writes concurrently.
+    #[inline(always)]
+    pub unsafe fn store(addr: usize, value: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { (addr as *mut usize).write(value) }
+    }
+}

@@ -160,6 +160,18 @@ impl Bitmap {
         (word & ((1u64 << (bit % 64)) - 1)).count_ones() as usize
     }
 
+    /// Raw bitmap word `index` (covering heap bytes `[base + index*512, base + (index+1)*512)`).
+    #[inline(always)]
+    pub fn word(&self, index: usize) -> u64 {
+        self.words[index].load(Ordering::Relaxed)
+    }
+
+    /// Index of the bitmap word holding `addr`'s bit.
+    #[inline(always)]
+    pub fn word_index(&self, addr: usize) -> usize {
+        self.bit(addr) / 64
+    }
+
     /// Clear the whole bitmap.
     pub fn clear_all(&self) {
         for w in self.words.iter() {

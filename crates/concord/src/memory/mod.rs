@@ -12,6 +12,6 @@ pub mod bitmap;
 pub mod card_table;
 pub mod space;
 
-mod heap_memory;
+pub mod heap_memory;
 
 pub use heap_memory::{HeapMemory, SpaceId};

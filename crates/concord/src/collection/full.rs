@@ -1,0 +1,402 @@
+//! The full collector: parallel marking, then a Parallel-Old-style sliding compaction of the
+//! whole heap into the old generation.
+//!
+//! 1. **Mark** (work stealing, like a scavenge): a begin bit per live object and a live bit per
+//!    live word, in side bitmaps.
+//! 2. **Summary**: per 64 KiB region, live words and, per 512-byte block, live words before the
+//!    block. Each space's live data is assigned a destination: the old generation if it fits,
+//!    else the lowest-addressed space at or below it with room (its own, at worst). A live word's
+//!    new address is then `region_dest + block_prefix + popcount(bits below it)`: no forwarding
+//!    pointers, headers stay intact.
+//! 3. **Adjust**: every reference in live objects and roots is rewritten to its new address; the
+//!    card table and the old generation's object-start bitmap are rebuilt for the new layout.
+//! 4. **Compact**: regions are claimed in address order; a region moves its objects once every
+//!    lower region whose source memory overlaps its destination has been moved (dependency
+//!    waits on per-region done flags), so workers slide in parallel without clobbering.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use super::{ms_since, GcContext, PhaseTimes, RootSlots};
+use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
+use crate::memory::HeapMemory;
+use crate::object::raw::{self, slot_addr};
+use crate::object::{ObjectKind, WORD};
+use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
+
+/// Bytes per compaction region (equal to the space alignment, so regions never straddle spaces).
+pub const REGION_SIZE: usize = 64 * 1024;
+const BLOCKS_PER_REGION: usize = REGION_SIZE / BYTES_PER_BITMAP_WORD;
+/// Reference arrays longer than this are marked in chunks.
+const ARRAY_CHUNK: usize = 256;
+const ROOT_CHUNK: usize = 4096;
+
+/// What a full collection did.
+#[derive(Debug, Default)]
+pub struct FullOutcome {
+    /// Bytes of live objects.
+    pub live_bytes: usize,
+    /// Bytes of objects that changed address.
+    pub moved_bytes: usize,
+    /// Live young bytes that did not fit in old and stayed in the young generation.
+    pub young_bytes_left: usize,
+    /// Both survivor spaces hold objects afterwards (young collections are impossible until a
+    /// later full collection empties one).
+    pub survivors_both_used: bool,
+    /// Per-worker counters of the marking phase.
+    pub workers: Vec<WorkerPhaseStats>,
+    /// Timing.
+    pub phases: PhaseTimes,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Marking
+
+/// A marking work item.
+#[derive(Clone, Copy, Debug)]
+pub enum MarkItem {
+    /// A marked object whose references must be scanned.
+    Object(usize),
+    /// Slots `start..` of a marked reference array.
+    ArrayChunk {
+        /// The array.
+        array: usize,
+        /// First slot of the chunk.
+        start: usize,
+    },
+}
+
+struct Marker<'a> {
+    mem: &'a HeapMemory,
+}
+
+impl Marker<'_> {
+    /// Mark `obj`; true if this call marked it.
+    #[inline(always)]
+    fn mark(&self, obj: usize) -> bool {
+        if !self.mem.mark_begin.mark(obj) {
+            return false;
+        }
+        // SAFETY: `obj` is reachable, so it is a valid object start.
+        let h = unsafe { raw::header(obj) };
+        debug_assert!(h.is_object(), "marking reached a non-object at {obj:#x}: {h:?}");
+        self.mem.mark_live.set_range(obj, obj + h.size_bytes());
+        true
+    }
+
+    #[inline(always)]
+    fn scan_slots(&self, obj: usize, from: usize, to: usize, q: &mut WorkQueue<MarkItem>) {
+        for i in from..to {
+            // SAFETY: `i` is below `obj`'s reference count.
+            let v = unsafe { raw::load(slot_addr(obj, i)) };
+            if v != 0 && self.mark(v) {
+                q.push(MarkItem::Object(v));
+            }
+        }
+    }
+}
+
+impl ParallelTask for Marker<'_> {
+    type Item = MarkItem;
+    type Root = RootSlots;
+    type Local = ();
+
+    fn root_name(&self, _: &RootSlots) -> &'static str {
+        "ThreadRoots"
+    }
+
+    fn run_root(&self, roots: &RootSlots, _: &mut (), q: &mut WorkQueue<MarkItem>) {
+        for slot in roots.slot_addrs() {
+            // SAFETY: root slots are valid words of a stopped mutator's handle stack.
+            let v = unsafe { raw::load(slot) };
+            if v != 0 && self.mark(v) {
+                q.push(MarkItem::Object(v));
+            }
+        }
+    }
+
+    #[inline]
+    fn process(&self, item: MarkItem, _: &mut (), q: &mut WorkQueue<MarkItem>) {
+        match item {
+            MarkItem::Object(obj) => {
+                // SAFETY: marked objects are valid object starts.
+                let h = unsafe { raw::header(obj) };
+                let n = h.ref_count();
+                if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
+                    q.push(MarkItem::ArrayChunk { array: obj, start: ARRAY_CHUNK });
+                    self.scan_slots(obj, 0, ARRAY_CHUNK, q);
+                } else {
+                    self.scan_slots(obj, 0, n, q);
+                }
+            }
+            MarkItem::ArrayChunk { array, start } => {
+                // SAFETY: as above.
+                let n = unsafe { raw::header(array) }.ref_count();
+                let end = (start + ARRAY_CHUNK).min(n);
+                if end < n {
+                    q.push(MarkItem::ArrayChunk { array, start: end });
+                }
+                self.scan_slots(array, start, end, q);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summary: where every live word goes
+
+struct Summary<'a> {
+    mem: &'a HeapMemory,
+    /// Live words per region.
+    region_live: Vec<AtomicUsize>,
+    /// Per block: live words of its region before the block.
+    block_prefix: Vec<AtomicU32>,
+    /// Destination address of each region's first live word.
+    region_dest: Vec<usize>,
+}
+
+impl Summary<'_> {
+    #[inline(always)]
+    fn region_of(&self, addr: usize) -> usize {
+        (addr - self.mem.base()) / REGION_SIZE
+    }
+
+    fn region_base(&self, r: usize) -> usize {
+        self.mem.base() + r * REGION_SIZE
+    }
+
+    /// New address of the live word at `addr`.
+    #[inline(always)]
+    fn new_addr(&self, addr: usize) -> usize {
+        let live = &self.mem.mark_live;
+        let block = live.word_index(addr);
+        let before = self.block_prefix[block].load(Ordering::Relaxed) as usize + live.count_in_word_below(addr);
+        self.region_dest[self.region_of(addr)] + before * WORD
+    }
+
+    /// Objects starting in region `r`, in address order.
+    fn objects_in_region(&self, r: usize) -> impl Iterator<Item = usize> + '_ {
+        let (lo, hi) = (self.region_base(r), self.region_base(r) + REGION_SIZE);
+        let begin = &self.mem.mark_begin;
+        let mut next = begin.find_next(lo, hi);
+        std::iter::from_fn(move || {
+            let o = next?;
+            // SAFETY: a begin bit marks a live object start.
+            let size = unsafe { raw::header(o) }.size_bytes();
+            next = begin.find_next(o + size, hi);
+            Some(o)
+        })
+    }
+}
+
+/// Run `f(i)` for every `i in 0..n` on the context's workers, each index exactly once.
+fn parallel_for(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize) + Sync) {
+    let next = AtomicUsize::new(0);
+    ctx.pool.run(ctx.workers, |_| loop {
+        // Relaxed: the index is only a claim; the pool's start/finish synchronise the data.
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        f(i);
+    });
+}
+
+/// Run a full collection. The world must be stopped; `roots` are all mutator root slots.
+pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
+    let mem = ctx.mem;
+    let t0 = Instant::now();
+    let mut phases = PhaseTimes::default();
+    let spaces = mem.spaces_in_address_order();
+    let used_before: Vec<(usize, usize)> = spaces.iter().map(|(_, s)| (s.bottom(), s.top())).collect();
+
+    // 1. Mark.
+    let marker = Marker { mem };
+    let root_tasks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
+    let (_, workers) = run_phase(ctx.pool, &marker, root_tasks, vec![(); ctx.workers]);
+    let t_mark = ms_since(t0);
+
+    // 2. Summary.
+    let t1 = Instant::now();
+    let regions = mem.capacity() / REGION_SIZE;
+    let mut summary = Summary {
+        mem,
+        region_live: (0..regions).map(|_| AtomicUsize::new(0)).collect(),
+        block_prefix: (0..regions * BLOCKS_PER_REGION).map(|_| AtomicU32::new(0)).collect(),
+        region_dest: vec![0; regions],
+    };
+    let used_regions: Vec<usize> = used_before
+        .iter()
+        .flat_map(|&(lo, hi)| {
+            let first = (lo - mem.base()) / REGION_SIZE;
+            let last = (hi - mem.base()).div_ceil(REGION_SIZE);
+            first..last
+        })
+        .collect();
+    {
+        let s = &summary;
+        parallel_for(ctx, used_regions.len(), |i| {
+            let r = used_regions[i];
+            let first_block = r * BLOCKS_PER_REGION;
+            let mut running = 0usize;
+            for b in first_block..first_block + BLOCKS_PER_REGION {
+                s.block_prefix[b].store(running as u32, Ordering::Relaxed);
+                running += mem.mark_live.word(b).count_ones() as usize;
+            }
+            s.region_live[r].store(running, Ordering::Relaxed);
+        });
+    }
+    // Destinations, space by space in address order. Target cursors start at each bottom.
+    let mut cursor: Vec<usize> = spaces.iter().map(|(_, s)| s.bottom()).collect();
+    let mut live_bytes = 0;
+    let mut young_bytes_left = 0;
+    for (j, &(lo, hi)) in used_before.iter().enumerate() {
+        let (r0, r1) = ((lo - mem.base()) / REGION_SIZE, (hi - mem.base()).div_ceil(REGION_SIZE));
+        let live: usize = (r0..r1).map(|r| summary.region_live[r].load(Ordering::Relaxed)).sum::<usize>() * WORD;
+        live_bytes += live;
+        let k = (0..=j).find(|&k| cursor[k] + live <= spaces[k].1.end()).unwrap_or(j);
+        if k > 0 {
+            young_bytes_left += live;
+        }
+        let mut dest = cursor[k];
+        for r in r0..r1 {
+            summary.region_dest[r] = dest;
+            dest += summary.region_live[r].load(Ordering::Relaxed) * WORD;
+        }
+        cursor[k] = dest;
+    }
+    if !mem.old.ensure_committed(cursor[0], mem.reservation()) {
+        panic!("full collection: the OS refused to commit old-generation memory for compaction");
+    }
+    // The card table and old object starts are rebuilt for the new layout.
+    mem.cards.clean_range(mem.old.bottom(), mem.old.end());
+    mem.old_starts.clear_range(mem.old.bottom(), mem.old.end());
+    let t_summary = ms_since(t1);
+
+    // 3. Adjust references (roots first, then every live object, region by region).
+    let t2 = Instant::now();
+    let s = &summary;
+    let root_chunks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
+    let live_regions: Vec<usize> =
+        used_regions.iter().copied().filter(|&r| s.region_live[r].load(Ordering::Relaxed) > 0).collect();
+    parallel_for(ctx, root_chunks.len() + live_regions.len(), |i| {
+        if i < root_chunks.len() {
+            for slot in root_chunks[i].slot_addrs() {
+                // SAFETY: root slots of stopped mutators; each chunk is adjusted by one worker.
+                unsafe {
+                    let v = raw::load(slot);
+                    if v != 0 {
+                        raw::store(slot, s.new_addr(v));
+                    }
+                }
+            }
+            return;
+        }
+        let r = live_regions[i - root_chunks.len()];
+        for o in s.objects_in_region(r) {
+            let new_o = s.new_addr(o);
+            let new_in_old = mem.in_old(new_o);
+            if new_in_old {
+                mem.old_starts.mark(new_o);
+            }
+            // SAFETY: `o` is a live object start; its slots are adjusted only by the worker
+            // that owns the region it starts in.
+            let n = unsafe { raw::header(o) }.ref_count();
+            for i in 0..n {
+                let slot = slot_addr(o, i);
+                // SAFETY: as above.
+                unsafe {
+                    let v = raw::load(slot);
+                    if v != 0 {
+                        let nv = s.new_addr(v);
+                        raw::store(slot, nv);
+                        if new_in_old && mem.in_young(nv) {
+                            mem.cards.dirty(slot_addr(new_o, i));
+                        }
+                    }
+                }
+            }
+        }
+    });
+    let t_adjust = ms_since(t2);
+
+    // 4. Compact.
+    let t3 = Instant::now();
+    let done: Vec<AtomicBool> = (0..regions).map(|_| AtomicBool::new(true)).collect();
+    let movers: Vec<usize> =
+        live_regions.iter().copied().filter(|&r| s.objects_in_region(r).next().is_some()).collect();
+    for &r in &movers {
+        done[r].store(false, Ordering::Relaxed);
+    }
+    let moved = AtomicUsize::new(0);
+    parallel_for(ctx, movers.len(), |i| {
+        let r = movers[i];
+        let lo = s.region_base(r);
+        let last = mem.mark_begin.find_prev(lo + REGION_SIZE - WORD, lo).expect("mover has an object");
+        // SAFETY: `last` is a live object start.
+        let dest_end = s.new_addr(last) + unsafe { raw::header(last) }.size_bytes();
+        // Wait for every lower region whose source memory our destination overlaps.
+        // Sources overlapping [region_dest, dest_end) belong to objects starting at or after
+        // the last object start at or below region_dest.
+        let d_lo = s.region_dest[r];
+        let first_dep = s.region_of(mem.mark_begin.find_prev(d_lo, mem.base()).unwrap_or(d_lo));
+        let hi_dep = s.region_of(dest_end - WORD).min(r.saturating_sub(1));
+        if r > 0 {
+            for d in first_dep..=hi_dep {
+                let mut spins = 0u32;
+                // Acquire pairs with the Release store of the region's mover.
+                while !done[d].load(Ordering::Acquire) {
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
+        let mut bytes = 0;
+        for o in s.objects_in_region(r) {
+            let new_o = s.new_addr(o);
+            // SAFETY: `o` is live; its header is intact until it is moved (by us, now).
+            let size = unsafe { raw::header(o) }.size_bytes();
+            if new_o != o {
+                // SAFETY: the destination is committed and no longer holds unmoved live data
+                // (dependencies above); `copy` handles overlap with the object's own source.
+                unsafe { std::ptr::copy(o as *const u8, new_o as *mut u8, size) };
+                bytes += size;
+            }
+        }
+        moved.fetch_add(bytes, Ordering::Relaxed);
+        // Release publishes the moved objects to workers waiting on this region.
+        done[r].store(true, Ordering::Release);
+    });
+    let t_compact = ms_since(t3);
+
+    // Finish: tops, survivor roles, clear the mark bitmaps.
+    let t4 = Instant::now();
+    for (k, (_, space)) in spaces.iter().enumerate() {
+        space.set_top(cursor[k], mem.reservation());
+    }
+    for &(lo, hi) in &used_before {
+        mem.mark_begin.clear_range(lo, hi);
+        mem.mark_live.clear_range(lo, hi);
+    }
+    if mem.to_space().used() > 0 && mem.from_space().used() == 0 {
+        mem.swap_survivors();
+    }
+    let survivors_both_used = mem.to_space().used() > 0;
+    phases.init_ms = 0.0;
+    phases.parallel_ms = t_mark + t_adjust + t_compact;
+    phases.final_ms = ms_since(t4);
+    phases.steps =
+        vec![("mark", t_mark), ("summary", t_summary), ("adjust", t_adjust), ("compact", t_compact), ("finish", phases.final_ms)];
+    FullOutcome {
+        live_bytes,
+        moved_bytes: moved.into_inner(),
+        young_bytes_left,
+        survivors_both_used,
+        workers,
+        phases,
+    }
+}

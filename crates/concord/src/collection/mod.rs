@@ -1,0 +1,75 @@
+//! The collection room: the young collector (parallel copying), the full collector (parallel
+//! mark + sliding compaction) and the heap verifier.
+//!
+//! Collectors run while the world is stopped. They see the heap through [`HeapMemory`], GC
+//! threads through a [`WorkerPool`], and the mutators only as [`RootSlots`]: ranges of words
+//! that hold object addresses (the handle stacks). They know nothing of threads or safepoints.
+
+pub mod age_table;
+pub mod full;
+pub mod plab;
+pub mod scavenge;
+pub mod verify;
+
+use crate::memory::HeapMemory;
+use crate::parallel::WorkerPool;
+
+/// A range of root slots (words holding an object address or 0) owned by a stopped mutator.
+#[derive(Clone, Copy, Debug)]
+pub struct RootSlots {
+    /// First slot.
+    pub ptr: *mut usize,
+    /// Number of slots.
+    pub len: usize,
+}
+
+// SAFETY: root slots belong to mutators that are stopped for the whole collection; each range
+// is processed by exactly one worker at a time (one root task per range).
+unsafe impl Send for RootSlots {}
+// SAFETY: see above.
+unsafe impl Sync for RootSlots {}
+
+impl RootSlots {
+    /// Split into chunks of at most `chunk` slots (so a huge handle stack is shared out).
+    pub fn chunks(self, chunk: usize) -> impl Iterator<Item = RootSlots> {
+        let chunk = chunk.max(1);
+        (0..self.len.div_ceil(chunk)).map(move |i| {
+            let start = i * chunk;
+            // SAFETY: `start < len`, so the pointer stays inside the original range.
+            RootSlots { ptr: unsafe { self.ptr.add(start) }, len: chunk.min(self.len - start) }
+        })
+    }
+
+    /// Addresses of the slots.
+    pub fn slot_addrs(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len).map(move |i| self.ptr as usize + i * std::mem::size_of::<usize>())
+    }
+}
+
+/// What a collection needs: the heap, the workers, and how many of them to use.
+pub struct GcContext<'a> {
+    /// Spaces, card table, bitmaps.
+    pub mem: &'a HeapMemory,
+    /// GC worker threads.
+    pub pool: &'a WorkerPool,
+    /// Workers taking part in this collection.
+    pub workers: usize,
+}
+
+/// Wall-clock breakdown of one collection, milliseconds (DESIGN.md "phase breakdown").
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PhaseTimes {
+    /// Setting up: root tasks, tops, bitmaps.
+    pub init_ms: f64,
+    /// Parallel phases (scavenge: copying; full: mark, adjust, compact).
+    pub parallel_ms: f64,
+    /// Finishing: space resets, promotion-failure repair, bitmap clearing.
+    pub final_ms: f64,
+    /// Full collection only: named sub-phases in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(&'static str, f64)>,
+}
+
+pub(crate) fn ms_since(t: std::time::Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}

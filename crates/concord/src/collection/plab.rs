@@ -1,0 +1,113 @@
+//! Promotion-local allocation buffers: a GC worker's private bump region in to-space or old.
+
+use crate::memory::space::Space;
+use crate::object::WORD;
+use crate::os::vm::Reservation;
+
+/// A bump-pointer buffer `[top, end)` carved out of a shared space.
+#[derive(Debug, Default)]
+pub struct Plab {
+    top: usize,
+    end: usize,
+    /// Bytes of buffers obtained so far.
+    pub refilled_bytes: usize,
+    /// Bytes left unused when buffers were retired.
+    pub wasted_bytes: usize,
+}
+
+impl Plab {
+    /// Allocate from the current buffer.
+    #[inline(always)]
+    pub fn allocate(&mut self, bytes: usize) -> Option<usize> {
+        let new_top = self.top + bytes;
+        if new_top <= self.end && self.top != 0 {
+            let at = self.top;
+            self.top = new_top;
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    /// Give back the last allocation if it ended at the current top.
+    #[inline]
+    pub fn undo(&mut self, addr: usize, bytes: usize) -> bool {
+        if self.top == addr + bytes && self.top != 0 {
+            self.top = addr;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Allocate `bytes` in `space`, refilling the buffer with `plab_size` bytes when the object
+    /// is small relative to it, or allocating the object directly when it is large.
+    pub fn allocate_slow(&mut self, bytes: usize, plab_size: usize, space: &Space, rsv: &Reservation) -> Option<usize> {
+        if bytes * 4 > plab_size {
+            return space.par_allocate(bytes, rsv);
+        }
+        let (buf, size) = match space.par_allocate(plab_size, rsv) {
+            Some(buf) => (buf, plab_size),
+            None => {
+                // Near the end of the space: take what is left if it still fits the object.
+                let left = space.free() & !(WORD - 1);
+                if left < bytes {
+                    return None;
+                }
+                (space.par_allocate(left, rsv)?, left)
+            }
+        };
+        self.retire();
+        self.top = buf;
+        self.end = buf + size;
+        self.refilled_bytes += size;
+        self.allocate(bytes)
+    }
+
+    /// Drop the buffer (its unused tail becomes a gap nobody parses).
+    pub fn retire(&mut self) {
+        self.wasted_bytes += self.end - self.top;
+        self.top = 0;
+        self.end = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plab_bumps_refills_and_undoes() {
+        let r = Reservation::new(1 << 20, 1 << 16).unwrap();
+        let s = Space::new("to", r.base(), r.base() + (1 << 20), r.base());
+        let mut p = Plab::default();
+        assert_eq!(p.allocate(16), None, "empty plab");
+        let a = p.allocate_slow(16, 4096, &s, &r).unwrap();
+        assert_eq!(a, r.base());
+        let b = p.allocate(32).unwrap();
+        assert_eq!(b, a + 16);
+        assert!(p.undo(b, 32));
+        assert!(!p.undo(a + 8, 8));
+        assert_eq!(p.allocate(8).unwrap(), b);
+        // A large object goes straight to the space, leaving the buffer alone.
+        let big = p.allocate_slow(2048, 4096, &s, &r).unwrap();
+        assert_eq!(big, r.base() + 4096);
+        assert_eq!(p.allocate(8).unwrap(), b + 8);
+        p.retire();
+        assert_eq!(p.wasted_bytes, 4096 - 24);
+    }
+
+    #[test]
+    fn plab_takes_the_tail_of_a_nearly_full_space() {
+        let r = Reservation::new(1 << 16, 1 << 16).unwrap();
+        let s = Space::new("old", r.base(), r.base() + (1 << 16), r.base());
+        s.par_allocate((1 << 16) - 1024, &r).unwrap();
+        let mut p = Plab::default();
+        let a = p.allocate_slow(64, 8192, &s, &r).unwrap();
+        assert_eq!(s.free(), 0);
+        assert!(p.allocate(900).is_some());
+        assert!(p.allocate(64).is_none());
+        assert!(a >= r.base());
+        assert!(p.allocate_slow(64, 8192, &s, &r).is_none(), "space exhausted");
+    }
+}

@@ -1,0 +1,399 @@
+//! The young collector: parallel copying of live eden and from-space objects into to-space or
+//! the old generation (HotSpot's `PSScavenge` / `PSPromotionManager`).
+//!
+//! Roots are the mutators' handle stacks (`ThreadRoots` tasks) and the dirty cards of the old
+//! generation (`OldToYoungRoots` tasks, one per stripe). Work items are reference slots whose
+//! referent is still in eden or from-space; each slot is pushed exactly once, so each is
+//! updated by exactly one worker. Objects are copied speculatively into the worker's PLAB and
+//! the forwarding pointer is installed with a CAS: the loser undoes its copy and uses the
+//! winner's. An object that fits neither in to-space nor in old is forwarded to itself
+//! (promotion failure); the caller must then run a full collection.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use super::age_table::AgeTable;
+use super::plab::Plab;
+use super::{ms_since, GcContext, PhaseTimes, RootSlots};
+use crate::memory::card_table::CARD_SIZE;
+use crate::memory::HeapMemory;
+use crate::object::raw::{self, slot_addr};
+use crate::object::{Header, ObjectKind, WORD};
+use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
+
+/// Reference arrays longer than this are scanned in chunks of this many slots, so one huge
+/// array is shared among workers (HotSpot `ParGCArrayScanChunk`).
+pub const ARRAY_CHUNK: usize = 256;
+/// Handle-stack slots per `ThreadRoots` task.
+const ROOT_CHUNK: usize = 4096;
+
+/// Tunables of one scavenge.
+#[derive(Clone, Copy, Debug)]
+pub struct ScavengeParams {
+    /// Objects whose age reached this are promoted.
+    pub tenuring_threshold: u32,
+    /// Upper bound for the next threshold.
+    pub max_tenuring_threshold: u32,
+    /// Survivor occupancy the next threshold aims at, percent.
+    pub target_survivor_ratio: u32,
+    /// To-space PLAB size, bytes.
+    pub young_plab_size: usize,
+    /// Old-generation PLAB size, bytes.
+    pub old_plab_size: usize,
+}
+
+/// What a scavenge did.
+#[derive(Debug, Default)]
+pub struct ScavengeOutcome {
+    /// Some object could not be copied; eden and from-space still hold live objects and a full
+    /// collection must follow before mutators run.
+    pub promotion_failed: bool,
+    /// Bytes copied (to survivor or old).
+    pub bytes_copied: usize,
+    /// Of which promoted into old.
+    pub bytes_promoted: usize,
+    /// Dirty old-generation cards found at the start.
+    pub dirty_cards: usize,
+    /// Tenuring threshold for the next scavenge.
+    pub next_tenuring_threshold: u32,
+    /// Per-worker counters.
+    pub workers: Vec<WorkerPhaseStats>,
+    /// Timing.
+    pub phases: PhaseTimes,
+}
+
+/// A unit of scavenging work.
+#[derive(Clone, Copy, Debug)]
+pub enum Item {
+    /// A slot whose referent must be copied (or looked up) and the slot updated.
+    Slot(usize),
+    /// Slots `start..` of an already copied reference array (chunked scanning).
+    ArrayChunk {
+        /// The array (its new location).
+        array: usize,
+        /// First slot of this chunk.
+        start: usize,
+    },
+}
+
+/// A scavenge root task.
+pub enum Root {
+    /// A chunk of one mutator's handle stack.
+    ThreadRoots(RootSlots),
+    /// Dirty cards in `[lo, hi)` of the old generation.
+    OldToYoungRoots {
+        /// Stripe start (card aligned).
+        lo: usize,
+        /// Stripe end.
+        hi: usize,
+    },
+}
+
+/// A worker's private state: its PLABs, age table and counters (HotSpot's promotion manager).
+#[derive(Default)]
+pub struct PromotionManager {
+    young: Plab,
+    old: Plab,
+    ages: AgeTable,
+    copied: usize,
+    promoted: usize,
+    /// Self-forwarded objects and their original headers.
+    failed: Vec<(usize, Header)>,
+}
+
+struct Scavenger<'a> {
+    mem: &'a HeapMemory,
+    young_start: usize,
+    heap_end: usize,
+    to_lo: usize,
+    to_hi: usize,
+    old_scan_limit: usize,
+    params: ScavengeParams,
+    promotion_failed: AtomicBool,
+}
+
+impl Scavenger<'_> {
+    /// Whether `obj` (non-null) is in eden or from-space, i.e. must be copied.
+    #[inline(always)]
+    fn in_collected_set(&self, obj: usize) -> bool {
+        obj >= self.young_start && obj < self.heap_end && !(obj >= self.to_lo && obj < self.to_hi)
+    }
+
+    #[inline(always)]
+    fn process_slot(&self, slot: usize, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+        // SAFETY: slots come from handle stacks or live objects' reference slots, all valid words.
+        let obj = unsafe { raw::load(slot) };
+        if obj == 0 || !self.in_collected_set(obj) {
+            return;
+        }
+        let new = self.copy_to_survivor_space(obj, pm, q);
+        // SAFETY: each slot is processed by exactly one worker (pushed once).
+        unsafe { raw::store(slot, new) };
+        if self.mem.in_old(slot) && new >= self.young_start {
+            self.mem.cards.dirty(slot);
+        }
+    }
+
+    /// Push the slots of `obj` that refer into the collected set.
+    #[inline(always)]
+    fn push_contents(&self, obj: usize, h: Header, q: &mut WorkQueue<Item>) {
+        let n = h.ref_count();
+        if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
+            q.push(Item::ArrayChunk { array: obj, start: ARRAY_CHUNK });
+            self.push_slots(obj, 0, ARRAY_CHUNK, q);
+        } else {
+            self.push_slots(obj, 0, n, q);
+        }
+    }
+
+    #[inline(always)]
+    fn push_slots(&self, obj: usize, from: usize, to: usize, q: &mut WorkQueue<Item>) {
+        for i in from..to {
+            let slot = slot_addr(obj, i);
+            // SAFETY: `i` is below the object's reference count.
+            let v = unsafe { raw::load(slot) };
+            if v != 0 && self.in_collected_set(v) {
+                q.push(Item::Slot(slot));
+            }
+        }
+    }
+
+    fn copy_to_survivor_space(&self, obj: usize, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) -> usize {
+        // SAFETY: `obj` is in the collected set, so it is an object start in eden/from-space.
+        let h = unsafe { raw::header(obj) };
+        if h.is_forwarded() {
+            return h.forwardee();
+        }
+        let size = h.size_bytes();
+        let mut target = None;
+        if h.age() < self.params.tenuring_threshold {
+            target = pm
+                .young
+                .allocate(size)
+                .or_else(|| {
+                    pm.young.allocate_slow(size, self.params.young_plab_size, self.mem.to_space(), self.mem.reservation())
+                })
+                .map(|a| (a, false));
+        }
+        if target.is_none() {
+            target = pm
+                .old
+                .allocate(size)
+                .or_else(|| pm.old.allocate_slow(size, self.params.old_plab_size, &self.mem.old, self.mem.reservation()))
+                .map(|a| (a, true));
+        }
+        let Some((new, to_old)) = target else {
+            return self.promotion_failed(obj, h, pm, q);
+        };
+        let new_h = h.with_incremented_age();
+        // SAFETY: `new` is freshly allocated, private to this worker, `size` bytes long; the
+        // source body is not written during a scavenge (only headers are).
+        unsafe {
+            std::ptr::copy_nonoverlapping((obj + WORD) as *const u8, (new + WORD) as *mut u8, size - WORD);
+            raw::set_header(new, new_h);
+        }
+        // AcqRel: Release publishes the copy to whoever follows the forwarding pointer; Acquire
+        // (on failure) makes the winner's copy visible to us.
+        // SAFETY: `obj` is a valid object start.
+        let cell = unsafe { raw::header_cell(obj) };
+        match cell.compare_exchange(h.raw(), Header::forwarding(new).raw(), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                pm.copied += size;
+                if to_old {
+                    self.mem.old_starts.mark(new);
+                    pm.promoted += size;
+                } else {
+                    pm.ages.add(new_h.age(), size);
+                }
+                self.push_contents(new, new_h, q);
+                new
+            }
+            Err(current) => {
+                // Another worker won the race: give our copy back and use theirs.
+                let (plab, space) = if to_old { (&mut pm.old, &self.mem.old) } else { (&mut pm.young, self.mem.to_space()) };
+                if !plab.undo(new, size) {
+                    space.undo_allocation(new, size);
+                }
+                Header(current).forwardee()
+            }
+        }
+    }
+
+    #[cold]
+    fn promotion_failed(&self, obj: usize, h: Header, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) -> usize {
+        // SAFETY: `obj` is a valid object start.
+        let cell = unsafe { raw::header_cell(obj) };
+        match cell.compare_exchange(h.raw(), Header::forwarding(obj).raw(), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                self.promotion_failed.store(true, Ordering::Relaxed);
+                pm.failed.push((obj, h));
+                self.push_contents(obj, h, q);
+                obj
+            }
+            Err(current) => Header(current).forwardee(),
+        }
+    }
+
+    /// Scan the dirty cards of `[lo, hi)`: clean each dirty run, then process the reference
+    /// slots inside it of every object overlapping it.
+    fn scan_dirty_cards(&self, lo: usize, hi: usize, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+        let cards = &self.mem.cards;
+        let starts = &self.mem.old_starts;
+        let end_card = cards.index(hi - 1) + 1;
+        let mut card = cards.index(lo);
+        while let Some(c0) = cards.find_dirty(card, end_card) {
+            let c1 = cards.find_clean(c0, end_card);
+            let (dlo, dhi) = (cards.card_start(c0), cards.card_start(c1).min(hi));
+            for c in c0..c1 {
+                cards.clean_index(c);
+            }
+            let mut obj = starts.find_prev(dlo, self.mem.base()).or_else(|| starts.find_next(dlo, dhi));
+            while let Some(o) = obj {
+                if o >= dhi {
+                    break;
+                }
+                // SAFETY: `o` has its start bit set, so it is an old object below the scan limit.
+                let h = unsafe { raw::header(o) };
+                let size = h.size_bytes();
+                let n = h.ref_count();
+                if n > 0 {
+                    let first = slot_addr(o, 0).max(dlo);
+                    let last = slot_addr(o, n).min(dhi);
+                    let mut slot = first;
+                    while slot < last {
+                        self.process_slot(slot, pm, q);
+                        slot += WORD;
+                    }
+                }
+                let next = o + size;
+                obj = if next < self.old_scan_limit && starts.is_marked(next) {
+                    Some(next)
+                } else {
+                    starts.find_next(next, self.old_scan_limit)
+                };
+            }
+            card = c1;
+        }
+    }
+}
+
+impl ParallelTask for Scavenger<'_> {
+    type Item = Item;
+    type Root = Root;
+    type Local = PromotionManager;
+
+    fn root_name(&self, root: &Root) -> &'static str {
+        match root {
+            Root::ThreadRoots(_) => "ThreadRoots",
+            Root::OldToYoungRoots { .. } => "OldToYoungRoots",
+        }
+    }
+
+    fn run_root(&self, root: &Root, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+        match *root {
+            Root::ThreadRoots(slots) => {
+                for slot in slots.slot_addrs() {
+                    self.process_slot(slot, pm, q);
+                }
+            }
+            Root::OldToYoungRoots { lo, hi } => self.scan_dirty_cards(lo, hi, pm, q),
+        }
+    }
+
+    #[inline]
+    fn process(&self, item: Item, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+        match item {
+            Item::Slot(slot) => self.process_slot(slot, pm, q),
+            Item::ArrayChunk { array, start } => {
+                // SAFETY: `array` is a copied (or self-forwarded) reference array.
+                let len = unsafe { raw::header(array) }.ref_count();
+                let end = (start + ARRAY_CHUNK).min(len);
+                if end < len {
+                    q.push(Item::ArrayChunk { array, start: end });
+                }
+                self.push_slots(array, start, end, q);
+            }
+        }
+    }
+}
+
+/// Run a scavenge. The world must be stopped; `roots` are all mutator root slots.
+pub fn scavenge(ctx: &GcContext<'_>, roots: &[RootSlots], params: ScavengeParams) -> ScavengeOutcome {
+    let t0 = Instant::now();
+    let mem = ctx.mem;
+    assert_eq!(mem.to_space().used(), 0, "to-space must be empty before a scavenge");
+    // Start promotions on a fresh card so no card is shared between pre-existing old objects
+    // (cleaned by card-scanning tasks) and promoted ones (dirtied by copying workers).
+    let old_top = mem.old.top();
+    let aligned = old_top.next_multiple_of(CARD_SIZE).min(mem.old.end());
+    mem.old.set_top(aligned, mem.reservation());
+    let old_scan_limit = aligned;
+
+    let to = mem.to_space();
+    let task = Scavenger {
+        mem,
+        young_start: mem.young_start(),
+        heap_end: mem.end(),
+        to_lo: to.bottom(),
+        to_hi: to.end(),
+        old_scan_limit,
+        params,
+        promotion_failed: AtomicBool::new(false),
+    };
+
+    let mut root_tasks: Vec<Root> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).map(Root::ThreadRoots).collect();
+    let old_bottom = mem.old.bottom();
+    let dirty_cards = mem.cards.count_dirty(old_bottom, old_scan_limit);
+    if old_scan_limit > old_bottom {
+        let used = old_scan_limit - old_bottom;
+        let stripe = (used / (4 * ctx.workers)).next_multiple_of(CARD_SIZE).max(64 * 1024);
+        let mut lo = old_bottom;
+        while lo < old_scan_limit {
+            let hi = (lo + stripe).min(old_scan_limit);
+            root_tasks.push(Root::OldToYoungRoots { lo, hi });
+            lo = hi;
+        }
+    }
+    let mut phases = PhaseTimes { init_ms: ms_since(t0), ..Default::default() };
+
+    let t1 = Instant::now();
+    let locals = (0..ctx.workers).map(|_| PromotionManager::default()).collect();
+    let (locals, workers) = run_phase(ctx.pool, &task, root_tasks, locals);
+    phases.parallel_ms = ms_since(t1);
+
+    let t2 = Instant::now();
+    let mut ages = AgeTable::default();
+    let (mut copied, mut promoted) = (0, 0);
+    let failed = task.promotion_failed.load(Ordering::Relaxed);
+    for pm in &locals {
+        ages.merge(&pm.ages);
+        copied += pm.copied;
+        promoted += pm.promoted;
+        for &(obj, h) in &pm.failed {
+            // SAFETY: the object was self-forwarded by this scavenge; restoring its header
+            // makes it an ordinary object again for the full collection that follows.
+            unsafe { raw::set_header(obj, h) };
+        }
+    }
+    if !failed {
+        mem.eden.set_top(mem.eden.bottom(), mem.reservation());
+        let from = mem.from_space();
+        from.set_top(from.bottom(), mem.reservation());
+        mem.swap_survivors();
+    }
+    let next = ages.tenuring_threshold(
+        mem.to_space().capacity(),
+        params.target_survivor_ratio,
+        params.max_tenuring_threshold,
+    );
+    phases.final_ms = ms_since(t2);
+    ScavengeOutcome {
+        promotion_failed: failed,
+        bytes_copied: copied,
+        bytes_promoted: promoted,
+        dirty_cards,
+        next_tenuring_threshold: next,
+        workers,
+        phases,
+    }
+}

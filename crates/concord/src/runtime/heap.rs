@@ -1,0 +1,226 @@
+//! The heap: memory, GC workers, the VM thread, and what a program builds first.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::mutator::Mutator;
+use super::safepoint::{Request, Safepoint};
+use super::vm_thread;
+use crate::collection::verify::VerifyReport;
+use crate::config::GcConfig;
+use crate::memory::heap_memory::SpaceSizes;
+use crate::memory::HeapMemory;
+use crate::parallel::WorkerPool;
+use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::{CollectionKind, GcStats};
+
+/// Errors the runtime reports to a mutator.
+#[derive(Debug, thiserror::Error)]
+pub enum GcError {
+    /// The heap cannot hold the request even after a full collection.
+    #[error("out of memory: {requested} bytes could not be allocated after a full collection (heap {heap_size} bytes)")]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Heap capacity.
+        heap_size: usize,
+    },
+    /// The requested object shape cannot be represented.
+    #[error(transparent)]
+    Layout(#[from] crate::object::LayoutError),
+}
+
+/// Building a heap failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HeapError {
+    /// The configuration was rejected.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The OS refused the address space.
+    #[error("could not reserve {size} bytes of address space: {source}")]
+    Reserve {
+        /// Bytes asked for.
+        size: usize,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A GC or VM thread could not be started.
+    #[error("could not start a GC thread: {0}")]
+    Thread(std::io::Error),
+    /// The GC log could not be created.
+    #[error("could not create the GC log {path}: {source}")]
+    GcLog {
+        /// The path asked for.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
+
+/// Adaptive-size policy state kept across collections.
+pub(crate) struct Policy {
+    pub tenuring_threshold: u32,
+    /// Exponentially weighted average of bytes promoted per scavenge, and its deviation.
+    pub avg_promoted: f64,
+    pub dev_promoted: f64,
+    pub samples: u64,
+}
+
+impl Policy {
+    /// Promotion the next scavenge should be ready for (average + 3 deviations).
+    pub fn padded_promotion(&self) -> usize {
+        (self.avg_promoted + 3.0 * self.dev_promoted) as usize
+    }
+
+    pub fn sample_promotion(&mut self, bytes: usize) {
+        let x = bytes as f64;
+        // The first samples weigh more, as in HotSpot's AdaptiveWeightedAverage.
+        self.samples += 1;
+        let w = (1.0 / self.samples as f64).max(0.25);
+        let dev = (x - self.avg_promoted).abs();
+        self.avg_promoted += w * (x - self.avg_promoted);
+        self.dev_promoted = if self.samples == 1 { 0.0 } else { self.dev_promoted + w * (dev - self.dev_promoted) };
+    }
+}
+
+pub(crate) struct HeapInner {
+    pub config: GcConfig,
+    pub mem: HeapMemory,
+    pub pool: WorkerPool,
+    pub safepoint: Safepoint,
+    pub start: Instant,
+    pub next_mutator_id: AtomicU64,
+    pub large_object_threshold: usize,
+    pub stats: Mutex<GcStats>,
+    pub policy: Mutex<Policy>,
+    pub gc_log: Mutex<Option<GcLog>>,
+    pub allocated: AtomicU64,
+    pub last_verify: Mutex<VerifyReport>,
+    pub collections: AtomicUsize,
+}
+
+impl HeapInner {
+    pub fn count_allocation(&self, bytes: usize) {
+        self.allocated.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// TLAB size: fixed by configuration, or eden / (50 × attached mutators) (HotSpot's target
+    /// of 50 refills per thread per eden), clamped to 4 KiB..=1 MiB.
+    pub fn tlab_size(&self) -> usize {
+        if let Some(t) = self.config.tlab_size {
+            return t & !7;
+        }
+        let threads = self.safepoint.attached().max(1);
+        (self.mem.eden.capacity() / (50 * threads)).clamp(4 << 10, 1 << 20) & !7
+    }
+
+    pub fn last_verify_report(&self) -> VerifyReport {
+        self.last_verify.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A garbage-collected heap: reserved memory, GC worker threads and a VM thread.
+///
+/// Threads that use the heap attach with [`Heap::attach`]; the heap outlives them (mutators
+/// borrow it). Dropping the heap stops its threads and releases its memory.
+pub struct Heap {
+    inner: Arc<HeapInner>,
+    vm_thread: Option<JoinHandle<()>>,
+}
+
+impl Heap {
+    /// Validate `config`, reserve the heap and start the VM thread and the GC workers.
+    pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
+        config.validate()?;
+        let g = config.generation_sizes();
+        let sizes = SpaceSizes { old: g.old, eden: g.eden, survivor: g.survivor };
+        let mem = HeapMemory::new(sizes).map_err(|source| HeapError::Reserve { size: g.total(), source })?;
+        let pool = WorkerPool::new(config.gc_threads, "concord-gc", |_| {}).map_err(HeapError::Thread)?;
+        let gc_log = match &config.gc_log {
+            Some(path) => Some(
+                GcLog::create(path, &format!("Concord ({})", config.preset))
+                    .map_err(|source| HeapError::GcLog { path: path.display().to_string(), source })?,
+            ),
+            None => None,
+        };
+        let inner = Arc::new(HeapInner {
+            large_object_threshold: config.large_object_threshold,
+            policy: Mutex::new(Policy {
+                tenuring_threshold: config.initial_tenuring_threshold,
+                avg_promoted: 0.0,
+                dev_promoted: 0.0,
+                samples: 0,
+            }),
+            config,
+            mem,
+            pool,
+            safepoint: Safepoint::new(),
+            start: Instant::now(),
+            next_mutator_id: AtomicU64::new(1),
+            stats: Mutex::new(GcStats::default()),
+            gc_log: Mutex::new(gc_log),
+            allocated: AtomicU64::new(0),
+            last_verify: Mutex::new(VerifyReport::default()),
+            collections: AtomicUsize::new(0),
+        });
+        let vm_inner = inner.clone();
+        let vm_thread = std::thread::Builder::new()
+            .name("concord-vm".into())
+            .spawn(move || vm_thread::run(&vm_inner))
+            .map_err(HeapError::Thread)?;
+        Ok(Heap { inner, vm_thread: Some(vm_thread) })
+    }
+
+    pub(crate) fn inner(&self) -> &HeapInner {
+        &self.inner
+    }
+
+    /// Attach the calling thread as a mutator; detached when the returned value drops.
+    pub fn attach(&self) -> Mutator<'_> {
+        Mutator::new(self)
+    }
+
+    /// The configuration the heap was built with.
+    pub fn config(&self) -> &GcConfig {
+        &self.inner.config
+    }
+
+    /// Records of all collections so far.
+    pub fn stats(&self) -> GcStats {
+        let mut s = self.inner.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
+        s
+    }
+
+    /// Number of collections so far.
+    pub fn collection_count(&self) -> usize {
+        self.inner.collections.load(Ordering::Relaxed)
+    }
+
+    /// Run a collection from a thread that is *not* attached (from a mutator, use
+    /// [`Mutator::collect`]; calling this from an attached thread would wait for itself).
+    pub fn collect(&self, kind: CollectionKind) {
+        self.inner.safepoint.request(Request::Collect(kind), false);
+    }
+
+    /// Bytes in use.
+    pub fn used(&self) -> usize {
+        self.inner.mem.used()
+    }
+
+    /// Heap capacity in bytes (old + eden + both survivors).
+    pub fn capacity(&self) -> usize {
+        self.inner.mem.capacity()
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        self.inner.safepoint.shutdown();
+        if let Some(t) = self.vm_thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! A mutator: one attached thread's allocation buffer, handle stack and safepoint state.
+//!
+//! Programs never hold raw object addresses. Every object is reached through a [`Handle`], an
+//! index into the mutator's handle stack; the collector updates the stack when objects move.
+//! Borrowed views of an object's payload (`payload`, `read_u64`, …) take `&self`, and
+//! everything that can reach a safepoint takes `&mut self`, so the borrow checker guarantees
+//! that no collection happens while a raw view is alive.
+
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::heap::{GcError, Heap, HeapInner};
+use super::safepoint::Request;
+use crate::collection::verify::VerifyReport;
+use crate::object::raw::{self, slot_addr};
+use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectType};
+use crate::telemetry::CollectionKind;
+
+/// A root that stays valid while objects move: an index into its mutator's handle stack.
+///
+/// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
+/// Using a handle of another mutator, or one whose scope has ended, panics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle {
+    index: u32,
+    owner: u32,
+}
+
+/// The part of a mutator the collector reaches: its handle stack.
+pub(crate) struct MutatorShared {
+    pub id: u32,
+    handles: UnsafeCell<Vec<usize>>,
+}
+
+// SAFETY: the handle stack is touched by its own thread while it runs and by the collector only
+// while that thread is stopped; the safepoint mutex orders the two.
+unsafe impl Sync for MutatorShared {}
+// SAFETY: as above.
+unsafe impl Send for MutatorShared {}
+
+impl MutatorShared {
+    pub fn new(id: u32) -> Self {
+        Self { id, handles: UnsafeCell::new(Vec::with_capacity(256)) }
+    }
+
+    /// The handle stack as a root range.
+    ///
+    /// # Safety
+    /// The owning mutator must be stopped for as long as the range is used.
+    pub unsafe fn root_slots(&self) -> crate::collection::RootSlots {
+        // SAFETY: the owner is stopped, so nobody else accesses the vector.
+        let v = unsafe { &mut *self.handles.get() };
+        crate::collection::RootSlots { ptr: v.as_mut_ptr(), len: v.len() }
+    }
+}
+
+/// A thread attached to a [`Heap`]. All object access goes through it.
+///
+/// Dropping the mutator detaches the thread; its handles stop being roots.
+pub struct Mutator<'h> {
+    heap: &'h HeapInner,
+    shared: Arc<MutatorShared>,
+    id: u32,
+    tlab_top: usize,
+    tlab_end: usize,
+    tlab_start: usize,
+    /// Not `Send`: the safepoint protocol counts the attaching thread.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'h> Mutator<'h> {
+    pub(crate) fn new(heap: &'h Heap) -> Self {
+        let inner = heap.inner();
+        let id = inner.next_mutator_id.fetch_add(1, Ordering::Relaxed) as u32;
+        let shared = Arc::new(MutatorShared::new(id));
+        inner.safepoint.attach(shared.clone());
+        Self { heap: inner, shared, id, tlab_top: 0, tlab_end: 0, tlab_start: 0, _not_send: PhantomData }
+    }
+
+    #[inline(always)]
+    fn handles(&self) -> &Vec<usize> {
+        // SAFETY: this thread is running, so the collector does not touch the stack now.
+        unsafe { &*self.shared.handles.get() }
+    }
+
+    #[inline(always)]
+    fn handles_mut(&mut self) -> &mut Vec<usize> {
+        // SAFETY: as above; `&mut self` makes this the only reference.
+        unsafe { &mut *self.shared.handles.get() }
+    }
+
+    #[inline(always)]
+    fn push_handle(&mut self, addr: usize) -> Handle {
+        let hs = self.handles_mut();
+        let index = hs.len();
+        hs.push(addr);
+        Handle { index: index as u32, owner: self.id }
+    }
+
+    /// The address a handle holds (0 for null).
+    #[inline(always)]
+    fn addr(&self, h: Handle) -> usize {
+        assert_eq!(h.owner, self.id, "handle used with a mutator that did not create it");
+        match self.handles().get(h.index as usize) {
+            Some(&a) => a,
+            None => panic!("stale handle: used after the scope that created it ended"),
+        }
+    }
+
+    /// The object a handle refers to; panics on null.
+    #[inline(always)]
+    fn obj(&self, h: Handle) -> (usize, Header) {
+        let a = self.addr(h);
+        assert!(a != 0, "null handle dereferenced");
+        // SAFETY: handles hold valid object addresses (or 0, excluded above) while running.
+        (a, unsafe { raw::header(a) })
+    }
+
+    // ---- allocation ----
+
+    /// Allocate a fixed object of type `ty` (all slots null, payload zeroed).
+    pub fn alloc(&mut self, ty: ObjectType) -> Result<Handle, GcError> {
+        let h = ty.header();
+        let a = self.allocate(h, h.size_bytes())?;
+        Ok(self.push_handle(a))
+    }
+
+    /// Allocate a reference array of `len` null slots.
+    pub fn alloc_ref_array(&mut self, len: usize) -> Result<Handle, GcError> {
+        let size = ref_array_size(len)?;
+        let a = self.allocate(Header::ref_array(len), size)?;
+        Ok(self.push_handle(a))
+    }
+
+    /// Allocate a zeroed byte array of `len` bytes.
+    pub fn alloc_byte_array(&mut self, len: usize) -> Result<Handle, GcError> {
+        let size = byte_array_size(len)?;
+        let a = self.allocate(Header::byte_array(len), size)?;
+        Ok(self.push_handle(a))
+    }
+
+    #[inline(always)]
+    fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
+        let top = self.tlab_top;
+        if size < self.heap.large_object_threshold && top + size <= self.tlab_end {
+            self.tlab_top = top + size;
+            // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
+            unsafe { raw::set_header(top, h) };
+            return Ok(top);
+        }
+        self.allocate_slow(h, size)
+    }
+
+    #[cold]
+    fn allocate_slow(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
+        self.safepoint_poll();
+        let old = size >= self.heap.large_object_threshold;
+        let mut fulls = 0;
+        loop {
+            if let Some(a) = self.try_allocate_outside_tlab(size, old) {
+                // SAFETY: freshly allocated and zeroed memory owned by this thread.
+                unsafe { raw::set_header(a, h) };
+                return Ok(a);
+            }
+            if fulls >= 2 {
+                return Err(GcError::OutOfMemory { requested: size, heap_size: self.heap.mem.capacity() });
+            }
+            // After one full collection did not help, ask for another explicitly: a second
+            // thread may have taken the space the first one freed.
+            let req = if fulls == 0 {
+                Request::Allocation { bytes: size, old }
+            } else {
+                Request::Collect(CollectionKind::Full)
+            };
+            let result = self.heap.safepoint.request(req, true);
+            self.after_stop();
+            if result.full_ran {
+                fulls += 1;
+            }
+        }
+    }
+
+    fn try_allocate_outside_tlab(&mut self, size: usize, old: bool) -> Option<usize> {
+        let heap = self.heap;
+        let rsv = heap.mem.reservation();
+        if old {
+            let a = heap.mem.old.par_allocate(size, rsv)?;
+            // SAFETY: [a, a+size) was just allocated to us in committed old-generation memory.
+            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
+            heap.mem.old_starts.mark(a);
+            heap.count_allocation(size);
+            return Some(a);
+        }
+        let tlab_size = heap.tlab_size();
+        let remaining = self.tlab_end - self.tlab_top;
+        if remaining > tlab_size / 64 || size > tlab_size / 2 {
+            // Keeping the TLAB wastes less than refilling: allocate this object on its own.
+            let a = heap.mem.eden.par_allocate(size, rsv)?;
+            // SAFETY: as above, in eden.
+            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
+            heap.count_allocation(size);
+            return Some(a);
+        }
+        self.retire_tlab();
+        let start = heap.mem.eden.par_allocate(tlab_size, rsv)?;
+        // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };
+        self.tlab_start = start;
+        self.tlab_top = start + size;
+        self.tlab_end = start + tlab_size;
+        Some(start)
+    }
+
+    fn retire_tlab(&mut self) {
+        if self.tlab_end != 0 {
+            self.heap.count_allocation(self.tlab_top - self.tlab_start);
+        }
+        self.tlab_start = 0;
+        self.tlab_top = 0;
+        self.tlab_end = 0;
+    }
+
+    /// Called after every stop: the collector reset eden, so the TLAB is gone.
+    fn after_stop(&mut self) {
+        self.retire_tlab();
+    }
+
+    // ---- references ----
+
+    /// Load reference slot `slot` of `obj` into a new handle (`None` for null).
+    #[inline]
+    pub fn get_ref(&mut self, obj: Handle, slot: usize) -> Option<Handle> {
+        let v = self.load_slot(obj, slot);
+        (v != 0).then(|| self.push_handle(v))
+    }
+
+    /// Load reference slot `slot` of `obj` into the existing handle `dst` (no new handle).
+    /// Returns `false` (and `dst` holds null) if the slot was null.
+    #[inline]
+    pub fn load_ref_into(&mut self, dst: Handle, obj: Handle, slot: usize) -> bool {
+        let v = self.load_slot(obj, slot);
+        self.addr(dst);
+        self.handles_mut()[dst.index as usize] = v;
+        v != 0
+    }
+
+    #[inline(always)]
+    fn load_slot(&self, obj: Handle, slot: usize) -> usize {
+        let (o, h) = self.obj(obj);
+        assert!(slot < h.ref_count(), "reference slot {slot} out of bounds ({} slots)", h.ref_count());
+        // SAFETY: the slot index is within the object's reference slots.
+        unsafe { raw::load(slot_addr(o, slot)) }
+    }
+
+    /// Store a reference into slot `slot` of `obj` (with the write barrier).
+    #[inline]
+    pub fn set_ref(&mut self, obj: Handle, slot: usize, value: Option<Handle>) {
+        let v = value.map_or(0, |h| self.addr(h));
+        let (o, h) = self.obj(obj);
+        assert!(slot < h.ref_count(), "reference slot {slot} out of bounds ({} slots)", h.ref_count());
+        let addr = slot_addr(o, slot);
+        // SAFETY: the slot index is within the object's reference slots.
+        unsafe { raw::store(addr, v) };
+        // Write barrier: an unconditional card mark (cards of young objects are never scanned).
+        self.heap.mem.cards.dirty(addr);
+    }
+
+    /// Number of reference slots of `obj`.
+    pub fn ref_count(&self, obj: Handle) -> usize {
+        self.obj(obj).1.ref_count()
+    }
+
+    // ---- payload ----
+
+    /// The payload bytes of `obj` (fixed object payload, or a byte array's elements).
+    pub fn payload(&self, obj: Handle) -> &[u8] {
+        let (o, h) = self.obj(obj);
+        // SAFETY: the payload lies inside the object; no collection can run while `&self` is
+        // borrowed because reaching a safepoint needs `&mut self`.
+        unsafe { std::slice::from_raw_parts((o + h.payload_offset()) as *const u8, h.payload_bytes()) }
+    }
+
+    /// The payload bytes of `obj`, writable.
+    pub fn payload_mut(&mut self, obj: Handle) -> &mut [u8] {
+        let (o, h) = self.obj(obj);
+        // SAFETY: as in `payload`; `&mut self` makes the view unique.
+        unsafe { std::slice::from_raw_parts_mut((o + h.payload_offset()) as *mut u8, h.payload_bytes()) }
+    }
+
+    fn payload_range(&self, obj: Handle, offset: usize, len: usize) -> usize {
+        let (o, h) = self.obj(obj);
+        let ok = offset.checked_add(len).is_some_and(|end| end <= h.payload_bytes());
+        assert!(ok, "payload access {offset}..{} out of bounds ({} bytes)", offset + len, h.payload_bytes());
+        o + h.payload_offset() + offset
+    }
+
+    /// Read a little-endian `u64` at `offset` in the payload.
+    #[inline]
+    pub fn read_u64(&self, obj: Handle, offset: usize) -> u64 {
+        let a = self.payload_range(obj, offset, 8);
+        // SAFETY: bounds checked above.
+        unsafe { (a as *const u64).read_unaligned() }
+    }
+
+    /// Write a `u64` at `offset` in the payload.
+    #[inline]
+    pub fn write_u64(&mut self, obj: Handle, offset: usize, v: u64) {
+        let a = self.payload_range(obj, offset, 8);
+        // SAFETY: bounds checked above.
+        unsafe { (a as *mut u64).write_unaligned(v) }
+    }
+
+    /// Read a `u32` at `offset` in the payload.
+    #[inline]
+    pub fn read_u32(&self, obj: Handle, offset: usize) -> u32 {
+        let a = self.payload_range(obj, offset, 4);
+        // SAFETY: bounds checked above.
+        unsafe { (a as *const u32).read_unaligned() }
+    }
+
+    /// Write a `u32` at `offset` in the payload.
+    #[inline]
+    pub fn write_u32(&mut self, obj: Handle, offset: usize, v: u32) {
+        let a = self.payload_range(obj, offset, 4);
+        // SAFETY: bounds checked above.
+        unsafe { (a as *mut u32).write_unaligned(v) }
+    }
+
+    /// Read an `f64` at `offset` in the payload.
+    #[inline]
+    pub fn read_f64(&self, obj: Handle, offset: usize) -> f64 {
+        f64::from_bits(self.read_u64(obj, offset))
+    }
+
+    /// Write an `f64` at `offset` in the payload.
+    #[inline]
+    pub fn write_f64(&mut self, obj: Handle, offset: usize, v: f64) {
+        self.write_u64(obj, offset, v.to_bits())
+    }
+
+    // ---- inspection ----
+
+    /// What kind of object `obj` is.
+    pub fn kind(&self, obj: Handle) -> ObjectKind {
+        self.obj(obj).1.kind()
+    }
+
+    /// Elements of an array (0 for fixed objects).
+    pub fn array_len(&self, obj: Handle) -> usize {
+        self.obj(obj).1.array_len()
+    }
+
+    /// Application tag of a fixed object (0 for arrays).
+    pub fn tag(&self, obj: Handle) -> u16 {
+        self.obj(obj).1.tag()
+    }
+
+    /// Whether `h` holds null.
+    pub fn is_null(&self, h: Handle) -> bool {
+        self.addr(h) == 0
+    }
+
+    /// Whether two handles refer to the same object (or are both null).
+    pub fn same_object(&self, a: Handle, b: Handle) -> bool {
+        self.addr(a) == self.addr(b)
+    }
+
+    // ---- handles ----
+
+    /// A new handle holding null.
+    pub fn null_handle(&mut self) -> Handle {
+        self.push_handle(0)
+    }
+
+    /// A new handle referring to what `h` refers to.
+    pub fn dup(&mut self, h: Handle) -> Handle {
+        let a = self.addr(h);
+        self.push_handle(a)
+    }
+
+    /// Make `dst` refer to what `src` refers to (or null).
+    pub fn set_handle(&mut self, dst: Handle, src: Option<Handle>) {
+        let v = src.map_or(0, |h| self.addr(h));
+        self.addr(dst);
+        self.handles_mut()[dst.index as usize] = v;
+    }
+
+    /// Number of live handles.
+    pub fn handle_count(&self) -> usize {
+        self.handles().len()
+    }
+
+    /// Run `f`; handles created inside are released when it returns. Polls for a safepoint.
+    #[inline]
+    pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.safepoint_poll();
+        let mark = self.handles().len();
+        let r = f(self);
+        self.handles_mut().truncate(mark);
+        r
+    }
+
+    /// Like [`Self::scope`], but the handle `f` returns survives as a new handle of the
+    /// enclosing scope.
+    #[inline]
+    pub fn scope_escape(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Option<Handle>, GcError>,
+    ) -> Result<Option<Handle>, GcError> {
+        self.safepoint_poll();
+        let mark = self.handles().len();
+        let r = f(self);
+        let kept = match r {
+            Ok(Some(h)) => Some(self.addr(h)),
+            Ok(None) => None,
+            Err(e) => {
+                self.handles_mut().truncate(mark);
+                return Err(e);
+            }
+        };
+        self.handles_mut().truncate(mark);
+        Ok(kept.map(|a| self.push_handle(a)))
+    }
+
+    // ---- cooperation with the collector ----
+
+    /// Stop here if a collection is waiting for this thread.
+    #[inline(always)]
+    pub fn safepoint_poll(&mut self) {
+        if self.heap.safepoint.requested() {
+            self.block_for_safepoint();
+        }
+    }
+
+    #[cold]
+    fn block_for_safepoint(&mut self) {
+        self.heap.safepoint.block();
+        self.after_stop();
+    }
+
+    /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
+    pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.heap.safepoint.enter_blocking();
+        struct Leave<'a, 'h>(&'a mut Mutator<'h>);
+        impl Drop for Leave<'_, '_> {
+            fn drop(&mut self) {
+                self.0.heap.safepoint.leave_blocking();
+                self.0.after_stop();
+            }
+        }
+        let _leave = Leave(self);
+        f()
+    }
+
+    /// Run a collection of `kind` now.
+    pub fn collect(&mut self, kind: CollectionKind) {
+        self.heap.safepoint.request(Request::Collect(kind), true);
+        self.after_stop();
+    }
+
+    /// Verify the whole heap now (world stopped).
+    pub fn verify_heap(&mut self) -> Result<VerifyReport, crate::collection::verify::VerifyError> {
+        let r = self.heap.safepoint.request(Request::Verify, true);
+        self.after_stop();
+        match r.verify_error {
+            Some(msg) => Err(crate::collection::verify::VerifyError(msg)),
+            None => Ok(self.heap.last_verify_report()),
+        }
+    }
+
+    /// Bytes in use in the heap right now.
+    pub fn heap_used(&self) -> usize {
+        self.heap.mem.used()
+    }
+}
+
+impl Drop for Mutator<'_> {
+    fn drop(&mut self) {
+        self.retire_tlab();
+        self.heap.safepoint.detach(self.id);
+    }
+}

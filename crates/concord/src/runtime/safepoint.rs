@@ -1,0 +1,208 @@
+//! Stopping the world: mutators count themselves in or out, the VM thread waits for zero.
+//!
+//! A mutator is *running* (it may touch the heap) or *stopped* (parked at a safepoint, waiting
+//! for a collection it requested, or in a blocking region). `running` counts running mutators;
+//! the VM thread raises `active` and waits until `running == 0`. Every transition happens under
+//! one mutex, so the VM can never miss a mutator and a mutator can never resume mid-collection.
+//! The `requested` flag duplicates `active` so the poll fast path is one relaxed load.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::mutator::MutatorShared;
+use crate::telemetry::CollectionKind;
+
+/// What a VM operation is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// A mutator could not allocate `bytes`; `old` if the object must go to the old generation.
+    Allocation { bytes: usize, old: bool },
+    /// An explicit collection.
+    Collect(CollectionKind),
+    /// Verify the heap without collecting.
+    Verify,
+}
+
+pub(crate) struct SpState {
+    pub running: usize,
+    pub active: bool,
+    pub pending: Vec<Request>,
+    pub ops_started: u64,
+    pub ops_completed: u64,
+    /// Number of the last operation that ran a full collection.
+    pub last_full_op: u64,
+    /// Result of the last `Verify` operation: (operation number, error message if it failed).
+    pub last_verify: Option<(u64, Option<String>)>,
+    pub mutators: Vec<Arc<MutatorShared>>,
+    pub shutdown: bool,
+}
+
+/// The result of a collection request, as seen by the mutator that made it.
+#[derive(Clone, Debug)]
+pub(crate) struct OpResult {
+    pub full_ran: bool,
+    pub verify_error: Option<String>,
+}
+
+pub(crate) struct Safepoint {
+    requested: AtomicBool,
+    state: Mutex<SpState>,
+    mutator_cv: Condvar,
+    vm_cv: Condvar,
+}
+
+impl Safepoint {
+    pub fn new() -> Self {
+        Self {
+            requested: AtomicBool::new(false),
+            state: Mutex::new(SpState {
+                running: 0,
+                active: false,
+                pending: Vec::new(),
+                ops_started: 0,
+                ops_completed: 0,
+                last_full_op: 0,
+                last_verify: None,
+                mutators: Vec::new(),
+                shutdown: false,
+            }),
+            mutator_cv: Condvar::new(),
+            vm_cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SpState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a safepoint is requested (poll fast path).
+    #[inline(always)]
+    pub fn requested(&self) -> bool {
+        // Relaxed: the slow path re-checks under the lock.
+        self.requested.load(Ordering::Relaxed)
+    }
+
+    /// Register a new running mutator (waits if a collection is in progress).
+    pub fn attach(&self, m: Arc<MutatorShared>) {
+        let mut st = self.lock();
+        while st.active {
+            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.running += 1;
+        st.mutators.push(m);
+    }
+
+    /// Unregister a running mutator.
+    pub fn detach(&self, id: u32) {
+        let mut st = self.lock();
+        st.running -= 1;
+        st.mutators.retain(|m| m.id != id);
+        self.vm_cv.notify_all();
+    }
+
+    /// Number of attached mutators.
+    pub fn attached(&self) -> usize {
+        self.lock().mutators.len()
+    }
+
+    /// Park the calling (running) mutator until no collection is in progress.
+    pub fn block(&self) {
+        let mut st = self.lock();
+        if !st.active {
+            return;
+        }
+        st.running -= 1;
+        self.vm_cv.notify_all();
+        while st.active {
+            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.running += 1;
+    }
+
+    /// The calling mutator stops touching the heap (blocking region).
+    pub fn enter_blocking(&self) {
+        let mut st = self.lock();
+        st.running -= 1;
+        self.vm_cv.notify_all();
+    }
+
+    /// The calling mutator wants to touch the heap again.
+    pub fn leave_blocking(&self) {
+        let mut st = self.lock();
+        while st.active {
+            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.running += 1;
+    }
+
+    /// Ask the VM thread for an operation and wait for it. `as_mutator`: the caller is a
+    /// running mutator (it stops itself while waiting).
+    pub fn request(&self, req: Request, as_mutator: bool) -> OpResult {
+        let mut st = self.lock();
+        if as_mutator {
+            st.running -= 1;
+        }
+        let my_op = st.ops_started + 1;
+        st.pending.push(req);
+        self.vm_cv.notify_all();
+        while st.ops_completed < my_op || st.active {
+            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        if as_mutator {
+            st.running += 1;
+        }
+        let verify_error = match &st.last_verify {
+            Some((op, err)) if *op >= my_op => err.clone(),
+            _ => None,
+        };
+        OpResult { full_ran: st.last_full_op >= my_op, verify_error }
+    }
+
+    // ---- VM thread side ----
+
+    /// Wait for requests; then stop the world. Returns the requests, the operation number, the
+    /// stopped mutators and the time it took them to stop; `None` on shutdown.
+    pub fn begin_operation(&self) -> Option<(Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration)> {
+        let mut st = self.lock();
+        while st.pending.is_empty() && !st.shutdown {
+            st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        if st.pending.is_empty() {
+            return None;
+        }
+        let requests = std::mem::take(&mut st.pending);
+        st.ops_started += 1;
+        let op = st.ops_started;
+        st.active = true;
+        // SeqCst store before waiting: mutators polling after this see the request.
+        self.requested.store(true, Ordering::SeqCst);
+        let t = Instant::now();
+        while st.running > 0 {
+            st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        Some((requests, op, st.mutators.clone(), t.elapsed()))
+    }
+
+    /// Resume the world after operation `op`.
+    pub fn end_operation(&self, op: u64, full_ran: bool, verify: Option<Option<String>>) {
+        let mut st = self.lock();
+        st.active = false;
+        self.requested.store(false, Ordering::SeqCst);
+        st.ops_completed = op;
+        if full_ran {
+            st.last_full_op = op;
+        }
+        if let Some(v) = verify {
+            st.last_verify = Some((op, v));
+        }
+        self.mutator_cv.notify_all();
+    }
+
+    /// Ask the VM thread to exit once pending requests are served.
+    pub fn shutdown(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        self.vm_cv.notify_all();
+    }
+}

@@ -1,0 +1,237 @@
+//! The VM thread: waits for requests, stops the world, decides which collections to run, runs
+//! them, records them, resumes the world, and only then writes the GC log (000 §2.1).
+
+use std::time::{Duration, Instant};
+
+use super::heap::HeapInner;
+use super::safepoint::Request;
+use crate::collection::full::full_collect;
+use crate::collection::scavenge::{scavenge, ScavengeParams};
+use crate::collection::verify::verify_heap;
+use crate::collection::{GcContext, RootSlots};
+use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
+
+/// The VM thread's main loop; returns when the heap shuts down.
+pub(crate) fn run(heap: &HeapInner) {
+    while let Some((requests, op, mutators, ttsp)) = heap.safepoint.begin_operation() {
+        // SAFETY: `begin_operation` returned with every mutator stopped; the slots stay valid
+        // until `end_operation` resumes them.
+        let roots: Vec<RootSlots> = mutators.iter().map(|m| unsafe { m.root_slots() }).collect();
+        let mut op_state = Operation { heap, roots: &roots, ttsp, records: Vec::new(), full_ran: false };
+        let verify = op_state.execute(&requests);
+        let Operation { records, full_ran, .. } = op_state;
+        {
+            let mut stats = heap.stats.lock().unwrap_or_else(|p| p.into_inner());
+            stats.records.extend(records.iter().cloned());
+            if let Some(Some(msg)) = &verify {
+                stats.verify_failures.push(msg.clone());
+            }
+        }
+        heap.collections.fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
+        heap.safepoint.end_operation(op, full_ran, verify);
+        // The world runs again; logging is off the pause path.
+        let mut log = heap.gc_log.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(log) = log.as_mut() {
+            for r in &records {
+                if let Err(e) = log.write_record(r) {
+                    eprintln!("concord: writing the GC log failed ({e}); logging stops");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+struct Operation<'a> {
+    heap: &'a HeapInner,
+    roots: &'a [RootSlots],
+    ttsp: Duration,
+    records: Vec<CollectionRecord>,
+    full_ran: bool,
+}
+
+struct Snapshot {
+    used: usize,
+    young: usize,
+    old: usize,
+}
+
+impl Operation<'_> {
+    /// Run what the requests ask for. Returns the verification outcome when verification ran
+    /// (`Some(None)`: passed, `Some(Some(msg))`: failed).
+    fn execute(&mut self, requests: &[Request]) -> Option<Option<String>> {
+        let mem = &self.heap.mem;
+        let mut verify_failure: Option<Option<String>> = None;
+        let wants_full = requests.contains(&Request::Collect(CollectionKind::Full));
+        let wants_young = requests.contains(&Request::Collect(CollectionKind::Young));
+        let allocations: Vec<(usize, bool)> = requests
+            .iter()
+            .filter_map(|r| match *r {
+                Request::Allocation { bytes, old } => Some((bytes, old)),
+                _ => None,
+            })
+            .collect();
+        if wants_full {
+            self.full(GcCause::Explicit, &mut verify_failure);
+        } else if wants_young || !allocations.is_empty() {
+            let cause = if allocations.is_empty() { GcCause::Explicit } else { GcCause::AllocationFailure };
+            if !self.scavenge_can_succeed() {
+                self.full(if allocations.is_empty() { cause } else { GcCause::Ergonomics }, &mut verify_failure);
+            } else {
+                let failed = self.young(cause, &mut verify_failure);
+                let padded = self.padded_promotion();
+                let large_needs = allocations.iter().filter(|(_, old)| *old).map(|(b, _)| *b).max().unwrap_or(0);
+                if failed {
+                    self.full(GcCause::PromotionFailed, &mut verify_failure);
+                } else if mem.old.free() < padded {
+                    self.full(GcCause::Ergonomics, &mut verify_failure);
+                } else if mem.old.free() < large_needs {
+                    self.full(GcCause::AllocationFailure, &mut verify_failure);
+                }
+            }
+        }
+        if requests.contains(&Request::Verify) {
+            let result = verify_heap(mem, self.roots);
+            match result {
+                Ok(report) => {
+                    *self.heap.last_verify.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                    verify_failure.get_or_insert(None);
+                }
+                Err(e) => verify_failure = Some(Some(e.0)),
+            }
+        }
+        verify_failure
+    }
+
+    /// Expected promotion of the next scavenge, bounded by what young holds.
+    fn padded_promotion(&self) -> usize {
+        let p = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).padded_promotion();
+        p.min(self.heap.mem.eden.capacity() + self.heap.mem.from_space().capacity())
+    }
+
+    /// HotSpot's `should_attempt_scavenge`: to-space empty and old has room for the expected
+    /// promotion.
+    fn scavenge_can_succeed(&self) -> bool {
+        let mem = &self.heap.mem;
+        let p = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).padded_promotion();
+        mem.to_space().used() == 0 && p.min(mem.young_used()) <= mem.old.free()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let mem = &self.heap.mem;
+        Snapshot { used: mem.used(), young: mem.young_used(), old: mem.old.used() }
+    }
+
+    fn ctx(&self) -> GcContext<'_> {
+        GcContext { mem: &self.heap.mem, pool: &self.heap.pool, workers: self.heap.config.gc_threads }
+    }
+
+    fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
+        let heap = self.heap;
+        let before = self.snapshot();
+        let threshold = heap.policy.lock().unwrap_or_else(|p| p.into_inner()).tenuring_threshold;
+        let params = ScavengeParams {
+            tenuring_threshold: threshold,
+            max_tenuring_threshold: heap.config.max_tenuring_threshold,
+            target_survivor_ratio: heap.config.target_survivor_ratio,
+            young_plab_size: heap.config.young_plab_size,
+            old_plab_size: heap.config.old_plab_size,
+        };
+        let start = Instant::now();
+        let out = scavenge(&self.ctx(), self.roots, params);
+        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        {
+            let mut policy = heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+            policy.tenuring_threshold = out.next_tenuring_threshold;
+            if !out.promotion_failed {
+                policy.sample_promotion(out.bytes_promoted);
+            }
+        }
+        // After a promotion failure the heap is only made whole by the full collection that
+        // follows, which verifies it then.
+        let verified = if out.promotion_failed { None } else { self.verify_if_asked(verify_failure) };
+        self.record(CollectionKind::Young, cause, start, pause_ms, before, |r| {
+            r.bytes_copied = out.bytes_copied;
+            r.bytes_promoted = out.bytes_promoted;
+            r.promotion_failed = out.promotion_failed;
+            r.tenuring_threshold = threshold;
+            r.phases = out.phases;
+            r.workers = out.workers;
+            r.verified = verified;
+        });
+        out.promotion_failed
+    }
+
+    fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
+        let before = self.snapshot();
+        let start = Instant::now();
+        let out = full_collect(&self.ctx(), self.roots);
+        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        self.full_ran = true;
+        let verified = self.verify_if_asked(verify_failure);
+        let threshold = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).tenuring_threshold;
+        self.record(CollectionKind::Full, cause, start, pause_ms, before, |r| {
+            r.bytes_copied = out.moved_bytes;
+            r.tenuring_threshold = threshold;
+            r.phases = out.phases;
+            r.workers = out.workers;
+            r.verified = verified;
+        });
+    }
+
+    fn verify_if_asked(&self, verify_failure: &mut Option<Option<String>>) -> Option<bool> {
+        if !self.heap.config.verify {
+            return None;
+        }
+        match verify_heap(&self.heap.mem, self.roots) {
+            Ok(report) => {
+                *self.heap.last_verify.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                Some(true)
+            }
+            Err(e) => {
+                eprintln!("concord: {e}");
+                *verify_failure = Some(Some(e.0));
+                Some(false)
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        kind: CollectionKind,
+        cause: GcCause,
+        start: Instant,
+        pause_ms: f64,
+        before: Snapshot,
+        fill: impl FnOnce(&mut CollectionRecord),
+    ) {
+        let heap = self.heap;
+        let after = self.snapshot();
+        let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len()) as u64;
+        let mut r = CollectionRecord {
+            id,
+            kind,
+            cause,
+            start_ms: start.duration_since(heap.start).as_secs_f64() * 1e3,
+            pause_ms,
+            time_to_safepoint_ms: self.ttsp.as_secs_f64() * 1e3,
+            heap_before: before.used,
+            heap_after: after.used,
+            heap_capacity: heap.mem.old.capacity() + heap.mem.young_capacity(),
+            young_before: before.young,
+            young_after: after.young,
+            old_before: before.old,
+            old_after: after.old,
+            bytes_copied: 0,
+            bytes_promoted: 0,
+            promotion_failed: false,
+            tenuring_threshold: 0,
+            gc_threads: heap.config.gc_threads,
+            phases: Default::default(),
+            workers: Vec::new(),
+            verified: None,
+        };
+        fill(&mut r);
+        self.records.push(r);
+    }
+}

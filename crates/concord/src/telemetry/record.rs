@@ -1,0 +1,204 @@
+//! Per-collection records (DESIGN.md "Per-collection records") and their summaries.
+
+use crate::collection::PhaseTimes;
+use crate::parallel::WorkerPhaseStats;
+
+/// Which collection ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CollectionKind {
+    /// Copy live young objects to a survivor space or the old generation.
+    Young,
+    /// Mark the whole heap and compact it into the old generation.
+    Full,
+}
+
+/// Why a collection ran (spelled as HotSpot's GC log spells its causes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum GcCause {
+    /// A mutator could not allocate.
+    #[serde(rename = "Allocation Failure")]
+    AllocationFailure,
+    /// The old generation is too full for the next scavenge's expected promotion.
+    Ergonomics,
+    /// The preceding scavenge could not copy every live object.
+    #[serde(rename = "Promotion Failed")]
+    PromotionFailed,
+    /// An explicit request (`Mutator::collect`).
+    #[serde(rename = "System.gc()")]
+    Explicit,
+}
+
+impl GcCause {
+    /// The log spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GcCause::AllocationFailure => "Allocation Failure",
+            GcCause::Ergonomics => "Ergonomics",
+            GcCause::PromotionFailed => "Promotion Failed",
+            GcCause::Explicit => "System.gc()",
+        }
+    }
+}
+
+/// Everything recorded about one collection.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CollectionRecord {
+    /// Sequence number, from 0.
+    pub id: u64,
+    /// Young or full.
+    pub kind: CollectionKind,
+    /// Why it ran.
+    pub cause: GcCause,
+    /// Start, milliseconds since the heap was created.
+    pub start_ms: f64,
+    /// Duration of the collection itself (the pause HotSpot logs), milliseconds.
+    pub pause_ms: f64,
+    /// Time the VM thread waited for mutators to reach the safepoint, milliseconds.
+    pub time_to_safepoint_ms: f64,
+    /// Heap bytes in use before.
+    pub heap_before: usize,
+    /// Heap bytes in use after.
+    pub heap_after: usize,
+    /// Heap capacity (old + eden + one survivor, as HotSpot reports it).
+    pub heap_capacity: usize,
+    /// Young bytes in use before / after.
+    pub young_before: usize,
+    /// Young bytes in use after.
+    pub young_after: usize,
+    /// Old bytes in use before.
+    pub old_before: usize,
+    /// Old bytes in use after.
+    pub old_after: usize,
+    /// Bytes copied (scavenge: to survivor or old; full: moved by compaction).
+    pub bytes_copied: usize,
+    /// Bytes promoted to old (scavenge only).
+    pub bytes_promoted: usize,
+    /// The scavenge could not copy everything.
+    pub promotion_failed: bool,
+    /// Tenuring threshold in force during this scavenge.
+    pub tenuring_threshold: u32,
+    /// Workers that took part.
+    pub gc_threads: usize,
+    /// Phase breakdown.
+    pub phases: PhaseTimes,
+    /// What each worker did in the parallel (copying or marking) phase.
+    pub workers: Vec<WorkerPhaseStats>,
+    /// Verification result when `verify` is on.
+    pub verified: Option<bool>,
+}
+
+/// All records of a heap so far, with derived summaries.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct GcStats {
+    /// One record per collection, in order.
+    pub records: Vec<CollectionRecord>,
+    /// Bytes handed out to mutators (TLABs and direct allocations).
+    pub bytes_allocated: u64,
+    /// Verification failures, with the verifier's message.
+    pub verify_failures: Vec<String>,
+}
+
+impl GcStats {
+    /// Number of collections of `kind`.
+    pub fn count(&self, kind: CollectionKind) -> usize {
+        self.records.iter().filter(|r| r.kind == kind).count()
+    }
+
+    /// Sum of pause times, ms.
+    pub fn pause_total_ms(&self) -> f64 {
+        self.records.iter().map(|r| r.pause_ms).sum()
+    }
+
+    /// Longest pause, ms (0 without collections).
+    pub fn pause_max_ms(&self) -> f64 {
+        self.records.iter().map(|r| r.pause_ms).fold(0.0, f64::max)
+    }
+
+    /// Pause-time percentile `p` in 0..=100 (nearest rank), ms; 0 without collections.
+    pub fn pause_percentile_ms(&self, p: f64) -> f64 {
+        let mut v: Vec<f64> = self.records.iter().map(|r| r.pause_ms).collect();
+        if v.is_empty() {
+            return 0.0;
+        }
+        v.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+        v[rank.min(v.len()) - 1]
+    }
+
+    /// Bytes copied by all collections.
+    pub fn bytes_copied(&self) -> u64 {
+        self.records.iter().map(|r| r.bytes_copied as u64).sum()
+    }
+
+    /// Bytes promoted by all scavenges.
+    pub fn bytes_promoted(&self) -> u64 {
+        self.records.iter().map(|r| r.bytes_promoted as u64).sum()
+    }
+
+    /// Steal attempts over all collections and workers.
+    pub fn steal_attempts(&self) -> u64 {
+        self.records.iter().flat_map(|r| &r.workers).map(|w| w.steal_attempts).sum()
+    }
+
+    /// Failed steal attempts over all collections and workers.
+    pub fn steal_failures(&self) -> u64 {
+        self.records.iter().flat_map(|r| &r.workers).map(|w| w.steal_failures).sum()
+    }
+
+    /// `true` if every collection verified, `false` if any failed, `None` if none was verified.
+    pub fn verified(&self) -> Option<bool> {
+        let mut any = false;
+        for r in &self.records {
+            match r.verified {
+                Some(false) => return Some(false),
+                Some(true) => any = true,
+                None => {}
+            }
+        }
+        (any || !self.verify_failures.is_empty()).then_some(self.verify_failures.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ms: f64) -> CollectionRecord {
+        CollectionRecord {
+            id: 0,
+            kind: CollectionKind::Young,
+            cause: GcCause::AllocationFailure,
+            start_ms: 0.0,
+            pause_ms: ms,
+            time_to_safepoint_ms: 0.0,
+            heap_before: 0,
+            heap_after: 0,
+            heap_capacity: 0,
+            young_before: 0,
+            young_after: 0,
+            old_before: 0,
+            old_after: 0,
+            bytes_copied: 0,
+            bytes_promoted: 0,
+            promotion_failed: false,
+            tenuring_threshold: 7,
+            gc_threads: 1,
+            phases: PhaseTimes::default(),
+            workers: vec![],
+            verified: None,
+        }
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let s = GcStats { records: (1..=100).map(|i| rec(i as f64)).collect(), ..Default::default() };
+        assert_eq!(s.pause_percentile_ms(50.0), 50.0);
+        assert_eq!(s.pause_percentile_ms(99.0), 99.0);
+        assert_eq!(s.pause_percentile_ms(100.0), 100.0);
+        assert_eq!(s.pause_max_ms(), 100.0);
+        assert_eq!(s.pause_total_ms(), 5050.0);
+        assert_eq!(GcStats::default().pause_percentile_ms(99.0), 0.0);
+        assert_eq!(s.verified(), None);
+    }
+}
