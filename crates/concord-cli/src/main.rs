@@ -1,1 +1,44 @@
-fn main(){}
+//! `concord`: run Concord's workloads and put Concord side by side with HotSpot.
+//!
+//! Subcommands: `run` (one workload, readable summary or `--json`) and `vs-hotspot` (the same
+//! GCBench on HotSpot Parallel GC and on Concord, alternating, with ratios).
+
+mod hotspot;
+mod run;
+mod summary;
+mod vs_hotspot;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Concord: a parallel, generational garbage collector that cooperates with the OS.
+#[derive(Parser, Debug)]
+#[command(name = "concord", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one workload on a Concord heap and print a summary.
+    Run(run::RunArgs),
+    /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
+    VsHotspot(vs_hotspot::VsHotspotArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::VsHotspot(args) => vs_hotspot::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("concord: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

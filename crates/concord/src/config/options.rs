@@ -557,6 +557,15 @@ impl ConfigBuilder {
         Ok(())
     }
 
+    /// Whether any source (TOML, environment or CLI) gives a value for option `key`
+    /// (kebab-case, without `--`). Lets a caller supply its own default only when nobody did.
+    pub fn is_set(&self, key: &str) -> bool {
+        let bare = key.strip_prefix("--").unwrap_or(key);
+        find_option(bare).is_some_and(|option| {
+            self.toml.iter().chain(&self.env).chain(&self.cli).any(|s| s.option.key == option.key)
+        })
+    }
+
     /// Resolves the sources and validates the result.
     ///
     /// The preset comes from the strongest source that names one (else `optimized`); every

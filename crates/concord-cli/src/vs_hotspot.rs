@@ -1,0 +1,180 @@
+//! `concord vs-hotspot`: GCBench on HotSpot Parallel GC and on Concord, same heap size and GC
+//! thread count, alternating A B A B in one invocation, with medians and ratios.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use concord::config::{format_size, parse_size, ConfigBuilder};
+use concord::{CollectionKind, Heap};
+use concord_workloads::{lookup, WorkloadParams};
+use serde_json::json;
+
+use crate::hotspot::{self, HotspotOptions, PauseKind};
+
+/// Flags of `concord vs-hotspot`.
+#[derive(Args, Debug, Clone)]
+pub struct VsHotspotArgs {
+    /// Heap size for both collectors (-Xms = -Xmx on HotSpot).
+    #[arg(long, default_value = "64m")]
+    pub heap: String,
+    /// GC worker threads for both collectors.
+    #[arg(long = "gc-threads", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub gc_threads: u32,
+    /// How many A B pairs to run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// A `java` binary, JDK bin directory or JDK home (default: JAVA_HOME, PATH, then JDK 17).
+    #[arg(long)]
+    pub java: Option<std::path::PathBuf>,
+    /// Extra JVM option (repeatable), e.g. --jvm-arg=-XX:-UseAdaptiveSizePolicy.
+    #[arg(long = "jvm-arg", allow_hyphen_values = true)]
+    pub jvm_args: Vec<String>,
+    /// Print the measurements as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One run of either collector.
+#[derive(Clone, Debug, serde::Serialize)]
+struct Run {
+    wall_ms: f64,
+    pause_total_ms: f64,
+    pause_max_ms: f64,
+    young: usize,
+    full: usize,
+    checksum: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {
+    let workload = lookup("gcbench").context("gcbench workload missing")?;
+    let mut b = ConfigBuilder::new();
+    b.set_cli("heap", &format!("{}k", heap_bytes.div_ceil(1024)))?;
+    b.set_cli("gc-threads", &gc_threads.to_string())?;
+    let heap = Heap::new(b.build()?)?;
+    let params = WorkloadParams { mutators: 1, rounds: 1, size: None };
+    let start = Instant::now();
+    let result = workload.run(&heap, &params)?;
+    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+    let stats = heap.stats();
+    if result.checksum_ok() == Some(false) {
+        bail!("Concord's GCBench checksum {} differs from the expected {:?}", result.checksum, result.expected_checksum);
+    }
+    Ok(Run {
+        wall_ms,
+        pause_total_ms: stats.pause_total_ms(),
+        pause_max_ms: stats.pause_max_ms(),
+        young: stats.count(CollectionKind::Young),
+        full: stats.count(CollectionKind::Full),
+        checksum: result.checksum,
+    })
+}
+
+/// Run `concord vs-hotspot`.
+pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
+    let heap_bytes = parse_size(&args.heap).map_err(|e| anyhow::anyhow!("--heap: '{}' {e}", args.heap))?;
+    let tools = hotspot::find_java(args.java.as_deref())?;
+    let workdir = std::env::temp_dir().join(format!("concord-vs-hotspot-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
+    let classpath = hotspot::prepare_gcbench(&tools, &workdir)?;
+    let opts = HotspotOptions {
+        java: args.java.clone(),
+        heap_bytes,
+        gc_threads: args.gc_threads as usize,
+        copies: 1,
+        rounds: 1,
+        extra_jvm_args: args.jvm_args.clone(),
+    };
+    if !args.json {
+        println!(
+            "GCBench, heap {}, {} GC threads: HotSpot {} (-XX:+UseParallelGC) vs Concord (optimized), {} pairs alternating",
+            format_size(heap_bytes),
+            args.gc_threads,
+            tools.version,
+            args.repeat
+        );
+        println!("{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}", "run", "who", "wall ms", "GC ms", "max ms", "pauses");
+    }
+    let (mut hs, mut cc) = (Vec::new(), Vec::new());
+    for i in 0..args.repeat {
+        // Alternate which goes first so neither always runs on a warmer machine.
+        let order = if i % 2 == 0 { [true, false] } else { [false, true] };
+        for hotspot_turn in order {
+            let (who, r) = if hotspot_turn {
+                let h = hotspot::run_gcbench(&tools, &classpath, &opts)?;
+                let r = Run {
+                    wall_ms: h.wall_ms,
+                    pause_total_ms: hotspot::total_pause_ms(&h.pauses),
+                    pause_max_ms: hotspot::max_pause_ms(&h.pauses),
+                    young: hotspot::pause_count(&h.pauses, PauseKind::Young),
+                    full: hotspot::pause_count(&h.pauses, PauseKind::Full),
+                    checksum: h.checksum,
+                };
+                hs.push(r.clone());
+                ("HotSpot", r)
+            } else {
+                let r = run_concord(heap_bytes, args.gc_threads)?;
+                cc.push(r.clone());
+                ("Concord", r)
+            };
+            if !args.json {
+                println!(
+                    "{:>4} {:>8} {:>10.1} {:>10.1} {:>10.2} {:>4}+{:<2}",
+                    i + 1,
+                    who,
+                    r.wall_ms,
+                    r.pause_total_ms,
+                    r.pause_max_ms,
+                    r.young,
+                    r.full
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&workdir);
+    let med = |v: &[Run], f: fn(&Run) -> f64| median(v.iter().map(f).collect());
+    let rows: [(&str, fn(&Run) -> f64); 4] = [
+        ("GC pause total ms", |r| r.pause_total_ms),
+        ("max pause ms", |r| r.pause_max_ms),
+        ("pause count", |r| (r.young + r.full) as f64),
+        ("wall ms", |r| r.wall_ms),
+    ];
+    if args.json {
+        let medians: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(name, f)| {
+                let (h, c) = (med(&hs, *f), med(&cc, *f));
+                (name.to_string(), json!({"hotspot": h, "concord": c, "ratio": c / h}))
+            })
+            .collect();
+        let out = json!({
+            "heap_size": heap_bytes,
+            "gc_threads": args.gc_threads,
+            "java_version": tools.version,
+            "hotspot": hs,
+            "concord": cc,
+            "medians": medians,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!();
+        println!("{:<20} {:>12} {:>12} {:>18}", "median", "HotSpot", "Concord", "Concord/HotSpot");
+        for (name, f) in rows {
+            let (h, c) = (med(&hs, f), med(&cc, f));
+            let ratio = if h > 0.0 { format!("{:.2}x", c / h) } else { "-".into() };
+            println!("{name:<20} {h:>12.2} {c:>12.2} {ratio:>18}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
