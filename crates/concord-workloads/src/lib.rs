@@ -1,1 +1,301 @@
+//! Concord's workload suite: garbage-collection benchmarks written against the Concord mutator
+//! API (DESIGN.md, "Workloads").
+//!
+//! Every workload implements [`Workload`]: it runs on a [`Heap`] the caller built (so the
+//! caller chooses heap size, GC threads, verification, ...), and returns a [`WorkloadResult`]
+//! whose checksum a broken collector would change. Where the checksum can be derived
+//! analytically the result also carries the expected value ([`WorkloadResult::checksum_ok`]).
+//!
+//! Workloads are found by name with [`lookup`]; [`workload_names`] lists them.
+//!
+//! | name | module |
+//! | --- | --- |
+//! | `gcbench` | [`gcbench`] (Boehm's GCBench, same algorithm as `bench/hotspot/GCBench.java`) |
+//! | `binary-trees` | [`binary_trees`] (the Benchmarks Game program) |
+//!
+//! Rules the workloads follow (and new ones must follow): objects are only reached through
+//! handles; recursive builders open a [`Mutator::scope`] (or [`Mutator::scope_escape`]) per
+//! level so the handle stack stays small; loops reuse handles; allocation failures are
+//! propagated as [`WorkloadError::OutOfMemory`], never unwrapped; and no mutator stays attached
+//! and idle while other threads work (it would hold up every collection), which is what
+//! [`run_copies`] and [`Mutator::blocking`] are for.
 
+#![warn(missing_docs)]
+
+use std::fmt;
+
+use concord::{GcError, Heap, Mutator};
+
+pub mod binary_trees;
+pub mod gcbench;
+
+pub use binary_trees::BinaryTrees;
+pub use gcbench::{GcBench, GcBenchParams};
+
+/// One mebibyte, for heap sizes.
+pub const MIB: usize = 1 << 20;
+
+/// How to run a workload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadParams {
+    /// Number of mutator threads (`--mutators`), at least 1. What they do is up to the
+    /// workload: independent copies (`gcbench`) or a share of one computation (`binary-trees`).
+    pub mutators: usize,
+    /// How many times the whole workload runs, one round after the other; at least 1.
+    pub rounds: usize,
+    /// Workload-specific size (e.g. the `binary-trees` depth); `None` takes the workload's
+    /// default. Workloads without a size reject `Some`.
+    pub size: Option<u32>,
+}
+
+impl Default for WorkloadParams {
+    /// One mutator, one round, the workload's default size.
+    fn default() -> Self {
+        WorkloadParams {
+            mutators: 1,
+            rounds: 1,
+            size: None,
+        }
+    }
+}
+
+impl WorkloadParams {
+    /// Checks the workload-independent fields (`mutators` and `rounds` at least 1).
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        if self.mutators == 0 {
+            return Err(WorkloadError::BadParameter(
+                "mutators is 0 (allowed: at least 1)".into(),
+            ));
+        }
+        if self.rounds == 0 {
+            return Err(WorkloadError::BadParameter(
+                "rounds is 0 (allowed: at least 1)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a workload run produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadResult {
+    /// The workload's checksum, summed over all mutators and rounds.
+    pub checksum: u64,
+    /// The checksum a correct run produces, when the workload can derive it.
+    pub expected_checksum: Option<u64>,
+    /// Extra output as (label, value) lines, in order (e.g. the lines the original program
+    /// prints).
+    pub details: Vec<(String, String)>,
+}
+
+impl WorkloadResult {
+    /// `Some(true)` if the checksum equals the expected one, `Some(false)` if it does not,
+    /// `None` if the workload has no expected checksum.
+    pub fn checksum_ok(&self) -> Option<bool> {
+        self.expected_checksum.map(|e| e == self.checksum)
+    }
+}
+
+/// Why a workload run failed.
+#[derive(Debug)]
+pub enum WorkloadError {
+    /// An allocation failed even after a full collection (or the shape was unrepresentable).
+    OutOfMemory(GcError),
+    /// A parameter is outside what the workload accepts; the message names value and range.
+    BadParameter(String),
+    /// A structural check of the workload's data failed; the message names what was wrong.
+    /// With a correct collector this never happens.
+    Corrupt(String),
+    /// A worker thread could not be started.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkloadError::OutOfMemory(e) => write!(f, "{e}"),
+            WorkloadError::BadParameter(msg) => write!(f, "bad parameter: {msg}"),
+            WorkloadError::Corrupt(msg) => write!(f, "corrupt heap data: {msg}"),
+            WorkloadError::Spawn(e) => write!(f, "could not start a workload thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WorkloadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkloadError::OutOfMemory(e) => Some(e),
+            WorkloadError::Spawn(e) => Some(e),
+            WorkloadError::BadParameter(_) | WorkloadError::Corrupt(_) => None,
+        }
+    }
+}
+
+impl From<GcError> for WorkloadError {
+    fn from(e: GcError) -> Self {
+        WorkloadError::OutOfMemory(e)
+    }
+}
+
+/// A benchmark program written against the Concord mutator API.
+pub trait Workload: Send + Sync {
+    /// The name users select it by (`gcbench`, `binary-trees`, ...).
+    fn name(&self) -> &'static str;
+
+    /// One line saying what it does.
+    fn description(&self) -> &'static str;
+
+    /// A heap size in bytes that runs `params` comfortably (used when the user gives none).
+    fn default_heap(&self, params: &WorkloadParams) -> usize;
+
+    /// Checks `params` without running anything; [`Workload::run`] checks them too.
+    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
+        params.validate()
+    }
+
+    /// Runs the workload on `heap`. Attaches its own mutators; the calling thread must not be
+    /// attached to `heap` (it would block collections while it waits).
+    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError>;
+}
+
+/// The names [`lookup`] knows, in the order of DESIGN.md.
+pub fn workload_names() -> &'static [&'static str] {
+    &[gcbench::NAME, binary_trees::NAME]
+}
+
+/// The workload called `name` (with its standard parameters), if there is one.
+pub fn lookup(name: &str) -> Option<Box<dyn Workload>> {
+    match name {
+        gcbench::NAME => Some(Box::new(GcBench::standard())),
+        binary_trees::NAME => Some(Box::new(BinaryTrees)),
+        _ => None,
+    }
+}
+
+/// Runs `params.rounds` rounds of `params.mutators` independent copies of `copy` and returns
+/// the sum of their results.
+///
+/// Each round starts one scoped thread per copy (named `{name}-{copy}`), which attaches its own
+/// mutator and calls `copy(mutator, copy_index, round)`; with a single mutator the copy runs
+/// on the calling thread instead. The calling thread is never attached while copies run. The
+/// first error of a round (in copy order) is returned after all its copies have finished; a
+/// panicking copy is re-raised on the calling thread.
+pub fn run_copies<F>(
+    heap: &Heap,
+    params: &WorkloadParams,
+    name: &str,
+    copy: F,
+) -> Result<u64, WorkloadError>
+where
+    F: Fn(&mut Mutator<'_>, usize, usize) -> Result<u64, WorkloadError> + Sync,
+{
+    params.validate()?;
+    let mut total = 0u64;
+    for round in 0..params.rounds {
+        if params.mutators == 1 {
+            let mut m = heap.attach();
+            total += copy(&mut m, 0, round)?;
+            continue;
+        }
+        let results: Vec<Result<u64, WorkloadError>> = std::thread::scope(|s| {
+            let copy = &copy;
+            let mut handles = Vec::with_capacity(params.mutators);
+            let mut results = Vec::with_capacity(params.mutators);
+            for c in 0..params.mutators {
+                let spawned = std::thread::Builder::new()
+                    .name(format!("{name}-{c}"))
+                    .spawn_scoped(s, move || {
+                        let mut m = heap.attach();
+                        copy(&mut m, c, round)
+                    });
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(e) => {
+                        results.push(Err(WorkloadError::Spawn(e)));
+                        break;
+                    }
+                }
+            }
+            let mut joined: Vec<_> = handles.into_iter().map(join_or_resume).collect();
+            joined.append(&mut results);
+            joined
+        });
+        for r in results {
+            total += r?;
+        }
+    }
+    Ok(total)
+}
+
+/// Joins a scoped thread, re-raising its panic on the calling thread.
+pub(crate) fn join_or_resume<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match h.join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// `x` rounded up to a whole number of mebibytes.
+pub(crate) fn round_up_mib(x: usize) -> usize {
+    x.div_ceil(MIB).saturating_mul(MIB)
+}
+
+/// Nodes in a complete binary tree of depth `d` (a single node has depth 0): `2^(d+1) - 1`.
+pub(crate) fn tree_nodes(d: u32) -> u64 {
+    (1u64 << (d + 1)) - 1
+}
+
+/// Shorthand for [`Mutator::scope_escape`] when the closure always returns a handle.
+pub(crate) fn escape(
+    m: &mut Mutator<'_>,
+    f: impl FnOnce(&mut Mutator<'_>) -> Result<concord::Handle, GcError>,
+) -> Result<concord::Handle, GcError> {
+    m.scope_escape(|m| f(m).map(Some))
+        .map(|h| h.expect("scope_escape returns the handle its closure returned"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_lookup_agree() {
+        for name in workload_names() {
+            let w = lookup(name).expect("listed workload is found");
+            assert_eq!(w.name(), *name);
+            assert!(!w.description().is_empty());
+            assert!(w.default_heap(&WorkloadParams::default()) >= 4 * MIB);
+        }
+        assert!(lookup("no-such-workload").is_none());
+    }
+
+    #[test]
+    fn checksum_ok_compares_with_expected() {
+        let mut r = WorkloadResult {
+            checksum: 5,
+            expected_checksum: None,
+            details: vec![],
+        };
+        assert_eq!(r.checksum_ok(), None);
+        r.expected_checksum = Some(5);
+        assert_eq!(r.checksum_ok(), Some(true));
+        r.expected_checksum = Some(6);
+        assert_eq!(r.checksum_ok(), Some(false));
+    }
+
+    #[test]
+    fn zero_mutators_or_rounds_are_rejected() {
+        let p = WorkloadParams {
+            mutators: 0,
+            ..Default::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("mutators is 0"), "{e}");
+        let p = WorkloadParams {
+            rounds: 0,
+            ..Default::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("rounds is 0"), "{e}");
+    }
+}

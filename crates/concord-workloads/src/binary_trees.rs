@@ -1,0 +1,418 @@
+//! `binary-trees`: the Computer Language Benchmarks Game program, depth `N` (`--size`, default
+//! 18, allowed 4..=30).
+//!
+//! With `min_depth = 4`, `max_depth = max(min_depth + 2, N)` and `stretch = max_depth + 1`, one
+//! round: builds a stretch tree of depth `stretch` bottom-up and checks it; builds a long-lived
+//! tree of depth `max_depth`; for `d = min_depth, min_depth + 2, ..., max_depth` builds and
+//! checks `2^(max_depth - d + min_depth)` trees of depth `d`; and finally checks the long-lived
+//! tree. `check(node) = 1 + check(left) + check(right)` counts the nodes; a node has both
+//! children or none.
+//!
+//! The checksum of a round is the sum of every check the original program prints (the stretch
+//! check, each depth's total, the long-lived check); a tree of depth `d` has `2^(d+1) - 1`
+//! nodes, so it is known in advance ([`expected_checksum`]). [`crate::WorkloadResult::details`]
+//! holds the program's output lines (of the last round).
+//!
+//! With `--mutators N > 1` the trees of each depth are split across N worker threads, each with
+//! its own mutator, while the calling thread's mutator (which owns the long-lived tree) waits
+//! in a [`concord::Mutator::blocking`] region so it does not hold up collections. With one
+//! mutator everything runs on the calling thread.
+//!
+//! A node is [`ObjectType::fixed(2, 0)`](ObjectType::fixed): two reference slots, no payload
+//! (24 bytes).
+//!
+//! # Heap size
+//!
+//! The largest live set is the stretch tree (`2^(N+2) - 1` nodes), or during the depth loop the
+//! long-lived tree plus one tree of depth `N` per mutator (`(1 + mutators) · (2^(N+1) - 1)`
+//! nodes). Measured smallest heaps that complete (optimized preset, 1 mutator, 2 GC threads,
+//! release build; the heap size was searched in 1 MiB steps):
+//!
+//! | N | live set (stretch tree) | smallest heap that completes |
+//! | --- | --- | --- |
+//! | 14 | 0.75 MiB | 4 MiB (the smallest heap a configuration allows) |
+//! | 16 | 3 MiB | 7 MiB |
+//! | 18 | 12 MiB | 24 MiB |
+//! | 20 | 48 MiB | 91 MiB |
+//!
+//! i.e. about twice the live set: the old generation (2/3 of the heap with the default
+//! `new_ratio` 2) must hold the stretch tree once it has been promoted. [`BinaryTrees`]'s
+//! default heap is four times the largest live set, rounded up to MiB, at least 64 MiB.
+
+use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+
+use crate::{
+    escape, join_or_resume, round_up_mib, tree_nodes, Workload, WorkloadError, WorkloadParams,
+    WorkloadResult, MIB,
+};
+
+/// The name [`crate::lookup`] knows this workload by.
+pub const NAME: &str = "binary-trees";
+
+/// A tree node: `left`, `right`, no payload.
+pub const NODE: ObjectType = ObjectType::fixed(2, 0);
+
+/// Depth used when `--size` is not given.
+pub const DEFAULT_DEPTH: u32 = 18;
+/// The smallest depth (`--size`) accepted; also the program's `min_depth`.
+pub const MIN_DEPTH: u32 = 4;
+/// The largest depth (`--size`) accepted.
+pub const MAX_DEPTH: u32 = 30;
+
+/// Slot of a node's left child.
+const LEFT: usize = 0;
+/// Slot of a node's right child.
+const RIGHT: usize = 1;
+
+/// The Benchmarks Game binary-trees program. See the module documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BinaryTrees;
+
+/// The depths one round uses for `--size n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Depths {
+    max: u32,
+    stretch: u32,
+}
+
+impl Depths {
+    fn new(n: u32) -> Self {
+        let max = n.max(MIN_DEPTH + 2);
+        Depths {
+            max,
+            stretch: max + 1,
+        }
+    }
+
+    /// The depths of the short-lived trees.
+    fn short_lived(&self) -> impl Iterator<Item = u32> {
+        (MIN_DEPTH..=self.max).step_by(2)
+    }
+
+    /// Trees built at depth `d`.
+    fn iterations(&self, d: u32) -> u64 {
+        1u64 << (self.max - d + MIN_DEPTH)
+    }
+}
+
+/// The depth `params.size` asks for (default [`DEFAULT_DEPTH`]), checked against
+/// [`MIN_DEPTH`]`..=`[`MAX_DEPTH`].
+pub fn depth(params: &WorkloadParams) -> Result<u32, WorkloadError> {
+    let n = params.size.unwrap_or(DEFAULT_DEPTH);
+    if !(MIN_DEPTH..=MAX_DEPTH).contains(&n) {
+        return Err(WorkloadError::BadParameter(format!(
+            "binary-trees depth (size) {n} is out of range (allowed: {MIN_DEPTH}..={MAX_DEPTH})"
+        )));
+    }
+    Ok(n)
+}
+
+/// The checksum of one round at depth `n`: the stretch check, plus every depth's total check,
+/// plus the long-lived check.
+pub fn expected_checksum(n: u32) -> u64 {
+    let d = Depths::new(n);
+    let short: u64 = d
+        .short_lived()
+        .map(|k| d.iterations(k) * tree_nodes(k))
+        .sum();
+    tree_nodes(d.stretch) + short + tree_nodes(d.max)
+}
+
+/// Four times the largest live set at depth `n` with `mutators` mutators (see the module
+/// documentation), rounded up to MiB, at least 64 MiB.
+pub fn default_heap(n: u32, mutators: usize) -> usize {
+    let d = Depths::new(n.min(MAX_DEPTH));
+    let node = NODE.size_bytes() as u64;
+    let stretch = tree_nodes(d.stretch);
+    let steady = tree_nodes(d.max).saturating_mul(1 + mutators.max(1) as u64);
+    let live = stretch.max(steady).saturating_mul(node);
+    round_up_mib(usize::try_from(live.saturating_mul(4)).unwrap_or(usize::MAX)).max(64 * MIB)
+}
+
+impl Workload for BinaryTrees {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "the Benchmarks Game binary-trees: a stretch tree, a long-lived tree, and many short-lived \
+         trees of depth 4..=N built bottom-up and checked (size N, default 18)"
+    }
+
+    fn default_heap(&self, params: &WorkloadParams) -> usize {
+        default_heap(params.size.unwrap_or(DEFAULT_DEPTH), params.mutators)
+    }
+
+    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
+        params.validate()?;
+        depth(params).map(drop)
+    }
+
+    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
+        self.validate(params)?;
+        let n = depth(params)?;
+        let d = Depths::new(n);
+        let mut m = heap.attach();
+        let mut checksum = 0u64;
+        let mut details = Vec::new();
+        for _ in 0..params.rounds {
+            let round = run_round(heap, &mut m, d, params.mutators)?;
+            checksum += round.stretch
+                + round.per_depth.iter().map(|&(_, c)| c).sum::<u64>()
+                + round.long_lived;
+            details = round.lines(d);
+        }
+        Ok(WorkloadResult {
+            checksum,
+            expected_checksum: Some(expected_checksum(n) * params.rounds as u64),
+            details,
+        })
+    }
+}
+
+/// The checks one round printed.
+struct Round {
+    stretch: u64,
+    /// (depth, total check) for every short-lived depth.
+    per_depth: Vec<(u32, u64)>,
+    long_lived: u64,
+}
+
+impl Round {
+    /// The original program's output lines as (text, check) pairs.
+    fn lines(&self, d: Depths) -> Vec<(String, String)> {
+        let mut lines = vec![(
+            format!("stretch tree of depth {}", d.stretch),
+            format!("check: {}", self.stretch),
+        )];
+        for &(depth, check) in &self.per_depth {
+            lines.push((
+                format!("{} trees of depth {depth}", d.iterations(depth)),
+                format!("check: {check}"),
+            ));
+        }
+        lines.push((
+            format!("long lived tree of depth {}", d.max),
+            format!("check: {}", self.long_lived),
+        ));
+        lines
+    }
+}
+
+/// One round of the program; `m` is the calling thread's mutator.
+fn run_round(
+    heap: &Heap,
+    m: &mut Mutator<'_>,
+    d: Depths,
+    mutators: usize,
+) -> Result<Round, WorkloadError> {
+    let stretch = m.scope(|m| {
+        let t = bottom_up_tree(m, d.stretch)?;
+        check(m, t, d.stretch).map_err(in_tree("stretch tree", d.stretch))
+    })?;
+    m.scope(|m| {
+        let long_lived = bottom_up_tree(m, d.max)?;
+        let per_depth = if mutators == 1 {
+            short_lived_share(m, d, 0, 1)?
+        } else {
+            m.blocking(|| run_workers(heap, d, mutators))?
+        };
+        let long_lived = check(m, long_lived, d.max).map_err(in_tree("long-lived tree", d.max))?;
+        Ok(Round {
+            stretch,
+            per_depth,
+            long_lived,
+        })
+    })
+}
+
+/// Runs the short-lived trees on `mutators` worker threads, each with its own mutator, and
+/// adds up their per-depth totals.
+fn run_workers(heap: &Heap, d: Depths, mutators: usize) -> Result<Vec<(u32, u64)>, WorkloadError> {
+    let results: Vec<Result<Vec<(u32, u64)>, WorkloadError>> = std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(mutators);
+        let mut failed = None;
+        for w in 0..mutators {
+            let spawned = std::thread::Builder::new()
+                .name(format!("{NAME}-{w}"))
+                .spawn_scoped(s, move || {
+                    let mut m = heap.attach();
+                    short_lived_share(&mut m, d, w, mutators)
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    failed = Some(WorkloadError::Spawn(e));
+                    break;
+                }
+            }
+        }
+        let mut results: Vec<_> = handles.into_iter().map(join_or_resume).collect();
+        results.extend(failed.map(Err));
+        results
+    });
+    let mut total: Vec<(u32, u64)> = d.short_lived().map(|k| (k, 0)).collect();
+    for r in results {
+        for (t, (k, c)) in total.iter_mut().zip(r?) {
+            debug_assert_eq!(t.0, k);
+            t.1 += c;
+        }
+    }
+    Ok(total)
+}
+
+/// Worker `w` of `workers`: builds and checks its share of each depth's trees (iterations
+/// `w, w + workers, ...`); returns (depth, total check) per depth.
+fn short_lived_share(
+    m: &mut Mutator<'_>,
+    d: Depths,
+    w: usize,
+    workers: usize,
+) -> Result<Vec<(u32, u64)>, WorkloadError> {
+    let mut out = Vec::new();
+    for k in d.short_lived() {
+        let iterations = d.iterations(k);
+        let (w, workers) = (w as u64, workers as u64);
+        let mine = iterations / workers + u64::from(w < iterations % workers);
+        let mut sum = 0;
+        for _ in 0..mine {
+            sum += m.scope(|m| {
+                let t = bottom_up_tree(m, k)?;
+                check(m, t, k).map_err(in_tree("short-lived tree", k))
+            })?;
+        }
+        out.push((k, sum));
+    }
+    Ok(out)
+}
+
+/// Build a complete tree of depth `depth` bottom-up; the handle belongs to the caller's scope.
+fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
+    if depth == 0 {
+        return m.alloc(NODE);
+    }
+    escape(m, |m| {
+        let l = bottom_up_tree(m, depth - 1)?;
+        let r = bottom_up_tree(m, depth - 1)?;
+        let n = m.alloc(NODE)?;
+        m.set_ref(n, LEFT, Some(l));
+        m.set_ref(n, RIGHT, Some(r));
+        Ok(n)
+    })
+}
+
+/// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
+/// both children or none, and the tree may be at most `depth` deep.
+fn check(m: &mut Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadError> {
+    m.scope(|m| {
+        let l = m.get_ref(node, LEFT);
+        let r = m.get_ref(node, RIGHT);
+        match (l, r) {
+            (None, None) => Ok(1),
+            (Some(l), Some(r)) => {
+                if depth == 0 {
+                    return Err(WorkloadError::Corrupt(
+                        "a node at the bottom level has children".to_string(),
+                    ));
+                }
+                Ok(1 + check(m, l, depth - 1)? + check(m, r, depth - 1)?)
+            }
+            (None, Some(_)) => Err(WorkloadError::Corrupt(
+                "a node has a right child but no left child".to_string(),
+            )),
+            (Some(_), None) => Err(WorkloadError::Corrupt(
+                "a node has a left child but no right child".to_string(),
+            )),
+        }
+    })
+}
+
+/// Prefixes a corruption message with the tree it was found in.
+fn in_tree(what: &'static str, depth: u32) -> impl FnOnce(WorkloadError) -> WorkloadError {
+    move |e| match e {
+        WorkloadError::Corrupt(msg) => {
+            WorkloadError::Corrupt(format!("binary-trees {what} of depth {depth}: {msg}"))
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_checksum_matches_the_program_output() {
+        // Output of the original program for N = 10:
+        //   stretch tree of depth 11  check: 4095
+        //   1024 trees of depth 4     check: 31744
+        //   256 trees of depth 6      check: 32512
+        //   64 trees of depth 8       check: 32704
+        //   16 trees of depth 10      check: 32752
+        //   long lived tree of depth 10  check: 2047
+        assert_eq!(
+            expected_checksum(10),
+            4095 + 31744 + 32512 + 32704 + 32752 + 2047
+        );
+        // N = 4 is raised to max_depth 6.
+        assert_eq!(expected_checksum(4), 255 + 64 * 31 + 16 * 127 + 127);
+    }
+
+    #[test]
+    fn depth_range_is_enforced() {
+        for bad in [0, 3, 31, 1000] {
+            let e = depth(&WorkloadParams {
+                size: Some(bad),
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(&format!("{bad} is out of range (allowed: 4..=30)")),
+                "{e}"
+            );
+        }
+        assert_eq!(depth(&WorkloadParams::default()).unwrap(), 18);
+        assert_eq!(
+            depth(&WorkloadParams {
+                size: Some(30),
+                ..Default::default()
+            })
+            .unwrap(),
+            30
+        );
+    }
+
+    #[test]
+    fn default_heap_grows_with_depth_and_mutators() {
+        assert_eq!(default_heap(10, 1), 64 * MIB);
+        assert_eq!(default_heap(18, 1), 96 * MIB);
+        assert!(default_heap(18, 4) > default_heap(18, 1));
+        assert!(default_heap(30, 1) > default_heap(20, 1));
+    }
+
+    #[test]
+    fn check_detects_structural_damage() {
+        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
+        c.heap_size = 8 * MIB;
+        c.gc_threads = 1;
+        let heap = Heap::new(c).unwrap();
+        let mut m = heap.attach();
+        let t = bottom_up_tree(&mut m, 6).unwrap();
+        assert_eq!(check(&mut m, t, 6).unwrap(), tree_nodes(6));
+        // Deeper than allowed.
+        let e = check(&mut m, t, 5).unwrap_err().to_string();
+        assert!(e.contains("bottom level has children"), "{e}");
+        // One child only.
+        let l = m.get_ref(t, LEFT).unwrap();
+        let ll = m.get_ref(l, LEFT).unwrap();
+        m.set_ref(ll, LEFT, None);
+        let e = check(&mut m, t, 6).unwrap_err().to_string();
+        assert!(e.contains("right child but no left child"), "{e}");
+        let e = in_tree("long-lived tree", 6)(WorkloadError::Corrupt("x".into())).to_string();
+        assert!(
+            e.contains("binary-trees long-lived tree of depth 6: x"),
+            "{e}"
+        );
+    }
+}

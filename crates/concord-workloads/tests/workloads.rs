@@ -1,0 +1,261 @@
+//! The workloads at small sizes on small heaps with verification after every collection:
+//! checksums must match the analytic ones, on 1 and 3 GC threads and with 1 and 2 mutators.
+
+use concord::{CollectionKind, GcConfig, GcStats, Heap, Preset};
+use concord_workloads::binary_trees::{self, BinaryTrees};
+use concord_workloads::{
+    lookup, GcBench, GcBenchParams, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB,
+};
+
+fn heap(heap_size: usize, gc_threads: usize, tweak: impl FnOnce(&mut GcConfig)) -> Heap {
+    let mut c = GcConfig::for_preset(Preset::Optimized);
+    c.heap_size = heap_size;
+    c.gc_threads = gc_threads;
+    c.verify = true;
+    tweak(&mut c);
+    Heap::new(c).expect("test configuration is valid")
+}
+
+/// Runs `w` and checks the checksum, that every collection verified, and that the workload
+/// collected at least `min_young` times; returns the result and the heap's statistics.
+fn run_checked(
+    w: &dyn Workload,
+    heap: &Heap,
+    params: &WorkloadParams,
+    min_young: usize,
+) -> (WorkloadResult, GcStats) {
+    let r = w
+        .run(heap, params)
+        .unwrap_or_else(|e| panic!("{} {params:?}: {e}", w.name()));
+    assert_eq!(
+        r.checksum_ok(),
+        Some(true),
+        "{} {params:?}: {r:?}",
+        w.name()
+    );
+    let s = heap.stats();
+    assert!(s.verify_failures.is_empty(), "{:?}", s.verify_failures);
+    assert_eq!(
+        s.verified(),
+        Some(true),
+        "{} {params:?}: no verified collection",
+        w.name()
+    );
+    assert!(
+        s.count(CollectionKind::Young) >= min_young,
+        "{} {params:?}: only {} young collections",
+        w.name(),
+        s.count(CollectionKind::Young)
+    );
+    eprintln!(
+        "{} {params:?} heap {} MiB, {} GC threads: {} young, {} full",
+        w.name(),
+        heap.capacity() / MIB,
+        heap.config().gc_threads,
+        s.count(CollectionKind::Young),
+        s.count(CollectionKind::Full)
+    );
+    (r, s)
+}
+
+#[test]
+fn gcbench_small_on_1_and_3_gc_threads_with_1_and_2_mutators() {
+    let w = GcBench::with_params(GcBenchParams::small());
+    for gc_threads in [1, 3] {
+        for mutators in [1, 2] {
+            let params = WorkloadParams {
+                mutators,
+                rounds: 1,
+                size: None,
+            };
+            let h = heap(4 * MIB * mutators, gc_threads, |_| {});
+            let (r, _) = run_checked(&w, &h, &params, 3);
+            assert_eq!(
+                r.expected_checksum,
+                Some(GcBenchParams::small().expected_checksum() * mutators as u64)
+            );
+        }
+    }
+}
+
+#[test]
+fn gcbench_small_forces_full_collections() {
+    // Everything that survives a scavenge is promoted, so old (5.3 MiB) fills with dead trees;
+    // the two copies' stretch trees (2 MiB each) alone nearly fill it.
+    let p = GcBenchParams {
+        stretch_depth: 15,
+        long_lived_depth: 13,
+        array_size: 50_000,
+        min_depth: 4,
+        max_depth: 13,
+    };
+    let w = GcBench::with_params(p);
+    for gc_threads in [1, 3] {
+        let h = heap(8 * MIB, gc_threads, |c| {
+            c.max_tenuring_threshold = 0;
+            c.initial_tenuring_threshold = 0;
+        });
+        let params = WorkloadParams {
+            mutators: 2,
+            rounds: 2,
+            size: None,
+        };
+        let (_, s) = run_checked(&w, &h, &params, 5);
+        assert!(
+            s.count(CollectionKind::Full) > 0,
+            "no full collection: {} records",
+            s.records.len()
+        );
+    }
+}
+
+#[test]
+fn gcbench_rounds_multiply_the_checksum() {
+    let w = GcBench::with_params(GcBenchParams::small());
+    let h = heap(4 * MIB, 2, |_| {});
+    let r = w
+        .run(
+            &h,
+            &WorkloadParams {
+                mutators: 1,
+                rounds: 3,
+                size: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(r.checksum, 3 * GcBenchParams::small().expected_checksum());
+    assert_eq!(r.checksum_ok(), Some(true));
+}
+
+#[test]
+fn binary_trees_small_on_1_and_3_gc_threads_with_1_and_2_mutators() {
+    for gc_threads in [1, 3] {
+        for mutators in [1, 2] {
+            let params = WorkloadParams {
+                mutators,
+                rounds: 1,
+                size: Some(12),
+            };
+            let h = heap(4 * MIB, gc_threads, |_| {});
+            let (r, _) = run_checked(&BinaryTrees, &h, &params, 5);
+            assert_eq!(r.checksum, binary_trees::expected_checksum(12));
+        }
+    }
+}
+
+#[test]
+fn binary_trees_forces_full_collections() {
+    // Depth 14: the stretch tree (0.75 MiB) and the long-lived tree plus a short-lived tree of
+    // depth 14 (1.5 MiB) fill most of the 2.7 MiB old generation of a 4 MiB heap.
+    for mutators in [1, 2] {
+        let h = heap(4 * MIB, 3, |c| {
+            c.max_tenuring_threshold = 1;
+            c.initial_tenuring_threshold = 1;
+        });
+        let params = WorkloadParams {
+            mutators,
+            rounds: 2,
+            size: Some(14),
+        };
+        let (_, s) = run_checked(&BinaryTrees, &h, &params, 10);
+        assert!(
+            s.count(CollectionKind::Full) > 0,
+            "no full collection: {} records",
+            s.records.len()
+        );
+    }
+}
+
+#[test]
+fn binary_trees_output_lines() {
+    let h = heap(4 * MIB, 1, |c| c.verify = false);
+    let r = BinaryTrees
+        .run(
+            &h,
+            &WorkloadParams {
+                size: Some(6),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let lines: Vec<String> = r
+        .details
+        .iter()
+        .map(|(k, v)| format!("{k}\t {v}"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "stretch tree of depth 7\t check: 255",
+            "64 trees of depth 4\t check: 1984",
+            "16 trees of depth 6\t check: 2032",
+            "long lived tree of depth 6\t check: 127",
+        ]
+    );
+    assert_eq!(r.checksum, 255 + 1984 + 2032 + 127);
+    assert_eq!(
+        r.expected_checksum,
+        Some(binary_trees::expected_checksum(6))
+    );
+}
+
+#[test]
+fn binary_trees_depth_out_of_range_is_rejected_cleanly() {
+    let h = heap(4 * MIB, 1, |_| {});
+    for size in [0, 3, 31] {
+        let params = WorkloadParams {
+            size: Some(size),
+            ..Default::default()
+        };
+        match BinaryTrees.run(&h, &params) {
+            Err(WorkloadError::BadParameter(msg)) => {
+                assert!(
+                    msg.contains(&format!("{size} is out of range (allowed: 4..=30)")),
+                    "{msg}"
+                )
+            }
+            other => panic!("size {size}: expected BadParameter, got {other:?}"),
+        }
+    }
+    assert_eq!(h.collection_count(), 0);
+    assert_eq!(h.stats().bytes_allocated, 0);
+}
+
+#[test]
+fn bad_common_parameters_are_rejected_by_every_workload() {
+    let h = heap(4 * MIB, 1, |_| {});
+    for name in concord_workloads::workload_names() {
+        let w = lookup(name).unwrap();
+        for params in [
+            WorkloadParams {
+                mutators: 0,
+                ..Default::default()
+            },
+            WorkloadParams {
+                rounds: 0,
+                ..Default::default()
+            },
+        ] {
+            assert!(
+                matches!(w.run(&h, &params), Err(WorkloadError::BadParameter(_))),
+                "{name} {params:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn too_small_a_heap_is_an_error_not_a_crash() {
+    // The depth-16 stretch tree alone is 3 MiB: it cannot fit a 4 MiB heap.
+    let h = heap(4 * MIB, 2, |c| c.verify = false);
+    let params = WorkloadParams {
+        size: Some(16),
+        ..Default::default()
+    };
+    match BinaryTrees.run(&h, &params) {
+        Err(e @ WorkloadError::OutOfMemory(_)) => {
+            assert!(e.to_string().contains("out of memory"), "{e}")
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+}
