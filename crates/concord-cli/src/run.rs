@@ -101,7 +101,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = heap.stats();
     drop(heap);
-    let result = result.with_context(|| format!("workload {} failed", workload.name()))?;
+    let result = result.map_err(|e| anyhow::anyhow!("workload {} failed: {e}", workload.name()))?;
     if let Some(f) = records_out {
         let mut w = BufWriter::new(f);
         for r in &stats.records {

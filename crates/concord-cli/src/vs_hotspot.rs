@@ -62,6 +62,9 @@ fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {
     let mut b = ConfigBuilder::new();
     b.set_cli("heap", &format!("{}k", heap_bytes.div_ceil(1024)))?;
     b.set_cli("gc-threads", &gc_threads.to_string())?;
+    // HotSpot Parallel GC starts with survivors of young/8 (InitialSurvivorRatio=8), i.e. an
+    // eden:survivor ratio of 6: use the same geometry so both collect at the same points.
+    b.set_cli("survivor-ratio", "6")?;
     let heap = Heap::new(b.build()?)?;
     let params = WorkloadParams { mutators: 1, rounds: 1, size: None };
     let start = Instant::now();
