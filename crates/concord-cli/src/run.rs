@@ -64,8 +64,12 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
         b.apply_toml_file(path)?;
     }
     b.apply_process_env()?;
-    let flags: [(&str, &Option<String>); 4] =
-        [("preset", &args.preset), ("heap", &args.heap), ("young", &args.young), ("gc-threads", &args.gc_threads)];
+    let flags: [(&str, &Option<String>); 4] = [
+        ("preset", &args.preset),
+        ("heap", &args.heap),
+        ("young", &args.young),
+        ("gc-threads", &args.gc_threads),
+    ];
     for (key, value) in flags {
         if let Some(v) = value {
             b.set_cli(key, v)?;
@@ -86,13 +90,24 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
 /// Run `concord run`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let Some(workload) = lookup(&args.workload) else {
-        bail!("unknown workload '{}' (allowed: {})", args.workload, workload_names().join(", "));
+        bail!(
+            "unknown workload '{}' (allowed: {})",
+            args.workload,
+            workload_names().join(", ")
+        );
     };
-    let params = WorkloadParams { mutators: args.mutators as usize, rounds: args.rounds as usize, size: args.size };
+    let params = WorkloadParams {
+        mutators: args.mutators as usize,
+        rounds: args.rounds as usize,
+        size: args.size,
+    };
     let config = build_config(&args, workload.default_heap(&params))?;
     // Open the records file before running, so a bad path fails fast.
     let records_out = match &args.gc_records {
-        Some(p) => Some(File::create(p).with_context(|| format!("--gc-records: cannot create {}", p.display()))?),
+        Some(p) => Some(
+            File::create(p)
+                .with_context(|| format!("--gc-records: cannot create {}", p.display()))?,
+        ),
         None => None,
     };
     let heap = Heap::new(config.clone())?;
@@ -117,5 +132,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         print!("{}", summary.readable());
     }
     let ok = summary.checksum_ok != Some(false) && summary.verified != Some(false);
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -143,7 +143,11 @@ impl Summary {
             let _ = writeln!(s, "            {k}: {v}");
         }
         let _ = writeln!(s, "  wall      {:.1} ms", self.wall_ms);
-        let share = if self.wall_ms > 0.0 { 100.0 * self.pause_total_ms / self.wall_ms } else { 0.0 };
+        let share = if self.wall_ms > 0.0 {
+            100.0 * self.pause_total_ms / self.wall_ms
+        } else {
+            0.0
+        };
         let _ = writeln!(
             s,
             "  GC        {} ({} young, {} full), pauses total {:.1} ms ({share:.1}% of wall)",
@@ -173,7 +177,10 @@ impl Summary {
         );
         let verified = match self.verified {
             Some(true) => format!("yes, after each of {}", plural(self.gc_count, "collection")),
-            Some(false) => format!("FAILED: {}", self.verify_failures.first().map_or("", |s| s.as_str())),
+            Some(false) => format!(
+                "FAILED: {}",
+                self.verify_failures.first().map_or("", |s| s.as_str())
+            ),
             None => "not requested (--verify)".to_string(),
         };
         let _ = writeln!(s, "  verified  {verified}");

@@ -66,13 +66,21 @@ fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {
     // eden:survivor ratio of 6: use the same geometry so both collect at the same points.
     b.set_cli("survivor-ratio", "6")?;
     let heap = Heap::new(b.build()?)?;
-    let params = WorkloadParams { mutators: 1, rounds: 1, size: None };
+    let params = WorkloadParams {
+        mutators: 1,
+        rounds: 1,
+        size: None,
+    };
     let start = Instant::now();
     let result = workload.run(&heap, &params)?;
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = heap.stats();
     if result.checksum_ok() == Some(false) {
-        bail!("Concord's GCBench checksum {} differs from the expected {:?}", result.checksum, result.expected_checksum);
+        bail!(
+            "Concord's GCBench checksum {} differs from the expected {:?}",
+            result.checksum,
+            result.expected_checksum
+        );
     }
     Ok(Run {
         wall_ms,
@@ -86,10 +94,12 @@ fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {
 
 /// Run `concord vs-hotspot`.
 pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
-    let heap_bytes = parse_size(&args.heap).map_err(|e| anyhow::anyhow!("--heap: '{}' {e}", args.heap))?;
+    let heap_bytes =
+        parse_size(&args.heap).map_err(|e| anyhow::anyhow!("--heap: '{}' {e}", args.heap))?;
     let tools = hotspot::find_java(args.java.as_deref())?;
     let workdir = std::env::temp_dir().join(format!("concord-vs-hotspot-{}", std::process::id()));
-    std::fs::create_dir_all(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
+    std::fs::create_dir_all(&workdir)
+        .with_context(|| format!("cannot create {}", workdir.display()))?;
     let classpath = hotspot::prepare_gcbench(&tools, &workdir)?;
     let opts = HotspotOptions {
         java: args.java.clone(),
@@ -107,12 +117,19 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
             tools.version,
             args.repeat
         );
-        println!("{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}", "run", "who", "wall ms", "GC ms", "max ms", "pauses");
+        println!(
+            "{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "run", "who", "wall ms", "GC ms", "max ms", "pauses"
+        );
     }
     let (mut hs, mut cc) = (Vec::new(), Vec::new());
     for i in 0..args.repeat {
         // Alternate which goes first so neither always runs on a warmer machine.
-        let order = if i % 2 == 0 { [true, false] } else { [false, true] };
+        let order = if i % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
         for hotspot_turn in order {
             let (who, r) = if hotspot_turn {
                 let h = hotspot::run_gcbench(&tools, &classpath, &opts)?;
@@ -158,7 +175,10 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
             .iter()
             .map(|(name, f)| {
                 let (h, c) = (med(&hs, *f), med(&cc, *f));
-                (name.to_string(), json!({"hotspot": h, "concord": c, "ratio": c / h}))
+                (
+                    name.to_string(),
+                    json!({"hotspot": h, "concord": c, "ratio": c / h}),
+                )
             })
             .collect();
         let out = json!({
@@ -172,10 +192,17 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!();
-        println!("{:<20} {:>12} {:>12} {:>18}", "median", "HotSpot", "Concord", "Concord/HotSpot");
+        println!(
+            "{:<20} {:>12} {:>12} {:>18}",
+            "median", "HotSpot", "Concord", "Concord/HotSpot"
+        );
         for (name, f) in rows {
             let (h, c) = (med(&hs, f), med(&cc, f));
-            let ratio = if h > 0.0 { format!("{:.2}x", c / h) } else { "-".into() };
+            let ratio = if h > 0.0 {
+                format!("{:.2}x", c / h)
+            } else {
+                "-".into()
+            };
             println!("{name:<20} {h:>12.2} {c:>12.2} {ratio:>18}");
         }
     }

@@ -23,21 +23,25 @@
 //!
 //! # Heap size
 //!
-//! The largest live set is the stretch tree (`2^(N+2) - 1` nodes), or during the depth loop the
-//! long-lived tree plus one tree of depth `N` per mutator (`(1 + mutators) · (2^(N+1) - 1)`
-//! nodes). Measured smallest heaps that complete (optimized preset, 1 mutator, 2 GC threads,
-//! release build; the heap size was searched in 1 MiB steps):
+//! The largest live set is the stretch tree (`2^(N+2) - 1` nodes, 24 bytes each), or during the
+//! depth loop the long-lived tree plus one tree of depth `N` per mutator (`(1 + mutators) ·
+//! (2^(N+1) - 1)` nodes). Measured smallest heaps that complete (optimized preset, 2 GC threads,
+//! release build):
 //!
-//! | N | live set (stretch tree) | smallest heap that completes |
-//! | --- | --- | --- |
-//! | 14 | 0.75 MiB | 4 MiB (the smallest heap a configuration allows) |
-//! | 16 | 3 MiB | 7 MiB |
-//! | 18 | 12 MiB | 24 MiB |
-//! | 20 | 48 MiB | 91 MiB |
+//! | N | mutators | largest live set | smallest heap that completes |
+//! | --- | --- | --- | --- |
+//! | 14 | 1 | 1.5 MiB | 4 MiB (the smallest heap a configuration allows) |
+//! | 16 | 1 | 6 MiB | 8 MiB (searched in 1 MiB steps) |
+//! | 18 | 1 | 24 MiB | 35 MiB (1 MiB steps; 31 and 33 also complete, 32 and 34 run out of memory) |
+//! | 20 | 1 | 96 MiB | 130 MiB (5 MiB steps; 125 runs out of memory late) |
+//! | 18 | 2 | 36 MiB | 56 MiB (8 MiB steps) |
 //!
-//! i.e. about twice the live set: the old generation (2/3 of the heap with the default
-//! `new_ratio` 2) must hold the stretch tree once it has been promoted. [`BinaryTrees`]'s
-//! default heap is four times the largest live set, rounded up to MiB, at least 64 MiB.
+//! i.e. about 1.4 to 1.6 times the live set. Just above the smallest heap, success is not
+//! monotonic in the heap size: a full collection moves a space's live data into the old
+//! generation only if all of it fits, so when eden is full of a tree under construction and old
+//! cannot take all of it, eden stays full and allocation fails with room left in old.
+//! [`BinaryTrees`]'s default heap is four times the largest live set, rounded up to MiB, at
+//! least 64 MiB (96 MiB for N = 18 and one mutator).
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 

@@ -145,10 +145,13 @@ fn binary_trees_small_on_1_and_3_gc_threads_with_1_and_2_mutators() {
 
 #[test]
 fn binary_trees_forces_full_collections() {
-    // Depth 14: the stretch tree (0.75 MiB) and the long-lived tree plus a short-lived tree of
-    // depth 14 (1.5 MiB) fill most of the 2.7 MiB old generation of a 4 MiB heap.
-    for mutators in [1, 2] {
-        let h = heap(4 * MIB, 3, |c| {
+    // Depth 14: the stretch tree (depth 15, 1.5 MiB), and the long-lived tree plus one
+    // short-lived tree of depth 14 per mutator (0.75 MiB each), fill much of the old generation
+    // (2.7 MiB of a 4 MiB heap, 4 MiB of a 6 MiB one); tenuring after one scavenge promotes
+    // short-lived trees too. (With 2 mutators a 4 MiB heap sometimes runs out of memory: the
+    // live set is 2.25 MiB, and a full collection moves eden into old only if all of it fits.)
+    for (mutators, heap_mib) in [(1, 4), (2, 6)] {
+        let h = heap(heap_mib * MIB, 3, |c| {
             c.max_tenuring_threshold = 1;
             c.initial_tenuring_threshold = 1;
         });
@@ -246,7 +249,7 @@ fn bad_common_parameters_are_rejected_by_every_workload() {
 
 #[test]
 fn too_small_a_heap_is_an_error_not_a_crash() {
-    // The depth-16 stretch tree alone is 3 MiB: it cannot fit a 4 MiB heap.
+    // Depth 16: the stretch tree (depth 17) alone is 6 MiB, more than a 4 MiB heap holds.
     let h = heap(4 * MIB, 2, |c| c.verify = false);
     let params = WorkloadParams {
         size: Some(16),

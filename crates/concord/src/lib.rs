@@ -9,12 +9,12 @@
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 compile_error!("Concord supports 64-bit Linux only");
 
+pub mod collection;
 pub mod config;
 pub mod memory;
 pub mod object;
 pub mod os;
 pub mod parallel;
-pub mod collection;
 pub mod runtime;
 pub mod telemetry;
 

@@ -100,7 +100,10 @@ impl ObjectType {
     /// A fixed object type with `refs` reference slots and `payload_bytes` bytes of payload.
     pub fn new(refs: usize, payload_bytes: usize) -> Result<Self, LayoutError> {
         if refs > MAX_FIXED_REFS {
-            return Err(LayoutError::TooManyRefs { requested: refs, max: MAX_FIXED_REFS });
+            return Err(LayoutError::TooManyRefs {
+                requested: refs,
+                max: MAX_FIXED_REFS,
+            });
         }
         if payload_bytes > MAX_FIXED_PAYLOAD {
             return Err(LayoutError::PayloadTooLarge {
@@ -108,12 +111,16 @@ impl ObjectType {
                 max: MAX_FIXED_PAYLOAD,
             });
         }
-        Ok(Self { header: Header::fixed(refs as u32, payload_bytes as u32, 0) })
+        Ok(Self {
+            header: Header::fixed(refs as u32, payload_bytes as u32, 0),
+        })
     }
 
     /// A fixed object type usable in `const` context; `payload_bytes` is limited to `u16`.
     pub const fn fixed(refs: u16, payload_bytes: u16) -> Self {
-        Self { header: Header::fixed(refs as u32, payload_bytes as u32, 0) }
+        Self {
+            header: Header::fixed(refs as u32, payload_bytes as u32, 0),
+        }
     }
 
     /// The same shape carrying an application-defined type tag (readable with `Mutator::tag`).
@@ -331,7 +338,10 @@ impl fmt::Debug for Header {
 /// Size in bytes of a reference array of `len` elements.
 pub(crate) fn ref_array_size(len: usize) -> Result<usize, LayoutError> {
     if len > MAX_ARRAY_LEN {
-        return Err(LayoutError::ArrayTooLong { requested: len, max: MAX_ARRAY_LEN });
+        return Err(LayoutError::ArrayTooLong {
+            requested: len,
+            max: MAX_ARRAY_LEN,
+        });
     }
     Ok(Header::ref_array(len).size_bytes())
 }
@@ -339,7 +349,10 @@ pub(crate) fn ref_array_size(len: usize) -> Result<usize, LayoutError> {
 /// Size in bytes of a byte array of `len` bytes.
 pub(crate) fn byte_array_size(len: usize) -> Result<usize, LayoutError> {
     if len > MAX_ARRAY_LEN {
-        return Err(LayoutError::ArrayTooLong { requested: len, max: MAX_ARRAY_LEN });
+        return Err(LayoutError::ArrayTooLong {
+            requested: len,
+            max: MAX_ARRAY_LEN,
+        });
     }
     Ok(Header::byte_array(len).size_bytes())
 }
@@ -394,7 +407,10 @@ mod tests {
 
     #[test]
     fn oversized_shapes_are_rejected() {
-        assert!(matches!(ObjectType::new(MAX_FIXED_REFS + 1, 0), Err(LayoutError::TooManyRefs { .. })));
+        assert!(matches!(
+            ObjectType::new(MAX_FIXED_REFS + 1, 0),
+            Err(LayoutError::TooManyRefs { .. })
+        ));
         assert!(matches!(
             ObjectType::new(0, MAX_FIXED_PAYLOAD + 1),
             Err(LayoutError::PayloadTooLarge { .. })

@@ -107,19 +107,27 @@ fn build(m: &mut Mutator<'_>) -> Graph {
 fn check(m: &mut Mutator<'_>, g: &Graph, round: u64, what: &str) {
     m.scope(|m| {
         let dir = m.get_ref(g.holder, 0).unwrap();
-        let shared: Vec<Handle> = (0..SHARED).map(|k| m.get_ref(dir, k).expect("directory slot")).collect();
+        let shared: Vec<Handle> = (0..SHARED)
+            .map(|k| m.get_ref(dir, k).expect("directory slot"))
+            .collect();
         for (k, &h) in shared.iter().enumerate() {
             assert_eq!(m.tag(h), SHARED_T.tag(), "{what}: shared {k} tag");
             assert_eq!(m.read_u64(h, 0), k as u64, "{what}: shared {k} id");
             assert_eq!(m.read_u64(h, 8), round, "{what}: shared {k} counter");
             let next = m.get_ref(h, 0).unwrap();
-            assert!(m.same_object(next, shared[(k + 1) % SHARED]), "{what}: shared {k} cycle edge");
+            assert!(
+                m.same_object(next, shared[(k + 1) % SHARED]),
+                "{what}: shared {k} cycle edge"
+            );
             let me = m.get_ref(h, 1).unwrap();
             assert!(m.same_object(me, h), "{what}: shared {k} self loop");
         }
         for (k, &a) in shared.iter().enumerate() {
             for &b in &shared[k + 1..] {
-                assert!(!m.same_object(a, b), "{what}: two directory entries are one object");
+                assert!(
+                    !m.same_object(a, b),
+                    "{what}: two directory entries are one object"
+                );
             }
         }
         let t = m.null_handle();
@@ -127,9 +135,15 @@ fn check(m: &mut Mutator<'_>, g: &Graph, round: u64, what: &str) {
             let big = m.get_ref(g.holder, 1 + b).unwrap();
             assert_eq!(m.array_len(big), BIG_LEN);
             for i in 0..BIG_LEN {
-                assert!(m.load_ref_into(t, big, i), "{what}: big {b} slot {i} is null");
+                assert!(
+                    m.load_ref_into(t, big, i),
+                    "{what}: big {b} slot {i} is null"
+                );
                 let k = big_target(b, i);
-                assert!(m.same_object(t, shared[k]), "{what}: big {b} slot {i} is not shared object {k}");
+                assert!(
+                    m.same_object(t, shared[k]),
+                    "{what}: big {b} slot {i} is not shared object {k}"
+                );
             }
         }
         let smalls = m.get_ref(g.holder, 3).unwrap();
@@ -139,7 +153,10 @@ fn check(m: &mut Mutator<'_>, g: &Graph, round: u64, what: &str) {
             assert_eq!(m.read_u64(s, 0), i as u64, "{what}: small {i} payload");
             for (slot, k) in small_targets(i).into_iter().enumerate() {
                 assert!(m.load_ref_into(t, s, slot));
-                assert!(m.same_object(t, shared[k]), "{what}: small {i} slot {slot} is not shared object {k}");
+                assert!(
+                    m.same_object(t, shared[k]),
+                    "{what}: small {i} slot {slot} is not shared object {k}"
+                );
             }
         }
         // No duplicates: a write through one path is visible through every other.
@@ -149,18 +166,29 @@ fn check(m: &mut Mutator<'_>, g: &Graph, round: u64, what: &str) {
             let k = big_target(1, i);
             let marker = 0xdead_0000 + i as u64;
             m.write_u64(t, 8, marker);
-            assert_eq!(m.read_u64(shared[k], 8), marker, "{what}: write via big 1 slot {i} not seen via directory");
+            assert_eq!(
+                m.read_u64(shared[k], 8),
+                marker,
+                "{what}: write via big 1 slot {i} not seen via directory"
+            );
             let j = (0..SMALLS).find(|&j| small_targets(j)[0] == k).unwrap();
             m.load_ref_into(s, smalls, j);
             m.load_ref_into(t, s, 0);
-            assert_eq!(m.read_u64(t, 8), marker, "{what}: write via big 1 slot {i} not seen via small {j}");
+            assert_eq!(
+                m.read_u64(t, 8),
+                marker,
+                "{what}: write via big 1 slot {i} not seen via small {j}"
+            );
             m.write_u64(t, 8, round);
         }
     });
     // A duplicated (or lost) object would change the number of reachable objects.
     let report = m.verify_heap().unwrap_or_else(|e| panic!("{what}: {e}"));
     let expected = 1 + 1 + 2 + 1 + SMALLS + SHARED;
-    assert_eq!(report.reachable_objects, expected, "{what}: reachable objects");
+    assert_eq!(
+        report.reachable_objects, expected,
+        "{what}: reachable objects"
+    );
 }
 
 fn race(max_tenuring: u32, heap_mib: usize, rounds: u64) {
@@ -193,7 +221,11 @@ fn race(max_tenuring: u32, heap_mib: usize, rounds: u64) {
     }
     drop(m);
     let stats = heap.stats();
-    assert!(stats.verify_failures.is_empty(), "{:?}", stats.verify_failures);
+    assert!(
+        stats.verify_failures.is_empty(),
+        "{:?}",
+        stats.verify_failures
+    );
     assert_eq!(stats.verified(), Some(true));
     assert!(stats.count(CollectionKind::Young) as u64 >= rounds);
     assert!(stats.count(CollectionKind::Full) as u64 >= rounds / 5);
@@ -203,9 +235,14 @@ fn race(max_tenuring: u32, heap_mib: usize, rounds: u64) {
     let parallel = stats
         .records
         .iter()
-        .filter(|r| r.kind == CollectionKind::Young && r.workers.iter().filter(|w| w.items > 0).count() >= 2)
+        .filter(|r| {
+            r.kind == CollectionKind::Young && r.workers.iter().filter(|w| w.items > 0).count() >= 2
+        })
         .count();
-    eprintln!("{parallel} of {} scavenges had several workers copying", stats.count(CollectionKind::Young));
+    eprintln!(
+        "{parallel} of {} scavenges had several workers copying",
+        stats.count(CollectionKind::Young)
+    );
     assert!(parallel >= 1, "no scavenge used more than one worker");
 }
 
@@ -250,12 +287,19 @@ fn one_huge_young_array_of_shared_slots() {
             for h in &targets {
                 m.set_handle(*h, None);
             }
-            m.collect(if round % 4 == 3 { CollectionKind::Full } else { CollectionKind::Young });
+            m.collect(if round % 4 == 3 {
+                CollectionKind::Full
+            } else {
+                CollectionKind::Young
+            });
             let firsts: Vec<Handle> = (0..3).map(|i| m.get_ref(arr2, i).unwrap()).collect();
             let t = m.null_handle();
             for i in 0..len {
                 assert!(m.load_ref_into(t, arr2, i));
-                assert!(m.same_object(t, firsts[i % 3]), "round {round}: slot {i} points to a second copy");
+                assert!(
+                    m.same_object(t, firsts[i % 3]),
+                    "round {round}: slot {i} points to a second copy"
+                );
             }
             for (k, &f) in firsts.iter().enumerate() {
                 assert_eq!(m.read_u64(f, 0), k as u64);

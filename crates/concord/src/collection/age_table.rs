@@ -25,7 +25,12 @@ impl AgeTable {
 
     /// The smallest age at which survivors would exceed `target_ratio`% of a survivor space of
     /// `survivor_capacity` bytes, capped at `max_threshold`.
-    pub fn tenuring_threshold(&self, survivor_capacity: usize, target_ratio: u32, max_threshold: u32) -> u32 {
+    pub fn tenuring_threshold(
+        &self,
+        survivor_capacity: usize,
+        target_ratio: u32,
+        max_threshold: u32,
+    ) -> u32 {
         let desired = survivor_capacity / 100 * target_ratio as usize;
         let mut total = 0;
         let mut age = 1;
@@ -47,7 +52,11 @@ mod tests {
     #[test]
     fn threshold_drops_when_survivors_overflow_the_target() {
         let mut t = AgeTable::default();
-        assert_eq!(t.tenuring_threshold(1000, 50, 15), 15, "empty table keeps the maximum");
+        assert_eq!(
+            t.tenuring_threshold(1000, 50, 15),
+            15,
+            "empty table keeps the maximum"
+        );
         t.add(1, 300);
         t.add(2, 300);
         assert_eq!(t.tenuring_threshold(1000, 50, 15), 2);

@@ -79,7 +79,10 @@ impl Marker<'_> {
         }
         // SAFETY: `obj` is reachable, so it is a valid object start.
         let h = unsafe { raw::header(obj) };
-        debug_assert!(h.is_object(), "marking reached a non-object at {obj:#x}: {h:?}");
+        debug_assert!(
+            h.is_object(),
+            "marking reached a non-object at {obj:#x}: {h:?}"
+        );
         self.mem.mark_live.set_range(obj, obj + h.size_bytes());
         true
     }
@@ -123,7 +126,10 @@ impl ParallelTask for Marker<'_> {
                 let h = unsafe { raw::header(obj) };
                 let n = h.ref_count();
                 if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
-                    q.push(MarkItem::ArrayChunk { array: obj, start: ARRAY_CHUNK });
+                    q.push(MarkItem::ArrayChunk {
+                        array: obj,
+                        start: ARRAY_CHUNK,
+                    });
                     self.scan_slots(obj, 0, ARRAY_CHUNK, q);
                 } else {
                     self.scan_slots(obj, 0, n, q);
@@ -170,7 +176,8 @@ impl Summary<'_> {
     fn new_addr(&self, addr: usize) -> usize {
         let live = &self.mem.mark_live;
         let block = live.word_index(addr);
-        let before = self.block_prefix[block].load(Ordering::Relaxed) as usize + live.count_in_word_below(addr);
+        let before = self.block_prefix[block].load(Ordering::Relaxed) as usize
+            + live.count_in_word_below(addr);
         self.region_dest[self.region_of(addr)] + before * WORD
     }
 
@@ -208,7 +215,8 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     let t0 = Instant::now();
     let mut phases = PhaseTimes::default();
     let spaces = mem.spaces_in_address_order();
-    let used_before: Vec<(usize, usize)> = spaces.iter().map(|(_, s)| (s.bottom(), s.top())).collect();
+    let used_before: Vec<(usize, usize)> =
+        spaces.iter().map(|(_, s)| (s.bottom(), s.top())).collect();
 
     // 1. Mark.
     let marker = Marker { mem };
@@ -222,7 +230,9 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     let mut summary = Summary {
         mem,
         region_live: (0..regions).map(|_| AtomicUsize::new(0)).collect(),
-        block_prefix: (0..regions * BLOCKS_PER_REGION).map(|_| AtomicU32::new(0)).collect(),
+        block_prefix: (0..regions * BLOCKS_PER_REGION)
+            .map(|_| AtomicU32::new(0))
+            .collect(),
         region_dest: vec![0; regions],
     };
     let used_regions: Vec<usize> = used_before
@@ -251,10 +261,18 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     let mut live_bytes = 0;
     let mut young_bytes_left = 0;
     for (j, &(lo, hi)) in used_before.iter().enumerate() {
-        let (r0, r1) = ((lo - mem.base()) / REGION_SIZE, (hi - mem.base()).div_ceil(REGION_SIZE));
-        let live: usize = (r0..r1).map(|r| summary.region_live[r].load(Ordering::Relaxed)).sum::<usize>() * WORD;
+        let (r0, r1) = (
+            (lo - mem.base()) / REGION_SIZE,
+            (hi - mem.base()).div_ceil(REGION_SIZE),
+        );
+        let live: usize = (r0..r1)
+            .map(|r| summary.region_live[r].load(Ordering::Relaxed))
+            .sum::<usize>()
+            * WORD;
         live_bytes += live;
-        let k = (0..=j).find(|&k| cursor[k] + live <= spaces[k].1.end()).unwrap_or(j);
+        let k = (0..=j)
+            .find(|&k| cursor[k] + live <= spaces[k].1.end())
+            .unwrap_or(j);
         if k > 0 {
             young_bytes_left += live;
         }
@@ -277,8 +295,11 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     let t2 = Instant::now();
     let s = &summary;
     let root_chunks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
-    let live_regions: Vec<usize> =
-        used_regions.iter().copied().filter(|&r| s.region_live[r].load(Ordering::Relaxed) > 0).collect();
+    let live_regions: Vec<usize> = used_regions
+        .iter()
+        .copied()
+        .filter(|&r| s.region_live[r].load(Ordering::Relaxed) > 0)
+        .collect();
     parallel_for(ctx, root_chunks.len() + live_regions.len(), |i| {
         if i < root_chunks.len() {
             for slot in root_chunks[i].slot_addrs() {
@@ -323,8 +344,11 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     // 4. Compact.
     let t3 = Instant::now();
     let done: Vec<AtomicBool> = (0..regions).map(|_| AtomicBool::new(true)).collect();
-    let movers: Vec<usize> =
-        live_regions.iter().copied().filter(|&r| s.objects_in_region(r).next().is_some()).collect();
+    let movers: Vec<usize> = live_regions
+        .iter()
+        .copied()
+        .filter(|&r| s.objects_in_region(r).next().is_some())
+        .collect();
     for &r in &movers {
         done[r].store(false, Ordering::Relaxed);
     }
@@ -332,7 +356,10 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     parallel_for(ctx, movers.len(), |i| {
         let r = movers[i];
         let lo = s.region_base(r);
-        let last = mem.mark_begin.find_prev(lo + REGION_SIZE - WORD, lo).expect("mover has an object");
+        let last = mem
+            .mark_begin
+            .find_prev(lo + REGION_SIZE - WORD, lo)
+            .expect("mover has an object");
         // SAFETY: `last` is a live object start.
         let dest_end = s.new_addr(last) + unsafe { raw::header(last) }.size_bytes();
         // Wait for every lower region whose source memory our destination overlaps.
@@ -389,8 +416,13 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
     phases.init_ms = 0.0;
     phases.parallel_ms = t_mark + t_adjust + t_compact;
     phases.final_ms = ms_since(t4);
-    phases.steps =
-        vec![("mark", t_mark), ("summary", t_summary), ("adjust", t_adjust), ("compact", t_compact), ("finish", phases.final_ms)];
+    phases.steps = vec![
+        ("mark", t_mark),
+        ("summary", t_summary),
+        ("adjust", t_adjust),
+        ("compact", t_compact),
+        ("finish", phases.final_ms),
+    ];
     FullOutcome {
         live_bytes,
         moved_bytes: moved.into_inner(),

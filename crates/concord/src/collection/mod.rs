@@ -36,7 +36,10 @@ impl RootSlots {
         (0..self.len.div_ceil(chunk)).map(move |i| {
             let start = i * chunk;
             // SAFETY: `start < len`, so the pointer stays inside the original range.
-            RootSlots { ptr: unsafe { self.ptr.add(start) }, len: chunk.min(self.len - start) }
+            RootSlots {
+                ptr: unsafe { self.ptr.add(start) },
+                len: chunk.min(self.len - start),
+            }
         })
     }
 

@@ -139,7 +139,10 @@ impl Scavenger<'_> {
     fn push_contents(&self, obj: usize, h: Header, q: &mut WorkQueue<Item>) {
         let n = h.ref_count();
         if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
-            q.push(Item::ArrayChunk { array: obj, start: ARRAY_CHUNK });
+            q.push(Item::ArrayChunk {
+                array: obj,
+                start: ARRAY_CHUNK,
+            });
             self.push_slots(obj, 0, ARRAY_CHUNK, q);
         } else {
             self.push_slots(obj, 0, n, q);
@@ -158,7 +161,12 @@ impl Scavenger<'_> {
         }
     }
 
-    fn copy_to_survivor_space(&self, obj: usize, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) -> usize {
+    fn copy_to_survivor_space(
+        &self,
+        obj: usize,
+        pm: &mut PromotionManager,
+        q: &mut WorkQueue<Item>,
+    ) -> usize {
         // SAFETY: `obj` is in the collected set, so it is an object start in eden/from-space.
         let h = unsafe { raw::header(obj) };
         if h.is_forwarded() {
@@ -171,7 +179,12 @@ impl Scavenger<'_> {
                 .young
                 .allocate(size)
                 .or_else(|| {
-                    pm.young.allocate_slow(size, self.params.young_plab_size, self.mem.to_space(), self.mem.reservation())
+                    pm.young.allocate_slow(
+                        size,
+                        self.params.young_plab_size,
+                        self.mem.to_space(),
+                        self.mem.reservation(),
+                    )
                 })
                 .map(|a| (a, false));
         }
@@ -179,7 +192,14 @@ impl Scavenger<'_> {
             target = pm
                 .old
                 .allocate(size)
-                .or_else(|| pm.old.allocate_slow(size, self.params.old_plab_size, &self.mem.old, self.mem.reservation()))
+                .or_else(|| {
+                    pm.old.allocate_slow(
+                        size,
+                        self.params.old_plab_size,
+                        &self.mem.old,
+                        self.mem.reservation(),
+                    )
+                })
                 .map(|a| (a, true));
         }
         let Some((new, to_old)) = target else {
@@ -189,14 +209,23 @@ impl Scavenger<'_> {
         // SAFETY: `new` is freshly allocated, private to this worker, `size` bytes long; the
         // source body is not written during a scavenge (only headers are).
         unsafe {
-            std::ptr::copy_nonoverlapping((obj + WORD) as *const u8, (new + WORD) as *mut u8, size - WORD);
+            std::ptr::copy_nonoverlapping(
+                (obj + WORD) as *const u8,
+                (new + WORD) as *mut u8,
+                size - WORD,
+            );
             raw::set_header(new, new_h);
         }
         // AcqRel: Release publishes the copy to whoever follows the forwarding pointer; Acquire
         // (on failure) makes the winner's copy visible to us.
         // SAFETY: `obj` is a valid object start.
         let cell = unsafe { raw::header_cell(obj) };
-        match cell.compare_exchange(h.raw(), Header::forwarding(new).raw(), Ordering::AcqRel, Ordering::Acquire) {
+        match cell.compare_exchange(
+            h.raw(),
+            Header::forwarding(new).raw(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => {
                 pm.copied += size;
                 if to_old {
@@ -210,7 +239,11 @@ impl Scavenger<'_> {
             }
             Err(current) => {
                 // Another worker won the race: give our copy back and use theirs.
-                let (plab, space) = if to_old { (&mut pm.old, &self.mem.old) } else { (&mut pm.young, self.mem.to_space()) };
+                let (plab, space) = if to_old {
+                    (&mut pm.old, &self.mem.old)
+                } else {
+                    (&mut pm.young, self.mem.to_space())
+                };
                 if !plab.undo(new, size) {
                     space.undo_allocation(new, size);
                 }
@@ -220,14 +253,27 @@ impl Scavenger<'_> {
     }
 
     #[cold]
-    fn promotion_failed(&self, obj: usize, h: Header, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) -> usize {
+    fn promotion_failed(
+        &self,
+        obj: usize,
+        h: Header,
+        pm: &mut PromotionManager,
+        q: &mut WorkQueue<Item>,
+    ) -> usize {
         // SAFETY: `obj` is a valid object start.
         let cell = unsafe { raw::header_cell(obj) };
-        match cell.compare_exchange(h.raw(), Header::forwarding(obj).raw(), Ordering::AcqRel, Ordering::Acquire) {
+        match cell.compare_exchange(
+            h.raw(),
+            Header::forwarding(obj).raw(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => {
                 self.promotion_failed.store(true, Ordering::Relaxed);
                 pm.failed.push((obj, h));
-                self.push_contents(obj, h, q);
+                // Not `push_contents`: chunk items re-read the array length from the header,
+                // which now holds the self-forwarding pointer.
+                self.push_slots(obj, 0, h.ref_count(), q);
                 obj
             }
             Err(current) => Header(current).forwardee(),
@@ -236,7 +282,13 @@ impl Scavenger<'_> {
 
     /// Scan the dirty cards of `[lo, hi)`: clean each dirty run, then process the reference
     /// slots inside it of every object overlapping it.
-    fn scan_dirty_cards(&self, lo: usize, hi: usize, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+    fn scan_dirty_cards(
+        &self,
+        lo: usize,
+        hi: usize,
+        pm: &mut PromotionManager,
+        q: &mut WorkQueue<Item>,
+    ) {
         let cards = &self.mem.cards;
         let starts = &self.mem.old_starts;
         let end_card = cards.index(hi - 1) + 1;
@@ -247,7 +299,9 @@ impl Scavenger<'_> {
             for c in c0..c1 {
                 cards.clean_index(c);
             }
-            let mut obj = starts.find_prev(dlo, self.mem.base()).or_else(|| starts.find_next(dlo, dhi));
+            let mut obj = starts
+                .find_prev(dlo, self.mem.base())
+                .or_else(|| starts.find_next(dlo, dhi));
             while let Some(o) = obj {
                 if o >= dhi {
                     break;
@@ -318,10 +372,18 @@ impl ParallelTask for Scavenger<'_> {
 }
 
 /// Run a scavenge. The world must be stopped; `roots` are all mutator root slots.
-pub fn scavenge(ctx: &GcContext<'_>, roots: &[RootSlots], params: ScavengeParams) -> ScavengeOutcome {
+pub fn scavenge(
+    ctx: &GcContext<'_>,
+    roots: &[RootSlots],
+    params: ScavengeParams,
+) -> ScavengeOutcome {
     let t0 = Instant::now();
     let mem = ctx.mem;
-    assert_eq!(mem.to_space().used(), 0, "to-space must be empty before a scavenge");
+    assert_eq!(
+        mem.to_space().used(),
+        0,
+        "to-space must be empty before a scavenge"
+    );
     // Start promotions on a fresh card so no card is shared between pre-existing old objects
     // (cleaned by card-scanning tasks) and promoted ones (dirtied by copying workers).
     let old_top = mem.old.top();
@@ -341,12 +403,18 @@ pub fn scavenge(ctx: &GcContext<'_>, roots: &[RootSlots], params: ScavengeParams
         promotion_failed: AtomicBool::new(false),
     };
 
-    let mut root_tasks: Vec<Root> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).map(Root::ThreadRoots).collect();
+    let mut root_tasks: Vec<Root> = roots
+        .iter()
+        .flat_map(|r| r.chunks(ROOT_CHUNK))
+        .map(Root::ThreadRoots)
+        .collect();
     let old_bottom = mem.old.bottom();
     let dirty_cards = mem.cards.count_dirty(old_bottom, old_scan_limit);
     if old_scan_limit > old_bottom {
         let used = old_scan_limit - old_bottom;
-        let stripe = (used / (4 * ctx.workers)).next_multiple_of(CARD_SIZE).max(64 * 1024);
+        let stripe = (used / (4 * ctx.workers))
+            .next_multiple_of(CARD_SIZE)
+            .max(64 * 1024);
         let mut lo = old_bottom;
         while lo < old_scan_limit {
             let hi = (lo + stripe).min(old_scan_limit);
@@ -354,10 +422,15 @@ pub fn scavenge(ctx: &GcContext<'_>, roots: &[RootSlots], params: ScavengeParams
             lo = hi;
         }
     }
-    let mut phases = PhaseTimes { init_ms: ms_since(t0), ..Default::default() };
+    let mut phases = PhaseTimes {
+        init_ms: ms_since(t0),
+        ..Default::default()
+    };
 
     let t1 = Instant::now();
-    let locals = (0..ctx.workers).map(|_| PromotionManager::default()).collect();
+    let locals = (0..ctx.workers)
+        .map(|_| PromotionManager::default())
+        .collect();
     let (locals, workers) = run_phase(ctx.pool, &task, root_tasks, locals);
     phases.parallel_ms = ms_since(t1);
 

@@ -32,31 +32,56 @@ fn fail<T>(msg: String) -> Result<T, VerifyError> {
 }
 
 /// Check that `v` is the start of a valid object; returns its header.
-fn check_object(mem: &HeapMemory, v: usize, from: &dyn Fn() -> String) -> Result<Header, VerifyError> {
+fn check_object(
+    mem: &HeapMemory,
+    v: usize,
+    from: &dyn Fn() -> String,
+) -> Result<Header, VerifyError> {
     if v % WORD != 0 || !mem.in_heap(v) {
-        return fail(format!("{} holds {v:#x}, which is not a heap address", from()));
+        return fail(format!(
+            "{} holds {v:#x}, which is not a heap address",
+            from()
+        ));
     }
     let id = mem.space_of(v).expect("heap address has a space");
     let space = mem.space(id);
     if v >= space.top() {
-        return fail(format!("{} points to {v:#x} above the top of {}", from(), space.name()));
+        return fail(format!(
+            "{} points to {v:#x} above the top of {}",
+            from(),
+            space.name()
+        ));
     }
     if std::ptr::eq(space, mem.to_space()) {
         return fail(format!("{} points to {v:#x} in the empty to-space", from()));
     }
     if id == SpaceId::Old && !mem.old_starts.is_marked(v) {
-        return fail(format!("{} points to {v:#x} in old, where no object starts", from()));
+        return fail(format!(
+            "{} points to {v:#x} in old, where no object starts",
+            from()
+        ));
     }
     // SAFETY: `v` is aligned and below the top of a committed space.
     let h = unsafe { raw::header(v) };
     if h.is_forwarded() {
-        return fail(format!("{} points to {v:#x}, which still holds a forwarding pointer", from()));
+        return fail(format!(
+            "{} points to {v:#x}, which still holds a forwarding pointer",
+            from()
+        ));
     }
     if !h.is_object() {
-        return fail(format!("{} points to {v:#x} with a malformed header {:#x}", from(), h.raw()));
+        return fail(format!(
+            "{} points to {v:#x} with a malformed header {:#x}",
+            from(),
+            h.raw()
+        ));
     }
     if v + h.size_bytes() > space.top() {
-        return fail(format!("object {v:#x} ({} bytes) extends past the top of {}", h.size_bytes(), space.name()));
+        return fail(format!(
+            "object {v:#x} ({} bytes) extends past the top of {}",
+            h.size_bytes(),
+            space.name()
+        ));
     }
     Ok(h)
 }
@@ -65,7 +90,10 @@ fn check_object(mem: &HeapMemory, v: usize, from: &dyn Fn() -> String) -> Result
 pub fn verify_heap(mem: &HeapMemory, roots: &[RootSlots]) -> Result<VerifyReport, VerifyError> {
     let mut report = VerifyReport::default();
     if mem.to_space().used() != 0 {
-        return fail(format!("to-space ({}) is not empty between collections", mem.to_space().name()));
+        return fail(format!(
+            "to-space ({}) is not empty between collections",
+            mem.to_space().name()
+        ));
     }
     if let Some(a) = mem.mark_begin.find_next(mem.base(), mem.end()) {
         return fail(format!("mark bitmap not cleared: bit at {a:#x}"));
@@ -110,7 +138,9 @@ pub fn verify_heap(mem: &HeapMemory, roots: &[RootSlots]) -> Result<VerifyReport
     let mut prev_end = bottom;
     while let Some(o) = next {
         if o < prev_end {
-            return fail(format!("old object {o:#x} overlaps the object ending at {prev_end:#x}"));
+            return fail(format!(
+                "old object {o:#x} overlaps the object ending at {prev_end:#x}"
+            ));
         }
         let h = check_object(mem, o, &|| "the old-generation walk".to_string())?;
         report.old_objects += 1;
@@ -134,7 +164,9 @@ pub fn verify_heap(mem: &HeapMemory, roots: &[RootSlots]) -> Result<VerifyReport
         next = mem.old_starts.find_next(prev_end, top);
     }
     if let Some(a) = mem.old_starts.find_next(top, mem.old.end()) {
-        return fail(format!("object-start bit at {a:#x} above the old top {top:#x}"));
+        return fail(format!(
+            "object-start bit at {a:#x} above the old top {top:#x}"
+        ));
     }
     Ok(report)
 }

@@ -562,7 +562,11 @@ impl ConfigBuilder {
     pub fn is_set(&self, key: &str) -> bool {
         let bare = key.strip_prefix("--").unwrap_or(key);
         find_option(bare).is_some_and(|option| {
-            self.toml.iter().chain(&self.env).chain(&self.cli).any(|s| s.option.key == option.key)
+            self.toml
+                .iter()
+                .chain(&self.env)
+                .chain(&self.cli)
+                .any(|s| s.option.key == option.key)
         })
     }
 

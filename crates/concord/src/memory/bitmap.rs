@@ -19,12 +19,19 @@ impl Bitmap {
     /// A cleared bitmap covering `[base, base + size)`; `base` must be word aligned.
     pub fn new(base: usize, size: usize) -> Self {
         let n = size.div_ceil(BYTES_PER_BITMAP_WORD);
-        Self { base, size, words: zeroed_atomic_u64s(n) }
+        Self {
+            base,
+            size,
+            words: zeroed_atomic_u64s(n),
+        }
     }
 
     #[inline(always)]
     fn bit(&self, addr: usize) -> usize {
-        debug_assert!(addr >= self.base && addr <= self.base + self.size, "address outside bitmap");
+        debug_assert!(
+            addr >= self.base && addr <= self.base + self.size,
+            "address outside bitmap"
+        );
         (addr - self.base) / WORD
     }
 
@@ -80,7 +87,11 @@ impl Bitmap {
             }
         };
         let head_mask = !0u64 << (b0 % 64);
-        let tail_mask = if b1 % 64 == 0 { 0 } else { !0u64 >> (64 - b1 % 64) };
+        let tail_mask = if b1 % 64 == 0 {
+            0
+        } else {
+            !0u64 >> (64 - b1 % 64)
+        };
         if w0 == w1 {
             apply(w0, head_mask & tail_mask);
             return;
@@ -214,19 +225,40 @@ mod tests {
         let bm = Bitmap::new(BASE, 1 << 16);
         let mut set = Vec::new();
         // A few ranges crossing bitmap-word boundaries.
-        for (lo, hi) in [(3usize, 5usize), (60, 70), (128, 128 + 64), (500, 1000), (2000, 2001)] {
+        for (lo, hi) in [
+            (3usize, 5usize),
+            (60, 70),
+            (128, 128 + 64),
+            (500, 1000),
+            (2000, 2001),
+        ] {
             bm.set_range(BASE + lo * 8, BASE + hi * 8);
             set.extend((lo..hi).map(|w| BASE + w * 8));
         }
         set.sort_unstable();
         set.dedup();
-        for (lo, hi) in [(0usize, 8192usize), (4, 65), (64, 64), (129, 700), (999, 2001), (1001, 1999)] {
+        for (lo, hi) in [
+            (0usize, 8192usize),
+            (4, 65),
+            (64, 64),
+            (129, 700),
+            (999, 2001),
+            (1001, 1999),
+        ] {
             let (l, h) = (BASE + lo * 8, BASE + hi * 8);
             let expect = naive(&set, l, h);
             assert_eq!(bm.count_range(l, h), expect.len(), "count [{lo},{hi})");
-            assert_eq!(bm.find_next(l, h), expect.first().copied(), "next [{lo},{hi})");
+            assert_eq!(
+                bm.find_next(l, h),
+                expect.first().copied(),
+                "next [{lo},{hi})"
+            );
             if h > l {
-                assert_eq!(bm.find_prev(h - 8, l), expect.last().copied(), "prev [{lo},{hi})");
+                assert_eq!(
+                    bm.find_prev(h - 8, l),
+                    expect.last().copied(),
+                    "prev [{lo},{hi})"
+                );
             }
         }
         bm.clear_range(BASE + 62 * 8, BASE + 600 * 8);

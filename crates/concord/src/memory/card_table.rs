@@ -1,7 +1,7 @@
 //! The card table: one byte per 512-byte card, dirtied by the write barrier so a young
 //! collection finds old-to-young references without scanning the old generation.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// log2 of the card size (HotSpot's 512-byte cards).
 pub const CARD_SHIFT: u32 = 9;
@@ -34,7 +34,10 @@ impl CardTable {
     /// Index of the card holding `addr`.
     #[inline(always)]
     pub fn index(&self, addr: usize) -> usize {
-        debug_assert!(addr >= self.base && addr < self.base + self.size, "address outside card table");
+        debug_assert!(
+            addr >= self.base && addr < self.base + self.size,
+            "address outside card table"
+        );
         (addr - self.base) >> CARD_SHIFT
     }
 
@@ -112,7 +115,9 @@ impl CardTable {
         if lo >= hi {
             return 0;
         }
-        (self.index(lo)..=self.index(hi - 1)).filter(|&i| self.is_dirty_index(i)).count()
+        (self.index(lo)..=self.index(hi - 1))
+            .filter(|&i| self.is_dirty_index(i))
+            .count()
     }
 }
 

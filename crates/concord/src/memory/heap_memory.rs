@@ -62,7 +62,11 @@ pub struct HeapMemory {
 impl HeapMemory {
     /// Reserve the heap; commit the young generation now and the old generation on demand.
     pub fn new(sizes: SpaceSizes) -> io::Result<Self> {
-        for (what, s) in [("old", sizes.old), ("eden", sizes.eden), ("survivor", sizes.survivor)] {
+        for (what, s) in [
+            ("old", sizes.old),
+            ("eden", sizes.eden),
+            ("survivor", sizes.survivor),
+        ] {
             if s == 0 || s % HEAP_ALIGNMENT != 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -182,7 +186,10 @@ impl HeapMemory {
 
     /// Which space `addr` is in.
     pub fn space_of(&self, addr: usize) -> Option<SpaceId> {
-        self.spaces_in_address_order().into_iter().find(|(_, s)| s.contains(addr)).map(|(id, _)| id)
+        self.spaces_in_address_order()
+            .into_iter()
+            .find(|(_, s)| s.contains(addr))
+            .map(|(id, _)| id)
     }
 
     /// Bytes used in the young generation.

@@ -95,7 +95,10 @@ impl Space {
             }
             // AcqRel: the winner owns [top, new_top); Release publishes earlier allocations'
             // initialisation to whoever reads `top` with Acquire.
-            match self.top.compare_exchange_weak(top, new_top, Ordering::AcqRel, Ordering::Relaxed) {
+            match self
+                .top
+                .compare_exchange_weak(top, new_top, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => {
                     if new_top > self.committed.load(Ordering::Acquire) {
                         self.commit_up_to(new_top, reservation)?;
@@ -117,18 +120,24 @@ impl Space {
 
     /// Set `top` (used while the world is stopped: resetting eden, finishing a compaction).
     pub fn set_top(&self, top: usize, reservation: &Reservation) {
-        assert!(top >= self.bottom && top <= self.end, "{}: top out of range", self.name);
+        assert!(
+            top >= self.bottom && top <= self.end,
+            "{}: top out of range",
+            self.name
+        );
         if top > self.committed.load(Ordering::Acquire) {
             // A failure to commit here would leave compacted objects in inaccessible memory,
             // which the compactor prevents by committing destinations before moving.
-            self.commit_up_to(top, reservation).expect("commit below a set top");
+            self.commit_up_to(top, reservation)
+                .expect("commit below a set top");
         }
         self.top.store(top, Ordering::Release);
     }
 
     /// Make sure `[bottom, addr)` is committed.
     pub fn ensure_committed(&self, addr: usize, reservation: &Reservation) -> bool {
-        addr <= self.committed.load(Ordering::Acquire) || self.commit_up_to(addr, reservation).is_some()
+        addr <= self.committed.load(Ordering::Acquire)
+            || self.commit_up_to(addr, reservation).is_some()
     }
 
     /// Committed bytes of this space.
@@ -169,7 +178,10 @@ mod tests {
         assert!(!s.undo_allocation(a, 64), "not the last allocation");
         assert!(s.undo_allocation(b, 3 << 20));
         assert_eq!(s.top(), a + 64);
-        assert!(s.par_allocate(8 << 20, &r).is_none(), "larger than the free space");
+        assert!(
+            s.par_allocate(8 << 20, &r).is_none(),
+            "larger than the free space"
+        );
         assert_eq!(s.used(), 64);
     }
 
@@ -179,7 +191,13 @@ mod tests {
         let s = Space::new("eden", r.base(), r.base() + (4 << 20), r.base());
         let mut all: Vec<usize> = std::thread::scope(|sc| {
             let hs: Vec<_> = (0..4)
-                .map(|_| sc.spawn(|| (0..1000).filter_map(|_| s.par_allocate(128, &r)).collect::<Vec<_>>()))
+                .map(|_| {
+                    sc.spawn(|| {
+                        (0..1000)
+                            .filter_map(|_| s.par_allocate(128, &r))
+                            .collect::<Vec<_>>()
+                    })
+                })
                 .collect();
             hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });

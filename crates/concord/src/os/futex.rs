@@ -10,7 +10,9 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
         tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `word` is a valid, aligned 32-bit location for the duration of the call; the
     // kernel only reads it and the optional timespec.
     unsafe {

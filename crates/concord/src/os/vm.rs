@@ -28,9 +28,9 @@ impl Reservation {
         let align = align.max(page);
         assert!(align.is_power_of_two(), "alignment must be a power of two");
         let size = size.div_ceil(page) * page;
-        let request = size
-            .checked_add(align)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "reservation size overflows"))?;
+        let request = size.checked_add(align).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "reservation size overflows")
+        })?;
         // SAFETY: an anonymous PROT_NONE mapping at a kernel-chosen address touches no existing
         // memory.
         let raw = unsafe {
@@ -82,7 +82,11 @@ impl Reservation {
         }
         // SAFETY: the range is inside our own reservation (checked above).
         let rc = unsafe {
-            libc::mprotect(addr as *mut libc::c_void, len, libc::PROT_READ | libc::PROT_WRITE)
+            libc::mprotect(
+                addr as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+            )
         };
         if rc != 0 {
             return Err(io::Error::last_os_error());
@@ -115,7 +119,10 @@ impl Reservation {
 
     fn check_range(&self, addr: usize, len: usize) {
         let page = page_size();
-        assert!(addr % page == 0 && len % page == 0, "commit range must be page aligned");
+        assert!(
+            addr % page == 0 && len % page == 0,
+            "commit range must be page aligned"
+        );
         assert!(
             addr >= self.base && addr + len <= self.base + self.size,
             "commit range outside the reservation"

@@ -24,7 +24,12 @@ pub trait ParallelTask: Sync {
     /// Task type name for telemetry.
     fn root_name(&self, root: &Self::Root) -> &'static str;
     /// Execute a root task, pushing the items it discovers.
-    fn run_root(&self, root: &Self::Root, local: &mut Self::Local, queue: &mut WorkQueue<Self::Item>);
+    fn run_root(
+        &self,
+        root: &Self::Root,
+        local: &mut Self::Local,
+        queue: &mut WorkQueue<Self::Item>,
+    );
     /// Process one item, pushing the items it discovers.
     fn process(&self, item: Self::Item, local: &mut Self::Local, queue: &mut WorkQueue<Self::Item>);
 }
@@ -78,20 +83,43 @@ pub fn run_phase<T: ParallelTask>(
     locals: Vec<T::Local>,
 ) -> (Vec<T::Local>, Vec<WorkerPhaseStats>) {
     let n = locals.len();
-    assert!(n >= 1 && n <= pool.size(), "phase needs 1..=pool size workers");
+    assert!(
+        n >= 1 && n <= pool.size(),
+        "phase needs 1..=pool size workers"
+    );
     let deques: Vec<Worker<T::Item>> = (0..n).map(|_| Worker::new_lifo()).collect();
     let stealers = Stealers(deques.iter().map(|d| d.stealer()).collect());
-    let slots: Vec<Mutex<Option<(Worker<T::Item>, T::Local)>>> =
-        deques.into_iter().zip(locals).map(|p| Mutex::new(Some(p))).collect();
-    let results: Vec<Mutex<Option<(T::Local, WorkerPhaseStats)>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let slots: Vec<Mutex<Option<(Worker<T::Item>, T::Local)>>> = deques
+        .into_iter()
+        .zip(locals)
+        .map(|p| Mutex::new(Some(p)))
+        .collect();
+    let results: Vec<Mutex<Option<(T::Local, WorkerPhaseStats)>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
     let queue = ClaimQueue::new(roots);
     let terminator = Terminator::new(n);
 
     pool.run(n, |id| {
-        let (deque, mut local) = slots[id].lock().unwrap().take().expect("each worker runs once per phase");
+        let (deque, mut local) = slots[id]
+            .lock()
+            .unwrap()
+            .take()
+            .expect("each worker runs once per phase");
         let mut wq = WorkQueue { deque };
-        let mut stats = WorkerPhaseStats { worker: id, ..Default::default() };
-        worker_phase(id, task, &queue, &stealers, &terminator, &mut wq, &mut local, &mut stats);
+        let mut stats = WorkerPhaseStats {
+            worker: id,
+            ..Default::default()
+        };
+        worker_phase(
+            id,
+            task,
+            &queue,
+            &stealers,
+            &terminator,
+            &mut wq,
+            &mut local,
+            &mut stats,
+        );
         *results[id].lock().unwrap() = Some((local, stats));
     });
 
@@ -125,7 +153,8 @@ fn worker_phase<T: ParallelTask>(
     // 2. Stealing until the termination protocol says everyone is done.
     stats.steal_tasks += 1;
     let steal_start = Instant::now();
-    let mut victims = AdaptiveVictim::new(0x5EED ^ (id as u64) << 17 ^ steal_start.elapsed().as_nanos() as u64);
+    let mut victims =
+        AdaptiveVictim::new(0x5EED ^ (id as u64) << 17 ^ steal_start.elapsed().as_nanos() as u64);
     let mut failures = 0usize;
     loop {
         drain(task, local, wq, stats);
@@ -157,14 +186,24 @@ fn worker_phase<T: ParallelTask>(
 }
 
 #[inline]
-fn drain<T: ParallelTask>(task: &T, local: &mut T::Local, wq: &mut WorkQueue<T::Item>, stats: &mut WorkerPhaseStats) {
+fn drain<T: ParallelTask>(
+    task: &T,
+    local: &mut T::Local,
+    wq: &mut WorkQueue<T::Item>,
+    stats: &mut WorkerPhaseStats,
+) {
     while let Some(item) = wq.pop() {
         stats.items += 1;
         task.process(item, local, wq);
     }
 }
 
-fn steal_from<I>(me: usize, stealers: &Stealers<I>, terminator: &Terminator, victims: &mut AdaptiveVictim) -> Option<I> {
+fn steal_from<I>(
+    me: usize,
+    stealers: &Stealers<I>,
+    terminator: &Terminator,
+    victims: &mut AdaptiveVictim,
+) -> Option<I> {
     let victim = victims.select(me, stealers, terminator)?;
     loop {
         match stealers.0[victim].steal() {
@@ -213,7 +252,9 @@ mod tests {
     fn all_work_is_done_exactly_once_with_uneven_roots() {
         let pool = WorkerPool::new(4, "engine-test", |_| {}).unwrap();
         for n in 1..=4 {
-            let task = Split { leaves: AtomicU64::new(0) };
+            let task = Split {
+                leaves: AtomicU64::new(0),
+            };
             // One huge root and several empty-ish ones: uneven queues force stealing.
             let roots = vec![14, 0, 0, 1];
             let (locals, stats) = run_phase(&pool, &task, roots, vec![0u64; n]);
@@ -229,7 +270,9 @@ mod tests {
     #[test]
     fn no_roots_terminates() {
         let pool = WorkerPool::new(3, "engine-test", |_| {}).unwrap();
-        let task = Split { leaves: AtomicU64::new(0) };
+        let task = Split {
+            leaves: AtomicU64::new(0),
+        };
         let (_, stats) = run_phase(&pool, &task, vec![], vec![0u64; 3]);
         assert_eq!(task.leaves.load(Ordering::Relaxed), 0);
         assert_eq!(stats.len(), 3);
@@ -240,7 +283,9 @@ mod tests {
         let pool = WorkerPool::new(8, "engine-test", |_| {}).unwrap();
         let runs = AtomicUsize::new(0);
         for i in 0..200 {
-            let task = Split { leaves: AtomicU64::new(0) };
+            let task = Split {
+                leaves: AtomicU64::new(0),
+            };
             run_phase(&pool, &task, vec![(i % 9) as u32; 3], vec![0u64; 8]);
             assert_eq!(task.leaves.load(Ordering::Relaxed), 3 << (i % 9));
             runs.fetch_add(1, Ordering::Relaxed);

@@ -63,7 +63,11 @@ impl WorkerPool {
                 })?;
             threads.push(t);
         }
-        Ok(Self { shared, threads, dispatch: Mutex::new(()) })
+        Ok(Self {
+            shared,
+            threads,
+            dispatch: Mutex::new(()),
+        })
     }
 
     /// Number of worker threads.
@@ -80,9 +84,8 @@ impl WorkerPool {
         // SAFETY: erasing the lifetime is sound because this function does not return before
         // every worker has finished with the job (countdown below), and the pointer is cleared
         // before `job` goes out of scope.
-        let job_ptr: *const Job = unsafe {
-            std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job_ref)
-        };
+        let job_ptr: *const Job =
+            unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job_ref) };
         // SAFETY: all workers are parked (the previous run waited for them), so nobody reads
         // `job` concurrently; the epoch advance below publishes the write.
         unsafe { *self.shared.job.get() = Some(job_ptr) };
@@ -153,7 +156,11 @@ mod tests {
             });
             let expect = n.min(4);
             for (i, h) in hits.iter().enumerate() {
-                assert_eq!(h.load(Ordering::Relaxed), usize::from(i < expect), "n={n} worker {i}");
+                assert_eq!(
+                    h.load(Ordering::Relaxed),
+                    usize::from(i < expect),
+                    "n={n} worker {i}"
+                );
             }
         }
     }

@@ -26,11 +26,19 @@ pub struct AdaptiveVictim {
 impl AdaptiveVictim {
     /// Fresh state for one worker.
     pub fn new(seed: u64) -> Self {
-        Self { last_victim: None, rng: XorShift::new(seed) }
+        Self {
+            last_victim: None,
+            rng: XorShift::new(seed),
+        }
     }
 
     /// Pick a victim for worker `me`, or `None` if both candidates are empty.
-    pub fn select(&mut self, me: usize, queues: &impl VictimQueues, term: &Terminator) -> Option<usize> {
+    pub fn select(
+        &mut self,
+        me: usize,
+        queues: &impl VictimQueues,
+        term: &Terminator,
+    ) -> Option<usize> {
         let n = queues.count();
         if n < 2 {
             return None;
@@ -58,7 +66,13 @@ impl AdaptiveVictim {
         self.last_victim = None;
     }
 
-    fn random_live(&mut self, me: usize, n: usize, term: &Terminator, avoid: Option<usize>) -> usize {
+    fn random_live(
+        &mut self,
+        me: usize,
+        n: usize,
+        term: &Terminator,
+        avoid: Option<usize>,
+    ) -> usize {
         let mut pick = me;
         for _ in 0..n {
             // Uniform over the other n-1 workers.

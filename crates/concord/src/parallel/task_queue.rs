@@ -22,7 +22,10 @@ pub struct ClaimQueue<T> {
 impl<T> ClaimQueue<T> {
     /// A queue over `tasks`, none claimed yet.
     pub fn new(tasks: Vec<T>) -> Self {
-        Self { tasks, next: AtomicUsize::new(0) }
+        Self {
+            tasks,
+            next: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -45,7 +48,9 @@ mod tests {
             let hs: Vec<_> = (0..4)
                 .map(|w| {
                     let q = &q;
-                    s.spawn(move || std::iter::from_fn(|| q.get_task(w).copied()).collect::<Vec<_>>())
+                    s.spawn(move || {
+                        std::iter::from_fn(|| q.get_task(w).copied()).collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             hs.into_iter().flat_map(|h| h.join().unwrap()).collect()

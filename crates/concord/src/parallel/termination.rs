@@ -36,7 +36,9 @@ impl Terminator {
         Self {
             n,
             offered: CachePadded::new(AtomicUsize::new(0)),
-            in_termination: (0..n).map(|_| CachePadded::new(AtomicBool::new(false))).collect(),
+            in_termination: (0..n)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
         }
     }
 
@@ -47,7 +49,9 @@ impl Terminator {
 
     /// Workers not currently inside the protocol (`N_live`, at least 1).
     pub fn live_workers(&self) -> usize {
-        self.n.saturating_sub(self.offered.load(Ordering::Relaxed)).max(1)
+        self.n
+            .saturating_sub(self.offered.load(Ordering::Relaxed))
+            .max(1)
     }
 
     /// Whether worker `w` is outside the protocol (a useful steal victim).
@@ -113,7 +117,12 @@ impl Terminator {
                 return false;
             }
             // SeqCst: as in `offer_termination`, the count is the single point of agreement.
-            match self.offered.compare_exchange(current, current - 1, Ordering::SeqCst, Ordering::SeqCst) {
+            match self.offered.compare_exchange(
+                current,
+                current - 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
                 Ok(_) => return true,
                 Err(now) => current = now,
             }

@@ -81,7 +81,11 @@ impl Policy {
         let w = (1.0 / self.samples as f64).max(0.25);
         let dev = (x - self.avg_promoted).abs();
         self.avg_promoted += w * (x - self.avg_promoted);
-        self.dev_promoted = if self.samples == 1 { 0.0 } else { self.dev_promoted + w * (dev - self.dev_promoted) };
+        self.dev_promoted = if self.samples == 1 {
+            0.0
+        } else {
+            self.dev_promoted + w * (dev - self.dev_promoted)
+        };
     }
 }
 
@@ -91,7 +95,6 @@ pub(crate) struct HeapInner {
     pub pool: WorkerPool,
     pub safepoint: Safepoint,
     pub start: Instant,
-    pub next_mutator_id: AtomicU64,
     pub large_object_threshold: usize,
     pub stats: Mutex<GcStats>,
     pub policy: Mutex<Policy>,
@@ -117,7 +120,10 @@ impl HeapInner {
     }
 
     pub fn last_verify_report(&self) -> VerifyReport {
-        self.last_verify.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.last_verify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -135,13 +141,25 @@ impl Heap {
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
         config.validate()?;
         let g = config.generation_sizes();
-        let sizes = SpaceSizes { old: g.old, eden: g.eden, survivor: g.survivor };
-        let mem = HeapMemory::new(sizes).map_err(|source| HeapError::Reserve { size: g.total(), source })?;
-        let pool = WorkerPool::new(config.gc_threads, "concord-gc", |_| {}).map_err(HeapError::Thread)?;
+        let sizes = SpaceSizes {
+            old: g.old,
+            eden: g.eden,
+            survivor: g.survivor,
+        };
+        let mem = HeapMemory::new(sizes).map_err(|source| HeapError::Reserve {
+            size: g.total(),
+            source,
+        })?;
+        let pool =
+            WorkerPool::new(config.gc_threads, "concord-gc", |_| {}).map_err(HeapError::Thread)?;
         let gc_log = match &config.gc_log {
             Some(path) => Some(
-                GcLog::create(path, &format!("Concord ({})", config.preset))
-                    .map_err(|source| HeapError::GcLog { path: path.display().to_string(), source })?,
+                GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
+                    HeapError::GcLog {
+                        path: path.display().to_string(),
+                        source,
+                    }
+                })?,
             ),
             None => None,
         };
@@ -158,7 +176,6 @@ impl Heap {
             pool,
             safepoint: Safepoint::new(),
             start: Instant::now(),
-            next_mutator_id: AtomicU64::new(1),
             stats: Mutex::new(GcStats::default()),
             gc_log: Mutex::new(gc_log),
             allocated: AtomicU64::new(0),
@@ -170,7 +187,10 @@ impl Heap {
             .name("concord-vm".into())
             .spawn(move || vm_thread::run(&vm_inner))
             .map_err(HeapError::Thread)?;
-        Ok(Heap { inner, vm_thread: Some(vm_thread) })
+        Ok(Heap {
+            inner,
+            vm_thread: Some(vm_thread),
+        })
     }
 
     pub(crate) fn inner(&self) -> &HeapInner {
@@ -189,7 +209,12 @@ impl Heap {
 
     /// Records of all collections so far.
     pub fn stats(&self) -> GcStats {
-        let mut s = self.inner.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut s = self
+            .inner
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
         s
     }

@@ -42,7 +42,10 @@ unsafe impl Send for MutatorShared {}
 
 impl MutatorShared {
     pub fn new(id: u32) -> Self {
-        Self { id, handles: UnsafeCell::new(Vec::with_capacity(256)) }
+        Self {
+            id,
+            handles: UnsafeCell::new(Vec::with_capacity(256)),
+        }
     }
 
     /// The handle stack as a root range.
@@ -52,7 +55,10 @@ impl MutatorShared {
     pub unsafe fn root_slots(&self) -> crate::collection::RootSlots {
         // SAFETY: the owner is stopped, so nobody else accesses the vector.
         let v = unsafe { &mut *self.handles.get() };
-        crate::collection::RootSlots { ptr: v.as_mut_ptr(), len: v.len() }
+        crate::collection::RootSlots {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+        }
     }
 }
 
@@ -73,10 +79,20 @@ pub struct Mutator<'h> {
 impl<'h> Mutator<'h> {
     pub(crate) fn new(heap: &'h Heap) -> Self {
         let inner = heap.inner();
-        let id = inner.next_mutator_id.fetch_add(1, Ordering::Relaxed) as u32;
+        // Process-wide, so a handle of another heap's mutator is never mistaken for ours.
+        static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(MutatorShared::new(id));
         inner.safepoint.attach(shared.clone());
-        Self { heap: inner, shared, id, tlab_top: 0, tlab_end: 0, tlab_start: 0, _not_send: PhantomData }
+        Self {
+            heap: inner,
+            shared,
+            id,
+            tlab_top: 0,
+            tlab_end: 0,
+            tlab_start: 0,
+            _not_send: PhantomData,
+        }
     }
 
     #[inline(always)]
@@ -96,13 +112,19 @@ impl<'h> Mutator<'h> {
         let hs = self.handles_mut();
         let index = hs.len();
         hs.push(addr);
-        Handle { index: index as u32, owner: self.id }
+        Handle {
+            index: index as u32,
+            owner: self.id,
+        }
     }
 
     /// The address a handle holds (0 for null).
     #[inline(always)]
     fn addr(&self, h: Handle) -> usize {
-        assert_eq!(h.owner, self.id, "handle used with a mutator that did not create it");
+        assert_eq!(
+            h.owner, self.id,
+            "handle used with a mutator that did not create it"
+        );
         match self.handles().get(h.index as usize) {
             Some(&a) => a,
             None => panic!("stale handle: used after the scope that created it ended"),
@@ -157,28 +179,25 @@ impl<'h> Mutator<'h> {
     fn allocate_slow(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.safepoint_poll();
         let old = size >= self.heap.large_object_threshold;
-        let mut fulls = 0;
-        loop {
-            if let Some(a) = self.try_allocate_outside_tlab(size, old) {
-                // SAFETY: freshly allocated and zeroed memory owned by this thread.
+        if let Some(a) = self.try_allocate_outside_tlab(size, old) {
+            // SAFETY: freshly allocated and zeroed memory owned by this thread.
+            unsafe { raw::set_header(a, h) };
+            return Ok(a);
+        }
+        // Collect and allocate inside one safepoint: the VM thread escalates to a full
+        // collection before it gives up, and nobody can take the space it frees first.
+        let result = self.heap.safepoint.request_allocation(size, old);
+        self.after_stop();
+        match result {
+            Some(a) => {
+                // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
                 unsafe { raw::set_header(a, h) };
-                return Ok(a);
+                Ok(a)
             }
-            if fulls >= 2 {
-                return Err(GcError::OutOfMemory { requested: size, heap_size: self.heap.mem.capacity() });
-            }
-            // After one full collection did not help, ask for another explicitly: a second
-            // thread may have taken the space the first one freed.
-            let req = if fulls == 0 {
-                Request::Allocation { bytes: size, old }
-            } else {
-                Request::Collect(CollectionKind::Full)
-            };
-            let result = self.heap.safepoint.request(req, true);
-            self.after_stop();
-            if result.full_ran {
-                fulls += 1;
-            }
+            None => Err(GcError::OutOfMemory {
+                requested: size,
+                heap_size: self.heap.mem.capacity(),
+            }),
         }
     }
 
@@ -249,7 +268,11 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     fn load_slot(&self, obj: Handle, slot: usize) -> usize {
         let (o, h) = self.obj(obj);
-        assert!(slot < h.ref_count(), "reference slot {slot} out of bounds ({} slots)", h.ref_count());
+        assert!(
+            slot < h.ref_count(),
+            "reference slot {slot} out of bounds ({} slots)",
+            h.ref_count()
+        );
         // SAFETY: the slot index is within the object's reference slots.
         unsafe { raw::load(slot_addr(o, slot)) }
     }
@@ -259,7 +282,11 @@ impl<'h> Mutator<'h> {
     pub fn set_ref(&mut self, obj: Handle, slot: usize, value: Option<Handle>) {
         let v = value.map_or(0, |h| self.addr(h));
         let (o, h) = self.obj(obj);
-        assert!(slot < h.ref_count(), "reference slot {slot} out of bounds ({} slots)", h.ref_count());
+        assert!(
+            slot < h.ref_count(),
+            "reference slot {slot} out of bounds ({} slots)",
+            h.ref_count()
+        );
         let addr = slot_addr(o, slot);
         // SAFETY: the slot index is within the object's reference slots.
         unsafe { raw::store(addr, v) };
@@ -279,20 +306,31 @@ impl<'h> Mutator<'h> {
         let (o, h) = self.obj(obj);
         // SAFETY: the payload lies inside the object; no collection can run while `&self` is
         // borrowed because reaching a safepoint needs `&mut self`.
-        unsafe { std::slice::from_raw_parts((o + h.payload_offset()) as *const u8, h.payload_bytes()) }
+        unsafe {
+            std::slice::from_raw_parts((o + h.payload_offset()) as *const u8, h.payload_bytes())
+        }
     }
 
     /// The payload bytes of `obj`, writable.
     pub fn payload_mut(&mut self, obj: Handle) -> &mut [u8] {
         let (o, h) = self.obj(obj);
         // SAFETY: as in `payload`; `&mut self` makes the view unique.
-        unsafe { std::slice::from_raw_parts_mut((o + h.payload_offset()) as *mut u8, h.payload_bytes()) }
+        unsafe {
+            std::slice::from_raw_parts_mut((o + h.payload_offset()) as *mut u8, h.payload_bytes())
+        }
     }
 
     fn payload_range(&self, obj: Handle, offset: usize, len: usize) -> usize {
         let (o, h) = self.obj(obj);
-        let ok = offset.checked_add(len).is_some_and(|end| end <= h.payload_bytes());
-        assert!(ok, "payload access {offset}..{} out of bounds ({} bytes)", offset + len, h.payload_bytes());
+        let ok = offset
+            .checked_add(len)
+            .is_some_and(|end| end <= h.payload_bytes());
+        assert!(
+            ok,
+            "payload access {offset}..{} out of bounds ({} bytes)",
+            offset + len,
+            h.payload_bytes()
+        );
         o + h.payload_offset() + offset
     }
 

@@ -17,7 +17,12 @@ use crate::telemetry::CollectionKind;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Request {
     /// A mutator could not allocate `bytes`; `old` if the object must go to the old generation.
-    Allocation { bytes: usize, old: bool },
+    /// The VM thread allocates it inside the safepoint and reports the address under `ticket`.
+    Allocation {
+        bytes: usize,
+        old: bool,
+        ticket: u64,
+    },
     /// An explicit collection.
     Collect(CollectionKind),
     /// Verify the heap without collecting.
@@ -36,12 +41,16 @@ pub(crate) struct SpState {
     pub last_verify: Option<(u64, Option<String>)>,
     pub mutators: Vec<Arc<MutatorShared>>,
     pub shutdown: bool,
+    next_ticket: u64,
+    /// Scratch: the operation that served the request being returned (read under the lock).
+    served_op: u64,
+    /// Allocations made by the VM thread for waiting mutators: (ticket, address or `None`).
+    alloc_results: Vec<(u64, Option<usize>)>,
 }
 
 /// The result of a collection request, as seen by the mutator that made it.
 #[derive(Clone, Debug)]
 pub(crate) struct OpResult {
-    pub full_ran: bool,
     pub verify_error: Option<String>,
 }
 
@@ -66,6 +75,9 @@ impl Safepoint {
                 last_verify: None,
                 mutators: Vec::new(),
                 shutdown: false,
+                next_ticket: 0,
+                served_op: 0,
+                alloc_results: Vec::new(),
             }),
             mutator_cv: Condvar::new(),
             vm_cv: Condvar::new(),
@@ -136,9 +148,45 @@ impl Safepoint {
         st.running += 1;
     }
 
+    /// Ask the VM thread to collect and then allocate `bytes` inside the same safepoint, so no
+    /// other thread can take the space first (HotSpot's `VM_ParallelGCFailedAllocation`).
+    /// Returns the zeroed memory, or `None` if even a full collection did not make room.
+    pub fn request_allocation(&self, bytes: usize, old: bool) -> Option<usize> {
+        let ticket = {
+            let mut st = self.lock();
+            st.next_ticket += 1;
+            st.next_ticket
+        };
+        // The VM thread counts us as running again when it hands out the memory, so no other
+        // collection can start (and reclaim the still unreferenced object) before we publish
+        // it in a handle.
+        let mut st = self.wait_for_request(Request::Allocation { bytes, old, ticket }, true, true);
+        let pos = st
+            .alloc_results
+            .iter()
+            .position(|&(t, _)| t == ticket)
+            .expect("VM answered every allocation");
+        st.alloc_results.swap_remove(pos).1
+    }
+
     /// Ask the VM thread for an operation and wait for it. `as_mutator`: the caller is a
     /// running mutator (it stops itself while waiting).
     pub fn request(&self, req: Request, as_mutator: bool) -> OpResult {
+        let st = self.wait_for_request(req, as_mutator, false);
+        let my_op = st.served_op;
+        let verify_error = match &st.last_verify {
+            Some((op, err)) if *op >= my_op => err.clone(),
+            _ => None,
+        };
+        OpResult { verify_error }
+    }
+
+    fn wait_for_request(
+        &self,
+        req: Request,
+        as_mutator: bool,
+        resumed_by_vm: bool,
+    ) -> MutexGuard<'_, SpState> {
         let mut st = self.lock();
         if as_mutator {
             st.running -= 1;
@@ -146,24 +194,23 @@ impl Safepoint {
         let my_op = st.ops_started + 1;
         st.pending.push(req);
         self.vm_cv.notify_all();
-        while st.ops_completed < my_op || st.active {
+        while st.ops_completed < my_op || (st.active && !resumed_by_vm) {
             st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        if as_mutator {
+        if as_mutator && !resumed_by_vm {
             st.running += 1;
         }
-        let verify_error = match &st.last_verify {
-            Some((op, err)) if *op >= my_op => err.clone(),
-            _ => None,
-        };
-        OpResult { full_ran: st.last_full_op >= my_op, verify_error }
+        st.served_op = my_op;
+        st
     }
 
     // ---- VM thread side ----
 
     /// Wait for requests; then stop the world. Returns the requests, the operation number, the
     /// stopped mutators and the time it took them to stop; `None` on shutdown.
-    pub fn begin_operation(&self) -> Option<(Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration)> {
+    pub fn begin_operation(
+        &self,
+    ) -> Option<(Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration)> {
         let mut st = self.lock();
         while st.pending.is_empty() && !st.shutdown {
             st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -184,9 +231,20 @@ impl Safepoint {
         Some((requests, op, st.mutators.clone(), t.elapsed()))
     }
 
-    /// Resume the world after operation `op`.
-    pub fn end_operation(&self, op: u64, full_ran: bool, verify: Option<Option<String>>) {
+    /// Resume the world after operation `op`, handing out the allocations made for waiting
+    /// mutators.
+    pub fn end_operation(
+        &self,
+        op: u64,
+        full_ran: bool,
+        verify: Option<Option<String>>,
+        allocations: Vec<(u64, Option<usize>)>,
+    ) {
         let mut st = self.lock();
+        // Each allocation was requested by a stopped mutator that resumes running right now
+        // (see `request_allocation`).
+        st.running += allocations.len();
+        st.alloc_results.extend(allocations);
         st.active = false;
         self.requested.store(false, Ordering::SeqCst);
         st.ops_completed = op;

@@ -17,9 +17,17 @@ pub(crate) fn run(heap: &HeapInner) {
         // SAFETY: `begin_operation` returned with every mutator stopped; the slots stay valid
         // until `end_operation` resumes them.
         let roots: Vec<RootSlots> = mutators.iter().map(|m| unsafe { m.root_slots() }).collect();
-        let mut op_state = Operation { heap, roots: &roots, ttsp, records: Vec::new(), full_ran: false };
-        let verify = op_state.execute(&requests);
-        let Operation { records, full_ran, .. } = op_state;
+        let mut op_state = Operation {
+            heap,
+            roots: &roots,
+            ttsp,
+            records: Vec::new(),
+            full_ran: false,
+        };
+        let (verify, allocations) = op_state.execute(&requests);
+        let Operation {
+            records, full_ran, ..
+        } = op_state;
         {
             let mut stats = heap.stats.lock().unwrap_or_else(|p| p.into_inner());
             stats.records.extend(records.iter().cloned());
@@ -27,8 +35,10 @@ pub(crate) fn run(heap: &HeapInner) {
                 stats.verify_failures.push(msg.clone());
             }
         }
-        heap.collections.fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
-        heap.safepoint.end_operation(op, full_ran, verify);
+        heap.collections
+            .fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
+        heap.safepoint
+            .end_operation(op, full_ran, verify, allocations);
         // The world runs again; logging is off the pause path.
         let mut log = heap.gc_log.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(log) = log.as_mut() {
@@ -59,28 +69,49 @@ struct Snapshot {
 impl Operation<'_> {
     /// Run what the requests ask for. Returns the verification outcome when verification ran
     /// (`Some(None)`: passed, `Some(Some(msg))`: failed).
-    fn execute(&mut self, requests: &[Request]) -> Option<Option<String>> {
+    /// Also returns the allocations made for `Allocation` requests (ticket, address).
+    #[allow(clippy::type_complexity)]
+    fn execute(
+        &mut self,
+        requests: &[Request],
+    ) -> (Option<Option<String>>, Vec<(u64, Option<usize>)>) {
         let mem = &self.heap.mem;
         let mut verify_failure: Option<Option<String>> = None;
         let wants_full = requests.contains(&Request::Collect(CollectionKind::Full));
         let wants_young = requests.contains(&Request::Collect(CollectionKind::Young));
-        let allocations: Vec<(usize, bool)> = requests
+        let allocations: Vec<(usize, bool, u64)> = requests
             .iter()
             .filter_map(|r| match *r {
-                Request::Allocation { bytes, old } => Some((bytes, old)),
+                Request::Allocation { bytes, old, ticket } => Some((bytes, old, ticket)),
                 _ => None,
             })
             .collect();
         if wants_full {
             self.full(GcCause::Explicit, &mut verify_failure);
         } else if wants_young || !allocations.is_empty() {
-            let cause = if allocations.is_empty() { GcCause::Explicit } else { GcCause::AllocationFailure };
+            let cause = if allocations.is_empty() {
+                GcCause::Explicit
+            } else {
+                GcCause::AllocationFailure
+            };
             if !self.scavenge_can_succeed() {
-                self.full(if allocations.is_empty() { cause } else { GcCause::Ergonomics }, &mut verify_failure);
+                self.full(
+                    if allocations.is_empty() {
+                        cause
+                    } else {
+                        GcCause::Ergonomics
+                    },
+                    &mut verify_failure,
+                );
             } else {
                 let failed = self.young(cause, &mut verify_failure);
                 let padded = self.padded_promotion();
-                let large_needs = allocations.iter().filter(|(_, old)| *old).map(|(b, _)| *b).max().unwrap_or(0);
+                let large_needs = allocations
+                    .iter()
+                    .filter(|a| a.1)
+                    .map(|a| a.0)
+                    .max()
+                    .unwrap_or(0);
                 if failed {
                     self.full(GcCause::PromotionFailed, &mut verify_failure);
                 } else if mem.old.free() < padded {
@@ -90,22 +121,70 @@ impl Operation<'_> {
                 }
             }
         }
+        // Serve the failed allocations inside the safepoint; a full collection is the last
+        // resort before reporting that one cannot be satisfied.
+        let mut results: Vec<(u64, Option<usize>)> = allocations
+            .iter()
+            .map(|&(bytes, old, ticket)| (ticket, self.allocate(bytes, old)))
+            .collect();
+        if results.iter().any(|r| r.1.is_none()) && !self.full_ran {
+            // The compaction reclaims the unreferenced memory just handed out as well, so
+            // every request of this operation is allocated again afterwards.
+            self.full(GcCause::AllocationFailure, &mut verify_failure);
+            results = allocations
+                .iter()
+                .map(|&(bytes, old, ticket)| (ticket, self.allocate(bytes, old)))
+                .collect();
+        }
         if requests.contains(&Request::Verify) {
             let result = verify_heap(mem, self.roots);
             match result {
                 Ok(report) => {
-                    *self.heap.last_verify.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                    *self
+                        .heap
+                        .last_verify
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = report;
                     verify_failure.get_or_insert(None);
                 }
                 Err(e) => verify_failure = Some(Some(e.0)),
             }
         }
-        verify_failure
+        (verify_failure, results)
+    }
+
+    /// Allocate zeroed memory for a mutator whose allocation failed (world stopped): eden for
+    /// small objects (old if eden cannot hold it), old for large ones.
+    fn allocate(&self, bytes: usize, old: bool) -> Option<usize> {
+        let mem = &self.heap.mem;
+        let rsv = mem.reservation();
+        let young = if old {
+            None
+        } else {
+            mem.eden.par_allocate(bytes, rsv)
+        };
+        let a = match young {
+            Some(a) => a,
+            None => {
+                let a = mem.old.par_allocate(bytes, rsv)?;
+                mem.old_starts.mark(a);
+                a
+            }
+        };
+        // SAFETY: [a, a+bytes) was just allocated in committed memory and nobody else uses it.
+        unsafe { std::ptr::write_bytes(a as *mut u8, 0, bytes) };
+        self.heap.count_allocation(bytes);
+        Some(a)
     }
 
     /// Expected promotion of the next scavenge, bounded by what young holds.
     fn padded_promotion(&self) -> usize {
-        let p = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).padded_promotion();
+        let p = self
+            .heap
+            .policy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .padded_promotion();
         p.min(self.heap.mem.eden.capacity() + self.heap.mem.from_space().capacity())
     }
 
@@ -113,23 +192,40 @@ impl Operation<'_> {
     /// promotion.
     fn scavenge_can_succeed(&self) -> bool {
         let mem = &self.heap.mem;
-        let p = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).padded_promotion();
+        let p = self
+            .heap
+            .policy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .padded_promotion();
         mem.to_space().used() == 0 && p.min(mem.young_used()) <= mem.old.free()
     }
 
     fn snapshot(&self) -> Snapshot {
         let mem = &self.heap.mem;
-        Snapshot { used: mem.used(), young: mem.young_used(), old: mem.old.used() }
+        Snapshot {
+            used: mem.used(),
+            young: mem.young_used(),
+            old: mem.old.used(),
+        }
     }
 
     fn ctx(&self) -> GcContext<'_> {
-        GcContext { mem: &self.heap.mem, pool: &self.heap.pool, workers: self.heap.config.gc_threads }
+        GcContext {
+            mem: &self.heap.mem,
+            pool: &self.heap.pool,
+            workers: self.heap.config.gc_threads,
+        }
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
         let heap = self.heap;
         let before = self.snapshot();
-        let threshold = heap.policy.lock().unwrap_or_else(|p| p.into_inner()).tenuring_threshold;
+        let threshold = heap
+            .policy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tenuring_threshold;
         let params = ScavengeParams {
             tenuring_threshold: threshold,
             max_tenuring_threshold: heap.config.max_tenuring_threshold,
@@ -149,7 +245,11 @@ impl Operation<'_> {
         }
         // After a promotion failure the heap is only made whole by the full collection that
         // follows, which verifies it then.
-        let verified = if out.promotion_failed { None } else { self.verify_if_asked(verify_failure) };
+        let verified = if out.promotion_failed {
+            None
+        } else {
+            self.verify_if_asked(verify_failure)
+        };
         self.record(CollectionKind::Young, cause, start, pause_ms, before, |r| {
             r.bytes_copied = out.bytes_copied;
             r.bytes_promoted = out.bytes_promoted;
@@ -169,7 +269,12 @@ impl Operation<'_> {
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         self.full_ran = true;
         let verified = self.verify_if_asked(verify_failure);
-        let threshold = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner()).tenuring_threshold;
+        let threshold = self
+            .heap
+            .policy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tenuring_threshold;
         self.record(CollectionKind::Full, cause, start, pause_ms, before, |r| {
             r.bytes_copied = out.moved_bytes;
             r.tenuring_threshold = threshold;
@@ -185,7 +290,11 @@ impl Operation<'_> {
         }
         match verify_heap(&self.heap.mem, self.roots) {
             Ok(report) => {
-                *self.heap.last_verify.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                *self
+                    .heap
+                    .last_verify
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = report;
                 Some(true)
             }
             Err(e) => {
@@ -207,7 +316,8 @@ impl Operation<'_> {
     ) {
         let heap = self.heap;
         let after = self.snapshot();
-        let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len()) as u64;
+        let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len())
+            as u64;
         let mut r = CollectionRecord {
             id,
             kind,

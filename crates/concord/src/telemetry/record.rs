@@ -138,12 +138,20 @@ impl GcStats {
 
     /// Steal attempts over all collections and workers.
     pub fn steal_attempts(&self) -> u64 {
-        self.records.iter().flat_map(|r| &r.workers).map(|w| w.steal_attempts).sum()
+        self.records
+            .iter()
+            .flat_map(|r| &r.workers)
+            .map(|w| w.steal_attempts)
+            .sum()
     }
 
     /// Failed steal attempts over all collections and workers.
     pub fn steal_failures(&self) -> u64 {
-        self.records.iter().flat_map(|r| &r.workers).map(|w| w.steal_failures).sum()
+        self.records
+            .iter()
+            .flat_map(|r| &r.workers)
+            .map(|w| w.steal_failures)
+            .sum()
     }
 
     /// `true` if every collection verified, `false` if any failed, `None` if none was verified.
@@ -192,7 +200,10 @@ mod tests {
 
     #[test]
     fn percentiles_use_nearest_rank() {
-        let s = GcStats { records: (1..=100).map(|i| rec(i as f64)).collect(), ..Default::default() };
+        let s = GcStats {
+            records: (1..=100).map(|i| rec(i as f64)).collect(),
+            ..Default::default()
+        };
         assert_eq!(s.pause_percentile_ms(50.0), 50.0);
         assert_eq!(s.pause_percentile_ms(99.0), 99.0);
         assert_eq!(s.pause_percentile_ms(100.0), 100.0);
