@@ -36,6 +36,9 @@ pub struct VsHotspotArgs {
     pub json: bool,
 }
 
+/// A named figure of a run.
+type Metric = (&'static str, fn(&Run) -> f64);
+
 /// One run of either collector.
 #[derive(Clone, Debug, serde::Serialize)]
 struct Run {
@@ -164,7 +167,7 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&workdir);
     let med = |v: &[Run], f: fn(&Run) -> f64| median(v.iter().map(f).collect());
-    let rows: [(&str, fn(&Run) -> f64); 4] = [
+    let rows: [Metric; 4] = [
         ("GC pause total ms", |r| r.pause_total_ms),
         ("max pause ms", |r| r.pause_max_ms),
         ("pause count", |r| (r.young + r.full) as f64),

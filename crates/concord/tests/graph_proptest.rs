@@ -128,7 +128,9 @@ enum Op {
     },
     /// Fill the old generation up to `percent` of its capacity with live large byte arrays
     /// (outside the model's graph), so that later scavenges run out of room for promotions
-    /// (promotion failure) and old allocations trigger full collections.
+    /// (promotion failure) and old allocations trigger full collections. At 100 or more: fill
+    /// until allocation fails, then let a quarter of the old generation's worth go again (still
+    /// occupying old until a full collection).
     Ballast {
         percent: u8,
     },
@@ -197,7 +199,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(root, dst)| Op::SetRoot { root, dst }),
         2 => (sel(), any::<u8>()).prop_map(|(target, seed)| Op::WritePayload { target, seed }),
         2 => (256u32..6144, any::<bool>()).prop_map(|(kib, large)| Op::Garbage { kib, large }),
-        2 => (60u8..=100).prop_map(|percent| Op::Ballast { percent }),
+        3 => (60u8..=120).prop_map(|percent| Op::Ballast { percent }),
         1 => Just(Op::DropBallast),
     ]
 }
@@ -582,41 +584,52 @@ fn navigate(m: &mut Mutator<'_>, roots: &[Handle], via: &[Via], k: usize) -> Han
     h
 }
 
-fn allocate_garbage(m: &mut Mutator<'_>, kib: u32, large: bool, threshold: usize) {
+/// Allocate about `kib` KiB of garbage (with `large`, also large objects, which go to the old
+/// generation). Only out-of-memory errors are returned.
+fn allocate_garbage(
+    m: &mut Mutator<'_>,
+    kib: u32,
+    large: bool,
+    threshold: usize,
+) -> Result<(), GcError> {
     const LINK: ObjectType = ObjectType::fixed(2, 16);
     let total = kib as usize * 1024;
-    let chain = m.null_handle();
-    let mut done = 0usize;
-    let mut i = 0u64;
-    while done < total {
-        m.scope(|m| {
-            for _ in 0..64 {
-                i += 1;
-                let h = if large && i % 29 == 0 {
-                    done += threshold + 512;
-                    m.alloc_byte_array(threshold + 500).unwrap()
-                } else if i % 13 == 0 {
-                    let len = (i as usize * 37) % 1500;
-                    done += len + 8;
-                    m.alloc_byte_array(len).unwrap()
-                } else {
-                    done += LINK.size_bytes();
-                    let n = m.alloc(LINK).unwrap();
-                    m.write_u64(n, 0, i);
-                    n
-                };
-                // Keep a short-lived chain so some garbage survives a scavenge or two.
-                if m.kind(h) == ObjectKind::Fixed {
-                    m.set_ref(h, 0, Some(chain));
-                    m.set_handle(chain, Some(h));
+    // Scoped: the chain handle goes away even when an allocation fails.
+    m.scope(|m| {
+        let chain = m.null_handle();
+        let mut done = 0usize;
+        let mut i = 0u64;
+        while done < total {
+            m.scope(|m| -> Result<(), GcError> {
+                for _ in 0..64 {
+                    i += 1;
+                    let h = if large && i % 29 == 0 {
+                        done += threshold + 512;
+                        m.alloc_byte_array(threshold + 500)?
+                    } else if i % 13 == 0 {
+                        let len = (i as usize * 37) % 1500;
+                        done += len + 8;
+                        m.alloc_byte_array(len)?
+                    } else {
+                        done += LINK.size_bytes();
+                        let n = m.alloc(LINK)?;
+                        m.write_u64(n, 0, i);
+                        n
+                    };
+                    // Keep a short-lived chain so some garbage survives a scavenge or two.
+                    if m.kind(h) == ObjectKind::Fixed {
+                        m.set_ref(h, 0, Some(chain));
+                        m.set_handle(chain, Some(h));
+                    }
+                    if i % 2000 == 0 {
+                        m.set_handle(chain, None);
+                    }
                 }
-                if i % 2000 == 0 {
-                    m.set_handle(chain, None);
-                }
-            }
-        });
-    }
-    m.set_handle(chain, None);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    })
 }
 
 struct Runner<'h, 'm> {
@@ -786,8 +799,24 @@ impl Runner<'_, '_> {
                 });
                 self.model.nodes[view.order[t]].payload = bytes;
             }
-            Op::Garbage { kib, large } => allocate_garbage(m, *kib, *large, self.threshold),
+            Op::Garbage { kib, large } => {
+                if let Err(e) = allocate_garbage(m, *kib, *large, self.threshold) {
+                    // With the ballast, the heap may really be too full for a large object;
+                    // without it, the graph is far smaller than the heap.
+                    assert!(
+                        self.ballast_objects > 0,
+                        "garbage allocation failed without ballast: {e}"
+                    );
+                    m.set_handle(self.ballast, None);
+                    self.ballast_objects = 0;
+                    self.ballast_bytes = 0;
+                    allocate_garbage(m, *kib, *large, self.threshold).unwrap_or_else(|e| {
+                        panic!("garbage allocation failed after dropping the ballast: {e}")
+                    });
+                }
+            }
             Op::Ballast { percent } => {
+                let until_full = *percent >= 100;
                 let target = self.old_capacity / 100 * *percent as usize;
                 // At least the threshold: allocated directly in the old generation.
                 let chunk = self.threshold.max(64 * 1024);
@@ -801,7 +830,7 @@ impl Runner<'_, '_> {
                     self.ballast_bytes = 8 + 8 * BALLAST_SLOTS;
                 }
                 for i in 0..BALLAST_SLOTS {
-                    if m.heap_used() >= target {
+                    if !until_full && m.heap_used() >= target {
                         break;
                     }
                     if m.scope(|m| m.get_ref(ballast, i).is_some()) {
@@ -820,6 +849,22 @@ impl Runner<'_, '_> {
                         // The graph and the ballast may not fit together: stop filling.
                         Err(GcError::OutOfMemory { .. }) => break,
                         Err(e) => panic!("ballast allocation: {e}"),
+                    }
+                }
+                if until_full {
+                    // Room for the graph to grow; the freed chunks stay in old until a full
+                    // collection, so the next scavenge still finds old full.
+                    let mut freed = 0;
+                    for i in 0..BALLAST_SLOTS {
+                        if freed >= self.old_capacity / 4 {
+                            break;
+                        }
+                        if m.scope(|m| m.get_ref(ballast, i).is_some()) {
+                            m.set_ref(ballast, i, None);
+                            freed += chunk;
+                            self.ballast_objects -= 1;
+                            self.ballast_bytes -= chunk;
+                        }
                     }
                 }
             }

@@ -369,10 +369,13 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
         let first_dep = s.region_of(mem.mark_begin.find_prev(d_lo, mem.base()).unwrap_or(d_lo));
         let hi_dep = s.region_of(dest_end - WORD).min(r.saturating_sub(1));
         if r > 0 {
-            for d in first_dep..=hi_dep {
+            for flag in &done[first_dep..=hi_dep.max(first_dep)] {
+                if first_dep > hi_dep {
+                    break;
+                }
                 let mut spins = 0u32;
                 // Acquire pairs with the Release store of the region's mover.
-                while !done[d].load(Ordering::Acquire) {
+                while !flag.load(Ordering::Acquire) {
                     spins += 1;
                     if spins < 64 {
                         std::hint::spin_loop();

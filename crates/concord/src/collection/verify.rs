@@ -37,7 +37,7 @@ fn check_object(
     v: usize,
     from: &dyn Fn() -> String,
 ) -> Result<Header, VerifyError> {
-    if v % WORD != 0 || !mem.in_heap(v) {
+    if !v.is_multiple_of(WORD) || !mem.in_heap(v) {
         return fail(format!(
             "{} holds {v:#x}, which is not a heap address",
             from()

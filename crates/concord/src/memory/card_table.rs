@@ -76,7 +76,7 @@ impl CardTable {
     pub fn find_dirty(&self, from: usize, to: usize) -> Option<usize> {
         let mut i = from;
         while i < to {
-            if i % 8 == 0 && i + 8 <= to {
+            if i.is_multiple_of(8) && i + 8 <= to {
                 // SAFETY: `cards` has a multiple-of-8 length and `i` is 8-aligned and in
                 // bounds, so the 8 bytes form one aligned u64 inside the allocation; AtomicU8
                 // and AtomicU64 have the same in-memory representation as u8/u64.

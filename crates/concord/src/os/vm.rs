@@ -120,7 +120,7 @@ impl Reservation {
     fn check_range(&self, addr: usize, len: usize) {
         let page = page_size();
         assert!(
-            addr % page == 0 && len % page == 0,
+            addr.is_multiple_of(page) && len.is_multiple_of(page),
             "commit range must be page aligned"
         );
         assert!(

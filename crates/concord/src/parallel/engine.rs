@@ -74,6 +74,14 @@ impl<T> VictimQueues for Stealers<T> {
     }
 }
 
+type WorkerSlot<T> = Mutex<
+    Option<(
+        Worker<<T as ParallelTask>::Item>,
+        <T as ParallelTask>::Local,
+    )>,
+>;
+type ResultSlot<T> = Mutex<Option<(<T as ParallelTask>::Local, WorkerPhaseStats)>>;
+
 /// Run one phase on `locals.len()` workers of `pool` and return each worker's local state and
 /// counters (indexed by worker id).
 pub fn run_phase<T: ParallelTask>(
@@ -89,13 +97,12 @@ pub fn run_phase<T: ParallelTask>(
     );
     let deques: Vec<Worker<T::Item>> = (0..n).map(|_| Worker::new_lifo()).collect();
     let stealers = Stealers(deques.iter().map(|d| d.stealer()).collect());
-    let slots: Vec<Mutex<Option<(Worker<T::Item>, T::Local)>>> = deques
+    let slots: Vec<WorkerSlot<T>> = deques
         .into_iter()
         .zip(locals)
         .map(|p| Mutex::new(Some(p)))
         .collect();
-    let results: Vec<Mutex<Option<(T::Local, WorkerPhaseStats)>>> =
-        (0..n).map(|_| Mutex::new(None)).collect();
+    let results: Vec<ResultSlot<T>> = (0..n).map(|_| Mutex::new(None)).collect();
     let queue = ClaimQueue::new(roots);
     let terminator = Terminator::new(n);
 

@@ -54,6 +54,10 @@ pub(crate) struct OpResult {
     pub verify_error: Option<String>,
 }
 
+/// What `begin_operation` hands the VM thread: the requests, the operation number, the stopped
+/// mutators and how long they took to stop.
+pub(crate) type StoppedWorld = (Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration);
+
 pub(crate) struct Safepoint {
     requested: AtomicBool,
     state: Mutex<SpState>,
@@ -208,9 +212,7 @@ impl Safepoint {
 
     /// Wait for requests; then stop the world. Returns the requests, the operation number, the
     /// stopped mutators and the time it took them to stop; `None` on shutdown.
-    pub fn begin_operation(
-        &self,
-    ) -> Option<(Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration)> {
+    pub fn begin_operation(&self) -> Option<StoppedWorld> {
         let mut st = self.lock();
         while st.pending.is_empty() && !st.shutdown {
             st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
