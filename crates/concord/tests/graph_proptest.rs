@@ -1017,6 +1017,16 @@ fn fixed_case_exercises_every_operation() {
         Op::Full,
         store(700),
         Op::Young,
+        Op::Ballast { percent: 120 },
+        store(800),
+        Op::Promote(2),
+        Op::Garbage {
+            kib: 2048,
+            large: true,
+        },
+        Op::Ballast { percent: 80 },
+        Op::DropBallast,
+        Op::Full,
     ];
     for (gc_threads, max_tenuring, threshold) in [(1, 1, 4096), (3, 2, 8192), (8, 15, 65536)] {
         let case = Case {
