@@ -603,10 +603,10 @@ fn allocate_garbage(
             m.scope(|m| -> Result<(), GcError> {
                 for _ in 0..64 {
                     i += 1;
-                    let h = if large && i % 29 == 0 {
+                    let h = if large && i.is_multiple_of(29) {
                         done += threshold + 512;
                         m.alloc_byte_array(threshold + 500)?
-                    } else if i % 13 == 0 {
+                    } else if i.is_multiple_of(13) {
                         let len = (i as usize * 37) % 1500;
                         done += len + 8;
                         m.alloc_byte_array(len)?
@@ -621,7 +621,7 @@ fn allocate_garbage(
                         m.set_ref(h, 0, Some(chain));
                         m.set_handle(chain, Some(h));
                     }
-                    if i % 2000 == 0 {
+                    if i.is_multiple_of(2000) {
                         m.set_handle(chain, None);
                     }
                 }
@@ -985,11 +985,11 @@ fn fixed_case_exercises_every_operation() {
     let store = |t: usize| Op::StoreFresh {
         target: ix(t),
         slot: ix(t * 3 % 1000),
-        array: t % 2 == 0,
+        array: t.is_multiple_of(2),
         tag: 9,
         payload: vec![1, 2, 3],
         refs: vec![Some(ix(5)), None, Some(ix(900))],
-        collect_now: t % 3 == 0,
+        collect_now: t.is_multiple_of(3),
     };
     let ops = vec![
         Op::Promote(3),
