@@ -26,7 +26,7 @@
 //! The largest live set is the stretch tree (`2^(N+2) - 1` nodes, 24 bytes each), or during the
 //! depth loop the long-lived tree plus one tree of depth `N` per mutator (`(1 + mutators) ·
 //! (2^(N+1) - 1)` nodes). Measured smallest heaps that complete (optimized preset, 2 GC threads,
-//! release build):
+//! release build, collector at commit 7e77528; commit c6b82a4 gives the same thresholds):
 //!
 //! | N | mutators | largest live set | smallest heap that completes |
 //! | --- | --- | --- | --- |

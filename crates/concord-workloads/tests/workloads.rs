@@ -248,17 +248,28 @@ fn bad_common_parameters_are_rejected_by_every_workload() {
 }
 
 #[test]
-fn too_small_a_heap_is_an_error_not_a_crash() {
-    // Depth 16: the stretch tree (depth 17) alone is 6 MiB, more than a 4 MiB heap holds.
-    let h = heap(4 * MIB, 2, |c| c.verify = false);
-    let params = WorkloadParams {
-        size: Some(16),
-        ..Default::default()
-    };
-    match BinaryTrees.run(&h, &params) {
-        Err(e @ WorkloadError::OutOfMemory(_)) => {
+fn too_small_a_heap_is_a_prompt_out_of_memory_error() {
+    // Depth 16: the stretch tree (depth 17) alone is 6 MiB, more than a 4 MiB heap holds. The
+    // run happens on a watchdogged thread so that a collector that keeps collecting instead of
+    // giving up fails this test instead of hanging the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let h = heap(4 * MIB, 2, |c| c.verify = false);
+        let params = WorkloadParams {
+            size: Some(16),
+            ..Default::default()
+        };
+        let r = BinaryTrees.run(&h, &params);
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(Err(e @ WorkloadError::OutOfMemory(_))) => {
             assert!(e.to_string().contains("out of memory"), "{e}")
         }
-        other => panic!("expected OutOfMemory, got {other:?}"),
+        Ok(other) => panic!("expected OutOfMemory, got {other:?}"),
+        Err(_) => panic!(
+            "binary-trees 16 in a 4 MiB heap neither finished nor ran out of memory within 20 s \
+             (the collector keeps running full collections instead of reporting OutOfMemory)"
+        ),
     }
 }
