@@ -66,7 +66,16 @@ pub(crate) struct Policy {
     pub avg_promoted: f64,
     pub dev_promoted: f64,
     pub samples: u64,
+    /// Consecutive full collections that freed less than `GC_HEAP_FREE_LIMIT` of the heap.
+    pub futile_full_collections: u32,
 }
+
+/// A full collection that frees less than this fraction of the heap is futile (after HotSpot's
+/// `GCHeapFreeLimit`, 2 %).
+pub(crate) const GC_HEAP_FREE_LIMIT: f64 = 0.02;
+/// After this many futile full collections in a row, failed allocations report out of memory
+/// instead of collecting again (HotSpot's `GCOverheadLimitThreshold`).
+pub(crate) const FUTILE_FULL_COLLECTION_LIMIT: u32 = 5;
 
 impl Policy {
     /// Promotion the next scavenge should be ready for (average + 3 deviations).
@@ -170,6 +179,7 @@ impl Heap {
                 avg_promoted: 0.0,
                 dev_promoted: 0.0,
                 samples: 0,
+                futile_full_collections: 0,
             }),
             config,
             mem,

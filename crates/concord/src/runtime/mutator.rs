@@ -223,7 +223,14 @@ impl<'h> Mutator<'h> {
             return Some(a);
         }
         self.retire_tlab();
-        let start = heap.mem.eden.par_allocate(tlab_size, rsv)?;
+        let Some(start) = heap.mem.eden.par_allocate(tlab_size, rsv) else {
+            // Eden cannot hold a whole TLAB any more, but it may still hold this object.
+            let a = heap.mem.eden.par_allocate(size, rsv)?;
+            // SAFETY: [a, a+size) was just allocated to us in eden.
+            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
+            heap.count_allocation(size);
+            return Some(a);
+        };
         // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };
         self.tlab_start = start;

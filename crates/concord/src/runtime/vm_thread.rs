@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::heap::HeapInner;
+use super::heap::{HeapInner, FUTILE_FULL_COLLECTION_LIMIT, GC_HEAP_FREE_LIMIT};
 use super::safepoint::Request;
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
@@ -122,7 +122,12 @@ impl Operation<'_> {
             }
         }
         // Serve the failed allocations inside the safepoint; a full collection is the last
-        // resort before reporting that one cannot be satisfied.
+        // resort before reporting that one cannot be satisfied. When full collections keep
+        // freeing next to nothing, stop thrashing and report out of memory (GC overhead limit).
+        if !allocations.is_empty() && self.gc_overhead_limit_exceeded() {
+            let results = allocations.iter().map(|&(_, _, ticket)| (ticket, None)).collect();
+            return (verify_failure, results);
+        }
         let mut results: Vec<(u64, Option<usize>)> = allocations
             .iter()
             .map(|&(bytes, old, ticket)| (ticket, self.allocate(bytes, old)))
@@ -151,6 +156,12 @@ impl Operation<'_> {
             }
         }
         (verify_failure, results)
+    }
+
+    /// Whether the last full collections were futile (see `FUTILE_FULL_COLLECTION_LIMIT`).
+    fn gc_overhead_limit_exceeded(&self) -> bool {
+        let policy = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+        policy.futile_full_collections >= FUTILE_FULL_COLLECTION_LIMIT
     }
 
     /// Allocate zeroed memory for a mutator whose allocation failed (world stopped): eden for
@@ -268,6 +279,18 @@ impl Operation<'_> {
         let out = full_collect(&self.ctx(), self.roots);
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         self.full_ran = true;
+        {
+            let mem = &self.heap.mem;
+            let freed = before.used.saturating_sub(mem.used()) as f64 / mem.capacity() as f64;
+            let mut policy = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+            // Explicit collections say nothing about whether the program still fits.
+            if cause == GcCause::Explicit {
+            } else if freed < GC_HEAP_FREE_LIMIT {
+                policy.futile_full_collections += 1;
+            } else {
+                policy.futile_full_collections = 0;
+            }
+        }
         let verified = self.verify_if_asked(verify_failure);
         let threshold = self
             .heap
