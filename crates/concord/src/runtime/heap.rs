@@ -1,10 +1,11 @@
 //! The heap: memory, GC workers, the VM thread, and what a program builds first.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::lock;
 use super::mutator::Mutator;
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
@@ -118,6 +119,36 @@ impl HeapInner {
         self.allocated.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    /// Allocate one zeroed object's memory outside any TLAB: in eden unless `old` (or unless
+    /// `old_fallback` and eden is full), else in the old generation, where its start is
+    /// recorded for card scanning. The caller writes the header.
+    pub fn allocate_shared(&self, bytes: usize, old: bool, old_fallback: bool) -> Option<usize> {
+        let rsv = self.mem.reservation();
+        let young = if old {
+            None
+        } else {
+            self.mem.eden.par_allocate(bytes, rsv)
+        };
+        let a = match young {
+            Some(a) => a,
+            None if old || old_fallback => {
+                let a = self.mem.old.par_allocate(bytes, rsv)?;
+                self.mem.old_starts.mark(a);
+                a
+            }
+            None => return None,
+        };
+        // SAFETY: [a, a+bytes) was just allocated in committed memory and belongs to the caller.
+        unsafe { std::ptr::write_bytes(a as *mut u8, 0, bytes) };
+        self.count_allocation(bytes);
+        Some(a)
+    }
+
+    /// The adaptive-size policy state.
+    pub fn policy(&self) -> MutexGuard<'_, Policy> {
+        lock(&self.policy)
+    }
+
     /// TLAB size: fixed by configuration, or eden / (50 × attached mutators) (HotSpot's target
     /// of 50 refills per thread per eden), clamped to 4 KiB..=1 MiB.
     pub fn tlab_size(&self) -> usize {
@@ -129,10 +160,7 @@ impl HeapInner {
     }
 
     pub fn last_verify_report(&self) -> VerifyReport {
-        self.last_verify
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.last_verify).clone()
     }
 }
 
@@ -219,12 +247,7 @@ impl Heap {
 
     /// Records of all collections so far.
     pub fn stats(&self) -> GcStats {
-        let mut s = self
-            .inner
-            .stats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let mut s = lock(&self.inner.stats).clone();
         s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
         s
     }

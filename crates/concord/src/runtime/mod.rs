@@ -8,3 +8,9 @@ mod vm_thread;
 
 pub use heap::{GcError, Heap, HeapError};
 pub use mutator::{Handle, Mutator};
+
+/// Lock a runtime mutex, ignoring poisoning: a panic elsewhere aborts the collector (GC
+/// workers abort), so the protected state is never left half-updated by one.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

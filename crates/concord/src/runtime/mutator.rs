@@ -203,33 +203,23 @@ impl<'h> Mutator<'h> {
 
     fn try_allocate_outside_tlab(&mut self, size: usize, old: bool) -> Option<usize> {
         let heap = self.heap;
-        let rsv = heap.mem.reservation();
         if old {
-            let a = heap.mem.old.par_allocate(size, rsv)?;
-            // SAFETY: [a, a+size) was just allocated to us in committed old-generation memory.
-            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
-            heap.mem.old_starts.mark(a);
-            heap.count_allocation(size);
-            return Some(a);
+            return heap.allocate_shared(size, true, false);
         }
         let tlab_size = heap.tlab_size();
         let remaining = self.tlab_end - self.tlab_top;
+        // Keeping the TLAB wastes less than refilling it: allocate this object on its own.
         if remaining > tlab_size / 64 || size > tlab_size / 2 {
-            // Keeping the TLAB wastes less than refilling: allocate this object on its own.
-            let a = heap.mem.eden.par_allocate(size, rsv)?;
-            // SAFETY: as above, in eden.
-            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
-            heap.count_allocation(size);
-            return Some(a);
+            return heap.allocate_shared(size, false, false);
         }
         self.retire_tlab();
-        let Some(start) = heap.mem.eden.par_allocate(tlab_size, rsv) else {
+        let Some(start) = heap
+            .mem
+            .eden
+            .par_allocate(tlab_size, heap.mem.reservation())
+        else {
             // Eden cannot hold a whole TLAB any more, but it may still hold this object.
-            let a = heap.mem.eden.par_allocate(size, rsv)?;
-            // SAFETY: [a, a+size) was just allocated to us in eden.
-            unsafe { std::ptr::write_bytes(a as *mut u8, 0, size) };
-            heap.count_allocation(size);
-            return Some(a);
+            return heap.allocate_shared(size, false, false);
         };
         // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };

@@ -35,8 +35,6 @@ pub(crate) struct SpState {
     pub pending: Vec<Request>,
     pub ops_started: u64,
     pub ops_completed: u64,
-    /// Number of the last operation that ran a full collection.
-    pub last_full_op: u64,
     /// Result of the last `Verify` operation: (operation number, error message if it failed).
     pub last_verify: Option<(u64, Option<String>)>,
     pub mutators: Vec<Arc<MutatorShared>>,
@@ -58,6 +56,16 @@ pub(crate) struct OpResult {
 /// mutators and how long they took to stop.
 pub(crate) type StoppedWorld = (Vec<Request>, u64, Vec<Arc<MutatorShared>>, Duration);
 
+/// `Condvar::wait_while`, ignoring poisoning like [`super::lock`].
+fn wait_while<'a>(
+    cv: &Condvar,
+    guard: MutexGuard<'a, SpState>,
+    condition: impl FnMut(&mut SpState) -> bool,
+) -> MutexGuard<'a, SpState> {
+    cv.wait_while(guard, condition)
+        .unwrap_or_else(|p| p.into_inner())
+}
+
 pub(crate) struct Safepoint {
     requested: AtomicBool,
     state: Mutex<SpState>,
@@ -75,7 +83,6 @@ impl Safepoint {
                 pending: Vec::new(),
                 ops_started: 0,
                 ops_completed: 0,
-                last_full_op: 0,
                 last_verify: None,
                 mutators: Vec::new(),
                 shutdown: false,
@@ -89,7 +96,7 @@ impl Safepoint {
     }
 
     fn lock(&self) -> MutexGuard<'_, SpState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        super::lock(&self.state)
     }
 
     /// Whether a safepoint is requested (poll fast path).
@@ -102,9 +109,7 @@ impl Safepoint {
     /// Register a new running mutator (waits if a collection is in progress).
     pub fn attach(&self, m: Arc<MutatorShared>) {
         let mut st = self.lock();
-        while st.active {
-            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.mutator_cv, st, |s| s.active);
         st.running += 1;
         st.mutators.push(m);
     }
@@ -130,9 +135,7 @@ impl Safepoint {
         }
         st.running -= 1;
         self.vm_cv.notify_all();
-        while st.active {
-            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.mutator_cv, st, |s| s.active);
         st.running += 1;
     }
 
@@ -146,9 +149,7 @@ impl Safepoint {
     /// The calling mutator wants to touch the heap again.
     pub fn leave_blocking(&self) {
         let mut st = self.lock();
-        while st.active {
-            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.mutator_cv, st, |s| s.active);
         st.running += 1;
     }
 
@@ -198,9 +199,9 @@ impl Safepoint {
         let my_op = st.ops_started + 1;
         st.pending.push(req);
         self.vm_cv.notify_all();
-        while st.ops_completed < my_op || (st.active && !resumed_by_vm) {
-            st = self.mutator_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.mutator_cv, st, |s| {
+            s.ops_completed < my_op || (s.active && !resumed_by_vm)
+        });
         if as_mutator && !resumed_by_vm {
             st.running += 1;
         }
@@ -214,9 +215,7 @@ impl Safepoint {
     /// stopped mutators and the time it took them to stop; `None` on shutdown.
     pub fn begin_operation(&self) -> Option<StoppedWorld> {
         let mut st = self.lock();
-        while st.pending.is_empty() && !st.shutdown {
-            st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.vm_cv, st, |s| s.pending.is_empty() && !s.shutdown);
         if st.pending.is_empty() {
             return None;
         }
@@ -227,9 +226,7 @@ impl Safepoint {
         // SeqCst store before waiting: mutators polling after this see the request.
         self.requested.store(true, Ordering::SeqCst);
         let t = Instant::now();
-        while st.running > 0 {
-            st = self.vm_cv.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
+        st = wait_while(&self.vm_cv, st, |s| s.running > 0);
         Some((requests, op, st.mutators.clone(), t.elapsed()))
     }
 
@@ -238,7 +235,6 @@ impl Safepoint {
     pub fn end_operation(
         &self,
         op: u64,
-        full_ran: bool,
         verify: Option<Option<String>>,
         allocations: Vec<(u64, Option<usize>)>,
     ) {
@@ -250,9 +246,6 @@ impl Safepoint {
         st.active = false;
         self.requested.store(false, Ordering::SeqCst);
         st.ops_completed = op;
-        if full_ran {
-            st.last_full_op = op;
-        }
         if let Some(v) = verify {
             st.last_verify = Some((op, v));
         }

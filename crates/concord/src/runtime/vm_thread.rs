@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::heap::{HeapInner, FUTILE_FULL_COLLECTION_LIMIT, GC_HEAP_FREE_LIMIT};
+use super::lock;
 use super::safepoint::Request;
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
@@ -25,11 +26,9 @@ pub(crate) fn run(heap: &HeapInner) {
             full_ran: false,
         };
         let (verify, allocations) = op_state.execute(&requests);
-        let Operation {
-            records, full_ran, ..
-        } = op_state;
+        let Operation { records, .. } = op_state;
         {
-            let mut stats = heap.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let mut stats = lock(&heap.stats);
             stats.records.extend(records.iter().cloned());
             if let Some(Some(msg)) = &verify {
                 stats.verify_failures.push(msg.clone());
@@ -37,10 +36,9 @@ pub(crate) fn run(heap: &HeapInner) {
         }
         heap.collections
             .fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
-        heap.safepoint
-            .end_operation(op, full_ran, verify, allocations);
+        heap.safepoint.end_operation(op, verify, allocations);
         // The world runs again; logging is off the pause path.
-        let mut log = heap.gc_log.lock().unwrap_or_else(|p| p.into_inner());
+        let mut log = lock(&heap.gc_log);
         if let Some(log) = log.as_mut() {
             for r in &records {
                 if let Err(e) = log.write_record(r) {
@@ -125,12 +123,15 @@ impl Operation<'_> {
         // resort before reporting that one cannot be satisfied. When full collections keep
         // freeing next to nothing, stop thrashing and report out of memory (GC overhead limit).
         if !allocations.is_empty() && self.gc_overhead_limit_exceeded() {
-            let results = allocations.iter().map(|&(_, _, ticket)| (ticket, None)).collect();
+            let results = allocations
+                .iter()
+                .map(|&(_, _, ticket)| (ticket, None))
+                .collect();
             return (verify_failure, results);
         }
         let mut results: Vec<(u64, Option<usize>)> = allocations
             .iter()
-            .map(|&(bytes, old, ticket)| (ticket, self.allocate(bytes, old)))
+            .map(|&(bytes, old, ticket)| (ticket, self.heap.allocate_shared(bytes, old, true)))
             .collect();
         if results.iter().any(|r| r.1.is_none()) && !self.full_ran {
             // The compaction reclaims the unreferenced memory just handed out as well, so
@@ -138,64 +139,24 @@ impl Operation<'_> {
             self.full(GcCause::AllocationFailure, &mut verify_failure);
             results = allocations
                 .iter()
-                .map(|&(bytes, old, ticket)| (ticket, self.allocate(bytes, old)))
+                .map(|&(bytes, old, ticket)| (ticket, self.heap.allocate_shared(bytes, old, true)))
                 .collect();
         }
         if requests.contains(&Request::Verify) {
-            let result = verify_heap(mem, self.roots);
-            match result {
-                Ok(report) => {
-                    *self
-                        .heap
-                        .last_verify
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()) = report;
-                    verify_failure.get_or_insert(None);
-                }
-                Err(e) => verify_failure = Some(Some(e.0)),
-            }
+            self.verify(&mut verify_failure);
         }
         (verify_failure, results)
     }
 
     /// Whether the last full collections were futile (see `FUTILE_FULL_COLLECTION_LIMIT`).
     fn gc_overhead_limit_exceeded(&self) -> bool {
-        let policy = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+        let policy = self.heap.policy();
         policy.futile_full_collections >= FUTILE_FULL_COLLECTION_LIMIT
-    }
-
-    /// Allocate zeroed memory for a mutator whose allocation failed (world stopped): eden for
-    /// small objects (old if eden cannot hold it), old for large ones.
-    fn allocate(&self, bytes: usize, old: bool) -> Option<usize> {
-        let mem = &self.heap.mem;
-        let rsv = mem.reservation();
-        let young = if old {
-            None
-        } else {
-            mem.eden.par_allocate(bytes, rsv)
-        };
-        let a = match young {
-            Some(a) => a,
-            None => {
-                let a = mem.old.par_allocate(bytes, rsv)?;
-                mem.old_starts.mark(a);
-                a
-            }
-        };
-        // SAFETY: [a, a+bytes) was just allocated in committed memory and nobody else uses it.
-        unsafe { std::ptr::write_bytes(a as *mut u8, 0, bytes) };
-        self.heap.count_allocation(bytes);
-        Some(a)
     }
 
     /// Expected promotion of the next scavenge, bounded by what young holds.
     fn padded_promotion(&self) -> usize {
-        let p = self
-            .heap
-            .policy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .padded_promotion();
+        let p = self.heap.policy().padded_promotion();
         p.min(self.heap.mem.eden.capacity() + self.heap.mem.from_space().capacity())
     }
 
@@ -203,12 +164,7 @@ impl Operation<'_> {
     /// promotion.
     fn scavenge_can_succeed(&self) -> bool {
         let mem = &self.heap.mem;
-        let p = self
-            .heap
-            .policy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .padded_promotion();
+        let p = self.heap.policy().padded_promotion();
         mem.to_space().used() == 0 && p.min(mem.young_used()) <= mem.old.free()
     }
 
@@ -232,11 +188,7 @@ impl Operation<'_> {
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
         let heap = self.heap;
         let before = self.snapshot();
-        let threshold = heap
-            .policy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .tenuring_threshold;
+        let threshold = heap.policy().tenuring_threshold;
         let params = ScavengeParams {
             tenuring_threshold: threshold,
             max_tenuring_threshold: heap.config.max_tenuring_threshold,
@@ -248,7 +200,7 @@ impl Operation<'_> {
         let out = scavenge(&self.ctx(), self.roots, params);
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         {
-            let mut policy = heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+            let mut policy = heap.policy();
             policy.tenuring_threshold = out.next_tenuring_threshold;
             if !out.promotion_failed {
                 policy.sample_promotion(out.bytes_promoted);
@@ -282,7 +234,7 @@ impl Operation<'_> {
         {
             let mem = &self.heap.mem;
             let freed = before.used.saturating_sub(mem.used()) as f64 / mem.capacity() as f64;
-            let mut policy = self.heap.policy.lock().unwrap_or_else(|p| p.into_inner());
+            let mut policy = self.heap.policy();
             // Explicit collections say nothing about whether the program still fits.
             if cause == GcCause::Explicit {
             } else if freed < GC_HEAP_FREE_LIMIT {
@@ -292,12 +244,7 @@ impl Operation<'_> {
             }
         }
         let verified = self.verify_if_asked(verify_failure);
-        let threshold = self
-            .heap
-            .policy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .tenuring_threshold;
+        let threshold = self.heap.policy().tenuring_threshold;
         self.record(CollectionKind::Full, cause, start, pause_ms, before, |r| {
             r.bytes_copied = out.moved_bytes;
             r.tenuring_threshold = threshold;
@@ -308,22 +255,22 @@ impl Operation<'_> {
     }
 
     fn verify_if_asked(&self, verify_failure: &mut Option<Option<String>>) -> Option<bool> {
-        if !self.heap.config.verify {
-            return None;
-        }
+        self.heap.config.verify.then(|| self.verify(verify_failure))
+    }
+
+    /// Run the verifier; record its report, or its failure (an earlier failure of this
+    /// operation is kept). Returns whether the heap verified.
+    fn verify(&self, verify_failure: &mut Option<Option<String>>) -> bool {
         match verify_heap(&self.heap.mem, self.roots) {
             Ok(report) => {
-                *self
-                    .heap
-                    .last_verify
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = report;
-                Some(true)
+                *lock(&self.heap.last_verify) = report;
+                verify_failure.get_or_insert(None);
+                true
             }
             Err(e) => {
                 eprintln!("concord: {e}");
                 *verify_failure = Some(Some(e.0));
-                Some(false)
+                false
             }
         }
     }
