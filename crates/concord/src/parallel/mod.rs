@@ -9,6 +9,7 @@
 
 pub mod engine;
 pub mod parking;
+pub mod policy;
 pub mod pool;
 pub mod rng;
 pub mod stats;
@@ -17,5 +18,6 @@ pub mod task_queue;
 pub mod termination;
 
 pub use engine::{run_phase, ParallelTask, WorkQueue};
+pub use policy::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 pub use pool::WorkerPool;
 pub use stats::WorkerPhaseStats;

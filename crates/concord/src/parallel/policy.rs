@@ -1,0 +1,175 @@
+//! The run-time switches of the parallel phase (DESIGN.md, "Mechanisms and presets"): how root
+//! tasks are handed out, how thieves choose victims, how workers agree the phase is over, and
+//! how idle workers sleep between collections.
+//!
+//! Every switch parses from the name users write (`monitor`, `best-of-2`, ...) and displays as
+//! that name; a bad name is an error listing the allowed ones.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Defines a switch enum with its user-facing names, `FromStr`, `Display` and serde support.
+macro_rules! switch {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $what:literal {
+            $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in documentation order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The name users write.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The allowed names, comma-separated (for error messages).
+            pub fn allowed() -> String {
+                Self::ALL.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(text: &str) -> Result<Self, String> {
+                let lower = text.trim().to_ascii_lowercase();
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.name() == lower)
+                    .ok_or_else(|| format!("is not a {} (allowed: {})", $what, Self::allowed()))
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+    };
+}
+
+switch! {
+    /// Where workers get root tasks from.
+    TaskQueueKind, "task queue" {
+        /// One global FIFO behind the unfair HotSpot-style monitor (000 §2.4).
+        Monitor => "monitor",
+        /// No shared queue: atomic claiming; card stripes statically by worker id (HotSpot 17+).
+        Claim => "claim",
+        /// Michael–Scott lock-free queue, single enqueuer, CAS dequeues (004 §3.1.1).
+        LockFree => "lockfree",
+    }
+}
+
+switch! {
+    /// How a thief picks the deque to steal from.
+    StealPolicy, "steal policy" {
+        /// Two random deques, steal from the longer (000 §2.3).
+        BestOf2 => "best-of-2",
+        /// Best-of-2 whose first candidate is the last successful victim (HotSpot 17+).
+        LastVictim => "last-victim",
+        /// 000 Algorithm 2: remembered victim while non-empty, only live workers as victims.
+        Adaptive => "adaptive",
+    }
+}
+
+switch! {
+    /// How workers agree that every deque is empty.
+    TerminationKind, "termination protocol" {
+        /// Enter after 2·N failed steals; spin, yield, sleep and peek (004 §2.3.3).
+        Fixed => "fixed",
+        /// One spinning master, the others sleep with a timeout and are woken for work (OWST).
+        Owst => "owst",
+        /// Enter after 2·N_live failed steals, N_live = workers not terminating (000 §4.2).
+        Live => "live",
+    }
+}
+
+switch! {
+    /// How idle GC workers sleep between collections and how the end of a phase is detected.
+    ParkingKind, "parking mode" {
+        /// Wait/notify_all on the task-manager monitor, final-task leader barrier (004 §2.3.3).
+        Monitor => "monitor",
+        /// Lazy parking: futex wait on a collection epoch, no lock, no final barrier (004 §3.1.2).
+        Futex => "futex",
+    }
+}
+
+/// The switches a parallel phase runs under (the per-phase part of a preset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct PhasePolicy {
+    /// Root task hand-out.
+    pub task_queue: TaskQueueKind,
+    /// Whether root tasks carry a preferred worker that `get_task` honours first.
+    pub task_affinity: bool,
+    /// Victim selection.
+    pub steal: StealPolicy,
+    /// Termination protocol.
+    pub termination: TerminationKind,
+}
+
+impl PhasePolicy {
+    /// The papers' fixes: lock-free queue with task affinity, adaptive stealing, live termination.
+    pub const OPTIMIZED: PhasePolicy = PhasePolicy {
+        task_queue: TaskQueueKind::LockFree,
+        task_affinity: true,
+        steal: StealPolicy::Adaptive,
+        termination: TerminationKind::Live,
+    };
+    /// HotSpot 17+: claiming, last-victim best-of-2, OWST termination.
+    pub const MODERN: PhasePolicy = PhasePolicy {
+        task_queue: TaskQueueKind::Claim,
+        task_affinity: false,
+        steal: StealPolicy::LastVictim,
+        termination: TerminationKind::Owst,
+    };
+    /// OpenJDK 8 Parallel Scavenge: monitor queue, best-of-2, fixed 2·N termination.
+    pub const VANILLA: PhasePolicy = PhasePolicy {
+        task_queue: TaskQueueKind::Monitor,
+        task_affinity: false,
+        steal: StealPolicy::BestOf2,
+        termination: TerminationKind::Fixed,
+    };
+}
+
+impl Default for PhasePolicy {
+    fn default() -> Self {
+        PhasePolicy::OPTIMIZED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_bad_names_list_the_allowed_ones() {
+        for v in TaskQueueKind::ALL {
+            assert_eq!(v.name().parse::<TaskQueueKind>().unwrap(), *v);
+        }
+        for v in StealPolicy::ALL {
+            assert_eq!(v.to_string().parse::<StealPolicy>().unwrap(), *v);
+        }
+        assert_eq!("OWST".parse::<TerminationKind>().unwrap(), TerminationKind::Owst);
+        let err = "fair".parse::<ParkingKind>().unwrap_err();
+        assert_eq!(err, "is not a parking mode (allowed: monitor, futex)");
+        let err = "random".parse::<StealPolicy>().unwrap_err();
+        assert!(err.contains("best-of-2, last-victim, adaptive"), "{err}");
+    }
+}
