@@ -22,7 +22,7 @@ pub struct RunArgs {
     pub workload: String,
     /// Workload size where it has one (binary-trees: tree depth, default 18).
     pub size: Option<u32>,
-    /// Policy preset (currently: optimized).
+    /// Policy preset: vanilla, modern or optimized (default optimized).
     #[arg(long)]
     pub preset: Option<String>,
     /// Maximum heap size, e.g. 64m, 1g (default: the workload's own default heap).
@@ -31,9 +31,13 @@ pub struct RunArgs {
     /// Young generation size (default: heap / 3).
     #[arg(long)]
     pub young: Option<String>,
-    /// GC worker threads (default: HotSpot's rule, ncpus <= 8 ? ncpus : 3 + 5*ncpus/8).
-    #[arg(long = "gc-threads")]
+    /// GC worker threads, N or dynamic (default: HotSpot's rule, ncpus <= 8 ? ncpus :
+    /// 3 + 5*ncpus/8; dynamic per collection for preset modern).
+    #[arg(long = "gc-threads", value_name = "N|dynamic")]
     pub gc_threads: Option<String>,
+    // The parallel-phase switches, boxed so that `RunArgs` stays small.
+    #[command(flatten)]
+    pub switches: Box<SwitchArgs>,
     /// Mutator threads (gcbench: independent copies; binary-trees: threads sharing the depths).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub mutators: u32,
@@ -57,6 +61,36 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
 }
 
+/// The parallel-phase switch flags of `concord run`; each overrides the preset's value.
+#[derive(Args, Debug, Clone)]
+pub struct SwitchArgs {
+    /// Root-task queue: monitor, claim or lockfree (default: the preset's).
+    #[arg(long = "task-queue", value_name = "KIND")]
+    pub task_queue: Option<String>,
+    /// Root tasks prefer the worker they are tagged with: on or off (default: the preset's).
+    #[arg(long = "task-affinity", value_name = "on|off")]
+    pub task_affinity: Option<String>,
+    /// Steal victim selection: best-of-2, last-victim or adaptive (default: the preset's).
+    #[arg(long, value_name = "POLICY")]
+    pub steal: Option<String>,
+    /// Termination protocol: fixed, owst or live (default: the preset's).
+    #[arg(long, value_name = "KIND")]
+    pub termination: Option<String>,
+    /// Idle GC worker parking: monitor or futex (default: the preset's).
+    #[arg(long, value_name = "KIND")]
+    pub parking: Option<String>,
+    /// Create all GC threads on the creating thread's CPU and leave them to the OS (bare flag:
+    /// true; --pin-start=false to turn off; default: true for vanilla, else false).
+    #[arg(
+        long = "pin-start",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub pin_start: Option<String>,
+}
+
 /// Resolve the configuration for `args` (TOML < env < flags; workload default heap last).
 pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcConfig> {
     let mut b = ConfigBuilder::new();
@@ -64,11 +98,17 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
         b.apply_toml_file(path)?;
     }
     b.apply_process_env()?;
-    let flags: [(&str, &Option<String>); 4] = [
+    let flags: [(&str, &Option<String>); 10] = [
         ("preset", &args.preset),
         ("heap", &args.heap),
         ("young", &args.young),
         ("gc-threads", &args.gc_threads),
+        ("task-queue", &args.switches.task_queue),
+        ("task-affinity", &args.switches.task_affinity),
+        ("steal", &args.switches.steal),
+        ("termination", &args.switches.termination),
+        ("parking", &args.switches.parking),
+        ("pin-start", &args.switches.pin_start),
     ];
     for (key, value) in flags {
         if let Some(v) = value {
@@ -80,6 +120,9 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
     }
     if let Some(p) = &args.gc_log {
         b.set_cli("gc-log", &p.display().to_string())?;
+    }
+    if let Some(p) = &args.gc_records {
+        b.set_cli("gc-records", &p.display().to_string())?;
     }
     if !b.is_set("heap") {
         b.set_cli("heap", &format!("{}k", default_heap.div_ceil(1024)))?;
@@ -102,12 +145,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         size: args.size,
     };
     let config = build_config(&args, workload.default_heap(&params))?;
-    // Open the records file before running, so a bad path fails fast.
-    let records_out = match &args.gc_records {
-        Some(p) => Some(
-            File::create(p)
-                .with_context(|| format!("--gc-records: cannot create {}", p.display()))?,
-        ),
+    // Open the records file (--gc-records, CONCORD_GC_RECORDS or the TOML file) before
+    // running, so a bad path fails fast.
+    let records_out = match &config.gc_records {
+        Some(p) => {
+            let key = if args.gc_records.is_some() {
+                "--gc-records"
+            } else {
+                "gc-records"
+            };
+            Some(File::create(p).with_context(|| format!("{key}: cannot create {}", p.display()))?)
+        }
         None => None,
     };
     let heap = Heap::new(config.clone())?;
@@ -137,4 +185,100 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use concord::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+    use concord::Preset;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct TestCli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(flags: &[&str]) -> RunArgs {
+        let argv = ["concord-run", "gcbench"].iter().chain(flags);
+        TestCli::try_parse_from(argv).unwrap().run
+    }
+
+    fn config(flags: &[&str]) -> Result<concord::GcConfig> {
+        build_config(&args(flags), 64 << 20)
+    }
+
+    #[test]
+    fn switch_flags_override_the_preset() {
+        let c = config(&[
+            "--preset",
+            "vanilla",
+            "--task-queue",
+            "lockfree",
+            "--task-affinity",
+            "on",
+            "--steal",
+            "adaptive",
+            "--termination",
+            "live",
+            "--parking",
+            "futex",
+            "--gc-threads",
+            "dynamic",
+            "--pin-start=false",
+        ])
+        .unwrap();
+        assert_eq!(c.preset, Preset::Vanilla);
+        assert_eq!(c.task_queue, TaskQueueKind::LockFree);
+        assert!(c.task_affinity);
+        assert_eq!(c.steal, StealPolicy::Adaptive);
+        assert_eq!(c.termination, TerminationKind::Live);
+        assert_eq!(c.parking, ParkingKind::Futex);
+        assert!(c.dynamic_gc_threads);
+        assert!(!c.pin_start);
+
+        let c = config(&["--preset", "modern", "--gc-threads", "2", "--pin-start"]).unwrap();
+        assert_eq!(c.task_queue, TaskQueueKind::Claim);
+        assert!(!c.dynamic_gc_threads);
+        assert_eq!(c.gc_threads, 2);
+        assert!(c.pin_start);
+    }
+
+    #[test]
+    fn bare_pin_start_does_not_swallow_the_workload() {
+        let parsed = TestCli::try_parse_from(["concord-run", "--pin-start", "gcbench"])
+            .unwrap()
+            .run;
+        assert_eq!(parsed.workload, "gcbench");
+        assert_eq!(parsed.switches.pin_start.as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn bad_switch_values_name_flag_value_and_allowed_names() {
+        let err = config(&["--steal", "random"]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--steal: 'random' is not a steal policy (allowed: best-of-2, last-victim, adaptive)"
+        );
+        let err = config(&["--task-affinity", "sometimes"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--task-affinity: 'sometimes' is not a boolean"),
+            "{err}"
+        );
+        let err = config(&["--pin-start=perhaps"]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--pin-start: 'perhaps' is not a boolean"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn gc_records_is_configuration() {
+        let c = config(&["--gc-records", "/tmp/records.jsonl"]).unwrap();
+        assert_eq!(c.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
+    }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use concord::config::format_size;
+use concord::telemetry::WorkerTimeBreakdown;
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
 use serde_json::{json, Value};
@@ -13,6 +14,9 @@ pub struct Summary {
     pub preset: String,
     pub heap_size: usize,
     pub gc_threads: usize,
+    pub dynamic_gc_threads: bool,
+    /// The parallel-phase switches, as `key=value` pairs in a fixed order.
+    pub switches: Vec<(&'static str, String)>,
     pub mutators: usize,
     pub rounds: usize,
     pub wall_ms: f64,
@@ -28,6 +32,9 @@ pub struct Summary {
     pub bytes_promoted: u64,
     pub steal_attempts: u64,
     pub steal_failures: u64,
+    pub root_task_imbalance: f64,
+    pub mean_cpus_used: f64,
+    pub worker_time: WorkerTimeBreakdown,
     pub verified: Option<bool>,
     pub verify_failures: Vec<String>,
     pub checksum: u64,
@@ -50,6 +57,8 @@ impl Summary {
             preset: config.preset.to_string(),
             heap_size: config.heap_size,
             gc_threads: config.gc_threads,
+            dynamic_gc_threads: config.dynamic_gc_threads,
+            switches: switches(config),
             mutators: params.mutators,
             rounds: params.rounds,
             wall_ms,
@@ -65,6 +74,9 @@ impl Summary {
             bytes_promoted: stats.bytes_promoted(),
             steal_attempts: stats.steal_attempts(),
             steal_failures: stats.steal_failures(),
+            root_task_imbalance: stats.root_task_imbalance(),
+            mean_cpus_used: stats.mean_cpus_used(),
+            worker_time: stats.worker_time(),
             verified: stats.verified(),
             verify_failures: stats.verify_failures.clone(),
             checksum: result.checksum,
@@ -74,7 +86,7 @@ impl Summary {
         }
     }
 
-    fn steal_failure_rate(&self) -> f64 {
+    pub fn steal_failure_rate(&self) -> f64 {
         if self.steal_attempts == 0 {
             0.0
         } else {
@@ -105,11 +117,18 @@ impl Summary {
             "steal_attempts": self.steal_attempts,
             "steal_failures": self.steal_failures,
             "steal_failure_rate": self.steal_failure_rate(),
+            "root_task_imbalance": self.root_task_imbalance,
+            "mean_cpus_used": self.mean_cpus_used,
+            "worker_time_ms": self.worker_time,
+            "dynamic_gc_threads": self.dynamic_gc_threads,
             "verified": self.verified,
             "checksum": self.checksum,
             "expected_checksum": self.expected_checksum,
             "checksum_ok": self.checksum_ok,
         });
+        for (k, val) in &self.switches {
+            v[k.replace('-', "_")] = json!(val);
+        }
         if !self.verify_failures.is_empty() {
             v["verify_failures"] = json!(self.verify_failures);
         }
@@ -125,14 +144,25 @@ impl Summary {
         let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
         let _ = writeln!(
             s,
-            "concord run {} (preset {}, heap {}, {}, {}, {})",
+            "concord run {} (preset {}, heap {}, {}{}, {}, {})",
             self.workload,
             self.preset,
             format_size(self.heap_size),
+            if self.dynamic_gc_threads {
+                "up to "
+            } else {
+                ""
+            },
             plural(self.gc_threads, "GC thread"),
             plural(self.mutators, "mutator"),
             plural(self.rounds, "round"),
         );
+        let switches: Vec<String> = self
+            .switches
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(s, "  switches  {}", switches.join(", "));
         let check = match (self.expected_checksum, self.checksum_ok) {
             (Some(e), Some(true)) => format!("checksum {} (expected {e}): ok", self.checksum),
             (Some(e), _) => format!("checksum {} (expected {e}): MISMATCH", self.checksum),
@@ -175,6 +205,17 @@ impl Summary {
             self.steal_failures,
             100.0 * self.steal_failure_rate()
         );
+        let _ = writeln!(
+            s,
+            "  workers   root-task imbalance {:.2} (max/mean), {:.1} CPUs used per collection",
+            self.root_task_imbalance, self.mean_cpus_used
+        );
+        let t = &self.worker_time;
+        let _ = writeln!(
+            s,
+            "            time in root tasks {:.1} ms, stealing {:.1} ms, termination {:.1} ms",
+            t.root_ms, t.steal_ms, t.termination_ms
+        );
         let verified = match self.verified {
             Some(true) => format!("yes, after each of {}", plural(self.gc_count, "collection")),
             Some(false) => format!(
@@ -186,4 +227,17 @@ impl Summary {
         let _ = writeln!(s, "  verified  {verified}");
         s
     }
+}
+
+/// The parallel-phase switches of `config`, in the order of DESIGN.md's table.
+fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
+    let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
+    vec![
+        ("task-queue", config.task_queue.to_string()),
+        ("task-affinity", on_off(config.task_affinity)),
+        ("steal", config.steal.to_string()),
+        ("termination", config.termination.to_string()),
+        ("parking", config.parking.to_string()),
+        ("pin-start", on_off(config.pin_start)),
+    ]
 }

@@ -16,6 +16,7 @@ pub mod object;
 pub mod os;
 pub mod parallel;
 pub mod runtime;
+pub(crate) mod sync;
 pub mod telemetry;
 
 pub use collection::verify::{VerifyError, VerifyReport};

@@ -22,6 +22,7 @@ use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{ObjectKind, WORD};
+use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
 
 /// Bytes per compaction region (equal to the space alignment, so regions never straddle spaces).
@@ -220,8 +221,22 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
 
     // 1. Mark.
     let marker = Marker { mem };
-    let root_tasks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
-    let (_, workers) = run_phase(ctx.pool, &marker, root_tasks, vec![(); ctx.workers]);
+    let root_tasks: Vec<RootTask<RootSlots>> = roots
+        .iter()
+        .flat_map(|r| r.chunks(ROOT_CHUNK))
+        .enumerate()
+        .map(|(i, slots)| RootTask {
+            root: slots,
+            affinity: Affinity::Prefers(i % ctx.workers),
+        })
+        .collect();
+    let (_, workers) = run_phase(
+        ctx.pool,
+        &ctx.policy,
+        &marker,
+        root_tasks,
+        vec![(); ctx.workers],
+    );
     let t_mark = ms_since(t0);
 
     // 2. Summary.

@@ -12,7 +12,7 @@ pub mod scavenge;
 pub mod verify;
 
 use crate::memory::HeapMemory;
-use crate::parallel::WorkerPool;
+use crate::parallel::{PhasePolicy, WorkerPool};
 
 /// A range of root slots (words holding an object address or 0) owned by a stopped mutator.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +57,8 @@ pub struct GcContext<'a> {
     pub pool: &'a WorkerPool,
     /// Workers taking part in this collection.
     pub workers: usize,
+    /// Task queue, steal policy and termination protocol of the parallel phases.
+    pub policy: PhasePolicy,
 }
 
 /// Wall-clock breakdown of one collection, milliseconds (DESIGN.md "phase breakdown").

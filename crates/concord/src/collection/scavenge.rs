@@ -19,6 +19,7 @@ use crate::memory::card_table::CARD_SIZE;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{Header, ObjectKind, WORD};
+use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
 
 /// Reference arrays longer than this are scanned in chunks of this many slots, so one huge
@@ -403,23 +404,35 @@ pub fn scavenge(
         promotion_failed: AtomicBool::new(false),
     };
 
-    let mut root_tasks: Vec<Root> = roots
+    // Root tasks carry the worker they are meant for: handle-stack chunks round-robin (task
+    // affinity, 000 §4.1), card stripes by stripe number (static under `claim`).
+    let workers_n = ctx.workers;
+    let mut root_tasks: Vec<RootTask<Root>> = roots
         .iter()
         .flat_map(|r| r.chunks(ROOT_CHUNK))
-        .map(Root::ThreadRoots)
+        .enumerate()
+        .map(|(i, slots)| RootTask {
+            root: Root::ThreadRoots(slots),
+            affinity: Affinity::Prefers(i % workers_n),
+        })
         .collect();
     let old_bottom = mem.old.bottom();
     let dirty_cards = mem.cards.count_dirty(old_bottom, old_scan_limit);
     if old_scan_limit > old_bottom {
         let used = old_scan_limit - old_bottom;
-        let stripe = (used / (4 * ctx.workers))
+        let stripe = (used / (4 * workers_n))
             .next_multiple_of(CARD_SIZE)
             .max(64 * 1024);
         let mut lo = old_bottom;
+        let mut j = 0;
         while lo < old_scan_limit {
             let hi = (lo + stripe).min(old_scan_limit);
-            root_tasks.push(Root::OldToYoungRoots { lo, hi });
+            root_tasks.push(RootTask {
+                root: Root::OldToYoungRoots { lo, hi },
+                affinity: Affinity::Stripe(j % workers_n),
+            });
             lo = hi;
+            j += 1;
         }
     }
     let mut phases = PhaseTimes {
@@ -431,14 +444,15 @@ pub fn scavenge(
     let locals = (0..ctx.workers)
         .map(|_| PromotionManager::default())
         .collect();
-    let (locals, workers) = run_phase(ctx.pool, &task, root_tasks, locals);
+    let (locals, mut workers) = run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals);
     phases.parallel_ms = ms_since(t1);
 
     let t2 = Instant::now();
     let mut ages = AgeTable::default();
     let (mut copied, mut promoted) = (0, 0);
     let failed = task.promotion_failed.load(Ordering::Relaxed);
-    for pm in &locals {
+    for (pm, stats) in locals.iter().zip(workers.iter_mut()) {
+        stats.bytes_copied = pm.copied as u64;
         ages.merge(&pm.ages);
         copied += pm.copied;
         promoted += pm.promoted;

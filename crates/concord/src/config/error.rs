@@ -84,21 +84,6 @@ pub enum ConfigError {
         /// The value, the conflict and what is allowed.
         message: String,
     },
-    /// The preset exists but its policies are not implemented yet.
-    #[error(
-        "{key}: preset '{preset}' is not available yet: its policy switches ({switches}) arrive \
-         with the parallel-mechanisms work; available now: {available}"
-    )]
-    PresetUnavailable {
-        /// The `preset` key and where it came from.
-        key: ConfigKey,
-        /// The preset asked for.
-        preset: Preset,
-        /// What that preset needs that is missing.
-        switches: &'static str,
-        /// The presets that can be used now, comma-separated.
-        available: String,
-    },
     /// A key that no option has, in a TOML file or on the command line.
     #[error("unknown configuration key '{key}' {place} (known keys: {known})")]
     UnknownKey {
@@ -152,9 +137,9 @@ impl ConfigError {
     /// The key this error is about, if it is about one option's value.
     pub fn key(&self) -> Option<&ConfigKey> {
         match self {
-            ConfigError::InvalidValue { key, .. }
-            | ConfigError::Inconsistent { key, .. }
-            | ConfigError::PresetUnavailable { key, .. } => Some(key),
+            ConfigError::InvalidValue { key, .. } | ConfigError::Inconsistent { key, .. } => {
+                Some(key)
+            }
             ConfigError::DuplicateKey { second, .. } => Some(second),
             _ => None,
         }

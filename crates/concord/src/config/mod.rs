@@ -9,6 +9,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
+
 mod error;
 mod options;
 mod size;
@@ -69,8 +71,27 @@ pub struct GcConfig {
     pub new_ratio: u32,
     /// Eden:survivor size ratio (HotSpot `SurvivorRatio`, default 8: each survivor is young/10).
     pub survivor_ratio: u32,
-    /// Number of GC worker threads.
+    /// Number of GC worker threads: the size of the pool. With `dynamic_gc_threads`, the most
+    /// workers a collection may use.
     pub gc_threads: usize,
+    /// Whether each collection picks its own number of active workers, at most `gc_threads`
+    /// (HotSpot 17+ `UseDynamicNumberOfGCThreads`); otherwise every collection uses all of them.
+    pub dynamic_gc_threads: bool,
+    /// Create every GC thread on the CPU of the thread that creates the pool (the VM thread), as
+    /// HotSpot does, and leave them to the OS scheduler from there; otherwise threads start
+    /// wherever the OS puts them.
+    pub pin_start: bool,
+    /// Where workers get root tasks from: the monitor-protected FIFO, atomic claiming, or the
+    /// lock-free queue.
+    pub task_queue: TaskQueueKind,
+    /// Whether root tasks carry a preferred worker that takes them first (000 §4.1).
+    pub task_affinity: bool,
+    /// How a thief picks the worker to steal from.
+    pub steal: StealPolicy,
+    /// How workers agree that the parallel phase is over.
+    pub termination: TerminationKind,
+    /// How idle GC workers sleep between collections and how the end of a phase is detected.
+    pub parking: ParkingKind,
     /// Upper bound of the adaptive tenuring threshold, 0..=15 (HotSpot `MaxTenuringThreshold`).
     pub max_tenuring_threshold: u32,
     /// Tenuring threshold used until the first scavenge has measured survivor occupancy.
@@ -89,15 +110,17 @@ pub struct GcConfig {
     pub verify: bool,
     /// Write a HotSpot unified-logging style GC log here.
     pub gc_log: Option<PathBuf>,
+    /// Write one JSON line per collection (phases, per-worker counters) here. The heap keeps the
+    /// records in [`crate::Heap::stats`]; the `concord` front end writes them to this file.
+    pub gc_records: Option<PathBuf>,
 }
 
 impl Preset {
     /// Every preset, in the order of DESIGN.md.
     pub const ALL: [Preset; 3] = [Preset::Vanilla, Preset::Modern, Preset::Optimized];
 
-    /// The presets whose policies are implemented; [`GcConfig::validate`] rejects the others.
-    /// Widen this as the parallel mechanisms land.
-    pub const AVAILABLE: &'static [Preset] = &[Preset::Optimized];
+    /// The presets that can be used: all of them.
+    pub const AVAILABLE: &'static [Preset] = &Preset::ALL;
 
     /// The preset's name as users write it: `vanilla`, `modern`, `optimized`.
     pub fn name(self) -> &'static str {
@@ -106,38 +129,6 @@ impl Preset {
             Preset::Modern => "modern",
             Preset::Optimized => "optimized",
         }
-    }
-
-    /// Whether this preset's policies are implemented (it is in [`Preset::AVAILABLE`]).
-    pub fn is_available(self) -> bool {
-        Preset::AVAILABLE.contains(&self)
-    }
-
-    /// The policy switches this preset needs, in a few words, for "not available yet" messages.
-    fn switches(self) -> &'static str {
-        match self {
-            Preset::Vanilla => {
-                "monitor task queue, best-of-2 stealing, 2N-failed-steals termination, \
-                 monitor wait/notify_all parking"
-            }
-            Preset::Modern => {
-                "atomic root-task claiming, last-victim best-of-2 stealing, OWST termination, \
-                 semaphore parking"
-            }
-            Preset::Optimized => {
-                "lock-free task queue with affinity, adaptive semi-random stealing, \
-                 live-worker termination, futex-epoch parking"
-            }
-        }
-    }
-
-    /// `vanilla, modern, optimized`, for messages.
-    fn list(presets: &[Preset]) -> String {
-        presets
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 
@@ -211,9 +202,33 @@ impl GcConfig {
     /// The defaults of `preset`: a 256 MiB heap split 1:2 young:old, survivors young/10, HotSpot's
     /// GC thread count for the usable CPUs ([`default_gc_threads`]), tenuring threshold 7 rising
     /// to at most 15, 32 KiB / 8 KiB young/old PLABs, 64 KiB large-object threshold, adaptive
-    /// TLABs, no verification and no GC log. (All presets share these values for now; they
-    /// differ in policy switches.)
+    /// TLABs, no verification, no GC log and no records file. The presets share these values
+    /// and differ in the parallel-phase switches (DESIGN.md, "Mechanisms and presets"):
+    ///
+    /// | switch | vanilla | modern | optimized |
+    /// | --- | --- | --- | --- |
+    /// | `task_queue` | monitor | claim | lockfree |
+    /// | `task_affinity` | off | off | on |
+    /// | `steal` | best-of-2 | last-victim | adaptive |
+    /// | `termination` | fixed | owst | live |
+    /// | `parking` | monitor | futex | futex |
+    /// | `dynamic_gc_threads` | no | yes | no |
+    /// | `pin_start` | yes | no | no |
     pub fn for_preset(preset: Preset) -> GcConfig {
+        let phase = match preset {
+            Preset::Vanilla => PhasePolicy::VANILLA,
+            Preset::Modern => PhasePolicy::MODERN,
+            Preset::Optimized => PhasePolicy::OPTIMIZED,
+        };
+        let (parking, dynamic_gc_threads, pin_start) = match preset {
+            // OpenJDK 8: monitor wait/notify_all, a fixed thread count, and every GC thread
+            // created on the VM thread's CPU and left to the OS scheduler.
+            Preset::Vanilla => (ParkingKind::Monitor, false, true),
+            // HotSpot 17+: semaphore-like parking, a thread count chosen per collection.
+            Preset::Modern => (ParkingKind::Futex, true, false),
+            // The papers' fixes: lazy futex parking on the collection epoch.
+            Preset::Optimized => (ParkingKind::Futex, false, false),
+        };
         GcConfig {
             preset,
             heap_size: DEFAULT_HEAP_SIZE,
@@ -221,6 +236,13 @@ impl GcConfig {
             new_ratio: 2,
             survivor_ratio: 8,
             gc_threads: default_gc_threads(usable_cpus()),
+            dynamic_gc_threads,
+            pin_start,
+            task_queue: phase.task_queue,
+            task_affinity: phase.task_affinity,
+            steal: phase.steal,
+            termination: phase.termination,
+            parking,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,
             target_survivor_ratio: 50,
@@ -230,6 +252,18 @@ impl GcConfig {
             large_object_threshold: 64 * KIB,
             verify: false,
             gc_log: None,
+            gc_records: None,
+        }
+    }
+
+    /// The switches a parallel phase runs under: task queue, task affinity, steal policy and
+    /// termination protocol, as configured.
+    pub fn phase_policy(&self) -> PhasePolicy {
+        PhasePolicy {
+            task_queue: self.task_queue,
+            task_affinity: self.task_affinity,
+            steal: self.steal,
+            termination: self.termination,
         }
     }
 
@@ -272,7 +306,6 @@ mod tests {
         let err = "fast".parse::<Preset>().unwrap_err().to_string();
         assert!(err.contains("'fast'"), "{err}");
         assert!(err.contains("vanilla, modern, optimized"), "{err}");
-        assert_eq!(Preset::list(&Preset::ALL), "vanilla, modern, optimized");
     }
 
     #[test]
@@ -289,8 +322,9 @@ mod tests {
     }
 
     #[test]
-    fn defaults_validate_for_the_available_presets() {
+    fn defaults_validate_for_every_preset() {
         assert!(usable_cpus() >= 1);
+        assert_eq!(Preset::AVAILABLE, &Preset::ALL[..]);
         for preset in Preset::AVAILABLE.iter().copied() {
             let config = GcConfig::for_preset(preset);
             assert_eq!(config.preset, preset);
@@ -298,6 +332,49 @@ mod tests {
             assert_eq!(config.gc_threads, default_gc_threads(usable_cpus()));
             config.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn presets_set_the_switches_of_design_md() {
+        let vanilla = GcConfig::for_preset(Preset::Vanilla);
+        assert_eq!(vanilla.task_queue, TaskQueueKind::Monitor);
+        assert!(!vanilla.task_affinity);
+        assert_eq!(vanilla.steal, StealPolicy::BestOf2);
+        assert_eq!(vanilla.termination, TerminationKind::Fixed);
+        assert_eq!(vanilla.parking, ParkingKind::Monitor);
+        assert!(!vanilla.dynamic_gc_threads);
+        assert!(vanilla.pin_start);
+        assert_eq!(vanilla.phase_policy(), PhasePolicy::VANILLA);
+
+        let modern = GcConfig::for_preset(Preset::Modern);
+        assert_eq!(modern.task_queue, TaskQueueKind::Claim);
+        assert!(!modern.task_affinity);
+        assert_eq!(modern.steal, StealPolicy::LastVictim);
+        assert_eq!(modern.termination, TerminationKind::Owst);
+        assert_eq!(modern.parking, ParkingKind::Futex);
+        assert!(modern.dynamic_gc_threads);
+        assert!(!modern.pin_start);
+        assert_eq!(modern.phase_policy(), PhasePolicy::MODERN);
+
+        let optimized = GcConfig::for_preset(Preset::Optimized);
+        assert_eq!(optimized.task_queue, TaskQueueKind::LockFree);
+        assert!(optimized.task_affinity);
+        assert_eq!(optimized.steal, StealPolicy::Adaptive);
+        assert_eq!(optimized.termination, TerminationKind::Live);
+        assert_eq!(optimized.parking, ParkingKind::Futex);
+        assert!(!optimized.dynamic_gc_threads);
+        assert!(!optimized.pin_start);
+        assert_eq!(optimized.phase_policy(), PhasePolicy::OPTIMIZED);
+        assert_eq!(optimized.phase_policy(), PhasePolicy::default());
+
+        // The phase policy follows overrides.
+        let mut config = GcConfig::for_preset(Preset::Vanilla);
+        config.steal = StealPolicy::Adaptive;
+        config.task_affinity = true;
+        let policy = config.phase_policy();
+        assert_eq!(policy.steal, StealPolicy::Adaptive);
+        assert!(policy.task_affinity);
+        assert_eq!(policy.task_queue, TaskQueueKind::Monitor);
     }
 
     #[test]

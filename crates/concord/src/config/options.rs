@@ -19,7 +19,10 @@ use super::validate::{
     MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE, SURVIVOR_RATIO_RANGE,
     TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset};
+use super::{
+    default_gc_threads, parse_size, usable_cpus, ConfigError, ConfigKey, GcConfig, Origin, Preset,
+};
+use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
 /// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter)
@@ -43,6 +46,10 @@ enum ValueKind {
     OptionalSize,
     /// A whole number.
     Integer,
+    /// A GC thread count, or `dynamic`.
+    ThreadCount,
+    /// The name of one of a switch's values.
+    Switch(Switch),
     /// A boolean.
     Bool,
     /// A file path.
@@ -51,16 +58,43 @@ enum ValueKind {
 
 impl ValueKind {
     /// What a value of this kind looks like, for messages.
-    fn expected(self) -> &'static str {
+    fn expected(self) -> String {
         match self {
-            ValueKind::Preset => "one of vanilla, modern, optimized",
-            ValueKind::Size => "a size such as \"64m\" or a whole number of bytes",
+            ValueKind::Preset => "one of vanilla, modern, optimized".to_string(),
+            ValueKind::Size => "a size such as \"64m\" or a whole number of bytes".to_string(),
             ValueKind::OptionalSize => {
-                "a size such as \"64m\", a whole number of bytes, or \"auto\""
+                "a size such as \"64m\", a whole number of bytes, or \"auto\"".to_string()
             }
-            ValueKind::Integer => "a whole number",
-            ValueKind::Bool => "true or false",
-            ValueKind::Path => "a file path string",
+            ValueKind::Integer => "a whole number".to_string(),
+            ValueKind::ThreadCount => "a whole number or \"dynamic\"".to_string(),
+            ValueKind::Switch(switch) => format!("one of {}", switch.allowed()),
+            ValueKind::Bool => "true or false".to_string(),
+            ValueKind::Path => "a file path string".to_string(),
+        }
+    }
+}
+
+/// The parallel-phase switches that take one of a few names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Switch {
+    /// [`TaskQueueKind`].
+    TaskQueue,
+    /// [`StealPolicy`].
+    Steal,
+    /// [`TerminationKind`].
+    Termination,
+    /// [`ParkingKind`].
+    Parking,
+}
+
+impl Switch {
+    /// The allowed names, comma-separated.
+    fn allowed(self) -> String {
+        match self {
+            Switch::TaskQueue => TaskQueueKind::allowed(),
+            Switch::Steal => StealPolicy::allowed(),
+            Switch::Termination => TerminationKind::allowed(),
+            Switch::Parking => ParkingKind::allowed(),
         }
     }
 }
@@ -84,7 +118,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 15] = [
+static OPTIONS: [OptionSpec; 22] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -142,11 +176,86 @@ static OPTIONS: [OptionSpec; 15] = [
     OptionSpec {
         key: "gc-threads",
         env: "CONCORD_GC_THREADS",
-        kind: ValueKind::Integer,
-        doc: "Number of GC worker threads (1..=256, default from usable CPUs n: n if n <= 8, \
-              else 3 + 5n/8).",
+        kind: ValueKind::ThreadCount,
+        doc: "Number of GC worker threads, 1..=256, or dynamic: a pool of the default size from \
+              which each collection picks its own number of active workers (default from usable \
+              CPUs n: n if n <= 8, else 3 + 5n/8; dynamic for preset modern).",
         set: |c, v| {
-            c.gc_threads = int_in(v, &GC_THREADS_RANGE)?;
+            if v.trim().eq_ignore_ascii_case("dynamic") {
+                c.gc_threads = default_gc_threads(usable_cpus());
+                c.dynamic_gc_threads = true;
+            } else {
+                c.gc_threads = thread_count(v)?;
+                c.dynamic_gc_threads = false;
+            }
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "pin-start",
+        env: "CONCORD_PIN_START",
+        kind: ValueKind::Bool,
+        doc: "Create every GC thread on the CPU of the thread that creates them and leave them \
+              to the OS from there, as HotSpot does (default true for preset vanilla, else \
+              false).",
+        set: |c, v| {
+            c.pin_start = boolean(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "task-queue",
+        env: "CONCORD_TASK_QUEUE",
+        kind: ValueKind::Switch(Switch::TaskQueue),
+        doc: "Where GC workers get root tasks: monitor (one FIFO behind an unfair monitor), \
+              claim (atomic claiming) or lockfree (lock-free queue) (default per preset: \
+              monitor, claim, lockfree).",
+        set: |c, v| {
+            c.task_queue = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "task-affinity",
+        env: "CONCORD_TASK_AFFINITY",
+        kind: ValueKind::Bool,
+        doc: "Root tasks prefer the worker they are tagged with: on/off (default on for preset \
+              optimized, else off).",
+        set: |c, v| {
+            c.task_affinity = boolean(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "steal",
+        env: "CONCORD_STEAL",
+        kind: ValueKind::Switch(Switch::Steal),
+        doc: "How a thief picks its victim: best-of-2, last-victim or adaptive (default per \
+              preset: best-of-2, last-victim, adaptive).",
+        set: |c, v| {
+            c.steal = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "termination",
+        env: "CONCORD_TERMINATION",
+        kind: ValueKind::Switch(Switch::Termination),
+        doc: "Termination protocol: fixed (after 2N failed steals), owst (one spinning master) \
+              or live (after 2N_live failed steals) (default per preset: fixed, owst, live).",
+        set: |c, v| {
+            c.termination = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "parking",
+        env: "CONCORD_PARKING",
+        kind: ValueKind::Switch(Switch::Parking),
+        doc: "How idle GC workers sleep: monitor (wait/notify_all) or futex (lazy parking on a \
+              collection epoch) (default per preset: monitor, futex, futex).",
+        set: |c, v| {
+            c.parking = v.parse()?;
             Ok(())
         },
     },
@@ -253,6 +362,17 @@ static OPTIONS: [OptionSpec; 15] = [
             Ok(())
         },
     },
+    OptionSpec {
+        key: "gc-records",
+        env: "CONCORD_GC_RECORDS",
+        kind: ValueKind::Path,
+        doc: "Write one JSON line per collection (phases, per-worker counters) to this file; \
+              the concord command writes it at exit (default none).",
+        set: |c, v| {
+            c.gc_records = Some(path(v)?);
+            Ok(())
+        },
+    },
 ];
 
 /// `(key, environment variable, doc)` of every option, in `--help` order, for the README and
@@ -327,6 +447,18 @@ where
         .ok()
         .filter(|n| range.contains(n))
         .ok_or_else(|| out_of_range(range))
+}
+
+/// A GC thread count in [`GC_THREADS_RANGE`] (`dynamic` is handled by the caller).
+fn thread_count(text: &str) -> Result<usize, String> {
+    if text.trim().parse::<i128>().is_err() {
+        return Err(format!(
+            "is not a whole number or dynamic (allowed: {}..={}, dynamic)",
+            GC_THREADS_RANGE.start(),
+            GC_THREADS_RANGE.end()
+        ));
+    }
+    int_in(text, &GC_THREADS_RANGE)
 }
 
 /// A boolean: true/false, yes/no, on/off, 1/0, any case.
@@ -608,6 +740,7 @@ impl ConfigBuilder {
 mod tests {
     use super::super::{format_size, KIB, MIB};
     use super::*;
+    use crate::parallel::PhasePolicy;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -655,6 +788,7 @@ mod tests {
         config.young_size = Some(MIB);
         config.tlab_size = Some(KIB);
         config.gc_log = Some("gc.log".into());
+        config.gc_records = Some("records.jsonl".into());
         let fields = toml::Value::try_from(&config).unwrap();
         let mut fields: Vec<String> = fields
             .as_table()
@@ -663,10 +797,13 @@ mod tests {
             .map(|f| match f.as_str() {
                 "heap_size" => "heap".to_string(),
                 "young_size" => "young".to_string(),
+                // `gc-threads` takes a count or `dynamic`.
+                "dynamic_gc_threads" => "gc-threads".to_string(),
                 other => other.replace('_', "-"),
             })
             .collect();
         fields.sort();
+        fields.dedup();
         let mut keys: Vec<String> = OPTIONS.iter().map(|o| o.key.to_string()).collect();
         keys.sort();
         assert_eq!(fields, keys);
@@ -680,13 +817,20 @@ mod tests {
 
     #[test]
     fn every_option_can_be_set_from_every_source() {
+        // Preset vanilla, every switch set to something else.
         let values = [
-            ("preset", "optimized"),
+            ("preset", "vanilla"),
             ("heap", "64m"),
             ("young", "16m"),
             ("new-ratio", "3"),
             ("survivor-ratio", "6"),
             ("gc-threads", "3"),
+            ("pin-start", "false"),
+            ("task-queue", "lockfree"),
+            ("task-affinity", "on"),
+            ("steal", "last-victim"),
+            ("termination", "owst"),
+            ("parking", "futex"),
             ("max-tenuring-threshold", "10"),
             ("initial-tenuring-threshold", "4"),
             ("target-survivor-ratio", "80"),
@@ -696,15 +840,23 @@ mod tests {
             ("large-object-threshold", "1m"),
             ("verify", "yes"),
             ("gc-log", "/tmp/gc.log"),
+            ("gc-records", "/tmp/records.jsonl"),
         ];
         assert_eq!(values.len(), OPTIONS.len());
         let check = |config: GcConfig| {
-            assert_eq!(config.preset, Preset::Optimized);
+            assert_eq!(config.preset, Preset::Vanilla);
             assert_eq!(config.heap_size, 64 * MIB);
             assert_eq!(config.young_size, Some(16 * MIB));
             assert_eq!(config.new_ratio, 3);
             assert_eq!(config.survivor_ratio, 6);
             assert_eq!(config.gc_threads, 3);
+            assert!(!config.dynamic_gc_threads);
+            assert!(!config.pin_start);
+            assert_eq!(config.task_queue, TaskQueueKind::LockFree);
+            assert!(config.task_affinity);
+            assert_eq!(config.steal, StealPolicy::LastVictim);
+            assert_eq!(config.termination, TerminationKind::Owst);
+            assert_eq!(config.parking, ParkingKind::Futex);
             assert_eq!(config.max_tenuring_threshold, 10);
             assert_eq!(config.initial_tenuring_threshold, 4);
             assert_eq!(config.target_survivor_ratio, 80);
@@ -714,6 +866,7 @@ mod tests {
             assert_eq!(config.large_object_threshold, MIB);
             assert!(config.verify);
             assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
+            assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
         };
 
         let mut cli = ConfigBuilder::new();
@@ -780,8 +933,8 @@ mod tests {
 
     #[test]
     fn preset_is_resolved_first_from_the_strongest_source() {
-        // The TOML file names an unavailable preset, the CLI overrides it: the file's other keys
-        // still apply on top of the CLI's preset.
+        // The TOML file names one preset, the CLI another: the file's other keys still apply on
+        // top of the CLI's preset, and the switches are the CLI preset's.
         let mut builder = ConfigBuilder::new();
         builder
             .apply_toml_str("preset = \"vanilla\"\nheap = \"128m\"", "concord.toml")
@@ -790,31 +943,208 @@ mod tests {
         let config = builder.build().unwrap();
         assert_eq!(config.preset, Preset::Optimized);
         assert_eq!(config.heap_size, 128 * MIB);
+        assert_eq!(config.phase_policy(), PhasePolicy::OPTIMIZED);
 
+        // A weaker source's switch applies on top of a stronger source's preset.
         let mut builder = ConfigBuilder::new();
         builder
-            .apply_toml_str("preset = \"vanilla\"", "concord.toml")
+            .apply_toml_str("steal = \"adaptive\"", "concord.toml")
             .unwrap();
-        let err = build_err(builder);
-        assert!(
-            err.starts_with(
-                "preset in concord.toml: preset 'vanilla' is not available yet: its policy \
-                 switches (monitor task queue, best-of-2 stealing"
-            ),
-            "{err}"
-        );
-        assert!(
-            err.ends_with("arrive with the parallel-mechanisms work; available now: optimized"),
-            "{err}"
-        );
-
-        let mut builder = ConfigBuilder::new();
         builder
             .apply_env(env(&[("CONCORD_PRESET", "modern")]))
             .unwrap();
-        let err = build_err(builder);
+        let config = builder.build().unwrap();
+        assert_eq!(config.preset, Preset::Modern);
+        assert_eq!(config.steal, StealPolicy::Adaptive);
+        assert_eq!(config.task_queue, TaskQueueKind::Claim);
+        assert_eq!(config.termination, TerminationKind::Owst);
+        assert!(config.dynamic_gc_threads);
+    }
+
+    #[test]
+    fn every_preset_builds_with_its_switches() {
+        for preset in Preset::ALL {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli("preset", preset.name()).unwrap();
+            let config = builder.build().unwrap();
+            assert_eq!(config, GcConfig::for_preset(preset));
+        }
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("preset", "vanilla").unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.phase_policy(), PhasePolicy::VANILLA);
+        assert_eq!(config.parking, ParkingKind::Monitor);
+        assert!(config.pin_start);
+        assert!(!config.dynamic_gc_threads);
+    }
+
+    #[test]
+    fn one_switch_overrides_only_itself() {
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("--preset", "vanilla").unwrap();
+        builder.set_cli("--steal", "Adaptive").unwrap();
+        builder.set_cli("--task-affinity", "yes").unwrap();
+        builder.set_cli("--pin-start", "off").unwrap();
+        let config = builder.build().unwrap();
+        let mut expected = GcConfig::for_preset(Preset::Vanilla);
+        expected.steal = StealPolicy::Adaptive;
+        expected.task_affinity = true;
+        expected.pin_start = false;
+        assert_eq!(config, expected);
+
+        for (text, expected) in [
+            ("lockfree", TaskQueueKind::LockFree),
+            ("CLAIM", TaskQueueKind::Claim),
+            ("monitor", TaskQueueKind::Monitor),
+        ] {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli("task-queue", text).unwrap();
+            assert_eq!(builder.build().unwrap().task_queue, expected, "{text}");
+        }
+        for (text, expected) in [
+            ("fixed", TerminationKind::Fixed),
+            ("Live", TerminationKind::Live),
+        ] {
+            let mut builder = ConfigBuilder::new();
+            builder
+                .apply_env(env(&[("CONCORD_TERMINATION", text)]))
+                .unwrap();
+            assert_eq!(builder.build().unwrap().termination, expected, "{text}");
+        }
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str(
+                "parking = \"monitor\"\ntask_affinity = false\npin_start = true",
+                "c.toml",
+            )
+            .unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.parking, ParkingKind::Monitor);
+        assert!(!config.task_affinity);
+        assert!(config.pin_start);
+    }
+
+    #[test]
+    fn gc_threads_take_a_count_or_dynamic() {
+        let default = default_gc_threads(usable_cpus());
+
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("gc-threads", "dynamic").unwrap();
+        let config = builder.build().unwrap();
+        assert!(config.dynamic_gc_threads);
+        assert_eq!(config.gc_threads, default);
+
+        // Modern is dynamic by default; a count makes it fixed.
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("preset", "modern").unwrap();
+        builder.set_cli("gc-threads", "4").unwrap();
+        let config = builder.build().unwrap();
+        assert!(!config.dynamic_gc_threads);
+        assert_eq!(config.gc_threads, 4);
+
+        // From every source, any case; the strongest source's value decides both fields.
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("gc_threads = \"Dynamic\"", "c.toml")
+            .unwrap();
+        assert!(builder.clone().build().unwrap().dynamic_gc_threads);
+        builder
+            .apply_env(env(&[("CONCORD_GC_THREADS", "3")]))
+            .unwrap();
+        let config = builder.clone().build().unwrap();
+        assert!(!config.dynamic_gc_threads);
+        assert_eq!(config.gc_threads, 3);
+        builder.set_cli("gc-threads", "DYNAMIC").unwrap();
+        let config = builder.build().unwrap();
+        assert!(config.dynamic_gc_threads);
+        assert_eq!(config.gc_threads, default);
+
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_str("gc-threads = 2", "c.toml").unwrap();
+        let config = builder.build().unwrap();
+        assert!(!config.dynamic_gc_threads);
+        assert_eq!(config.gc_threads, 2);
+    }
+
+    #[test]
+    fn bad_switch_values_name_key_value_and_allowed_names() {
+        let cases = [
+            (
+                "task-queue",
+                "fifo",
+                "--task-queue: 'fifo' is not a task queue (allowed: monitor, claim, lockfree)",
+            ),
+            (
+                "steal",
+                "random",
+                "--steal: 'random' is not a steal policy (allowed: best-of-2, last-victim, \
+                 adaptive)",
+            ),
+            (
+                "termination",
+                "never",
+                "--termination: 'never' is not a termination protocol (allowed: fixed, owst, \
+                 live)",
+            ),
+            (
+                "parking",
+                "spin",
+                "--parking: 'spin' is not a parking mode (allowed: monitor, futex)",
+            ),
+            (
+                "task-affinity",
+                "sometimes",
+                "--task-affinity: 'sometimes' is not a boolean (allowed: true, false, yes, no, \
+                 on, off, 1, 0)",
+            ),
+            (
+                "pin-start",
+                "maybe",
+                "--pin-start: 'maybe' is not a boolean (allowed: true, false, yes, no, on, off, \
+                 1, 0)",
+            ),
+            (
+                "gc-threads",
+                "auto",
+                "--gc-threads: 'auto' is not a whole number or dynamic (allowed: 1..=256, \
+                 dynamic)",
+            ),
+            (
+                "gc-records",
+                "",
+                "--gc-records: '' is empty (expected a file path)",
+            ),
+        ];
+        for (key, value, expected) in cases {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli(key, value).unwrap();
+            assert_eq!(build_err(builder), expected);
+        }
+
+        // The same words from the environment and TOML, and for TOML values of another type.
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_STEAL", "random")]))
+            .unwrap();
+        assert_eq!(
+            build_err(builder),
+            "CONCORD_STEAL: 'random' is not a steal policy (allowed: best-of-2, last-victim, \
+             adaptive)"
+        );
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_str("task_queue = 3", "c.toml").unwrap();
+        assert_eq!(
+            build_err(builder),
+            "task_queue in c.toml: '3' is not a task queue (allowed: monitor, claim, lockfree)"
+        );
+        let err = ConfigBuilder::new()
+            .apply_toml_str("steal = [\"adaptive\"]", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.starts_with("CONCORD_PRESET: preset 'modern' is not available yet"),
+            err.starts_with("steal in c.toml: ")
+                && err
+                    .contains("is a TOML array (expected one of best-of-2, last-victim, adaptive)"),
             "{err}"
         );
     }
@@ -880,7 +1210,7 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(err.ends_with("verify, gc-log)"), "{err}");
+        assert!(err.ends_with("verify, gc-log, gc-records)"), "{err}");
     }
 
     /// A value each option rejects on its own.
@@ -888,7 +1218,8 @@ mod tests {
         match option.kind {
             ValueKind::Preset => "fastest",
             ValueKind::Size | ValueKind::OptionalSize => "12q",
-            ValueKind::Integer => "many",
+            ValueKind::Integer | ValueKind::ThreadCount => "many",
+            ValueKind::Switch(_) => "fastest",
             ValueKind::Bool => "maybe",
             ValueKind::Path => "",
         }
@@ -965,7 +1296,7 @@ mod tests {
             (
                 "gc-threads",
                 "2.5",
-                "is not a whole number (allowed: 1..=256)",
+                "is not a whole number or dynamic (allowed: 1..=256, dynamic)",
             ),
             (
                 "max-tenuring-threshold",

@@ -1,5 +1,5 @@
-//! Validation of a whole [`GcConfig`]: the allowed range of every field, the presets that are
-//! available, and the rules between fields (the young generation must leave an old one, eden and
+//! Validation of a whole [`GcConfig`]: the allowed range of every field and the rules between
+//! fields (the young generation must leave an old one, eden and
 //! survivors must not round down to nothing, TLABs must fit in eden).
 //!
 //! The ranges live here once; the option setters in `options.rs` use the same ones, so a bad
@@ -9,8 +9,8 @@ use std::fmt::Display;
 use std::ops::RangeInclusive;
 
 use super::{
-    format_size, ConfigError, ConfigKey, GcConfig, Origin, Preset, KIB, MAX_GC_THREADS, MAX_HEAP,
-    MIB, MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
+    format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
+    MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
 
 /// Allowed heap sizes.
@@ -95,7 +95,7 @@ fn inconsistent(key: ConfigKey, message: String) -> ConfigError {
 }
 
 impl GcConfig {
-    /// Checks every field's range, that the preset is available, and the rules between fields;
+    /// Checks every field's range and the rules between fields;
     /// the error names the field by its option key (`heap`, `young`, ...).
     ///
     /// [`super::ConfigBuilder::build`] runs the same checks and names the keys as the user
@@ -110,15 +110,6 @@ impl GcConfig {
         key_of: &dyn Fn(&'static str) -> ConfigKey,
     ) -> Result<(), ConfigError> {
         let is_default = |key: &'static str| matches!(key_of(key).origin, Origin::Default(_));
-
-        if !self.preset.is_available() {
-            return Err(ConfigError::PresetUnavailable {
-                key: key_of("preset"),
-                preset: self.preset,
-                switches: self.preset.switches(),
-                available: Preset::list(Preset::AVAILABLE),
-            });
-        }
 
         check_size(key_of("heap"), self.heap_size, &HEAP_RANGE)?;
         check_int(key_of("new-ratio"), self.new_ratio, &NEW_RATIO_RANGE)?;
@@ -172,10 +163,10 @@ impl GcConfig {
                 reason: size_too_small(MIN_LARGE_OBJECT_THRESHOLD),
             });
         }
-        if let Some(path) = &self.gc_log {
-            if path.as_os_str().is_empty() {
+        for (key, path) in [("gc-log", &self.gc_log), ("gc-records", &self.gc_records)] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(ConfigError::InvalidValue {
-                    key: key_of("gc-log"),
+                    key: key_of(key),
                     value: String::new(),
                     reason: "is empty (expected a file path)".to_string(),
                 });
@@ -305,7 +296,7 @@ impl GcConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::GIB;
+    use super::super::{Preset, GIB};
     use super::*;
 
     fn base() -> GcConfig {
@@ -322,25 +313,35 @@ mod tests {
     }
 
     #[test]
-    fn unavailable_presets_are_rejected_with_the_available_ones() {
-        for preset in [Preset::Vanilla, Preset::Modern] {
-            let mut config = base();
-            config.preset = preset;
-            let err = error_of(&config);
-            assert!(
-                err.contains(&format!(
-                    "preset '{preset}' is not available yet: its policy switches ("
-                )),
-                "{err}"
-            );
-            assert!(
-                err.contains("arrive with the parallel-mechanisms work; available now: optimized"),
-                "{err}"
-            );
+    fn every_preset_validates_and_switches_need_no_checks() {
+        use crate::parallel::{StealPolicy, TaskQueueKind};
+        for preset in Preset::ALL {
+            let mut config = GcConfig::for_preset(preset);
+            config.validate().unwrap();
+            // Any combination of switches is allowed: ablations override one at a time.
+            config.task_queue = TaskQueueKind::Monitor;
+            config.task_affinity = true;
+            config.steal = StealPolicy::Adaptive;
+            config.dynamic_gc_threads = !config.dynamic_gc_threads;
+            config.pin_start = !config.pin_start;
+            config.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn empty_paths_are_rejected() {
         let mut config = base();
-        config.preset = Preset::Vanilla;
-        assert!(error_of(&config).contains("monitor task queue, best-of-2 stealing"));
+        config.gc_log = Some(std::path::PathBuf::new());
+        assert_eq!(
+            error_of(&config),
+            "gc-log: '' is empty (expected a file path)"
+        );
+        let mut config = base();
+        config.gc_records = Some(std::path::PathBuf::new());
+        assert_eq!(
+            error_of(&config),
+            "gc-records: '' is empty (expected a file path)"
+        );
     }
 
     #[test]

@@ -1,15 +1,17 @@
 //! The work-finding loop every GC worker runs during a parallel phase, written once:
-//! root tasks (draining after each), then stealing, then termination.
+//! root tasks (draining after each), then stealing, then termination. Which task queue, steal
+//! policy and termination protocol it uses is the phase's [`PhasePolicy`].
 
 use std::sync::Mutex;
 use std::time::Instant;
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
+use super::policy::PhasePolicy;
 use super::pool::WorkerPool;
 use super::stats::WorkerPhaseStats;
-use super::steal::{AdaptiveVictim, VictimQueues};
-use super::task_queue::{ClaimQueue, RootTaskSource};
+use super::steal::{VictimQueues, VictimSelector};
+use super::task_queue::{RootTask, RootTaskSource, TaskSource};
 use super::termination::Terminator;
 
 /// One parallel phase's work, supplied by the collector.
@@ -82,12 +84,13 @@ type WorkerSlot<T> = Mutex<
 >;
 type ResultSlot<T> = Mutex<Option<(<T as ParallelTask>::Local, WorkerPhaseStats)>>;
 
-/// Run one phase on `locals.len()` workers of `pool` and return each worker's local state and
-/// counters (indexed by worker id).
+/// Run one phase on `locals.len()` workers of `pool` under `policy` and return each worker's
+/// local state and counters (indexed by worker id).
 pub fn run_phase<T: ParallelTask>(
     pool: &WorkerPool,
+    policy: &PhasePolicy,
     task: &T,
-    roots: Vec<T::Root>,
+    roots: Vec<RootTask<T::Root>>,
     locals: Vec<T::Local>,
 ) -> (Vec<T::Local>, Vec<WorkerPhaseStats>) {
     let n = locals.len();
@@ -103,8 +106,8 @@ pub fn run_phase<T: ParallelTask>(
         .map(|p| Mutex::new(Some(p)))
         .collect();
     let results: Vec<ResultSlot<T>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let queue = ClaimQueue::new(roots);
-    let terminator = Terminator::new(n);
+    let queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n);
+    let terminator = Terminator::new(policy.termination, n);
 
     pool.run(n, |id| {
         let (deque, mut local) = slots[id]
@@ -119,6 +122,7 @@ pub fn run_phase<T: ParallelTask>(
         };
         worker_phase(
             id,
+            policy,
             task,
             &queue,
             &stealers,
@@ -139,6 +143,7 @@ pub fn run_phase<T: ParallelTask>(
 #[allow(clippy::too_many_arguments)]
 fn worker_phase<T: ParallelTask>(
     id: usize,
+    policy: &PhasePolicy,
     task: &T,
     queue: &impl RootTaskSource<T::Root>,
     stealers: &Stealers<T::Item>,
@@ -160,8 +165,7 @@ fn worker_phase<T: ParallelTask>(
     // 2. Stealing until the termination protocol says everyone is done.
     stats.steal_tasks += 1;
     let steal_start = Instant::now();
-    let mut victims =
-        AdaptiveVictim::new(0x5EED ^ (id as u64) << 17 ^ steal_start.elapsed().as_nanos() as u64);
+    let mut victims = VictimSelector::new(policy.steal, 0x5EED ^ ((id as u64 + 1) << 17));
     let mut failures = 0usize;
     loop {
         drain(task, local, wq, stats);
@@ -181,8 +185,8 @@ fn worker_phase<T: ParallelTask>(
             }
         }
         victims.forget();
-        let any_work = || stealers.0.iter().any(|s| !s.is_empty());
-        if terminator.offer_termination(id, any_work, stats) {
+        let visible_work = || stealers.0.iter().map(|s| s.len()).sum::<usize>();
+        if terminator.offer_termination(id, visible_work, stats) {
             break;
         }
         failures = 0;
@@ -209,7 +213,7 @@ fn steal_from<I>(
     me: usize,
     stealers: &Stealers<I>,
     terminator: &Terminator,
-    victims: &mut AdaptiveVictim,
+    victims: &mut VictimSelector,
 ) -> Option<I> {
     let victim = victims.select(me, stealers, terminator)?;
     loop {
@@ -227,7 +231,44 @@ fn steal_from<I>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parallel::policy::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+    use crate::parallel::task_queue::Affinity;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    /// Every combination of the per-phase switches.
+    fn all_policies() -> Vec<PhasePolicy> {
+        let mut v = Vec::new();
+        for &task_queue in TaskQueueKind::ALL {
+            for task_affinity in [false, true] {
+                for &steal in StealPolicy::ALL {
+                    for &termination in TerminationKind::ALL {
+                        v.push(PhasePolicy {
+                            task_queue,
+                            task_affinity,
+                            steal,
+                            termination,
+                        });
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    fn seeds(roots: &[u32]) -> Vec<RootTask<u32>> {
+        roots
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| RootTask {
+                root: r,
+                affinity: match i % 3 {
+                    0 => Affinity::Any,
+                    1 => Affinity::Prefers(i),
+                    _ => Affinity::Stripe(i),
+                },
+            })
+            .collect()
+    }
 
     /// Roots seed trees of items; each item n > 0 splits into two items n-1.
     struct Split {
@@ -257,43 +298,59 @@ mod tests {
 
     #[test]
     fn all_work_is_done_exactly_once_with_uneven_roots() {
-        let pool = WorkerPool::new(4, "engine-test", |_| {}).unwrap();
-        for n in 1..=4 {
-            let task = Split {
-                leaves: AtomicU64::new(0),
-            };
-            // One huge root and several empty-ish ones: uneven queues force stealing.
-            let roots = vec![14, 0, 0, 1];
-            let (locals, stats) = run_phase(&pool, &task, roots, vec![0u64; n]);
-            let expect = (1u64 << 14) + 1 + 1 + 2;
-            assert_eq!(task.leaves.load(Ordering::Relaxed), expect, "n={n}");
-            assert_eq!(locals.iter().sum::<u64>(), expect);
-            let root_count: u64 = stats.iter().flat_map(|s| s.root_tasks.values()).sum();
-            assert_eq!(root_count, 4);
-            assert!(stats.iter().all(|s| s.termination_entries >= 1));
+        let futex = WorkerPool::new(4, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
+        let monitor = WorkerPool::new(4, "engine-test", ParkingKind::Monitor, |_| {}).unwrap();
+        for (i, policy) in all_policies().into_iter().enumerate() {
+            let pool = if i % 2 == 0 { &futex } else { &monitor };
+            for n in 1..=4 {
+                let task = Split {
+                    leaves: AtomicU64::new(0),
+                };
+                // One huge root and several empty-ish ones: uneven queues force stealing.
+                let roots = seeds(&[14, 0, 0, 1]);
+                let (locals, stats) = run_phase(pool, &policy, &task, roots, vec![0u64; n]);
+                let expect = (1u64 << 14) + 1 + 1 + 2;
+                assert_eq!(
+                    task.leaves.load(Ordering::Relaxed),
+                    expect,
+                    "{policy:?} n={n}"
+                );
+                assert_eq!(locals.iter().sum::<u64>(), expect);
+                let root_count: u64 = stats.iter().map(|s| s.root_task_count()).sum();
+                assert_eq!(root_count, 4);
+                assert!(stats.iter().all(|s| s.termination_entries >= 1));
+            }
         }
     }
 
     #[test]
     fn no_roots_terminates() {
-        let pool = WorkerPool::new(3, "engine-test", |_| {}).unwrap();
+        let pool = WorkerPool::new(3, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
         let task = Split {
             leaves: AtomicU64::new(0),
         };
-        let (_, stats) = run_phase(&pool, &task, vec![], vec![0u64; 3]);
+        let (_, stats) = run_phase(&pool, &PhasePolicy::VANILLA, &task, vec![], vec![0u64; 3]);
         assert_eq!(task.leaves.load(Ordering::Relaxed), 0);
         assert_eq!(stats.len(), 3);
     }
 
     #[test]
     fn oversubscribed_phases_repeat_without_hanging() {
-        let pool = WorkerPool::new(8, "engine-test", |_| {}).unwrap();
+        let pool = WorkerPool::new(8, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
         let runs = AtomicUsize::new(0);
+        let policies = all_policies();
         for i in 0..200 {
             let task = Split {
                 leaves: AtomicU64::new(0),
             };
-            run_phase(&pool, &task, vec![(i % 9) as u32; 3], vec![0u64; 8]);
+            let policy = &policies[i % policies.len()];
+            run_phase(
+                &pool,
+                policy,
+                &task,
+                seeds(&[(i % 9) as u32; 3]),
+                vec![0u64; 8],
+            );
             assert_eq!(task.leaves.load(Ordering::Relaxed), 3 << (i % 9));
             runs.fetch_add(1, Ordering::Relaxed);
         }

@@ -8,6 +8,8 @@
 //! the items and what to do with them.
 
 pub mod engine;
+pub mod monitor;
+pub mod ms_queue;
 pub mod parking;
 pub mod policy;
 pub mod pool;

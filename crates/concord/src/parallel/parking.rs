@@ -9,9 +9,8 @@
 //! * Completion uses the same idea on a countdown: the last worker to finish decrements it to
 //!   zero and wakes the dispatcher, which only sleeps while the count it read is still current.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use crate::os::futex;
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::futex;
 
 /// Bits of the epoch word that carry a payload published with the epoch.
 pub const PAYLOAD_BITS: u32 = 10;

@@ -166,7 +166,10 @@ mod tests {
         for v in StealPolicy::ALL {
             assert_eq!(v.to_string().parse::<StealPolicy>().unwrap(), *v);
         }
-        assert_eq!("OWST".parse::<TerminationKind>().unwrap(), TerminationKind::Owst);
+        assert_eq!(
+            "OWST".parse::<TerminationKind>().unwrap(),
+            TerminationKind::Owst
+        );
         let err = "fair".parse::<ParkingKind>().unwrap_err();
         assert_eq!(err, "is not a parking mode (allowed: monitor, futex)");
         let err = "random".parse::<StealPolicy>().unwrap_err();

@@ -1,5 +1,14 @@
 //! Persistent GC worker threads. [`WorkerPool::run`] runs one job on the first `n` workers and
-//! returns when all of them are done; between jobs workers sleep on an epoch futex.
+//! returns when all of them are done. Between jobs workers sleep in one of two ways
+//! ([`ParkingKind`]):
+//!
+//! * `futex` (004 §3.1.2, lazy parking): workers sleep on an epoch futex; the dispatcher bumps
+//!   the epoch and waits on a countdown. No lock anywhere, no final barrier.
+//! * `monitor` (OpenJDK 8, 004 §2.3.3): workers wait in the WaitSet of the GC task-manager
+//!   [`Monitor`]; the dispatcher publishes the job under the lock and `notify_all`s, which moves
+//!   them to the monitor's contention queue so they wake one heir at a time. At the end each
+//!   worker checks in under the same lock (the final barrier); the last one wakes the VM thread
+//!   waiting on a second monitor.
 
 use std::cell::UnsafeCell;
 use std::io;
@@ -7,13 +16,38 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use super::monitor::Monitor;
 use super::parking::{Countdown, EpochParker, MAX_PAYLOAD};
+use super::policy::ParkingKind;
 
 type Job = dyn Fn(usize) + Sync;
 
+/// The GC task manager's monitor state under `monitor` parking.
+#[derive(Default)]
+struct TaskManagerState {
+    /// Jobs published so far.
+    epoch: u64,
+    /// Workers taking part in the current job.
+    participants: usize,
+    /// Participants that have checked in at the final barrier.
+    finished: usize,
+}
+
+enum Parking {
+    Futex {
+        parker: EpochParker,
+        done: Countdown,
+    },
+    Monitor {
+        /// Workers wait here between jobs and check in here at the end of one.
+        task_manager: Box<Monitor<TaskManagerState>>,
+        /// The dispatcher (VM thread) waits here for the last worker; `true` when done.
+        vm: Box<Monitor<bool>>,
+    },
+}
+
 struct Shared {
-    parker: EpochParker,
-    done: Countdown,
+    parking: Parking,
     /// The current job; written only by `run` while no worker reads it (between jobs).
     job: UnsafeCell<Option<*const Job>>,
     shutdown: AtomicBool,
@@ -35,23 +69,37 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// Start `n` workers named `{name}-{i}`. `on_start(i)` runs first on worker `i`'s thread.
+    /// Start `n` workers named `{name}-{i}` that park as `parking` says. `on_start(i)` runs
+    /// first on worker `i`'s thread.
     pub fn new(
         n: usize,
         name: &str,
+        parking: ParkingKind,
         on_start: impl Fn(usize) + Send + Sync + Clone + 'static,
     ) -> io::Result<Self> {
         assert!(n >= 1, "a worker pool needs at least one worker");
+        let parking = match parking {
+            ParkingKind::Futex => Parking::Futex {
+                parker: EpochParker::default(),
+                done: Countdown::default(),
+            },
+            ParkingKind::Monitor => Parking::Monitor {
+                task_manager: Box::new(Monitor::new(TaskManagerState::default())),
+                vm: Box::new(Monitor::new(false)),
+            },
+        };
         let shared = Arc::new(Shared {
-            parker: EpochParker::default(),
-            done: Countdown::default(),
+            parking,
             job: UnsafeCell::new(None),
             shutdown: AtomicBool::new(false),
         });
         let mut threads = Vec::with_capacity(n);
         // Workers start from the epoch before any job: one that starts late must still see
         // the first job as new.
-        let initial = shared.parker.current();
+        let initial = match &shared.parking {
+            Parking::Futex { parker, .. } => u64::from(parker.current()),
+            Parking::Monitor { .. } => 0,
+        };
         for id in 0..n {
             let shared = shared.clone();
             let on_start = on_start.clone();
@@ -75,6 +123,14 @@ impl WorkerPool {
         self.threads.len()
     }
 
+    /// How the workers park between jobs.
+    pub fn parking(&self) -> ParkingKind {
+        match self.shared.parking {
+            Parking::Futex { .. } => ParkingKind::Futex,
+            Parking::Monitor { .. } => ParkingKind::Monitor,
+        }
+    }
+
     /// Run `job(worker_id)` on workers `0..n` (clamped to the pool size) and wait for all.
     /// A panic inside a job aborts the process: a half-done collection cannot be unwound.
     pub fn run<F: Fn(usize) + Sync>(&self, n: usize, job: F) {
@@ -87,37 +143,94 @@ impl WorkerPool {
         let job_ptr: *const Job =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job_ref) };
         // SAFETY: all workers are parked (the previous run waited for them), so nobody reads
-        // `job` concurrently; the epoch advance below publishes the write.
+        // `job` concurrently; the epoch advance (or monitor release) below publishes the write.
         unsafe { *self.shared.job.get() = Some(job_ptr) };
-        self.shared.done.arm(n as u32);
-        self.shared.parker.advance(n as u32);
-        self.shared.done.wait_zero();
-        // SAFETY: every participant counted down, so no worker touches `job` any more.
+        match &self.shared.parking {
+            Parking::Futex { parker, done } => {
+                done.arm(n as u32);
+                parker.advance(n as u32);
+                done.wait_zero();
+            }
+            Parking::Monitor { task_manager, vm } => {
+                *vm.lock() = false;
+                {
+                    let mut tm = task_manager.lock();
+                    tm.epoch += 1;
+                    tm.participants = n;
+                    tm.finished = 0;
+                    tm.notify_all();
+                }
+                let mut done = vm.lock();
+                while !*done {
+                    done.wait();
+                }
+            }
+        }
+        // SAFETY: every participant checked in, so no worker touches `job` any more.
         unsafe { *self.shared.job.get() = None };
     }
 }
 
-fn worker_loop(id: usize, initial_epoch: u32, shared: &Shared) {
+/// Sleep until a job newer than `seen` is published; returns its epoch and participant count.
+fn wait_for_job(shared: &Shared, seen: u64) -> (u64, usize) {
+    match &shared.parking {
+        Parking::Futex { parker, .. } => {
+            let word = parker.wait_past(seen as u32);
+            // The participant count travels in the same word as the epoch, so a worker that
+            // wakes late never pairs one job's epoch with another's count.
+            (u64::from(word), EpochParker::payload(word) as usize)
+        }
+        Parking::Monitor { task_manager, .. } => {
+            let mut tm = task_manager.lock();
+            while tm.epoch == seen {
+                tm.wait();
+            }
+            (tm.epoch, tm.participants)
+        }
+    }
+}
+
+/// A participant is done with the current job.
+fn check_in(shared: &Shared) {
+    match &shared.parking {
+        Parking::Futex { done, .. } => done.count_down(),
+        Parking::Monitor { task_manager, vm } => {
+            let last = {
+                let mut tm = task_manager.lock();
+                tm.finished += 1;
+                tm.finished == tm.participants
+            };
+            if last {
+                let mut done = vm.lock();
+                *done = true;
+                done.notify_all();
+            }
+        }
+    }
+}
+
+fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
     let mut seen = initial_epoch;
     loop {
-        seen = shared.parker.wait_past(seen);
+        let (epoch, participants) = wait_for_job(shared, seen);
+        seen = epoch;
         if shared.shutdown.load(Ordering::Acquire) {
             return;
         }
-        // The participant count travels in the same word as the epoch, so a worker that wakes
-        // late never mistakes a newer job for one it must serve: only participants of the
-        // epoch it observed touch the job, and the dispatcher waits for exactly those.
-        if id >= EpochParker::payload(seen) as usize {
+        // Only participants of the epoch observed touch the job, and the dispatcher waits for
+        // exactly those.
+        if id >= participants {
             continue;
         }
-        // SAFETY: the dispatcher wrote the job before advancing the epoch we just observed
-        // with Acquire, and keeps it alive until we count down.
+        // SAFETY: the dispatcher wrote the job before publishing the epoch we just observed
+        // (Acquire on the epoch word, or the monitor's lock), and keeps it alive until every
+        // participant has checked in.
         let job = unsafe { (*shared.job.get()).expect("job published with the epoch") };
         let guard = AbortOnPanic;
-        // SAFETY: `run` keeps the closure alive until all participants have counted down.
+        // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);
-        shared.done.count_down();
+        check_in(shared);
     }
 }
 
@@ -134,7 +247,15 @@ impl Drop for AbortOnPanic {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
-        self.shared.parker.advance(0);
+        match &self.shared.parking {
+            Parking::Futex { parker, .. } => parker.advance(0),
+            Parking::Monitor { task_manager, .. } => {
+                let mut tm = task_manager.lock();
+                tm.epoch += 1;
+                tm.participants = 0;
+                tm.notify_all();
+            }
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -148,32 +269,41 @@ mod tests {
 
     #[test]
     fn runs_each_active_worker_once_per_job() {
-        let pool = WorkerPool::new(4, "test-gc", |_| {}).unwrap();
-        for n in [1, 2, 4, 9] {
-            let hits: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
-            pool.run(n, |id| {
-                hits[id].fetch_add(1, Ordering::Relaxed);
-            });
-            let expect = n.min(4);
-            for (i, h) in hits.iter().enumerate() {
-                assert_eq!(
-                    h.load(Ordering::Relaxed),
-                    usize::from(i < expect),
-                    "n={n} worker {i}"
-                );
+        for parking in ParkingKind::ALL {
+            let pool = WorkerPool::new(4, "test-gc", *parking, |_| {}).unwrap();
+            for n in [1, 2, 4, 9] {
+                let hits: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
+                pool.run(n, |id| {
+                    hits[id].fetch_add(1, Ordering::Relaxed);
+                });
+                let expect = n.min(4);
+                for (i, h) in hits.iter().enumerate() {
+                    assert_eq!(
+                        h.load(Ordering::Relaxed),
+                        usize::from(i < expect),
+                        "{parking} n={n} worker {i}"
+                    );
+                }
             }
         }
     }
 
     #[test]
     fn many_back_to_back_jobs_complete() {
-        let pool = WorkerPool::new(3, "test-gc", |_| {}).unwrap();
-        let total = AtomicUsize::new(0);
-        for _ in 0..2000 {
-            pool.run(3, |_| {
-                total.fetch_add(1, Ordering::Relaxed);
-            });
+        for parking in ParkingKind::ALL {
+            let pool = WorkerPool::new(3, "test-gc", *parking, |_| {}).unwrap();
+            let total = AtomicUsize::new(0);
+            for i in 0..2000 {
+                // Alternate the participant count so late wakers meet jobs they are not in.
+                pool.run(1 + i % 3, |_| {
+                    total.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            assert_eq!(
+                total.load(Ordering::Relaxed),
+                667 + 667 * 2 + 666 * 3,
+                "{parking}"
+            );
         }
-        assert_eq!(total.load(Ordering::Relaxed), 6000);
     }
 }

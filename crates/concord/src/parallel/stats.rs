@@ -29,18 +29,24 @@ pub struct WorkerPhaseStats {
     pub steal_ns: u64,
     /// Nanoseconds inside the termination protocol.
     pub termination_ns: u64,
-    /// CPUs this worker was seen on, sampled at task boundaries (sorted, deduplicated).
-    pub cpus: Vec<u32>,
+    /// Bytes this worker copied (scavenge) or marked live (full collection marking).
+    pub bytes_copied: u64,
+    /// CPUs this worker was seen on, sampled with `sched_getcpu` at task boundaries: CPU id →
+    /// number of samples (a row of the worker × CPU occupancy matrix).
+    pub cpus: BTreeMap<u32, u64>,
 }
 
 impl WorkerPhaseStats {
     /// Note the CPU the calling thread runs on now.
     pub fn sample_cpu(&mut self) {
         if let Some(cpu) = crate::os::cpu::current_cpu() {
-            if let Err(pos) = self.cpus.binary_search(&cpu) {
-                self.cpus.insert(pos, cpu);
-            }
+            *self.cpus.entry(cpu).or_default() += 1;
         }
+    }
+
+    /// Root tasks executed, all types.
+    pub fn root_task_count(&self) -> u64 {
+        self.root_tasks.values().sum()
     }
 
     /// Add another phase's counters of the same worker.
@@ -58,10 +64,9 @@ impl WorkerPhaseStats {
         self.root_ns += other.root_ns;
         self.steal_ns += other.steal_ns;
         self.termination_ns += other.termination_ns;
-        for &c in &other.cpus {
-            if let Err(pos) = self.cpus.binary_search(&c) {
-                self.cpus.insert(pos, c);
-            }
+        self.bytes_copied += other.bytes_copied;
+        for (&cpu, &n) in &other.cpus {
+            *self.cpus.entry(cpu).or_default() += n;
         }
     }
 }

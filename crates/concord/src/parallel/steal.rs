@@ -1,10 +1,25 @@
-//! Choosing a steal victim: the adaptive semi-random policy of 000 Algorithm 2.
+//! Choosing a steal victim, under one of the three [`StealPolicy`] switches.
 //!
-//! One candidate is random among live workers (those not in the termination protocol); the
-//! other is the last victim a steal succeeded from, while its deque is non-empty, else another
-//! random live worker. The longer of the two deques is the victim; if both are empty the
-//! remembered victim is forgotten and the attempt fails.
+//! Every policy draws two candidate deques and steals from the longer one (ties go to the first
+//! candidate); what differs is where the candidates come from and what is remembered between
+//! attempts:
+//!
+//! * [`StealPolicy::BestOf2`] (OpenJDK 8 `steal_best_of_2`, 000 §2.3): both candidates are
+//!   uniformly random among all other workers, whether or not they are inside the termination
+//!   protocol. Nothing is remembered.
+//! * [`StealPolicy::LastVictim`] (HotSpot 17+): the first candidate is the last worker a steal
+//!   succeeded from — even if its deque now looks empty — and the second is random among the
+//!   others. As in HotSpot, the remembered victim only survives a *successful* steal: selecting
+//!   consumes it and [`VictimSelector::record_success`] puts it back, so an attempt that finds
+//!   both candidates empty, or whose steal then fails, forgets it.
+//! * [`StealPolicy::Adaptive`] (000 Algorithm 2): candidates are drawn only among live workers
+//!   (those not inside the termination protocol, [`Terminator::is_live`]); the remembered
+//!   victim replaces the second random draw for as long as its deque is non-empty. When both
+//!   candidates are empty the remembered victim is forgotten.
+//!
+//! With two workers there is a single candidate (the other worker); with one there is none.
 
+use super::policy::StealPolicy;
 use super::rng::XorShift;
 use super::termination::Terminator;
 
@@ -16,23 +31,35 @@ pub trait VictimQueues {
     fn len(&self, w: usize) -> usize;
 }
 
-/// Per-worker state of the adaptive semi-random victim selection.
+/// Random draws for the adaptive policy before it falls back to an exact scan of live workers.
+const LIVE_DRAWS: usize = 2;
+
+/// Per-worker victim selection state for one parallel phase.
 #[derive(Clone, Debug)]
-pub struct AdaptiveVictim {
+pub struct VictimSelector {
+    policy: StealPolicy,
     last_victim: Option<usize>,
     rng: XorShift,
 }
 
-impl AdaptiveVictim {
-    /// Fresh state for one worker.
-    pub fn new(seed: u64) -> Self {
+impl VictimSelector {
+    /// Fresh state for one worker, nothing remembered yet.
+    pub fn new(policy: StealPolicy, seed: u64) -> Self {
         Self {
+            policy,
             last_victim: None,
             rng: XorShift::new(seed),
         }
     }
 
-    /// Pick a victim for worker `me`, or `None` if both candidates are empty.
+    /// The policy this selector follows.
+    pub fn policy(&self) -> StealPolicy {
+        self.policy
+    }
+
+    /// Pick the deque worker `me` should steal from, or `None` when the candidates drawn are
+    /// all empty (or there is nobody else). Never returns `me`. The caller must report a
+    /// successful steal with [`record_success`](Self::record_success).
     pub fn select(
         &mut self,
         me: usize,
@@ -43,17 +70,39 @@ impl AdaptiveVictim {
         if n < 2 {
             return None;
         }
-        let q1 = self.random_live(me, n, term, None);
-        let q2 = match self.last_victim {
-            Some(v) if v != me && queues.len(v) > 0 => v,
-            _ => self.random_live(me, n, term, Some(q1)),
-        };
-        let (l1, l2) = (queues.len(q1), queues.len(q2));
-        if l1 == 0 && l2 == 0 {
-            self.last_victim = None;
-            return None;
+        match self.policy {
+            StealPolicy::BestOf2 => {
+                let first = self.random_other(n, me, None);
+                let second = self.second(n, me, first);
+                longer(queues, first, second)
+            }
+            StealPolicy::LastVictim => {
+                // Consumed here, restored by `record_success`: HotSpot invalidates the
+                // remembered queue whenever a steal attempt does not succeed.
+                let first = match self.last_victim.take() {
+                    Some(v) if v != me && v < n => v,
+                    _ => self.random_other(n, me, None),
+                };
+                let second = self.second(n, me, first);
+                longer(queues, first, second)
+            }
+            StealPolicy::Adaptive => {
+                let first = self.random_live(n, me, None, term);
+                let remembered = self
+                    .last_victim
+                    .filter(|&v| v != me && v < n && queues.len(v) > 0);
+                let second = remembered.or_else(|| self.random_live(n, me, first, term));
+                let pick = match (first, second) {
+                    (Some(a), Some(b)) => longer(queues, a, b),
+                    (Some(a), None) | (None, Some(a)) => longer(queues, a, a),
+                    (None, None) => None,
+                };
+                if pick.is_none() {
+                    self.last_victim = None;
+                }
+                pick
+            }
         }
-        Some(if l1 >= l2 { q1 } else { q2 })
     }
 
     /// Remember a victim a steal succeeded from.
@@ -66,29 +115,91 @@ impl AdaptiveVictim {
         self.last_victim = None;
     }
 
-    fn random_live(
-        &mut self,
-        me: usize,
-        n: usize,
-        term: &Terminator,
-        avoid: Option<usize>,
-    ) -> usize {
-        let mut pick = me;
-        for _ in 0..n {
-            // Uniform over the other n-1 workers.
-            let r = self.rng.below(n - 1);
-            pick = if r >= me { r + 1 } else { r };
-            if term.is_live(pick) && Some(pick) != avoid {
-                return pick;
+    /// The second candidate: random among workers other than `me` and `first`, or `first`
+    /// again when there is nobody else (two workers).
+    fn second(&mut self, n: usize, me: usize, first: usize) -> usize {
+        if n > 2 {
+            self.random_other(n, me, Some(first))
+        } else {
+            first
+        }
+    }
+
+    /// Uniform among `0..n` minus `me` and `avoid` (which must leave at least one choice).
+    fn random_other(&mut self, n: usize, me: usize, avoid: Option<usize>) -> usize {
+        match avoid {
+            Some(a) if a != me => {
+                let (lo, hi) = if a < me { (a, me) } else { (me, a) };
+                let mut r = self.rng.below(n - 2);
+                if r >= lo {
+                    r += 1;
+                }
+                if r >= hi {
+                    r += 1;
+                }
+                r
+            }
+            _ => {
+                let r = self.rng.below(n - 1);
+                if r >= me {
+                    r + 1
+                } else {
+                    r
+                }
             }
         }
-        pick
+    }
+
+    /// Uniform among live workers other than `me` and `avoid`; `None` if there are none.
+    /// A couple of plain random draws first (cheap while most workers are live), then an
+    /// exact scan, so a live worker is found whenever one exists.
+    fn random_live(
+        &mut self,
+        n: usize,
+        me: usize,
+        avoid: Option<usize>,
+        term: &Terminator,
+    ) -> Option<usize> {
+        let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
+        for _ in 0..LIVE_DRAWS {
+            let w = self.rng.below(n);
+            if eligible(w) {
+                return Some(w);
+            }
+        }
+        let count = (0..n).filter(|&w| eligible(w)).count();
+        if count == 0 {
+            return None;
+        }
+        // The live set may change under us; take the k-th still eligible, else the last seen.
+        let k = self.rng.below(count);
+        let mut last = None;
+        for (i, w) in (0..n).filter(|&w| eligible(w)).enumerate() {
+            if i == k {
+                return Some(w);
+            }
+            last = Some(w);
+        }
+        last
+    }
+}
+
+/// The longer of the two candidates' deques (`a` on ties), or `None` if both are empty.
+fn longer(queues: &impl VictimQueues, a: usize, b: usize) -> Option<usize> {
+    let (la, lb) = (queues.len(a), queues.len(b));
+    if lb > la {
+        Some(b)
+    } else if la > 0 {
+        Some(a)
+    } else {
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parallel::policy::TerminationKind;
 
     struct Lens(Vec<usize>);
     impl VictimQueues for Lens {
@@ -100,37 +211,226 @@ mod tests {
         }
     }
 
+    fn term(n: usize) -> Terminator {
+        Terminator::new(TerminationKind::Live, n)
+    }
+
     #[test]
-    fn never_selects_self_and_prefers_longer_queue() {
-        let term = Terminator::new(4);
-        let mut v = AdaptiveVictim::new(1);
-        let q = Lens(vec![100, 0, 0, 5]);
-        for _ in 0..200 {
-            if let Some(w) = v.select(0, &q, &term) {
-                assert_ne!(w, 0);
-                assert_eq!(w, 3, "only worker 3 has work besides me");
+    fn never_selects_self_and_prefers_the_longer_queue() {
+        for &policy in StealPolicy::ALL {
+            let t = term(4);
+            let mut v = VictimSelector::new(policy, 1);
+            assert_eq!(v.policy(), policy);
+            // Everybody's own deque is the longest; only one other worker has work.
+            for me in 0..4 {
+                let mut lens = vec![0; 4];
+                lens[me] = 100;
+                let other = (me + 3) % 4;
+                lens[other] = 5;
+                let q = Lens(lens);
+                let mut hits = 0;
+                for _ in 0..400 {
+                    if let Some(w) = v.select(me, &q, &t) {
+                        assert_ne!(w, me, "{policy}");
+                        assert_eq!(w, other, "{policy}: only {other} has work besides me");
+                        v.record_success(w);
+                        hits += 1;
+                    }
+                }
+                assert!(hits > 0, "{policy}");
+                v.forget();
             }
         }
     }
 
     #[test]
-    fn remembered_victim_is_reused_while_non_empty() {
-        let term = Terminator::new(8);
-        let mut v = AdaptiveVictim::new(3);
-        let mut q = Lens(vec![0, 0, 0, 0, 0, 9, 0, 0]);
-        v.record_success(5);
-        for _ in 0..50 {
-            assert_eq!(v.select(0, &q, &term), Some(5));
+    fn the_longer_of_two_candidates_wins() {
+        // Three workers: me = 0, candidates are always 1 and 2 (in some order).
+        let q = Lens(vec![0, 3, 7]);
+        let t = term(3);
+        for &policy in StealPolicy::ALL {
+            let mut v = VictimSelector::new(policy, 11);
+            for _ in 0..200 {
+                assert_eq!(v.select(0, &q, &t), Some(2), "{policy}");
+                v.forget();
+            }
         }
-        q.0[5] = 0;
-        assert_eq!(v.select(0, &q, &term), None);
     }
 
     #[test]
-    fn empty_everywhere_fails() {
-        let term = Terminator::new(3);
-        let mut v = AdaptiveVictim::new(9);
-        assert_eq!(v.select(1, &Lens(vec![0, 0, 0]), &term), None);
-        assert_eq!(v.select(0, &Lens(vec![0]), &term), None);
+    fn empty_everywhere_fails_and_single_worker_has_no_victim() {
+        for &policy in StealPolicy::ALL {
+            let mut v = VictimSelector::new(policy, 9);
+            v.record_success(2);
+            assert_eq!(v.select(1, &Lens(vec![0, 0, 0]), &term(3)), None);
+            if policy != StealPolicy::BestOf2 {
+                assert_eq!(v.last_victim, None, "{policy}: a failed attempt forgets");
+            }
+            assert_eq!(v.select(0, &Lens(vec![5]), &term(1)), None);
+        }
+    }
+
+    #[test]
+    fn two_workers_have_exactly_one_candidate() {
+        for &policy in StealPolicy::ALL {
+            let t = term(2);
+            let mut v = VictimSelector::new(policy, 5);
+            for _ in 0..50 {
+                assert_eq!(v.select(0, &Lens(vec![9, 1]), &t), Some(1), "{policy}");
+                assert_eq!(v.select(1, &Lens(vec![1, 9]), &t), Some(0), "{policy}");
+                assert_eq!(v.select(1, &Lens(vec![0, 9]), &t), None, "{policy}");
+            }
+        }
+    }
+
+    #[test]
+    fn best_of_2_also_picks_workers_inside_termination() {
+        let t = term(4);
+        for w in [1, 2, 3] {
+            t.set_in_termination_for_test(w, true);
+        }
+        let q = Lens(vec![0, 4, 4, 4]);
+        let mut v = VictimSelector::new(StealPolicy::BestOf2, 3);
+        let mut seen = [0usize; 4];
+        for _ in 0..600 {
+            seen[v.select(0, &q, &t).expect("all others have work")] += 1;
+        }
+        assert_eq!(seen[0], 0);
+        assert!(seen[1..].iter().all(|&c| c > 0), "{seen:?}");
+        // The same situation under the adaptive policy finds no live victim at all.
+        let mut a = VictimSelector::new(StealPolicy::Adaptive, 3);
+        assert_eq!(a.select(0, &q, &t), None);
+    }
+
+    #[test]
+    fn adaptive_never_picks_a_terminating_worker_while_a_live_one_exists() {
+        let n = 8;
+        let t = term(n);
+        // Only worker 6 (and me, 0) are live; everyone has the same amount of work.
+        for w in 1..n {
+            if w != 6 {
+                t.set_in_termination_for_test(w, true);
+            }
+        }
+        let q = Lens(vec![3; n]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 17);
+        for _ in 0..500 {
+            assert_eq!(v.select(0, &q, &t), Some(6));
+        }
+        // The remembered victim is used while non-empty, even if it is inside termination
+        // (its deque is what matters), and forgotten once both candidates are empty.
+        let mut q = Lens(vec![0, 0, 0, 9, 0, 0, 0, 0]);
+        v.record_success(3);
+        for _ in 0..50 {
+            assert_eq!(v.select(0, &q, &t), Some(3));
+        }
+        q.0[3] = 0;
+        assert_eq!(v.select(0, &q, &t), None);
+        assert_eq!(v.last_victim, None);
+    }
+
+    #[test]
+    fn adaptive_reuses_the_remembered_victim_while_it_is_non_empty() {
+        let t = term(8);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 3);
+        let mut q = Lens(vec![0, 0, 0, 0, 0, 9, 0, 0]);
+        v.record_success(5);
+        for _ in 0..50 {
+            // No record_success in between: adaptive keeps the victim by itself.
+            assert_eq!(v.select(0, &q, &t), Some(5));
+        }
+        q.0[5] = 0;
+        assert_eq!(v.select(0, &q, &t), None);
+    }
+
+    #[test]
+    fn last_victim_is_tried_first_even_when_it_looks_empty() {
+        let n = 8;
+        let t = term(n);
+        // Ties go to the first candidate, which is the remembered victim.
+        let q = Lens(vec![2; n]);
+        let mut v = VictimSelector::new(StealPolicy::LastVictim, 23);
+        for _ in 0..200 {
+            v.record_success(5);
+            assert_eq!(v.select(0, &q, &t), Some(5));
+        }
+        // Random best-of-2 spreads over everybody on the same queues.
+        let mut b = VictimSelector::new(StealPolicy::BestOf2, 23);
+        b.record_success(5);
+        let others = (0..200).filter(|_| b.select(0, &q, &t) != Some(5)).count();
+        assert!(others > 0);
+        // An empty remembered victim is still a candidate, but loses to a longer queue.
+        let q = Lens(vec![0, 0, 0, 0, 0, 0, 0, 4]);
+        let mut got = 0;
+        for _ in 0..200 {
+            v.record_success(5);
+            match v.select(0, &q, &t) {
+                Some(w) => {
+                    assert_eq!(w, 7);
+                    got += 1;
+                }
+                None => assert_eq!(v.last_victim, None, "failed attempt forgets"),
+            }
+        }
+        assert!(got > 0);
+    }
+
+    #[test]
+    fn last_victim_is_forgotten_unless_the_steal_succeeds() {
+        let t = term(8);
+        let q = Lens(vec![0, 0, 0, 0, 0, 6, 0, 0]);
+        let mut v = VictimSelector::new(StealPolicy::LastVictim, 41);
+        v.record_success(5);
+        assert_eq!(v.select(0, &q, &t), Some(5));
+        // The caller's steal lost the race (no record_success): the next attempt is random.
+        assert_eq!(v.last_victim, None);
+        let misses = (0..300).filter(|_| v.select(0, &q, &t).is_none()).count();
+        assert!(
+            misses > 0,
+            "random candidates should miss worker 5 sometimes"
+        );
+    }
+
+    #[test]
+    fn best_of_2_eventually_picks_every_other_worker_uniformly() {
+        let n = 6;
+        let t = term(n);
+        let q = Lens(vec![1; n]);
+        for me in 0..n {
+            let mut v = VictimSelector::new(StealPolicy::BestOf2, 1000 + me as u64);
+            let mut seen = vec![0usize; n];
+            let draws = 5000;
+            for _ in 0..draws {
+                seen[v.select(me, &q, &t).unwrap()] += 1;
+            }
+            assert_eq!(seen[me], 0);
+            let expect = draws / (n - 1);
+            for (w, &c) in seen.iter().enumerate() {
+                if w != me {
+                    assert!(c > expect / 2 && c < expect * 2, "me={me} {seen:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_other_avoids_both_excluded_workers() {
+        let mut v = VictimSelector::new(StealPolicy::BestOf2, 77);
+        for n in 3..10 {
+            for me in 0..n {
+                for avoid in 0..n {
+                    if avoid == me {
+                        continue;
+                    }
+                    let mut seen = vec![false; n];
+                    for _ in 0..40 * n {
+                        let w = v.random_other(n, me, Some(avoid));
+                        assert!(w < n && w != me && w != avoid);
+                        seen[w] = true;
+                    }
+                    assert_eq!(seen.iter().filter(|&&s| s).count(), n - 2);
+                }
+            }
+        }
     }
 }

@@ -1,45 +1,120 @@
-//! The termination protocol: deciding, without a lock, that every worker's deque is empty.
+//! The termination protocol: deciding, without a global lock on the deques, that every
+//! worker's deque is empty, under one of the three [`TerminationKind`] switches.
 //!
-//! This is the `live` variant of 000 §4.2: the terminator counts the workers that have offered
-//! termination, so the number still working (`N_live`) is known; workers only try to steal
-//! from live workers and enter termination after `2·N_live` consecutive failed steals.
+//! All three share one counter, `offered`: the number of workers currently inside the protocol.
+//! A worker enters ([`Terminator::offer_termination`]) after a run of failed steals
+//! ([`Terminator::failure_threshold`]) and increments it; it then waits, peeking now and then
+//! at the other deques through the caller's `visible_work` closure, until either the counter
+//! reaches `n` (everyone is done: return `true`) or it sees work, withdraws its offer by
+//! decrementing the counter, and goes back to stealing (return `false`). They differ in when a
+//! worker enters and in how it waits:
 //!
-//! Why it is correct: a worker offers only when its own deque is empty, and only the owner
-//! pushes to a deque, so once all `n` workers have offered no item exists anywhere. A worker
-//! that sees work while waiting withdraws its offer with a CAS that fails if the count already
-//! reached `n`; hence once `n` is reached it stays reached and every worker returns `true`.
+//! * [`TerminationKind::Fixed`] (OpenJDK 8, 004 §2.3.3): enter after `2·N` failed steals; every
+//!   waiter spins with exponential backoff, then yields, then sleeps briefly between peeks.
+//! * [`TerminationKind::Live`] (000 §4.2): the same waiting loop, but enter after `2·N_live`
+//!   failed steals, where `N_live` is the number of workers not inside the protocol — towards the
+//!   end of a phase there are few workers left to steal from, so fewer attempts are needed.
+//! * [`TerminationKind::Owst`] (HotSpot's `OWSTTaskTerminator`, JDK 9–17): enter after `2·N`
+//!   failed steals. Only one waiter, the *spin master*, spins, yields and peeks; the others block
+//!   on a condition variable with a short timeout and peek when they wake. A spin master that
+//!   sees `k` items wakes `min(k, other waiters)` of them and withdraws; the next waiter to wake
+//!   with no master present takes the role over. A master that has yielded for long enough
+//!   gives the role up and naps like the others. The arrival that completes the count wakes all.
+//!
+//! # Why termination is only declared when every deque is empty
+//!
+//! 1. Only a deque's owner pushes to it; thieves only remove items.
+//! 2. A worker offers only after draining its own deque and while holding no item, and while it
+//!    is inside the protocol it neither processes nor pushes anything.
+//! 3. Hence while a worker is counted in `offered` its deque stays empty, and every item that
+//!    still exists is either in the deque of, or being processed by, a worker that is *not*
+//!    counted. So `offered == n` implies that no item exists anywhere and none can be created.
+//! 4. A withdrawal never takes the count down from `n`: for `Fixed`/`Live` the decrement is a
+//!    CAS that gives up once it observes `n`; for `Owst` every change of the count happens under
+//!    the protocol's mutex, and the decrement is done only after checking, under that mutex, that
+//!    the count is below `n`. So once `n` is reached it stays reached, and every waiter, however
+//!    stale its peek, returns `true`.
+//!
+//! Peeking is therefore only needed for speed (to resume stealing while a straggler still has
+//! work), never for safety: a stale or wrong peek can at worst cause a needless withdrawal.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use super::policy::TerminationKind;
 use super::stats::WorkerPhaseStats;
 
 /// Spin rounds (each doubling) before a waiting worker starts yielding its CPU.
 const SPIN_ROUNDS: u32 = 6;
-/// Yields before a waiting worker starts sleeping between peeks.
+/// Yields before a waiting worker starts sleeping between peeks (for OWST: before the spin
+/// master gives the role up and naps).
 const YIELDS_BEFORE_SLEEP: u32 = 500;
-/// Sleep between peeks once spinning and yielding found nothing.
+/// `Fixed`/`Live`: sleep between peeks once spinning and yielding found nothing.
 const SLEEP: Duration = Duration::from_micros(50);
+/// `Owst`: how long a non-master waiter blocks before peeking on its own (HotSpot's
+/// `WorkStealingSleepMillis`).
+const OWST_SLEEP: Duration = Duration::from_millis(1);
 
 /// Shared state of one phase's termination protocol.
 pub struct Terminator {
+    kind: TerminationKind,
     n: usize,
+    /// Workers inside the protocol. `Fixed`/`Live` change it lock-free; `Owst` changes it only
+    /// while holding `owst` (it is still read lock-free, e.g. by `live_workers`).
     offered: CachePadded<AtomicUsize>,
+    /// Per worker: inside the protocol (not a useful steal victim for adaptive stealing).
     in_termination: Box<[CachePadded<AtomicBool>]>,
+    /// `Owst` only: who is spin master, and the condition the other waiters block on.
+    owst: Mutex<OwstState>,
+    owst_wake: Condvar,
+    /// `Owst` only: sleepers woken by spin masters that saw work.
+    wakeups: AtomicU64,
+    /// `Owst` only: a non-master waiter's timeout.
+    owst_sleep: Duration,
+    /// `Owst` only: yields before the spin master gives up the role and naps.
+    master_yields: u32,
+}
+
+/// The part of the OWST protocol guarded by its mutex (besides the `offered` count).
+#[derive(Debug, Default)]
+struct OwstState {
+    spin_master: Option<usize>,
+}
+
+/// How a spin master's turn ended.
+enum Mastery<'a> {
+    /// The count reached `n`.
+    Terminated,
+    /// It saw work, woke sleepers and withdrew its offer.
+    Withdrew,
+    /// It napped and another waiter took the role; it continues as an ordinary waiter.
+    Demoted(MutexGuard<'a, OwstState>),
 }
 
 impl Terminator {
-    /// A protocol for `n` workers, none of them offering yet.
-    pub fn new(n: usize) -> Self {
+    /// A protocol of kind `kind` for `n` workers, none of them offering yet.
+    pub fn new(kind: TerminationKind, n: usize) -> Self {
         Self {
+            kind,
             n,
             offered: CachePadded::new(AtomicUsize::new(0)),
             in_termination: (0..n)
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
+            owst: Mutex::new(OwstState::default()),
+            owst_wake: Condvar::new(),
+            wakeups: AtomicU64::new(0),
+            owst_sleep: OWST_SLEEP,
+            master_yields: YIELDS_BEFORE_SLEEP,
         }
+    }
+
+    /// Which protocol this is.
+    pub fn kind(&self) -> TerminationKind {
+        self.kind
     }
 
     /// Number of workers.
@@ -54,69 +129,94 @@ impl Terminator {
             .max(1)
     }
 
-    /// Whether worker `w` is outside the protocol (a useful steal victim).
+    /// Whether worker `w` is outside the protocol (a useful steal victim). Maintained for every
+    /// kind; only adaptive stealing looks at it.
     pub fn is_live(&self, w: usize) -> bool {
         !self.in_termination[w].load(Ordering::Relaxed)
     }
 
-    /// Consecutive failed steals after which a worker offers termination (`2·N_live`).
+    /// Consecutive failed steals after which a worker offers termination: `2·N` for `Fixed` and
+    /// `Owst`, `2·N_live` for `Live`.
     pub fn failure_threshold(&self) -> usize {
-        2 * self.live_workers()
+        match self.kind {
+            TerminationKind::Fixed | TerminationKind::Owst => 2 * self.n,
+            TerminationKind::Live => 2 * self.live_workers(),
+        }
     }
 
-    /// Offer termination for worker `me`. Returns `true` when all workers are done, `false`
-    /// when `work_visible()` saw work and the offer was withdrawn (go back to stealing).
+    /// Sleepers that OWST spin masters woke because they saw work (0 for the other kinds).
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
+    }
+
+    /// Offer termination for worker `me`, whose own deque must be empty. `visible_work`
+    /// returns the number of items it can see in other workers' deques (0 = none).
+    ///
+    /// Returns `true` when all workers are done, `false` when work was seen and the offer was
+    /// withdrawn (go back to stealing).
     pub fn offer_termination(
         &self,
         me: usize,
-        work_visible: impl Fn() -> bool,
+        visible_work: impl Fn() -> usize,
         stats: &mut WorkerPhaseStats,
     ) -> bool {
         let start = Instant::now();
         stats.termination_entries += 1;
         self.in_termination[me].store(true, Ordering::Relaxed);
-        // SeqCst: the offer must be ordered before our peeks at other deques, and other
-        // workers' pushes are ordered before their own offers (Dekker-style handshake).
-        self.offered.fetch_add(1, Ordering::SeqCst);
-        let mut round = 0u32;
-        let result = loop {
-            if self.offered.load(Ordering::SeqCst) == self.n {
-                break true;
-            }
-            if work_visible() {
-                if self.withdraw() {
-                    stats.termination_exits += 1;
-                    break false;
-                }
-                break true;
-            }
-            if round < SPIN_ROUNDS {
-                for _ in 0..(1u32 << round) {
-                    std::hint::spin_loop();
-                }
-            } else if round < SPIN_ROUNDS + YIELDS_BEFORE_SLEEP {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(SLEEP);
-            }
-            round = round.saturating_add(1);
+        let done = match self.kind {
+            TerminationKind::Fixed | TerminationKind::Live => self.offer_spinning(&visible_work),
+            TerminationKind::Owst => self.offer_owst(me, &visible_work),
         };
-        if !result {
+        if !done {
+            stats.termination_exits += 1;
             self.in_termination[me].store(false, Ordering::Relaxed);
         }
         stats.termination_ns += start.elapsed().as_nanos() as u64;
-        result
+        done
+    }
+
+    /// Whether the count reached `n` (final: it never goes down from there).
+    fn terminated(&self) -> bool {
+        // SeqCst (with the SeqCst increments and decrements): the count is the single point of
+        // agreement; reading `n` also acquires everything the other workers did before their
+        // offers, so the phase's results are visible to whoever returns `true`.
+        self.offered.load(Ordering::SeqCst) == self.n
+    }
+
+    // ----- Fixed and Live -----
+
+    fn offer_spinning(&self, visible_work: &impl Fn() -> usize) -> bool {
+        // SeqCst: the offer must come before our peeks at other deques in the single total
+        // order (a Dekker-style handshake with owners that push and later offer), so a peek
+        // never reads deque state older than our own entry.
+        if self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+            return true;
+        }
+        let mut round = 0u32;
+        loop {
+            if self.terminated() {
+                return true;
+            }
+            if visible_work() > 0 {
+                return !self.withdraw_lock_free();
+            }
+            if !pause(round, YIELDS_BEFORE_SLEEP) {
+                std::thread::sleep(SLEEP);
+            }
+            round = round.saturating_add(1);
+        }
     }
 
     /// Take back an offer unless termination was already reached. Returns whether it was taken
     /// back.
-    fn withdraw(&self) -> bool {
+    fn withdraw_lock_free(&self) -> bool {
         let mut current = self.offered.load(Ordering::SeqCst);
         loop {
             if current == self.n {
                 return false;
             }
-            // SeqCst: as in `offer_termination`, the count is the single point of agreement.
+            // SeqCst: as in `offer_spinning`; the CAS fails (and we retry or give up) if
+            // anybody changed the count since we read it, in particular if it reached `n`.
             match self.offered.compare_exchange(
                 current,
                 current - 1,
@@ -128,41 +228,525 @@ impl Terminator {
             }
         }
     }
+
+    // ----- OWST -----
+
+    fn lock_owst(&self) -> MutexGuard<'_, OwstState> {
+        // The guarded state is a plain id; a panic elsewhere cannot leave it inconsistent.
+        self.owst.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn offer_owst(&self, me: usize, visible_work: &impl Fn() -> usize) -> bool {
+        let mut state = self.lock_owst();
+        // The count changes only under the mutex; SeqCst as in `offer_spinning`.
+        if self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+            self.owst_wake.notify_all();
+            return true;
+        }
+        loop {
+            // Invariant here: we hold the mutex and the count is below `n`. Every wait below
+            // starts under the same hold of the mutex as the check, so the final arrival's
+            // `notify_all` (sent under the mutex) cannot be missed.
+            if state.spin_master.is_none() {
+                state.spin_master = Some(me);
+                drop(state);
+                match self.spin_master(me, visible_work) {
+                    Mastery::Terminated => return true,
+                    Mastery::Withdrew => return false,
+                    Mastery::Demoted(guard) => state = guard,
+                }
+            } else {
+                state = self
+                    .owst_wake
+                    .wait_timeout(state, self.owst_sleep)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                if self.terminated() {
+                    return true;
+                }
+            }
+            // Woken, timed out or demoted: peek without holding the mutex.
+            drop(state);
+            let k = visible_work();
+            state = self.lock_owst();
+            if self.terminated() {
+                return true;
+            }
+            if k > 0 {
+                self.offered.fetch_sub(1, Ordering::SeqCst);
+                return false;
+            }
+        }
+    }
+
+    /// The spin master's loop: spin/yield and peek until the count reaches `n`, work shows up,
+    /// or it has yielded long enough to nap (giving the role up while it sleeps).
+    fn spin_master(&self, me: usize, visible_work: &impl Fn() -> usize) -> Mastery<'_> {
+        let mut round = 0u32;
+        loop {
+            if self.terminated() {
+                return Mastery::Terminated;
+            }
+            let k = visible_work();
+            if k > 0 {
+                let mut state = self.lock_owst();
+                if self.terminated() {
+                    return Mastery::Terminated;
+                }
+                state.spin_master = None;
+                let others = self.offered.fetch_sub(1, Ordering::SeqCst) - 1;
+                let wake = k.min(others);
+                if wake > 0 && wake == others {
+                    self.owst_wake.notify_all();
+                } else {
+                    for _ in 0..wake {
+                        self.owst_wake.notify_one();
+                    }
+                }
+                self.wakeups.fetch_add(wake as u64, Ordering::Relaxed);
+                return Mastery::Withdrew;
+            }
+            if !pause(round, self.master_yields) {
+                let mut state = self.lock_owst();
+                if self.terminated() {
+                    return Mastery::Terminated;
+                }
+                state.spin_master = None;
+                state = self
+                    .owst_wake
+                    .wait_timeout(state, self.owst_sleep)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                if self.terminated() {
+                    return Mastery::Terminated;
+                }
+                if state.spin_master.is_some() {
+                    return Mastery::Demoted(state);
+                }
+                state.spin_master = Some(me);
+                round = 0;
+                continue;
+            }
+            round = round.saturating_add(1);
+        }
+    }
+
+    /// Test hook: mark worker `w` as inside (or outside) the protocol without offering.
+    #[cfg(test)]
+    pub(crate) fn set_in_termination_for_test(&self, w: usize, inside: bool) {
+        self.in_termination[w].store(inside, Ordering::Relaxed);
+    }
+}
+
+/// One step of the waiting back-off: spin (doubling) for the first rounds, then yield for
+/// `yields` rounds. Returns `false`, without waiting, once both are used up.
+fn pause(round: u32, yields: u32) -> bool {
+    if round < SPIN_ROUNDS {
+        for _ in 0..(1u32 << round) {
+            std::hint::spin_loop();
+        }
+        true
+    } else if round - SPIN_ROUNDS < yields {
+        std::thread::yield_now();
+        true
+    } else {
+        false
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parallel::rng::XorShift;
+    use std::sync::mpsc;
+
+    /// Run `f` on its own thread and fail if it does not finish in `secs` (a hang guard only:
+    /// passing never depends on the machine's speed).
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        let handle = std::thread::spawn(move || {
+            let r = f();
+            let _ = tx.send(());
+            r
+        });
+        match rx.recv_timeout(Duration::from_secs(secs)) {
+            Ok(()) => handle.join().unwrap(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung for {secs}s"),
+        }
+    }
+
+    /// Spin-yield until `cond` holds.
+    fn wait_until(cond: impl Fn() -> bool) {
+        while !cond() {
+            std::thread::yield_now();
+        }
+    }
+
+    /// An OWST terminator whose sleepers only wake when notified and whose master never naps,
+    /// so who wakes whom is deterministic.
+    fn owst_no_timeouts(n: usize) -> Terminator {
+        let mut t = Terminator::new(TerminationKind::Owst, n);
+        t.owst_sleep = Duration::from_secs(3600);
+        t.master_yields = u32::MAX;
+        t
+    }
+
+    #[test]
+    fn accessors_and_thresholds() {
+        for &kind in TerminationKind::ALL {
+            let t = Terminator::new(kind, 4);
+            assert_eq!(t.kind(), kind);
+            assert_eq!(t.workers(), 4);
+            assert_eq!(t.live_workers(), 4);
+            assert!((0..4).all(|w| t.is_live(w)));
+            assert_eq!(t.failure_threshold(), 8);
+            t.offered.store(3, Ordering::SeqCst);
+            assert_eq!(t.live_workers(), 1);
+            let expect = if kind == TerminationKind::Live { 2 } else { 8 };
+            assert_eq!(t.failure_threshold(), expect, "{kind}");
+            assert_eq!(t.wakeups(), 0);
+        }
+    }
 
     #[test]
     fn all_idle_workers_terminate_together() {
-        let t = Terminator::new(4);
-        std::thread::scope(|s| {
-            for me in 0..4 {
-                let t = &t;
-                s.spawn(move || {
-                    let mut st = WorkerPhaseStats::default();
-                    assert!(t.offer_termination(me, || false, &mut st));
-                    assert_eq!(st.termination_entries, 1);
-                });
+        within(120, || {
+            for &kind in TerminationKind::ALL {
+                for n in 1..=8 {
+                    for _ in 0..20 {
+                        let t = Terminator::new(kind, n);
+                        std::thread::scope(|s| {
+                            for me in 0..n {
+                                let t = &t;
+                                s.spawn(move || {
+                                    let mut st = WorkerPhaseStats::default();
+                                    assert!(t.offer_termination(me, || 0, &mut st));
+                                    assert_eq!(st.termination_entries, 1);
+                                    assert_eq!(st.termination_exits, 0);
+                                });
+                            }
+                        });
+                        assert_eq!(t.offered.load(Ordering::SeqCst), n, "{kind} n={n}");
+                        assert!((0..n).all(|w| !t.is_live(w)));
+                    }
+                }
             }
         });
     }
 
     #[test]
     fn visible_work_withdraws_an_offer() {
-        let t = Terminator::new(2);
-        let mut st = WorkerPhaseStats::default();
-        assert!(!t.offer_termination(0, || true, &mut st));
-        assert_eq!(st.termination_exits, 1);
-        assert_eq!(t.live_workers(), 2);
-        assert!(t.is_live(0));
+        for &kind in TerminationKind::ALL {
+            let t = Terminator::new(kind, 2);
+            let mut st = WorkerPhaseStats::default();
+            assert!(!t.offer_termination(0, || 3, &mut st), "{kind}");
+            assert_eq!(st.termination_entries, 1);
+            assert_eq!(st.termination_exits, 1);
+            assert_eq!(t.live_workers(), 2);
+            assert!(t.is_live(0));
+            assert_eq!(t.wakeups(), 0, "nobody else was waiting");
+        }
     }
 
     #[test]
     fn single_worker_terminates_at_once() {
-        let t = Terminator::new(1);
-        let mut st = WorkerPhaseStats::default();
-        assert!(t.offer_termination(0, || true, &mut st));
+        for &kind in TerminationKind::ALL {
+            let t = Terminator::new(kind, 1);
+            let mut st = WorkerPhaseStats::default();
+            assert!(t.offer_termination(0, || 100, &mut st), "{kind}");
+            assert_eq!(st.termination_exits, 0);
+        }
+    }
+
+    #[test]
+    fn a_waiter_withdraws_when_work_appears_then_all_terminate() {
+        within(120, || {
+            for &kind in TerminationKind::ALL {
+                let t = Terminator::new(kind, 2);
+                let published = AtomicUsize::new(0);
+                std::thread::scope(|s| {
+                    let waiter = s.spawn(|| {
+                        let mut st = WorkerPhaseStats::default();
+                        while !t.offer_termination(0, || published.load(Ordering::SeqCst), &mut st)
+                        {
+                            // "Steal" the item.
+                            published.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        st
+                    });
+                    wait_until(|| t.offered.load(Ordering::SeqCst) == 1);
+                    published.store(1, Ordering::SeqCst);
+                    wait_until(|| published.load(Ordering::SeqCst) == 0);
+                    let mut st = WorkerPhaseStats::default();
+                    assert!(t.offer_termination(1, || published.load(Ordering::SeqCst), &mut st));
+                    let st = waiter.join().unwrap();
+                    assert_eq!(st.termination_exits, 1, "{kind}");
+                    assert_eq!(st.termination_entries, 2, "{kind}");
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn nobody_withdraws_once_the_count_reached_n() {
+        // Worker 1's first peek blocks until everybody has offered and then reports work (a
+        // stale peek). It must still terminate. For OWST it is once the spin master and once a
+        // sleeper (worker 2 is then the master and never naps; sleepers time out after 1 ms).
+        within(120, || {
+            let cases = [
+                (TerminationKind::Fixed, true),
+                (TerminationKind::Live, true),
+                (TerminationKind::Owst, true),
+                (TerminationKind::Owst, false),
+            ];
+            for (kind, w1_first) in cases {
+                let mut t = Terminator::new(kind, 3);
+                t.master_yields = u32::MAX;
+                let peeking = AtomicBool::new(false);
+                std::thread::scope(|s| {
+                    let t = &t;
+                    let idle = || t.offer_termination(2, || 0, &mut WorkerPhaseStats::default());
+                    let stale = || {
+                        peeking.store(true, Ordering::SeqCst);
+                        wait_until(|| t.offered.load(Ordering::SeqCst) == 3);
+                        5
+                    };
+                    let w1 =
+                        move || t.offer_termination(1, stale, &mut WorkerPhaseStats::default());
+                    let (h1, h2);
+                    if w1_first {
+                        h1 = s.spawn(w1);
+                        wait_until(|| t.offered.load(Ordering::SeqCst) == 1);
+                        h2 = s.spawn(idle);
+                    } else {
+                        h2 = s.spawn(idle);
+                        wait_until(|| t.offered.load(Ordering::SeqCst) == 1);
+                        h1 = s.spawn(w1);
+                    }
+                    wait_until(|| peeking.load(Ordering::SeqCst));
+                    if kind == TerminationKind::Owst {
+                        let master = t.lock_owst().spin_master;
+                        assert_eq!(master, Some(if w1_first { 1 } else { 2 }));
+                    }
+                    assert!(t.offer_termination(0, || 0, &mut WorkerPhaseStats::default()));
+                    assert!(h1.join().unwrap(), "{kind} (worker 1 first: {w1_first})");
+                    assert!(h2.join().unwrap(), "{kind} (worker 1 first: {w1_first})");
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn owst_spin_master_wakes_as_many_sleepers_as_there_are_items() {
+        within(120, || {
+            // Workers 0..4 wait (one spin master, three sleepers); worker 4 is still busy.
+            let n = 5;
+            let t = owst_no_timeouts(n);
+            let published = AtomicUsize::new(0);
+            let withdrawn = AtomicUsize::new(0);
+            std::thread::scope(|s| {
+                let waiters: Vec<_> = (0..4)
+                    .map(|me| {
+                        let (t, published, withdrawn) = (&t, &published, &withdrawn);
+                        s.spawn(move || {
+                            let mut st = WorkerPhaseStats::default();
+                            let visible = || published.load(Ordering::SeqCst);
+                            while !t.offer_termination(me, visible, &mut st) {
+                                withdrawn.fetch_add(1, Ordering::SeqCst);
+                                // Pretend to take the work; come back once it is gone.
+                                wait_until(|| published.load(Ordering::SeqCst) == 0);
+                            }
+                            st
+                        })
+                    })
+                    .collect();
+                wait_until(|| t.offered.load(Ordering::SeqCst) == 4);
+                assert!(t.lock_owst().spin_master.is_some());
+                // Two items: the master wakes two of its three sleepers and leaves with them.
+                published.store(2, Ordering::SeqCst);
+                wait_until(|| withdrawn.load(Ordering::SeqCst) >= 3);
+                assert_eq!(t.wakeups(), 2);
+                published.store(0, Ordering::SeqCst);
+                // The busy worker finishes; everybody terminates.
+                let mut st = WorkerPhaseStats::default();
+                assert!(t.offer_termination(4, || published.load(Ordering::SeqCst), &mut st));
+                let exits: u64 = waiters
+                    .into_iter()
+                    .map(|h| h.join().unwrap().termination_exits)
+                    .sum();
+                assert!(exits >= 3, "{exits}");
+                assert_eq!(t.wakeups(), 2, "no wake-ups without work");
+                assert_eq!(t.offered.load(Ordering::SeqCst), n);
+            });
+        });
+    }
+
+    #[test]
+    fn owst_a_woken_sleeper_takes_over_as_spin_master() {
+        within(120, || {
+            let t = owst_no_timeouts(3);
+            let kick = AtomicUsize::new(0);
+            let go = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let master = s.spawn(|| {
+                    let mut st = WorkerPhaseStats::default();
+                    // Sees one item once kicked; after withdrawing it sees nothing.
+                    let first = t.offer_termination(0, || kick.load(Ordering::SeqCst), &mut st);
+                    assert!(!first);
+                    wait_until(|| go.load(Ordering::SeqCst));
+                    assert!(t.offer_termination(0, || 0, &mut st));
+                    st
+                });
+                wait_until(|| t.lock_owst().spin_master == Some(0));
+                let sleeper = s.spawn(|| {
+                    let mut st = WorkerPhaseStats::default();
+                    assert!(t.offer_termination(1, || 0, &mut st));
+                    st
+                });
+                wait_until(|| t.offered.load(Ordering::SeqCst) == 2);
+                kick.store(1, Ordering::SeqCst);
+                // The master leaves and wakes the sleeper, who finds nothing and takes over.
+                wait_until(|| t.lock_owst().spin_master == Some(1));
+                assert_eq!(t.wakeups(), 1);
+                go.store(true, Ordering::SeqCst);
+                let mut st = WorkerPhaseStats::default();
+                assert!(t.offer_termination(2, || 0, &mut st));
+                assert_eq!(master.join().unwrap().termination_exits, 1);
+                assert_eq!(sleeper.join().unwrap().termination_exits, 0);
+            });
+        });
+    }
+
+    #[test]
+    fn owst_napping_master_and_sleepers_terminate_when_the_last_worker_arrives() {
+        within(120, || {
+            let t = Terminator::new(TerminationKind::Owst, 4);
+            std::thread::scope(|s| {
+                for me in 0..3 {
+                    let t = &t;
+                    s.spawn(move || {
+                        assert!(t.offer_termination(me, || 0, &mut WorkerPhaseStats::default()))
+                    });
+                }
+                wait_until(|| t.offered.load(Ordering::SeqCst) == 3);
+                // Long enough for the master to run out of yields and nap a few times (not
+                // needed for the test to pass, only to exercise that path).
+                std::thread::sleep(Duration::from_millis(30));
+                assert!(t.offer_termination(3, || 0, &mut WorkerPhaseStats::default()));
+            });
+            assert_eq!(t.wakeups(), 0);
+        });
+    }
+
+    /// A simulated phase: per-worker deques of abstract items (only the owner pushes, anybody
+    /// pops), items that spawn a random number of children from a finite budget, and workers
+    /// that drain, steal a random number of times and offer termination. Whoever is told "all
+    /// done" checks that no item exists anywhere.
+    fn simulate(kind: TerminationKind, n: usize, seed: u64) -> (u64, u64) {
+        let t = Terminator::new(kind, n);
+        let deques: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        let pending = AtomicUsize::new(0);
+        let budget = AtomicUsize::new(40 * n);
+        let take = |w: usize| {
+            deques[w]
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| l.checked_sub(1))
+                .is_ok()
+        };
+        let create = |want: usize| {
+            budget
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| {
+                    Some(b - want.min(b))
+                })
+                .map(|b| want.min(b))
+                .unwrap()
+        };
+        let entries = AtomicU64::new(0);
+        let exits = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for me in 0..n {
+                let (t, deques, pending) = (&t, &deques, &pending);
+                let (take, create) = (&take, &create);
+                let (entries, exits) = (&entries, &exits);
+                s.spawn(move || {
+                    let mut rng = XorShift::new(seed ^ ((me as u64 + 1) << 32));
+                    let push = |k: usize| {
+                        // Count first, so `pending` never reads 0 while an item exists.
+                        pending.fetch_add(k, Ordering::SeqCst);
+                        deques[me].fetch_add(k, Ordering::SeqCst);
+                    };
+                    let process = |rng: &mut XorShift| {
+                        for _ in 0..rng.below(200) {
+                            std::hint::spin_loop();
+                        }
+                        if rng.below(4) == 0 {
+                            std::thread::yield_now();
+                        }
+                        push(create(rng.below(4)));
+                        pending.fetch_sub(1, Ordering::SeqCst);
+                    };
+                    if me == 0 || rng.below(2) == 0 {
+                        push(create(1 + rng.below(6)));
+                    }
+                    let mut st = WorkerPhaseStats::default();
+                    loop {
+                        while take(me) {
+                            process(&mut rng);
+                        }
+                        let mut stole = false;
+                        if n > 1 {
+                            for _ in 0..rng.below(2 * n + 1) {
+                                let v = (me + 1 + rng.below(n - 1)) % n;
+                                if take(v) {
+                                    stole = true;
+                                    process(&mut rng);
+                                    break;
+                                }
+                            }
+                        }
+                        if stole {
+                            continue;
+                        }
+                        let visible = || {
+                            (0..n)
+                                .filter(|&w| w != me)
+                                .map(|w| deques[w].load(Ordering::SeqCst))
+                                .sum()
+                        };
+                        if t.offer_termination(me, visible, &mut st) {
+                            let left = pending.load(Ordering::SeqCst);
+                            assert_eq!(left, 0, "{kind} n={n}: terminated with {left} items");
+                            assert!(deques.iter().all(|d| d.load(Ordering::SeqCst) == 0));
+                            break;
+                        }
+                    }
+                    entries.fetch_add(st.termination_entries, Ordering::Relaxed);
+                    exits.fetch_add(st.termination_exits, Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(pending.load(Ordering::SeqCst), 0);
+        (entries.into_inner(), exits.into_inner())
+    }
+
+    #[test]
+    fn stress_termination_never_leaves_work_behind() {
+        within(300, || {
+            for &kind in TerminationKind::ALL {
+                let mut withdrawals = 0;
+                for n in 2..=8 {
+                    for round in 0..25u64 {
+                        let (entries, exits) = simulate(kind, n, round * 1_000 + n as u64);
+                        assert_eq!(entries, exits + n as u64, "{kind}: each worker ends once");
+                        withdrawals += exits;
+                    }
+                }
+                // Not a correctness condition, just evidence the withdraw path was exercised.
+                eprintln!("{kind}: {withdrawals} withdrawals");
+            }
+        });
     }
 }

@@ -187,8 +187,7 @@ impl Heap {
             size: g.total(),
             source,
         })?;
-        let pool =
-            WorkerPool::new(config.gc_threads, "concord-gc", |_| {}).map_err(HeapError::Thread)?;
+        let pool = start_gc_workers(&config)?;
         let gc_log = match &config.gc_log {
             Some(path) => Some(
                 GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
@@ -281,4 +280,27 @@ impl Drop for Heap {
             let _ = t.join();
         }
     }
+}
+
+/// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
+/// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given
+/// back its full CPU set, leaving placement to the OS scheduler.
+fn start_gc_workers(config: &GcConfig) -> Result<WorkerPool, HeapError> {
+    let birth_cpu = if config.pin_start {
+        crate::os::cpu::current_cpu()
+    } else {
+        None
+    };
+    let allowed = crate::os::affinity::current_thread_affinity().unwrap_or_default();
+    WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |_| {
+        if let Some(cpu) = birth_cpu {
+            // Failure only loses the experiment's starting condition, not correctness.
+            if crate::os::affinity::set_current_thread_affinity(&[cpu]).is_ok() {
+                // Run briefly on the birth CPU so it is the thread's last CPU when it parks.
+                std::thread::yield_now();
+                let _ = crate::os::affinity::set_current_thread_affinity(&allowed);
+            }
+        }
+    })
+    .map_err(HeapError::Thread)
 }

@@ -24,7 +24,9 @@ pub(crate) fn run(heap: &HeapInner) {
             ttsp,
             records: Vec::new(),
             full_ran: false,
+            active_workers: 1,
         };
+        op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
         let Operation { records, .. } = op_state;
         {
@@ -56,7 +58,12 @@ struct Operation<'a> {
     ttsp: Duration,
     records: Vec<CollectionRecord>,
     full_ran: bool,
+    /// GC workers taking part in this operation's collections (decided once per operation).
+    active_workers: usize,
 }
+
+/// Heap bytes per active GC worker under dynamic GC threads (HotSpot `HeapSizePerGCThread`).
+const HEAP_PER_GC_THREAD: usize = 64 << 20;
 
 struct Snapshot {
     used: usize,
@@ -181,8 +188,29 @@ impl Operation<'_> {
         GcContext {
             mem: &self.heap.mem,
             pool: &self.heap.pool,
-            workers: self.heap.config.gc_threads,
+            workers: self.active_workers,
+            policy: self.heap.config.phase_policy(),
         }
+    }
+
+    /// Workers for the collection about to run: the configured count, or with dynamic GC
+    /// threads HotSpot's `calc_active_workers` (2 per mutator, or 1 per 64 MiB of heap, at
+    /// least 2), never more than the pool nor than the CPUs this process may use now.
+    fn choose_active_workers(&self) -> usize {
+        let config = &self.heap.config;
+        if !config.dynamic_gc_threads {
+            return config.gc_threads;
+        }
+        let by_mutators = 2 * self.heap.safepoint.attached();
+        let by_heap = self.heap.mem.capacity() / HEAP_PER_GC_THREAD;
+        let usable = crate::os::affinity::current_thread_affinity()
+            .map_or(1, |cpus| cpus.len())
+            .max(1);
+        by_mutators
+            .max(by_heap)
+            .max(2)
+            .min(config.gc_threads)
+            .min(usable)
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
@@ -306,12 +334,15 @@ impl Operation<'_> {
             bytes_promoted: 0,
             promotion_failed: false,
             tenuring_threshold: 0,
-            gc_threads: heap.config.gc_threads,
+            gc_threads: self.active_workers,
             phases: Default::default(),
             workers: Vec::new(),
+            task_distribution: Default::default(),
+            cpu_occupancy: Default::default(),
             verified: None,
         };
         fill(&mut r);
+        r.derive();
         self.records.push(r);
     }
 }

@@ -3,4 +3,6 @@
 pub mod gc_log;
 pub mod record;
 
-pub use record::{CollectionKind, CollectionRecord, GcCause, GcStats};
+pub use record::{
+    CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, WorkerTimeBreakdown,
+};

@@ -1,5 +1,7 @@
 //! Per-collection records (DESIGN.md "Per-collection records") and their summaries.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::collection::PhaseTimes;
 use crate::parallel::WorkerPhaseStats;
 
@@ -84,8 +86,89 @@ pub struct CollectionRecord {
     pub phases: PhaseTimes,
     /// What each worker did in the parallel (copying or marking) phase.
     pub workers: Vec<WorkerPhaseStats>,
+    /// Task type × worker: how many tasks of each type each worker ran (000 Fig. 4a / 8b);
+    /// `Steal` counts steal tasks. Derived from `workers` by [`CollectionRecord::derive`].
+    pub task_distribution: BTreeMap<String, Vec<u64>>,
+    /// Worker × CPU: how often each worker was seen on each CPU (000 Fig. 4b / 8a).
+    pub cpu_occupancy: CpuOccupancy,
     /// Verification result when `verify` is on.
     pub verified: Option<bool>,
+}
+
+/// The worker × CPU occupancy matrix of one collection.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CpuOccupancy {
+    /// The CPUs any worker was seen on, ascending (the columns).
+    pub cpus: Vec<u32>,
+    /// `samples[worker][column]`: `sched_getcpu` samples of that worker on that CPU.
+    pub samples: Vec<Vec<u64>>,
+}
+
+impl CollectionRecord {
+    /// Fill the matrices derived from the per-worker counters.
+    pub fn derive(&mut self) {
+        let n = self.workers.len();
+        let mut tasks: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for (w, stats) in self.workers.iter().enumerate() {
+            for (name, &count) in &stats.root_tasks {
+                tasks.entry(name.to_string()).or_insert_with(|| vec![0; n])[w] += count;
+            }
+            tasks
+                .entry("Steal".to_string())
+                .or_insert_with(|| vec![0; n])[w] += stats.steal_tasks;
+        }
+        self.task_distribution = tasks;
+        let cpus: Vec<u32> = self
+            .workers
+            .iter()
+            .flat_map(|w| w.cpus.keys().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let samples = self
+            .workers
+            .iter()
+            .map(|w| {
+                cpus.iter()
+                    .map(|c| w.cpus.get(c).copied().unwrap_or(0))
+                    .collect()
+            })
+            .collect();
+        self.cpu_occupancy = CpuOccupancy { cpus, samples };
+    }
+
+    /// Root-task imbalance of this collection: the most root tasks one worker ran over the mean
+    /// per worker (1.0 = perfectly even; `N` = one of N workers ran them all). `None` without
+    /// root tasks.
+    pub fn root_task_imbalance(&self) -> Option<f64> {
+        let counts: Vec<u64> = self.workers.iter().map(|w| w.root_task_count()).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let max = *counts.iter().max().unwrap_or(&0) as f64;
+        Some(max / (total as f64 / counts.len() as f64))
+    }
+
+    /// Distinct CPUs the workers were seen on during this collection.
+    pub fn cpus_used(&self) -> usize {
+        self.workers
+            .iter()
+            .flat_map(|w| w.cpus.keys())
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+}
+
+/// Time all workers spent in each part of the parallel phases, summed (000 Fig. 6), ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct WorkerTimeBreakdown {
+    /// Root tasks, including draining the work they produced.
+    pub root_ms: f64,
+    /// Stealing and processing stolen work.
+    pub steal_ms: f64,
+    /// Inside the termination protocol.
+    pub termination_ms: f64,
 }
 
 /// All records of a heap so far, with derived summaries.
@@ -154,6 +237,47 @@ impl GcStats {
             .sum()
     }
 
+    /// Mean over collections with root tasks of [`CollectionRecord::root_task_imbalance`]
+    /// (0 when no collection had root tasks).
+    pub fn root_task_imbalance(&self) -> f64 {
+        let v: Vec<f64> = self
+            .records
+            .iter()
+            .filter_map(CollectionRecord::root_task_imbalance)
+            .collect();
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    }
+
+    /// Mean number of distinct CPUs the GC workers ran on per collection (0 without any).
+    pub fn mean_cpus_used(&self) -> f64 {
+        if self.records.is_empty() {
+            return 0.0;
+        }
+        let total: usize = self.records.iter().map(CollectionRecord::cpus_used).sum();
+        total as f64 / self.records.len() as f64
+    }
+
+    /// Worker time in root tasks, stealing and termination over all collections.
+    pub fn worker_time(&self) -> WorkerTimeBreakdown {
+        let ns = |f: fn(&WorkerPhaseStats) -> u64| {
+            self.records
+                .iter()
+                .flat_map(|r| &r.workers)
+                .map(f)
+                .sum::<u64>() as f64
+                / 1e6
+        };
+        WorkerTimeBreakdown {
+            root_ms: ns(|w| w.root_ns),
+            steal_ms: ns(|w| w.steal_ns),
+            termination_ms: ns(|w| w.termination_ns),
+        }
+    }
+
     /// `true` if every collection verified, `false` if any failed, `None` if none was verified.
     pub fn verified(&self) -> Option<bool> {
         let mut any = false;
@@ -194,8 +318,37 @@ mod tests {
             gc_threads: 1,
             phases: PhaseTimes::default(),
             workers: vec![],
+            task_distribution: BTreeMap::new(),
+            cpu_occupancy: CpuOccupancy::default(),
             verified: None,
         }
+    }
+
+    #[test]
+    fn matrices_and_imbalance_follow_the_worker_counters() {
+        let mut r = rec(1.0);
+        let mut a = WorkerPhaseStats::default();
+        a.root_tasks.insert("ThreadRoots", 3);
+        a.steal_tasks = 1;
+        a.cpus.insert(1, 4);
+        let mut b = WorkerPhaseStats {
+            worker: 1,
+            steal_tasks: 1,
+            ..Default::default()
+        };
+        b.root_tasks.insert("OldToYoungRoots", 1);
+        b.cpus.insert(1, 1);
+        b.cpus.insert(0, 2);
+        r.workers = vec![a, b];
+        r.derive();
+        assert_eq!(r.task_distribution["ThreadRoots"], vec![3, 0]);
+        assert_eq!(r.task_distribution["OldToYoungRoots"], vec![0, 1]);
+        assert_eq!(r.task_distribution["Steal"], vec![1, 1]);
+        assert_eq!(r.cpu_occupancy.cpus, vec![0, 1]);
+        assert_eq!(r.cpu_occupancy.samples, vec![vec![0, 4], vec![2, 1]]);
+        assert_eq!(r.root_task_imbalance(), Some(1.5));
+        assert_eq!(r.cpus_used(), 2);
+        assert_eq!(rec(1.0).root_task_imbalance(), None);
     }
 
     #[test]
