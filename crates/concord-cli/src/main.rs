@@ -1,8 +1,10 @@
 //! `concord`: run Concord's workloads and put Concord side by side with HotSpot.
 //!
-//! Subcommands: `run` (one workload, readable summary or `--json`) and `vs-hotspot` (the same
-//! GCBench on HotSpot Parallel GC and on Concord, alternating, with ratios).
+//! Subcommands: `run` (one workload, readable summary or `--json`), `ablation` (the presets and
+//! each single fix, alternating, 000 Fig. 10) and `vs-hotspot` (the same GCBench on HotSpot
+//! Parallel GC and on Concord, alternating, with ratios).
 
+mod ablation;
 mod hotspot;
 mod run;
 mod summary;
@@ -24,6 +26,9 @@ struct Cli {
 enum Command {
     /// Run one workload on a Concord heap and print a summary.
     Run(run::RunArgs),
+    /// Run a workload under vanilla, vanilla + each single fix, modern and optimized,
+    /// alternating, and compare GC time, pauses, imbalance and stealing (000 Fig. 10).
+    Ablation(ablation::AblationArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
 }
@@ -32,6 +37,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Ablation(args) => ablation::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
     };
     match result {

@@ -1,0 +1,1092 @@
+//! Every combination of the parallel-phase switches keeps the heap correct.
+//!
+//! For each combination of `task_queue` × `task_affinity` × `steal` × `termination` × `parking`
+//! (3 × 2 × 3 × 3 × 2 = 108), plus a few with `dynamic_gc_threads` and/or `pin_start`, a small
+//! heap (8 MiB, 3 GC threads: the 2-CPU test machine is oversubscribed, verification after every
+//! collection) runs two mutator threads at once. Each mutator owns a random object graph (fixed
+//! nodes with three edges and an optional byte-array blob, hung from a 600-slot table and from a
+//! large 10 000-slot array that is allocated directly in the old generation) and a model of it,
+//! and keeps mutating the graph: fresh (young) nodes stored into old nodes through the write
+//! barrier, edges rewired, subgraphs dropped, payloads rewritten — while allocating garbage that
+//! triggers allocation-failure scavenges, and asking for young and full collections now and then.
+//!
+//! The reachable graph is checksummed in the heap (nodes by their id: id, payload, child ids,
+//! blob contents; a node reached twice must be the same object) before and after every explicit
+//! collection, and both checksums must equal the model's. At the end the heap verifier must
+//! count exactly the objects and bytes the models say are reachable, every collection must have
+//! verified, and both kinds of collection must have run.
+//!
+//! Every combination gets its own deterministic seed (derived from its name), and every assertion
+//! message names the combination and the seed. Each test runs its combinations in a child
+//! process (a panic on a GC thread aborts the process), which prints a line per combination, so
+//! an abort or a hang is reported with the combination it happened under.
+//!
+//! Reproduce a combination with, e.g.:
+//!
+//! ```text
+//! SWITCH_MATRIX_FILTER='task_queue=claim task_affinity=true steal=adaptive termination=owst parking=monitor' \
+//!     cargo test -p concord --test switch_matrix -- --nocapture
+//! ```
+//!
+//! `SWITCH_MATRIX_FILTER` holds `key=value` words that a combination's name must all contain;
+//! `SWITCH_MATRIX_REPEAT=n` runs each selected combination `n` times with different seeds, and
+//! `SWITCH_MATRIX_SEED=s` changes the base seed (both for hunting rare failures).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Barrier};
+use std::time::{Duration, Instant};
+
+use concord::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset};
+
+const MIB: usize = 1 << 20;
+const HEAP_SIZE: usize = 8 * MIB;
+const GC_THREADS: usize = 3;
+const MUTATORS: usize = 2;
+
+/// Graph node: slots 0..EDGES are edges to other nodes, slot `BLOB` an optional byte array;
+/// payload: id, value, `check(id, value)`.
+const NODE: ObjectType = ObjectType::fixed(4, 24).with_tag(0x5a71);
+const EDGES: usize = 3;
+const BLOB: usize = 3;
+const NODE_BYTES: usize = 8 + 4 * 8 + 24;
+/// Short-lived garbage: slot 0 next, payload one word.
+const JUNK: ObjectType = ObjectType::fixed(1, 8).with_tag(0x0bad);
+
+/// Root table: longer than two 256-slot scanning chunks.
+const TABLE: usize = 600;
+/// Second root array: 80 KB, above the 64 KiB large-object threshold, so it is allocated in the
+/// old generation at once and every store of a young node into it is an old-to-young edge.
+const BIG: usize = 10_000;
+
+/// Initial graph size per mutator (nodes).
+const INITIAL_NODES: usize = 400;
+/// Rounds per mutator; each ends with a checksummed explicit collection.
+const ROUNDS: usize = 4;
+/// Graph mutations per round.
+const OPS: usize = 120;
+/// Garbage allocated per round and mutator, bytes (eden is about 2 MiB).
+const GARBAGE_PER_ROUND: usize = 1536 * 1024;
+/// A combination that takes longer than this is reported as a hang.
+const COMBINATION_LIMIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------------
+// Combinations
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+struct Combo {
+    task_queue: TaskQueueKind,
+    task_affinity: bool,
+    steal: StealPolicy,
+    termination: TerminationKind,
+    parking: ParkingKind,
+    dynamic_gc_threads: bool,
+    pin_start: bool,
+}
+
+impl fmt::Display for Combo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task_queue={} task_affinity={} steal={} termination={} parking={} \
+             dynamic_gc_threads={} pin_start={}",
+            self.task_queue,
+            self.task_affinity,
+            self.steal,
+            self.termination,
+            self.parking,
+            self.dynamic_gc_threads,
+            self.pin_start
+        )
+    }
+}
+
+impl Combo {
+    fn config(&self) -> GcConfig {
+        let mut c = GcConfig::for_preset(Preset::Optimized);
+        c.heap_size = HEAP_SIZE;
+        c.gc_threads = GC_THREADS;
+        c.verify = true;
+        // Age quickly so that scavenges promote as well as copy to survivor space.
+        c.max_tenuring_threshold = 4;
+        c.initial_tenuring_threshold = 2;
+        c.task_queue = self.task_queue;
+        c.task_affinity = self.task_affinity;
+        c.steal = self.steal;
+        c.termination = self.termination;
+        c.parking = self.parking;
+        c.dynamic_gc_threads = self.dynamic_gc_threads;
+        c.pin_start = self.pin_start;
+        c
+    }
+}
+
+/// The 108 combinations of the five parallel-phase switches (fixed GC thread count, no pinning).
+fn full_matrix() -> Vec<Combo> {
+    let mut v = Vec::new();
+    for &task_queue in TaskQueueKind::ALL {
+        for task_affinity in [false, true] {
+            for &steal in StealPolicy::ALL {
+                for &termination in TerminationKind::ALL {
+                    for &parking in ParkingKind::ALL {
+                        v.push(Combo {
+                            task_queue,
+                            task_affinity,
+                            steal,
+                            termination,
+                            parking,
+                            dynamic_gc_threads: false,
+                            pin_start: false,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Per task queue: one combination with dynamic GC threads, one with pinned start, one with
+/// both; the other switches rotate so that every value of each occurs.
+fn extra_combos() -> Vec<Combo> {
+    let mut v = Vec::new();
+    let mut k = 0usize;
+    for &task_queue in TaskQueueKind::ALL {
+        for (dynamic_gc_threads, pin_start) in [(true, false), (false, true), (true, true)] {
+            v.push(Combo {
+                task_queue,
+                task_affinity: k % 2 == 1,
+                steal: StealPolicy::ALL[k % StealPolicy::ALL.len()],
+                termination: TerminationKind::ALL[(k / 3 + k) % TerminationKind::ALL.len()],
+                parking: ParkingKind::ALL[(k / 2) % ParkingKind::ALL.len()],
+                dynamic_gc_threads,
+                pin_start,
+            });
+            k += 1;
+        }
+    }
+    v
+}
+
+/// Whether `combo` is selected by `SWITCH_MATRIX_FILTER` (all its words must occur in the name).
+fn selected(combo: &Combo) -> bool {
+    let name = format!(" {combo} ");
+    match std::env::var("SWITCH_MATRIX_FILTER") {
+        Ok(filter) => filter
+            .split_whitespace()
+            .all(|w| name.contains(&format!(" {w} "))),
+        Err(_) => true,
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={s:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+fn filtered() -> bool {
+    std::env::var_os("SWITCH_MATRIX_FILTER").is_some()
+}
+
+/// FNV-1a: a seed from a combination's name that does not depend on the order of the matrix.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers and hashing
+// ---------------------------------------------------------------------------------------------
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// `true` with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// Payload integrity word of a node.
+fn check_word(id: u64, value: u64) -> u64 {
+    mix(id ^ 0x00c0_ffee) ^ value.rotate_left(17)
+}
+
+/// Byte `i` of the blob of node `id`.
+fn blob_byte(id: u64, i: usize) -> u8 {
+    (mix(id ^ ((i as u64 / 8) << 40)) >> ((i % 8) * 8)) as u8
+}
+
+fn blob_bytes(len: usize) -> usize {
+    8 + len.div_ceil(8) * 8
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model of one mutator's graph
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+struct MNode {
+    value: u64,
+    /// Child ids, 0 for null.
+    edges: [u64; EDGES],
+    /// Blob length, 0 for none.
+    blob: usize,
+}
+
+/// What a traversal of the reachable graph found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Sum {
+    nodes: usize,
+    blobs: usize,
+    /// Bytes of the reachable nodes and blobs.
+    bytes: usize,
+    /// Order-independent hash of the root slots and of every reachable node (id, value, child
+    /// ids, blob contents).
+    hash: u64,
+}
+
+impl Sum {
+    fn add_root(&mut self, array: u64, slot: usize, id: u64) {
+        self.hash = self
+            .hash
+            .wrapping_add(mix(mix(array << 32 | slot as u64) ^ id));
+    }
+
+    fn add_node(&mut self, id: u64, value: u64, edges: [u64; EDGES], blob_hash: Option<u64>) {
+        let mut h = mix(id ^ mix(value));
+        for (k, e) in edges.iter().enumerate() {
+            h = mix(h ^ e.rotate_left(k as u32 * 7 + 1));
+        }
+        self.nodes += 1;
+        self.bytes += NODE_BYTES;
+        self.hash = self.hash.wrapping_add(mix(h ^ blob_hash.unwrap_or(0x51)));
+    }
+
+    fn add_blob(&mut self, len: usize) {
+        self.blobs += 1;
+        self.bytes += blob_bytes(len);
+    }
+}
+
+fn hash_blob(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(mix(bytes.len() as u64), |h, &b| mix(h ^ b as u64))
+}
+
+/// One mutator's graph: the model, the handles of its two root arrays and its RNG.
+struct Graph {
+    /// Combination, seed and mutator: the prefix of every assertion message.
+    ctx: String,
+    t: u64,
+    rng: Rng,
+    nodes: Vec<MNode>,
+    table: Vec<u64>,
+    big: Vec<u64>,
+    /// Slots of `big` that were ever set (where walks may start).
+    big_used: Vec<usize>,
+    table_h: Handle,
+    big_h: Handle,
+}
+
+impl Graph {
+    fn index(&self, id: u64) -> usize {
+        assert_eq!(
+            id >> 32,
+            self.t + 1,
+            "{}: id {id:#x} of another mutator",
+            self.ctx
+        );
+        (id & 0xffff_ffff) as usize - 1
+    }
+
+    fn node(&self, id: u64) -> &MNode {
+        &self.nodes[self.index(id)]
+    }
+
+    fn node_mut(&mut self, id: u64) -> &mut MNode {
+        let i = self.index(id);
+        &mut self.nodes[i]
+    }
+
+    /// The model's checksum of the reachable graph.
+    fn model_sum(&self) -> Sum {
+        let mut sum = Sum::default();
+        let mut seen = HashSet::new();
+        let mut stack = Vec::new();
+        for (array, slots) in [(0u64, &self.table), (1, &self.big)] {
+            for (i, &id) in slots.iter().enumerate() {
+                if id != 0 {
+                    sum.add_root(array, i, id);
+                    if seen.insert(id) {
+                        stack.push(id);
+                    }
+                }
+            }
+        }
+        while let Some(id) = stack.pop() {
+            let n = *self.node(id);
+            let blob_hash = (n.blob > 0).then(|| {
+                sum.add_blob(n.blob);
+                let bytes: Vec<u8> = (0..n.blob).map(|i| blob_byte(id, i)).collect();
+                hash_blob(&bytes)
+            });
+            sum.add_node(id, n.value, n.edges, blob_hash);
+            for &e in &n.edges {
+                if e != 0 && seen.insert(e) {
+                    stack.push(e);
+                }
+            }
+        }
+        sum
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The heap side
+// ---------------------------------------------------------------------------------------------
+
+/// Reads and checks a node's id (type tag and payload integrity included).
+fn node_id(m: &Mutator<'_>, g: &Graph, h: Handle) -> u64 {
+    assert_eq!(
+        m.kind(h),
+        ObjectKind::Fixed,
+        "{}: a node is not a fixed object",
+        g.ctx
+    );
+    assert_eq!(m.tag(h), NODE.tag(), "{}: a node lost its type tag", g.ctx);
+    let id = m.read_u64(h, 0);
+    let value = m.read_u64(h, 8);
+    assert_eq!(
+        m.read_u64(h, 16),
+        check_word(id, value),
+        "{}: payload of node {id:#x} corrupted",
+        g.ctx
+    );
+    id
+}
+
+/// The heap's checksum of the reachable graph. Checks every node's integrity, and that a node
+/// reached along several paths is one object.
+fn heap_sum(m: &mut Mutator<'_>, g: &Graph) -> Sum {
+    m.scope(|m| {
+        let mut sum = Sum::default();
+        let mut seen: HashMap<u64, Handle> = HashMap::new();
+        let mut stack: Vec<(Handle, u64)> = Vec::new();
+        let mut reach = |m: &mut Mutator<'_>, h: Handle, stack: &mut Vec<(Handle, u64)>| -> u64 {
+            let id = node_id(m, g, h);
+            match seen.get(&id) {
+                Some(&first) => assert!(
+                    m.same_object(first, h),
+                    "{}: node {id:#x} exists twice in the heap",
+                    g.ctx
+                ),
+                None => {
+                    seen.insert(id, h);
+                    stack.push((h, id));
+                }
+            }
+            id
+        };
+        for (array, arr_h, len) in [(0u64, g.table_h, TABLE), (1, g.big_h, BIG)] {
+            assert_eq!(
+                m.array_len(arr_h),
+                len,
+                "{}: root array {array} length",
+                g.ctx
+            );
+            for i in 0..len {
+                if let Some(h) = m.get_ref(arr_h, i) {
+                    let id = reach(m, h, &mut stack);
+                    sum.add_root(array, i, id);
+                }
+            }
+        }
+        while let Some((h, id)) = stack.pop() {
+            let value = m.read_u64(h, 8);
+            let mut edges = [0u64; EDGES];
+            for (k, e) in edges.iter_mut().enumerate() {
+                if let Some(c) = m.get_ref(h, k) {
+                    *e = reach(m, c, &mut stack);
+                }
+            }
+            let blob_hash = m.get_ref(h, BLOB).map(|b| {
+                assert_eq!(
+                    m.kind(b),
+                    ObjectKind::ByteArray,
+                    "{}: blob of node {id:#x} is not a byte array",
+                    g.ctx
+                );
+                sum.add_blob(m.array_len(b));
+                hash_blob(m.payload(b))
+            });
+            sum.add_node(id, value, edges, blob_hash);
+        }
+        sum
+    })
+}
+
+/// Allocates a node with a fresh id, a random value and perhaps a blob (model updated). The
+/// node's edges are null.
+fn new_node(m: &mut Mutator<'_>, g: &mut Graph) -> (Handle, u64) {
+    let id = ((g.t + 1) << 32) | (g.nodes.len() as u64 + 1);
+    let value = g.rng.next();
+    let blob = if g.rng.chance(30) {
+        1 + g.rng.below(200)
+    } else {
+        0
+    };
+    let h = m
+        .alloc(NODE)
+        .unwrap_or_else(|e| panic!("{}: allocating node {id:#x}: {e}", g.ctx));
+    m.write_u64(h, 0, id);
+    m.write_u64(h, 8, value);
+    m.write_u64(h, 16, check_word(id, value));
+    if blob > 0 {
+        m.scope(|m| {
+            let b = m
+                .alloc_byte_array(blob)
+                .unwrap_or_else(|e| panic!("{}: allocating a blob: {e}", g.ctx));
+            for (i, byte) in m.payload_mut(b).iter_mut().enumerate() {
+                *byte = blob_byte(id, i);
+            }
+            m.set_ref(h, BLOB, Some(b));
+        });
+    }
+    g.nodes.push(MNode {
+        value,
+        edges: [0; EDGES],
+        blob,
+    });
+    (h, id)
+}
+
+/// A random reachable node: from a random root slot, a few random steps along edges, in the
+/// heap and in the model at once (checking that they agree). `None` if the walk found only
+/// null root slots.
+fn walk(m: &mut Mutator<'_>, g: &mut Graph) -> Option<(Handle, u64)> {
+    for _ in 0..8 {
+        let (arr_h, id) = if g.big_used.is_empty() || g.rng.chance(75) {
+            let i = g.rng.below(TABLE);
+            (g.table_h, (i, g.table[i]))
+        } else {
+            let i = g.big_used[g.rng.below(g.big_used.len())];
+            (g.big_h, (i, g.big[i]))
+        };
+        let (slot, mut id) = id;
+        let got = m.get_ref(arr_h, slot);
+        let Some(mut h) = got else {
+            assert_eq!(id, 0, "{}: root slot {slot} lost node {id:#x}", g.ctx);
+            continue;
+        };
+        assert_eq!(
+            node_id(m, g, h),
+            id,
+            "{}: root slot {slot} holds the wrong node",
+            g.ctx
+        );
+        for _ in 0..g.rng.below(5) {
+            let k = g.rng.below(EDGES);
+            let want = g.node(id).edges[k];
+            let child = m.get_ref(h, k);
+            match child {
+                None => assert_eq!(want, 0, "{}: edge {k} of {id:#x} lost {want:#x}", g.ctx),
+                Some(c) => {
+                    assert_eq!(node_id(m, g, c), want, "{}: edge {k} of {id:#x}", g.ctx);
+                    h = c;
+                    id = want;
+                }
+            }
+        }
+        return Some((h, id));
+    }
+    None
+}
+
+/// Sets edge `k` of `dst` (heap and model).
+fn set_edge(
+    m: &mut Mutator<'_>,
+    g: &mut Graph,
+    dst: (Handle, u64),
+    k: usize,
+    to: Option<(Handle, u64)>,
+) {
+    m.set_ref(dst.0, k, to.map(|t| t.0));
+    g.node_mut(dst.1).edges[k] = to.map_or(0, |t| t.1);
+}
+
+fn set_root(m: &mut Mutator<'_>, g: &mut Graph, big: bool, slot: usize, to: Option<(Handle, u64)>) {
+    let id = to.map_or(0, |t| t.1);
+    if big {
+        m.set_ref(g.big_h, slot, to.map(|t| t.0));
+        g.big[slot] = id;
+        if !g.big_used.contains(&slot) {
+            g.big_used.push(slot);
+        }
+    } else {
+        m.set_ref(g.table_h, slot, to.map(|t| t.0));
+        g.table[slot] = id;
+    }
+}
+
+/// A fresh node whose edges point at random reachable nodes (young → old, young → young).
+fn fresh_linked(m: &mut Mutator<'_>, g: &mut Graph) -> (Handle, u64) {
+    let n = new_node(m, g);
+    for k in 0..EDGES {
+        if g.rng.chance(50) {
+            let to = walk(m, g);
+            set_edge(m, g, n, k, to);
+        }
+    }
+    n
+}
+
+/// Short-lived garbage, about `bytes`: lists of small objects, byte arrays and now and then a
+/// large byte array (allocated directly in the old generation).
+fn garbage(m: &mut Mutator<'_>, g: &mut Graph, bytes: usize) {
+    let mut left = bytes as isize;
+    while left > 0 {
+        let choice = g.rng.below(100);
+        m.scope(|m| {
+            if choice < 2 {
+                let len = 70 * 1024 + g.rng.below(8192);
+                let b = m
+                    .alloc_byte_array(len)
+                    .unwrap_or_else(|e| panic!("{}: large garbage: {e}", g.ctx));
+                m.payload_mut(b)[len - 1] = 1;
+                left -= blob_bytes(len) as isize;
+            } else if choice < 20 {
+                let len = g.rng.below(512);
+                m.alloc_byte_array(len)
+                    .unwrap_or_else(|e| panic!("{}: garbage bytes: {e}", g.ctx));
+                left -= blob_bytes(len) as isize;
+            } else {
+                let len = 1 + g.rng.below(64);
+                let head = m.null_handle();
+                for i in 0..len {
+                    m.scope(|m| {
+                        let j = m
+                            .alloc(JUNK)
+                            .unwrap_or_else(|e| panic!("{}: garbage list: {e}", g.ctx));
+                        m.write_u64(j, 0, i as u64);
+                        m.set_ref(j, 0, Some(head));
+                        m.set_handle(head, Some(j));
+                    });
+                }
+                left -= (len * JUNK.size_bytes()) as isize;
+            }
+        });
+    }
+}
+
+/// One random mutation of the graph.
+fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
+    let choice = g.rng.below(100);
+    if choice < 40 {
+        // A fresh (young) node stored into a slot of a reachable (usually old) node: an
+        // old-to-young edge that only the write barrier's card makes visible. Its handle dies
+        // with the inner scope, so the card is the node's only way to survive a scavenge.
+        let collect_now = g.rng.chance(4);
+        m.scope(|m| {
+            let Some(target) = walk(m, g) else { return };
+            let fresh = fresh_linked(m, g);
+            let k = g.rng.below(EDGES);
+            set_edge(m, g, target, k, Some(fresh));
+        });
+        if collect_now {
+            m.collect(CollectionKind::Young);
+        }
+    } else if choice < 65 {
+        // Rewire an edge between reachable nodes (or cut it).
+        m.scope(|m| {
+            let Some(src) = walk(m, g) else { return };
+            let to = if g.rng.chance(80) { walk(m, g) } else { None };
+            let k = g.rng.below(EDGES);
+            set_edge(m, g, src, k, to);
+        });
+    } else if choice < 80 {
+        // Replace a table slot: a fresh node, a reachable one or null (drops a subgraph).
+        m.scope(|m| {
+            let slot = g.rng.below(TABLE);
+            let to = match g.rng.below(3) {
+                0 => Some(fresh_linked(m, g)),
+                1 => walk(m, g),
+                _ => None,
+            };
+            set_root(m, g, false, slot, to);
+        });
+    } else if choice < 90 {
+        // Hang a node in the large old array.
+        m.scope(|m| {
+            let slot = if g.big_used.is_empty() || g.rng.chance(50) {
+                g.rng.below(BIG)
+            } else {
+                g.big_used[g.rng.below(g.big_used.len())]
+            };
+            let to = if g.rng.chance(60) {
+                Some(fresh_linked(m, g))
+            } else {
+                walk(m, g)
+            };
+            set_root(m, g, true, slot, to);
+        });
+    } else if choice < 98 {
+        // Rewrite a reachable node's payload.
+        m.scope(|m| {
+            let Some((h, id)) = walk(m, g) else { return };
+            let value = g.rng.next();
+            m.write_u64(h, 8, value);
+            m.write_u64(h, 16, check_word(id, value));
+            g.node_mut(id).value = value;
+        });
+    } else {
+        // A collection while the mutation's handles are live.
+        m.scope(|m| {
+            let held = walk(m, g);
+            let kind = if g.rng.chance(25) {
+                CollectionKind::Full
+            } else {
+                CollectionKind::Young
+            };
+            m.collect(kind);
+            if let Some((h, id)) = held {
+                assert_eq!(
+                    node_id(m, g, h),
+                    id,
+                    "{}: op {op}: a held node changed across a {kind:?} collection",
+                    g.ctx
+                );
+            }
+        });
+    }
+}
+
+/// Checksums the graph before and after a collection of `kind`; both must match the model.
+fn checked_collection(m: &mut Mutator<'_>, g: &Graph, kind: CollectionKind, when: &str) -> Sum {
+    let want = g.model_sum();
+    let before = heap_sum(m, g);
+    assert_eq!(
+        before, want,
+        "{}: {when}: heap vs model before a {kind:?} collection",
+        g.ctx
+    );
+    m.collect(kind);
+    let after = heap_sum(m, g);
+    assert_eq!(
+        after, before,
+        "{}: {when}: checksum changed across a {kind:?} collection",
+        g.ctx
+    );
+    after
+}
+
+/// One mutator's whole workload. Returns the objects and bytes it expects to be reachable at
+/// the end (its root arrays included).
+fn mutator(
+    heap: &Heap,
+    ctx: &str,
+    seed: u64,
+    t: usize,
+    barriers: &[Barrier; 2],
+    expect: &[AtomicUsize; 2],
+) {
+    let mut m = heap.attach();
+    let table_h = m.alloc_ref_array(TABLE).unwrap();
+    let big_h = m.alloc_ref_array(BIG).unwrap();
+    let mut g = Graph {
+        ctx: format!("[{ctx}] seed {seed:#x} mutator {t}"),
+        t: t as u64,
+        rng: Rng(mix(
+            seed ^ (t as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1)
+        )),
+        nodes: Vec::new(),
+        table: vec![0; TABLE],
+        big: vec![0; BIG],
+        big_used: Vec::new(),
+        table_h,
+        big_h,
+    };
+    // The initial graph: nodes hung from the table, edges to earlier nodes (and, through later
+    // rewiring, cycles).
+    m.scope(|m| {
+        let mut made: Vec<(Handle, u64)> = Vec::new();
+        for _ in 0..INITIAL_NODES {
+            let n = new_node(m, &mut g);
+            for k in 0..EDGES {
+                if !made.is_empty() && g.rng.chance(60) {
+                    let to = made[g.rng.below(made.len())];
+                    set_edge(m, &mut g, n, k, Some(to));
+                }
+            }
+            if g.rng.chance(40) {
+                let slot = g.rng.below(TABLE);
+                set_root(m, &mut g, false, slot, Some(n));
+            }
+            made.push(n);
+        }
+        // Back edges: cycles.
+        for _ in 0..INITIAL_NODES / 4 {
+            let a = made[g.rng.below(made.len())];
+            let b = made[g.rng.below(made.len())];
+            let k = g.rng.below(EDGES);
+            set_edge(m, &mut g, a, k, Some(b));
+        }
+    });
+    // Everything to the old generation, so that what follows stores young nodes into old ones.
+    checked_collection(&mut m, &g, CollectionKind::Full, "initial graph");
+
+    for round in 0..ROUNDS {
+        let per_op = GARBAGE_PER_ROUND / OPS;
+        for op in 0..OPS {
+            mutate(&mut m, &mut g, op);
+            let bytes = g.rng.below(2 * per_op);
+            garbage(&mut m, &mut g, bytes);
+        }
+        let kind = if (round + t) % 3 == 2 {
+            CollectionKind::Full
+        } else {
+            CollectionKind::Young
+        };
+        checked_collection(&mut m, &g, kind, &format!("end of round {round}"));
+    }
+
+    // Publish what must be reachable, then let mutator 0 verify the whole heap while the other
+    // waits in a blocking region (its handles stay roots).
+    let sum = g.model_sum();
+    let objects = 2 + sum.nodes + sum.blobs;
+    let bytes = (8 + 8 * TABLE) + (8 + 8 * BIG) + sum.bytes;
+    expect[0].fetch_add(objects, Ordering::SeqCst);
+    expect[1].fetch_add(bytes, Ordering::SeqCst);
+    m.blocking(|| barriers[0].wait());
+    if t == 0 {
+        let report = m
+            .verify_heap()
+            .unwrap_or_else(|e| panic!("{}: final verification: {e}", g.ctx));
+        let want = (
+            expect[0].load(Ordering::SeqCst),
+            expect[1].load(Ordering::SeqCst),
+        );
+        assert_eq!(
+            (report.reachable_objects, report.reachable_bytes),
+            want,
+            "{}: reachable (objects, bytes) in the heap vs the models: {report:?}",
+            g.ctx
+        );
+    }
+    m.blocking(|| barriers[1].wait());
+    let last = heap_sum(&mut m, &g);
+    assert_eq!(last, sum, "{}: at the end", g.ctx);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running combinations
+// ---------------------------------------------------------------------------------------------
+
+/// Runs one combination under a watchdog; returns (young, full) collection counts.
+fn run_combo(combo: Combo, seed: u64) -> (usize, usize) {
+    let ctx = combo.to_string();
+    let (tx, rx) = mpsc::channel();
+    let runner = std::thread::Builder::new()
+        .name("switch-matrix".into())
+        .spawn({
+            let ctx = ctx.clone();
+            move || {
+                let _ = tx.send(run_combo_inner(&ctx, combo, seed));
+            }
+        })
+        .unwrap();
+    match rx.recv_timeout(COMBINATION_LIMIT) {
+        Ok(v) => {
+            runner.join().unwrap();
+            v
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => match runner.join() {
+            Err(p) => std::panic::resume_unwind(p),
+            Ok(()) => unreachable!("the runner ended without a result"),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("[{ctx}] seed {seed:#x}: no result within {COMBINATION_LIMIT:?}: hang?")
+        }
+    }
+}
+
+fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> (usize, usize) {
+    let config = combo.config();
+    let heap = Heap::new(config).unwrap_or_else(|e| panic!("[{ctx}]: heap: {e}"));
+    let barriers = [Barrier::new(MUTATORS), Barrier::new(MUTATORS)];
+    let expect = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..MUTATORS)
+            .map(|t| {
+                let (heap, barriers, expect) = (&heap, &barriers, &expect);
+                std::thread::Builder::new()
+                    .name(format!("mutator-{t}"))
+                    .spawn_scoped(s, move || mutator(heap, ctx, seed, t, barriers, expect))
+                    .unwrap()
+            })
+            .collect();
+        for t in threads {
+            if let Err(p) = t.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+    });
+    let stats = heap.stats();
+    let (young, full) = (
+        stats.count(CollectionKind::Young),
+        stats.count(CollectionKind::Full),
+    );
+    assert!(
+        stats.verify_failures.is_empty(),
+        "[{ctx}] seed {seed:#x}: verification failures: {:?}",
+        stats.verify_failures
+    );
+    assert_eq!(
+        stats.verified(),
+        Some(true),
+        "[{ctx}] seed {seed:#x}: verified"
+    );
+    assert!(
+        young >= 1,
+        "[{ctx}] seed {seed:#x}: no young collection ran"
+    );
+    assert!(full >= 1, "[{ctx}] seed {seed:#x}: no full collection ran");
+    // Scavenges beyond the explicit ones: allocation failures happened.
+    assert!(
+        stats
+            .records
+            .iter()
+            .any(|r| r.kind == CollectionKind::Young
+                && r.cause == concord::GcCause::AllocationFailure),
+        "[{ctx}] seed {seed:#x}: no allocation-failure scavenge"
+    );
+    for r in &stats.records {
+        assert!(
+            r.verified == Some(true) || (r.promotion_failed && r.verified.is_none()),
+            "[{ctx}] seed {seed:#x}: collection {} ({:?}, {:?}) verified {:?}",
+            r.id,
+            r.kind,
+            r.cause,
+            r.verified
+        );
+        if combo.dynamic_gc_threads {
+            assert!(
+                (1..=GC_THREADS).contains(&r.gc_threads),
+                "[{ctx}] seed {seed:#x}: collection {} used {} GC threads",
+                r.id,
+                r.gc_threads
+            );
+        } else {
+            assert_eq!(
+                r.gc_threads, GC_THREADS,
+                "[{ctx}] seed {seed:#x}: collection {} GC threads",
+                r.id
+            );
+        }
+    }
+    (young, full)
+}
+
+/// Runs the selected combinations of `combos`, each `SWITCH_MATRIX_REPEAT` times.
+fn run_all(combos: Vec<Combo>) {
+    let base = env_u64("SWITCH_MATRIX_SEED", 0);
+    let repeat = env_u64("SWITCH_MATRIX_REPEAT", 1);
+    let total = combos.len();
+    let mut ran = 0;
+    let start = Instant::now();
+    for combo in combos.into_iter().filter(selected) {
+        for rep in 0..repeat {
+            let seed =
+                mix(fnv1a(&combo.to_string()) ^ base ^ rep.wrapping_mul(0x51_7cc1_b727_220a));
+            eprintln!("switch_matrix: start [{combo}] seed {seed:#x}");
+            let t0 = Instant::now();
+            let (young, full) = run_combo(combo, seed);
+            eprintln!(
+                "switch_matrix: ok    [{combo}] seed {seed:#x}: {young} young, {full} full, {:?}",
+                t0.elapsed()
+            );
+        }
+        ran += 1;
+    }
+    eprintln!(
+        "switch_matrix: {ran} of {total} combinations × {repeat} in {:?}",
+        start.elapsed()
+    );
+    if !filtered() {
+        assert_eq!(ran, total, "not every combination ran");
+    }
+}
+
+/// Runs `body` in a child process (this test binary, filtered to `name`): a panic on a GC
+/// thread aborts the process, and then only this test fails, naming the combination it was
+/// running. The child is killed if it does not finish in time.
+fn run_isolated(name: &str, body: impl FnOnce()) {
+    const VAR: &str = "SWITCH_MATRIX_CHILD";
+    const LIMIT: Duration = Duration::from_secs(600);
+    if std::env::var(VAR).as_deref() == Ok(name) {
+        body();
+        return;
+    }
+    let log_path =
+        std::env::temp_dir().join(format!("switch_matrix-{}-{name}.log", std::process::id()));
+    let log = std::fs::File::create(&log_path).expect("creating the child's log");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(VAR, name)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("could not run the test binary");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut text = String::new();
+    std::fs::File::open(&log_path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .expect("reading the child's log");
+    let _ = std::fs::remove_file(&log_path);
+    let last_started = text
+        .lines()
+        .filter(|l| l.starts_with("switch_matrix: start"))
+        .last()
+        .unwrap_or("(no combination started)")
+        .to_string();
+    let summary = text
+        .lines()
+        .filter(|l| l.starts_with("switch_matrix: ") && !l.contains("start ") && !l.contains("ok "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let is_backtrace = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("at ")
+            || t.split(':')
+                .next()
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let problems: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("switch_matrix: ") && !is_backtrace(l))
+        .filter(|l| !l.starts_with("running ") && !l.starts_with("test "))
+        .take(20)
+        .collect();
+    match status {
+        Some(s) if s.success() => eprintln!("{name}: {summary}"),
+        Some(s) => panic!(
+            "{name} failed in a child process ({s}); last combination started:\n{last_started}\n{}",
+            problems.join("\n")
+        ),
+        None => panic!(
+            "{name}: the child process did not finish within {LIMIT:?} (killed); last combination \
+             started:\n{last_started}\n{}",
+            problems.join("\n")
+        ),
+    }
+}
+
+fn matrix_part(task_queue: TaskQueueKind, task_affinity: bool) -> Vec<Combo> {
+    full_matrix()
+        .into_iter()
+        .filter(|c| c.task_queue == task_queue && c.task_affinity == task_affinity)
+        .collect()
+}
+
+macro_rules! matrix_test {
+    ($name:ident, $queue:expr, $affinity:expr) => {
+        #[test]
+        fn $name() {
+            run_isolated(stringify!($name), || {
+                run_all(matrix_part($queue, $affinity))
+            });
+        }
+    };
+}
+
+matrix_test!(
+    monitor_queue_without_affinity,
+    TaskQueueKind::Monitor,
+    false
+);
+matrix_test!(monitor_queue_with_affinity, TaskQueueKind::Monitor, true);
+matrix_test!(claim_without_affinity, TaskQueueKind::Claim, false);
+matrix_test!(claim_with_affinity, TaskQueueKind::Claim, true);
+matrix_test!(
+    lockfree_queue_without_affinity,
+    TaskQueueKind::LockFree,
+    false
+);
+matrix_test!(lockfree_queue_with_affinity, TaskQueueKind::LockFree, true);
+
+#[test]
+fn dynamic_gc_threads_and_pinned_start() {
+    run_isolated("dynamic_gc_threads_and_pinned_start", || {
+        run_all(extra_combos())
+    });
+}
+
+/// The matrix covers each switch value, and every combination once.
+#[test]
+fn the_matrix_is_complete() {
+    let all = full_matrix();
+    assert_eq!(all.len(), 108);
+    let names: HashSet<String> = all.iter().map(|c| c.to_string()).collect();
+    assert_eq!(names.len(), 108);
+    let parts: usize = TaskQueueKind::ALL
+        .iter()
+        .flat_map(|&q| [false, true].map(|a| matrix_part(q, a).len()))
+        .sum();
+    assert_eq!(parts, 108);
+    let extras = extra_combos();
+    assert!(extras.iter().any(|c| c.dynamic_gc_threads && !c.pin_start));
+    assert!(extras.iter().any(|c| c.pin_start && !c.dynamic_gc_threads));
+    assert!(extras.iter().any(|c| c.pin_start && c.dynamic_gc_threads));
+    for &s in StealPolicy::ALL {
+        assert!(extras.iter().any(|c| c.steal == s), "{s}");
+    }
+    for &t in TerminationKind::ALL {
+        assert!(extras.iter().any(|c| c.termination == t), "{t}");
+    }
+    for &p in ParkingKind::ALL {
+        assert!(extras.iter().any(|c| c.parking == p), "{p}");
+    }
+    for &q in TaskQueueKind::ALL {
+        assert!(extras.iter().any(|c| c.task_queue == q), "{q}");
+    }
+}
