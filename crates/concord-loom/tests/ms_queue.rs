@@ -5,13 +5,10 @@ use concord_loom::ms_queue::MsQueue;
 use loom::sync::Arc;
 use loom::thread;
 
-/// Preemption bound of every model here: enough for each dequeuer to be interrupted between
-/// reading `head` and its CAS more than once, small enough to finish in seconds.
-const PREEMPTIONS: usize = 3;
-
-fn check(f: impl Fn() + Sync + Send + 'static) {
+/// Explore `f` with at most `preemptions` preemptions per execution, or exhaustively (`None`).
+fn check(preemptions: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(PREEMPTIONS);
+    b.preemption_bound = preemptions;
     b.check(f);
 }
 
@@ -42,7 +39,8 @@ fn race_to_drain(q: MsQueue<u32>) -> (MsQueue<u32>, Vec<u32>) {
 
 #[test]
 fn two_dequeuers_take_every_item_exactly_once() {
-    check(|| {
+    // Small enough to explore every interleaving.
+    check(None, || {
         let q: MsQueue<u32> = (0..3).collect();
         let (q, got) = race_to_drain(q);
         assert_eq!(got, vec![0, 1, 2]);
@@ -55,8 +53,8 @@ fn two_dequeuers_take_every_item_exactly_once() {
 #[test]
 fn dequeuers_racing_with_a_size_observer() {
     // `len_hint` and `is_empty` may run concurrently with dequeues; they must stay in range
-    // and never report "empty" while an item is certainly left.
-    check(|| {
+    // and never report "empty" while an item is certainly left. Exhaustive.
+    check(None, || {
         let q: MsQueue<u32> = (0..2).collect();
         let q = Arc::new(q);
         let worker = {
@@ -77,7 +75,9 @@ fn dequeuers_racing_with_a_size_observer() {
 
 #[test]
 fn enqueue_after_partial_drain_then_race_again() {
-    check(|| {
+    // Three rounds of races: bounded, enough for each dequeuer to be preempted between reading
+    // `head` and its CAS.
+    check(Some(3), || {
         let q: MsQueue<u32> = (0..3).collect();
         // Round 1: two workers take at most one item each, so at least one is left.
         let q = Arc::new(q);

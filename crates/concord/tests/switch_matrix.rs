@@ -70,7 +70,7 @@ const ROUNDS: usize = 4;
 /// Graph mutations per round.
 const OPS: usize = 120;
 /// Garbage allocated per round and mutator, bytes (eden is about 2 MiB).
-const GARBAGE_PER_ROUND: usize = 1536 * 1024;
+const GARBAGE_PER_ROUND: usize = 3 * MIB;
 /// A combination that takes longer than this is reported as a hang.
 const COMBINATION_LIMIT: Duration = Duration::from_secs(30);
 
@@ -615,7 +615,7 @@ fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
         // A fresh (young) node stored into a slot of a reachable (usually old) node: an
         // old-to-young edge that only the write barrier's card makes visible. Its handle dies
         // with the inner scope, so the card is the node's only way to survive a scavenge.
-        let collect_now = g.rng.chance(4);
+        let collect_now = g.rng.chance(2);
         m.scope(|m| {
             let Some(target) = walk(m, g) else { return };
             let fresh = fresh_linked(m, g);
@@ -811,8 +811,8 @@ fn mutator(
 // Running combinations
 // ---------------------------------------------------------------------------------------------
 
-/// Runs one combination under a watchdog; returns (young, full) collection counts.
-fn run_combo(combo: Combo, seed: u64) -> (usize, usize) {
+/// Runs one combination under a watchdog; returns a summary of its collections.
+fn run_combo(combo: Combo, seed: u64) -> String {
     let ctx = combo.to_string();
     let (tx, rx) = mpsc::channel();
     let runner = std::thread::Builder::new()
@@ -839,7 +839,7 @@ fn run_combo(combo: Combo, seed: u64) -> (usize, usize) {
     }
 }
 
-fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> (usize, usize) {
+fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> String {
     let config = combo.config();
     let heap = Heap::new(config).unwrap_or_else(|e| panic!("[{ctx}]: heap: {e}"));
     let barriers = [Barrier::new(MUTATORS), Barrier::new(MUTATORS)];
@@ -913,7 +913,25 @@ fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> (usize, usize) {
             );
         }
     }
-    (young, full)
+    let by_cause = |kind: CollectionKind| {
+        let mut causes: Vec<(concord::GcCause, usize)> = Vec::new();
+        for r in stats.records.iter().filter(|r| r.kind == kind) {
+            match causes.iter_mut().find(|c| c.0 == r.cause) {
+                Some(c) => c.1 += 1,
+                None => causes.push((r.cause, 1)),
+            }
+        }
+        causes
+            .iter()
+            .map(|(c, n)| format!("{n} {}", c.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "{young} young ({}), {full} full ({})",
+        by_cause(CollectionKind::Young),
+        by_cause(CollectionKind::Full)
+    )
 }
 
 /// Runs the selected combinations of `combos`, each `SWITCH_MATRIX_REPEAT` times.
@@ -929,9 +947,9 @@ fn run_all(combos: Vec<Combo>) {
                 mix(fnv1a(&combo.to_string()) ^ base ^ rep.wrapping_mul(0x51_7cc1_b727_220a));
             eprintln!("switch_matrix: start [{combo}] seed {seed:#x}");
             let t0 = Instant::now();
-            let (young, full) = run_combo(combo, seed);
+            let summary = run_combo(combo, seed);
             eprintln!(
-                "switch_matrix: ok    [{combo}] seed {seed:#x}: {young} young, {full} full, {:?}",
+                "switch_matrix: ok    [{combo}] seed {seed:#x}: {summary}, {:?}",
                 t0.elapsed()
             );
         }
