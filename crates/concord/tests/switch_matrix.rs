@@ -12,9 +12,11 @@
 //!
 //! The reachable graph is checksummed in the heap (nodes by their id: id, payload, child ids,
 //! blob contents; a node reached twice must be the same object) before and after every explicit
-//! collection, and both checksums must equal the model's. At the end the heap verifier must
-//! count exactly the objects and bytes the models say are reachable, every collection must have
-//! verified, and both kinds of collection must have run.
+//! collection, and both checksums must equal the model's; every walk through the graph checks the
+//! nodes it passes against the model too. At the end the heap verifier must count exactly the
+//! objects and bytes the models say are reachable, every collection must have verified, both
+//! kinds of collection must have run (allocation-failure scavenges among them), and the verifier
+//! must have seen old-to-young references on dirty cards.
 //!
 //! Every combination gets its own deterministic seed (derived from its name), and every assertion
 //! message names the combination and the seed. Each test runs its combinations in a child
@@ -37,7 +39,7 @@ use std::fmt;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Barrier};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use concord::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
@@ -49,7 +51,7 @@ const GC_THREADS: usize = 3;
 const MUTATORS: usize = 2;
 
 /// Graph node: slots 0..EDGES are edges to other nodes, slot `BLOB` an optional byte array;
-/// payload: id, value, `check(id, value)`.
+/// payload: id, value, `check_word(id, value)`.
 const NODE: ObjectType = ObjectType::fixed(4, 24).with_tag(0x5a71);
 const EDGES: usize = 3;
 const BLOB: usize = 3;
@@ -66,11 +68,11 @@ const BIG: usize = 10_000;
 /// Initial graph size per mutator (nodes).
 const INITIAL_NODES: usize = 400;
 /// Rounds per mutator; each ends with a checksummed explicit collection.
-const ROUNDS: usize = 4;
+const ROUNDS: usize = 6;
 /// Graph mutations per round.
-const OPS: usize = 120;
+const OPS: usize = 200;
 /// Garbage allocated per round and mutator, bytes (eden is about 2 MiB).
-const GARBAGE_PER_ROUND: usize = 3 * MIB;
+const GARBAGE_PER_ROUND: usize = 5 * MIB;
 /// A combination that takes longer than this is reported as a hang.
 const COMBINATION_LIMIT: Duration = Duration::from_secs(30);
 
@@ -575,17 +577,17 @@ fn fresh_linked(m: &mut Mutator<'_>, g: &mut Graph) -> (Handle, u64) {
 fn garbage(m: &mut Mutator<'_>, g: &mut Graph, bytes: usize) {
     let mut left = bytes as isize;
     while left > 0 {
-        let choice = g.rng.below(100);
+        let choice = g.rng.below(1000);
         m.scope(|m| {
-            if choice < 2 {
+            if choice < 5 {
                 let len = 70 * 1024 + g.rng.below(8192);
                 let b = m
                     .alloc_byte_array(len)
                     .unwrap_or_else(|e| panic!("{}: large garbage: {e}", g.ctx));
                 m.payload_mut(b)[len - 1] = 1;
                 left -= blob_bytes(len) as isize;
-            } else if choice < 20 {
-                let len = g.rng.below(512);
+            } else if choice < 400 {
+                let len = g.rng.below(2048);
                 m.alloc_byte_array(len)
                     .unwrap_or_else(|e| panic!("{}: garbage bytes: {e}", g.ctx));
                 left -= blob_bytes(len) as isize;
@@ -610,12 +612,12 @@ fn garbage(m: &mut Mutator<'_>, g: &mut Graph, bytes: usize) {
 
 /// One random mutation of the graph.
 fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
-    let choice = g.rng.below(100);
-    if choice < 40 {
+    let choice = g.rng.below(1000);
+    if choice < 400 {
         // A fresh (young) node stored into a slot of a reachable (usually old) node: an
         // old-to-young edge that only the write barrier's card makes visible. Its handle dies
         // with the inner scope, so the card is the node's only way to survive a scavenge.
-        let collect_now = g.rng.chance(2);
+        let collect_now = g.rng.chance(1);
         m.scope(|m| {
             let Some(target) = walk(m, g) else { return };
             let fresh = fresh_linked(m, g);
@@ -625,7 +627,7 @@ fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
         if collect_now {
             m.collect(CollectionKind::Young);
         }
-    } else if choice < 65 {
+    } else if choice < 650 {
         // Rewire an edge between reachable nodes (or cut it).
         m.scope(|m| {
             let Some(src) = walk(m, g) else { return };
@@ -633,7 +635,7 @@ fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
             let k = g.rng.below(EDGES);
             set_edge(m, g, src, k, to);
         });
-    } else if choice < 80 {
+    } else if choice < 800 {
         // Replace a table slot: a fresh node, a reachable one or null (drops a subgraph).
         m.scope(|m| {
             let slot = g.rng.below(TABLE);
@@ -644,7 +646,7 @@ fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
             };
             set_root(m, g, false, slot, to);
         });
-    } else if choice < 90 {
+    } else if choice < 900 {
         // Hang a node in the large old array.
         m.scope(|m| {
             let slot = if g.big_used.is_empty() || g.rng.chance(50) {
@@ -659,7 +661,7 @@ fn mutate(m: &mut Mutator<'_>, g: &mut Graph, op: usize) {
             };
             set_root(m, g, true, slot, to);
         });
-    } else if choice < 98 {
+    } else if choice < 995 {
         // Rewrite a reachable node's payload.
         m.scope(|m| {
             let Some((h, id)) = walk(m, g) else { return };
@@ -709,16 +711,64 @@ fn checked_collection(m: &mut Mutator<'_>, g: &Graph, kind: CollectionKind, when
     after
 }
 
-/// One mutator's whole workload. Returns the objects and bytes it expects to be reachable at
-/// the end (its root arrays included).
-fn mutator(
-    heap: &Heap,
-    ctx: &str,
-    seed: u64,
-    t: usize,
-    barriers: &[Barrier; 2],
-    expect: &[AtomicUsize; 2],
-) {
+/// What the mutators of one combination share.
+struct Shared {
+    /// Objects and bytes the models say are reachable at the end.
+    objects: AtomicUsize,
+    bytes: AtomicUsize,
+    /// Old-to-young references the verifier found (summed over its runs).
+    old_to_young: AtomicUsize,
+    /// Mutators arrived at each meeting point.
+    arrived: [AtomicUsize; 2],
+    /// The first mutator that panicked (`usize::MAX`: none).
+    failed: AtomicUsize,
+}
+
+impl Shared {
+    fn new() -> Self {
+        Self {
+            objects: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            old_to_young: AtomicUsize::new(0),
+            arrived: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            failed: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Waits until every mutator reached meeting point `point`; gives up if one of them
+    /// panicked (a `Barrier` would wait for it forever).
+    fn meet(&self, point: usize, ctx: &str) {
+        self.arrived[point].fetch_add(1, Ordering::SeqCst);
+        while self.arrived[point].load(Ordering::SeqCst) < MUTATORS {
+            let failed = self.failed.load(Ordering::SeqCst);
+            assert!(
+                failed == usize::MAX,
+                "{ctx}: gave up waiting: mutator {failed} failed first"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// Records in [`Shared::failed`] that mutator `.1` panicked, if it did.
+struct FailureFlag<'a>(&'a Shared, usize);
+
+impl Drop for FailureFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.failed.compare_exchange(
+                usize::MAX,
+                self.1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
+    }
+}
+
+/// One mutator's whole workload.
+fn mutator(heap: &Heap, ctx: &str, seed: u64, t: usize, shared: &Shared) {
+    let _flag = FailureFlag(shared, t);
     let mut m = heap.attach();
     let table_h = m.alloc_ref_array(TABLE).unwrap();
     let big_h = m.alloc_ref_array(BIG).unwrap();
@@ -771,6 +821,14 @@ fn mutator(
             let bytes = g.rng.below(2 * per_op);
             garbage(&mut m, &mut g, bytes);
         }
+        // Old-to-young edges exist now (stores since the last collection): the verifier
+        // finds each on a dirty card.
+        let report = m
+            .verify_heap()
+            .unwrap_or_else(|e| panic!("{}: round {round}: verification: {e}", g.ctx));
+        shared
+            .old_to_young
+            .fetch_add(report.old_to_young_refs, Ordering::SeqCst);
         let kind = if (round + t) % 3 == 2 {
             CollectionKind::Full
         } else {
@@ -784,16 +842,16 @@ fn mutator(
     let sum = g.model_sum();
     let objects = 2 + sum.nodes + sum.blobs;
     let bytes = (8 + 8 * TABLE) + (8 + 8 * BIG) + sum.bytes;
-    expect[0].fetch_add(objects, Ordering::SeqCst);
-    expect[1].fetch_add(bytes, Ordering::SeqCst);
-    m.blocking(|| barriers[0].wait());
+    shared.objects.fetch_add(objects, Ordering::SeqCst);
+    shared.bytes.fetch_add(bytes, Ordering::SeqCst);
+    m.blocking(|| shared.meet(0, &g.ctx));
     if t == 0 {
         let report = m
             .verify_heap()
             .unwrap_or_else(|e| panic!("{}: final verification: {e}", g.ctx));
         let want = (
-            expect[0].load(Ordering::SeqCst),
-            expect[1].load(Ordering::SeqCst),
+            shared.objects.load(Ordering::SeqCst),
+            shared.bytes.load(Ordering::SeqCst),
         );
         assert_eq!(
             (report.reachable_objects, report.reachable_bytes),
@@ -802,7 +860,7 @@ fn mutator(
             g.ctx
         );
     }
-    m.blocking(|| barriers[1].wait());
+    m.blocking(|| shared.meet(1, &g.ctx));
     let last = heap_sum(&mut m, &g);
     assert_eq!(last, sum, "{}: at the end", g.ctx);
 }
@@ -842,77 +900,33 @@ fn run_combo(combo: Combo, seed: u64) -> String {
 fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> String {
     let config = combo.config();
     let heap = Heap::new(config).unwrap_or_else(|e| panic!("[{ctx}]: heap: {e}"));
-    let barriers = [Barrier::new(MUTATORS), Barrier::new(MUTATORS)];
-    let expect = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let shared = Shared::new();
     std::thread::scope(|s| {
         let threads: Vec<_> = (0..MUTATORS)
             .map(|t| {
-                let (heap, barriers, expect) = (&heap, &barriers, &expect);
+                let (heap, shared) = (&heap, &shared);
                 std::thread::Builder::new()
                     .name(format!("mutator-{t}"))
-                    .spawn_scoped(s, move || mutator(heap, ctx, seed, t, barriers, expect))
+                    .spawn_scoped(s, move || mutator(heap, ctx, seed, t, shared))
                     .unwrap()
             })
             .collect();
-        for t in threads {
-            if let Err(p) = t.join() {
-                std::panic::resume_unwind(p);
-            }
+        let mut panics: Vec<_> = threads.into_iter().map(|t| t.join().err()).collect();
+        // Re-raise the panic of the mutator that failed first (the others gave up after it).
+        let first = shared.failed.load(Ordering::SeqCst);
+        if let Some(p) = panics.get_mut(first).and_then(Option::take) {
+            std::panic::resume_unwind(p);
+        }
+        if let Some(p) = panics.into_iter().flatten().next() {
+            std::panic::resume_unwind(p);
         }
     });
     let stats = heap.stats();
+    let old_to_young = shared.old_to_young.load(Ordering::SeqCst);
     let (young, full) = (
         stats.count(CollectionKind::Young),
         stats.count(CollectionKind::Full),
     );
-    assert!(
-        stats.verify_failures.is_empty(),
-        "[{ctx}] seed {seed:#x}: verification failures: {:?}",
-        stats.verify_failures
-    );
-    assert_eq!(
-        stats.verified(),
-        Some(true),
-        "[{ctx}] seed {seed:#x}: verified"
-    );
-    assert!(
-        young >= 1,
-        "[{ctx}] seed {seed:#x}: no young collection ran"
-    );
-    assert!(full >= 1, "[{ctx}] seed {seed:#x}: no full collection ran");
-    // Scavenges beyond the explicit ones: allocation failures happened.
-    assert!(
-        stats
-            .records
-            .iter()
-            .any(|r| r.kind == CollectionKind::Young
-                && r.cause == concord::GcCause::AllocationFailure),
-        "[{ctx}] seed {seed:#x}: no allocation-failure scavenge"
-    );
-    for r in &stats.records {
-        assert!(
-            r.verified == Some(true) || (r.promotion_failed && r.verified.is_none()),
-            "[{ctx}] seed {seed:#x}: collection {} ({:?}, {:?}) verified {:?}",
-            r.id,
-            r.kind,
-            r.cause,
-            r.verified
-        );
-        if combo.dynamic_gc_threads {
-            assert!(
-                (1..=GC_THREADS).contains(&r.gc_threads),
-                "[{ctx}] seed {seed:#x}: collection {} used {} GC threads",
-                r.id,
-                r.gc_threads
-            );
-        } else {
-            assert_eq!(
-                r.gc_threads, GC_THREADS,
-                "[{ctx}] seed {seed:#x}: collection {} GC threads",
-                r.id
-            );
-        }
-    }
     let by_cause = |kind: CollectionKind| {
         let mut causes: Vec<(concord::GcCause, usize)> = Vec::new();
         for r in stats.records.iter().filter(|r| r.kind == kind) {
@@ -927,11 +941,60 @@ fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    format!(
-        "{young} young ({}), {full} full ({})",
+    let summary = format!(
+        "{young} young ({}), {full} full ({}), {old_to_young} old-to-young refs seen, \
+         longest pause {:.1} ms",
         by_cause(CollectionKind::Young),
-        by_cause(CollectionKind::Full)
-    )
+        by_cause(CollectionKind::Full),
+        stats.pause_max_ms()
+    );
+    let ctx = format!("[{ctx}] seed {seed:#x} ({summary})");
+    assert!(
+        stats.verify_failures.is_empty(),
+        "{ctx}: verification failures: {:?}",
+        stats.verify_failures
+    );
+    assert_eq!(stats.verified(), Some(true), "{ctx}: verified");
+    assert!(young >= 1, "{ctx}: no young collection ran");
+    assert!(full >= 1, "{ctx}: no full collection ran");
+    // Scavenges beyond the explicit ones: eden filled up.
+    assert!(
+        stats
+            .records
+            .iter()
+            .any(|r| r.kind == CollectionKind::Young
+                && r.cause == concord::GcCause::AllocationFailure),
+        "{ctx}: no allocation-failure scavenge"
+    );
+    assert!(
+        old_to_young > 0,
+        "{ctx}: the verifier never saw an old-to-young reference"
+    );
+    for r in &stats.records {
+        assert!(
+            r.verified == Some(true) || (r.promotion_failed && r.verified.is_none()),
+            "{ctx}: collection {} ({:?}, {:?}) verified {:?}",
+            r.id,
+            r.kind,
+            r.cause,
+            r.verified
+        );
+        if combo.dynamic_gc_threads {
+            assert!(
+                (1..=GC_THREADS).contains(&r.gc_threads),
+                "{ctx}: collection {} used {} GC threads",
+                r.id,
+                r.gc_threads
+            );
+        } else {
+            assert_eq!(
+                r.gc_threads, GC_THREADS,
+                "{ctx}: collection {} GC threads",
+                r.id
+            );
+        }
+    }
+    summary
 }
 
 /// Runs the selected combinations of `combos`, each `SWITCH_MATRIX_REPEAT` times.
@@ -1003,13 +1066,13 @@ fn run_isolated(name: &str, body: impl FnOnce()) {
     let _ = std::fs::remove_file(&log_path);
     let last_started = text
         .lines()
-        .filter(|l| l.starts_with("switch_matrix: start"))
-        .last()
+        .rfind(|l| l.starts_with("switch_matrix: start"))
         .unwrap_or("(no combination started)")
         .to_string();
+    // The child's per-combination lines (shown with --nocapture).
     let summary = text
         .lines()
-        .filter(|l| l.starts_with("switch_matrix: ") && !l.contains("start ") && !l.contains("ok "))
+        .filter(|l| l.starts_with("switch_matrix: ") && !l.starts_with("switch_matrix: start"))
         .collect::<Vec<_>>()
         .join("\n");
     let is_backtrace = |l: &str| {
@@ -1026,7 +1089,7 @@ fn run_isolated(name: &str, body: impl FnOnce()) {
         .take(20)
         .collect();
     match status {
-        Some(s) if s.success() => eprintln!("{name}: {summary}"),
+        Some(s) if s.success() => eprintln!("{name}:\n{summary}"),
         Some(s) => panic!(
             "{name} failed in a child process ({s}); last combination started:\n{last_started}\n{}",
             problems.join("\n")
