@@ -71,10 +71,10 @@ pub mod sync {
     }
 }
 
-/// `concord::parallel::ms_queue`, compiled against loom.
+// `concord::parallel::ms_queue`, compiled against loom (its own module docs apply).
 #[path = "../../concord/src/parallel/ms_queue.rs"]
 pub mod ms_queue;
 
-/// `concord::parallel::parking`, compiled against loom.
+// `concord::parallel::parking`, compiled against loom.
 #[path = "../../concord/src/parallel/parking.rs"]
 pub mod parking;
