@@ -1,13 +1,11 @@
 //! `concord run <workload>`: build a heap from presets, a TOML file, `CONCORD_*` variables and
 //! flags, run the workload, and print a summary (readable, or the summary JSON of DESIGN.md).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use concord::config::ConfigBuilder;
 use concord::Heap;
@@ -145,19 +143,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         size: args.size,
     };
     let config = build_config(&args, workload.default_heap(&params))?;
-    // Open the records file (--gc-records, CONCORD_GC_RECORDS or the TOML file) before
-    // running, so a bad path fails fast.
-    let records_out = match &config.gc_records {
-        Some(p) => {
-            let key = if args.gc_records.is_some() {
-                "--gc-records"
-            } else {
-                "gc-records"
-            };
-            Some(File::create(p).with_context(|| format!("{key}: cannot create {}", p.display()))?)
-        }
-        None => None,
-    };
     let heap = Heap::new(config.clone())?;
     let start = Instant::now();
     let result = workload.run(&heap, &params);
@@ -165,14 +150,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let stats = heap.stats();
     drop(heap);
     let result = result.map_err(|e| anyhow::anyhow!("workload {} failed: {e}", workload.name()))?;
-    if let Some(f) = records_out {
-        let mut w = BufWriter::new(f);
-        for r in &stats.records {
-            serde_json::to_writer(&mut w, r)?;
-            writeln!(w)?;
-        }
-        w.flush()?;
-    }
     let summary = Summary::new(workload.name(), &config, &params, wall_ms, &stats, &result);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary.json())?);

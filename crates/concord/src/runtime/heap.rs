@@ -15,6 +15,7 @@ use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::HeapMemory;
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, GcStats};
 
 /// Errors the runtime reports to a mutator.
@@ -40,7 +41,7 @@ pub enum HeapError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     /// The OS refused the address space.
-    #[error("could not reserve {size} bytes of address space: {source}")]
+    #[error("could not reserve {size} bytes of address space")]
     Reserve {
         /// Bytes asked for.
         size: usize,
@@ -51,8 +52,16 @@ pub enum HeapError {
     #[error("could not start a GC thread: {0}")]
     Thread(std::io::Error),
     /// The GC log could not be created.
-    #[error("could not create the GC log {path}: {source}")]
+    #[error("could not create the GC log {path}")]
     GcLog {
+        /// The path asked for.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The per-collection records file could not be created.
+    #[error("could not create the GC records file {path}")]
+    GcRecords {
         /// The path asked for.
         path: String,
         /// What the OS said.
@@ -109,6 +118,8 @@ pub(crate) struct HeapInner {
     pub stats: Mutex<GcStats>,
     pub policy: Mutex<Policy>,
     pub gc_log: Mutex<Option<GcLog>>,
+    /// Per-collection records as JSON lines, when configured; written like the GC log.
+    pub gc_records: Mutex<Option<RecordsFile>>,
     pub allocated: AtomicU64,
     pub last_verify: Mutex<VerifyReport>,
     pub collections: AtomicUsize,
@@ -199,6 +210,17 @@ impl Heap {
             ),
             None => None,
         };
+        let gc_records = match &config.gc_records {
+            Some(path) => {
+                Some(
+                    RecordsFile::create(path).map_err(|source| HeapError::GcRecords {
+                        path: path.display().to_string(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
         let inner = Arc::new(HeapInner {
             large_object_threshold: config.large_object_threshold,
             policy: Mutex::new(Policy {
@@ -215,6 +237,7 @@ impl Heap {
             start: Instant::now(),
             stats: Mutex::new(GcStats::default()),
             gc_log: Mutex::new(gc_log),
+            gc_records: Mutex::new(gc_records),
             allocated: AtomicU64::new(0),
             last_verify: Mutex::new(VerifyReport::default()),
             collections: AtomicUsize::new(0),

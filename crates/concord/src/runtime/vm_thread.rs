@@ -10,6 +10,8 @@ use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
 use crate::collection::{GcContext, RootSlots};
+use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
 
 /// The VM thread's main loop; returns when the heap shuts down.
@@ -40,14 +42,34 @@ pub(crate) fn run(heap: &HeapInner) {
             .fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
         heap.safepoint.end_operation(op, verify, allocations);
         // The world runs again; logging is off the pause path.
-        let mut log = lock(&heap.gc_log);
-        if let Some(log) = log.as_mut() {
-            for r in &records {
-                if let Err(e) = log.write_record(r) {
-                    eprintln!("concord: writing the GC log failed ({e}); logging stops");
-                    break;
-                }
-            }
+        write_telemetry(heap, &records);
+    }
+}
+
+/// Append the operation's records to the GC log and the records file, if configured.
+fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
+    append(&heap.gc_log, "GC log", records, GcLog::write_record);
+    append(
+        &heap.gc_records,
+        "GC records",
+        records,
+        RecordsFile::write_record,
+    );
+}
+
+/// Write `records` to the output in `slot`. A write failure is reported once and that output
+/// stops; the collector carries on.
+fn append<W>(
+    slot: &std::sync::Mutex<Option<W>>,
+    what: &str,
+    records: &[CollectionRecord],
+    write: fn(&mut W, &CollectionRecord) -> std::io::Result<()>,
+) {
+    let mut guard = lock(slot);
+    if let Some(out) = guard.as_mut() {
+        if let Err(e) = records.iter().try_for_each(|r| write(out, r)) {
+            eprintln!("concord: writing the {what} failed ({e}); it stops here");
+            *guard = None;
         }
     }
 }

@@ -1,7 +1,9 @@
-//! The telemetry room: per-collection records, the HotSpot-style GC log and summaries.
+//! The telemetry room: per-collection records (in memory and as JSON lines), the HotSpot-style
+//! GC log and summaries.
 
 pub mod gc_log;
 pub mod record;
+pub mod records_file;
 
 pub use record::{
     CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, WorkerTimeBreakdown,
