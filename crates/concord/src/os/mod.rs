@@ -6,4 +6,5 @@
 pub mod affinity;
 pub mod cpu;
 pub mod futex;
+pub mod policy;
 pub mod vm;

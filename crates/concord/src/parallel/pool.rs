@@ -12,7 +12,7 @@
 
 use std::cell::UnsafeCell;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -51,6 +51,8 @@ struct Shared {
     /// The current job; written only by `run` while no worker reads it (between jobs).
     job: UnsafeCell<Option<*const Job>>,
     shutdown: AtomicBool,
+    /// Kernel thread id of each worker (0 until it has started), for affinity changes.
+    tids: Box<[AtomicI32]>,
 }
 
 // SAFETY: `job` is written by the dispatcher only while every worker is parked (before the
@@ -92,6 +94,7 @@ impl WorkerPool {
             parking,
             job: UnsafeCell::new(None),
             shutdown: AtomicBool::new(false),
+            tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
         });
         let mut threads = Vec::with_capacity(n);
         // Workers start from the epoch before any job: one that starts late must still see
@@ -106,6 +109,9 @@ impl WorkerPool {
             let t = std::thread::Builder::new()
                 .name(format!("{name}-{id}"))
                 .spawn(move || {
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    shared.tids[id].store(tid, Ordering::Release);
                     on_start(id);
                     worker_loop(id, initial, &shared)
                 })?;
@@ -121,6 +127,15 @@ impl WorkerPool {
     /// Number of worker threads.
     pub fn size(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Kernel thread ids of the workers, by worker id (0 for a worker not started yet).
+    pub fn worker_tids(&self) -> Vec<i32> {
+        self.shared
+            .tids
+            .iter()
+            .map(|t| t.load(Ordering::Acquire))
+            .collect()
     }
 
     /// How the workers park between jobs.
