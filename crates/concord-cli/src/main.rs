@@ -1,12 +1,17 @@
 //! `concord`: run Concord's workloads and put Concord side by side with HotSpot.
 //!
 //! Subcommands: `run` (one workload, readable summary or `--json`), `ablation` (the presets and
-//! each single fix, alternating, 000 Fig. 10) and `vs-hotspot` (the same GCBench on HotSpot
-//! Parallel GC and on Concord, alternating, with ratios).
+//! each single fix, alternating, 000 Fig. 10), `os-bench` (GC thread affinity with and without
+//! interference), `sched-bench` (mutator scheduling policies) and `vs-hotspot` (the same GCBench
+//! on HotSpot Parallel GC and on Concord, alternating, with ratios).
 
 mod ablation;
+mod experiment;
 mod hotspot;
+mod interference;
+mod os_bench;
 mod run;
+mod sched_bench;
 mod summary;
 mod vs_hotspot;
 
@@ -29,6 +34,12 @@ enum Command {
     /// Run a workload under vanilla, vanilla + each single fix, modern and optimized,
     /// alternating, and compare GC time, pauses, imbalance and stealing (000 Fig. 10).
     Ablation(ablation::AblationArgs),
+    /// Compare vanilla and optimized with GC thread affinity none, static and dynamic, with and
+    /// without busy-loop interference, oversubscribed GC threads, alternating.
+    OsBench(os_bench::OsBenchArgs),
+    /// Compare mutator scheduling CFS, FIFO and adaptive on a scalable and a non-scalable
+    /// workload, alternating.
+    SchedBench(sched_bench::SchedBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
 }
@@ -38,6 +49,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Ablation(args) => ablation::run(args),
+        Command::OsBench(args) => os_bench::run(args),
+        Command::SchedBench(args) => sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
     };
     match result {

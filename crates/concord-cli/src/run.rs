@@ -1,16 +1,18 @@
 //! `concord run <workload>`: build a heap from presets, a TOML file, `CONCORD_*` variables and
 //! flags, run the workload, and print a summary (readable, or the summary JSON of DESIGN.md).
+//! With `--interfere busy:K` busy-loop threads run alongside; with `--co-run M`, M instances
+//! run at once, each on its own heap.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use concord::config::ConfigBuilder;
-use concord::Heap;
-use concord_workloads::{lookup, workload_names, WorkloadParams};
+use concord_workloads::WorkloadParams;
 
+use crate::experiment::find_workload;
+use crate::interference::{co_run, Interference, MAX_CO_RUN};
 use crate::summary::Summary;
 
 /// Flags of `concord run`.
@@ -45,6 +47,22 @@ pub struct RunArgs {
     /// Verify the whole heap after every collection.
     #[arg(long)]
     pub verify: bool,
+    /// Profile object lifespans and report their histogram.
+    #[arg(long)]
+    pub lifespans: bool,
+    /// Load in this process for the duration of the run: busy:K starts K busy-loop threads
+    /// (K in 1..=1024).
+    #[arg(long, value_name = "busy:K")]
+    pub interfere: Option<Interference>,
+    /// Run M instances of the workload at once, each on its own heap with the full
+    /// configuration, and report each and their aggregate (M in 1..=64).
+    #[arg(
+        long = "co-run",
+        value_name = "M",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_CO_RUN as i64)
+    )]
+    pub co_run: u32,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -87,6 +105,16 @@ pub struct SwitchArgs {
         default_missing_value = "true"
     )]
     pub pin_start: Option<String>,
+    /// GC thread affinity: none, static or dynamic (default: the preset's; dynamic for
+    /// optimized).
+    #[arg(long = "gc-affinity", value_name = "none|static|dynamic")]
+    pub gc_affinity: Option<String>,
+    /// Mutator scheduling: cfs, fifo, profile:PATH or adaptive[:SECONDS] (default cfs).
+    #[arg(long = "mutator-sched", value_name = "POLICY")]
+    pub mutator_sched: Option<String>,
+    /// profile and adaptive may choose FIFO only with more usable CPUs than this (default 8).
+    #[arg(long = "fifo-cpu-threshold", value_name = "N")]
+    pub fifo_cpu_threshold: Option<String>,
 }
 
 /// Resolve the configuration for `args` (TOML < env < flags; workload default heap last).
@@ -96,7 +124,7 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
         b.apply_toml_file(path)?;
     }
     b.apply_process_env()?;
-    let flags: [(&str, &Option<String>); 10] = [
+    let flags: [(&str, &Option<String>); 13] = [
         ("preset", &args.preset),
         ("heap", &args.heap),
         ("young", &args.young),
@@ -107,6 +135,9 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
         ("termination", &args.switches.termination),
         ("parking", &args.switches.parking),
         ("pin-start", &args.switches.pin_start),
+        ("gc-affinity", &args.switches.gc_affinity),
+        ("mutator-sched", &args.switches.mutator_sched),
+        ("fifo-cpu-threshold", &args.switches.fifo_cpu_threshold),
     ];
     for (key, value) in flags {
         if let Some(v) = value {
@@ -115,6 +146,9 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
     }
     if args.verify {
         b.set_cli("verify", "true")?;
+    }
+    if args.lifespans {
+        b.set_cli("lifespans", "true")?;
     }
     if let Some(p) = &args.gc_log {
         b.set_cli("gc-log", &p.display().to_string())?;
@@ -130,33 +164,37 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
 
 /// Run `concord run`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let Some(workload) = lookup(&args.workload) else {
-        bail!(
-            "unknown workload '{}' (allowed: {})",
-            args.workload,
-            workload_names().join(", ")
-        );
-    };
+    let workload = find_workload(&args.workload)?;
     let params = WorkloadParams {
         mutators: args.mutators as usize,
         rounds: args.rounds as usize,
         size: args.size,
     };
     let config = build_config(&args, workload.default_heap(&params))?;
-    let heap = Heap::new(config.clone())?;
-    let start = Instant::now();
-    let result = workload.run(&heap, &params);
-    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    let stats = heap.stats();
-    drop(heap);
-    let result = result.map_err(|e| anyhow::anyhow!("workload {} failed: {e}", workload.name()))?;
-    let summary = Summary::new(workload.name(), &config, &params, wall_ms, &stats, &result);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary.json())?);
-    } else {
-        print!("{}", summary.readable());
+    let load = args.interfere.map(Interference::start).transpose()?;
+    let result = co_run(workload.as_ref(), &params, &config, args.co_run as usize);
+    if let Some(load) = load {
+        load.stop();
     }
-    let ok = summary.checksum_ok != Some(false) && summary.verified != Some(false);
+    let mut instances = result?;
+    let interference = args
+        .interfere
+        .map(|l| format!("{l} ({} in this process)", l.describe()));
+    for s in &mut instances {
+        s.interference = interference.clone();
+    }
+    match (instances.as_slice(), args.json) {
+        ([one], true) => println!("{}", serde_json::to_string_pretty(&one.json())?),
+        ([one], false) => print!("{}", one.readable()),
+        (all, true) => println!(
+            "{}",
+            serde_json::to_string_pretty(&Summary::co_run_json(all))?
+        ),
+        (all, false) => print!("{}", Summary::co_run_readable(all)),
+    }
+    let ok = instances
+        .iter()
+        .all(|s| s.checksum_ok != Some(false) && s.verified != Some(false));
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
@@ -251,6 +289,54 @@ mod tests {
             err.starts_with("--pin-start: 'perhaps' is not a boolean"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn os_switch_flags_reach_the_configuration() {
+        use concord::os::policy::{GcAffinity, MutatorSched};
+        let c = config(&[]).unwrap();
+        assert_eq!(c.gc_affinity, GcAffinity::Dynamic);
+        assert_eq!(c.mutator_sched, MutatorSched::Cfs);
+        assert!(!c.lifespans);
+        let c = config(&[
+            "--gc-affinity",
+            "static",
+            "--mutator-sched",
+            "fifo",
+            "--fifo-cpu-threshold",
+            "0",
+            "--lifespans",
+        ])
+        .unwrap();
+        assert_eq!(c.gc_affinity, GcAffinity::Static);
+        assert_eq!(c.mutator_sched, MutatorSched::Fifo);
+        assert_eq!(c.fifo_cpu_threshold, 0);
+        assert!(c.lifespans);
+        let err = config(&["--gc-affinity", "pinned"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--gc-affinity: 'pinned' is not a GC affinity (allowed: none, static, dynamic)"
+        );
+    }
+
+    #[test]
+    fn harness_flags() {
+        let a = args(&["--interfere", "busy:3", "--co-run", "2"]);
+        assert_eq!(a.interfere, Some(Interference::Busy(3)));
+        assert_eq!(a.co_run, 2);
+        let a = args(&[]);
+        assert_eq!((a.interfere, a.co_run), (None, 1));
+        for bad in [
+            &["--interfere", "busy:0"][..],
+            &["--interfere", "spin:2"],
+            &["--co-run", "0"],
+            &["--co-run", "65"],
+        ] {
+            let argv = ["concord-run", "gcbench"].iter().chain(bad);
+            assert!(TestCli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The summary of one run: the readable text and the summary JSON of DESIGN.md.
+//! The summary of one run: the readable text and the summary JSON of DESIGN.md; and of several
+//! instances co-running (`concord run --co-run M`): one line per instance and an aggregate.
 
 use std::fmt::Write as _;
 
 use concord::config::format_size;
-use concord::telemetry::WorkerTimeBreakdown;
+use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
 use serde_json::{json, Value};
@@ -15,8 +16,10 @@ pub struct Summary {
     pub heap_size: usize,
     pub gc_threads: usize,
     pub dynamic_gc_threads: bool,
-    /// The parallel-phase switches, as `key=value` pairs in a fixed order.
+    /// The parallel-phase and OS switches, as `key=value` pairs in a fixed order.
     pub switches: Vec<(&'static str, String)>,
+    /// The load that ran next to the workload (`busy:2`), if any.
+    pub interference: Option<String>,
     pub mutators: usize,
     pub rounds: usize,
     pub wall_ms: f64,
@@ -27,6 +30,8 @@ pub struct Summary {
     pub pause_p50_ms: f64,
     pub pause_p99_ms: f64,
     pub pause_max_ms: f64,
+    /// Every pause, ms, in order (for percentiles over several runs).
+    pub pauses_ms: Vec<f64>,
     pub bytes_allocated: u64,
     pub bytes_copied: u64,
     pub bytes_promoted: u64,
@@ -41,6 +46,8 @@ pub struct Summary {
     pub expected_checksum: Option<u64>,
     pub checksum_ok: Option<bool>,
     pub details: Vec<(String, String)>,
+    /// Object lifespans, when the heap profiled them (`--lifespans`).
+    pub lifespans: Option<LifespanReport>,
 }
 
 impl Summary {
@@ -59,6 +66,7 @@ impl Summary {
             gc_threads: config.gc_threads,
             dynamic_gc_threads: config.dynamic_gc_threads,
             switches: switches(config),
+            interference: None,
             mutators: params.mutators,
             rounds: params.rounds,
             wall_ms,
@@ -69,6 +77,7 @@ impl Summary {
             pause_p50_ms: stats.pause_percentile_ms(50.0),
             pause_p99_ms: stats.pause_percentile_ms(99.0),
             pause_max_ms: stats.pause_max_ms(),
+            pauses_ms: stats.records.iter().map(|r| r.pause_ms).collect(),
             bytes_allocated: stats.bytes_allocated,
             bytes_copied: stats.bytes_copied(),
             bytes_promoted: stats.bytes_promoted(),
@@ -83,6 +92,7 @@ impl Summary {
             expected_checksum: result.expected_checksum,
             checksum_ok: result.checksum_ok(),
             details: result.details.clone(),
+            lifespans: stats.lifespans.clone(),
         }
     }
 
@@ -125,12 +135,16 @@ impl Summary {
             "checksum": self.checksum,
             "expected_checksum": self.expected_checksum,
             "checksum_ok": self.checksum_ok,
+            "interference": self.interference,
         });
         for (k, val) in &self.switches {
             v[k.replace('-', "_")] = json!(val);
         }
         if !self.verify_failures.is_empty() {
             v["verify_failures"] = json!(self.verify_failures);
+        }
+        if let Some(report) = &self.lifespans {
+            v["lifespans"] = json!(report);
         }
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
@@ -163,6 +177,9 @@ impl Summary {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let _ = writeln!(s, "  switches  {}", switches.join(", "));
+        if let Some(load) = &self.interference {
+            let _ = writeln!(s, "  load      {load}");
+        }
         let check = match (self.expected_checksum, self.checksum_ok) {
             (Some(e), Some(true)) => format!("checksum {} (expected {e}): ok", self.checksum),
             (Some(e), _) => format!("checksum {} (expected {e}): MISMATCH", self.checksum),
@@ -225,11 +242,199 @@ impl Summary {
             None => "not requested (--verify)".to_string(),
         };
         let _ = writeln!(s, "  verified  {verified}");
+        if let Some(report) = &self.lifespans {
+            for line in report.to_string().lines() {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
         s
     }
 }
 
-/// The parallel-phase switches of `config`, in the order of DESIGN.md's table.
+/// Pause percentile `p` in 0..=100 of `pauses` (nearest rank, as [`GcStats`]), ms.
+fn percentile(pauses: &[f64], p: f64) -> f64 {
+    let mut v = pauses.to_vec();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
+}
+
+impl Summary {
+    /// One line: wall, collections, GC time, pauses and the checksum's verdict.
+    pub fn line(&self) -> String {
+        let check = match self.checksum_ok {
+            Some(true) => "checksum ok",
+            Some(false) => "checksum MISMATCH",
+            None => "no expected checksum",
+        };
+        let verified = match self.verified {
+            Some(true) => ", verified",
+            Some(false) => ", verification FAILED",
+            None => "",
+        };
+        format!(
+            "wall {:.1} ms, {} collections, GC {:.1} ms, pauses p50 {:.2} / p99 {:.2} / max \
+             {:.2} ms, {check}{verified}",
+            self.wall_ms,
+            self.gc_count,
+            self.pause_total_ms,
+            self.pause_p50_ms,
+            self.pause_p99_ms,
+            self.pause_max_ms
+        )
+    }
+
+    /// The figures of co-running instances taken together: counts, bytes, GC time and
+    /// checksums summed; wall time and the longest pause the maximum; percentiles over all
+    /// pauses; imbalance and CPUs used averaged over all collections. The configuration fields
+    /// are the first instance's (all run the same configuration).
+    pub fn aggregate(instances: &[Summary]) -> Summary {
+        let first = &instances[0];
+        let sum = |f: fn(&Summary) -> u64| instances.iter().map(f).sum::<u64>();
+        let pauses: Vec<f64> = instances.iter().flat_map(|s| s.pauses_ms.clone()).collect();
+        let gc_count: usize = instances.iter().map(|s| s.gc_count).sum();
+        let per_collection = |f: fn(&Summary) -> f64| {
+            let weighted: f64 = instances.iter().map(|s| f(s) * s.gc_count as f64).sum();
+            if gc_count == 0 {
+                0.0
+            } else {
+                weighted / gc_count as f64
+            }
+        };
+        let expected_checksum = instances
+            .iter()
+            .map(|s| s.expected_checksum)
+            .sum::<Option<u64>>();
+        let checksum_ok = instances
+            .iter()
+            .map(|s| s.checksum_ok)
+            .try_fold(true, |all, ok| ok.map(|ok| all && ok));
+        let verified = if instances.iter().any(|s| s.verified == Some(false)) {
+            Some(false)
+        } else if instances.iter().all(|s| s.verified == Some(true)) {
+            Some(true)
+        } else {
+            None
+        };
+        let worker_time = WorkerTimeBreakdown {
+            root_ms: instances.iter().map(|s| s.worker_time.root_ms).sum(),
+            steal_ms: instances.iter().map(|s| s.worker_time.steal_ms).sum(),
+            termination_ms: instances.iter().map(|s| s.worker_time.termination_ms).sum(),
+        };
+        Summary {
+            workload: first.workload.clone(),
+            preset: first.preset.clone(),
+            heap_size: first.heap_size,
+            gc_threads: first.gc_threads,
+            dynamic_gc_threads: first.dynamic_gc_threads,
+            switches: first.switches.clone(),
+            interference: first.interference.clone(),
+            mutators: first.mutators,
+            rounds: first.rounds,
+            wall_ms: instances.iter().map(|s| s.wall_ms).fold(0.0, f64::max),
+            gc_count,
+            young_count: instances.iter().map(|s| s.young_count).sum(),
+            full_count: instances.iter().map(|s| s.full_count).sum(),
+            pause_total_ms: instances.iter().map(|s| s.pause_total_ms).sum(),
+            pause_p50_ms: percentile(&pauses, 50.0),
+            pause_p99_ms: percentile(&pauses, 99.0),
+            pause_max_ms: pauses.iter().copied().fold(0.0, f64::max),
+            pauses_ms: pauses,
+            bytes_allocated: sum(|s| s.bytes_allocated),
+            bytes_copied: sum(|s| s.bytes_copied),
+            bytes_promoted: sum(|s| s.bytes_promoted),
+            steal_attempts: sum(|s| s.steal_attempts),
+            steal_failures: sum(|s| s.steal_failures),
+            root_task_imbalance: per_collection(|s| s.root_task_imbalance),
+            mean_cpus_used: per_collection(|s| s.mean_cpus_used),
+            worker_time,
+            verified,
+            verify_failures: instances
+                .iter()
+                .flat_map(|s| s.verify_failures.clone())
+                .collect(),
+            checksum: instances
+                .iter()
+                .fold(0u64, |acc, s| acc.wrapping_add(s.checksum)),
+            expected_checksum,
+            checksum_ok,
+            details: Vec::new(),
+            // Each instance's report stays with the instance.
+            lifespans: None,
+        }
+    }
+
+    /// The JSON of co-running instances: the aggregate's summary fields at the top level (so
+    /// the DESIGN.md fields mean the same), `co_run` (the number of instances) and `instances`
+    /// (each instance's summary JSON with its number, from 1).
+    pub fn co_run_json(instances: &[Summary]) -> Value {
+        let mut v = Summary::aggregate(instances).json();
+        v["co_run"] = json!(instances.len());
+        v["instances"] = instances
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut j = s.json();
+                j["instance"] = json!(i + 1);
+                j
+            })
+            .collect();
+        v
+    }
+
+    /// The readable report of co-running instances: the configuration, one line per instance
+    /// and the aggregate (GC time summed, wall time the longest).
+    pub fn co_run_readable(instances: &[Summary]) -> String {
+        let all = Summary::aggregate(instances);
+        let mut s = String::new();
+        let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+        let _ = writeln!(
+            s,
+            "concord run {} ×{} co-running instances, each: preset {}, heap {}, {}{}, {}, {}",
+            all.workload,
+            instances.len(),
+            all.preset,
+            format_size(all.heap_size),
+            if all.dynamic_gc_threads { "up to " } else { "" },
+            plural(all.gc_threads, "GC thread"),
+            plural(all.mutators, "mutator"),
+            plural(all.rounds, "round"),
+        );
+        let switches: Vec<String> = all
+            .switches
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(s, "  switches   {}", switches.join(", "));
+        if let Some(load) = &all.interference {
+            let _ = writeln!(s, "  load       {load}");
+        }
+        for (i, instance) in instances.iter().enumerate() {
+            let _ = writeln!(s, "  instance {:<2} {}", i + 1, instance.line());
+        }
+        let _ =
+            writeln!(
+            s,
+            "  aggregate   wall {:.1} ms (longest), {} collections, GC {:.1} ms (sum), pauses p50 \
+             {:.2} / p99 {:.2} / max {:.2} ms",
+            all.wall_ms, all.gc_count, all.pause_total_ms, all.pause_p50_ms, all.pause_p99_ms,
+            all.pause_max_ms
+        );
+        let _ = writeln!(
+            s,
+            "              stealing {} attempts, {:.1}% failed; {:.1} CPUs used per collection",
+            all.steal_attempts,
+            100.0 * all.steal_failure_rate(),
+            all.mean_cpus_used
+        );
+        s
+    }
+}
+
+/// The switches of `config`, in the order of DESIGN.md's table.
 fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
     let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
     vec![
@@ -239,5 +444,7 @@ fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
         ("termination", config.termination.to_string()),
         ("parking", config.parking.to_string()),
         ("pin-start", on_off(config.pin_start)),
+        ("gc-affinity", config.gc_affinity.to_string()),
+        ("mutator-sched", config.mutator_sched.to_string()),
     ]
 }

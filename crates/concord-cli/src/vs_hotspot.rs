@@ -11,6 +11,7 @@ use concord::{CollectionKind, Heap};
 use concord_workloads::{lookup, WorkloadParams};
 use serde_json::json;
 
+use crate::experiment::median;
 use crate::hotspot::{self, HotspotOptions, PauseKind};
 
 /// Flags of `concord vs-hotspot`.
@@ -48,16 +49,6 @@ struct Run {
     young: usize,
     full: usize,
     checksum: u64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {

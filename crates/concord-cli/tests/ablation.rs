@@ -42,6 +42,7 @@ fn ablation_runs_every_configuration_and_prints_json() {
             "+adaptive-steal",
             "+live-termination",
             "+futex-parking",
+            "+gc-affinity",
             "modern",
             "optimized"
         ]
@@ -59,6 +60,41 @@ fn ablation_runs_every_configuration_and_prints_json() {
         let m = &c["median"];
         assert!(m["failure_rate"].as_f64().unwrap() <= 1.0);
     }
+}
+
+#[test]
+fn ablation_with_busy_loop_interference() {
+    let out = concord(&[
+        "ablation",
+        "binary-trees",
+        "10",
+        "--repeat",
+        "1",
+        "--heap",
+        "8m",
+        "--only",
+        "vanilla,+gc-affinity",
+        "--interfere",
+        "busy:1",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "status {:?}: {stderr}", out.status);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(v["interference"], "busy:1");
+    let configs = v["configurations"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    for c in configs {
+        assert_eq!(c["interference"], "busy:1", "{c}");
+    }
+    assert!(configs[1]["settings"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("gc-affinity=dynamic")));
+
+    let out = concord(&["ablation", "--interfere", "busy:x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("busy:K with K in 1..=1024"));
 }
 
 #[test]

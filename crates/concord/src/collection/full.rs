@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::{ms_since, GcContext, PhaseTimes, RootSlots};
+use super::{ms_since, GcContext, PhaseTimes, RootSlots, Tracked};
 use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
@@ -211,7 +211,9 @@ fn parallel_for(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize) + Sync) {
 }
 
 /// Run a full collection. The world must be stopped; `roots` are all mutator root slots.
-pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
+/// `tracked` objects are updated to their new addresses, or to 0 when they died (see
+/// [`Tracked`]).
+pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'_>) -> FullOutcome {
     let mem = ctx.mem;
     let t0 = Instant::now();
     let mut phases = PhaseTimes::default();
@@ -420,6 +422,17 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots]) -> FullOutcome {
 
     // Finish: tops, survivor roles, clear the mark bitmaps.
     let t4 = Instant::now();
+    // Follow tracked objects while the bitmaps still say which are live and where they went.
+    for t in tracked.iter_mut() {
+        if *t != 0 {
+            debug_assert!(mem.in_heap(*t), "tracked object {:#x} outside the heap", *t);
+            *t = if mem.in_heap(*t) && mem.mark_begin.is_marked(*t) {
+                s.new_addr(*t)
+            } else {
+                0
+            };
+        }
+    }
     for (k, (_, space)) in spaces.iter().enumerate() {
         space.set_top(cursor[k], mem.reservation());
     }

@@ -75,6 +75,13 @@ pub struct PhaseTimes {
     pub steps: Vec<(&'static str, f64)>,
 }
 
+/// Addresses of objects that an observer outside the collector follows through collections (the
+/// lifespan profiler). Before a collection every entry is an object start or 0; the collection
+/// leaves each as the object's address afterwards, or 0 if the object died. Entries the
+/// collection does not collect (old objects in a scavenge) are left alone. Collectors only read
+/// headers and bitmaps to do this; they never write object memory for it.
+pub type Tracked<'a> = &'a mut [usize];
+
 pub(crate) fn ms_since(t: std::time::Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }

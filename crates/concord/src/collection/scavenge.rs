@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::age_table::AgeTable;
 use super::plab::Plab;
-use super::{ms_since, GcContext, PhaseTimes, RootSlots};
+use super::{ms_since, GcContext, PhaseTimes, RootSlots, Tracked};
 use crate::memory::card_table::CARD_SIZE;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
@@ -372,11 +372,14 @@ impl ParallelTask for Scavenger<'_> {
     }
 }
 
-/// Run a scavenge. The world must be stopped; `roots` are all mutator root slots.
+/// Run a scavenge. The world must be stopped; `roots` are all mutator root slots. `tracked`
+/// objects in eden and from-space are updated to their copies, to themselves when promotion
+/// failed for them, or to 0 when they died (see [`Tracked`]).
 pub fn scavenge(
     ctx: &GcContext<'_>,
     roots: &[RootSlots],
     params: ScavengeParams,
+    tracked: Tracked<'_>,
 ) -> ScavengeOutcome {
     let t0 = Instant::now();
     let mem = ctx.mem;
@@ -451,6 +454,18 @@ pub fn scavenge(
     let mut ages = AgeTable::default();
     let (mut copied, mut promoted) = (0, 0);
     let failed = task.promotion_failed.load(Ordering::Relaxed);
+    // Follow tracked objects while forwarding headers still tell live from dead: copied objects
+    // forward to their copy, self-forwarded ones (promotion failure) to themselves, and nothing
+    // else in the collected set was reached. Must run before self-forwarded headers are restored.
+    for t in tracked.iter_mut() {
+        if *t != 0 && task.in_collected_set(*t) {
+            // SAFETY: tracked entries are object starts; eden and from-space memory stays
+            // committed and a scavenge writes nothing there but headers, so the header is this
+            // object's own or a forwarding pointer installed by this scavenge.
+            let h = unsafe { raw::header(*t) };
+            *t = if h.is_forwarded() { h.forwardee() } else { 0 };
+        }
+    }
     for (pm, stats) in locals.iter().zip(workers.iter_mut()) {
         stats.bytes_copied = pm.copied as u64;
         ages.merge(&pm.ages);

@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 
 mod error;
@@ -40,6 +41,10 @@ pub const MIN_EDEN_SIZE: usize = 256 * KIB;
 pub const MIN_SURVIVOR_SIZE: usize = 64 * KIB;
 /// The most GC worker threads a configuration may ask for.
 pub const MAX_GC_THREADS: usize = 256;
+/// The default of [`GcConfig::fifo_cpu_threshold`]: 001 §4.4 enables its FIFO policies only
+/// with more than 8 cores, because with fewer, threads scheduled first keep the others from
+/// running.
+pub const DEFAULT_FIFO_CPU_THRESHOLD: usize = 8;
 
 /// A named set of policy switches (DESIGN.md, "Mechanisms and presets").
 ///
@@ -92,6 +97,21 @@ pub struct GcConfig {
     pub termination: TerminationKind,
     /// How idle GC workers sleep between collections and how the end of a phase is detected.
     pub parking: ParkingKind,
+    /// Where GC worker threads may run: left to the OS, pinned one per CPU, or moved off
+    /// overloaded CPUs at the start of each collection (000 Algorithm 1).
+    pub gc_affinity: GcAffinity,
+    /// How mutator threads are scheduled: CFS, SCHED_FIFO, or chosen from a profile or
+    /// adaptively (001 Algorithms 1 and 2). CFS in every preset: SCHED_FIFO by default would let
+    /// an embedding program's mutators starve its other threads (and other processes) on the
+    /// same CPUs, so the papers' policies are opt-in.
+    pub mutator_sched: MutatorSched,
+    /// The `profile` and `adaptive` mutator scheduling policies may choose FIFO only when the
+    /// process may use more CPUs than this (001 §4.4: FIFO pays off with more than 8 cores);
+    /// with fewer they keep CFS. `fifo` itself is not affected.
+    pub fifo_cpu_threshold: usize,
+    /// Profile object lifespans (bytes allocated between an object's allocation and its death,
+    /// 001 §2) and report their histogram.
+    pub lifespans: bool,
     /// Upper bound of the adaptive tenuring threshold, 0..=15 (HotSpot `MaxTenuringThreshold`).
     pub max_tenuring_threshold: u32,
     /// Tenuring threshold used until the first scavenge has measured survivor occupancy.
@@ -202,8 +222,10 @@ impl GcConfig {
     /// The defaults of `preset`: a 256 MiB heap split 1:2 young:old, survivors young/10, HotSpot's
     /// GC thread count for the usable CPUs ([`default_gc_threads`]), tenuring threshold 7 rising
     /// to at most 15, 32 KiB / 8 KiB young/old PLABs, 64 KiB large-object threshold, adaptive
-    /// TLABs, no verification, no GC log and no records file. The presets share these values
-    /// and differ in the parallel-phase switches (DESIGN.md, "Mechanisms and presets"):
+    /// TLABs, no verification, no GC log and no records file, mutators under CFS (FIFO policies
+    /// allowed above 8 usable CPUs when chosen) and no lifespan profiling. The presets share
+    /// these values and differ in the parallel-phase switches and the GC thread affinity
+    /// (DESIGN.md, "Mechanisms and presets"):
     ///
     /// | switch | vanilla | modern | optimized |
     /// | --- | --- | --- | --- |
@@ -214,6 +236,7 @@ impl GcConfig {
     /// | `parking` | monitor | futex | futex |
     /// | `dynamic_gc_threads` | no | yes | no |
     /// | `pin_start` | yes | no | no |
+    /// | `gc_affinity` | none | none | dynamic |
     pub fn for_preset(preset: Preset) -> GcConfig {
         let phase = match preset {
             Preset::Vanilla => PhasePolicy::VANILLA,
@@ -229,6 +252,12 @@ impl GcConfig {
             // The papers' fixes: lazy futex parking on the collection epoch.
             Preset::Optimized => (ParkingKind::Futex, false, false),
         };
+        // Only the papers' fixes move GC threads off overloaded CPUs (000 Algorithm 1); OpenJDK
+        // 8 and HotSpot 17+ leave them to the scheduler.
+        let gc_affinity = match preset {
+            Preset::Vanilla | Preset::Modern => GcAffinity::None,
+            Preset::Optimized => GcAffinity::Dynamic,
+        };
         GcConfig {
             preset,
             heap_size: DEFAULT_HEAP_SIZE,
@@ -243,6 +272,11 @@ impl GcConfig {
             steal: phase.steal,
             termination: phase.termination,
             parking,
+            gc_affinity,
+            // Not FIFO, not adaptive, in any preset: see the field's documentation.
+            mutator_sched: MutatorSched::Cfs,
+            fifo_cpu_threshold: DEFAULT_FIFO_CPU_THRESHOLD,
+            lifespans: false,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,
             target_survivor_ratio: 50,
@@ -344,6 +378,7 @@ mod tests {
         assert_eq!(vanilla.parking, ParkingKind::Monitor);
         assert!(!vanilla.dynamic_gc_threads);
         assert!(vanilla.pin_start);
+        assert_eq!(vanilla.gc_affinity, GcAffinity::None);
         assert_eq!(vanilla.phase_policy(), PhasePolicy::VANILLA);
 
         let modern = GcConfig::for_preset(Preset::Modern);
@@ -354,6 +389,7 @@ mod tests {
         assert_eq!(modern.parking, ParkingKind::Futex);
         assert!(modern.dynamic_gc_threads);
         assert!(!modern.pin_start);
+        assert_eq!(modern.gc_affinity, GcAffinity::None);
         assert_eq!(modern.phase_policy(), PhasePolicy::MODERN);
 
         let optimized = GcConfig::for_preset(Preset::Optimized);
@@ -364,6 +400,7 @@ mod tests {
         assert_eq!(optimized.parking, ParkingKind::Futex);
         assert!(!optimized.dynamic_gc_threads);
         assert!(!optimized.pin_start);
+        assert_eq!(optimized.gc_affinity, GcAffinity::Dynamic);
         assert_eq!(optimized.phase_policy(), PhasePolicy::OPTIMIZED);
         assert_eq!(optimized.phase_policy(), PhasePolicy::default());
 
@@ -375,6 +412,16 @@ mod tests {
         assert_eq!(policy.steal, StealPolicy::Adaptive);
         assert!(policy.task_affinity);
         assert_eq!(policy.task_queue, TaskQueueKind::Monitor);
+    }
+
+    #[test]
+    fn os_switches_have_the_same_safe_defaults_in_every_preset() {
+        for preset in Preset::ALL {
+            let config = GcConfig::for_preset(preset);
+            assert_eq!(config.mutator_sched, MutatorSched::Cfs, "{preset}");
+            assert_eq!(config.fifo_cpu_threshold, 8, "{preset}");
+            assert!(!config.lifespans, "{preset}");
+        }
     }
 
     #[test]

@@ -15,13 +15,14 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use super::validate::{
-    out_of_range, size_out_of_range, size_too_small, GC_THREADS_RANGE, HEAP_RANGE,
-    MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE, SURVIVOR_RATIO_RANGE,
-    TARGET_SURVIVOR_RANGE, TENURING_RANGE,
+    out_of_range, size_out_of_range, size_too_small, FIFO_CPU_THRESHOLD_RANGE, GC_THREADS_RANGE,
+    HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
+    SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
 use super::{
     default_gc_threads, parse_size, usable_cpus, ConfigError, ConfigKey, GcConfig, Origin, Preset,
 };
+use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
@@ -74,7 +75,7 @@ impl ValueKind {
     }
 }
 
-/// The parallel-phase switches that take one of a few names.
+/// The switches that take one of a few names (the policy mutator-sched may carry an argument).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Switch {
     /// [`TaskQueueKind`].
@@ -85,6 +86,10 @@ enum Switch {
     Termination,
     /// [`ParkingKind`].
     Parking,
+    /// [`GcAffinity`].
+    GcAffinity,
+    /// [`MutatorSched`].
+    MutatorSched,
 }
 
 impl Switch {
@@ -95,6 +100,12 @@ impl Switch {
             Switch::Steal => StealPolicy::allowed(),
             Switch::Termination => TerminationKind::allowed(),
             Switch::Parking => ParkingKind::allowed(),
+            Switch::GcAffinity => GcAffinity::ALL
+                .iter()
+                .map(|a| a.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
         }
     }
 }
@@ -118,7 +129,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 22] = [
+static OPTIONS: [OptionSpec; 26] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -260,6 +271,44 @@ static OPTIONS: [OptionSpec; 22] = [
         },
     },
     OptionSpec {
+        key: "gc-affinity",
+        env: "CONCORD_GC_AFFINITY",
+        kind: ValueKind::Switch(Switch::GcAffinity),
+        doc: "Where GC worker threads run: none (left to the OS), static (worker i pinned to the \
+              i-th usable CPU) or dynamic (at the start of each collection a worker on an \
+              overloaded CPU moves to an underloaded one, 000 Algorithm 1) (default per preset: \
+              none, none, dynamic).",
+        set: |c, v| {
+            c.gc_affinity = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "mutator-sched",
+        env: "CONCORD_MUTATOR_SCHED",
+        kind: ValueKind::Switch(Switch::MutatorSched),
+        doc: "How mutator threads are scheduled: cfs, fifo (SCHED_FIFO), profile:PATH (choose \
+              from a per-thread CPU-time profile, recorded there if missing, 001 Algorithm 1) or \
+              adaptive[:SECONDS] (switch on changes of the live thread set, sampled every 2 s \
+              or SECONDS, 001 Algorithm 2) (default cfs in every preset: FIFO can starve an \
+              embedding program's other threads, so it is opt-in).",
+        set: |c, v| {
+            c.mutator_sched = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "fifo-cpu-threshold",
+        env: "CONCORD_FIFO_CPU_THRESHOLD",
+        kind: ValueKind::Integer,
+        doc: "The profile and adaptive mutator-sched policies may choose FIFO only with more \
+              usable CPUs than this, as in 001 §4.4 (0..=4096, default 8).",
+        set: |c, v| {
+            c.fifo_cpu_threshold = int_in(v, &FIFO_CPU_THRESHOLD_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
         key: "max-tenuring-threshold",
         env: "CONCORD_MAX_TENURING_THRESHOLD",
         kind: ValueKind::Integer,
@@ -370,6 +419,17 @@ static OPTIONS: [OptionSpec; 22] = [
               the concord command writes it at exit (default none).",
         set: |c, v| {
             c.gc_records = Some(path(v)?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "lifespans",
+        env: "CONCORD_LIFESPANS",
+        kind: ValueKind::Bool,
+        doc: "Profile object lifespans (bytes allocated between an object's allocation and its \
+              death, 001 §2) and report their histogram: true/false (default false).",
+        set: |c, v| {
+            c.lifespans = boolean(v)?;
             Ok(())
         },
     },
@@ -738,8 +798,11 @@ impl ConfigBuilder {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::super::{format_size, KIB, MIB};
     use super::*;
+    use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
     use crate::parallel::PhasePolicy;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -831,6 +894,9 @@ mod tests {
             ("steal", "last-victim"),
             ("termination", "owst"),
             ("parking", "futex"),
+            ("gc-affinity", "static"),
+            ("mutator-sched", "adaptive:0.5"),
+            ("fifo-cpu-threshold", "0"),
             ("max-tenuring-threshold", "10"),
             ("initial-tenuring-threshold", "4"),
             ("target-survivor-ratio", "80"),
@@ -841,6 +907,7 @@ mod tests {
             ("verify", "yes"),
             ("gc-log", "/tmp/gc.log"),
             ("gc-records", "/tmp/records.jsonl"),
+            ("lifespans", "on"),
         ];
         assert_eq!(values.len(), OPTIONS.len());
         let check = |config: GcConfig| {
@@ -857,6 +924,12 @@ mod tests {
             assert_eq!(config.steal, StealPolicy::LastVictim);
             assert_eq!(config.termination, TerminationKind::Owst);
             assert_eq!(config.parking, ParkingKind::Futex);
+            assert_eq!(config.gc_affinity, GcAffinity::Static);
+            assert_eq!(
+                config.mutator_sched,
+                MutatorSched::Adaptive(Duration::from_millis(500))
+            );
+            assert_eq!(config.fifo_cpu_threshold, 0);
             assert_eq!(config.max_tenuring_threshold, 10);
             assert_eq!(config.initial_tenuring_threshold, 4);
             assert_eq!(config.target_survivor_ratio, 80);
@@ -867,6 +940,7 @@ mod tests {
             assert!(config.verify);
             assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
+            assert!(config.lifespans);
         };
 
         let mut cli = ConfigBuilder::new();
@@ -1150,6 +1224,211 @@ mod tests {
     }
 
     #[test]
+    fn gc_affinity_from_every_source_overrides_the_preset() {
+        let mut builder = ConfigBuilder::new();
+        builder.set_cli("preset", "vanilla").unwrap();
+        assert_eq!(
+            builder.clone().build().unwrap().gc_affinity,
+            GcAffinity::None
+        );
+        builder
+            .apply_toml_str("gc_affinity = \"static\"", "c.toml")
+            .unwrap();
+        assert_eq!(
+            builder.clone().build().unwrap().gc_affinity,
+            GcAffinity::Static
+        );
+        builder
+            .apply_env(env(&[("CONCORD_GC_AFFINITY", "Dynamic")]))
+            .unwrap();
+        assert_eq!(
+            builder.clone().build().unwrap().gc_affinity,
+            GcAffinity::Dynamic
+        );
+        builder.set_cli("--gc-affinity", "none").unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.gc_affinity, GcAffinity::None);
+        // Only the affinity changed.
+        let mut expected = GcConfig::for_preset(Preset::Vanilla);
+        expected.gc_affinity = GcAffinity::None;
+        assert_eq!(config, expected);
+
+        let config = ConfigBuilder::new().build().unwrap();
+        assert_eq!(config.gc_affinity, GcAffinity::Dynamic, "optimized default");
+    }
+
+    #[test]
+    fn mutator_sched_takes_a_policy_and_its_argument() {
+        for (text, expected) in [
+            ("cfs", MutatorSched::Cfs),
+            ("FIFO", MutatorSched::Fifo),
+            ("adaptive", MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)),
+            (
+                "adaptive:0.25",
+                MutatorSched::Adaptive(Duration::from_millis(250)),
+            ),
+            (
+                "adaptive:0.01",
+                MutatorSched::Adaptive(Duration::from_millis(10)),
+            ),
+            (
+                "adaptive:3600",
+                MutatorSched::Adaptive(Duration::from_secs(3600)),
+            ),
+            (
+                "profile:/tmp/gcbench.profile",
+                MutatorSched::Profile("/tmp/gcbench.profile".into()),
+            ),
+        ] {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli("mutator-sched", text).unwrap();
+            assert_eq!(builder.build().unwrap().mutator_sched, expected, "{text}");
+        }
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("mutator-sched = \"fifo\"", "c.toml")
+            .unwrap();
+        assert_eq!(builder.build().unwrap().mutator_sched, MutatorSched::Fifo);
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_MUTATOR_SCHED", "adaptive:3")]))
+            .unwrap();
+        assert_eq!(
+            builder.build().unwrap().mutator_sched,
+            MutatorSched::Adaptive(Duration::from_secs(3))
+        );
+    }
+
+    #[test]
+    fn fifo_cpu_threshold_and_lifespans_from_every_source() {
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("fifo_cpu_threshold = 16\nlifespans = true", "c.toml")
+            .unwrap();
+        let config = builder.clone().build().unwrap();
+        assert_eq!(config.fifo_cpu_threshold, 16);
+        assert!(config.lifespans);
+        builder
+            .apply_env(env(&[
+                ("CONCORD_FIFO_CPU_THRESHOLD", "4096"),
+                ("CONCORD_LIFESPANS", "off"),
+            ]))
+            .unwrap();
+        let config = builder.clone().build().unwrap();
+        assert_eq!(config.fifo_cpu_threshold, 4096);
+        assert!(!config.lifespans);
+        builder.set_cli("fifo-cpu-threshold", "0").unwrap();
+        builder.set_cli("lifespans", "yes").unwrap();
+        let config = builder.build().unwrap();
+        assert_eq!(config.fifo_cpu_threshold, 0);
+        assert!(config.lifespans);
+    }
+
+    #[test]
+    fn bad_os_switch_values_name_key_value_and_allowed_values() {
+        let cases = [
+            (
+                "gc-affinity",
+                "pinned",
+                "--gc-affinity: 'pinned' is not a GC affinity (allowed: none, static, dynamic)",
+            ),
+            (
+                "mutator-sched",
+                "rr",
+                "--mutator-sched: 'rr' is not a mutator scheduling policy (allowed: cfs, fifo, \
+                 profile:PATH, adaptive or adaptive:SECONDS)",
+            ),
+            (
+                "mutator-sched",
+                "fifo:2",
+                "--mutator-sched: 'fifo:2' is not a mutator scheduling policy (allowed: cfs, \
+                 fifo, profile:PATH, adaptive or adaptive:SECONDS)",
+            ),
+            (
+                "mutator-sched",
+                "adaptive:0",
+                "--mutator-sched: 'adaptive:0' has a bad sampling period '0' (allowed: seconds \
+                 from 0.01 to 3600, e.g. adaptive:2)",
+            ),
+            (
+                "mutator-sched",
+                "adaptive:soon",
+                "--mutator-sched: 'adaptive:soon' has a bad sampling period 'soon' (allowed: \
+                 seconds from 0.01 to 3600, e.g. adaptive:2)",
+            ),
+            (
+                "mutator-sched",
+                "profile:",
+                "--mutator-sched: 'profile:' needs a file: profile:PATH (e.g. \
+                 profile:gcbench.profile)",
+            ),
+            (
+                "fifo-cpu-threshold",
+                "4097",
+                "--fifo-cpu-threshold: '4097' is out of range (allowed: 0..=4096)",
+            ),
+            (
+                "fifo-cpu-threshold",
+                "-1",
+                "--fifo-cpu-threshold: '-1' is out of range (allowed: 0..=4096)",
+            ),
+            (
+                "fifo-cpu-threshold",
+                "eight",
+                "--fifo-cpu-threshold: 'eight' is not a whole number (allowed: 0..=4096)",
+            ),
+            (
+                "lifespans",
+                "maybe",
+                "--lifespans: 'maybe' is not a boolean (allowed: true, false, yes, no, on, off, \
+                 1, 0)",
+            ),
+        ];
+        for (key, value, expected) in cases {
+            let mut builder = ConfigBuilder::new();
+            builder.set_cli(key, value).unwrap();
+            assert_eq!(build_err(builder), expected);
+        }
+
+        // The same words from the environment and TOML, and for TOML values of another type.
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_env(env(&[("CONCORD_GC_AFFINITY", "pinned")]))
+            .unwrap();
+        assert_eq!(
+            build_err(builder),
+            "CONCORD_GC_AFFINITY: 'pinned' is not a GC affinity (allowed: none, static, dynamic)"
+        );
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("mutator_sched = \"rr\"", "c.toml")
+            .unwrap();
+        assert!(build_err(builder).starts_with(
+            "mutator_sched in c.toml: 'rr' is not a mutator scheduling policy (allowed: cfs,"
+        ));
+        // A TOML boolean is taken as its text and then rejected like any other name.
+        let mut builder = ConfigBuilder::new();
+        builder
+            .apply_toml_str("gc-affinity = true", "c.toml")
+            .unwrap();
+        assert_eq!(
+            build_err(builder),
+            "gc-affinity in c.toml: 'true' is not a GC affinity (allowed: none, static, dynamic)"
+        );
+        let err = ConfigBuilder::new()
+            .apply_toml_str("mutator-sched = [\"fifo\"]", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "is a TOML array (expected one of cfs, fifo, profile:PATH, adaptive or \
+                 adaptive:SECONDS)"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn overridden_bad_values_are_still_errors() {
         let mut builder = ConfigBuilder::new();
         builder
@@ -1210,7 +1489,10 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(err.ends_with("verify, gc-log, gc-records)"), "{err}");
+        assert!(
+            err.ends_with("verify, gc-log, gc-records, lifespans)"),
+            "{err}"
+        );
     }
 
     /// A value each option rejects on its own.

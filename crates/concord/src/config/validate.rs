@@ -7,11 +7,13 @@
 
 use std::fmt::Display;
 use std::ops::RangeInclusive;
+use std::time::Duration;
 
 use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
+use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
 pub(super) const HEAP_RANGE: RangeInclusive<usize> = MIN_HEAP..=MAX_HEAP;
@@ -31,6 +33,12 @@ pub(super) const PLAB_RANGE: RangeInclusive<usize> = KIB..=MIB;
 pub(super) const MIN_TLAB_SIZE: usize = KIB;
 /// The smallest large-object threshold.
 pub(super) const MIN_LARGE_OBJECT_THRESHOLD: usize = KIB;
+/// Allowed `fifo_cpu_threshold` values (CPUs).
+pub(super) const FIFO_CPU_THRESHOLD_RANGE: RangeInclusive<usize> = 0..=4096;
+/// Allowed sampling periods of the adaptive mutator scheduling policy, as `adaptive:SECONDS`
+/// parses them.
+const ADAPTIVE_PERIOD_RANGE: RangeInclusive<Duration> =
+    Duration::from_millis(10)..=Duration::from_secs(3600);
 
 /// The reason for an integer outside `range`: `is out of range (allowed: 1..=256)`.
 pub(super) fn out_of_range<T: Display>(range: &RangeInclusive<T>) -> String {
@@ -163,6 +171,12 @@ impl GcConfig {
                 reason: size_too_small(MIN_LARGE_OBJECT_THRESHOLD),
             });
         }
+        check_int(
+            key_of("fifo-cpu-threshold"),
+            self.fifo_cpu_threshold,
+            &FIFO_CPU_THRESHOLD_RANGE,
+        )?;
+        self.validate_mutator_sched(key_of("mutator-sched"))?;
         for (key, path) in [("gc-log", &self.gc_log), ("gc-records", &self.gc_records)] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(ConfigError::InvalidValue {
@@ -174,6 +188,29 @@ impl GcConfig {
         }
 
         self.validate_generations(key_of, &is_default)
+    }
+
+    /// The argument of a `profile` or `adaptive` mutator scheduling policy built in code, in the
+    /// words the parser uses for the same mistakes.
+    fn validate_mutator_sched(&self, key: ConfigKey) -> Result<(), ConfigError> {
+        let reason = match &self.mutator_sched {
+            MutatorSched::Profile(path) if path.as_os_str().is_empty() => {
+                "needs a file: profile:PATH (e.g. profile:gcbench.profile)".to_string()
+            }
+            MutatorSched::Adaptive(period) if !ADAPTIVE_PERIOD_RANGE.contains(period) => {
+                format!(
+                    "has a bad sampling period '{}' (allowed: seconds from 0.01 to 3600, e.g. \
+                     adaptive:2)",
+                    period.as_secs_f64()
+                )
+            }
+            _ => return Ok(()),
+        };
+        Err(ConfigError::InvalidValue {
+            key,
+            value: self.mutator_sched.to_string(),
+            reason,
+        })
     }
 
     /// The rules between heap, young size and ratios, and the TLAB size that depends on eden.
@@ -324,6 +361,9 @@ mod tests {
             config.steal = StealPolicy::Adaptive;
             config.dynamic_gc_threads = !config.dynamic_gc_threads;
             config.pin_start = !config.pin_start;
+            config.gc_affinity = crate::os::policy::GcAffinity::Static;
+            config.mutator_sched = MutatorSched::Fifo;
+            config.lifespans = true;
             config.validate().unwrap();
         }
     }
@@ -342,6 +382,48 @@ mod tests {
             error_of(&config),
             "gc-records: '' is empty (expected a file path)"
         );
+    }
+
+    #[test]
+    fn fifo_cpu_threshold_range() {
+        let mut config = base();
+        for ok in [0, 8, 4096] {
+            config.fifo_cpu_threshold = ok;
+            config.validate().unwrap();
+        }
+        config.fifo_cpu_threshold = 4097;
+        assert_eq!(
+            error_of(&config),
+            "fifo-cpu-threshold: '4097' is out of range (allowed: 0..=4096)"
+        );
+    }
+
+    #[test]
+    fn mutator_sched_arguments_built_in_code_are_checked() {
+        let mut config = base();
+        for ok in [
+            MutatorSched::Cfs,
+            MutatorSched::Fifo,
+            MutatorSched::Profile("p.profile".into()),
+            MutatorSched::Adaptive(Duration::from_millis(10)),
+            MutatorSched::Adaptive(Duration::from_secs(3600)),
+        ] {
+            config.mutator_sched = ok;
+            config.validate().unwrap();
+        }
+        config.mutator_sched = MutatorSched::Profile(std::path::PathBuf::new());
+        assert_eq!(
+            error_of(&config),
+            "mutator-sched: 'profile:' needs a file: profile:PATH (e.g. profile:gcbench.profile)"
+        );
+        config.mutator_sched = MutatorSched::Adaptive(Duration::ZERO);
+        assert_eq!(
+            error_of(&config),
+            "mutator-sched: 'adaptive:0' has a bad sampling period '0' (allowed: seconds from \
+             0.01 to 3600, e.g. adaptive:2)"
+        );
+        config.mutator_sched = MutatorSched::Adaptive(Duration::from_secs(3601));
+        assert!(error_of(&config).contains("bad sampling period '3601'"));
     }
 
     #[test]

@@ -5,6 +5,9 @@
 
 pub mod affinity;
 pub mod cpu;
+pub mod cpu_view;
 pub mod futex;
+pub mod gc_affinity;
 pub mod policy;
+pub mod sched;
 pub mod vm;

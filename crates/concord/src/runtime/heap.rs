@@ -15,6 +15,7 @@ use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::HeapMemory;
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, GcStats};
 
@@ -123,6 +124,11 @@ pub(crate) struct HeapInner {
     pub allocated: AtomicU64,
     pub last_verify: Mutex<VerifyReport>,
     pub collections: AtomicUsize,
+    // ---- lifespan profiler (telemetry/lifespan.rs) ----
+    /// Samples allocations and follows them through collections, when `config.lifespans`.
+    /// Its clock is `allocated`.
+    pub lifespans: Option<LifespanProfiler>,
+    // ---- end lifespan profiler ----
 }
 
 impl HeapInner {
@@ -221,6 +227,8 @@ impl Heap {
             }
             None => None,
         };
+        // Lifespan profiler: enabled by configuration.
+        let lifespans = config.lifespans.then(LifespanProfiler::default);
         let inner = Arc::new(HeapInner {
             large_object_threshold: config.large_object_threshold,
             policy: Mutex::new(Policy {
@@ -241,6 +249,7 @@ impl Heap {
             allocated: AtomicU64::new(0),
             last_verify: Mutex::new(VerifyReport::default()),
             collections: AtomicUsize::new(0),
+            lifespans,
         });
         let vm_inner = inner.clone();
         let vm_thread = std::thread::Builder::new()
@@ -271,7 +280,15 @@ impl Heap {
     pub fn stats(&self) -> GcStats {
         let mut s = lock(&self.inner.stats).clone();
         s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
+        s.lifespans = self.lifespans();
         s
+    }
+
+    /// Object lifespans so far, when the heap profiles them (`GcConfig::lifespans`). Samples
+    /// not yet seen to die (alive at exit) are counted as censored.
+    pub fn lifespans(&self) -> Option<LifespanReport> {
+        let profiler = self.inner.lifespans.as_ref()?;
+        Some(profiler.report(self.inner.allocated.load(Ordering::Relaxed)))
     }
 
     /// Number of collections so far.

@@ -3,6 +3,7 @@
 
 mod heap;
 mod mutator;
+pub mod mutator_sched;
 mod safepoint;
 mod vm_thread;
 

@@ -16,6 +16,7 @@ use super::safepoint::Request;
 use crate::collection::verify::VerifyReport;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectType};
+use crate::telemetry::lifespan::LifespanProfiler;
 use crate::telemetry::CollectionKind;
 
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
@@ -62,6 +63,17 @@ impl MutatorShared {
     }
 }
 
+/// A mutator's position in its allocation stream relative to the next lifespan sample point
+/// (see `telemetry/lifespan.rs`).
+struct Sampler<'h> {
+    profiler: &'h LifespanProfiler,
+    /// Bytes of allocation from `synced_top` to the next sample point.
+    left: usize,
+    /// The TLAB top `left` was last brought up to date at (0 without a TLAB).
+    synced_top: usize,
+    rng: u64,
+}
+
 /// A thread attached to a [`Heap`]. All object access goes through it.
 ///
 /// Dropping the mutator detaches the thread; its handles stop being roots.
@@ -70,8 +82,14 @@ pub struct Mutator<'h> {
     shared: Arc<MutatorShared>,
     id: u32,
     tlab_top: usize,
+    /// Where the allocation fast path stops: `tlab_real_end`, or the next lifespan sample point
+    /// below it.
     tlab_end: usize,
     tlab_start: usize,
+    /// The TLAB's real end (0 without a TLAB).
+    tlab_real_end: usize,
+    /// Lifespan sampling state, when the heap profiles lifespans.
+    sampler: Option<Sampler<'h>>,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -84,6 +102,16 @@ impl<'h> Mutator<'h> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(MutatorShared::new(id));
         inner.safepoint.attach(shared.clone());
+        let sampler = inner.lifespans.as_ref().map(|profiler| {
+            let mut rng = u64::from(id);
+            let left = profiler.next_gap(&mut rng);
+            Sampler {
+                profiler,
+                left,
+                synced_top: 0,
+                rng,
+            }
+        });
         Self {
             heap: inner,
             shared,
@@ -91,6 +119,8 @@ impl<'h> Mutator<'h> {
             tlab_top: 0,
             tlab_end: 0,
             tlab_start: 0,
+            tlab_real_end: 0,
+            sampler,
             _not_send: PhantomData,
         }
     }
@@ -177,6 +207,75 @@ impl<'h> Mutator<'h> {
 
     #[cold]
     fn allocate_slow(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
+        if self.sampler.is_some() {
+            return self.allocate_sampling(h, size);
+        }
+        self.allocate_outside_fast_path(h, size)
+    }
+
+    /// The slow path with lifespan sampling: the fast path stops at the next sample point, so
+    /// the object it stopped at covers the point (or lies beyond the TLAB).
+    fn allocate_sampling(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
+        self.sync_sampler();
+        let top = self.tlab_top;
+        if size < self.heap.large_object_threshold && top + size <= self.tlab_real_end {
+            // The fast path stopped at a sample point inside the TLAB; allocate as it would.
+            self.tlab_top = top + size;
+            // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
+            unsafe { raw::set_header(top, h) };
+            self.account_sampling(top, size);
+            return Ok(top);
+        }
+        let a = self.allocate_outside_fast_path(h, size)?;
+        self.account_sampling(a, size);
+        Ok(a)
+    }
+
+    /// Bring the sampler up to date with what the fast path allocated since the last sync.
+    fn sync_sampler(&mut self) {
+        if let Some(s) = self.sampler.as_mut() {
+            s.left = s
+                .left
+                .saturating_sub(self.tlab_top.saturating_sub(s.synced_top));
+            s.synced_top = self.tlab_top;
+        }
+    }
+
+    /// Advance the sampler over the object of `size` bytes just allocated at `a` (the stream up
+    /// to it is synced), sample it if it covers the sample point, and set the fast path's stop.
+    fn account_sampling(&mut self, a: usize, size: usize) {
+        let in_tlab = self.tlab_real_end != 0 && a >= self.tlab_start && a < self.tlab_top;
+        let Some(s) = self.sampler.as_mut() else {
+            return;
+        };
+        if size > s.left {
+            // Birth: the heap's allocation clock plus this thread's unretired TLAB bytes below
+            // the object. A direct allocation was counted already (its own size is not).
+            let clock = self.heap.allocated.load(Ordering::Relaxed);
+            let birth = if in_tlab {
+                clock + (a - self.tlab_start) as u64
+            } else {
+                clock.saturating_sub(size as u64) + (self.tlab_top - self.tlab_start) as u64
+            };
+            s.profiler.record(a, size, birth);
+            // Memoryless: the next gap starts after this object.
+            s.left = s.profiler.next_gap(&mut s.rng);
+        } else {
+            s.left -= size;
+        }
+        if in_tlab {
+            s.synced_top = self.tlab_top;
+        }
+        self.tlab_end = if self.tlab_real_end == 0 {
+            0
+        } else {
+            self.tlab_real_end.min(s.synced_top + s.left)
+        };
+    }
+
+    /// The slow path proper: a safepoint poll, then a direct allocation or a TLAB refill, then a
+    /// collection if needed.
+    fn allocate_outside_fast_path(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.safepoint_poll();
         let old = size >= self.heap.large_object_threshold;
         if let Some(a) = self.try_allocate_outside_tlab(size, old) {
@@ -186,6 +285,7 @@ impl<'h> Mutator<'h> {
         }
         // Collect and allocate inside one safepoint: the VM thread escalates to a full
         // collection before it gives up, and nobody can take the space it frees first.
+        self.before_stop();
         let result = self.heap.safepoint.request_allocation(size, old);
         self.after_stop();
         match result {
@@ -207,7 +307,7 @@ impl<'h> Mutator<'h> {
             return heap.allocate_shared(size, true, false);
         }
         let tlab_size = heap.tlab_size();
-        let remaining = self.tlab_end - self.tlab_top;
+        let remaining = self.tlab_real_end - self.tlab_top;
         // Keeping the TLAB wastes less than refilling it: allocate this object on its own.
         if remaining > tlab_size / 64 || size > tlab_size / 2 {
             return heap.allocate_shared(size, false, false);
@@ -226,16 +326,29 @@ impl<'h> Mutator<'h> {
         self.tlab_start = start;
         self.tlab_top = start + size;
         self.tlab_end = start + tlab_size;
+        self.tlab_real_end = self.tlab_end;
         Some(start)
     }
 
     fn retire_tlab(&mut self) {
-        if self.tlab_end != 0 {
+        self.sync_sampler();
+        if self.tlab_real_end != 0 {
             self.heap.count_allocation(self.tlab_top - self.tlab_start);
         }
         self.tlab_start = 0;
         self.tlab_top = 0;
         self.tlab_end = 0;
+        self.tlab_real_end = 0;
+        if let Some(s) = self.sampler.as_mut() {
+            s.synced_top = 0;
+        }
+    }
+
+    /// Called before every stop: the TLAB will be gone afterwards, so its bytes are counted now
+    /// and the heap's allocation count is exact while the world is stopped (the lifespan
+    /// profiler's clock).
+    fn before_stop(&mut self) {
+        self.retire_tlab();
     }
 
     /// Called after every stop: the collector reset eden, so the TLAB is gone.
@@ -471,12 +584,14 @@ impl<'h> Mutator<'h> {
 
     #[cold]
     fn block_for_safepoint(&mut self) {
+        self.before_stop();
         self.heap.safepoint.block();
         self.after_stop();
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
     pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.before_stop();
         self.heap.safepoint.enter_blocking();
         struct Leave<'a, 'h>(&'a mut Mutator<'h>);
         impl Drop for Leave<'_, '_> {
@@ -491,12 +606,14 @@ impl<'h> Mutator<'h> {
 
     /// Run a collection of `kind` now.
     pub fn collect(&mut self, kind: CollectionKind) {
+        self.before_stop();
         self.heap.safepoint.request(Request::Collect(kind), true);
         self.after_stop();
     }
 
     /// Verify the whole heap now (world stopped).
     pub fn verify_heap(&mut self) -> Result<VerifyReport, crate::collection::verify::VerifyError> {
+        self.before_stop();
         let r = self.heap.safepoint.request(Request::Verify, true);
         self.after_stop();
         match r.verify_error {

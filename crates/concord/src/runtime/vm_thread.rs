@@ -9,7 +9,7 @@ use super::safepoint::Request;
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
-use crate::collection::{GcContext, RootSlots};
+use crate::collection::{GcContext, RootSlots, Tracked};
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
@@ -247,7 +247,8 @@ impl Operation<'_> {
             old_plab_size: heap.config.old_plab_size,
         };
         let start = Instant::now();
-        let out = scavenge(&self.ctx(), self.roots, params);
+        let out =
+            self.follow_lifespans(|tracked| scavenge(&self.ctx(), self.roots, params, tracked));
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         {
             let mut policy = heap.policy();
@@ -278,7 +279,7 @@ impl Operation<'_> {
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
         let start = Instant::now();
-        let out = full_collect(&self.ctx(), self.roots);
+        let out = self.follow_lifespans(|tracked| full_collect(&self.ctx(), self.roots, tracked));
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         self.full_ran = true;
         {
@@ -303,6 +304,23 @@ impl Operation<'_> {
             r.verified = verified;
         });
     }
+
+    // ---- lifespan profiler ----
+    /// Run `collect` with the objects the lifespan profiler follows (none without it). Mutators
+    /// retire their TLABs before they stop, so the allocation clock is exact now.
+    fn follow_lifespans<R>(&self, collect: impl FnOnce(Tracked<'_>) -> R) -> R {
+        match &self.heap.lifespans {
+            Some(profiler) => {
+                let now = self
+                    .heap
+                    .allocated
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                profiler.follow_collection(now, collect)
+            }
+            None => collect(&mut []),
+        }
+    }
+    // ---- end lifespan profiler ----
 
     fn verify_if_asked(&self, verify_failure: &mut Option<Option<String>>) -> Option<bool> {
         self.heap.config.verify.then(|| self.verify(verify_failure))

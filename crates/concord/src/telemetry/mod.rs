@@ -2,9 +2,11 @@
 //! GC log and summaries.
 
 pub mod gc_log;
+pub mod lifespan;
 pub mod record;
 pub mod records_file;
 
+pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
 pub use record::{
     CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, WorkerTimeBreakdown,
 };

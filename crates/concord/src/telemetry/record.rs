@@ -180,6 +180,9 @@ pub struct GcStats {
     pub bytes_allocated: u64,
     /// Verification failures, with the verifier's message.
     pub verify_failures: Vec<String>,
+    /// Object lifespans, when the heap profiles them (`GcConfig::lifespans`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifespans: Option<super::LifespanReport>,
 }
 
 impl GcStats {

@@ -1,0 +1,251 @@
+//! The interference harness: load that runs next to a workload in the `concord` process, so
+//! that GC threads compete for CPUs as in the papers' stacking experiments (000 §3, DESIGN.md
+//! "our machines have 2 cores; thread stacking is reproduced by oversubscription and
+//! interference").
+//!
+//! - [`Interference::Busy`] (`--interfere busy:K`): K threads that spin on arithmetic and stay
+//!   runnable for as long as the [`ActiveLoad`] lives.
+//! - [`co_run`] (`--co-run M`): M instances of a workload at once, each on its own heap.
+//!
+//! `run`, `ablation` and `os-bench` share this module.
+
+use std::fmt;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::{Context, Result};
+use concord::GcConfig;
+use concord_workloads::{Workload, WorkloadParams};
+
+use crate::experiment::run_once;
+use crate::summary::Summary;
+
+/// The most busy-loop threads `busy:K` may ask for.
+pub const MAX_BUSY_THREADS: usize = 1024;
+/// The most instances `--co-run` may run at once.
+pub const MAX_CO_RUN: usize = 64;
+
+/// Load started next to a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interference {
+    /// `busy:K`: K threads in a busy loop.
+    Busy(usize),
+}
+
+impl Interference {
+    /// The allowed forms, for messages.
+    pub const ALLOWED: &'static str = "busy:K with K in 1..=1024, e.g. busy:2";
+
+    /// Starts the load; it runs until the returned value is stopped or dropped.
+    pub fn start(self) -> Result<ActiveLoad> {
+        match self {
+            Interference::Busy(threads) => ActiveLoad::busy(threads),
+        }
+    }
+
+    /// What the load is, in words: `2 busy-loop threads`.
+    pub fn describe(self) -> String {
+        match self {
+            Interference::Busy(1) => "1 busy-loop thread".to_string(),
+            Interference::Busy(k) => format!("{k} busy-loop threads"),
+        }
+    }
+}
+
+impl fmt::Display for Interference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Interference::Busy(k) => write!(f, "busy:{k}"),
+        }
+    }
+}
+
+impl FromStr for Interference {
+    type Err = String;
+
+    /// `busy:K`, K in 1..=[`MAX_BUSY_THREADS`]; the error names the text and the allowed form.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "'{text}' is not an interference load (allowed: {})",
+                Self::ALLOWED
+            )
+        };
+        let (kind, count) = text.trim().split_once(':').ok_or_else(bad)?;
+        if !kind.trim().eq_ignore_ascii_case("busy") {
+            return Err(bad());
+        }
+        match count.trim().parse::<usize>() {
+            Ok(k) if (1..=MAX_BUSY_THREADS).contains(&k) => Ok(Interference::Busy(k)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// A running load: busy-loop threads spinning until [`ActiveLoad::stop`] (or drop) stops and
+/// joins them.
+#[derive(Debug)]
+pub struct ActiveLoad {
+    /// Set to ask every thread to finish.
+    stop: Arc<AtomicBool>,
+    /// The threads; each returns the number of spin batches it ran.
+    threads: Vec<JoinHandle<u64>>,
+}
+
+/// Iterations of the arithmetic between two looks at the stop flag (a few microseconds).
+const SPIN_BATCH: u32 = 1024;
+
+impl ActiveLoad {
+    /// Starts `threads` busy-loop threads named `concord-busy-{i}`. If one cannot be started,
+    /// the ones already running are stopped and the error is returned.
+    fn busy(threads: usize) -> Result<ActiveLoad> {
+        let mut load = ActiveLoad {
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::with_capacity(threads),
+        };
+        for i in 0..threads {
+            let stop = load.stop.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("concord-busy-{i}"))
+                .spawn(move || spin(&stop, i as u64))
+                .with_context(|| format!("cannot start busy-loop thread {i} of {threads}"))?;
+            load.threads.push(handle);
+        }
+        Ok(load)
+    }
+
+    /// Stops and joins every thread; returns the spin batches they ran together.
+    pub fn stop(mut self) -> u64 {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> u64 {
+        // Relaxed is enough: the flag carries no data, and join() orders everything after.
+        self.stop.store(true, Ordering::Relaxed);
+        self.threads.drain(..).map(|t| t.join().unwrap_or(0)).sum()
+    }
+}
+
+impl Drop for ActiveLoad {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// The body of a busy-loop thread: a linear congruential generator, so the thread computes and
+/// never blocks, with a look at `stop` after every batch. Returns the batches it ran.
+fn spin(stop: &AtomicBool, seed: u64) -> u64 {
+    let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut batches = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..SPIN_BATCH {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+        }
+        x = black_box(x);
+        batches += 1;
+    }
+    batches
+}
+
+/// Runs `instances` copies of `workload` at once, one thread each, each on its own heap built
+/// from `config`, and returns their summaries in instance order. The GC log and records files,
+/// when configured, get one file per instance (`gc.log` → `gc.log.1`, `gc.log.2`, …) when there
+/// is more than one. Fails with the first instance's error (after all have finished).
+pub fn co_run(
+    workload: &dyn Workload,
+    params: &WorkloadParams,
+    config: &GcConfig,
+    instances: usize,
+) -> Result<Vec<Summary>> {
+    if instances <= 1 {
+        return Ok(vec![run_once(workload, params, config)?]);
+    }
+    let configs: Vec<GcConfig> = (1..=instances)
+        .map(|i| instance_config(config, i))
+        .collect();
+    let results: Vec<Result<Summary>> = std::thread::scope(|s| {
+        let handles: Vec<_> = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                std::thread::Builder::new()
+                    .name(format!("concord-instance-{}", i + 1))
+                    .spawn_scoped(s, move || run_once(workload, params, c))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let h = h.with_context(|| format!("cannot start instance {}", i + 1))?;
+                match h.join() {
+                    Ok(result) => result.with_context(|| format!("instance {}", i + 1)),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// `config` for co-running instance `i` (1-based): its own GC log and records files.
+fn instance_config(config: &GcConfig, i: usize) -> GcConfig {
+    let mut c = config.clone();
+    let per_instance = |p: &Path| PathBuf::from(format!("{}.{i}", p.display()));
+    c.gc_log = c.gc_log.as_deref().map(per_instance);
+    c.gc_records = c.gc_records.as_deref().map(per_instance);
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn busy_syntax() {
+        assert_eq!("busy:2".parse(), Ok(Interference::Busy(2)));
+        assert_eq!(" BUSY:1024 ".parse(), Ok(Interference::Busy(1024)));
+        assert_eq!(Interference::Busy(3).to_string(), "busy:3");
+        for bad in [
+            "busy",
+            "busy:",
+            "busy:0",
+            "busy:1025",
+            "busy:-1",
+            "spin:2",
+            "2",
+            "",
+        ] {
+            let err = bad.parse::<Interference>().unwrap_err();
+            assert!(err.contains(&format!("'{bad}'")), "{err}");
+            assert!(err.contains("allowed: busy:K with K in 1..=1024"), "{err}");
+        }
+    }
+
+    #[test]
+    fn busy_threads_spin_until_stopped() {
+        let load = Interference::Busy(2).start().unwrap();
+        assert_eq!(load.threads.len(), 2);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(load.stop() > 0);
+        // Dropping stops them too.
+        drop(Interference::Busy(1).start().unwrap());
+    }
+
+    #[test]
+    fn instances_get_their_own_files() {
+        let mut config = GcConfig::for_preset(concord::Preset::Optimized);
+        config.gc_log = Some("gc.log".into());
+        let c = instance_config(&config, 2);
+        assert_eq!(c.gc_log, Some(PathBuf::from("gc.log.2")));
+        assert_eq!(c.gc_records, None);
+    }
+}

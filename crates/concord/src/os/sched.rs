@@ -1,0 +1,541 @@
+//! Thread scheduling policy and per-thread accounting: switch a thread of this process between
+//! `SCHED_FIFO` and `SCHED_OTHER` (CFS), ask which policy it runs under, list the process's
+//! threads and read each one's name and CPU time from `/proc/self/task`.
+//!
+//! Threads are named by their kernel thread id (`gettid()`), which is what the scheduling
+//! system calls take. All functions act on threads of the calling process only.
+
+use std::fmt;
+use std::io;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The real-time priority [`set_fifo`] callers use unless told otherwise: the lowest one, so a
+/// FIFO mutator never outranks real-time threads of other programs.
+pub const DEFAULT_FIFO_PRIORITY: i32 = 1;
+
+/// A Linux scheduling policy, as `sched_getscheduler` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchedPolicy {
+    /// `SCHED_OTHER`: the default time-sharing policy (CFS / EEVDF).
+    Other,
+    /// `SCHED_FIFO`: real-time, first in first out.
+    Fifo,
+    /// `SCHED_RR`: real-time, round robin.
+    RoundRobin,
+    /// `SCHED_BATCH`.
+    Batch,
+    /// `SCHED_IDLE`.
+    Idle,
+    /// `SCHED_DEADLINE`.
+    Deadline,
+    /// A value this code does not know.
+    Unknown(i32),
+}
+
+impl SchedPolicy {
+    /// Decode a policy number (without the `SCHED_RESET_ON_FORK` flag).
+    pub fn from_raw(raw: i32) -> SchedPolicy {
+        match raw {
+            libc::SCHED_OTHER => SchedPolicy::Other,
+            libc::SCHED_FIFO => SchedPolicy::Fifo,
+            libc::SCHED_RR => SchedPolicy::RoundRobin,
+            libc::SCHED_BATCH => SchedPolicy::Batch,
+            libc::SCHED_IDLE => SchedPolicy::Idle,
+            6 => SchedPolicy::Deadline, // SCHED_DEADLINE
+            other => SchedPolicy::Unknown(other),
+        }
+    }
+
+    /// The kernel's name of the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedPolicy::Other => "SCHED_OTHER",
+            SchedPolicy::Fifo => "SCHED_FIFO",
+            SchedPolicy::RoundRobin => "SCHED_RR",
+            SchedPolicy::Batch => "SCHED_BATCH",
+            SchedPolicy::Idle => "SCHED_IDLE",
+            SchedPolicy::Deadline => "SCHED_DEADLINE",
+            SchedPolicy::Unknown(_) => "unknown policy",
+        }
+    }
+}
+
+impl fmt::Display for SchedPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchedPolicy::Unknown(raw) => write!(f, "policy {raw}"),
+            known => f.write_str(known.name()),
+        }
+    }
+}
+
+/// A scheduling system call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedError {
+    /// `EPERM`: the process may not make this change.
+    #[error("cannot {action} thread {tid}: lacking the privilege (CAP_SYS_NICE / RLIMIT_RTPRIO)")]
+    PermissionDenied {
+        /// The thread asked about.
+        tid: i32,
+        /// What was attempted, e.g. "set SCHED_FIFO priority 1 on".
+        action: String,
+    },
+    /// `ESRCH`: no such thread (it has exited).
+    #[error("cannot {action} thread {tid}: no such thread (it has exited)")]
+    NoSuchThread {
+        /// The thread asked about.
+        tid: i32,
+        /// What was attempted.
+        action: String,
+    },
+    /// `EINVAL`: a bad policy or priority.
+    #[error("cannot {action} thread {tid}: invalid policy or priority")]
+    Invalid {
+        /// The thread asked about.
+        tid: i32,
+        /// What was attempted.
+        action: String,
+    },
+    /// Any other error.
+    #[error("cannot {action} thread {tid}")]
+    Os {
+        /// The thread asked about.
+        tid: i32,
+        /// What was attempted.
+        action: String,
+        /// What the OS said.
+        source: io::Error,
+    },
+}
+
+impl SchedError {
+    /// Whether the process lacks the privilege (CAP_SYS_NICE, or an RLIMIT_RTPRIO high enough).
+    pub fn is_permission_denied(&self) -> bool {
+        matches!(self, SchedError::PermissionDenied { .. })
+    }
+
+    /// Whether the thread no longer exists.
+    pub fn is_no_such_thread(&self) -> bool {
+        matches!(self, SchedError::NoSuchThread { .. })
+    }
+
+    /// The thread the failed call was about.
+    pub fn tid(&self) -> i32 {
+        match self {
+            SchedError::PermissionDenied { tid, .. }
+            | SchedError::NoSuchThread { tid, .. }
+            | SchedError::Invalid { tid, .. }
+            | SchedError::Os { tid, .. } => *tid,
+        }
+    }
+
+    fn from_errno(tid: i32, action: String, err: io::Error) -> SchedError {
+        match err.raw_os_error() {
+            Some(libc::EPERM) => SchedError::PermissionDenied { tid, action },
+            Some(libc::ESRCH) => SchedError::NoSuchThread { tid, action },
+            Some(libc::EINVAL) => SchedError::Invalid { tid, action },
+            _ => SchedError::Os {
+                tid,
+                action,
+                source: err,
+            },
+        }
+    }
+}
+
+/// The kernel thread id of the calling thread.
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The raw `sched_getscheduler` answer, flags included.
+fn raw_policy(tid: i32) -> Result<i32, SchedError> {
+    // SAFETY: sched_getscheduler only reads the scheduling class of the thread named by `tid`.
+    let rc = unsafe { libc::sched_getscheduler(tid) };
+    if rc < 0 {
+        return Err(SchedError::from_errno(
+            tid,
+            "read the scheduling policy of".into(),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(rc)
+}
+
+/// The scheduling policy thread `tid` runs under.
+pub fn thread_policy(tid: i32) -> Result<SchedPolicy, SchedError> {
+    raw_policy(tid).map(|raw| SchedPolicy::from_raw(raw & !libc::SCHED_RESET_ON_FORK))
+}
+
+/// The static (real-time) priority of thread `tid`: 1–99 under FIFO/RR, 0 otherwise.
+pub fn thread_rt_priority(tid: i32) -> Result<i32, SchedError> {
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid, writable sched_param.
+    let rc = unsafe { libc::sched_getparam(tid, &mut param) };
+    if rc < 0 {
+        return Err(SchedError::from_errno(
+            tid,
+            "read the scheduling priority of".into(),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(param.sched_priority)
+}
+
+fn set_raw(
+    tid: i32,
+    policy: i32,
+    priority: i32,
+    action: impl FnOnce() -> String,
+) -> Result<(), SchedError> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param that outlives the call; the kernel validates the
+    // thread id, policy and priority and reports errors through errno.
+    let rc = unsafe { libc::sched_setscheduler(tid, policy, &param) };
+    if rc < 0 {
+        return Err(SchedError::from_errno(
+            tid,
+            action(),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Run thread `tid` under `SCHED_FIFO` at real-time `priority` (1–99; see
+/// [`DEFAULT_FIFO_PRIORITY`]).
+///
+/// `SCHED_RESET_ON_FORK` is set with it, so threads that `tid` creates afterwards start under
+/// `SCHED_OTHER` instead of inheriting FIFO (a FIFO mutator must not make the GC workers or
+/// helper threads it spawns real-time by accident).
+///
+/// Needs `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` of at least `priority`; without it the error is
+/// [`SchedError::PermissionDenied`].
+pub fn set_fifo(tid: i32, priority: i32) -> Result<(), SchedError> {
+    set_raw(
+        tid,
+        libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK,
+        priority,
+        || format!("set SCHED_FIFO priority {priority} on"),
+    )
+}
+
+/// Run thread `tid` under `SCHED_OTHER` (CFS) again. Its nice value is kept (the kernel keeps
+/// it while a thread is real-time), so a thread that had nice 0 before FIFO has nice 0 again.
+///
+/// A `SCHED_RESET_ON_FORK` flag already on the thread is kept: clearing it needs
+/// `CAP_SYS_NICE`, and under `SCHED_OTHER` it only resets negative nice values in children.
+/// Leaving real-time needs no privilege.
+pub fn set_other(tid: i32) -> Result<(), SchedError> {
+    let flag = raw_policy(tid)? & libc::SCHED_RESET_ON_FORK;
+    set_raw(tid, libc::SCHED_OTHER | flag, 0, || {
+        "set SCHED_OTHER on".to_string()
+    })
+}
+
+/// The thread ids of this process, ascending (from `/proc/self/task`).
+pub fn process_thread_ids() -> io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = std::fs::read_dir("/proc/self/task")?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+/// Whether thread `tid` of this process still exists.
+pub fn thread_exists(tid: i32) -> bool {
+    tid > 0 && std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
+/// The name (`comm`) of thread `tid`, at most 15 bytes, as the kernel keeps it.
+pub fn thread_name(tid: i32) -> io::Result<String> {
+    let bytes = std::fs::read(format!("/proc/self/task/{tid}/comm"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+}
+
+/// The fields of `/proc/<pid>/task/<tid>/stat` this crate uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskStat {
+    /// Field 1: the thread id.
+    pub tid: i32,
+    /// Field 2: the thread name, without the parentheses.
+    pub comm: String,
+    /// Field 3: the state letter (`R`, `S`, `D`, …).
+    pub state: char,
+    /// Field 14: user-mode CPU time, in clock ticks.
+    pub utime_ticks: u64,
+    /// Field 15: kernel-mode CPU time, in clock ticks.
+    pub stime_ticks: u64,
+}
+
+impl TaskStat {
+    /// User plus kernel CPU time in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        self.utime_ticks.saturating_add(self.stime_ticks)
+    }
+
+    /// User plus kernel CPU time (tick resolution, usually 10 ms).
+    pub fn cpu_time(&self) -> Duration {
+        ticks_to_duration(self.cpu_ticks())
+    }
+}
+
+/// A `stat` line that does not have the expected shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StatParseError {
+    /// No `(comm)` part.
+    #[error("no '(name)' field")]
+    NoComm,
+    /// The line ends before this field.
+    #[error("field {field} ({name}) is missing")]
+    Missing {
+        /// 1-based field number, as in proc(5).
+        field: usize,
+        /// The field's name in proc(5).
+        name: &'static str,
+    },
+    /// A field is not a number.
+    #[error("field {field} ({name}) is not a number: '{text}'")]
+    NotANumber {
+        /// 1-based field number, as in proc(5).
+        field: usize,
+        /// The field's name in proc(5).
+        name: &'static str,
+        /// What was there.
+        text: String,
+    },
+}
+
+/// Parse a `/proc/.../stat` line. The name (field 2) may hold spaces and `)`: it runs from the
+/// first `(` to the *last* `)`, and the numbered fields are counted from there.
+pub fn parse_task_stat(text: &str) -> Result<TaskStat, StatParseError> {
+    let open = text.find('(').ok_or(StatParseError::NoComm)?;
+    let close = text
+        .rfind(')')
+        .filter(|&c| c > open)
+        .ok_or(StatParseError::NoComm)?;
+    let number = |field: usize, name: &'static str, s: &str| -> Result<u64, StatParseError> {
+        s.parse().map_err(|_| StatParseError::NotANumber {
+            field,
+            name,
+            text: s.to_string(),
+        })
+    };
+    let tid_text = text[..open].trim();
+    let tid =
+        i32::try_from(number(1, "pid", tid_text)?).map_err(|_| StatParseError::NotANumber {
+            field: 1,
+            name: "pid",
+            text: tid_text.to_string(),
+        })?;
+    let comm = text[open + 1..close].to_string();
+    // Fields 3, 4, … follow the name.
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    let field = |n: usize, name: &'static str| -> Result<&str, StatParseError> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or(StatParseError::Missing { field: n, name })
+    };
+    let state = field(3, "state")?.chars().next().unwrap_or('?');
+    let utime_ticks = number(14, "utime", field(14, "utime")?)?;
+    let stime_ticks = number(15, "stime", field(15, "stime")?)?;
+    Ok(TaskStat {
+        tid,
+        comm,
+        state,
+        utime_ticks,
+        stime_ticks,
+    })
+}
+
+/// Read and parse `/proc/self/task/<tid>/stat`. A malformed line is an `InvalidData` error
+/// naming the file.
+pub fn read_task_stat(tid: i32) -> io::Result<TaskStat> {
+    let path = format!("/proc/self/task/{tid}/stat");
+    let bytes = std::fs::read(&path)?;
+    parse_task_stat(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on nearly every Linux).
+pub fn clock_ticks_per_second() -> u64 {
+    static TCK: OnceLock<u64> = OnceLock::new();
+    *TCK.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if v > 0 {
+            v as u64
+        } else {
+            100
+        }
+    })
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    let hz = clock_ticks_per_second();
+    let nanos = u128::from(ticks) * 1_000_000_000 / u128::from(hz);
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
+/// The kernel's CPU-time clock of thread `tid` (nanosecond resolution; the thread must belong
+/// to this process). This is `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)` from the kernel's
+/// posix-timers ABI, the clock `pthread_getcpuclockid` hands out for the caller's own threads.
+fn thread_cpu_clock(tid: i32) -> io::Result<Duration> {
+    const CPUCLOCK_PERTHREAD_SCHED: i32 = 4 | 2;
+    let clock: libc::clockid_t = (!tid).wrapping_shl(3) | CPUCLOCK_PERTHREAD_SCHED;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an unknown clock id is reported via errno.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// CPU time thread `tid` has used so far (user + kernel). Uses the thread's CPU-time clock
+/// (nanoseconds) and falls back to fields 14 and 15 of its `stat` file (clock ticks).
+pub fn thread_cpu_time(tid: i32) -> io::Result<Duration> {
+    if tid <= 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{tid} is not a thread id"),
+        ));
+    }
+    thread_cpu_clock(tid).or_else(|_| read_task_stat(tid).map(|s| s.cpu_time()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_stat_line() {
+        let line = "6880 (cat) R 6868 6868 5247 0 -1 4194304 101 0 0 0 7 3 0 0 20 0 1 0 1220535 \
+                    3133440 363 18446744073709551615 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";
+        let s = parse_task_stat(line).unwrap();
+        assert_eq!(s.tid, 6880);
+        assert_eq!(s.comm, "cat");
+        assert_eq!(s.state, 'R');
+        assert_eq!((s.utime_ticks, s.stime_ticks), (7, 3));
+        assert_eq!(s.cpu_ticks(), 10);
+    }
+
+    #[test]
+    fn parses_names_with_spaces_and_parentheses() {
+        let line = "42 (a) b (c d)) S 1 1 1 0 -1 0 0 0 0 0 123 45 0 0 20 0 1 0 5";
+        let s = parse_task_stat(line).unwrap();
+        assert_eq!(s.comm, "a) b (c d)");
+        assert_eq!(s.state, 'S');
+        assert_eq!((s.utime_ticks, s.stime_ticks), (123, 45));
+        // An empty name and a name that looks like numbers.
+        let s = parse_task_stat("7 () S 1 1 1 0 -1 0 0 0 0 0 1 2 0").unwrap();
+        assert_eq!(s.comm, "");
+        let s = parse_task_stat("7 (1 2 3 4 5 6 7 8 9 10 11 12 13) S 1 1 1 0 -1 0 0 0 0 0 8 9")
+            .unwrap();
+        assert_eq!((s.utime_ticks, s.stime_ticks), (8, 9));
+    }
+
+    #[test]
+    fn rejects_malformed_stat_lines() {
+        assert_eq!(parse_task_stat("garbage"), Err(StatParseError::NoComm));
+        assert_eq!(parse_task_stat("1 )x( S"), Err(StatParseError::NoComm));
+        assert!(matches!(
+            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 5"),
+            Err(StatParseError::Missing { field: 15, .. })
+        ));
+        assert!(matches!(
+            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 five 6"),
+            Err(StatParseError::NotANumber { field: 14, .. })
+        ));
+        assert!(matches!(
+            parse_task_stat("x (x) S 1 1 1 0 -1 0 0 0 0 0 5 6"),
+            Err(StatParseError::NotANumber { field: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn reads_own_thread() {
+        let tid = current_tid();
+        assert!(process_thread_ids().unwrap().contains(&tid));
+        assert!(thread_exists(tid));
+        assert!(!thread_exists(-1));
+        let stat = read_task_stat(tid).unwrap();
+        assert_eq!(stat.tid, tid);
+        assert_eq!(thread_name(tid).unwrap(), stat.comm);
+        assert_eq!(thread_policy(tid).unwrap(), SchedPolicy::Other);
+        let before = thread_cpu_time(tid).unwrap();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(5) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(thread_cpu_time(tid).unwrap() > before);
+        assert!(thread_cpu_time(0).is_err());
+    }
+
+    #[test]
+    fn names_and_cpu_time_of_another_thread() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::Builder::new()
+            .name("sched (test) x".into())
+            .spawn(move || {
+                tx.send(current_tid()).unwrap();
+                done_rx.recv().unwrap();
+            })
+            .unwrap();
+        let tid = rx.recv().unwrap();
+        assert_eq!(thread_name(tid).unwrap(), "sched (test) x");
+        assert_eq!(read_task_stat(tid).unwrap().comm, "sched (test) x");
+        assert!(thread_cpu_time(tid).is_ok());
+        // The nanosecond clock works for other threads of the process, not only the caller.
+        assert!(thread_cpu_clock(tid).is_ok());
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        // Gone threads are reported as such.
+        while thread_exists(tid) {
+            std::thread::yield_now();
+        }
+        assert!(thread_policy(tid).unwrap_err().is_no_such_thread());
+    }
+
+    /// A scratch thread that only sleeps is switched to FIFO and back (or, without the
+    /// privilege, the error says so).
+    #[test]
+    fn fifo_and_back_on_a_sleeping_thread() {
+        std::thread::spawn(|| {
+            let tid = current_tid();
+            match set_fifo(tid, DEFAULT_FIFO_PRIORITY) {
+                Ok(()) => {
+                    assert_eq!(thread_policy(tid).unwrap(), SchedPolicy::Fifo);
+                    assert_eq!(thread_rt_priority(tid).unwrap(), DEFAULT_FIFO_PRIORITY);
+                    // Threads it creates start under SCHED_OTHER (reset on fork).
+                    let child = std::thread::spawn(|| thread_policy(current_tid()).unwrap());
+                    assert_eq!(child.join().unwrap(), SchedPolicy::Other);
+                    set_other(tid).unwrap();
+                    assert_eq!(thread_policy(tid).unwrap(), SchedPolicy::Other);
+                    assert_eq!(thread_rt_priority(tid).unwrap(), 0);
+                }
+                Err(e) => {
+                    assert!(e.is_permission_denied(), "{e}");
+                    assert!(e.to_string().contains("CAP_SYS_NICE"));
+                    assert_eq!(e.tid(), tid);
+                }
+            }
+            assert!(matches!(
+                set_fifo(tid, 1000),
+                Err(SchedError::Invalid { .. } | SchedError::PermissionDenied { .. })
+            ));
+        })
+        .join()
+        .unwrap();
+    }
+}

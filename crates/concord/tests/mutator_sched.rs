@@ -1,0 +1,509 @@
+//! The mutator scheduling controller on real threads (001): explicit FIFO and back, the
+//! adaptive sampler switching on thread churn, the profile written by one run and used by the
+//! next, and the fallback when SCHED_FIFO is refused.
+//!
+//! Safety on a small machine: every thread that may be put under SCHED_FIFO here spends its
+//! life blocked or sleeping, and is back under SCHED_OTHER before it exits.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use concord::os::policy::MutatorSched;
+use concord::os::sched::{self, SchedPolicy};
+use concord::runtime::mutator_sched::{
+    write_profile, MutatorSchedConfig, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
+    ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
+};
+
+fn quiet(policy: MutatorSched, usable_cpus: usize, threshold: usize) -> MutatorScheduler {
+    let mut config = MutatorSchedConfig::new(policy, usable_cpus);
+    config.fifo_cpu_threshold = threshold;
+    config.print_notices = false;
+    MutatorScheduler::with_config(config)
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("concord-msched-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn policy_of(tid: i32) -> SchedPolicy {
+    sched::thread_policy(tid).unwrap()
+}
+
+/// The policy a freshly attached thread should be under, given what the scheduler reports.
+fn expected_for(s: &MutatorScheduler, wanted: SchedChoice) -> SchedPolicy {
+    if wanted == SchedChoice::Fifo && !s.report().fifo_denied {
+        SchedPolicy::Fifo
+    } else {
+        SchedPolicy::Other
+    }
+}
+
+/// A mutator thread that attaches, reports its tid and policy, blocks until released, then
+/// detaches and reports its policy after detaching.
+struct Sleeper {
+    tid: i32,
+    policy_attached: SchedPolicy,
+    release: mpsc::Sender<()>,
+    handle: thread::JoinHandle<SchedPolicy>,
+}
+
+fn sleeper(s: &Arc<MutatorScheduler>) -> Sleeper {
+    let (tx, rx) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let s = s.clone();
+    let handle = thread::spawn(move || {
+        let tid = sched::current_tid();
+        s.on_attach(tid);
+        tx.send((tid, policy_of(tid))).unwrap();
+        let _ = released.recv();
+        s.on_detach(tid);
+        policy_of(tid)
+    });
+    let (tid, policy_attached) = rx.recv().unwrap();
+    Sleeper {
+        tid,
+        policy_attached,
+        release,
+        handle,
+    }
+}
+
+impl Sleeper {
+    fn finish(self) -> SchedPolicy {
+        self.release.send(()).unwrap();
+        self.handle.join().unwrap()
+    }
+}
+
+#[test]
+fn explicit_fifo_is_applied_and_undone() {
+    // 2 usable CPUs, threshold 8: explicit FIFO still applies, with a notice.
+    let mut config = MutatorSchedConfig::new(MutatorSched::Fifo, 2);
+    config.print_notices = false;
+    let s = Arc::new(MutatorScheduler::with_config(config));
+    assert!(s.notices()[0].contains("001 §4.4"), "{:?}", s.notices());
+
+    let threads: Vec<Sleeper> = (0..3).map(|_| sleeper(&s)).collect();
+    let denied = s.report().fifo_denied;
+    let want = if denied {
+        SchedPolicy::Other
+    } else {
+        SchedPolicy::Fifo
+    };
+    for t in &threads {
+        assert_eq!(t.policy_attached, want);
+        assert_eq!(policy_of(t.tid), want);
+    }
+    if denied {
+        let report = s.report();
+        assert_eq!(report.applied, SchedChoice::Cfs);
+        assert!(report
+            .notices
+            .iter()
+            .any(|n| n.contains("falling back to CFS") && n.contains("CAP_SYS_NICE")));
+    } else {
+        assert_eq!(s.current(), SchedChoice::Fifo);
+    }
+
+    // Two detach themselves; the third is still attached when the scheduler finishes.
+    let mut threads = threads.into_iter();
+    for t in threads.by_ref().take(2) {
+        assert_eq!(t.finish(), SchedPolicy::Other);
+    }
+    let last = threads.next().unwrap();
+    let report = s.finish();
+    assert_eq!(policy_of(last.tid), SchedPolicy::Other);
+    assert_eq!(last.finish(), SchedPolicy::Other);
+    assert_eq!(report.attaches, 3);
+    if !denied {
+        assert_eq!(report.fifo_sets, 3);
+        assert!(report.failures.is_empty(), "{:?}", report.failures);
+    }
+    // After finish, attaching changes nothing.
+    let late = sleeper(&s);
+    assert_eq!(late.policy_attached, SchedPolicy::Other);
+    assert_eq!(late.finish(), SchedPolicy::Other);
+}
+
+#[test]
+fn nested_attach_keeps_fifo_until_the_last_detach() {
+    let s = Arc::new(quiet(MutatorSched::Fifo, 2, 0));
+    let s2 = s.clone();
+    thread::spawn(move || {
+        let tid = sched::current_tid();
+        s2.on_attach(tid);
+        s2.on_attach(tid);
+        let want = expected_for(&s2, SchedChoice::Fifo);
+        assert_eq!(policy_of(tid), want);
+        s2.on_detach(tid);
+        assert_eq!(policy_of(tid), want);
+        s2.on_detach(tid);
+        assert_eq!(policy_of(tid), SchedPolicy::Other);
+        // Detaching an unknown thread is harmless.
+        s2.on_detach(tid);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(s.finish().attaches, 2);
+}
+
+#[test]
+fn adaptive_switches_on_churn_and_back_when_threads_stay() {
+    let period = Duration::from_millis(50);
+    let s = Arc::new(quiet(MutatorSched::Adaptive(period), 2, 0));
+    assert_eq!(s.current(), SchedChoice::Cfs);
+
+    // Churn: a new pair of short-lived mutators every 20 ms, each attached for 40 ms, so two
+    // samples 50 ms apart never see the same thread.
+    let churn_until = Instant::now() + Duration::from_millis(500);
+    let mut churn = Vec::new();
+    while Instant::now() < churn_until {
+        for _ in 0..2 {
+            let s = s.clone();
+            churn.push(thread::spawn(move || {
+                let tid = sched::current_tid();
+                s.on_attach(tid);
+                thread::sleep(Duration::from_millis(40));
+                s.on_detach(tid);
+                policy_of(tid)
+            }));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    for t in churn {
+        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+    }
+    let after_churn = s.report();
+
+    // Stable: the same three mutators for many periods.
+    let stable: Vec<Sleeper> = (0..3).map(|_| sleeper(&s)).collect();
+    thread::sleep(Duration::from_millis(600));
+    let report = s.report();
+    for t in &stable {
+        assert_eq!(policy_of(t.tid), SchedPolicy::Other);
+    }
+    for t in stable {
+        assert_eq!(t.finish(), SchedPolicy::Other);
+    }
+    let started = Instant::now();
+    let final_report = s.finish();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "finish must stop the sampler promptly"
+    );
+
+    assert!(report.samples >= 10, "{report:?}");
+    let last = report.decisions.last().expect("decisions recorded");
+    assert_eq!(last.applied, SchedChoice::Cfs);
+    assert_eq!(last.decision.similarity, 1.0);
+    let fifo_chosen = after_churn
+        .decisions
+        .iter()
+        .any(|d| d.decision.choice == SchedChoice::Fifo && d.decision.similarity < 0.5);
+    assert!(fifo_chosen, "{after_churn:?}");
+    if report.fifo_denied {
+        assert!(report
+            .notices
+            .iter()
+            .any(|n| n.contains("falling back to CFS")));
+        assert!(report
+            .decisions
+            .iter()
+            .all(|d| d.applied == SchedChoice::Cfs));
+    } else {
+        // Into FIFO during the churn, back to CFS once the threads stay.
+        assert!(report.switches >= 2, "{report:?}");
+        assert!(after_churn.fifo_sets > 0, "{after_churn:?}");
+        assert!(report
+            .decisions
+            .iter()
+            .any(|d| d.applied == SchedChoice::Fifo));
+    }
+    assert!(final_report.switches >= report.switches);
+    let json = serde_json::to_value(&final_report).unwrap();
+    assert_eq!(json["requested"], "adaptive:0.05");
+    assert!(json["decisions"][0]["similarity"].is_number());
+}
+
+#[test]
+fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
+    let s = Arc::new(quiet(
+        MutatorSched::Adaptive(Duration::from_millis(30)),
+        2,
+        8,
+    ));
+    let mut churn = Vec::new();
+    for _ in 0..12 {
+        let s = s.clone();
+        churn.push(thread::spawn(move || {
+            let tid = sched::current_tid();
+            s.on_attach(tid);
+            thread::sleep(Duration::from_millis(25));
+            let p = policy_of(tid);
+            s.on_detach(tid);
+            p
+        }));
+        thread::sleep(Duration::from_millis(15));
+    }
+    for t in churn {
+        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+    }
+    let report = s.finish();
+    assert_eq!(report.fifo_sets, 0);
+    assert_eq!(report.switches, 0);
+    assert!(report
+        .decisions
+        .iter()
+        .all(|d| d.applied == SchedChoice::Cfs));
+    if report
+        .decisions
+        .iter()
+        .any(|d| d.decision.choice == SchedChoice::Fifo)
+    {
+        let notes: Vec<_> = report
+            .notices
+            .iter()
+            .filter(|n| n.contains("staying with CFS"))
+            .collect();
+        assert_eq!(notes.len(), 1, "said once: {:?}", report.notices);
+    }
+}
+
+/// Burn `cpu` of this thread's CPU time.
+fn burn(cpu: Duration) {
+    let tid = sched::current_tid();
+    let start = sched::thread_cpu_time(tid).unwrap();
+    let mut x = 1u64;
+    while sched::thread_cpu_time(tid).unwrap() - start < cpu {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+}
+
+#[test]
+fn profile_is_recorded_then_used() {
+    let dir = scratch_dir("profile");
+    let path = dir.join("run.profile");
+
+    // Run 1: no profile yet → CFS, record.
+    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    let barrier = Arc::new(Barrier::new(8));
+    let workers: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            let barrier = barrier.clone();
+            thread::Builder::new()
+                .name(format!("worker {i}"))
+                .spawn(move || {
+                    let tid = sched::current_tid();
+                    s.on_attach(tid);
+                    assert_eq!(policy_of(tid), SchedPolicy::Other);
+                    barrier.wait();
+                    burn(Duration::from_millis(15));
+                    s.on_detach(tid);
+                    tid
+                })
+                .unwrap()
+        })
+        .collect();
+    let tids: HashSet<i32> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let report = s.finish();
+    let outcome = report.profile.unwrap();
+    assert_eq!(outcome.action, ProfileAction::Recorded);
+    assert_eq!(outcome.threads_recorded, 8);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file: ProfileFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(file.threads.len(), 8);
+    for t in &file.threads {
+        assert!(tids.contains(&t.tid));
+        assert!(t.name.starts_with("worker "), "{t:?}");
+        assert!(t.cpu_ns >= 15_000_000, "{t:?}");
+        // Only the time attached counts, and the burn is short.
+        assert!(t.cpu_ns < 2_000_000_000, "{t:?}");
+    }
+
+    // Run 2: the even profile selects FIFO (threshold 0 allows it on this machine).
+    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    let report = s.report();
+    let outcome = report.profile.clone().unwrap();
+    assert_eq!(outcome.action, ProfileAction::Used);
+    let decision = outcome.decision.unwrap();
+    assert_eq!(decision.spread, WorkSpread::Even, "{}", decision.describe());
+    assert_eq!(decision.choice, SchedChoice::Fifo);
+    assert!(report.notices[0].contains("run.profile"));
+    let t = sleeper(&s);
+    assert_eq!(t.policy_attached, expected_for(&s, SchedChoice::Fifo));
+    assert_eq!(t.finish(), SchedPolicy::Other);
+    let report = s.finish();
+    assert_eq!(report.profile.unwrap().action, ProfileAction::Used);
+    // The profile is left as it was.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    // A profile where one thread did 90% of the work selects CFS.
+    let skewed = dir.join("skewed.profile");
+    let mut threads = vec![ThreadProfile {
+        tid: 1,
+        name: "main".into(),
+        cpu_ns: 9_000_000_000,
+    }];
+    threads.extend((2..10).map(|tid| ThreadProfile {
+        tid,
+        name: format!("helper {tid}"),
+        cpu_ns: 125_000_000,
+    }));
+    write_profile(
+        &skewed,
+        &ProfileFile {
+            format: PROFILE_FORMAT.into(),
+            version: PROFILE_VERSION,
+            usable_cpus: 48,
+            wall_ms: 10_000,
+            threads,
+        },
+    )
+    .unwrap();
+    let s = Arc::new(quiet(MutatorSched::Profile(skewed), 2, 0));
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    let t = sleeper(&s);
+    assert_eq!(t.policy_attached, SchedPolicy::Other);
+    t.finish();
+    let d = s.finish().profile.unwrap().decision.unwrap();
+    assert_eq!(d.spread, WorkSpread::Concentrated);
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn malformed_profile_is_reported_and_left_alone() {
+    let dir = scratch_dir("malformed");
+    let path = dir.join("bad.profile");
+    std::fs::write(&path, "threads: lots\n").unwrap();
+    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 64, 8));
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    let t = sleeper(&s);
+    assert_eq!(t.policy_attached, SchedPolicy::Other);
+    t.finish();
+    let report = s.finish();
+    assert_eq!(report.profile.unwrap().action, ProfileAction::Invalid);
+    assert!(
+        report.notices[0].contains("malformed profile")
+            && report.notices[0].contains("bad.profile"),
+        "{:?}",
+        report.notices
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "threads: lots\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn profile_run_without_mutators_writes_nothing() {
+    let dir = scratch_dir("empty");
+    let path = dir.join("none.profile");
+    let s = quiet(MutatorSched::Profile(path.clone()), 2, 8);
+    let report = s.finish();
+    assert_eq!(
+        report.profile.unwrap().action,
+        ProfileAction::NothingToRecord
+    );
+    assert!(!path.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Clear CAP_SYS_NICE from the calling thread's effective capabilities (capabilities are
+/// per thread in the kernel; the raw system call leaves the other threads alone). Returns
+/// whether it worked.
+fn drop_cap_sys_nice_on_this_thread() -> bool {
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_NICE: u32 = 23;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: header and data are valid for the v3 ABI (a header and two data words).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut Header,
+            data.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return false;
+    }
+    data[0].effective &= !(1 << CAP_SYS_NICE);
+    // SAFETY: as above; pid 0 = the calling thread only.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) };
+    rc == 0
+}
+
+#[test]
+fn refused_fifo_falls_back_to_cfs() {
+    // On a thread without CAP_SYS_NICE (and normally RLIMIT_RTPRIO 0) SCHED_FIFO is refused.
+    thread::spawn(|| {
+        let tid = sched::current_tid();
+        if !drop_cap_sys_nice_on_this_thread() {
+            eprintln!("skipped: cannot drop CAP_SYS_NICE here");
+            return;
+        }
+        let s = quiet(MutatorSched::Fifo, 2, 0);
+        s.on_attach(tid);
+        let report = s.report();
+        if !report.fifo_denied {
+            // An RLIMIT_RTPRIO allows it after all; then it must have been applied.
+            assert_eq!(policy_of(tid), SchedPolicy::Fifo);
+            s.on_detach(tid);
+            assert_eq!(policy_of(tid), SchedPolicy::Other);
+            return;
+        }
+        assert_eq!(policy_of(tid), SchedPolicy::Other);
+        assert_eq!(s.current(), SchedChoice::Cfs);
+        assert_eq!(report.applied, SchedChoice::Cfs);
+        let warnings: Vec<_> = report
+            .notices
+            .iter()
+            .filter(|n| n.contains("falling back to CFS"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{:?}", report.notices);
+        assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
+        // Later attaches are not tried again and produce no second warning.
+        s.on_detach(tid);
+        s.on_attach(tid);
+        assert_eq!(policy_of(tid), SchedPolicy::Other);
+        s.on_detach(tid);
+        let report = s.finish();
+        assert_eq!(
+            report
+                .notices
+                .iter()
+                .filter(|n| n.contains("falling back"))
+                .count(),
+            1
+        );
+        assert_eq!(report.fifo_sets, 0);
+    })
+    .join()
+    .unwrap();
+}

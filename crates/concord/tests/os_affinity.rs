@@ -1,0 +1,239 @@
+//! GC thread placement against the real kernel: static binding, a forced dynamic move, a
+//! restricted affinity mask and a refused placement, checked through
+//! `/proc/self/task/<tid>/status`.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use concord::os::affinity::{current_thread_affinity, set_current_thread_affinity};
+use concord::os::cpu_view::{
+    current_tid, parse_cpu_list, thread_affinity, CpuView, LoadSampler, LoadSnapshot,
+};
+use concord::os::gc_affinity::{GcAffinityController, WorkerMove};
+use concord::os::policy::GcAffinity;
+
+/// `Cpus_allowed_list` of thread `tid` of this process.
+fn cpus_allowed(tid: i32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list in status");
+    parse_cpu_list(line).unwrap()
+}
+
+/// Threads that park until dropped, standing in for GC workers.
+struct Parked {
+    tids: Vec<i32>,
+    release: Option<mpsc::Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Parked {
+    /// Start `n` threads; thread `i` first runs `setup(i)` on itself.
+    fn start(n: usize, setup: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        let setup = Arc::new(setup);
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Arc::new(std::sync::Mutex::new(release_rx));
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let threads = (0..n)
+            .map(|i| {
+                let setup = setup.clone();
+                let tid_tx = tid_tx.clone();
+                let release_rx = release_rx.clone();
+                std::thread::spawn(move || {
+                    setup(i);
+                    tid_tx.send((i, current_tid())).unwrap();
+                    // Sleep until released (the sender is dropped): like a parked GC worker.
+                    let _ = release_rx.lock().unwrap().recv();
+                })
+            })
+            .collect();
+        let mut tids = vec![0; n];
+        for _ in 0..n {
+            let (i, tid) = tid_rx.recv().unwrap();
+            tids[i] = tid;
+        }
+        Self {
+            tids,
+            release: Some(release_tx),
+            threads,
+        }
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.release.take();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn nonexistent_cpu() -> u32 {
+    (4000..)
+        .find(|c| !Path::new(&format!("/sys/devices/system/cpu/cpu{c}")).exists())
+        .unwrap()
+}
+
+#[test]
+fn static_binding_pins_worker_i_to_the_i_th_cpu() {
+    let view = CpuView::detect().unwrap();
+    let allowed = view.allowed.clone();
+    if allowed.len() < 2 {
+        eprintln!("skipped: one usable CPU, static binding does nothing");
+        return;
+    }
+    let ctrl = Arc::new(GcAffinityController::new(
+        GcAffinity::Static,
+        allowed.clone(),
+        None,
+    ));
+    let n = allowed.len() + 1;
+    let c = ctrl.clone();
+    let workers = Parked::start(n, move |i| {
+        let bound = c.bind_at_start(i).unwrap();
+        assert_eq!(bound, c.static_cpu(i));
+    });
+    for (i, &tid) in workers.tids.iter().enumerate() {
+        assert_eq!(
+            cpus_allowed(tid),
+            vec![allowed[i % allowed.len()]],
+            "worker {i}"
+        );
+        assert_eq!(thread_affinity(tid).unwrap(), cpus_allowed(tid));
+    }
+    // Static does not rebalance.
+    assert!(ctrl.before_collection(&workers.tids, n).is_quiet());
+}
+
+#[test]
+fn forced_dynamic_move_goes_where_decided() {
+    let view = CpuView::detect().unwrap();
+    if view.allowed.len() < 2 {
+        eprintln!("skipped: one usable CPU, nothing to move to");
+        return;
+    }
+    let (a, b) = (view.allowed[0], view.allowed[1]);
+    // Two workers stacked on CPU a; nothing else counts (busy fractions forced to 0), so the
+    // loads are [2, 0]: a is high, b is low, and one worker moves (the second would find b no
+    // longer low).
+    let workers = Parked::start(2, move |_| set_current_thread_affinity(&[a]).unwrap());
+    let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![a, b], None).with_seed(42);
+    let idle = LoadSnapshot::new(vec![0.0; b as usize + 1], Duration::from_millis(100));
+    let report = ctrl.rebalance_with(&workers.tids, 2, Some(&idle));
+    assert_eq!(
+        report.moves,
+        vec![WorkerMove {
+            worker: 0,
+            tid: workers.tids[0],
+            from: a,
+            to: b
+        }],
+        "{report:?}"
+    );
+    assert!(report.failures.is_empty());
+    assert_eq!(report.high_cpus, vec![a]);
+    assert_eq!(report.low_cpus, vec![b]);
+    assert_eq!(cpus_allowed(workers.tids[0]), vec![b]);
+    assert_eq!(cpus_allowed(workers.tids[1]), vec![a]);
+
+    // Now one worker each: balanced, nothing moves.
+    let again = ctrl.rebalance_with(&workers.tids, 2, Some(&idle));
+    assert!(again.is_quiet(), "{again:?}");
+    assert_eq!(again.unknown_cpu_workers, Vec::<usize>::new());
+
+    // The sampler path runs without waiting for a window, whatever it decides.
+    let sampled = GcAffinityController::new(
+        GcAffinity::Dynamic,
+        view.allowed.clone(),
+        Some(LoadSampler::start(Duration::from_millis(10)).unwrap()),
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let r = sampled.before_collection(&workers.tids, 2);
+    assert!(r.failures.is_empty(), "{r:?}");
+    assert!(r.load_age_ms.is_some());
+    for m in &r.moves {
+        assert_eq!(cpus_allowed(m.tid), vec![m.to]);
+    }
+    serde_json::to_string(&r).unwrap();
+}
+
+#[test]
+fn a_one_cpu_mask_gives_no_moves_and_no_panic() {
+    std::thread::spawn(|| {
+        let first = current_thread_affinity().unwrap()[0];
+        set_current_thread_affinity(&[first]).unwrap();
+        let view = CpuView::detect().unwrap();
+        assert_eq!(view.allowed, vec![first]);
+        assert_eq!(view.effective_cpus(), 1);
+        // Workers started from here inherit the narrow mask.
+        let workers = Parked::start(3, |_| {});
+        for &tid in &workers.tids {
+            assert_eq!(cpus_allowed(tid), vec![first]);
+        }
+        for kind in GcAffinity::ALL {
+            let ctrl = GcAffinityController::new(
+                *kind,
+                view.allowed.clone(),
+                Some(LoadSampler::start(Duration::from_millis(5)).unwrap()),
+            );
+            assert_eq!(ctrl.bind_at_start(0), Ok(None), "{kind}");
+            std::thread::sleep(Duration::from_millis(20));
+            let r = ctrl.before_collection(&workers.tids, 3);
+            assert!(r.is_quiet(), "{kind}: {r:?}");
+            let forced = LoadSnapshot::new(vec![1.0; first as usize + 1], Duration::ZERO);
+            assert!(ctrl
+                .rebalance_with(&workers.tids, 3, Some(&forced))
+                .is_quiet());
+            assert_eq!(ctrl.failures_total(), 0);
+        }
+        for &tid in &workers.tids {
+            assert_eq!(cpus_allowed(tid), vec![first]);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_refused_target_is_reported_not_fatal() {
+    let home = current_thread_affinity().unwrap()[0];
+    let bogus = nonexistent_cpu();
+    let workers = Parked::start(1, move |_| set_current_thread_affinity(&[home]).unwrap());
+    let tid = workers.tids[0];
+    // Loads [1, 0]: `home` is high, `bogus` is low, so the worker is sent to a CPU the kernel
+    // does not have.
+    let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![home, bogus], None);
+    let report = ctrl.rebalance_with(&workers.tids, 1, None);
+    assert!(report.moves.is_empty(), "{report:?}");
+    assert_eq!(report.failures.len(), 1, "{report:?}");
+    let f = &report.failures[0];
+    assert_eq!((f.worker, f.tid, f.cpu), (0, tid, bogus));
+    assert_eq!(f.errno, Some(libc::EINVAL), "{f:?}");
+    assert!(ctrl.has_warned());
+    assert_eq!(cpus_allowed(tid), vec![home]);
+    // It keeps failing quietly (counted, printed once) and keeps going.
+    let report = ctrl.rebalance_with(&workers.tids, 1, None);
+    assert_eq!(report.failures.len(), 1);
+    assert_eq!(ctrl.failures_total(), 2);
+
+    // Static binding to a CPU that does not exist: reported on the worker, no panic.
+    let stat = Arc::new(GcAffinityController::new(
+        GcAffinity::Static,
+        vec![bogus, bogus + 1],
+        None,
+    ));
+    let s = stat.clone();
+    let (tx, rx) = mpsc::channel();
+    let w = Parked::start(1, move |i| tx.send(s.bind_at_start(i)).unwrap());
+    let failure = rx.recv().unwrap().unwrap_err();
+    assert_eq!(failure.cpu, bogus);
+    assert_eq!(failure.errno, Some(libc::EINVAL));
+    assert_eq!(stat.failures_total(), 1);
+    assert!(!cpus_allowed(w.tids[0]).contains(&bogus));
+}
