@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use concord::config::format_size;
+use concord::runtime::mutator_sched::MutatorSchedReport;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -48,6 +49,10 @@ pub struct Summary {
     pub details: Vec<(String, String)>,
     /// Object lifespans, when the heap profiled them (`--lifespans`).
     pub lifespans: Option<LifespanReport>,
+    /// GC workers moved by dynamic GC affinity.
+    pub affinity_moves: usize,
+    /// What the mutator scheduling policy did.
+    pub mutator_sched: Option<MutatorSchedReport>,
 }
 
 impl Summary {
@@ -93,6 +98,8 @@ impl Summary {
             checksum_ok: result.checksum_ok(),
             details: result.details.clone(),
             lifespans: stats.lifespans.clone(),
+            affinity_moves: stats.affinity_moves(),
+            mutator_sched: stats.mutator_sched.clone(),
         }
     }
 
@@ -145,6 +152,10 @@ impl Summary {
         }
         if let Some(report) = &self.lifespans {
             v["lifespans"] = json!(report);
+        }
+        v["affinity_moves"] = json!(self.affinity_moves);
+        if let Some(report) = &self.mutator_sched {
+            v["mutator_sched_report"] = json!(report);
         }
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
@@ -242,6 +253,23 @@ impl Summary {
             None => "not requested (--verify)".to_string(),
         };
         let _ = writeln!(s, "  verified  {verified}");
+        if self.affinity_moves > 0 {
+            let _ = writeln!(
+                s,
+                "  affinity  {} GC worker moves by dynamic affinity",
+                self.affinity_moves
+            );
+        }
+        if let Some(r) = &self.mutator_sched {
+            let _ = writeln!(
+                s,
+                "  mutators  scheduled {} (asked: {}), {} policy switches",
+                r.applied, r.requested, r.switches
+            );
+            for notice in &r.notices {
+                let _ = writeln!(s, "            {notice}");
+            }
+        }
         if let Some(report) = &self.lifespans {
             for line in report.to_string().lines() {
                 let _ = writeln!(s, "  {line}");
@@ -362,8 +390,10 @@ impl Summary {
             expected_checksum,
             checksum_ok,
             details: Vec::new(),
-            // Each instance's report stays with the instance.
+            // Each instance's reports stay with the instance.
             lifespans: None,
+            affinity_moves: instances.iter().map(|s| s.affinity_moves).sum(),
+            mutator_sched: None,
         }
     }
 

@@ -7,12 +7,16 @@ use std::time::Instant;
 
 use super::lock;
 use super::mutator::Mutator;
+use super::mutator_sched::{MutatorSchedReport, MutatorScheduler};
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
 use crate::collection::verify::VerifyReport;
 use crate::config::GcConfig;
 use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::HeapMemory;
+use crate::os::cpu_view::{CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
+use crate::os::gc_affinity::GcAffinityController;
+use crate::os::policy::GcAffinity;
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
@@ -128,6 +132,10 @@ pub(crate) struct HeapInner {
     /// Samples allocations and follows them through collections, when `config.lifespans`.
     /// Its clock is `allocated`.
     pub lifespans: Option<LifespanProfiler>,
+    /// Where GC workers may run (`gc-affinity`): static binding or 000 Algorithm 1.
+    pub gc_affinity: Arc<GcAffinityController>,
+    /// How mutator threads are scheduled (`mutator-sched`, 001).
+    pub mutator_sched: MutatorScheduler,
     // ---- end lifespan profiler ----
 }
 
@@ -204,7 +212,42 @@ impl Heap {
             size: g.total(),
             source,
         })?;
-        let pool = start_gc_workers(&config)?;
+        // What this process may use, read once on the thread creating the heap.
+        let view = match CpuView::detect() {
+            Ok(view) => view,
+            Err(e) => {
+                eprintln!("concord: could not read the CPU view ({e}); assuming the current affinity mask");
+                let allowed = crate::os::affinity::current_thread_affinity().unwrap_or_default();
+                CpuView::from_allowed(allowed, &SystemPaths::default())
+            }
+        };
+        for warning in &view.warnings {
+            eprintln!("concord: {warning}");
+        }
+        let sampler = if config.gc_affinity == GcAffinity::Dynamic {
+            match LoadSampler::start(DEFAULT_SAMPLE_PERIOD) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!(
+                        "concord: cannot sample CPU load ({e}); dynamic GC affinity counts only the GC workers"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let gc_affinity = Arc::new(GcAffinityController::new(
+            config.gc_affinity,
+            view.allowed.clone(),
+            sampler,
+        ));
+        let mutator_sched = MutatorScheduler::new(
+            config.mutator_sched.clone(),
+            view.effective_cpus(),
+            config.fifo_cpu_threshold,
+        );
+        let pool = start_gc_workers(&config, gc_affinity.clone())?;
         let gc_log = match &config.gc_log {
             Some(path) => Some(
                 GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
@@ -250,6 +293,8 @@ impl Heap {
             last_verify: Mutex::new(VerifyReport::default()),
             collections: AtomicUsize::new(0),
             lifespans,
+            gc_affinity,
+            mutator_sched,
         });
         let vm_inner = inner.clone();
         let vm_thread = std::thread::Builder::new()
@@ -281,6 +326,7 @@ impl Heap {
         let mut s = lock(&self.inner.stats).clone();
         s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
         s.lifespans = self.lifespans();
+        s.mutator_sched = Some(self.inner.mutator_sched.report());
         s
     }
 
@@ -289,6 +335,11 @@ impl Heap {
     pub fn lifespans(&self) -> Option<LifespanReport> {
         let profiler = self.inner.lifespans.as_ref()?;
         Some(profiler.report(self.inner.allocated.load(Ordering::Relaxed)))
+    }
+
+    /// What the mutator scheduling policy did so far (requested policy, decisions, notices).
+    pub fn mutator_sched(&self) -> MutatorSchedReport {
+        self.inner.mutator_sched.report()
     }
 
     /// Number of collections so far.
@@ -315,6 +366,8 @@ impl Heap {
 
 impl Drop for Heap {
     fn drop(&mut self) {
+        // Stops the adaptive sampler and writes the profile of a profiling run.
+        self.inner.mutator_sched.finish();
         self.inner.safepoint.shutdown();
         if let Some(t) = self.vm_thread.take() {
             let _ = t.join();
@@ -325,14 +378,18 @@ impl Drop for Heap {
 /// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
 /// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given
 /// back its full CPU set, leaving placement to the OS scheduler.
-fn start_gc_workers(config: &GcConfig) -> Result<WorkerPool, HeapError> {
+/// With static GC affinity, each worker then binds itself to its CPU.
+fn start_gc_workers(
+    config: &GcConfig,
+    affinity: Arc<GcAffinityController>,
+) -> Result<WorkerPool, HeapError> {
     let birth_cpu = if config.pin_start {
         crate::os::cpu::current_cpu()
     } else {
         None
     };
     let allowed = crate::os::affinity::current_thread_affinity().unwrap_or_default();
-    WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |_| {
+    WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |id| {
         if let Some(cpu) = birth_cpu {
             // Failure only loses the experiment's starting condition, not correctness.
             if crate::os::affinity::set_current_thread_affinity(&[cpu]).is_ok() {
@@ -341,6 +398,8 @@ fn start_gc_workers(config: &GcConfig) -> Result<WorkerPool, HeapError> {
                 let _ = crate::os::affinity::set_current_thread_affinity(&allowed);
             }
         }
+        // A failure is reported once by the controller; the worker runs unbound.
+        let _ = affinity.bind_at_start(id);
     })
     .map_err(HeapError::Thread)
 }

@@ -90,6 +90,8 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
+    /// Kernel thread id of the attached thread (for the mutator scheduling policy).
+    tid: i32,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -102,6 +104,8 @@ impl<'h> Mutator<'h> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(MutatorShared::new(id));
         inner.safepoint.attach(shared.clone());
+        let tid = crate::os::sched::current_tid();
+        inner.mutator_sched.on_attach(tid);
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
             let left = profiler.next_gap(&mut rng);
@@ -121,6 +125,7 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
+            tid,
             _not_send: PhantomData,
         }
     }
@@ -631,6 +636,7 @@ impl<'h> Mutator<'h> {
 impl Drop for Mutator<'_> {
     fn drop(&mut self) {
         self.retire_tlab();
+        self.heap.mutator_sched.on_detach(self.tid);
         self.heap.safepoint.detach(self.id);
     }
 }

@@ -10,6 +10,8 @@ use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
 use crate::collection::{GcContext, RootSlots, Tracked};
+use crate::os::gc_affinity::AffinityReport;
+use crate::os::policy::GcAffinity;
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
@@ -27,6 +29,7 @@ pub(crate) fn run(heap: &HeapInner) {
             records: Vec::new(),
             full_ran: false,
             active_workers: 1,
+            workers_placed: false,
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
@@ -82,6 +85,8 @@ struct Operation<'a> {
     full_ran: bool,
     /// GC workers taking part in this operation's collections (decided once per operation).
     active_workers: usize,
+    /// Whether dynamic GC affinity already placed the workers in this operation.
+    workers_placed: bool,
 }
 
 /// Heap bytes per active GC worker under dynamic GC threads (HotSpot `HeapSizePerGCThread`).
@@ -215,6 +220,18 @@ impl Operation<'_> {
         }
     }
 
+    /// Dynamic GC affinity (000 Algorithm 1): decide once per operation, before its first
+    /// collection, which workers move off overloaded CPUs, and move them. Returns the report
+    /// for the record of that collection.
+    fn place_workers(&mut self) -> Option<AffinityReport> {
+        let controller = &self.heap.gc_affinity;
+        if self.workers_placed || controller.kind() != GcAffinity::Dynamic {
+            return None;
+        }
+        self.workers_placed = true;
+        Some(controller.before_collection(&self.heap.pool.worker_tids(), self.active_workers))
+    }
+
     /// Workers for the collection about to run: the configured count, or with dynamic GC
     /// threads HotSpot's `calc_active_workers` (2 per mutator, or 1 per 64 MiB of heap, at
     /// least 2), never more than the pool nor than the CPUs this process may use now.
@@ -247,6 +264,7 @@ impl Operation<'_> {
             old_plab_size: heap.config.old_plab_size,
         };
         let start = Instant::now();
+        let affinity = self.place_workers();
         let out =
             self.follow_lifespans(|tracked| scavenge(&self.ctx(), self.roots, params, tracked));
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -272,6 +290,7 @@ impl Operation<'_> {
             r.phases = out.phases;
             r.workers = out.workers;
             r.verified = verified;
+            r.affinity = affinity;
         });
         out.promotion_failed
     }
@@ -279,6 +298,7 @@ impl Operation<'_> {
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
         let start = Instant::now();
+        let affinity = self.place_workers();
         let out = self.follow_lifespans(|tracked| full_collect(&self.ctx(), self.roots, tracked));
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         self.full_ran = true;
@@ -302,6 +322,7 @@ impl Operation<'_> {
             r.phases = out.phases;
             r.workers = out.workers;
             r.verified = verified;
+            r.affinity = affinity;
         });
     }
 
@@ -377,6 +398,7 @@ impl Operation<'_> {
             gc_threads: self.active_workers,
             phases: Default::default(),
             workers: Vec::new(),
+            affinity: None,
             task_distribution: Default::default(),
             cpu_occupancy: Default::default(),
             verified: None,

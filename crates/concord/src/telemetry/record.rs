@@ -86,6 +86,9 @@ pub struct CollectionRecord {
     pub phases: PhaseTimes,
     /// What each worker did in the parallel (copying or marking) phase.
     pub workers: Vec<WorkerPhaseStats>,
+    /// What dynamic GC affinity (000 Algorithm 1) decided and did before this collection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<crate::os::gc_affinity::AffinityReport>,
     /// Task type × worker: how many tasks of each type each worker ran (000 Fig. 4a / 8b);
     /// `Steal` counts steal tasks. Derived from `workers` by [`CollectionRecord::derive`].
     pub task_distribution: BTreeMap<String, Vec<u64>>,
@@ -183,6 +186,10 @@ pub struct GcStats {
     /// Object lifespans, when the heap profiles them (`GcConfig::lifespans`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifespans: Option<super::LifespanReport>,
+    /// What the mutator scheduling policy did (`GcConfig::mutator_sched`), filled by
+    /// `Heap::stats`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutator_sched: Option<crate::runtime::mutator_sched::MutatorSchedReport>,
 }
 
 impl GcStats {
@@ -255,6 +262,15 @@ impl GcStats {
         }
     }
 
+    /// GC workers moved by dynamic GC affinity, over all collections.
+    pub fn affinity_moves(&self) -> usize {
+        self.records
+            .iter()
+            .filter_map(|r| r.affinity.as_ref())
+            .map(|a| a.moves.len())
+            .sum()
+    }
+
     /// Mean number of distinct CPUs the GC workers ran on per collection (0 without any).
     pub fn mean_cpus_used(&self) -> f64 {
         if self.records.is_empty() {
@@ -321,6 +337,7 @@ mod tests {
             gc_threads: 1,
             phases: PhaseTimes::default(),
             workers: vec![],
+            affinity: None,
             task_distribution: BTreeMap::new(),
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
