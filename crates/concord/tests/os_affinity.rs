@@ -146,6 +146,10 @@ fn forced_dynamic_move_goes_where_decided() {
     let again = ctrl.rebalance_with(&workers.tids, 2, Some(&idle));
     assert!(again.is_quiet(), "{again:?}");
     assert_eq!(again.unknown_cpu_workers, Vec::<usize>::new());
+    // The same from the workers' own (stale: both still say `a`) last CPUs, as the heap calls
+    // it: the controller remembers it pinned worker 0 to `b`, so nothing moves.
+    let stale = ctrl.before_collection_from(&workers.tids, &[Some(a), Some(a)], 2);
+    assert!(stale.is_quiet(), "{stale:?}");
 
     // The sampler path runs without waiting for a window, whatever it decides.
     let sampled = GcAffinityController::new(

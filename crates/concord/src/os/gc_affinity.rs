@@ -283,6 +283,9 @@ pub struct GcAffinityController {
     rng: AtomicU64,
     warned: AtomicBool,
     failures_total: AtomicU64,
+    /// Workers this controller pinned to one CPU (tid → CPU): a sleeping worker only migrates
+    /// when it wakes, so its last CPU is stale until then, but its pin says where it will run.
+    pinned: std::sync::Mutex<std::collections::HashMap<i32, u32>>,
 }
 
 const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -314,6 +317,7 @@ impl GcAffinityController {
             rng: AtomicU64::new(seed),
             warned: AtomicBool::new(false),
             failures_total: AtomicU64::new(0),
+            pinned: Default::default(),
         }
     }
 
@@ -411,13 +415,54 @@ impl GcAffinityController {
         active: usize,
         busy: Option<&LoadSnapshot>,
     ) -> AffinityReport {
+        let cpus: Vec<Option<u32>> = tids.iter().map(|&tid| worker_cpu(tid)).collect();
+        self.rebalance_from(tids, &cpus, active, busy)
+    }
+
+    /// [`GcAffinityController::before_collection`] with each worker's last CPU supplied by the
+    /// caller (e.g. [`crate::parallel::WorkerPool::worker_last_cpus`], sampled by the workers
+    /// themselves), so the pause path reads no `/proc` file. Workers this controller pinned
+    /// count on their pinned CPU whatever `last_cpus` says.
+    pub fn before_collection_from(
+        &self,
+        tids: &[i32],
+        last_cpus: &[Option<u32>],
+        active: usize,
+    ) -> AffinityReport {
+        let snapshot = match (&self.sampler, self.kind) {
+            (Some(s), GcAffinity::Dynamic) => s.latest(),
+            _ => None,
+        };
+        self.rebalance_from(tids, last_cpus, active, snapshot.as_deref())
+    }
+
+    fn rebalance_from(
+        &self,
+        tids: &[i32],
+        last_cpus: &[Option<u32>],
+        active: usize,
+        busy: Option<&LoadSnapshot>,
+    ) -> AffinityReport {
         let mut report = AffinityReport::default();
         if self.kind != GcAffinity::Dynamic || !self.is_active() {
             return report;
         }
         let start = Instant::now();
-        let tids = &tids[..active.min(tids.len())];
-        let worker_cpus: Vec<Option<u32>> = tids.iter().map(|&tid| worker_cpu(tid)).collect();
+        let active = active.min(tids.len()).min(last_cpus.len());
+        let tids = &tids[..active];
+        let worker_cpus: Vec<Option<u32>> = {
+            let pinned = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+            tids.iter()
+                .zip(last_cpus)
+                .map(|(&tid, &last)| {
+                    if tid <= 0 {
+                        None
+                    } else {
+                        pinned.get(&tid).copied().or(last)
+                    }
+                })
+                .collect()
+        };
         report.unknown_cpu_workers = worker_cpus
             .iter()
             .enumerate()
@@ -439,12 +484,18 @@ impl GcAffinityController {
         for m in &plan.moves {
             let tid = tids[m.worker];
             match set_thread_affinity(tid, &[m.to]) {
-                Ok(()) => report.moves.push(WorkerMove {
-                    worker: m.worker,
-                    tid,
-                    from: m.from,
-                    to: m.to,
-                }),
+                Ok(()) => {
+                    self.pinned
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(tid, m.to);
+                    report.moves.push(WorkerMove {
+                        worker: m.worker,
+                        tid,
+                        from: m.from,
+                        to: m.to,
+                    })
+                }
                 Err(e) => report.failures.push(self.failed(m.worker, tid, m.to, &e)),
             }
         }

@@ -12,7 +12,7 @@
 
 use std::cell::UnsafeCell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -53,7 +53,13 @@ struct Shared {
     shutdown: AtomicBool,
     /// Kernel thread id of each worker (0 until it has started), for affinity changes.
     tids: Box<[AtomicI32]>,
+    /// The CPU each worker was on when it last went idle ([`NO_CPU`] before its first job):
+    /// where it will most likely wake, known without reading `/proc`.
+    last_cpus: Box<[AtomicU32]>,
 }
+
+/// [`WorkerPool::worker_last_cpus`]' marker for "not known yet".
+const NO_CPU: u32 = u32::MAX;
 
 // SAFETY: `job` is written by the dispatcher only while every worker is parked (before the
 // epoch advance that publishes it, and after the countdown that ends it), and read by workers
@@ -95,6 +101,7 @@ impl WorkerPool {
             job: UnsafeCell::new(None),
             shutdown: AtomicBool::new(false),
             tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
+            last_cpus: (0..n).map(|_| AtomicU32::new(NO_CPU)).collect(),
         });
         let mut threads = Vec::with_capacity(n);
         // Workers start from the epoch before any job: one that starts late must still see
@@ -135,6 +142,16 @@ impl WorkerPool {
             .tids
             .iter()
             .map(|t| t.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// The CPU each worker was on when it finished its last job (`None` before its first),
+    /// by worker id. Cheap: no system call.
+    pub fn worker_last_cpus(&self) -> Vec<Option<u32>> {
+        self.shared
+            .last_cpus
+            .iter()
+            .map(|c| Some(c.load(Ordering::Relaxed)).filter(|&c| c != NO_CPU))
             .collect()
     }
 
@@ -245,6 +262,10 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
         // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);
+        if let Some(cpu) = crate::os::cpu::current_cpu() {
+            // Relaxed: a placement hint, read by the VM thread between jobs.
+            shared.last_cpus[id].store(cpu, Ordering::Relaxed);
+        }
         check_in(shared);
     }
 }

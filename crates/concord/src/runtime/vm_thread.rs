@@ -229,7 +229,12 @@ impl Operation<'_> {
             return None;
         }
         self.workers_placed = true;
-        Some(controller.before_collection(&self.heap.pool.worker_tids(), self.active_workers))
+        let pool = &self.heap.pool;
+        Some(controller.before_collection_from(
+            &pool.worker_tids(),
+            &pool.worker_last_cpus(),
+            self.active_workers,
+        ))
     }
 
     /// Workers for the collection about to run: the configured count, or with dynamic GC
