@@ -52,17 +52,17 @@ pub struct RunArgs {
     pub lifespans: bool,
     /// Load in this process for the duration of the run: busy:K starts K busy-loop threads
     /// (K in 1..=1024).
-    #[arg(long, value_name = "busy:K")]
+    #[arg(long, value_name = "busy:K", env = "CONCORD_INTERFERE")]
     pub interfere: Option<Interference>,
     /// Run M instances of the workload at once, each on its own heap with the full
     /// configuration, and report each and their aggregate (M in 1..=64).
     #[arg(
         long = "co-run",
         value_name = "M",
-        default_value_t = 1,
+        env = "CONCORD_CO_RUN",
         value_parser = clap::value_parser!(u32).range(1..=MAX_CO_RUN as i64)
     )]
-    pub co_run: u32,
+    pub co_run: Option<u32>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -117,11 +117,78 @@ pub struct SwitchArgs {
     pub fifo_cpu_threshold: Option<String>,
 }
 
+/// The run-harness settings (`interfere`, `co-run`): they describe the experiment, not the
+/// heap, so they are not configuration keys of the library, but a TOML file may hold them next
+/// to those keys. Flags and `CONCORD_INTERFERE` / `CONCORD_CO_RUN` beat the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Harness {
+    /// Busy-loop threads for the run.
+    pub interfere: Option<Interference>,
+    /// Instances run at once.
+    pub co_run: usize,
+}
+
+/// The harness keys a configuration file may hold (kebab-case and snake_case).
+const HARNESS_KEYS: [&str; 3] = ["interfere", "co-run", "co_run"];
+
+/// Read the configuration file: the harness keys, and the rest as TOML text for the
+/// configuration builder.
+fn read_config_file(path: &std::path::Path) -> Result<(String, Harness)> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--config: cannot read {name}: {e}"))?;
+    // A file that does not parse is left to the builder, whose message names the problem.
+    let Ok(mut table) = text.parse::<toml::Table>() else {
+        return Ok((text, Harness::default()));
+    };
+    let mut harness = Harness::default();
+    for key in HARNESS_KEYS {
+        let Some(value) = table.remove(key) else {
+            continue;
+        };
+        let shown = value.to_string();
+        match key {
+            "interfere" => {
+                let text = value.as_str().map(str::to_string).unwrap_or(shown.clone());
+                harness.interfere = Some(text.parse::<Interference>().map_err(|e| {
+                    anyhow::anyhow!("interfere in {name}: '{}' {e}", text.trim_matches('"'))
+                })?);
+            }
+            _ => {
+                let m = value
+                    .as_integer()
+                    .filter(|m| (1..=MAX_CO_RUN as i64).contains(m))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("{key} in {name}: '{shown}' is not an instance count (allowed: 1..={MAX_CO_RUN})")
+                    })?;
+                harness.co_run = m as usize;
+            }
+        }
+    }
+    Ok((table.to_string(), harness))
+}
+
+/// The harness of `args`: flags and environment (through clap), then the file, then defaults.
+pub fn harness(args: &RunArgs) -> Result<Harness> {
+    let file = match &args.config {
+        Some(path) => read_config_file(path)?.1,
+        None => Harness::default(),
+    };
+    Ok(Harness {
+        interfere: args.interfere.or(file.interfere),
+        co_run: args
+            .co_run
+            .map(|m| m as usize)
+            .unwrap_or(if file.co_run > 0 { file.co_run } else { 1 }),
+    })
+}
+
 /// Resolve the configuration for `args` (TOML < env < flags; workload default heap last).
 pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcConfig> {
     let mut b = ConfigBuilder::new();
     if let Some(path) = &args.config {
-        b.apply_toml_file(path)?;
+        let (rest, _) = read_config_file(path)?;
+        b.apply_toml_str(&rest, &path.display().to_string())?;
     }
     b.apply_process_env()?;
     let flags: [(&str, &Option<String>); 13] = [
@@ -171,13 +238,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         size: args.size,
     };
     let config = build_config(&args, workload.default_heap(&params))?;
-    let load = args.interfere.map(Interference::start).transpose()?;
-    let result = co_run(workload.as_ref(), &params, &config, args.co_run as usize);
+    let harness = harness(&args)?;
+    let load = harness.interfere.map(Interference::start).transpose()?;
+    let result = co_run(workload.as_ref(), &params, &config, harness.co_run);
     if let Some(load) = load {
         load.stop();
     }
     let mut instances = result?;
-    let interference = args
+    let interference = harness
         .interfere
         .map(|l| format!("{l} ({} in this process)", l.describe()));
     for s in &mut instances {
@@ -322,12 +390,59 @@ mod tests {
     }
 
     #[test]
+    fn harness_keys_come_from_the_config_file_and_flags_beat_them() {
+        let dir = std::env::temp_dir().join(format!("concord-harness-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("run.toml");
+        std::fs::write(
+            &file,
+            "heap = \"32m\"\ninterfere = \"busy:2\"\nco_run = 3\n",
+        )
+        .unwrap();
+        let path = file.display().to_string();
+        let a = args(&["--config", &path]);
+        assert_eq!(
+            harness(&a).unwrap(),
+            Harness {
+                interfere: Some(Interference::Busy(2)),
+                co_run: 3
+            }
+        );
+        // The heap keys of the same file still apply.
+        assert_eq!(build_config(&a, 64 << 20).unwrap().heap_size, 32 << 20);
+        let a = args(&["--config", &path, "--co-run", "1"]);
+        assert_eq!(harness(&a).unwrap().co_run, 1);
+        std::fs::write(&file, "co-run = 0\n").unwrap();
+        let err = harness(&args(&["--config", &path]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("co-run in") && err.contains("1..=64"), "{err}");
+        std::fs::write(&file, "interfere = \"spin:1\"\n").unwrap();
+        let err = harness(&args(&["--config", &path]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("interfere in") && err.contains("busy:K"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn harness_flags() {
         let a = args(&["--interfere", "busy:3", "--co-run", "2"]);
         assert_eq!(a.interfere, Some(Interference::Busy(3)));
-        assert_eq!(a.co_run, 2);
+        assert_eq!(a.co_run, Some(2));
+        assert_eq!(
+            harness(&a).unwrap(),
+            Harness {
+                interfere: Some(Interference::Busy(3)),
+                co_run: 2
+            }
+        );
         let a = args(&[]);
-        assert_eq!((a.interfere, a.co_run), (None, 1));
+        assert_eq!((a.interfere, a.co_run), (None, None));
+        assert_eq!(harness(&a).unwrap().co_run, 1);
         for bad in [
             &["--interfere", "busy:0"][..],
             &["--interfere", "spin:2"],
