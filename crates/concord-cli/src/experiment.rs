@@ -1,4 +1,5 @@
-//! The machinery of `concord`'s side-by-side experiments (`ablation`, `os-bench`, `sched-bench`):
+//! The machinery of `concord`'s side-by-side experiments (`ablation`, `os-bench`, `sched-bench`,
+//! `compare`, `sweep`):
 //! named configurations ("arms"), run A B C … A B C … in one invocation so that machine noise
 //! hits all of them alike (DESIGN.md, "Measuring"), then medians per arm, ratios to a baseline
 //! arm, a table and JSON.
@@ -9,6 +10,7 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -70,11 +72,32 @@ impl Arm {
             .map(|(k, v)| (*k, v.to_string()))
             .chain(common.iter().cloned())
             .collect();
-        let config = build_config(&settings)
-            .with_context(|| format!("configuration '{}'", variant.label))?;
+        Arm::with_settings(
+            variant.label.to_string(),
+            variant.what.to_string(),
+            &settings,
+            group,
+            workload,
+            params,
+            interference,
+        )
+    }
+
+    /// The arm called `label` with configuration keys and values `settings`, applied in order
+    /// (later ones win), built into a validated configuration.
+    pub fn with_settings(
+        label: String,
+        what: String,
+        settings: &[(&str, String)],
+        group: usize,
+        workload: Arc<dyn Workload>,
+        params: WorkloadParams,
+        interference: Option<Interference>,
+    ) -> Result<Arm> {
+        let config = build_config(settings).with_context(|| format!("configuration '{label}'"))?;
         Ok(Arm {
-            label: variant.label.to_string(),
-            what: variant.what.to_string(),
+            label,
+            what,
             group,
             settings: settings.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             workload,
@@ -82,6 +105,33 @@ impl Arm {
             config,
             interference,
         })
+    }
+
+    /// The arm's label with its interference, if any: `vanilla (busy:1)`.
+    pub fn name(&self) -> String {
+        match self.interference {
+            Some(load) => format!("{} ({load})", self.label),
+            None => self.label.clone(),
+        }
+    }
+
+    /// Runs the arm once on a fresh heap, with its interference load running meanwhile; with
+    /// `records`, the heap writes its per-collection records there (`gc-records`).
+    pub fn run_once(&self, records: Option<&Path>) -> Result<Summary> {
+        let mut config = self.config.clone();
+        if let Some(path) = records {
+            config.gc_records = Some(path.to_path_buf());
+        }
+        let load = self.interference.map(Interference::start).transpose()?;
+        let result = run_once(self.workload.as_ref(), &self.params, &config);
+        if let Some(load) = load {
+            load.stop();
+        }
+        let mut summary = result?;
+        summary.interference = self
+            .interference
+            .map(|l| format!("{l} ({} in this process)", l.describe()));
+        Ok(summary)
     }
 }
 
@@ -229,7 +279,7 @@ fn optional_median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// `a / b`, or 0 when `b` is 0.
-fn ratio(a: f64, b: f64) -> f64 {
+pub fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else {
@@ -245,6 +295,17 @@ pub struct Outcome {
     pub medians: Vec<Figures>,
     /// Whether every run's checksum and verification (where known) were right.
     pub all_ok: bool,
+}
+
+impl Outcome {
+    /// The outcome of `runs[arm]` (an arm may have no runs, e.g. after an interruption).
+    pub fn of(runs: Vec<Vec<Figures>>, all_ok: bool) -> Outcome {
+        Outcome {
+            medians: runs.iter().map(|r| Figures::median(r)).collect(),
+            runs,
+            all_ok,
+        }
+    }
 }
 
 /// A set of arms run alternately, `repeat` rounds.
@@ -284,6 +345,10 @@ pub enum Column {
     Wall,
     /// Median wall time over the median of the group's first arm.
     WallRatio,
+    /// Smallest and largest wall time over the runs.
+    WallRange,
+    /// Number of runs with figures.
+    Runs,
     /// Median of the runs' median object lifespans (`-` without lifespan profiling).
     LifeP50,
     /// Median of the runs' 90th percentile object lifespans.
@@ -320,6 +385,8 @@ impl Column {
             Column::Cpus => "CPUs",
             Column::Wall => "wall ms",
             Column::WallRatio => "wall x",
+            Column::WallRange => "(min-max)",
+            Column::Runs => "runs",
             Column::LifeP50 => "life p50",
             Column::LifeP90 => "life p90",
         }
@@ -328,7 +395,8 @@ impl Column {
     fn width(self) -> usize {
         match self {
             Column::GcMs | Column::Steals => 9,
-            Column::GcRange => 15,
+            Column::GcRange | Column::WallRange => 15,
+            Column::Runs => 4,
             Column::Ratio | Column::P50 | Column::P99 | Column::Max | Column::WallRatio => 7,
             Column::FailRate => 6,
             Column::Imbalance | Column::Wall => 8,
@@ -338,14 +406,21 @@ impl Column {
     }
 
     /// The cell of this column for an arm with `runs`, median `m` and group baseline `base`.
+    /// An arm without runs gets `-` everywhere (but in [`Column::Runs`]).
     fn cell(self, runs: &[Figures], m: &Figures, base: &Figures) -> String {
+        let range = |f: fn(&Figures) -> f64, digits: usize| {
+            let lo = runs.iter().map(f).fold(f64::INFINITY, f64::min);
+            let hi = runs.iter().map(f).fold(0.0, f64::max);
+            format!("({lo:.digits$}-{hi:.digits$})")
+        };
+        if runs.is_empty() && self != Column::Runs {
+            return "-".to_string();
+        }
         match self {
             Column::GcMs => format!("{:.1}", m.gc_ms),
-            Column::GcRange => {
-                let lo = runs.iter().map(|f| f.gc_ms).fold(f64::INFINITY, f64::min);
-                let hi = runs.iter().map(|f| f.gc_ms).fold(0.0, f64::max);
-                format!("({lo:.1}-{hi:.1})")
-            }
+            Column::GcRange => range(|f| f.gc_ms, 1),
+            Column::WallRange => range(|f| f.wall_ms, 0),
+            Column::Runs => runs.len().to_string(),
             Column::Ratio => format!("{:.2}x", ratio(m.gc_ms, base.gc_ms)),
             Column::P50 => format!("{:.2}", m.pause_p50_ms),
             Column::P99 => format!("{:.2}", m.pause_p99_ms),
@@ -362,6 +437,25 @@ impl Column {
     }
 }
 
+/// What is wrong with the result of a run, if anything: a checksum mismatch or a failed heap
+/// verification.
+pub fn wrong_result(summary: &Summary) -> Option<String> {
+    let mut problems = Vec::new();
+    if summary.checksum_ok == Some(false) {
+        problems.push(match summary.expected_checksum {
+            Some(e) => format!("checksum {} (expected {e})", summary.checksum),
+            None => format!("checksum {} is wrong", summary.checksum),
+        });
+    }
+    if summary.verified == Some(false) {
+        problems.push(match summary.verify_failures.first() {
+            Some(first) => format!("heap verification failed: {first}"),
+            None => "heap verification failed".to_string(),
+        });
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
 /// A byte count as a size (`1536K`), or `-` without one.
 fn bytes(value: Option<f64>) -> String {
     value.map_or("-".to_string(), |b| format_size(b.round() as usize))
@@ -373,6 +467,14 @@ impl Experiment {
         self.arms.iter().position(|a| a.group == group).unwrap_or(0)
     }
 
+    /// The order of the runs: every arm once per round, in order, `repeat` rounds, as
+    /// `(round, arm)` pairs.
+    pub fn schedule(&self) -> Vec<(u32, usize)> {
+        (0..self.repeat)
+            .flat_map(|round| (0..self.arms.len()).map(move |arm| (round, arm)))
+            .collect()
+    }
+
     /// Runs every arm once per round, in order, `repeat` rounds. Progress goes to stderr, on
     /// one rewritten line, when `progress` is set and stderr is a terminal. A wrong checksum or
     /// failed verification is reported on stderr and clears [`Outcome::all_ok`]; any other
@@ -382,40 +484,25 @@ impl Experiment {
         let width = self.arms.iter().map(|a| a.label.len()).max().unwrap_or(0) + 12;
         let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); self.arms.len()];
         let mut all_ok = true;
-        for round in 0..self.repeat {
-            for (i, arm) in self.arms.iter().enumerate() {
-                let name = match arm.interference {
-                    Some(load) => format!("{} ({load})", arm.label),
-                    None => arm.label.clone(),
-                };
-                if progress {
-                    eprint!("\rround {}/{}: {name:<width$}", round + 1, self.repeat);
-                }
-                let load = arm.interference.map(Interference::start).transpose()?;
-                let summary = run_once(arm.workload.as_ref(), &arm.params, &arm.config)
-                    .with_context(|| format!("configuration '{name}'"))?;
-                if let Some(load) = load {
-                    load.stop();
-                }
-                if summary.checksum_ok == Some(false) || summary.verified == Some(false) {
-                    eprintln!(
-                        "\nconcord: {name} produced a wrong result (checksum {:?}, verified {:?})",
-                        summary.checksum_ok, summary.verified
-                    );
-                    all_ok = false;
-                }
-                runs[i].push(Figures::of(&summary));
+        for (round, i) in self.schedule() {
+            let arm = &self.arms[i];
+            let name = arm.name();
+            if progress {
+                eprint!("\rround {}/{}: {name:<width$}", round + 1, self.repeat);
             }
+            let summary = arm
+                .run_once(None)
+                .with_context(|| format!("configuration '{name}'"))?;
+            if let Some(problem) = wrong_result(&summary) {
+                eprintln!("\nconcord: {name} produced a wrong result: {problem}");
+                all_ok = false;
+            }
+            runs[i].push(Figures::of(&summary));
         }
         if progress {
             eprint!("\r{:<w$}\r", "", w = width + 20);
         }
-        let medians = runs.iter().map(|r| Figures::median(r)).collect();
-        Ok(Outcome {
-            runs,
-            medians,
-            all_ok,
-        })
+        Ok(Outcome::of(runs, all_ok))
     }
 
     /// The table of medians: a header, one row per arm (with a title line before each group

@@ -6,13 +6,17 @@
 //! on HotSpot Parallel GC and on Concord, alternating, with ratios).
 
 mod ablation;
+mod compare;
 mod experiment;
 mod hotspot;
 mod interference;
 mod os_bench;
+mod report;
+mod results;
 mod run;
 mod sched_bench;
 mod summary;
+mod sweep;
 mod vs_hotspot;
 
 use std::process::ExitCode;
@@ -42,6 +46,15 @@ enum Command {
     SchedBench(sched_bench::SchedBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
+    /// Run a workload under a few presets, alternating A B A B …, and compare medians; every
+    /// run's summary and records go to a results directory.
+    Compare(compare::CompareArgs),
+    /// Run a workload for each value of gc-threads, mutators or heap (× each preset),
+    /// alternating, and tabulate the scaling; every run goes to a results directory.
+    Sweep(sweep::SweepArgs),
+    /// Write a self-contained HTML report (tables and plots) of a compare or sweep results
+    /// directory.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +65,9 @@ fn main() -> ExitCode {
         Command::OsBench(args) => os_bench::run(args),
         Command::SchedBench(args) => sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

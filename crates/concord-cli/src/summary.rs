@@ -465,7 +465,7 @@ impl Summary {
 }
 
 /// The switches of `config`, in the order of DESIGN.md's table.
-fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
+pub fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
     let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
     vec![
         ("task-queue", config.task_queue.to_string()),

@@ -12,6 +12,11 @@
 //! | --- | --- |
 //! | `gcbench` | [`gcbench`] (Boehm's GCBench, same algorithm as `bench/hotspot/GCBench.java`) |
 //! | `binary-trees` | [`binary_trees`] (the Benchmarks Game program) |
+//! | `search` | [`search`] (lusearch-like: per-mutator inverted index, shared queries, short-lived hits) |
+//! | `transform` | [`transform`] (xalan-like: document trees transformed into new trees, a window of outputs alive) |
+//! | `render` | [`render`] (sunflow-like: a ray tracer allocating a heap object per vector operation) |
+//! | `database` | [`database`] (h2-like: long-lived paged index, skewed transactions) |
+//! | `kmeans` | [`kmeans`] (HiBench k-means: long-lived points, per-iteration temporaries) |
 //!
 //! Rules the workloads follow (and new ones must follow): objects are only reached through
 //! handles; recursive builders open a [`Mutator::scope`] (or [`Mutator::scope_escape`]) per
@@ -27,10 +32,20 @@ use std::fmt;
 use concord::{GcError, Heap, Mutator};
 
 pub mod binary_trees;
+pub mod database;
 pub mod gcbench;
+pub mod kmeans;
+pub mod render;
+pub mod search;
+pub mod transform;
 
 pub use binary_trees::BinaryTrees;
+pub use database::Database;
 pub use gcbench::{GcBench, GcBenchParams};
+pub use kmeans::KMeans;
+pub use render::Render;
+pub use search::Search;
+pub use transform::Transform;
 
 /// One mebibyte, for heap sizes.
 pub const MIB: usize = 1 << 20;
@@ -160,7 +175,7 @@ pub trait Workload: Send + Sync {
 
 /// The names [`lookup`] knows, in the order of DESIGN.md.
 pub fn workload_names() -> &'static [&'static str] {
-    &[gcbench::NAME, binary_trees::NAME]
+    &[gcbench::NAME, binary_trees::NAME, search::NAME, transform::NAME, render::NAME, database::NAME, kmeans::NAME]
 }
 
 /// The workload called `name` (with its standard parameters), if there is one.
@@ -168,6 +183,11 @@ pub fn lookup(name: &str) -> Option<Box<dyn Workload>> {
     match name {
         gcbench::NAME => Some(Box::new(GcBench::standard())),
         binary_trees::NAME => Some(Box::new(BinaryTrees)),
+        search::NAME => Some(Box::new(Search)),
+        transform::NAME => Some(Box::new(Transform)),
+        render::NAME => Some(Box::new(Render)),
+        database::NAME => Some(Box::new(Database)),
+        kmeans::NAME => Some(Box::new(KMeans)),
         _ => None,
     }
 }

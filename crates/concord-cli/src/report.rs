@@ -1,0 +1,63 @@
+//! `concord report DIR`: turn a results directory written by `concord compare` or
+//! `concord sweep` into one self-contained HTML page (inline CSS and SVG, nothing fetched), with
+//! a table of medians and the papers' pictures: task distribution per GC thread (000 Fig. 4a /
+//! 8b), GC thread × CPU heatmap (Fig. 4b / 8a), pause timeline, GC time breakdown (Fig. 6),
+//! steal attempts and failure rate (Fig. 9) and, for sweeps, scalability curves (Fig. 3c / 12).
+//!
+//! `model` reads the directory, `plots` draws, `page` writes the HTML. The page is written to a
+//! temporary file next to the output and renamed into place, so a reader never sees half a page.
+
+mod model;
+mod page;
+mod plots;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+/// Arguments of `concord report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Results directory written by `concord compare` or `concord sweep` (holds experiment.json)
+    pub dir: PathBuf,
+    /// Where to write the HTML page [default: DIR/report.html]
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// Read the results directory, write the page, say where it is.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let exp = model::Experiment::load(&args.dir)?;
+    let html = page::render(&exp)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.dir.join("report.html"));
+    crate::results::write_atomic(&output, html.as_bytes())
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    let failed = exp.failed_runs().count();
+    println!(
+        "concord report: wrote {} ({} configuration{}, {} run{}{}{})",
+        output.display(),
+        exp.configurations.len(),
+        if exp.configurations.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        exp.runs.len(),
+        if exp.runs.len() == 1 { "" } else { "s" },
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        },
+        if exp.notes.is_empty() {
+            String::new()
+        } else {
+            format!(", {} note(s) on the page", exp.notes.len())
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,427 @@
+//! The results directory of `concord compare` and `concord sweep`: every run's summary and
+//! per-collection records, and `experiment.json` saying what ran, so that any result can be
+//! reported again later (`concord report DIR`).
+//!
+//! ```text
+//! DIR/experiment.json                    what ran: configurations, runs, status (this module's
+//!                                        ExperimentFile, rewritten after every run)
+//! DIR/runs/<n>-<label>.summary.json      the run's summary JSON (Summary::json())
+//! DIR/runs/<n>-<label>.records.jsonl     one CollectionRecord per line
+//! ```
+//!
+//! Every file is written under a temporary name in its own directory and renamed into place
+//! ([`write_atomic`]), so the directory is consistent whenever the process stops: a file that
+//! `experiment.json` names is complete.
+
+use std::fs::{self, File};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// The `format` of `experiment.json`.
+pub const FORMAT: &str = "concord-results";
+/// The `version` of `experiment.json`'s layout.
+pub const VERSION: u32 = 1;
+/// The name of the file that describes the experiment.
+pub const EXPERIMENT_FILE: &str = "experiment.json";
+/// The folder of the runs' files, relative to the results directory.
+pub const RUNS_DIR: &str = "runs";
+
+/// Writes `bytes` to `path` atomically: into a temporary file next to it (same directory, so
+/// the same file system), flushed to disk, then renamed over `path`. Readers see the old
+/// content or the new one, never a part; on failure the temporary file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// A label as a file-name part: ASCII letters, digits, `.`, `_` and `-` stay, `=` becomes `-`,
+/// anything else `_` (`vanilla@gc-threads=2` → `vanilla_gc-threads-2`); no leading dot (no
+/// hidden files, no `..`), never empty.
+pub fn sanitize_label(label: &str) -> String {
+    let s: String = label
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            '=' => '-',
+            _ => '_',
+        })
+        .collect();
+    let s = s.trim_start_matches('.');
+    if s.is_empty() {
+        "run".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A moment in UTC, as a directory name (`2026-11-21T22-30-05`) and as RFC 3339
+/// (`2026-11-21T22:30:05Z`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timestamp {
+    /// File-name safe: `2026-11-21T22-30-05`.
+    pub dir: String,
+    /// RFC 3339: `2026-11-21T22:30:05Z`.
+    pub rfc3339: String,
+}
+
+impl Timestamp {
+    /// Now.
+    pub fn now() -> Timestamp {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Timestamp::of_unix(secs)
+    }
+
+    /// `secs` seconds after 1970-01-01T00:00:00Z.
+    pub fn of_unix(secs: u64) -> Timestamp {
+        let days = (secs / 86_400) as i64;
+        let rest = secs % 86_400;
+        let (h, mi, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+        let (y, m, d) = civil_from_days(days);
+        Timestamp {
+            dir: format!("{y:04}-{m:02}-{d:02}T{h:02}-{mi:02}-{s:02}"),
+            rfc3339: format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
+        }
+    }
+}
+
+/// The proleptic Gregorian date of `days` after 1970-01-01 (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// The command line of this process, arguments separated by spaces, each quoted for a POSIX
+/// shell where it needs it.
+pub fn command_line() -> String {
+    std::env::args()
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `arg` as a POSIX shell word: unchanged if it needs no quoting, else in single quotes.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ',' | '=' | ':' | '@' | '+')
+        });
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// The results directory of one experiment, with its `runs` folder.
+#[derive(Clone, Debug)]
+pub struct ResultsDir {
+    /// The directory (as given, or `results/<timestamp>`).
+    pub root: PathBuf,
+}
+
+impl ResultsDir {
+    /// Creates the results directory and its `runs` folder: `out` if given, which must not
+    /// exist or be an empty directory (a directory with files in it is refused, so results of
+    /// two experiments never mix); else `results/<stamp>` in the current directory, or
+    /// `results/<stamp>-2`, `-3`, … if that is taken.
+    pub fn create(out: Option<&Path>, stamp: &Timestamp) -> Result<ResultsDir> {
+        let root = match out {
+            Some(dir) => {
+                check_out(dir)?;
+                fs::create_dir_all(dir)
+                    .with_context(|| format!("--out: cannot create '{}'", dir.display()))?;
+                dir.to_path_buf()
+            }
+            None => fresh_dir(Path::new("results"), &stamp.dir)?,
+        };
+        let runs = root.join(RUNS_DIR);
+        fs::create_dir_all(&runs).with_context(|| format!("cannot create '{}'", runs.display()))?;
+        Ok(ResultsDir { root })
+    }
+
+    /// The path of `relative` (as in `experiment.json`) in the directory.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Writes `experiment.json` atomically.
+    pub fn write_experiment(&self, experiment: &ExperimentFile) -> Result<()> {
+        let path = self.root.join(EXPERIMENT_FILE);
+        let mut text = serde_json::to_string_pretty(experiment)?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("cannot write '{}'", path.display()))
+    }
+}
+
+/// Checks that `--out DIR` may be used: it does not exist, or it is an empty directory.
+pub fn check_out(dir: &Path) -> Result<()> {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                bail!(
+                    "--out: '{}' already exists and is not empty (results of two experiments \
+                     are never mixed: give a new or empty directory, or leave --out out for \
+                     results/<timestamp>/)",
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) if dir.exists() => bail!("--out: '{}' is not a directory", dir.display()),
+        Err(e) => bail!("--out: cannot read '{}': {e}", dir.display()),
+    }
+}
+
+/// Creates `base/name`, or `base/name-2`, `base/name-3`, … whichever does not exist yet.
+fn fresh_dir(base: &Path, name: &str) -> Result<PathBuf> {
+    fs::create_dir_all(base).with_context(|| format!("cannot create '{}'", base.display()))?;
+    for i in 1..1000 {
+        let dir = if i == 1 {
+            base.join(name)
+        } else {
+            base.join(format!("{name}-{i}"))
+        };
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("cannot create '{}': {e}", dir.display()),
+        }
+    }
+    bail!(
+        "cannot find a free results directory '{}-N' in '{}'",
+        name,
+        base.display()
+    )
+}
+
+/// `experiment.json`: what the experiment is and every run so far.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentFile {
+    /// Always [`FORMAT`].
+    pub format: &'static str,
+    /// Always [`VERSION`].
+    pub version: u32,
+    /// `compare` or `sweep`.
+    pub kind: &'static str,
+    /// The workload's name.
+    pub workload: String,
+    /// The workload size, if one was given.
+    pub size: Option<u32>,
+    /// When the experiment started (UTC, RFC 3339).
+    pub started: String,
+    /// The command line.
+    pub command: String,
+    /// What a sweep varies; `None` for `compare`.
+    pub vary: Option<VaryEntry>,
+    /// Rounds: each runs every configuration once.
+    pub repeat: u32,
+    /// The configurations, in table order.
+    pub configurations: Vec<ConfigurationEntry>,
+    /// The runs so far, in the order they ran.
+    pub runs: Vec<RunEntry>,
+    /// Whether Ctrl-C stopped the experiment before every run had run.
+    pub interrupted: bool,
+    /// Whether every planned run has run (failed runs included).
+    pub complete: bool,
+}
+
+/// The `vary` of a sweep: `{"key": "gc-threads", "values": ["1", "2"]}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct VaryEntry {
+    /// `gc-threads`, `mutators` or `heap`.
+    pub key: String,
+    /// The values, as given.
+    pub values: Vec<String>,
+}
+
+/// One configuration of `experiment.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigurationEntry {
+    /// Unique label (`vanilla`, `vanilla@gc-threads=2`).
+    pub label: String,
+    /// Its preset.
+    pub preset: String,
+    /// Its value of the swept key; `None` for `compare`.
+    pub value: Option<String>,
+    /// Every setting, `key=value`, in the order applied (later ones win); `mutators=N` and
+    /// `rounds=N` are the workload's parameters.
+    pub settings: Vec<String>,
+    /// The load that ran during each run (`busy:2`), if any.
+    pub interference: Option<String>,
+}
+
+/// One run of `experiment.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunEntry {
+    /// The label of its configuration.
+    pub configuration: String,
+    /// Its configuration's value of the swept key; `None` for `compare`.
+    pub value: Option<String>,
+    /// The round, from 0.
+    pub round: u32,
+    /// Its summary file, relative to the results directory; `None` when the run produced no
+    /// summary (the workload or the heap failed).
+    pub summary: Option<String>,
+    /// Its records file, relative to the results directory; `None` when no heap was built.
+    pub records: Option<String>,
+    /// `ok` or `failed`.
+    pub status: &'static str,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "concord-results-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporary_files() {
+        let dir = scratch("atomic");
+        let file = dir.join("experiment.json");
+        write_atomic(&file, b"first").unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"first");
+        write_atomic(&file, b"second, longer").unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"second, longer");
+        assert_eq!(entries(&dir), ["experiment.json"]);
+        // A directory in the way: the rename fails, the old content stays, no temporary file.
+        let blocked = dir.join("blocked");
+        fs::create_dir(blocked.join("x").parent().unwrap()).unwrap();
+        fs::write(blocked.join("x"), b"keep").unwrap();
+        assert!(write_atomic(&blocked, b"new").is_err());
+        assert_eq!(entries(&dir), ["blocked", "experiment.json"]);
+        // A missing directory: an error, nothing created.
+        assert!(write_atomic(&dir.join("missing/file"), b"x").is_err());
+        assert_eq!(entries(&dir), ["blocked", "experiment.json"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn labels_become_safe_file_names() {
+        assert_eq!(sanitize_label("vanilla"), "vanilla");
+        assert_eq!(
+            sanitize_label("vanilla@gc-threads=2"),
+            "vanilla_gc-threads-2"
+        );
+        assert_eq!(sanitize_label("optimized@heap=32m"), "optimized_heap-32m");
+        assert_eq!(sanitize_label("vanilla#2"), "vanilla_2");
+        assert_eq!(sanitize_label("a/b\\c d"), "a_b_c_d");
+        assert_eq!(sanitize_label("../etc"), "_etc");
+        assert_eq!(sanitize_label(".."), "run");
+        assert_eq!(sanitize_label(""), "run");
+        assert_eq!(sanitize_label("é"), "_");
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(
+            Timestamp::of_unix(0),
+            Timestamp {
+                dir: "1970-01-01T00-00-00".into(),
+                rfc3339: "1970-01-01T00:00:00Z".into()
+            }
+        );
+        // 2026-11-21T22:30:05Z
+        let t = Timestamp::of_unix(1_795_300_205);
+        assert_eq!(t.dir, "2026-11-21T22-30-05");
+        assert_eq!(t.rfc3339, "2026-11-21T22:30:05Z");
+        // A leap day.
+        assert_eq!(Timestamp::of_unix(951_782_400).dir, "2000-02-29T00-00-00");
+    }
+
+    #[test]
+    fn quoting_of_the_command_line() {
+        assert_eq!(shell_quote("--vary"), "--vary");
+        assert_eq!(shell_quote("gc-threads=1,2"), "gc-threads=1,2");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn out_dirs_must_be_new_or_empty() {
+        let dir = scratch("out");
+        let stamp = Timestamp::of_unix(0);
+        // Missing: created, with runs/.
+        let fresh = dir.join("a/b");
+        let r = ResultsDir::create(Some(&fresh), &stamp).unwrap();
+        assert!(r.path(RUNS_DIR).is_dir());
+        // Empty: used.
+        let empty = dir.join("empty");
+        fs::create_dir(&empty).unwrap();
+        ResultsDir::create(Some(&empty), &stamp).unwrap();
+        // Not empty (e.g. an earlier experiment): refused, untouched.
+        let err = ResultsDir::create(Some(&fresh), &stamp)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("already exists and is not empty"), "{err}");
+        assert_eq!(entries(&fresh), [RUNS_DIR]);
+        // A file: refused.
+        let file = dir.join("file");
+        fs::write(&file, b"x").unwrap();
+        let err = check_out(&file).unwrap_err().to_string();
+        assert!(err.contains("is not a directory"), "{err}");
+        // Default names never collide.
+        let base = dir.join("results");
+        assert_eq!(fresh_dir(&base, "t").unwrap(), base.join("t"));
+        assert_eq!(fresh_dir(&base, "t").unwrap(), base.join("t-2"));
+        assert_eq!(fresh_dir(&base, "t").unwrap(), base.join("t-3"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,404 @@
+//! `concord report` end to end: the fixtures (real `concord compare` / `concord sweep` output)
+//! render to one self-contained page with every plot; damaged directories still render, with
+//! notes; bad input exits 2 with a message that says what is wrong.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn concord(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_concord"))
+        .args(args)
+        .output()
+        .expect("the concord binary runs")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A fresh, empty directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Render `dir` to `out` and return the page; the command must succeed.
+fn render(dir: &Path, out: &Path) -> String {
+    let o = concord(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "status {:?}: {stderr}", o.status);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("wrote"), "{stdout}");
+    fs::read_to_string(out).expect("the page was written")
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// One HTML document that needs nothing from outside: no URL at all, no scripts, no
+/// stylesheets or fonts to fetch, no image files (every picture is inline SVG).
+fn assert_self_contained(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+    for banned in [
+        "http://", "https://", "<script", "<link", "@import", "url(", "<img", " src=", "<iframe",
+    ] {
+        assert!(!html.contains(banned), "the page contains {banned:?}");
+    }
+    // Every href is an anchor within the page, and every anchor exists.
+    for part in html.split("href=\"").skip(1) {
+        let target = &part[..part.find('"').unwrap()];
+        let id = target
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("href {target:?} leaves the page"));
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "href {target:?} has no target"
+        );
+    }
+    assert_eq!(count(html, "<svg"), count(html, "</svg>"));
+}
+
+/// Plot sections present, each with its pictures.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<h2 id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let rest = &html[start + 4..];
+    let end = rest.find("<h2 ").unwrap_or(rest.len());
+    &rest[..end]
+}
+
+#[test]
+fn compare_fixture_renders_every_plot() {
+    let dir = scratch("compare");
+    let out = dir.join("page.html");
+    let html = render(&fixture("results-compare"), &out);
+    assert_self_contained(&html);
+    assert!(html.contains("Concord compare: binary-trees 14"));
+    assert!(html.contains("concord compare binary-trees 14 --preset vanilla,optimized"));
+    for label in ["vanilla", "optimized"] {
+        assert!(html.contains(&format!("Tasks per GC worker: {label}")));
+        assert!(html.contains(&format!("GC worker × CPU: {label}")));
+    }
+    // Two configurations: a task distribution and a heatmap each, then the timeline, the time
+    // breakdown and the stealing plot; no scalability plot for a compare.
+    assert_eq!(count(section(&html, "task-distribution"), "<svg"), 2);
+    assert_eq!(count(section(&html, "cpu-heatmap"), "<svg"), 2);
+    assert_eq!(count(section(&html, "pause-timeline"), "<svg"), 1);
+    assert_eq!(count(section(&html, "gc-time-breakdown"), "<svg"), 1);
+    assert_eq!(count(section(&html, "stealing"), "<svg"), 1);
+    assert!(!html.contains("id=\"scalability\""));
+    assert_eq!(count(&html, "<svg"), 7);
+    // Every plot has a caption that says what to look for.
+    assert_eq!(count(&html, "<figcaption>"), 7);
+    assert!(
+        html.contains("full collection"),
+        "the timeline marks full collections"
+    );
+    // The summary table has ratios to the first configuration; nothing went wrong.
+    assert!(html.contains("id=\"summary\""));
+    assert!(html.contains("1.00×"));
+    assert!(html.contains("checksum ok"));
+    assert!(!html.contains("Read with care"));
+    // Written atomically: no temporary file left beside the page.
+    let names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["page.html"]);
+}
+
+#[test]
+fn sweep_fixture_renders_scalability_curves() {
+    let dir = scratch("sweep");
+    let html = render(&fixture("results-sweep"), &dir.join("sweep.html"));
+    assert_self_contained(&html);
+    assert!(html.contains("Concord sweep of gc-threads: binary-trees 10"));
+    // Six configurations (2 presets × 3 values).
+    assert_eq!(count(section(&html, "task-distribution"), "<svg"), 6);
+    assert_eq!(count(section(&html, "cpu-heatmap"), "<svg"), 6);
+    let scal = section(&html, "scalability");
+    assert_eq!(count(scal, "<svg"), 1);
+    assert!(scal.contains("against gc-threads"));
+    assert_eq!(count(&html, "<svg"), 16);
+    // Bars and lines use short names: series@value, one line per preset.
+    assert!(html.contains("vanilla@4") && html.contains("optimized@1"));
+    assert!(html.contains("<b>vanilla</b>: median GC time"));
+    assert!(html.contains("no steals"), "one GC thread never steals");
+}
+
+#[test]
+fn default_output_is_report_html_in_the_results_directory() {
+    let dir = scratch("default-output");
+    let results = dir.join("results");
+    copy_dir(&fixture("results-compare"), &results);
+    let o = concord(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = results.join("report.html");
+    assert!(fs::metadata(&page).unwrap().len() > 10_000);
+    // Rendering twice replaces the page.
+    let o = concord(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success());
+    let mut names: Vec<String> = fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["experiment.json", "report.html", "runs"]);
+}
+
+fn read_experiment(dir: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(dir.join("experiment.json")).unwrap()).unwrap()
+}
+
+fn write_experiment(dir: &Path, v: &Value) {
+    fs::write(
+        dir.join("experiment.json"),
+        serde_json::to_string_pretty(v).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn damaged_results_render_with_notes() {
+    let dir = scratch("damaged");
+    let results = dir.join("results");
+    copy_dir(&fixture("results-compare"), &results);
+    let mut exp = read_experiment(&results);
+    exp["interrupted"] = Value::Bool(true);
+    exp["complete"] = Value::Bool(false);
+    let runs = exp["runs"].as_array_mut().unwrap();
+    // Run 2 failed; run 3's records vanished; run 4's records hold a bad line; a run of a
+    // configuration nobody declared, with no collections.
+    runs[1]["status"] = "failed".into();
+    runs[1]["error"] = "workload binary-trees: out of memory (heap 5M)".into();
+    let records3 = runs[2]["records"].as_str().unwrap().to_string();
+    fs::remove_file(results.join(&records3)).unwrap();
+    let records4 = results.join(runs[3]["records"].as_str().unwrap());
+    let mut text = fs::read_to_string(&records4).unwrap();
+    text.push_str("{not json\n");
+    fs::write(&records4, text).unwrap();
+    fs::write(results.join("runs/empty.records.jsonl"), "").unwrap();
+    fs::copy(
+        results.join(runs[0]["summary"].as_str().unwrap()),
+        results.join("runs/empty.summary.json"),
+    )
+    .unwrap();
+    runs.push(serde_json::json!({
+        "configuration": "stray", "value": null, "round": 0,
+        "summary": "runs/empty.summary.json", "records": "runs/empty.records.jsonl",
+        "status": "ok", "error": null
+    }));
+    write_experiment(&results, &exp);
+
+    let html = render(&results, &dir.join("page.html"));
+    assert_self_contained(&html);
+    assert!(html.contains("Read with care"));
+    assert!(html.contains("<b>interrupted</b>"));
+    assert!(
+        html.contains("out of memory (heap 5M)"),
+        "the failed run's error"
+    );
+    assert!(html.contains(&records3) && html.contains("cannot be read"));
+    assert!(html.contains("1 line(s)") && html.contains("skipped"));
+    assert!(html.contains("ran no collection"));
+    assert!(
+        html.contains("does not list"),
+        "the undeclared configuration"
+    );
+    // The plots still render for what is there.
+    assert!(count(&html, "<svg") >= 5);
+}
+
+#[test]
+fn results_where_every_run_failed_render_placeholders() {
+    let dir = scratch("all-failed");
+    let results = dir.join("results");
+    fs::create_dir_all(&results).unwrap();
+    write_experiment(
+        &results,
+        &serde_json::json!({
+            "format": "concord-results", "version": 1, "kind": "compare",
+            "workload": "gcbench", "size": null, "started": "2026-01-01T00:00:00Z",
+            "command": "concord compare gcbench --preset vanilla,optimized", "vary": null,
+            "configurations": [
+                {"label": "vanilla", "preset": "vanilla", "value": null, "settings": ["preset=vanilla"]},
+                {"label": "optimized", "preset": "optimized", "value": null, "settings": ["preset=optimized"]}
+            ],
+            "runs": [
+                {"configuration": "vanilla", "value": null, "round": 0, "summary": null, "records": null,
+                 "status": "failed", "error": "heap: cannot reserve 1G"},
+                {"configuration": "optimized", "value": null, "round": 0, "summary": null, "records": null,
+                 "status": "failed", "error": "heap: cannot reserve 1G"}
+            ],
+            "interrupted": false, "complete": true
+        }),
+    );
+    let html = render(&results, &dir.join("page.html"));
+    assert_self_contained(&html);
+    assert!(html.contains("cannot reserve 1G"));
+    assert!(html.contains("has no finished run"));
+    assert!(html.contains("class=\"empty\""));
+}
+
+#[test]
+fn sweeps_whose_runs_carry_the_values_draw_one_line_per_configuration() {
+    // The other shape a sweep may take: configurations without a value, runs with one.
+    let dir = scratch("sweep-run-values");
+    let results = dir.join("results");
+    copy_dir(&fixture("results-sweep"), &results);
+    let mut exp = read_experiment(&results);
+    let mut configs = Vec::new();
+    for c in exp["configurations"].as_array().unwrap() {
+        let preset = c["preset"].as_str().unwrap();
+        if !configs.iter().any(|x: &Value| x["label"] == preset) {
+            configs.push(serde_json::json!({
+                "label": preset, "preset": preset, "value": null, "settings": [format!("preset={preset}")]
+            }));
+        }
+    }
+    exp["configurations"] = Value::Array(configs);
+    for r in exp["runs"].as_array_mut().unwrap() {
+        let label = r["configuration"].as_str().unwrap();
+        let preset = label.split('@').next().unwrap().to_string();
+        r["configuration"] = preset.into();
+    }
+    write_experiment(&results, &exp);
+    let html = render(&results, &dir.join("page.html"));
+    assert_self_contained(&html);
+    let scal = section(&html, "scalability");
+    assert_eq!(count(scal, "<svg"), 1);
+    assert!(html.contains("<b>optimized</b>: median GC time"));
+}
+
+fn assert_exit_2(args: &[&str], expected: &str) {
+    let o = concord(args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let dir = scratch("bad");
+    let missing = dir.join("missing");
+    assert_exit_2(&["report", missing.to_str().unwrap()], "no such directory");
+    let empty = dir.join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    assert_exit_2(
+        &["report", empty.to_str().unwrap()],
+        "has no experiment.json",
+    );
+
+    let bad = dir.join("bad");
+    fs::create_dir_all(&bad).unwrap();
+    let path = bad.to_str().unwrap();
+    fs::write(bad.join("experiment.json"), "{ not json").unwrap();
+    assert_exit_2(&["report", path], "is not valid JSON");
+    fs::write(
+        bad.join("experiment.json"),
+        r#"{"format": "something-else", "version": 1, "runs": []}"#,
+    )
+    .unwrap();
+    assert_exit_2(&["report", path], "expected \"concord-results\"");
+    fs::write(bad.join("experiment.json"), r#"{"version": 1, "runs": []}"#).unwrap();
+    assert_exit_2(&["report", path], "no \"format\" field");
+    fs::write(
+        bad.join("experiment.json"),
+        r#"{"format": "concord-results", "version": 7, "runs": []}"#,
+    )
+    .unwrap();
+    assert_exit_2(&["report", path], "version 7 of the results format");
+    fs::write(
+        bad.join("experiment.json"),
+        r#"{"format": "concord-results", "version": 1}"#,
+    )
+    .unwrap();
+    assert_exit_2(&["report", path], "no \"runs\" list");
+    fs::write(
+        bad.join("experiment.json"),
+        r#"{"format": "concord-results", "version": 1, "runs": [{"round": 0}]}"#,
+    )
+    .unwrap();
+    assert_exit_2(
+        &["report", path],
+        "does not have the concord-results layout",
+    );
+    // Nothing was written for bad input.
+    assert!(!bad.join("report.html").exists());
+
+    // An output directory that does not exist.
+    let out = dir.join("no/such/dir/page.html");
+    assert_exit_2(
+        &[
+            "report",
+            fixture("results-compare").to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ],
+        "cannot write",
+    );
+}
+
+/// Renders the page in headless Chromium when it is installed (it usually is not; the test
+/// then says so and passes).
+#[test]
+fn page_renders_in_a_browser_when_one_is_installed() {
+    let Some(browser) = [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists()) else {
+        eprintln!("skipped: no Chromium installed");
+        return;
+    };
+    let dir = scratch("browser");
+    let page = dir.join("page.html");
+    render(&fixture("results-compare"), &page);
+    let shot = dir.join("page.png");
+    let o = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1280,4000",
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", page.display()),
+        ])
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        fs::metadata(&shot).unwrap().len() > 10_000,
+        "an empty screenshot"
+    );
+}

@@ -1,0 +1,836 @@
+//! `database`: an in-heap table with a large long-lived index and a stream of transactions,
+//! modelled on DaCapo's h2 (few busy threads, non-scalable). `--size` is the number of rows in
+//! thousands (default [`DEFAULT_SIZE`] = 100, i.e. 100 000 rows; allowed
+//! [`MIN_SIZE`]`..=`[`MAX_SIZE`]).
+//!
+//! # Data
+//!
+//! Keys range over a universe of `1.25 · rows` keys; initially every key `k` with `k % 5 != 4`
+//! is present (exactly `rows` rows). The index is a two-level, key-ordered structure, like the
+//! leaves of a B+-tree under a flat directory: a *directory* (a reference array) of *pages*
+//! ([`PAGE`]: 64 row slots, payload `base_key: u64`, `count: u64`), page `p` holding keys
+//! `64·p .. 64·p + 63` in slot order (an absent key is a null slot). A row ([`ROW`]) has one
+//! reference slot, its value, and the payload `key`, `version`, `amount` (three `u64`s); the
+//! value is a byte array of 4..=24 words whose contents follow from `(key, version)`.
+//!
+//! # Transactions
+//!
+//! One round loads the table, runs [`Shape::transactions`] `= 20 · rows` transactions, then
+//! walks the whole table. Transaction `i` is a pure function of `i` (a hash; no shared random
+//! state): 40% point lookups, 10% range scans of 4..=32 consecutive keys, 40% updates (the row
+//! object is *replaced* by a new row with `version + 1` and a new value; the old row becomes
+//! garbage — usually late, after it was promoted, which is what fills the old generation and
+//! makes full collections), 8% inserts and 2% deletes (copy-on-write: the page is replaced by a
+//! copy with the slot changed, so index pages turn over too); insert-to-delete 4:1 keeps about
+//! 80% of the universe present. Keys are skewed: 80% of transactions pick a key in the first
+//! fifth of the universe (the hot set), the rest pick uniformly.
+//!
+//! # Mutators: shards and skew ("few busy threads")
+//!
+//! Concord has no global roots: an object is reachable only through the handles of one mutator,
+//! so threads cannot share the table. With `--mutators M` the pages are split into `M`
+//! contiguous shards of (almost) equal size, one per mutator thread, each with its own
+//! directory. Every thread walks the same transaction stream and executes the transactions that
+//! touch its key range (a range scan that crosses a shard boundary is executed piecewise by
+//! both shards). The data is spread evenly but the work is not: the hot set lies in shard 0, so
+//! with 2 mutators thread 0 runs about 90% of the transactions, and more mutators do not make
+//! the workload faster — it models a database with few busy threads. The details report the
+//! transactions each shard ran. Threads that finish early return, detaching their mutators.
+//!
+//! # Checksum
+//!
+//! Every transaction adds a digest of what it read or wrote (`(i, key, version, amount, value
+//! length, value word sum)`, or a "missing"/"duplicate" marker), and the final walk adds a
+//! digest of every row; the checksum is their wrapping sum. A key's history is executed by one
+//! thread in stream order, so the checksum does not depend on `M`. [`expected_checksum`] replays
+//! the same stream on a plain-Rust model of the table (no heap; a few percent of the run time),
+//! so every run is checked. Reads also check structure (a row's key matches its slot, a value's
+//! length and first word match its version, a page's base key and row count) and report
+//! [`WorkloadError::Corrupt`] otherwise.
+//!
+//! # Heap size
+//!
+//! The live set is about 190 bytes per row (40-byte row, 48..208-byte value, index pages),
+//! 18 MiB at the default size. Measured smallest heap for the default size with 1 mutator
+//! (optimized preset, 2 GC threads, release build): **38 MiB** (searched in 1 MiB steps).
+//! [`Database`]'s default heap is three times that, scaled linearly with the size and plus
+//! 4 MiB per extra mutator: **114 MiB** for the default size and 1 mutator. At the default
+//! heap a run does young collections and a few full ones, promoting much of what survives: see
+//! the module table in the crate's README.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+
+use crate::{round_up_mib, run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+
+/// The name [`crate::lookup`] knows this workload by.
+pub const NAME: &str = "database";
+
+/// Row slots per index page.
+pub const PAGE_SLOTS: usize = 64;
+/// An index page: [`PAGE_SLOTS`] row slots, payload `base_key: u64` (offset 0) and `count: u64`
+/// (offset 8, non-null slots).
+pub const PAGE: ObjectType = ObjectType::fixed(PAGE_SLOTS as u16, 16);
+/// A row: slot 0 its value (byte array), payload `key`, `version`, `amount` (`u64`s at 0, 8, 16).
+pub const ROW: ObjectType = ObjectType::fixed(1, 24);
+/// Tag of a query result: a copy of a row (and of its value), same layout as [`ROW`].
+pub const RESULT_TAG: u16 = 1;
+/// A query result.
+pub const RESULT: ObjectType = ROW.with_tag(RESULT_TAG);
+/// The longest value, words.
+const MAX_VALUE_WORDS: usize = 24;
+
+/// Rows in thousands when `--size` is not given.
+pub const DEFAULT_SIZE: u32 = 100;
+/// The smallest size accepted (1 000 rows).
+pub const MIN_SIZE: u32 = 1;
+/// The largest size accepted (10 million rows).
+pub const MAX_SIZE: u32 = 10_000;
+
+/// Transactions per row of the initial table.
+pub const TRANSACTIONS_PER_ROW: u64 = 15;
+/// Percentage of transactions whose key lies in the hot set (the first fifth of the universe).
+pub const HOT_PERCENT: u64 = 80;
+
+/// Measured smallest heap for [`DEFAULT_SIZE`] with 1 mutator (see the module documentation).
+pub const MEASURED_MIN_HEAP: usize = 38 * MIB;
+
+const PAGE_BASE: usize = 0;
+const PAGE_COUNT: usize = 8;
+const ROW_VALUE: usize = 0;
+const ROW_KEY: usize = 0;
+const ROW_VERSION: usize = 8;
+const ROW_AMOUNT: usize = 16;
+
+/// Seed of the transaction stream.
+const SEED: u64 = 0x6832_6462_5f73_6565;
+/// Marker digests.
+const MISSING: u64 = 0x4d49_5353_494e_4700;
+const DUPLICATE: u64 = 0x4455_504c_4943_4154;
+const FINAL: u64 = 0x4649_4e41_4c00_0000;
+
+/// The sizes one round works with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Rows of the initial table (`1000 · size`).
+    pub rows: u64,
+    /// Keys `0..universe` (`1.25 · rows`).
+    pub universe: u64,
+    /// Index pages (`universe / 64`, rounded up).
+    pub pages: u64,
+    /// Transactions per round ([`TRANSACTIONS_PER_ROW`]` · rows`).
+    pub transactions: u64,
+    /// Slots of the undo logs (`rows / 4`, at least 256), split evenly between the shards:
+    /// rings that keep replaced and deleted rows alive for a while.
+    pub undo_slots: u64,
+}
+
+impl Shape {
+    /// The shape for `--size size` (rows in thousands); `size` is not checked.
+    pub fn new(size: u32) -> Self {
+        let rows = u64::from(size) * 1000;
+        let universe = rows / 4 * 5;
+        Shape {
+            rows,
+            universe,
+            pages: universe.div_ceil(PAGE_SLOTS as u64),
+            transactions: rows * TRANSACTIONS_PER_ROW,
+            undo_slots: (rows / 8).max(256),
+        }
+    }
+
+    /// Keys of the hot set: `0..hot_keys()`.
+    fn hot_keys(&self) -> u64 {
+        (self.universe * 2 / 5).max(1)
+    }
+}
+
+/// Whether `key` is present in the initial table.
+fn initially_present(key: u64) -> bool {
+    key % 5 != 4
+}
+
+/// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
+/// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
+pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
+    let n = params.size.unwrap_or(DEFAULT_SIZE);
+    if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
+        return Err(WorkloadError::BadParameter(format!(
+            "database size {n} (thousands of rows) is out of range (allowed: \
+             {MIN_SIZE}..={MAX_SIZE})"
+        )));
+    }
+    Ok(n)
+}
+
+/// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
+/// (at least 4 MiB), plus 4 MiB per mutator beyond the first; rounded up to MiB.
+pub fn default_heap(size: u32, mutators: usize) -> usize {
+    let per_size = MEASURED_MIN_HEAP as f64 / f64::from(DEFAULT_SIZE);
+    let min = (per_size * f64::from(size.min(MAX_SIZE))) as usize;
+    let min = min.max(4 * MIB) + 4 * MIB * mutators.saturating_sub(1);
+    round_up_mib(min.saturating_mul(3))
+}
+
+/// splitmix64's finalizer: a bijective 64-bit mix.
+const fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A transaction of the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Txn {
+    Lookup(u64),
+    /// First key, number of keys.
+    Scan(u64, u64),
+    /// Key, amount delta.
+    Update(u64, u64),
+    /// Key, amount.
+    Insert(u64, u64),
+    Delete(u64),
+}
+
+impl Txn {
+    /// Transaction `i` of the stream.
+    fn nth(shape: &Shape, i: u64) -> Txn {
+        let r = mix(SEED ^ i);
+        let r2 = mix(r);
+        let r3 = mix(r2);
+        let key = if (r2 >> 32) % 100 < HOT_PERCENT {
+            (r2 & 0xffff_ffff) % shape.hot_keys()
+        } else {
+            (r2 & 0xffff_ffff) % shape.universe
+        };
+        match r % 100 {
+            0..=24 => Txn::Lookup(key),
+            25..=34 => Txn::Scan(key, 4 + r3 % 29),
+            35..=89 => Txn::Update(key, r3 % 1000),
+            90..=97 => Txn::Insert(key, r3 % 1_000_000),
+            _ => Txn::Delete(key),
+        }
+    }
+
+    /// The keys it touches, `lo..hi`.
+    fn keys(self, shape: &Shape) -> (u64, u64) {
+        match self {
+            Txn::Scan(k, n) => (k, (k + n).min(shape.universe)),
+            Txn::Lookup(k) | Txn::Update(k, _) | Txn::Insert(k, _) | Txn::Delete(k) => (k, k + 1),
+        }
+    }
+}
+
+/// The amount of a key's initial row.
+fn initial_amount(key: u64) -> u64 {
+    mix(key ^ 0xa40c_e27a) % 1_000_000
+}
+
+/// Words of the value of `(key, version)`: 4..=24.
+fn value_words(key: u64, version: u64) -> usize {
+    4 + (mix(key ^ version.rotate_left(40)) % (MAX_VALUE_WORDS as u64 - 3)) as usize
+}
+
+/// Word `j` of a value is `base + j · step`; returns `(base, step)`.
+fn value_pattern(key: u64, version: u64) -> (u64, u64) {
+    let base = mix(key.rotate_left(17) ^ version ^ 0x7661_6c75_6500);
+    (base, mix(base) | 1)
+}
+
+/// The wrapping sum of the words of the value of `(key, version)`, in closed form.
+fn value_sum(key: u64, version: u64) -> u64 {
+    let n = value_words(key, version) as u64;
+    let (base, step) = value_pattern(key, version);
+    n.wrapping_mul(base)
+        .wrapping_add(step.wrapping_mul(n * (n - 1) / 2))
+}
+
+/// Digest of a row's contents.
+fn row_digest(key: u64, version: u64, amount: u64, words: u64, sum: u64) -> u64 {
+    mix(key ^ mix(version ^ mix(amount ^ mix(words ^ mix(sum)))))
+}
+
+/// Digest of a row as the model knows it.
+fn model_digest(key: u64, version: u64, amount: u64) -> u64 {
+    row_digest(
+        key,
+        version,
+        amount,
+        value_words(key, version) as u64,
+        value_sum(key, version),
+    )
+}
+
+/// What transaction `i` adds to the checksum for a row (or marker) digest `d`.
+fn txn_digest(i: u64, d: u64) -> u64 {
+    mix(i.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ d)
+}
+
+/// The checksum of one round at size `size` (any number of mutators), from a plain-Rust
+/// model of the table that runs the same transaction stream.
+pub fn expected_checksum(size: u32) -> u64 {
+    let shape = Shape::new(size);
+    // (version, amount, digest) per key; version 0 = absent.
+    let row = |k: u64, v: u64, a: u64| (v, a, model_digest(k, v, a));
+    let mut table: Vec<(u64, u64, u64)> = (0..shape.universe)
+        .map(|k| {
+            if initially_present(k) {
+                row(k, 1, initial_amount(k))
+            } else {
+                (0, 0, 0)
+            }
+        })
+        .collect();
+    let mut sum = 0u64;
+    let mut add = |x: u64| sum = sum.wrapping_add(x);
+    for i in 0..shape.transactions {
+        match Txn::nth(&shape, i) {
+            Txn::Lookup(k) => {
+                let (v, _, d) = table[k as usize];
+                add(txn_digest(i, if v == 0 { mix(k ^ MISSING) } else { d }));
+            }
+            t @ Txn::Scan(..) => {
+                let (lo, hi) = t.keys(&shape);
+                for &(v, _, d) in &table[lo as usize..hi as usize] {
+                    if v != 0 {
+                        add(txn_digest(i, d));
+                    }
+                }
+            }
+            Txn::Update(k, delta) => {
+                let (v, a, _) = table[k as usize];
+                if v == 0 {
+                    add(txn_digest(i, mix(k ^ MISSING)));
+                } else {
+                    let new = row(k, v + 1, a.wrapping_add(delta));
+                    add(txn_digest(i, new.2));
+                    table[k as usize] = new;
+                }
+            }
+            Txn::Insert(k, a) => {
+                if table[k as usize].0 == 0 {
+                    let new = row(k, i + 1, a);
+                    add(txn_digest(i, new.2));
+                    table[k as usize] = new;
+                } else {
+                    add(txn_digest(i, mix(k ^ DUPLICATE)));
+                }
+            }
+            Txn::Delete(k) => {
+                let (v, _, d) = table[k as usize];
+                if v == 0 {
+                    add(txn_digest(i, mix(k ^ MISSING)));
+                } else {
+                    add(txn_digest(i, d));
+                    table[k as usize] = (0, 0, 0);
+                }
+            }
+        }
+    }
+    for &(v, _, d) in &table {
+        if v != 0 {
+            add(mix(FINAL ^ d));
+        }
+    }
+    sum
+}
+
+/// The pages of shard `s` of `shards`: `first..end`.
+fn shard_pages(shape: &Shape, s: usize, shards: usize) -> (u64, u64) {
+    let (s, n) = (s as u64, shards as u64);
+    (s * shape.pages / n, (s + 1) * shape.pages / n)
+}
+
+/// The `database` workload. See the module documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Database;
+
+impl Workload for Database {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "h2-like in-heap table: a long-lived paged index of rows, lookups, range scans, updates \
+         that replace rows, inserts and deletes; one shard per mutator, skewed so that thread 0 \
+         is the busy one (size: thousands of rows, default 100)"
+    }
+
+    fn default_heap(&self, params: &WorkloadParams) -> usize {
+        default_heap(params.size.unwrap_or(DEFAULT_SIZE), params.mutators)
+    }
+
+    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
+        params.validate()?;
+        size(params).map(drop)
+    }
+
+    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
+        self.validate(params)?;
+        let n = size(params)?;
+        let shape = Shape::new(n);
+        let expected = expected_checksum(n);
+        let per_shard: Vec<AtomicU64> = (0..params.mutators).map(|_| AtomicU64::new(0)).collect();
+        let checksum = run_copies(heap, params, NAME, |m, shard, _round| {
+            let (sum, ran) = run_shard(m, &shape, shard, params.mutators)?;
+            per_shard[shard].fetch_add(ran, Ordering::Relaxed);
+            Ok(sum)
+        })?;
+        let ran: Vec<String> = per_shard
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed).to_string())
+            .collect();
+        let details = vec![
+            ("rows".to_string(), shape.rows.to_string()),
+            ("key_universe".to_string(), shape.universe.to_string()),
+            ("index_pages".to_string(), shape.pages.to_string()),
+            (
+                "transactions_per_round".to_string(),
+                shape.transactions.to_string(),
+            ),
+            ("shards".to_string(), params.mutators.to_string()),
+            ("transactions_per_shard".to_string(), ran.join(" ")),
+        ];
+        Ok(WorkloadResult {
+            checksum,
+            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
+            details,
+        })
+    }
+}
+
+/// Shard `shard` of `shards` on mutator `m`: loads its part of the table, runs its part of the
+/// transaction stream, walks its part of the table. Returns (checksum part, transactions run).
+fn run_shard(
+    m: &mut Mutator<'_>,
+    shape: &Shape,
+    shard: usize,
+    shards: usize,
+) -> Result<(u64, u64), WorkloadError> {
+    let (p0, p1) = shard_pages(shape, shard, shards);
+    let s = Shard {
+        shape: *shape,
+        first_page: p0,
+        key_lo: p0 * PAGE_SLOTS as u64,
+        key_hi: (p1 * PAGE_SLOTS as u64).min(shape.universe),
+        undo_slots: shape.undo_slots.div_ceil(shards as u64) as usize,
+        undo_next: std::cell::Cell::new(0),
+    };
+    m.scope(|m| {
+        let dir = load(m, &s, p1 - p0)?;
+        let undo = m.alloc_ref_array(s.undo_slots)?;
+        let mut sum = 0u64;
+        let mut ran = 0u64;
+        for i in 0..shape.transactions {
+            if i % 4096 == 0 {
+                m.safepoint_poll();
+            }
+            let t = Txn::nth(shape, i);
+            let (lo, hi) = t.keys(shape);
+            if hi <= s.key_lo || lo >= s.key_hi {
+                continue;
+            }
+            ran += 1;
+            let d = m.scope(|m| s.execute(m, dir, undo, i, t))?;
+            sum = sum.wrapping_add(d);
+        }
+        sum = sum.wrapping_add(s.final_walk(m, dir)?);
+        Ok((sum, ran))
+    })
+}
+
+/// One mutator's part of the table: keys `key_lo..key_hi`, pages from `first_page`.
+struct Shard {
+    shape: Shape,
+    first_page: u64,
+    key_lo: u64,
+    key_hi: u64,
+    /// Slots of this shard's undo log.
+    undo_slots: usize,
+    /// Next slot of the undo log.
+    undo_next: std::cell::Cell<usize>,
+}
+
+impl Shard {
+    /// Directory slot and page slot of `key` (which must be in this shard).
+    fn locate(&self, key: u64) -> (usize, usize) {
+        let page = key / PAGE_SLOTS as u64;
+        (
+            (page - self.first_page) as usize,
+            (key % PAGE_SLOTS as u64) as usize,
+        )
+    }
+
+    /// Keeps the replaced or deleted row `row` alive in the undo log (a ring of
+    /// [`Shape::undo_slots`]` / shards` slots), overwriting the oldest entry.
+    fn log_undo(&self, m: &mut Mutator<'_>, undo: Handle, row: Handle) {
+        let n = self.undo_next.get();
+        m.set_ref(undo, n, Some(row));
+        self.undo_next.set((n + 1) % self.undo_slots);
+    }
+
+    /// Loads `pages` pages of the initial table; returns the directory.
+    fn load_pages(&self, m: &mut Mutator<'_>, dir: Handle, pages: u64) -> Result<(), GcError> {
+        for lp in 0..pages {
+            m.scope(|m| {
+                let base = (self.first_page + lp) * PAGE_SLOTS as u64;
+                let page = m.alloc(PAGE)?;
+                let mut count = 0;
+                for slot in 0..PAGE_SLOTS {
+                    let key = base + slot as u64;
+                    if key < self.shape.universe && initially_present(key) {
+                        m.scope(|m| {
+                            let row = new_row(m, key, 1, initial_amount(key))?;
+                            m.set_ref(page, slot, Some(row));
+                            Ok::<_, GcError>(())
+                        })?;
+                        count += 1;
+                    }
+                }
+                m.write_u64(page, PAGE_BASE, base);
+                m.write_u64(page, PAGE_COUNT, count);
+                m.set_ref(dir, lp as usize, Some(page));
+                Ok::<(), GcError>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Transaction `i` (which touches this shard); returns what it adds to the checksum.
+    fn execute(
+        &self,
+        m: &mut Mutator<'_>,
+        dir: Handle,
+        undo: Handle,
+        i: u64,
+        t: Txn,
+    ) -> Result<u64, WorkloadError> {
+        let page = m.null_handle();
+        let row = m.null_handle();
+        let value = m.null_handle();
+        match t {
+            Txn::Lookup(k) => {
+                let (lp, slot) = self.locate(k);
+                load_page(m, page, dir, lp)?;
+                if !m.load_ref_into(row, page, slot) {
+                    return Ok(txn_digest(i, mix(k ^ MISSING)));
+                }
+                let result = materialize(m, row, value, k)?;
+                Ok(txn_digest(i, read_row(m, result, value, k)?.2))
+            }
+            t @ Txn::Scan(..) => {
+                // Copy the rows into a result set, then read the result set.
+                let (lo, hi) = t.keys(&self.shape);
+                let (lo, hi) = (lo.max(self.key_lo), hi.min(self.key_hi));
+                let results = m.alloc_ref_array((hi - lo) as usize)?;
+                let mut loaded = usize::MAX;
+                for k in lo..hi {
+                    let (lp, slot) = self.locate(k);
+                    if lp != loaded {
+                        load_page(m, page, dir, lp)?;
+                        loaded = lp;
+                    }
+                    if m.load_ref_into(row, page, slot) {
+                        m.scope(|m| {
+                            let r = materialize(m, row, value, k)?;
+                            m.set_ref(results, (k - lo) as usize, Some(r));
+                            Ok::<_, WorkloadError>(())
+                        })?;
+                    }
+                }
+                let mut sum = 0u64;
+                for k in lo..hi {
+                    if m.load_ref_into(row, results, (k - lo) as usize) {
+                        sum = sum.wrapping_add(txn_digest(i, read_row(m, row, value, k)?.2));
+                    }
+                }
+                Ok(sum)
+            }
+            Txn::Update(k, delta) => {
+                let (lp, slot) = self.locate(k);
+                load_page(m, page, dir, lp)?;
+                if !m.load_ref_into(row, page, slot) {
+                    return Ok(txn_digest(i, mix(k ^ MISSING)));
+                }
+                let (version, amount, _) = read_row(m, row, value, k)?;
+                let (version, amount) = (version + 1, amount.wrapping_add(delta));
+                let new = new_row(m, k, version, amount)?;
+                m.set_ref(page, slot, Some(new));
+                self.log_undo(m, undo, row);
+                Ok(txn_digest(i, model_digest(k, version, amount)))
+            }
+            Txn::Insert(k, amount) => {
+                let (lp, slot) = self.locate(k);
+                load_page(m, page, dir, lp)?;
+                if m.load_ref_into(row, page, slot) {
+                    return Ok(txn_digest(i, mix(k ^ DUPLICATE)));
+                }
+                let new = new_row(m, k, i + 1, amount)?;
+                replace_page(m, dir, lp, page, slot, Some(new), 1)?;
+                Ok(txn_digest(i, model_digest(k, i + 1, amount)))
+            }
+            Txn::Delete(k) => {
+                let (lp, slot) = self.locate(k);
+                load_page(m, page, dir, lp)?;
+                if !m.load_ref_into(row, page, slot) {
+                    return Ok(txn_digest(i, mix(k ^ MISSING)));
+                }
+                let d = read_row(m, row, value, k)?.2;
+                replace_page(m, dir, lp, page, slot, None, -1)?;
+                self.log_undo(m, undo, row);
+                Ok(txn_digest(i, d))
+            }
+        }
+    }
+
+    /// Walks every page and row of the shard, checking structure; returns the sum of the rows'
+    /// final digests.
+    fn final_walk(&self, m: &mut Mutator<'_>, dir: Handle) -> Result<u64, WorkloadError> {
+        let pages = m.array_len(dir);
+        let mut sum = 0u64;
+        for lp in 0..pages {
+            sum = sum.wrapping_add(m.scope(|m| {
+                let page = m.null_handle();
+                let row = m.null_handle();
+                let value = m.null_handle();
+                load_page(m, page, dir, lp)?;
+                let base = (self.first_page + lp as u64) * PAGE_SLOTS as u64;
+                if m.read_u64(page, PAGE_BASE) != base {
+                    return Err(WorkloadError::Corrupt(format!(
+                        "database: page for key {base} has base key {}",
+                        m.read_u64(page, PAGE_BASE)
+                    )));
+                }
+                let mut count = 0;
+                let mut sum = 0u64;
+                for slot in 0..PAGE_SLOTS {
+                    if m.load_ref_into(row, page, slot) {
+                        count += 1;
+                        let d = read_row(m, row, value, base + slot as u64)?.2;
+                        sum = sum.wrapping_add(mix(FINAL ^ d));
+                    }
+                }
+                if m.read_u64(page, PAGE_COUNT) != count {
+                    return Err(WorkloadError::Corrupt(format!(
+                        "database: page for key {base} holds {count} rows but says {}",
+                        m.read_u64(page, PAGE_COUNT)
+                    )));
+                }
+                Ok(sum)
+            })?);
+        }
+        Ok(sum)
+    }
+}
+
+/// Loads this shard's part of the initial table; returns the directory handle (in the
+/// caller's scope).
+fn load(m: &mut Mutator<'_>, s: &Shard, pages: u64) -> Result<Handle, GcError> {
+    let dir = m.alloc_ref_array(pages as usize)?;
+    s.load_pages(m, dir, pages)?;
+    Ok(dir)
+}
+
+/// Loads directory slot `lp` into `page`.
+fn load_page(m: &mut Mutator<'_>, page: Handle, dir: Handle, lp: usize) -> Result<(), WorkloadError> {
+    if m.load_ref_into(page, dir, lp) {
+        Ok(())
+    } else {
+        Err(WorkloadError::Corrupt(format!(
+            "database: directory slot {lp} is null"
+        )))
+    }
+}
+
+/// A new row `(key, version, amount)` with its value; the handle is the caller's.
+fn new_row(m: &mut Mutator<'_>, key: u64, version: u64, amount: u64) -> Result<Handle, GcError> {
+    let value = m.alloc_byte_array(value_words(key, version) * 8)?;
+    let (base, step) = value_pattern(key, version);
+    for (j, w) in m.payload_mut(value).chunks_exact_mut(8).enumerate() {
+        w.copy_from_slice(&base.wrapping_add(step.wrapping_mul(j as u64)).to_le_bytes());
+    }
+    let row = m.alloc(ROW)?;
+    m.set_ref(row, ROW_VALUE, Some(value));
+    m.write_u64(row, ROW_KEY, key);
+    m.write_u64(row, ROW_VERSION, version);
+    m.write_u64(row, ROW_AMOUNT, amount);
+    Ok(row)
+}
+
+/// A copy of the row in `row` (key `key`) and of its value, as a query result (tagged
+/// [`RESULT_TAG`]); `value` is scratch. The handle is the caller's.
+fn materialize(
+    m: &mut Mutator<'_>,
+    row: Handle,
+    value: Handle,
+    key: u64,
+) -> Result<Handle, WorkloadError> {
+    if !m.load_ref_into(value, row, ROW_VALUE) {
+        return Err(WorkloadError::Corrupt(format!(
+            "database: row {key} has no value"
+        )));
+    }
+    let mut buf = [0u8; 8 * MAX_VALUE_WORDS];
+    let len = m.payload(value).len().min(buf.len());
+    buf[..len].copy_from_slice(&m.payload(value)[..len]);
+    let copy = m.alloc_byte_array(len)?;
+    m.payload_mut(copy).copy_from_slice(&buf[..len]);
+    let result = m.alloc(RESULT)?;
+    m.set_ref(result, ROW_VALUE, Some(copy));
+    for field in [ROW_KEY, ROW_VERSION, ROW_AMOUNT] {
+        let v = m.read_u64(row, field);
+        m.write_u64(result, field, v);
+    }
+    Ok(result)
+}
+
+/// Reads and checks the row in `row`, which must hold key `key` (`value` is scratch); returns
+/// `(version, amount, digest)`.
+fn read_row(
+    m: &mut Mutator<'_>,
+    row: Handle,
+    value: Handle,
+    key: u64,
+) -> Result<(u64, u64, u64), WorkloadError> {
+    let k = m.read_u64(row, ROW_KEY);
+    if k != key {
+        return Err(WorkloadError::Corrupt(format!(
+            "database: the slot of key {key} holds a row with key {k}"
+        )));
+    }
+    let version = m.read_u64(row, ROW_VERSION);
+    let amount = m.read_u64(row, ROW_AMOUNT);
+    if !m.load_ref_into(value, row, ROW_VALUE) {
+        return Err(WorkloadError::Corrupt(format!(
+            "database: row {key} has no value"
+        )));
+    }
+    let bytes = m.payload(value);
+    let words = bytes.len() / 8;
+    let word = |j: usize| u64::from_le_bytes(bytes[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
+    if words != value_words(key, version) || word(0) != value_pattern(key, version).0 {
+        return Err(WorkloadError::Corrupt(format!(
+            "database: row {key} version {version} has a wrong value ({words} words)"
+        )));
+    }
+    let sum = (0..words).fold(0u64, |s, j| s.wrapping_add(word(j)));
+    Ok((
+        version,
+        amount,
+        row_digest(key, version, amount, words as u64, sum),
+    ))
+}
+
+/// Replaces page `page` (directory slot `lp`) with a copy whose slot `slot` holds `new` and
+/// whose row count differs by `count_delta`.
+fn replace_page(
+    m: &mut Mutator<'_>,
+    dir: Handle,
+    lp: usize,
+    page: Handle,
+    slot: usize,
+    new: Option<Handle>,
+    count_delta: i64,
+) -> Result<(), GcError> {
+    m.scope(|m| {
+        let copy = m.alloc(PAGE)?;
+        let tmp = m.null_handle();
+        for s in 0..PAGE_SLOTS {
+            if s == slot {
+                m.set_ref(copy, s, new);
+            } else {
+                m.load_ref_into(tmp, page, s);
+                m.set_ref(copy, s, Some(tmp));
+            }
+        }
+        let base = m.read_u64(page, PAGE_BASE);
+        let count = m.read_u64(page, PAGE_COUNT).wrapping_add_signed(count_delta);
+        m.write_u64(copy, PAGE_BASE, base);
+        m.write_u64(copy, PAGE_COUNT, count);
+        m.set_ref(dir, lp, Some(copy));
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_and_initial_rows() {
+        let s = Shape::new(4);
+        assert_eq!(s.rows, 4000);
+        assert_eq!(s.universe, 5000);
+        assert_eq!(s.pages, 79);
+        assert_eq!(
+            (0..s.universe).filter(|&k| initially_present(k)).count() as u64,
+            s.rows
+        );
+    }
+
+    #[test]
+    fn shards_cover_the_pages() {
+        let s = Shape::new(3);
+        for shards in 1..=7 {
+            let mut next = 0;
+            for i in 0..shards {
+                let (a, b) = shard_pages(&s, i, shards);
+                assert_eq!(a, next);
+                next = b;
+            }
+            assert_eq!(next, s.pages);
+        }
+    }
+
+    #[test]
+    fn value_sum_closed_form_matches_the_words() {
+        for key in [0, 7, 12345] {
+            for version in [1, 2, 99] {
+                let (base, step) = value_pattern(key, version);
+                let n = value_words(key, version);
+                assert!((4..=24).contains(&n));
+                let s = (0..n as u64).fold(0u64, |s, j| s.wrapping_add(base.wrapping_add(step.wrapping_mul(j))));
+                assert_eq!(s, value_sum(key, version));
+            }
+        }
+    }
+
+    #[test]
+    fn the_stream_is_skewed_and_mixed() {
+        let s = Shape::new(10);
+        let (mut hot, mut kinds) = (0, [0u32; 5]);
+        for i in 0..10_000 {
+            let t = Txn::nth(&s, i);
+            if t.keys(&s).0 < s.hot_keys() {
+                hot += 1;
+            }
+            kinds[match t {
+                Txn::Lookup(_) => 0,
+                Txn::Scan(..) => 1,
+                Txn::Update(..) => 2,
+                Txn::Insert(..) => 3,
+                Txn::Delete(_) => 4,
+            }] += 1;
+        }
+        assert!((8000..8800).contains(&hot), "{hot}");
+        assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
+    }
+
+    #[test]
+    fn size_range_and_default_heap() {
+        for bad in [0, 10_001] {
+            let e = size(&WorkloadParams {
+                size: Some(bad),
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(&format!("{bad} (thousands of rows) is out of range")), "{e}");
+        }
+        assert_eq!(default_heap(DEFAULT_SIZE, 1), round_up_mib(3 * MEASURED_MIN_HEAP));
+        assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
+        assert_eq!(default_heap(1, 1), 12 * MIB);
+    }
+}
