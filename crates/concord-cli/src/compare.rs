@@ -39,6 +39,7 @@ use crate::run::SwitchArgs;
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// Workload to run (e.g. gcbench, binary-trees).
+    #[arg(default_value = "gcbench")]
     pub workload: String,
     /// Workload size where it has one (binary-trees: tree depth).
     pub size: Option<u32>,
@@ -52,6 +53,9 @@ pub struct CommonArgs {
     /// Print every configuration, its runs, medians and ratios as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Do not write DIR/report.html at the end (`concord report DIR` writes it later).
+    #[arg(long = "no-report")]
+    pub no_report: bool,
     /// Maximum heap size for every configuration, e.g. 64m (default: the workload's own).
     #[arg(long)]
     pub heap: Option<String>,
@@ -118,7 +122,12 @@ impl CommonArgs {
 pub struct CompareArgs {
     /// Presets to compare, comma-separated (vanilla, modern, optimized); the first is the
     /// baseline of the ratios. A preset may appear twice (an A/A check of the noise).
-    #[arg(long, value_delimiter = ',', required = true, value_name = "a,b[,c]")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "vanilla,optimized",
+        value_name = "a,b[,c]"
+    )]
     pub preset: Vec<String>,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -747,6 +756,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&outcome_json(&plan, &executed, &dir))?
         );
         eprint!("{}", epilogue(&plan, &executed, &dir));
+        if !common.no_report {
+            eprint!("{}", crate::report::after_experiment(&dir.root));
+        }
         return Ok(executed.exit_code());
     }
     let experiment = &plan.experiment;
@@ -768,6 +780,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     println!("{COLUMNS_NOTE}");
     print!("{}", legend(&experiment.arms));
     print!("{}", epilogue(&plan, &executed, &dir));
+    if !common.no_report {
+        print!("{}", crate::report::after_experiment(&dir.root));
+    }
     Ok(executed.exit_code())
 }
 

@@ -11,7 +11,7 @@ mod model;
 mod page;
 mod plots;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -26,16 +26,32 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Read the results directory, write the page, say where it is.
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let exp = model::Experiment::load(&args.dir)?;
+/// Read the results directory `dir` and write its page to `output` (default
+/// `DIR/report.html`). Returns where the page is and what was read.
+fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::Experiment)> {
+    let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.dir.join("report.html"));
+    let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
     crate::results::write_atomic(&output, html.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))?;
+    Ok((output, exp))
+}
+
+/// For `compare` and `sweep`: write `DIR/report.html` now and say where it is, or why not (a
+/// report that cannot be written does not fail the experiment; `concord report DIR` retries).
+pub fn after_experiment(dir: &Path) -> String {
+    match write(dir, None) {
+        Ok((page, _)) => format!("report: {} (open it in a browser)\n", page.display()),
+        Err(e) => format!(
+            "concord: the report could not be written ({e:#}); try: concord report {}\n",
+            dir.display()
+        ),
+    }
+}
+
+/// Read the results directory, write the page, say where it is.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let (output, exp) = write(&args.dir, args.output.as_deref())?;
     let failed = exp.failed_runs().count();
     println!(
         "concord report: wrote {} ({} configuration{}, {} run{}{}{})",

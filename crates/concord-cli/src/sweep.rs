@@ -267,6 +267,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         eprint!("{}", epilogue(&plan, &executed, &dir));
+        if !common.no_report {
+            eprint!("{}", crate::report::after_experiment(&dir.root));
+        }
         return Ok(executed.exit_code());
     }
     let varied = match vary.key {
@@ -303,6 +306,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         println!("  (the other configurations differ in {key} only)");
     }
     print!("{}", epilogue(&plan, &executed, &dir));
+    if !common.no_report {
+        print!("{}", crate::report::after_experiment(&dir.root));
+    }
     Ok(executed.exit_code())
 }
 

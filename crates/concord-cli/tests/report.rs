@@ -298,6 +298,38 @@ fn sweeps_whose_runs_carry_the_values_draw_one_line_per_configuration() {
     assert!(html.contains("<b>optimized</b>: median GC time"));
 }
 
+#[test]
+fn workload_measurements_get_columns_in_the_summary() {
+    let dir = scratch("measurements");
+    let results = dir.join("results");
+    copy_dir(&fixture("results-compare"), &results);
+    let exp = read_experiment(&results);
+    for (i, run) in exp["runs"].as_array().unwrap().iter().enumerate() {
+        let path = results.join(run["summary"].as_str().unwrap());
+        let mut summary: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        // Workload details are strings in the summary JSON; numbers work too.
+        summary["latency_p999_us"] = format!("{}", 900 + i).into();
+        summary["latency_p50_us"] = (100 + i).into();
+        summary["array size"] = "500000".into();
+        fs::write(&path, summary.to_string()).unwrap();
+    }
+    let html = render(&results, &dir.join("page.html"));
+    let table = section(&html, "summary");
+    let p50 = table
+        .find("<th class=\"n\">latency_p50_us</th>")
+        .expect("p50 column");
+    let p999 = table
+        .find("<th class=\"n\">latency_p999_us</th>")
+        .expect("p999 column");
+    assert!(p50 < p999, "percentiles in numeric order");
+    assert!(
+        !table.contains("array size"),
+        "constants are not measurements"
+    );
+    // vanilla ran as runs 0 and 2: median of 900 and 902.
+    assert!(table.contains("<td class=\"n\">901.0</td>"), "{table}");
+}
+
 fn assert_exit_2(args: &[&str], expected: &str) {
     let o = concord(args);
     let stderr = String::from_utf8_lossy(&o.stderr);

@@ -354,7 +354,7 @@ impl Experiment {
                     .as_ref()
                     .map(|v| format!(" ({v})"))
                     .unwrap_or_default(),
-                entry.round
+                entry.round + 1
             );
             let (mut summary, mut records) = (None, None);
             if entry.status == "ok" {

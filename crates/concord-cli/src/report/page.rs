@@ -263,7 +263,7 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     runs(&mut h, exp);
     let _ = writeln!(
         h,
-        "<footer>Written by <code>concord report</code> from <code>{}</code>. Medians are over the runs of a configuration that finished; per-run pictures show each configuration's median run by GC time.</footer>\n</main>\n</body>\n</html>",
+        "<footer>Written by <code>concord report</code> from <code>{}</code>. Medians are over the runs of a configuration that finished; per-run pictures show each configuration's median run by GC time (the faster of the two middle runs when their number is even).</footer>\n</main>\n</body>\n</html>",
         esc(&exp.dir.display().to_string())
     );
     Ok(h)

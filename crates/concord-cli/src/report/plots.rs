@@ -656,24 +656,19 @@ pub fn scalability(key: &str, values: &[String], curves: &[Curve]) -> anyhow::Re
         )?;
         let (left, right) = plot.split_horizontally(panel_w);
         let fmt_x = |v: &f64| category_label(values, *v, 8);
-        for (area, what, pick) in [
-            (&left, "GC time (ms, all pauses of a run)", 0),
-            (&right, "wall time (ms)", 1),
+        let gc: fn(&Curve) -> &[Option<f64>] = |c| &c.gc_ms;
+        let wall: fn(&Curve) -> &[Option<f64>] = |c| &c.wall_ms;
+        for (area, title, what, get) in [
+            (&left, "GC time", "GC time (ms, all pauses of a run)", gc),
+            (&right, "wall time", "wall time (ms)", wall),
         ] {
-            let get = |c: &Curve| {
-                if pick == 0 {
-                    c.gc_ms.clone()
-                } else {
-                    c.wall_ms.clone()
-                }
-            };
             let y_max = curves
                 .iter()
-                .flat_map(|c| get(c))
+                .flat_map(get)
                 .flatten()
-                .fold(0.0, f64::max);
+                .fold(0.0, |a: f64, &b| a.max(b));
             let mut chart = ChartBuilder::on(area)
-                .caption(if pick == 0 { "GC time" } else { "wall time" }, (FONT, 14))
+                .caption(title, (FONT, 14))
                 .margin(8)
                 .x_label_area_size(38)
                 .y_label_area_size(56)
