@@ -87,7 +87,7 @@ pub const ACCUMULATOR: ObjectType = ObjectType::fixed(0, (8 + DIMS * 8) as u16);
 pub const ASSIGNMENT: ObjectType = ObjectType::fixed(1, 16);
 
 /// Points in thousands when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 200;
+pub const DEFAULT_SIZE: u32 = 400;
 /// The smallest size accepted (1 000 points).
 pub const MIN_SIZE: u32 = 1;
 /// The largest size accepted (10 million points).
@@ -102,7 +102,7 @@ pub const KNOWN_CHECKSUMS: &[(u32, u64)] = &[
     (1, 12_525_764_322_374_039_774),
     (2, 14_788_496_899_242_075_728),
     (4, 1_366_823_107_868_963_987),
-    (DEFAULT_SIZE, 16_986_659_517_651_743_242),
+    (DEFAULT_SIZE, 18_080_225_268_874_896_019),
 ];
 
 /// Payload offset of a point's id.

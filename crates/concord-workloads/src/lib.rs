@@ -17,6 +17,8 @@
 //! | `render` | [`render`] (sunflow-like: a ray tracer allocating a heap object per vector operation) |
 //! | `database` | [`database`] (h2-like: long-lived paged index, skewed transactions) |
 //! | `kmeans` | [`kmeans`] (HiBench k-means: long-lived points, per-iteration temporaries) |
+//! | `kv-service` | [`kv_service`] (Cassandra-like: sharded in-heap store, get/put latency percentiles) |
+//! | `queue-churn` | [`queue_churn`] (LinkedIn `Test.java`: 10 KiB objects through a queue, the oldest half dropped at 100 000) |
 //!
 //! Rules the workloads follow (and new ones must follow): objects are only reached through
 //! handles; recursive builders open a [`Mutator::scope`] (or [`Mutator::scope_escape`]) per
@@ -35,6 +37,8 @@ pub mod binary_trees;
 pub mod database;
 pub mod gcbench;
 pub mod kmeans;
+pub mod kv_service;
+pub mod queue_churn;
 pub mod render;
 pub mod search;
 pub mod transform;
@@ -43,6 +47,8 @@ pub use binary_trees::BinaryTrees;
 pub use database::Database;
 pub use gcbench::{GcBench, GcBenchParams};
 pub use kmeans::KMeans;
+pub use kv_service::KvService;
+pub use queue_churn::{QueueChurn, QueueChurnParams};
 pub use render::Render;
 pub use search::Search;
 pub use transform::Transform;
@@ -175,7 +181,7 @@ pub trait Workload: Send + Sync {
 
 /// The names [`lookup`] knows, in the order of DESIGN.md.
 pub fn workload_names() -> &'static [&'static str] {
-    &[gcbench::NAME, binary_trees::NAME, search::NAME, transform::NAME, render::NAME, database::NAME, kmeans::NAME]
+    &[gcbench::NAME, binary_trees::NAME, search::NAME, transform::NAME, render::NAME, database::NAME, kmeans::NAME, kv_service::NAME, queue_churn::NAME]
 }
 
 /// The workload called `name` (with its standard parameters), if there is one.
@@ -184,10 +190,12 @@ pub fn lookup(name: &str) -> Option<Box<dyn Workload>> {
         gcbench::NAME => Some(Box::new(GcBench::standard())),
         binary_trees::NAME => Some(Box::new(BinaryTrees)),
         search::NAME => Some(Box::new(Search)),
-        transform::NAME => Some(Box::new(Transform)),
+        transform::NAME => Some(Box::new(Transform::standard())),
         render::NAME => Some(Box::new(Render)),
         database::NAME => Some(Box::new(Database)),
         kmeans::NAME => Some(Box::new(KMeans)),
+        kv_service::NAME => Some(Box::new(KvService)),
+        queue_churn::NAME => Some(Box::new(QueueChurn::standard())),
         _ => None,
     }
 }

@@ -18,11 +18,11 @@
 //!    lives as long as the output);
 //! 3. hashes the output (64-bit FNV-1a over a serialization: `<` name, ` key=value` per
 //!    attribute, `>`, text, children, `/`), stores the hash in the `report` element, and puts
-//!    the output into a ring of the [`WINDOW`] most recent outputs of this mutator. The input
-//!    becomes garbage.
+//!    the output into a ring of the [`WINDOW`] most recent outputs of this mutator (another
+//!    window through [`Transform::with_window`], for tests). The input becomes garbage.
 //!
 //! The output a document pushes out of the ring has lived while its mutator transformed
-//! [`WINDOW`] more documents (about 9 MiB of allocation): the medium-lived objects of this
+//! [`WINDOW`] more documents (about 29 MiB of allocation): the medium-lived objects of this
 //! workload. It is hashed again and compared with the stored hash (a mismatch is
 //! [`WorkloadError::Corrupt`]); the checksum is the wrapping sum over all documents of
 //! `mix(hash)`, taken as outputs leave the ring (or at the end), so it does not depend on how
@@ -38,11 +38,13 @@
 //!
 //! # Heap size
 //!
-//! Live data: the window, about 3.5 MiB of outputs per mutator, plus one input tree (about
-//! 25 KiB). At the default size (20 000 documents) one mutator allocates about 0.7 GiB.
-//! Measured smallest heap that completes (optimized preset, 2 GC threads, release build, 1 MiB
-//! steps): 9 MiB with one mutator, 15 MiB with two. [`Transform`]'s default heap is three times
-//! that: 27 MiB, plus 18 MiB per further mutator.
+//! Live data: the window, about 10.7 MiB of outputs per mutator (the heap after a full
+//! collection holds 10.8 MiB), plus the input tree being transformed (about 20 KiB). At the
+//! default size (12 000 documents) the run allocates about 0.33 GiB (29 KiB per document).
+//! Measured smallest heap that completes (optimized preset, 2 GC threads, release build, 1 to
+//! 2 MiB steps): 14 MiB with one mutator (13 runs out of memory), 28 MiB with two (26 runs out
+//! of memory). [`Transform`]'s default heap is three times that: 42 MiB per mutator. Near the
+//! minimum the run is slow (hundreds of full collections).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -237,8 +239,7 @@ fn parse_dec(bytes: &[u8]) -> Option<u64> {
         return None;
     }
     bytes.iter().try_fold(0u64, |acc, &b| {
-        b.is_ascii_digit()
-            .then(|| acc * 10 + u64::from(b - b'0'))
+        b.is_ascii_digit().then(|| acc * 10 + u64::from(b - b'0'))
     })
 }
 
@@ -368,12 +369,42 @@ pub fn expected_checksum(documents: u64) -> u64 {
 
 // ---- the workload ----
 
-/// The `transform` workload. See the module documentation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Transform;
+/// Largest window [`Transform::with_window`] accepts.
+pub const MAX_WINDOW: usize = 1 << 20;
 
-/// Default heap for `mutators` mutators: [`DEFAULT_HEAP_ONE`] plus [`DEFAULT_HEAP_PER_EXTRA`]
-/// per further mutator.
+/// The `transform` workload. See the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transform {
+    window: usize,
+}
+
+impl Transform {
+    /// With the standard window ([`WINDOW`] outputs per mutator).
+    pub const fn standard() -> Self {
+        Transform { window: WINDOW }
+    }
+
+    /// With a window of `window` outputs per mutator (`1..=`[`MAX_WINDOW`], checked when it
+    /// runs). The checksum does not depend on it.
+    pub const fn with_window(window: usize) -> Self {
+        Transform { window }
+    }
+
+    /// Outputs each mutator keeps alive.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+}
+
+impl Default for Transform {
+    /// [`Transform::standard`].
+    fn default() -> Self {
+        Transform::standard()
+    }
+}
+
+/// Default heap for `mutators` mutators with the standard window: [`DEFAULT_HEAP_ONE`] plus
+/// [`DEFAULT_HEAP_PER_EXTRA`] per further mutator.
 pub fn default_heap(mutators: usize) -> usize {
     DEFAULT_HEAP_ONE.saturating_add(DEFAULT_HEAP_PER_EXTRA.saturating_mul(mutators.max(1) - 1))
 }
@@ -390,11 +421,24 @@ impl Workload for Transform {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.mutators)
+        if self.window == WINDOW {
+            return default_heap(params.mutators);
+        }
+        // In proportion to the window, at least 12 MiB per mutator.
+        let per = (DEFAULT_HEAP_ONE / WINDOW)
+            .saturating_mul(self.window)
+            .max(12 * MIB);
+        crate::round_up_mib(per.saturating_mul(params.mutators.max(1)))
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
         params.validate()?;
+        if !(1..=MAX_WINDOW).contains(&self.window) {
+            return Err(WorkloadError::BadParameter(format!(
+                "transform window {} is out of range (allowed: 1..={MAX_WINDOW})",
+                self.window
+            )));
+        }
         documents(params).map(drop)
     }
 
@@ -407,17 +451,26 @@ impl Workload for Transform {
             expected_checksum(documents)
         };
         let mutators = params.mutators as u64;
+        let window = self.window;
         let items = AtomicU64::new(0);
         let kept = AtomicU64::new(0);
-        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
-            let r = run_share(m, documents, copy as u64, mutators)?;
+        // The copies' checksums are wrapping sums, so they are added up here with a wrapping
+        // add (`run_copies` adds with overflow checks); the copies return 0 to it.
+        let sum = AtomicU64::new(0);
+        run_copies(heap, params, NAME, |m, copy, _round| {
+            let r = run_share(m, documents, copy as u64, mutators, window)?;
             items.fetch_add(r.items, Ordering::Relaxed);
             kept.fetch_add(r.kept, Ordering::Relaxed);
-            Ok(r.checksum)
+            sum.fetch_add(r.checksum, Ordering::Relaxed);
+            Ok(0)
         })?;
+        let checksum = sum.load(Ordering::Relaxed);
         let details = vec![
             ("documents per round".to_string(), documents.to_string()),
-            ("window (outputs per mutator)".to_string(), WINDOW.to_string()),
+            (
+                "window (outputs per mutator)".to_string(),
+                window.to_string(),
+            ),
             (
                 "input items (all rounds)".to_string(),
                 items.load(Ordering::Relaxed).to_string(),
@@ -449,12 +502,13 @@ struct Ctx {
 }
 
 /// Mutator `copy` of `mutators`: transforms documents `copy, copy + mutators, ...` below
-/// `documents`, keeping the last [`WINDOW`] outputs alive.
+/// `documents`, keeping the last `window` outputs alive.
 fn run_share(
     m: &mut Mutator<'_>,
     documents: u64,
     copy: u64,
     mutators: u64,
+    window: usize,
 ) -> Result<Share, WorkloadError> {
     m.scope(|m| {
         let names = m.alloc_ref_array(NAMES.len())?;
@@ -466,7 +520,7 @@ fn run_share(
             })?;
         }
         let cx = Ctx { names };
-        let ring = m.alloc_ref_array(WINDOW)?;
+        let ring = m.alloc_ref_array(window)?;
         let mut share = Share {
             checksum: 0,
             items: 0,
@@ -490,10 +544,10 @@ fn run_share(
                 m.set_ref(ring, slot, Some(output));
                 Ok::<_, WorkloadError>(())
             })?;
-            slot = (slot + 1) % WINDOW;
+            slot = (slot + 1) % window;
             d += mutators;
         }
-        for s in 0..WINDOW {
+        for s in 0..window {
             m.scope(|m| {
                 if let Some(old) = m.get_ref(ring, s) {
                     share.checksum = share.checksum.wrapping_add(retire(m, old)?);
@@ -885,7 +939,9 @@ fn build_entry(
 fn hash_tree(m: &mut Mutator<'_>, node: Handle, h: &mut Fnv) -> Result<(), WorkloadError> {
     let bad = |what: &str| WorkloadError::Corrupt(format!("transform: output tree: {what}"));
     m.scope(|m| {
-        let name = m.get_ref(node, E_NAME).ok_or_else(|| bad("an unnamed element"))?;
+        let name = m
+            .get_ref(node, E_NAME)
+            .ok_or_else(|| bad("an unnamed element"))?;
         h.bytes(b"<");
         h.bytes(m.payload(name));
         if let Some(attrs) = m.get_ref(node, E_ATTRS) {
@@ -974,7 +1030,7 @@ mod tests {
     fn one_share_matches_the_reference() {
         let heap = heap();
         let mut m = heap.attach();
-        let r = run_share(&mut m, 600, 0, 1).unwrap();
+        let r = run_share(&mut m, 600, 0, 1, 100).unwrap();
         assert_eq!(r.checksum, expected_checksum(600));
         assert!(r.kept > 0 && r.kept < r.items);
         assert_eq!(m.handle_count(), 0);
