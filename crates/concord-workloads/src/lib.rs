@@ -181,7 +181,17 @@ pub trait Workload: Send + Sync {
 
 /// The names [`lookup`] knows, in the order of DESIGN.md.
 pub fn workload_names() -> &'static [&'static str] {
-    &[gcbench::NAME, binary_trees::NAME, search::NAME, transform::NAME, render::NAME, database::NAME, kmeans::NAME, kv_service::NAME, queue_churn::NAME]
+    &[
+        gcbench::NAME,
+        binary_trees::NAME,
+        search::NAME,
+        transform::NAME,
+        render::NAME,
+        database::NAME,
+        kmeans::NAME,
+        kv_service::NAME,
+        queue_churn::NAME,
+    ]
 }
 
 /// The workload called `name` (with its standard parameters), if there is one.

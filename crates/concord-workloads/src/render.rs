@@ -351,7 +351,11 @@ fn trace<B: Vectors>(
         let mut nearest: Option<(f64, usize)> = None;
         for (i, s) in scene.shapes.iter().enumerate() {
             if let Some(t) = intersect(b, s, orig, dir)? {
-                if nearest.map_or(true, |(best, _)| t < best) {
+                let closer = match nearest {
+                    Some((best, _)) => t < best,
+                    None => true,
+                };
+                if closer {
                     nearest = Some((t, i));
                 }
             }

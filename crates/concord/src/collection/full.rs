@@ -369,6 +369,23 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
     for &r in &movers {
         done[r].store(false, Ordering::Relaxed);
     }
+    // The last live object start at or below each region's end, carried over regions without
+    // one, so finding the object that overlaps a destination address never scans the bitmap
+    // backwards across a large dead area (which made compaction quadratic in dead space).
+    let mut last_start_upto: Vec<Option<usize>> = vec![None; regions];
+    {
+        let mut carry = None;
+        let mut next_live = live_regions.iter().copied().peekable();
+        for (r, slot) in last_start_upto.iter_mut().enumerate() {
+            if next_live.next_if_eq(&r).is_some() {
+                let lo = s.region_base(r);
+                if let Some(a) = mem.mark_begin.find_prev(lo + REGION_SIZE - WORD, lo) {
+                    carry = Some(a);
+                }
+            }
+            *slot = carry;
+        }
+    }
     let moved = AtomicUsize::new(0);
     parallel_for(ctx, movers.len(), |i| {
         let r = movers[i];
@@ -383,7 +400,12 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         // Sources overlapping [region_dest, dest_end) belong to objects starting at or after
         // the last object start at or below region_dest.
         let d_lo = s.region_dest[r];
-        let first_dep = s.region_of(mem.mark_begin.find_prev(d_lo, mem.base()).unwrap_or(d_lo));
+        let d_region = s.region_of(d_lo);
+        let overlapping = mem
+            .mark_begin
+            .find_prev(d_lo, s.region_base(d_region))
+            .or_else(|| d_region.checked_sub(1).and_then(|p| last_start_upto[p]));
+        let first_dep = s.region_of(overlapping.unwrap_or(d_lo));
         let hi_dep = s.region_of(dest_end - WORD).min(r.saturating_sub(1));
         if r > 0 {
             for flag in &done[first_dep..=hi_dep.max(first_dep)] {

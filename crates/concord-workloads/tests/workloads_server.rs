@@ -1,0 +1,201 @@
+//! The server-style workloads (`database`, `kmeans`, `kv-service`) at tiny sizes on small heaps
+//! with verification after every collection: checksums must match the expected ones and agree
+//! between 1 and 2 mutators (each mutator owns a shard; the checksums do not depend on the
+//! split), every collection must verify, and `kv-service` must report sane latency figures.
+
+use concord::{CollectionKind, GcConfig, GcStats, Heap, Preset};
+use concord_workloads::{
+    database, kmeans, kv_service, lookup, Database, KMeans, KvService, Workload, WorkloadError,
+    WorkloadParams, WorkloadResult, MIB,
+};
+
+fn heap(heap_size: usize, tweak: impl FnOnce(&mut GcConfig)) -> Heap {
+    let mut c = GcConfig::for_preset(Preset::Optimized);
+    c.heap_size = heap_size;
+    c.gc_threads = 2;
+    c.verify = true;
+    tweak(&mut c);
+    Heap::new(c).expect("test configuration is valid")
+}
+
+fn params(mutators: usize, size: u32) -> WorkloadParams {
+    WorkloadParams {
+        mutators,
+        rounds: 1,
+        size: Some(size),
+    }
+}
+
+/// Runs `w` on a fresh verifying heap of `heap_mib` MiB and checks the checksum against the
+/// expected one, that every collection verified, and that there was at least one collection.
+fn run_checked(
+    w: &dyn Workload,
+    heap_mib: usize,
+    params: &WorkloadParams,
+    tweak: impl FnOnce(&mut GcConfig),
+) -> (WorkloadResult, GcStats) {
+    let h = heap(heap_mib * MIB, tweak);
+    let r = w
+        .run(&h, params)
+        .unwrap_or_else(|e| panic!("{} {params:?}: {e}", w.name()));
+    assert_eq!(
+        r.checksum_ok(),
+        Some(true),
+        "{} {params:?}: {r:?}",
+        w.name()
+    );
+    let s = h.stats();
+    assert!(s.verify_failures.is_empty(), "{:?}", s.verify_failures);
+    assert_eq!(
+        s.verified(),
+        Some(true),
+        "{} {params:?}: no verified collection",
+        w.name()
+    );
+    eprintln!(
+        "{} {params:?} heap {heap_mib} MiB: {} young, {} full",
+        w.name(),
+        s.count(CollectionKind::Young),
+        s.count(CollectionKind::Full)
+    );
+    (r, s)
+}
+
+#[test]
+fn database_small_with_1_and_2_mutators() {
+    let expected = database::expected_checksum(4);
+    for mutators in [1, 2] {
+        let (r, s) = run_checked(&Database, 8, &params(mutators, 4), |_| {});
+        assert_eq!(r.checksum, expected, "{mutators} mutators");
+        assert!(s.count(CollectionKind::Young) >= 3, "{mutators} mutators");
+        let shards: Vec<u64> = r
+            .details
+            .iter()
+            .find(|(k, _)| k == "transactions_per_shard")
+            .map(|(_, v)| v.split(' ').map(|x| x.parse().unwrap()).collect())
+            .unwrap();
+        assert_eq!(shards.len(), mutators);
+        if mutators == 2 {
+            // The hot set lies in shard 0: thread 0 is the busy one.
+            assert!(shards[0] > 5 * shards[1], "{shards:?}");
+        }
+    }
+}
+
+#[test]
+fn database_forces_full_collections_and_multiplies_by_rounds() {
+    // Everything that survives a scavenge is promoted, so the old generation of a 4 MiB heap
+    // (2.7 MiB) fills with replaced rows and index pages.
+    let p = WorkloadParams {
+        mutators: 2,
+        rounds: 2,
+        size: Some(4),
+    };
+    let (r, s) = run_checked(&Database, 4, &p, |c| {
+        c.max_tenuring_threshold = 0;
+        c.initial_tenuring_threshold = 0;
+    });
+    assert_eq!(r.checksum, database::expected_checksum(4).wrapping_mul(2));
+    assert!(s.count(CollectionKind::Full) > 0, "no full collection");
+}
+
+#[test]
+fn kmeans_small_with_1_2_and_3_mutators() {
+    let expected = kmeans::known_checksum(4).expect("size 4 is known");
+    for mutators in [1, 2, 3] {
+        let (r, s) = run_checked(&KMeans, 8, &params(mutators, 4), |_| {});
+        assert_eq!(r.checksum, expected, "{mutators} mutators");
+        assert!(s.count(CollectionKind::Young) >= 1, "{mutators} mutators");
+    }
+}
+
+#[test]
+fn kmeans_unknown_size_has_no_expected_checksum_but_is_deterministic() {
+    let run = |mutators| {
+        let h = heap(8 * MIB, |c| c.verify = false);
+        KMeans.run(&h, &params(mutators, 3)).unwrap()
+    };
+    let (a, b) = (run(1), run(2));
+    assert_eq!(a.expected_checksum, None);
+    assert_eq!(a.checksum, b.checksum);
+    assert_eq!(a.checksum, kmeans::reference_checksum(3));
+}
+
+/// The `f64` value of detail `key`.
+fn detail(r: &WorkloadResult, key: &str) -> f64 {
+    let (_, v) = r
+        .details
+        .iter()
+        .find(|(k, _)| k == key)
+        .unwrap_or_else(|| panic!("no detail {key}: {:?}", r.details));
+    v.parse()
+        .unwrap_or_else(|e| panic!("detail {key} = {v:?}: {e}"))
+}
+
+#[test]
+fn kv_service_small_with_1_and_2_clients() {
+    let expected = kv_service::expected_checksum(4);
+    for mutators in [1, 2] {
+        let (r, s) = run_checked(&KvService, 8, &params(mutators, 4), |_| {});
+        assert_eq!(r.checksum, expected, "{mutators} clients");
+        assert!(s.count(CollectionKind::Young) >= 3, "{mutators} clients");
+        let p50 = detail(&r, "latency_p50_us");
+        let p95 = detail(&r, "latency_p95_us");
+        let p99 = detail(&r, "latency_p99_us");
+        let p999 = detail(&r, "latency_p999_us");
+        let max = detail(&r, "latency_max_us");
+        assert!(
+            0.0 < p50 && p50 <= p95 && p95 <= p99 && p99 <= p999 && p999 <= max,
+            "{:?}",
+            r.details
+        );
+        assert!(detail(&r, "throughput_rps") > 0.0);
+        let requests = kv_service::Shape::new(4).requests as f64;
+        assert_eq!(detail(&r, "requests"), requests);
+        assert_eq!(detail(&r, "gets") + detail(&r, "puts"), requests);
+    }
+}
+
+#[test]
+fn bad_sizes_are_rejected_before_anything_runs() {
+    let h = heap(4 * MIB, |_| {});
+    for name in ["database", "kmeans", "kv-service"] {
+        let w = lookup(name).expect("registered");
+        for size in [0, 10_001] {
+            match w.run(&h, &params(1, size)) {
+                Err(WorkloadError::BadParameter(msg)) => {
+                    assert!(
+                        msg.contains(&format!("{size} (thousands of")) && msg.contains("1..=10000"),
+                        "{msg}"
+                    )
+                }
+                other => panic!("{name} size {size}: expected BadParameter, got {other:?}"),
+            }
+        }
+        assert!(w.default_heap(&WorkloadParams::default()) >= 64 * MIB);
+    }
+    assert_eq!(h.collection_count(), 0);
+    assert_eq!(h.stats().bytes_allocated, 0);
+}
+
+#[test]
+fn too_small_a_heap_is_a_prompt_out_of_memory_error_with_2_mutators() {
+    // The threads of kmeans and kv-service wait for each other at barriers; a thread that runs
+    // out of memory must release the others instead of leaving them waiting. Watchdogged so a
+    // hang fails the test instead of the suite.
+    for name in ["kmeans", "kv-service", "database"] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let h = heap(4 * MIB, |c| c.verify = false);
+            let r = lookup(name).unwrap().run(&h, &params(2, 60));
+            let _ = tx.send(r);
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(Err(e @ WorkloadError::OutOfMemory(_))) => {
+                assert!(e.to_string().contains("out of memory"), "{name}: {e}")
+            }
+            Ok(other) => panic!("{name}: expected OutOfMemory, got {other:?}"),
+            Err(_) => panic!("{name} size 60 in a 4 MiB heap did not finish within 20 s"),
+        }
+    }
+}
