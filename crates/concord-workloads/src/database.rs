@@ -65,7 +65,7 @@
 //! (optimized preset, 2 GC threads, release build): **28 MiB** (searched in 1 MiB steps; near
 //! it nearly every collection is a full one). [`Database`]'s default heap is three times that,
 //! scaled linearly with the size (at least 4 MiB before tripling) plus 4 MiB per extra mutator:
-//! **84 MiB** for the default size and 1 mutator. There a run takes about 2.7 s and does 24
+//! **84 MiB** for the default size and 1 mutator. There a run takes 2-3 s and does 24
 //! young and 2 full collections; 542 MiB allocated, 191 MiB copied (survival 0.35), 89 MiB
 //! promoted.
 

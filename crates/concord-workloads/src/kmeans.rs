@@ -57,7 +57,7 @@
 //! in the old generation and a run does about 500 full collections). [`KMeans`]' default heap
 //! is three times that, scaled linearly with the size (at least 4 MiB before tripling) plus
 //! 2 MiB per extra mutator: **84 MiB** for the default size and 1 mutator. There a run takes
-//! about 1.1 s and does 29 young collections and no full one; 664 MiB allocated, 24 MiB copied
+//! 0.8-1.1 s and does 29 young collections and no full one; 664 MiB allocated, 24 MiB copied
 //! (survival 0.036), 21 MiB promoted (the points, once) — the classic generational case.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -58,7 +58,7 @@
 //! steps; there nearly every collection is a full one). [`KvService`]'s default heap is three
 //! times that, scaled linearly with the size (at least 4 MiB before tripling) plus 2 MiB per
 //! extra client: **84 MiB** for the default size and one client. There a run (1.5 million
-//! requests) takes about 1.9 s and does 10 young collections and 1 full one; 230 MiB
+//! requests) takes 1-2 s and does 10 young collections and 1 full one; 230 MiB
 //! allocated, 91 MiB copied (survival 0.40), 46 MiB promoted. With one request in flight per
 //! client (closed loop), a pause delays one request per client, so pauses show in the maximum
 //! and from about the 99.99th percentile on (`latency_p9999_us` is reported too), not at p99.
