@@ -38,7 +38,8 @@ use crate::run::SwitchArgs;
 /// the run flags applied to every configuration.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// Workload to run (e.g. gcbench, binary-trees).
+    /// Workload to run (default gcbench; also binary-trees, search, transform, render,
+    /// database, kmeans, kv-service, queue-churn).
     #[arg(default_value = "gcbench")]
     pub workload: String,
     /// Workload size where it has one (binary-trees: tree depth).

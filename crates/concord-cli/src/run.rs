@@ -18,7 +18,8 @@ use crate::summary::Summary;
 /// Flags of `concord run`.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Workload to run (gcbench, binary-trees).
+    /// Workload to run: gcbench, binary-trees, search, transform, render, database, kmeans,
+    /// kv-service, queue-churn.
     pub workload: String,
     /// Workload size where it has one (binary-trees: tree depth, default 18).
     pub size: Option<u32>,
