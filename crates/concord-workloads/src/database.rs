@@ -69,13 +69,12 @@
 //! young and 2 full collections; 542 MiB allocated, 191 MiB copied (survival 0.35), 89 MiB
 //! promoted.
 
+use crate::splitmix as mix;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::{
-    round_up_mib, run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB,
-};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "database";
@@ -168,31 +167,26 @@ fn initially_present(key: u64) -> bool {
 /// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_SIZE);
-    if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "database size {n} (thousands of rows) is out of range (allowed: \
-             {MIN_SIZE}..={MAX_SIZE})"
-        )));
-    }
-    Ok(n)
+    crate::checked_size(
+        params,
+        DEFAULT_SIZE,
+        MIN_SIZE..=MAX_SIZE,
+        "database size",
+        "thousands of rows",
+    )
 }
 
 /// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
 /// (at least 4 MiB), plus 4 MiB per mutator beyond the first; rounded up to MiB.
 pub fn default_heap(size: u32, mutators: usize) -> usize {
-    let per_size = MEASURED_MIN_HEAP as f64 / f64::from(DEFAULT_SIZE);
-    let min = (per_size * f64::from(size.min(MAX_SIZE))) as usize;
-    let min = min.max(4 * MIB) + 4 * MIB * mutators.saturating_sub(1);
-    round_up_mib(min.saturating_mul(3))
-}
-
-/// splitmix64's finalizer: a bijective 64-bit mix.
-const fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    crate::scaled_default_heap(
+        MEASURED_MIN_HEAP,
+        DEFAULT_SIZE,
+        size,
+        MAX_SIZE,
+        4 * MIB,
+        mutators,
+    )
 }
 
 /// A transaction of the stream.
@@ -866,7 +860,7 @@ mod tests {
         }
         assert_eq!(
             default_heap(DEFAULT_SIZE, 1),
-            round_up_mib(3 * MEASURED_MIN_HEAP)
+            crate::round_up_mib(3 * MEASURED_MIN_HEAP)
         );
         assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
         assert_eq!(default_heap(1, 1), 12 * MIB);

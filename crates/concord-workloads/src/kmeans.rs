@@ -60,14 +60,13 @@
 //! 0.8-1.1 s and does 29 young collections and no full one; 664 MiB allocated, 24 MiB copied
 //! (survival 0.036), 21 MiB promoted (the points, once) — the classic generational case.
 
+use crate::splitmix as mix;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::{
-    round_up_mib, run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB,
-};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "kmeans";
@@ -119,23 +118,26 @@ const SEED: u64 = 0x6b6d_6561_6e73_0001;
 /// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_SIZE);
-    if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "kmeans size {n} (thousands of points) is out of range (allowed: \
-             {MIN_SIZE}..={MAX_SIZE})"
-        )));
-    }
-    Ok(n)
+    crate::checked_size(
+        params,
+        DEFAULT_SIZE,
+        MIN_SIZE..=MAX_SIZE,
+        "kmeans size",
+        "thousands of points",
+    )
 }
 
 /// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
 /// (at least 4 MiB), plus 2 MiB per mutator beyond the first; rounded up to MiB.
 pub fn default_heap(size: u32, mutators: usize) -> usize {
-    let per_size = MEASURED_MIN_HEAP as f64 / f64::from(DEFAULT_SIZE);
-    let min = (per_size * f64::from(size.min(MAX_SIZE))) as usize;
-    let min = min.max(4 * MIB) + 2 * MIB * mutators.saturating_sub(1);
-    round_up_mib(min.saturating_mul(3))
+    crate::scaled_default_heap(
+        MEASURED_MIN_HEAP,
+        DEFAULT_SIZE,
+        size,
+        MAX_SIZE,
+        2 * MIB,
+        mutators,
+    )
 }
 
 /// The checksum of one round at `size`, if it is in [`KNOWN_CHECKSUMS`].
@@ -144,14 +146,6 @@ pub fn known_checksum(size: u32) -> Option<u64> {
         .iter()
         .find(|&&(s, _)| s == size)
         .map(|&(_, c)| c)
-}
-
-/// splitmix64's finalizer: a bijective 64-bit mix.
-const fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The coordinates of point `id`: a hidden centre (one of [`CLUSTERS`], chosen by the id) plus
@@ -770,7 +764,7 @@ mod tests {
         }
         assert_eq!(
             default_heap(DEFAULT_SIZE, 1),
-            round_up_mib(3 * MEASURED_MIN_HEAP)
+            crate::round_up_mib(3 * MEASURED_MIN_HEAP)
         );
         assert!(default_heap(DEFAULT_SIZE, 2) > default_heap(DEFAULT_SIZE, 1));
     }

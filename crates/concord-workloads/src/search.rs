@@ -43,6 +43,7 @@
 //! 7 MiB with one mutator (6 runs out of memory), 15 MiB with two (14 runs out of memory).
 //! [`Search`]'s default heap is three times that: 21 MiB, plus 24 MiB per further mutator.
 
+use crate::splitmix_finalize as mix;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -107,13 +108,6 @@ const POSTING: usize = 8;
 const SNIPPET: usize = 16;
 
 // ---- the corpus (shared by the heap implementation and the reference) ----
-
-/// The splitmix64 finalizer.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// A splitmix64 generator.
 struct Rng(u64);

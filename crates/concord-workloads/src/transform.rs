@@ -46,6 +46,7 @@
 //! of memory). [`Transform`]'s default heap is three times that: 42 MiB per mutator. Near the
 //! minimum the run is slow (hundreds of full collections).
 
+use crate::splitmix_finalize as mix;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
@@ -127,13 +128,6 @@ const ITEM_QTY: usize = 1;
 const ITEM_TAGS: usize = 2;
 
 // ---- the generator (shared by the heap implementation and the reference) ----
-
-/// The splitmix64 finalizer.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// A splitmix64 generator.
 struct Rng(u64);
