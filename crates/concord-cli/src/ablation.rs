@@ -230,19 +230,19 @@ mod tests {
             assert_eq!(c.gc_threads, 4, "{}", v.label);
             if v.label.starts_with('+') {
                 let differing = [
-                    c.task_queue != vanilla.task_queue,
-                    c.task_affinity != vanilla.task_affinity,
-                    c.steal != vanilla.steal,
-                    c.termination != vanilla.termination,
+                    c.phase.task_queue != vanilla.phase.task_queue,
+                    c.phase.task_affinity != vanilla.phase.task_affinity,
+                    c.phase.steal != vanilla.phase.steal,
+                    c.phase.termination != vanilla.phase.termination,
                     c.parking != vanilla.parking,
                     c.gc_affinity != vanilla.gc_affinity,
                 ];
                 assert_eq!(differing.iter().filter(|&&d| d).count(), 1, "{}", v.label);
                 let mut same = c.clone();
-                same.task_queue = vanilla.task_queue;
-                same.task_affinity = vanilla.task_affinity;
-                same.steal = vanilla.steal;
-                same.termination = vanilla.termination;
+                same.phase.task_queue = vanilla.phase.task_queue;
+                same.phase.task_affinity = vanilla.phase.task_affinity;
+                same.phase.steal = vanilla.phase.steal;
+                same.phase.termination = vanilla.phase.termination;
                 same.parking = vanilla.parking;
                 same.gc_affinity = vanilla.gc_affinity;
                 assert_eq!(same, vanilla, "{}: nothing else differs", v.label);

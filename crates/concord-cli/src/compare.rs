@@ -968,7 +968,10 @@ mod tests {
         for p in ["vanilla", "optimized"] {
             let arm = build_arm(&a.common, &workload, p, p.to_string(), 0, None).unwrap();
             assert_eq!(arm.config.gc_threads, 3);
-            assert_eq!(arm.config.steal, concord::parallel::StealPolicy::Adaptive);
+            assert_eq!(
+                arm.config.phase.steal,
+                concord::parallel::StealPolicy::Adaptive
+            );
             assert!(!arm.config.pin_start && arm.config.verify);
             assert_eq!(arm.params.mutators, 2);
             // gcbench's default heap is per copy.

@@ -315,16 +315,16 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.preset, Preset::Vanilla);
-        assert_eq!(c.task_queue, TaskQueueKind::LockFree);
-        assert!(c.task_affinity);
-        assert_eq!(c.steal, StealPolicy::Adaptive);
-        assert_eq!(c.termination, TerminationKind::Live);
+        assert_eq!(c.phase.task_queue, TaskQueueKind::LockFree);
+        assert!(c.phase.task_affinity);
+        assert_eq!(c.phase.steal, StealPolicy::Adaptive);
+        assert_eq!(c.phase.termination, TerminationKind::Live);
         assert_eq!(c.parking, ParkingKind::Futex);
         assert!(c.dynamic_gc_threads);
         assert!(!c.pin_start);
 
         let c = config(&["--preset", "modern", "--gc-threads", "2", "--pin-start"]).unwrap();
-        assert_eq!(c.task_queue, TaskQueueKind::Claim);
+        assert_eq!(c.phase.task_queue, TaskQueueKind::Claim);
         assert!(!c.dynamic_gc_threads);
         assert_eq!(c.gc_threads, 2);
         assert!(c.pin_start);

@@ -468,10 +468,10 @@ impl Summary {
 pub fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
     let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
     vec![
-        ("task-queue", config.task_queue.to_string()),
-        ("task-affinity", on_off(config.task_affinity)),
-        ("steal", config.steal.to_string()),
-        ("termination", config.termination.to_string()),
+        ("task-queue", config.phase.task_queue.to_string()),
+        ("task-affinity", on_off(config.phase.task_affinity)),
+        ("steal", config.phase.steal.to_string()),
+        ("termination", config.phase.termination.to_string()),
         ("parking", config.parking.to_string()),
         ("pin-start", on_off(config.pin_start)),
         ("gc-affinity", config.gc_affinity.to_string()),

@@ -9,6 +9,10 @@
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 compile_error!("Concord supports 64-bit Linux only");
 
+// First, so that every room below can declare its switches with `switch!`.
+#[macro_use]
+mod switch;
+
 pub mod collection;
 pub mod config;
 pub mod memory;

@@ -117,10 +117,10 @@ impl Combo {
         // Age quickly so that scavenges promote as well as copy to survivor space.
         c.max_tenuring_threshold = 4;
         c.initial_tenuring_threshold = 2;
-        c.task_queue = self.task_queue;
-        c.task_affinity = self.task_affinity;
-        c.steal = self.steal;
-        c.termination = self.termination;
+        c.phase.task_queue = self.task_queue;
+        c.phase.task_affinity = self.task_affinity;
+        c.phase.steal = self.steal;
+        c.phase.termination = self.termination;
         c.parking = self.parking;
         c.dynamic_gc_threads = self.dynamic_gc_threads;
         c.pin_start = self.pin_start;

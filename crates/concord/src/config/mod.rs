@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::os::policy::{GcAffinity, MutatorSched};
-use crate::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
+use crate::parallel::{ParkingKind, PhasePolicy};
 
 mod error;
 mod options;
@@ -86,15 +86,10 @@ pub struct GcConfig {
     /// HotSpot does, and leave them to the OS scheduler from there; otherwise threads start
     /// wherever the OS puts them.
     pub pin_start: bool,
-    /// Where workers get root tasks from: the monitor-protected FIFO, atomic claiming, or the
-    /// lock-free queue.
-    pub task_queue: TaskQueueKind,
-    /// Whether root tasks carry a preferred worker that takes them first (000 §4.1).
-    pub task_affinity: bool,
-    /// How a thief picks the worker to steal from.
-    pub steal: StealPolicy,
-    /// How workers agree that the parallel phase is over.
-    pub termination: TerminationKind,
+    /// The parallel phase's switches: where workers get root tasks from (monitor-protected
+    /// FIFO, atomic claiming, lock-free queue), whether root tasks prefer a worker (000 §4.1),
+    /// how a thief picks its victim, and how workers agree that the phase is over.
+    pub phase: PhasePolicy,
     /// How idle GC workers sleep between collections and how the end of a phase is detected.
     pub parking: ParkingKind,
     /// Where GC worker threads may run: left to the OS, pinned one per CPU, or moved off
@@ -185,8 +180,42 @@ pub fn default_gc_threads(ncpus: usize) -> usize {
 }
 
 /// The CPUs this process may run on (affinity mask and cgroup CPU quota respected), at least 1.
-fn usable_cpus() -> usize {
+pub(crate) fn usable_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How many GC worker threads, as users write it: a number (`4`) or `dynamic`.
+///
+/// `dynamic` is a pool of the default size ([`default_gc_threads`] of the usable CPUs) from
+/// which each collection picks its own number of active workers (HotSpot 17+
+/// `UseDynamicNumberOfGCThreads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GcThreads {
+    /// Exactly this many workers in every collection (1..=[`MAX_GC_THREADS`]).
+    Fixed(usize),
+    /// A pool of the default size; each collection chooses how many take part.
+    Dynamic,
+}
+
+impl fmt::Display for GcThreads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GcThreads::Fixed(n) => write!(f, "{n}"),
+            GcThreads::Dynamic => f.write_str("dynamic"),
+        }
+    }
+}
+
+impl FromStr for GcThreads {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<GcThreads, String> {
+        if text.trim().eq_ignore_ascii_case("dynamic") {
+            Ok(GcThreads::Dynamic)
+        } else {
+            options::thread_count(text).map(GcThreads::Fixed)
+        }
+    }
 }
 
 /// How a heap is split into spaces, in bytes, each a multiple of [`SPACE_ALIGNMENT`]:
@@ -267,10 +296,7 @@ impl GcConfig {
             gc_threads: default_gc_threads(usable_cpus()),
             dynamic_gc_threads,
             pin_start,
-            task_queue: phase.task_queue,
-            task_affinity: phase.task_affinity,
-            steal: phase.steal,
-            termination: phase.termination,
+            phase,
             parking,
             gc_affinity,
             // Not FIFO, not adaptive, in any preset: see the field's documentation.
@@ -290,14 +316,26 @@ impl GcConfig {
         }
     }
 
-    /// The switches a parallel phase runs under: task queue, task affinity, steal policy and
-    /// termination protocol, as configured.
-    pub fn phase_policy(&self) -> PhasePolicy {
-        PhasePolicy {
-            task_queue: self.task_queue,
-            task_affinity: self.task_affinity,
-            steal: self.steal,
-            termination: self.termination,
+    /// The GC thread setting: [`GcThreads::Dynamic`] or the fixed count.
+    pub fn gc_threads_setting(&self) -> GcThreads {
+        if self.dynamic_gc_threads {
+            GcThreads::Dynamic
+        } else {
+            GcThreads::Fixed(self.gc_threads)
+        }
+    }
+
+    /// Apply a GC thread setting: a fixed count, or a dynamic pool of the default size.
+    pub fn set_gc_threads(&mut self, threads: GcThreads) {
+        match threads {
+            GcThreads::Fixed(n) => {
+                self.gc_threads = n;
+                self.dynamic_gc_threads = false;
+            }
+            GcThreads::Dynamic => {
+                self.gc_threads = default_gc_threads(usable_cpus());
+                self.dynamic_gc_threads = true;
+            }
         }
     }
 
@@ -328,6 +366,7 @@ impl GcConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parallel::{StealPolicy, TaskQueueKind, TerminationKind};
 
     #[test]
     fn presets_parse_case_insensitively_and_display_lowercase() {
@@ -371,44 +410,44 @@ mod tests {
     #[test]
     fn presets_set_the_switches_of_design_md() {
         let vanilla = GcConfig::for_preset(Preset::Vanilla);
-        assert_eq!(vanilla.task_queue, TaskQueueKind::Monitor);
-        assert!(!vanilla.task_affinity);
-        assert_eq!(vanilla.steal, StealPolicy::BestOf2);
-        assert_eq!(vanilla.termination, TerminationKind::Fixed);
+        assert_eq!(vanilla.phase.task_queue, TaskQueueKind::Monitor);
+        assert!(!vanilla.phase.task_affinity);
+        assert_eq!(vanilla.phase.steal, StealPolicy::BestOf2);
+        assert_eq!(vanilla.phase.termination, TerminationKind::Fixed);
         assert_eq!(vanilla.parking, ParkingKind::Monitor);
         assert!(!vanilla.dynamic_gc_threads);
         assert!(vanilla.pin_start);
         assert_eq!(vanilla.gc_affinity, GcAffinity::None);
-        assert_eq!(vanilla.phase_policy(), PhasePolicy::VANILLA);
+        assert_eq!(vanilla.phase, PhasePolicy::VANILLA);
 
         let modern = GcConfig::for_preset(Preset::Modern);
-        assert_eq!(modern.task_queue, TaskQueueKind::Claim);
-        assert!(!modern.task_affinity);
-        assert_eq!(modern.steal, StealPolicy::LastVictim);
-        assert_eq!(modern.termination, TerminationKind::Owst);
+        assert_eq!(modern.phase.task_queue, TaskQueueKind::Claim);
+        assert!(!modern.phase.task_affinity);
+        assert_eq!(modern.phase.steal, StealPolicy::LastVictim);
+        assert_eq!(modern.phase.termination, TerminationKind::Owst);
         assert_eq!(modern.parking, ParkingKind::Futex);
         assert!(modern.dynamic_gc_threads);
         assert!(!modern.pin_start);
         assert_eq!(modern.gc_affinity, GcAffinity::None);
-        assert_eq!(modern.phase_policy(), PhasePolicy::MODERN);
+        assert_eq!(modern.phase, PhasePolicy::MODERN);
 
         let optimized = GcConfig::for_preset(Preset::Optimized);
-        assert_eq!(optimized.task_queue, TaskQueueKind::LockFree);
-        assert!(optimized.task_affinity);
-        assert_eq!(optimized.steal, StealPolicy::Adaptive);
-        assert_eq!(optimized.termination, TerminationKind::Live);
+        assert_eq!(optimized.phase.task_queue, TaskQueueKind::LockFree);
+        assert!(optimized.phase.task_affinity);
+        assert_eq!(optimized.phase.steal, StealPolicy::Adaptive);
+        assert_eq!(optimized.phase.termination, TerminationKind::Live);
         assert_eq!(optimized.parking, ParkingKind::Futex);
         assert!(!optimized.dynamic_gc_threads);
         assert!(!optimized.pin_start);
         assert_eq!(optimized.gc_affinity, GcAffinity::Dynamic);
-        assert_eq!(optimized.phase_policy(), PhasePolicy::OPTIMIZED);
-        assert_eq!(optimized.phase_policy(), PhasePolicy::default());
+        assert_eq!(optimized.phase, PhasePolicy::OPTIMIZED);
+        assert_eq!(optimized.phase, PhasePolicy::default());
 
         // The phase policy follows overrides.
         let mut config = GcConfig::for_preset(Preset::Vanilla);
-        config.steal = StealPolicy::Adaptive;
-        config.task_affinity = true;
-        let policy = config.phase_policy();
+        config.phase.steal = StealPolicy::Adaptive;
+        config.phase.task_affinity = true;
+        let policy = config.phase;
         assert_eq!(policy.steal, StealPolicy::Adaptive);
         assert!(policy.task_affinity);
         assert_eq!(policy.task_queue, TaskQueueKind::Monitor);

@@ -19,9 +19,7 @@ use super::validate::{
     HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{
-    default_gc_threads, parse_size, usable_cpus, ConfigError, ConfigKey, GcConfig, Origin, Preset,
-};
+use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
@@ -192,13 +190,7 @@ static OPTIONS: [OptionSpec; 26] = [
               which each collection picks its own number of active workers (default from usable \
               CPUs n: n if n <= 8, else 3 + 5n/8; dynamic for preset modern).",
         set: |c, v| {
-            if v.trim().eq_ignore_ascii_case("dynamic") {
-                c.gc_threads = default_gc_threads(usable_cpus());
-                c.dynamic_gc_threads = true;
-            } else {
-                c.gc_threads = thread_count(v)?;
-                c.dynamic_gc_threads = false;
-            }
+            c.set_gc_threads(v.parse()?);
             Ok(())
         },
     },
@@ -222,7 +214,7 @@ static OPTIONS: [OptionSpec; 26] = [
               claim (atomic claiming) or lockfree (lock-free queue) (default per preset: \
               monitor, claim, lockfree).",
         set: |c, v| {
-            c.task_queue = v.parse()?;
+            c.phase.task_queue = v.parse()?;
             Ok(())
         },
     },
@@ -233,7 +225,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Root tasks prefer the worker they are tagged with: on/off (default on for preset \
               optimized, else off).",
         set: |c, v| {
-            c.task_affinity = boolean(v)?;
+            c.phase.task_affinity = boolean(v)?;
             Ok(())
         },
     },
@@ -244,7 +236,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "How a thief picks its victim: best-of-2, last-victim or adaptive (default per \
               preset: best-of-2, last-victim, adaptive).",
         set: |c, v| {
-            c.steal = v.parse()?;
+            c.phase.steal = v.parse()?;
             Ok(())
         },
     },
@@ -255,7 +247,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Termination protocol: fixed (after 2N failed steals), owst (one spinning master) \
               or live (after 2N_live failed steals) (default per preset: fixed, owst, live).",
         set: |c, v| {
-            c.termination = v.parse()?;
+            c.phase.termination = v.parse()?;
             Ok(())
         },
     },
@@ -510,7 +502,7 @@ where
 }
 
 /// A GC thread count in [`GC_THREADS_RANGE`] (`dynamic` is handled by the caller).
-fn thread_count(text: &str) -> Result<usize, String> {
+pub(super) fn thread_count(text: &str) -> Result<usize, String> {
     if text.trim().parse::<i128>().is_err() {
         return Err(format!(
             "is not a whole number or dynamic (allowed: {}..={}, dynamic)",
@@ -800,7 +792,7 @@ impl ConfigBuilder {
 mod tests {
     use std::time::Duration;
 
-    use super::super::{format_size, KIB, MIB};
+    use super::super::{default_gc_threads, format_size, usable_cpus, KIB, MIB};
     use super::*;
     use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
     use crate::parallel::PhasePolicy;
@@ -853,10 +845,15 @@ mod tests {
         config.gc_log = Some("gc.log".into());
         config.gc_records = Some("records.jsonl".into());
         let fields = toml::Value::try_from(&config).unwrap();
+        // Nested policies (`phase`) contribute their own fields.
         let mut fields: Vec<String> = fields
             .as_table()
             .unwrap()
-            .keys()
+            .iter()
+            .flat_map(|(name, value)| match value.as_table() {
+                Some(nested) => nested.keys().cloned().collect(),
+                None => vec![name.clone()],
+            })
             .map(|f| match f.as_str() {
                 "heap_size" => "heap".to_string(),
                 "young_size" => "young".to_string(),
@@ -919,10 +916,10 @@ mod tests {
             assert_eq!(config.gc_threads, 3);
             assert!(!config.dynamic_gc_threads);
             assert!(!config.pin_start);
-            assert_eq!(config.task_queue, TaskQueueKind::LockFree);
-            assert!(config.task_affinity);
-            assert_eq!(config.steal, StealPolicy::LastVictim);
-            assert_eq!(config.termination, TerminationKind::Owst);
+            assert_eq!(config.phase.task_queue, TaskQueueKind::LockFree);
+            assert!(config.phase.task_affinity);
+            assert_eq!(config.phase.steal, StealPolicy::LastVictim);
+            assert_eq!(config.phase.termination, TerminationKind::Owst);
             assert_eq!(config.parking, ParkingKind::Futex);
             assert_eq!(config.gc_affinity, GcAffinity::Static);
             assert_eq!(
@@ -1017,7 +1014,7 @@ mod tests {
         let config = builder.build().unwrap();
         assert_eq!(config.preset, Preset::Optimized);
         assert_eq!(config.heap_size, 128 * MIB);
-        assert_eq!(config.phase_policy(), PhasePolicy::OPTIMIZED);
+        assert_eq!(config.phase, PhasePolicy::OPTIMIZED);
 
         // A weaker source's switch applies on top of a stronger source's preset.
         let mut builder = ConfigBuilder::new();
@@ -1029,9 +1026,9 @@ mod tests {
             .unwrap();
         let config = builder.build().unwrap();
         assert_eq!(config.preset, Preset::Modern);
-        assert_eq!(config.steal, StealPolicy::Adaptive);
-        assert_eq!(config.task_queue, TaskQueueKind::Claim);
-        assert_eq!(config.termination, TerminationKind::Owst);
+        assert_eq!(config.phase.steal, StealPolicy::Adaptive);
+        assert_eq!(config.phase.task_queue, TaskQueueKind::Claim);
+        assert_eq!(config.phase.termination, TerminationKind::Owst);
         assert!(config.dynamic_gc_threads);
     }
 
@@ -1046,7 +1043,7 @@ mod tests {
         let mut builder = ConfigBuilder::new();
         builder.set_cli("preset", "vanilla").unwrap();
         let config = builder.build().unwrap();
-        assert_eq!(config.phase_policy(), PhasePolicy::VANILLA);
+        assert_eq!(config.phase, PhasePolicy::VANILLA);
         assert_eq!(config.parking, ParkingKind::Monitor);
         assert!(config.pin_start);
         assert!(!config.dynamic_gc_threads);
@@ -1061,8 +1058,8 @@ mod tests {
         builder.set_cli("--pin-start", "off").unwrap();
         let config = builder.build().unwrap();
         let mut expected = GcConfig::for_preset(Preset::Vanilla);
-        expected.steal = StealPolicy::Adaptive;
-        expected.task_affinity = true;
+        expected.phase.steal = StealPolicy::Adaptive;
+        expected.phase.task_affinity = true;
         expected.pin_start = false;
         assert_eq!(config, expected);
 
@@ -1073,7 +1070,11 @@ mod tests {
         ] {
             let mut builder = ConfigBuilder::new();
             builder.set_cli("task-queue", text).unwrap();
-            assert_eq!(builder.build().unwrap().task_queue, expected, "{text}");
+            assert_eq!(
+                builder.build().unwrap().phase.task_queue,
+                expected,
+                "{text}"
+            );
         }
         for (text, expected) in [
             ("fixed", TerminationKind::Fixed),
@@ -1083,7 +1084,11 @@ mod tests {
             builder
                 .apply_env(env(&[("CONCORD_TERMINATION", text)]))
                 .unwrap();
-            assert_eq!(builder.build().unwrap().termination, expected, "{text}");
+            assert_eq!(
+                builder.build().unwrap().phase.termination,
+                expected,
+                "{text}"
+            );
         }
         let mut builder = ConfigBuilder::new();
         builder
@@ -1094,7 +1099,7 @@ mod tests {
             .unwrap();
         let config = builder.build().unwrap();
         assert_eq!(config.parking, ParkingKind::Monitor);
-        assert!(!config.task_affinity);
+        assert!(!config.phase.task_affinity);
         assert!(config.pin_start);
     }
 

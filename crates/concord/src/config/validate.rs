@@ -356,9 +356,9 @@ mod tests {
             let mut config = GcConfig::for_preset(preset);
             config.validate().unwrap();
             // Any combination of switches is allowed: ablations override one at a time.
-            config.task_queue = TaskQueueKind::Monitor;
-            config.task_affinity = true;
-            config.steal = StealPolicy::Adaptive;
+            config.phase.task_queue = TaskQueueKind::Monitor;
+            config.phase.task_affinity = true;
+            config.phase.steal = StealPolicy::Adaptive;
             config.dynamic_gc_threads = !config.dynamic_gc_threads;
             config.pin_start = !config.pin_start;
             config.gc_affinity = crate::os::policy::GcAffinity::Static;

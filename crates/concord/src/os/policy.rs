@@ -6,54 +6,16 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Where GC worker threads may run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GcAffinity {
-    /// Threads are left to the OS scheduler.
-    None,
-    /// Worker `i` is pinned to the `i`-th usable CPU (what `BindGCTaskThreadsToCPUs` intended).
-    Static,
-    /// 000 Algorithm 1: at the start of each collection a worker on a CPU with load at least
-    /// twice the average moves to a random CPU with load at most half the average.
-    Dynamic,
-}
-
-impl GcAffinity {
-    /// Every value, in documentation order.
-    pub const ALL: &'static [GcAffinity] =
-        &[GcAffinity::None, GcAffinity::Static, GcAffinity::Dynamic];
-
-    /// The name users write.
-    pub fn name(self) -> &'static str {
-        match self {
-            GcAffinity::None => "none",
-            GcAffinity::Static => "static",
-            GcAffinity::Dynamic => "dynamic",
-        }
-    }
-}
-
-impl fmt::Display for GcAffinity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for GcAffinity {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        let lower = text.trim().to_ascii_lowercase();
-        GcAffinity::ALL
-            .iter()
-            .copied()
-            .find(|v| v.name() == lower)
-            .ok_or_else(|| "is not a GC affinity (allowed: none, static, dynamic)".to_string())
-    }
-}
-
-impl serde::Serialize for GcAffinity {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
+switch! {
+    /// Where GC worker threads may run.
+    GcAffinity, "GC affinity" {
+        /// Threads are left to the OS scheduler.
+        None => "none",
+        /// Worker `i` is pinned to the `i`-th usable CPU (what `BindGCTaskThreadsToCPUs` intended).
+        Static => "static",
+        /// 000 Algorithm 1: at the start of each collection a worker on a CPU with load at least
+        /// twice the average moves to a random CPU with load at most half the average.
+        Dynamic => "dynamic",
     }
 }
 

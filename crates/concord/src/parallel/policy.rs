@@ -5,66 +5,6 @@
 //! Every switch parses from the name users write (`monitor`, `best-of-2`, ...) and displays as
 //! that name; a bad name is an error listing the allowed ones.
 
-use std::fmt;
-use std::str::FromStr;
-
-/// Defines a switch enum with its user-facing names, `FromStr`, `Display` and serde support.
-macro_rules! switch {
-    (
-        $(#[$meta:meta])*
-        $name:ident, $what:literal {
-            $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            /// Every value, in documentation order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The name users write.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            /// The allowed names, comma-separated (for error messages).
-            pub fn allowed() -> String {
-                Self::ALL.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(text: &str) -> Result<Self, String> {
-                let lower = text.trim().to_ascii_lowercase();
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name() == lower)
-                    .ok_or_else(|| format!("is not a {} (allowed: {})", $what, Self::allowed()))
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.name())
-            }
-        }
-    };
-}
-
 switch! {
     /// Where workers get root tasks from.
     TaskQueueKind, "task queue" {

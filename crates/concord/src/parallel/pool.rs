@@ -13,7 +13,7 @@
 use std::cell::UnsafeCell;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use super::monitor::Monitor;
@@ -56,6 +56,34 @@ struct Shared {
     /// The CPU each worker was on when it last went idle ([`NO_CPU`] before its first job):
     /// where it will most likely wake, known without reading `/proc`.
     last_cpus: Box<[AtomicU32]>,
+    /// Workers that have started (their tid and first CPU are known); `new` waits for all.
+    started: (Mutex<usize>, Condvar),
+}
+
+impl Shared {
+    /// A worker has started.
+    fn note_started(&self) {
+        let (count, all) = &self.started;
+        *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        all.notify_all();
+    }
+
+    /// Wait until `n` workers have started.
+    fn wait_started(&self, n: usize) {
+        let (count, all) = &self.started;
+        let mut started = count.lock().unwrap_or_else(|p| p.into_inner());
+        while *started < n {
+            started = all.wait(started).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Record the CPU worker `id` is on now: where it will most likely wake next.
+    fn note_cpu(&self, id: usize) {
+        if let Some(cpu) = crate::os::cpu::current_cpu() {
+            // Relaxed: a placement hint, read by the VM thread between jobs.
+            self.last_cpus[id].store(cpu, Ordering::Relaxed);
+        }
+    }
 }
 
 /// [`WorkerPool::worker_last_cpus`]' marker for "not known yet".
@@ -78,7 +106,8 @@ pub struct WorkerPool {
 
 impl WorkerPool {
     /// Start `n` workers named `{name}-{i}` that park as `parking` says. `on_start(i)` runs
-    /// first on worker `i`'s thread.
+    /// first on worker `i`'s thread. Returns once every worker has started, so their thread
+    /// ids and CPUs are known before the first job.
     pub fn new(
         n: usize,
         name: &str,
@@ -102,33 +131,41 @@ impl WorkerPool {
             shutdown: AtomicBool::new(false),
             tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
             last_cpus: (0..n).map(|_| AtomicU32::new(NO_CPU)).collect(),
+            started: (Mutex::new(0), Condvar::new()),
         });
-        let mut threads = Vec::with_capacity(n);
         // Workers start from the epoch before any job: one that starts late must still see
         // the first job as new.
         let initial = match &shared.parking {
             Parking::Futex { parker, .. } => u64::from(parker.current()),
             Parking::Monitor { .. } => 0,
         };
+        // Built up thread by thread, so that a failed spawn drops (and shuts down) the workers
+        // already started.
+        let mut pool = Self {
+            shared,
+            threads: Vec::with_capacity(n),
+            dispatch: Mutex::new(()),
+        };
         for id in 0..n {
-            let shared = shared.clone();
+            let shared = pool.shared.clone();
             let on_start = on_start.clone();
             let t = std::thread::Builder::new()
                 .name(format!("{name}-{id}"))
                 .spawn(move || {
-                    // SAFETY: gettid has no preconditions.
-                    let tid = unsafe { libc::gettid() };
+                    let tid = crate::os::sched::current_tid();
                     shared.tids[id].store(tid, Ordering::Release);
                     on_start(id);
+                    // Where the worker starts (after `on_start`, which may pin it) is where it
+                    // will most likely wake for its first job: known before that job, so the
+                    // first collection's placement decision already sees every worker.
+                    shared.note_cpu(id);
+                    shared.note_started();
                     worker_loop(id, initial, &shared)
                 })?;
-            threads.push(t);
+            pool.threads.push(t);
         }
-        Ok(Self {
-            shared,
-            threads,
-            dispatch: Mutex::new(()),
-        })
+        pool.shared.wait_started(n);
+        Ok(pool)
     }
 
     /// Number of worker threads.
@@ -145,8 +182,8 @@ impl WorkerPool {
             .collect()
     }
 
-    /// The CPU each worker was on when it finished its last job (`None` before its first),
-    /// by worker id. Cheap: no system call.
+    /// The CPU each worker was on when it finished its last job, or when it started if it has
+    /// run none yet (`None` until the thread has started), by worker id. Cheap: no system call.
     pub fn worker_last_cpus(&self) -> Vec<Option<u32>> {
         self.shared
             .last_cpus
@@ -262,10 +299,7 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
         // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);
-        if let Some(cpu) = crate::os::cpu::current_cpu() {
-            // Relaxed: a placement hint, read by the VM thread between jobs.
-            shared.last_cpus[id].store(cpu, Ordering::Relaxed);
-        }
+        shared.note_cpu(id);
         check_in(shared);
     }
 }

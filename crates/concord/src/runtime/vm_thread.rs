@@ -216,7 +216,7 @@ impl Operation<'_> {
             mem: &self.heap.mem,
             pool: &self.heap.pool,
             workers: self.active_workers,
-            policy: self.heap.config.phase_policy(),
+            policy: self.heap.config.phase,
         }
     }
 
