@@ -1,5 +1,7 @@
-//! Loom models of lazy GC parking (`concord::parallel::parking`, 004 §3.1.2), used the way
-//! `concord::parallel::pool` uses it.
+//! Loom models of lazy GC parking (`concord::parallel::parking::futex`, 004 §3.1.2), used the
+//! way `concord::parallel::pool` uses it: workers sleep with their own futex bit and an advance
+//! wakes only the participants' bits. The futex model does not wake a waiter whose bit was not
+//! named, so a wrong mask deadlocks here as it would on Linux (see `a_wrong_wake_mask_deadlocks`).
 //!
 //! The dispatcher (the model's main thread, standing for the VM thread) publishes a job, arms
 //! the countdown, advances the epoch with the participant count as payload and sleeps until
@@ -19,7 +21,7 @@ use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::atomic::Ordering::Relaxed as StdRelaxed;
 use std::sync::Arc as StdArc;
 
-use concord_loom::parking::{Countdown, EpochParker};
+use concord_loom::parking::{participant_bits, worker_bit, Countdown, EpochParker};
 use concord_loom::sync::futex;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -57,11 +59,16 @@ impl Pool {
 
     /// `WorkerPool::run`: run job `job` on workers `0..n` and wait for them.
     fn run(&self, job: u32, n: u32) {
+        self.run_waking(job, n, participant_bits(n as usize));
+    }
+
+    /// `run`, waking the futex bits `wake_bits`.
+    fn run_waking(&self, job: u32, n: u32, wake_bits: u32) {
         // SAFETY: (checked by loom) every worker that read the previous job counted down
         // before the dispatcher got here.
         self.job.with_mut(|p| unsafe { *p = job });
         self.done.arm(n);
-        self.parker.advance(n);
+        self.parker.advance(n, wake_bits);
         self.done.wait_zero();
         for id in 0..n as usize {
             // SAFETY: (checked by loom) worker `id` counted down after writing.
@@ -73,7 +80,7 @@ impl Pool {
     /// `WorkerPool`'s drop: publish the shutdown with an epoch of its own.
     fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
-        self.parker.advance(0);
+        self.parker.advance(0, u32::MAX);
     }
 
     /// `worker_loop`. `late` counts the times this worker came back from a job to find the
@@ -86,7 +93,7 @@ impl Pool {
                 // to sleep. Only the protocol below decides what happens next.
                 late.fetch_add(1, StdRelaxed);
             }
-            seen = self.parker.wait_past(seen);
+            seen = self.parker.wait_past(seen, worker_bit(id));
             if self.shutdown.load(Ordering::Acquire) {
                 return;
             }
@@ -162,6 +169,33 @@ fn participant_count_changes_between_jobs() {
     // still serve job 2 once it comes back from skipping.
     let late = check_pool(2, &[1, 2], 2);
     assert!(late > 0, "loom never produced the late worker");
+}
+
+/// The bitset is what wakes a participant: waking every participant's bit but worker 1's
+/// leaves worker 1 asleep with the dispatcher waiting for it, and loom reports the deadlock
+/// (this is what shows that the models above check the masks `WorkerPool` uses).
+#[test]
+#[should_panic(expected = "deadlock")]
+fn a_wrong_wake_mask_deadlocks() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        // Leaked, as in `naive_reset_flag_deadlocks`.
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(2)));
+        let initial = pool.parker.current();
+        let workers: Vec<_> = (0..2)
+            .map(|id| {
+                let late = StdArc::new(StdAtomicUsize::new(0));
+                thread::spawn(move || pool.worker(id, initial, &late))
+            })
+            .collect();
+        // Worker 1 is asleep before the job in some interleavings; then only its bit wakes it.
+        pool.run_waking(0, 2, worker_bit(0));
+        pool.shutdown();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
 }
 
 /// The naive protocol 004 warns about: a worker sleeps until a "go" flag is set and clears it

@@ -17,13 +17,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::{ms_since, GcContext, PhaseTimes, RootSlots, Tracked};
+use super::{ms_since, GcContext, RootSlots, Tracked};
 use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{ObjectKind, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
-use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
+use crate::parallel::{run_phase, ParallelTask, WorkQueue};
+use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
 
 /// Bytes per compaction region (equal to the space alignment, so regions never straddle spaces).
 pub const REGION_SIZE: usize = 64 * 1024;

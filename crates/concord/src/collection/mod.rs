@@ -61,20 +61,6 @@ pub struct GcContext<'a> {
     pub policy: PhasePolicy,
 }
 
-/// Wall-clock breakdown of one collection, milliseconds (DESIGN.md "phase breakdown").
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct PhaseTimes {
-    /// Setting up: root tasks, tops, bitmaps.
-    pub init_ms: f64,
-    /// Parallel phases (scavenge: copying; full: mark, adjust, compact).
-    pub parallel_ms: f64,
-    /// Finishing: space resets, promotion-failure repair, bitmap clearing.
-    pub final_ms: f64,
-    /// Full collection only: named sub-phases in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<(&'static str, f64)>,
-}
-
 /// Addresses of objects that an observer outside the collector follows through collections (the
 /// lifespan profiler). Before a collection every entry is an object start or 0; the collection
 /// leaves each as the object's address afterwards, or 0 if the object died. Entries the

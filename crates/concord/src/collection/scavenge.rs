@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use super::age_table::AgeTable;
 use super::plab::Plab;
-use super::{ms_since, GcContext, PhaseTimes, RootSlots, Tracked};
+use super::{ms_since, GcContext, RootSlots, Tracked};
 use crate::memory::card_table::CARD_SIZE;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{Header, ObjectKind, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
-use crate::parallel::{run_phase, ParallelTask, WorkQueue, WorkerPhaseStats};
+use crate::parallel::{run_phase, ParallelTask, WorkQueue};
+use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
 
 /// Reference arrays longer than this are scanned in chunks of this many slots, so one huge
 /// array is shared among workers (HotSpot `ParGCArrayScanChunk`).

@@ -39,6 +39,43 @@ pub fn wake(word: &AtomicU32, count: u32) {
     }
 }
 
+/// Like [`wait`] without a timeout, but the waiter carries `bits` (non-zero): only a
+/// [`wake_bitset`] whose bits intersect them wakes it (`FUTEX_WAIT_BITSET`).
+pub fn wait_bitset(word: &AtomicU32, expected: u32, bits: u32) {
+    debug_assert!(bits != 0, "a futex bitset must not be empty");
+    // SAFETY: as in `wait`; no timeout is passed (null), and the bitset travels by value.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            bits,
+        );
+    }
+}
+
+/// Wake up to `count` threads blocked in [`wait_bitset`] on `word` whose bits intersect
+/// `bits` (`FUTEX_WAKE_BITSET`); threads in plain [`wait`] match every bit. Returns how many
+/// were woken.
+pub fn wake_bitset(word: &AtomicU32, count: u32, bits: u32) -> usize {
+    // SAFETY: FUTEX_WAKE_BITSET only uses the address as a key; it does not access memory.
+    let woken = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE_BITSET | libc::FUTEX_PRIVATE_FLAG,
+            count.min(i32::MAX as u32) as i32,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            bits,
+        )
+    };
+    usize::try_from(woken).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +96,41 @@ mod tests {
         word.store(1, Ordering::Release);
         wake(&word, u32::MAX);
         t.join().unwrap();
+    }
+
+    #[test]
+    fn bitset_wakes_only_matching_waiters() {
+        let word = Arc::new(AtomicU32::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiters: Vec<_> = [0b01u32, 0b10]
+            .into_iter()
+            .map(|bits| {
+                let (w, stop) = (word.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Acquire) {
+                        wait_bitset(&w, 0, bits);
+                    }
+                })
+            })
+            .collect();
+        // Each waiter can be woken by its own bit, and only by it: once both sleep, a wake for
+        // a bit nobody carries wakes nobody, and one for both bits wakes both.
+        for bits in [0b01, 0b10] {
+            while wake_bitset(&word, 1, bits) != 1 {
+                std::thread::yield_now();
+            }
+        }
+        loop {
+            std::thread::sleep(Duration::from_millis(2));
+            assert_eq!(wake_bitset(&word, u32::MAX, 0b100), 0);
+            if wake_bitset(&word, u32::MAX, 0b11) == 2 {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Release);
+        while waiters.iter().any(|w| !w.is_finished()) {
+            wake_bitset(&word, u32::MAX, u32::MAX);
+            std::thread::yield_now();
+        }
     }
 }

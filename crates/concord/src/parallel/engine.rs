@@ -9,10 +9,10 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 
 use super::policy::PhasePolicy;
 use super::pool::WorkerPool;
-use super::stats::WorkerPhaseStats;
 use super::steal::{VictimQueues, VictimSelector};
 use super::task_queue::{RootTask, RootTaskSource, TaskSource};
 use super::termination::Terminator;
+use crate::telemetry::WorkerPhaseStats;
 
 /// One parallel phase's work, supplied by the collector.
 pub trait ParallelTask: Sync {
@@ -106,10 +106,10 @@ pub fn run_phase<T: ParallelTask>(
         .map(|p| Mutex::new(Some(p)))
         .collect();
     let results: Vec<ResultSlot<T>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n);
+    let queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
     let terminator = Terminator::new(policy.termination, n);
 
-    pool.run(n, |id| {
+    let job = |id: usize| {
         let (deque, mut local) = slots[id]
             .lock()
             .unwrap()
@@ -132,7 +132,11 @@ pub fn run_phase<T: ParallelTask>(
             &mut stats,
         );
         *results[id].lock().unwrap() = Some((local, stats));
-    });
+    };
+    match queue.task_fifo(n, policy.task_affinity) {
+        Some(tasks) => pool.run_with_tasks(n, tasks, job),
+        None => pool.run(n, job),
+    }
 
     results
         .into_iter()
@@ -158,6 +162,9 @@ fn worker_phase<T: ParallelTask>(
         let start = Instant::now();
         task.run_root(root, local, wq);
         drain(task, local, wq, stats);
+        // A root task includes draining what it found, as HotSpot's tasks do before the
+        // task manager hears of their completion.
+        queue.task_done(id);
         *stats.root_tasks.entry(task.root_name(root)).or_default() += 1;
         stats.root_ns += start.elapsed().as_nanos() as u64;
         stats.sample_cpu();
@@ -186,9 +193,14 @@ fn worker_phase<T: ParallelTask>(
         }
         victims.forget();
         let visible_work = || stealers.0.iter().map(|s| s.len()).sum::<usize>();
-        if terminator.offer_termination(id, visible_work, stats) {
+        let offered = Instant::now();
+        stats.termination_entries += 1;
+        let done = terminator.offer_termination(id, visible_work);
+        stats.termination_ns += offered.elapsed().as_nanos() as u64;
+        if done {
             break;
         }
+        stats.termination_exits += 1;
         failures = 0;
     }
     let total = steal_start.elapsed().as_nanos() as u64;

@@ -9,12 +9,10 @@
 
 pub mod engine;
 pub mod monitor;
-pub mod ms_queue;
 pub mod parking;
 pub mod policy;
 pub mod pool;
 pub mod rng;
-pub mod stats;
 pub mod steal;
 pub mod task_queue;
 pub mod termination;
@@ -22,4 +20,3 @@ pub mod termination;
 pub use engine::{run_phase, ParallelTask, WorkQueue};
 pub use policy::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 pub use pool::WorkerPool;
-pub use stats::WorkerPhaseStats;

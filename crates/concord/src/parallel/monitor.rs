@@ -1,33 +1,43 @@
 //! A HotSpot-style native monitor: the unfair lock and condition queue behind the `vanilla`
-//! preset's GC task manager (000 §2.2, §2.4, Fig. 2 and Fig. 5).
+//! preset's GC task manager (000 §2.2, §2.4, Fig. 2 and Fig. 5), following OpenJDK 8's
+//! `Monitor` (`mutex.cpp`: `ILock`, `IUnlock`, `IWait`, `notify`).
 //!
 //! This is the mechanism the vanilla preset studies, so it is built here from atomics and futexes
 //! rather than borrowed from `std` or `parking_lot`:
 //!
 //! * **Lock word.** One word holds the lock bit and the head of `cxq`, the LIFO stack of recently
-//!   arrived contenders. [`Monitor::lock`] first tries to CAS the lock bit on (a few brief
-//!   retries); a thread that still fails pushes its park node onto `cxq` and sleeps.
-//! * **Succession.** The releasing owner clears the lock bit first. Then, if threads are queued
-//!   and no heir exists, it drains `cxq` into `EntryList` (reversed, so the oldest arrival comes
-//!   first), makes the head of `EntryList` the single `OnDeck` heir and wakes it.
+//!   arrived contenders. [`Monitor::lock`] first tries to CAS the lock bit on, probing up to
+//!   `NativeMonitorSpinLimit` (20) times with a growing delay (`TrySpin`); a thread that still
+//!   fails pushes its park node onto `cxq` and sleeps.
+//! * **Succession.** The releasing owner clears the lock bit first. If an heir (`OnDeck`) exists
+//!   it is woken again; otherwise, if threads are queued, the releaser takes the inner lock
+//!   (`OnDeck` = busy), makes the head of `EntryList` the single `OnDeck` heir — refilling
+//!   `EntryList` from `cxq` when it is empty, *without reordering*, so the most recent arrival
+//!   comes first — and wakes it, unless the lock has been taken again meanwhile: then the new
+//!   owner's release wakes the heir (HotSpot 8's deferred unpark).
 //! * **Competitive hand-off.** The heir is not given the lock: it must win the CAS like anyone
 //!   else. If the old owner barges back through the fast path, or a newcomer wins, the heir stays
-//!   `OnDeck` and sleeps until the next release wakes it again. Only `OnDeck` ever competes from
-//!   the queues; `cxq` and `EntryList` threads are asleep. [`MonitorStats`] counts the barges.
-//! * **WaitSet.** [`MonitorGuard::wait`] parks the caller on the WaitSet and releases the lock;
-//!   [`MonitorGuard::notify_all`] moves waiters onto `cxq` *without* waking them, so they come
-//!   back one at a time as heirs; at the start of a GC this leaves only owner and heir
-//!   competing for the lock (000 §3.2).
+//!   `OnDeck` and sleeps until the next release wakes it again (a futile wake-up). Only `OnDeck`
+//!   ever competes from the queues; `cxq` and `EntryList` threads are asleep. [`MonitorStats`]
+//!   counts acquisitions, contended acquisitions, barges, heir wake-ups and futile wake-ups.
+//! * **WaitSet.** [`MonitorGuard::wait`] pushes the caller onto the WaitSet (LIFO) and releases
+//!   the lock; [`MonitorGuard::notify_one`] moves the head of the WaitSet onto `cxq` *without*
+//!   waking it, and [`MonitorGuard::notify_all`] does that until the WaitSet is empty, so the
+//!   waiters come back one at a time as heirs, the earliest waiter first; at the start of a GC
+//!   this leaves only owner and heir competing for the lock (000 §3.2).
 //!
 //! Why no wake-up is lost:
 //! * A contender can only push itself onto `cxq` with a CAS that expects the lock bit set in the
 //!   same word. Either the push lands before the owner's release (an atomic read-modify-write of
 //!   that word, which therefore sees the push) or the CAS fails and the contender retries, now
 //!   finding the lock free.
-//! * After its release an owner either re-wakes the existing heir, or takes the inner succession
-//!   lock (`OnDeck` = busy) and wakes a new heir, or leaves progress to someone who must provide
-//!   it: a thread that owns the lock again (it runs this same release later) or the thread
-//!   holding the succession lock, which re-reads `cxq` after dropping that lock and retries.
+//! * After its release an owner either re-wakes the existing heir, or takes the inner lock and
+//!   wakes a new heir, or leaves progress to someone who must provide it: a thread that owns the
+//!   lock again (it runs this same release later, and finds the heir then) or the thread holding
+//!   the inner lock, which re-reads `cxq` after dropping that lock and retries.
+//! * A releaser that makes a thread heir and then sees the lock taken does not wake it: the
+//!   heir was published before that look (sequentially consistent), so the owner it saw releases
+//!   later and its release finds the heir and wakes it.
 //! * The heir retries the CAS after every wake-up and every release wakes the current heir, so an
 //!   heir that loses a race is woken by the next release. All these steps use sequentially
 //!   consistent atomics, so "release, then look for an heir" cannot pass "become heir, then
@@ -36,6 +46,9 @@
 //!   and the removal of a timed-out waiter are serialised by a tiny spin lock around the WaitSet,
 //!   so a waiter is always in exactly one place (WaitSet, or `cxq`/`EntryList`/`OnDeck`).
 //!
+//! Every atomic, futex, yield and thread-local comes from `crate::sync`, so `concord-loom`
+//! model-checks this very file (mutual exclusion, no lost wake-up, the succession re-check).
+//!
 //! The monitor is not reentrant, has no poisoning, and a guard must be dropped by the thread that
 //! took it (guards are `!Send`).
 
@@ -43,18 +56,18 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering::{self, Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize};
 use std::time::{Duration, Instant};
 
-use crate::os::futex;
+use crate::sync::atomic::Ordering::{self, Relaxed, SeqCst};
+use crate::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize};
+use crate::sync::{futex, hint, thread, RECYCLE_PARK_NODES};
 
 /// Lock bit of the lock word; the remaining bits are the address of the `cxq` head node.
 const LOCKED: usize = 1;
 /// Value of the `OnDeck` word while a releasing thread is choosing the heir (inner lock held).
 const INNER: usize = 1;
-/// Fast-path retries before a contender queues itself (each spins twice as long as the last).
-const SPIN_ROUNDS: u32 = 4;
+/// Lock probes before a contender queues itself (HotSpot's `NativeMonitorSpinLimit`).
+pub const SPIN_LIMIT: u32 = 20;
 
 // ------------------------------------------------------------------------------------------------
 // Park nodes
@@ -71,8 +84,6 @@ struct ParkNode {
     next: AtomicUsize,
     /// Set (under the WaitSet lock) once `notify` has moved this node from the WaitSet to `cxq`.
     notified: AtomicBool,
-    /// Next node in the free pool.
-    pool_next: AtomicUsize,
 }
 
 const EMPTY: u32 = 0;
@@ -85,7 +96,6 @@ impl ParkNode {
             state: AtomicU32::new(EMPTY),
             next: AtomicUsize::new(0),
             notified: AtomicBool::new(false),
-            pool_next: AtomicUsize::new(0),
         }
     }
 
@@ -96,6 +106,8 @@ impl ParkNode {
     /// Drop a stale permit. Only the owning thread calls this, before publishing the node where
     /// anyone could unpark it, so no meaningful permit can be erased.
     fn reset(&self) {
+        // SeqCst: ordered before the SeqCst CAS that publishes the node on `cxq`/the WaitSet
+        // (HotSpot's `reset(); fence()`).
         self.state.store(EMPTY, SeqCst);
     }
 
@@ -103,6 +115,8 @@ impl ParkNode {
     /// unpark's permit was consumed (a real wake-up, as opposed to a timeout or spurious return).
     fn park(&self, timeout: Option<Duration>) -> bool {
         // NOTIFIED -> EMPTY consumes the permit; EMPTY -> PARKED announces the sleep.
+        // SeqCst (here and below): pairs with the swap in `unpark`; the permit protocol is a
+        // Dekker handshake on one word with the list operations around it.
         if self.state.fetch_sub(1, SeqCst) == NOTIFIED {
             return true;
         }
@@ -113,6 +127,7 @@ impl ParkNode {
 
     /// Give the node a permit and wake its thread if it sleeps.
     fn unpark(&self) {
+        // SeqCst: pairs with `park`'s fetch_sub and swap.
         if self.state.swap(NOTIFIED, SeqCst) == PARKED {
             futex::wake(&self.state, 1);
         }
@@ -132,8 +147,8 @@ unsafe fn node_at(addr: usize) -> &'static ParkNode {
     unsafe { &*(addr as *const ParkNode) }
 }
 
-/// A tiny test-and-test-and-set lock for the WaitSet and the node pool: held for a few list
-/// operations, never while blocking.
+/// A tiny test-and-test-and-set lock for the WaitSet: held for a few list operations, never
+/// while blocking (HotSpot's `_WaitLock`).
 struct SpinLock {
     held: AtomicBool,
 }
@@ -141,7 +156,7 @@ struct SpinLock {
 struct SpinGuard<'a>(&'a SpinLock);
 
 impl SpinLock {
-    const fn new() -> Self {
+    fn new() -> Self {
         Self {
             held: AtomicBool::new(false),
         }
@@ -150,6 +165,8 @@ impl SpinLock {
     fn lock(&self) -> SpinGuard<'_> {
         let mut spins = 0u32;
         loop {
+            // Acquire pairs with the Release in `SpinGuard::drop`: the list is as the last
+            // holder left it.
             if !self.held.load(Relaxed)
                 && self
                     .held
@@ -160,10 +177,10 @@ impl SpinLock {
             }
             if spins < 64 {
                 spins += 1;
-                std::hint::spin_loop();
+                hint::spin_loop();
             } else {
                 // The holder may have been preempted: let it run.
-                std::thread::yield_now();
+                thread::yield_now();
             }
         }
     }
@@ -171,39 +188,41 @@ impl SpinLock {
 
 impl Drop for SpinGuard<'_> {
     fn drop(&mut self) {
+        // Release pairs with the Acquire in `SpinLock::lock`.
         self.0.held.store(false, Ordering::Release);
     }
 }
 
-static POOL_LOCK: SpinLock = SpinLock::new();
-static POOL_HEAD: AtomicUsize = AtomicUsize::new(0);
+/// Park nodes of exited threads, by address, for reuse. A plain `std` mutex: the pool is not part
+/// of the protocol, and under loom nothing is recycled (nothing may outlive a model execution).
+static NODE_POOL: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 
 /// Exclusive use of one park node; returns it to the pool on drop.
 struct NodeLease(&'static ParkNode);
 
 impl NodeLease {
     fn take() -> Self {
-        let _pool = POOL_LOCK.lock();
-        let head = POOL_HEAD.load(Relaxed);
-        if head == 0 {
-            return NodeLease(Box::leak(Box::new(ParkNode::new())));
+        if RECYCLE_PARK_NODES {
+            let recycled = NODE_POOL.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            if let Some(addr) = recycled {
+                // SAFETY: only addresses of leaked nodes are ever stored in the pool.
+                return NodeLease(unsafe { node_at(addr) });
+            }
         }
-        // SAFETY: only addresses of leaked nodes are ever stored in the pool.
-        let node = unsafe { node_at(head) };
-        POOL_HEAD.store(node.pool_next.load(Relaxed), Relaxed);
-        NodeLease(node)
+        NodeLease(Box::leak(Box::new(ParkNode::new())))
     }
 }
 
 impl Drop for NodeLease {
     fn drop(&mut self) {
-        let _pool = POOL_LOCK.lock();
-        self.0.pool_next.store(POOL_HEAD.load(Relaxed), Relaxed);
-        POOL_HEAD.store(self.0.addr(), Relaxed);
+        if RECYCLE_PARK_NODES {
+            let mut pool = NODE_POOL.lock().unwrap_or_else(|p| p.into_inner());
+            pool.push(self.0.addr());
+        }
     }
 }
 
-thread_local! {
+crate::sync::thread_local! {
     static NODE: NodeLease = NodeLease::take();
 }
 
@@ -224,25 +243,44 @@ fn with_node<R>(f: impl FnOnce(&'static ParkNode) -> R) -> R {
 // ------------------------------------------------------------------------------------------------
 
 /// Counters of how a monitor's lock changed hands (relaxed, so approximate under contention).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MonitorStats {
-    /// Acquisitions through the CAS fast path (including its brief retries).
-    pub fast_acquisitions: u64,
-    /// Acquisitions after entering the slow path (as `OnDeck` heir, or by winning while queuing).
-    pub slow_acquisitions: u64,
-    /// Wake-ups of an `OnDeck` heir by a releasing thread (first hand-off and every re-wake).
-    pub handoffs: u64,
-    /// Times an `OnDeck` heir tried the lock and lost (to the old owner or to a newcomer).
-    pub ondeck_failures: u64,
+    /// Times the lock was acquired, by any path.
+    pub acquisitions: u64,
+    /// Acquisitions that found the lock taken and went through the slow path: queued on `cxq`
+    /// (or came back from the WaitSet) and won as the `OnDeck` heir, or won while queuing.
+    pub contended: u64,
     /// Fast-path acquisitions made while an `OnDeck` heir or queued (`cxq`/`EntryList`) waiters
     /// existed: the unfairness of 000 §2.4.
     pub barges: u64,
+    /// Wake-ups of an `OnDeck` heir by a releasing thread (first hand-off and every re-wake).
+    pub heir_wakeups: u64,
+    /// Times a woken thread found nothing to gain: an `OnDeck` heir that lost the lock to the
+    /// old owner or a newcomer, or (counted by the monitor's user) a waiter woken with nothing
+    /// to do.
+    pub futile_wakeups: u64,
     /// Threads moved from the WaitSet to `cxq` by `notify_one`/`notify_all`.
     pub notified: u64,
     /// `wait_timeout` calls that timed out.
     pub timeouts: u64,
     /// Unparks that reached a thread sleeping in this monitor (spurious returns not counted).
     pub wakeups: u64,
+}
+
+impl MonitorStats {
+    /// The counters gathered since `earlier` was taken.
+    pub fn since(&self, earlier: &MonitorStats) -> MonitorStats {
+        MonitorStats {
+            acquisitions: self.acquisitions - earlier.acquisitions,
+            contended: self.contended - earlier.contended,
+            barges: self.barges - earlier.barges,
+            heir_wakeups: self.heir_wakeups - earlier.heir_wakeups,
+            futile_wakeups: self.futile_wakeups - earlier.futile_wakeups,
+            notified: self.notified - earlier.notified,
+            timeouts: self.timeouts - earlier.timeouts,
+            wakeups: self.wakeups - earlier.wakeups,
+        }
+    }
 }
 
 /// A racy picture of a monitor's queues, for tests and diagnostics. Exact only when the
@@ -268,14 +306,13 @@ impl MonitorSnapshot {
     }
 }
 
-#[derive(Default)]
 #[repr(align(64))]
 struct Counters {
     fast: AtomicU64,
-    slow: AtomicU64,
-    handoffs: AtomicU64,
-    ondeck_failures: AtomicU64,
+    contended: AtomicU64,
     barges: AtomicU64,
+    heir_wakeups: AtomicU64,
+    futile_wakeups: AtomicU64,
     notified: AtomicU64,
     timeouts: AtomicU64,
     wakeups: AtomicU64,
@@ -286,6 +323,25 @@ struct Counters {
     wait_len: AtomicIsize,
 }
 
+impl Counters {
+    fn new() -> Self {
+        Self {
+            fast: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            barges: AtomicU64::new(0),
+            heir_wakeups: AtomicU64::new(0),
+            futile_wakeups: AtomicU64::new(0),
+            notified: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
+            cxq_len: AtomicIsize::new(0),
+            entry_len: AtomicIsize::new(0),
+            wait_len: AtomicIsize::new(0),
+        }
+    }
+}
+
+// Relaxed for every counter: statistics and inspection only; no decision reads them.
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Relaxed);
 }
@@ -315,9 +371,10 @@ pub struct Monitor<T> {
     entry_list: AtomicUsize,
     /// Protects the WaitSet and every node's `notified` flag.
     wait_lock: SpinLock,
-    /// WaitSet, FIFO: head and tail node addresses.
+    /// WaitSet, LIFO: the most recent waiter first (HotSpot pushes at the head).
     wait_head: AtomicUsize,
-    wait_tail: AtomicUsize,
+    /// Lock probes before queuing.
+    spin_limit: u32,
     stats: Counters,
     data: UnsafeCell<T>,
 }
@@ -346,14 +403,20 @@ impl<T> fmt::Debug for Monitor<T> {
 impl<T> Monitor<T> {
     /// An unlocked monitor protecting `data`.
     pub fn new(data: T) -> Self {
+        Self::with_spin_limit(data, SPIN_LIMIT)
+    }
+
+    /// Like [`new`](Self::new), probing the lock at most `spin_limit` times before queuing
+    /// (models and tests use small limits).
+    pub fn with_spin_limit(data: T, spin_limit: u32) -> Self {
         Self {
             word: AtomicUsize::new(0),
             on_deck: AtomicUsize::new(0),
             entry_list: AtomicUsize::new(0),
             wait_lock: SpinLock::new(),
             wait_head: AtomicUsize::new(0),
-            wait_tail: AtomicUsize::new(0),
-            stats: Counters::default(),
+            spin_limit,
+            stats: Counters::new(),
             data: UnsafeCell::new(data),
         }
     }
@@ -368,7 +431,7 @@ impl<T> Monitor<T> {
         self.data.into_inner()
     }
 
-    /// Acquire the lock: fast-path CAS (a few brief retries), otherwise queue on `cxq`, sleep
+    /// Acquire the lock: probe it a few times (`TrySpin`), otherwise queue on `cxq`, sleep
     /// until chosen as `OnDeck` heir and win the CAS. Not reentrant.
     pub fn lock(&self) -> MonitorGuard<'_, T> {
         if !self.try_spin(true) {
@@ -384,15 +447,23 @@ impl<T> Monitor<T> {
         Some(self.guard())
     }
 
+    /// Count a wake-up that found nothing to do, as seen by the monitor's user (a waiter that
+    /// came back from the WaitSet to a condition that still does not hold).
+    pub fn note_futile_wakeup(&self) {
+        bump(&self.stats.futile_wakeups);
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> MonitorStats {
         let s = &self.stats;
+        let fast = s.fast.load(Relaxed);
+        let contended = s.contended.load(Relaxed);
         MonitorStats {
-            fast_acquisitions: s.fast.load(Relaxed),
-            slow_acquisitions: s.slow.load(Relaxed),
-            handoffs: s.handoffs.load(Relaxed),
-            ondeck_failures: s.ondeck_failures.load(Relaxed),
+            acquisitions: fast + contended,
+            contended,
             barges: s.barges.load(Relaxed),
+            heir_wakeups: s.heir_wakeups.load(Relaxed),
+            futile_wakeups: s.futile_wakeups.load(Relaxed),
             notified: s.notified.load(Relaxed),
             timeouts: s.timeouts.load(Relaxed),
             wakeups: s.wakeups.load(Relaxed),
@@ -402,10 +473,11 @@ impl<T> Monitor<T> {
     /// The current state of the queues (see [`MonitorSnapshot`] for how exact it is).
     pub fn snapshot(&self) -> MonitorSnapshot {
         MonitorSnapshot {
-            locked: self.word.load(SeqCst) & LOCKED != 0,
+            locked: self.is_locked(),
             cxq: len(&self.stats.cxq_len),
             entry_list: len(&self.stats.entry_len),
-            on_deck: self.on_deck.load(SeqCst) > INNER,
+            // Relaxed: inspection only.
+            on_deck: self.on_deck.load(Relaxed) > INNER,
             wait_set: len(&self.stats.wait_len),
         }
     }
@@ -422,7 +494,8 @@ impl<T> Monitor<T> {
 
     /// Whether the lock is held right now.
     pub fn is_locked(&self) -> bool {
-        self.word.load(SeqCst) & LOCKED != 0
+        // Relaxed: inspection only; a stale answer is as good as a racy one.
+        self.word.load(Relaxed) & LOCKED != 0
     }
 
     fn guard(&self) -> MonitorGuard<'_, T> {
@@ -439,8 +512,9 @@ impl<T> Monitor<T> {
     /// CAS the lock bit on if it is clear (retrying only while the lock stays free and the word
     /// changes under us, e.g. through `cxq` pushes). Returns the word seen before acquiring.
     ///
-    /// The loads are sequentially consistent too: an heir whose attempt fails must be ordered
-    /// before the owner's release, so that the release's look at `OnDeck` finds the heir.
+    /// SeqCst, the loads included: an heir whose attempt fails must be ordered before the
+    /// owner's release, so that the release's look at `OnDeck` finds the heir; and the acquiring
+    /// CAS is the lock's acquire edge (the release's `fetch_and` is its release edge).
     fn try_acquire_word(&self) -> Option<usize> {
         let mut v = self.word.load(SeqCst);
         while v & LOCKED == 0 {
@@ -455,20 +529,27 @@ impl<T> Monitor<T> {
         None
     }
 
-    /// A few CAS attempts separated by brief, growing spins. `fast` says whether this is the
-    /// arrival fast path (which counts barges) or an `OnDeck` heir's attempt.
+    /// HotSpot's `TrySpin`: probe the lock up to `spin_limit` times, pausing between probes for
+    /// a delay that grows every eight probes. `fast` says whether this is an arrival (which
+    /// counts barges) or an `OnDeck` heir's attempt.
     fn try_spin(&self, fast: bool) -> bool {
-        for round in 0..SPIN_ROUNDS {
+        let mut delay = 0u32;
+        for probe in 0..=self.spin_limit {
             if let Some(old) = self.try_acquire_word() {
                 if fast {
                     self.note_fast(old);
                 }
                 return true;
             }
-            if round + 1 < SPIN_ROUNDS {
-                for _ in 0..(8u32 << round) {
-                    std::hint::spin_loop();
-                }
+            if probe == self.spin_limit {
+                break;
+            }
+            hint::spin_loop();
+            if (probe + 1) % 8 == 0 {
+                delay = ((delay << 1) | 1) & 0x7FF;
+            }
+            for _ in 0..delay {
+                hint::spin_loop();
             }
         }
         false
@@ -477,6 +558,7 @@ impl<T> Monitor<T> {
     /// Count a fast-path acquisition; `old` is the lock word it replaced.
     fn note_fast(&self, old: usize) {
         bump(&self.stats.fast);
+        // Relaxed: only to classify the acquisition for the statistics.
         let queued = old & !LOCKED != 0
             || self.on_deck.load(Relaxed) > INNER
             || self.entry_list.load(Relaxed) != 0;
@@ -490,7 +572,7 @@ impl<T> Monitor<T> {
         // Before the node becomes visible to anyone who might unpark it.
         node.reset();
         if self.acquire_or_push(node) {
-            bump(&self.stats.slow);
+            bump(&self.stats.contended);
             return;
         }
         self.acquire_as_heir(node);
@@ -499,6 +581,8 @@ impl<T> Monitor<T> {
     /// One CAS loop on the lock word: take the lock if it is free, otherwise push `node` onto
     /// `cxq` (which only succeeds while the lock bit is set). Returns true if the lock was taken.
     fn acquire_or_push(&self, node: &'static ParkNode) -> bool {
+        // SeqCst throughout: the push must be ordered with the owner's release (a
+        // read-modify-write of the same word) and with its later look at `cxq`.
         let mut v = self.word.load(SeqCst);
         loop {
             if v & LOCKED == 0 {
@@ -510,6 +594,7 @@ impl<T> Monitor<T> {
                     }
                 }
             }
+            // Relaxed: published by the CAS below.
             node.next.store(v & !LOCKED, Relaxed);
             match self
                 .word
@@ -532,29 +617,35 @@ impl<T> Monitor<T> {
     }
 
     /// `node` is on `cxq`, `EntryList` or `OnDeck`: sleep until it is the heir, then compete for
-    /// the lock; after a lost race stay heir and sleep until the next release wakes us.
+    /// the lock; after a lost race (a futile wake-up) stay heir and sleep until the next release
+    /// wakes us.
     fn acquire_as_heir(&self, node: &'static ParkNode) {
         let me = node.addr();
         loop {
+            // SeqCst: pairs with the releaser's store of `on_deck`.
             if self.on_deck.load(SeqCst) == me {
                 if self.try_spin(false) {
                     break;
                 }
-                bump(&self.stats.ondeck_failures);
+                bump(&self.stats.futile_wakeups);
             }
             self.park(node, None);
         }
         // We own the lock: give up the heir position so the next release can pick another.
+        // SeqCst: a later release's look at `on_deck` must not see us as heir any more.
         self.on_deck.store(0, SeqCst);
-        bump(&self.stats.slow);
+        bump(&self.stats.contended);
     }
 
     // --------------------------------------------------------------------------------------------
     // Release and succession
     // --------------------------------------------------------------------------------------------
 
-    /// Release the lock, then make sure someone is responsible for waking a queued thread.
+    /// Release the lock (`IUnlock`), then make sure someone is responsible for waking a queued
+    /// thread.
     fn unlock(&self) {
+        // SeqCst (here and in every look below): "release, then look for an heir" must not pass
+        // "become heir, then find the lock taken" (HotSpot's `storeload` after the release).
         let prev = self.word.fetch_and(!LOCKED, SeqCst);
         debug_assert!(prev & LOCKED != 0, "monitor unlocked while not locked");
 
@@ -563,7 +654,7 @@ impl<T> Monitor<T> {
         let heir = self.on_deck.load(SeqCst);
         if heir != 0 {
             if heir != INNER {
-                bump(&self.stats.handoffs);
+                bump(&self.stats.heir_wakeups);
                 // SAFETY: `on_deck` holds 0, INNER or the address of a leaked park node.
                 unsafe { node_at(heir) }.unpark();
             }
@@ -578,12 +669,13 @@ impl<T> Monitor<T> {
         if v & LOCKED != 0 {
             return; // someone took the lock meanwhile; its release will pick the heir
         }
-        self.choose_heir();
+        self.succession();
     }
 
     /// Succession: under the inner lock (`on_deck` = INNER), promote the head of `EntryList`
-    /// (refilled from `cxq` when empty) to `OnDeck` and wake it.
-    fn choose_heir(&self) {
+    /// (refilled from `cxq` when empty) to `OnDeck` and wake it, unless the lock has been taken
+    /// again meanwhile (then its owner's release wakes the heir).
+    fn succession(&self) {
         loop {
             if self
                 .on_deck
@@ -604,7 +696,12 @@ impl<T> Monitor<T> {
                 self.stats.entry_len.fetch_sub(1, Relaxed);
                 // Publishing the heir also drops the inner lock.
                 self.on_deck.store(head, SeqCst);
-                bump(&self.stats.handoffs);
+                // HotSpot 8 defers the unpark to the owner if the lock was taken meanwhile:
+                // that owner's release finds the heir published above and wakes it.
+                if self.word.load(SeqCst) & LOCKED != 0 {
+                    return;
+                }
+                bump(&self.stats.heir_wakeups);
                 heir.unpark();
                 return;
             }
@@ -620,8 +717,9 @@ impl<T> Monitor<T> {
         }
     }
 
-    /// Detach all of `cxq` (only while the lock is free) and install it, reversed into arrival
-    /// order, as `EntryList`. Returns the new `EntryList` head, or 0. Inner lock held.
+    /// Detach all of `cxq` (only while the lock is free) and install it as `EntryList` in the
+    /// order it had on `cxq`, most recent arrival first (HotSpot 8 does not reorder it).
+    /// Returns the new `EntryList` head, or 0. Inner lock held.
     fn drain_cxq(&self) -> usize {
         let mut v = self.word.load(SeqCst);
         loop {
@@ -635,40 +733,33 @@ impl<T> Monitor<T> {
             }
         }
         // The detached chain is ours alone; pushers wrote `next` before their publishing CAS.
-        let (mut reversed, mut p, mut count) = (0usize, v, 0isize);
+        let (mut p, mut count) = (v, 0isize);
         while p != 0 {
             // SAFETY: `cxq` links are addresses of leaked park nodes.
-            let node = unsafe { node_at(p) };
-            let next = node.next.load(Relaxed);
-            node.next.store(reversed, Relaxed);
-            reversed = p;
-            p = next;
+            p = unsafe { node_at(p) }.next.load(Relaxed);
             count += 1;
         }
         self.stats.entry_len.fetch_add(count, Relaxed);
         self.stats.cxq_len.fetch_sub(count, Relaxed);
-        self.entry_list.store(reversed, SeqCst);
-        reversed
+        self.entry_list.store(v, SeqCst);
+        v
     }
 
     // --------------------------------------------------------------------------------------------
     // WaitSet
     // --------------------------------------------------------------------------------------------
 
-    /// Move the oldest WaitSet thread to `cxq` without waking it. Caller holds the lock and the
-    /// WaitSet lock. Returns false if the WaitSet was empty.
+    /// Move the head of the WaitSet (the most recent waiter) to `cxq` without waking it. Caller
+    /// holds the lock and the WaitSet lock. Returns false if the WaitSet was empty.
     fn transfer_one(&self) -> bool {
+        // Relaxed list accesses: the WaitSet lock orders them.
         let head = self.wait_head.load(Relaxed);
         if head == 0 {
             return false;
         }
         // SAFETY: WaitSet links are addresses of leaked park nodes.
         let node = unsafe { node_at(head) };
-        let next = node.next.load(Relaxed);
-        self.wait_head.store(next, Relaxed);
-        if next == 0 {
-            self.wait_tail.store(0, Relaxed);
-        }
+        self.wait_head.store(node.next.load(Relaxed), Relaxed);
         self.stats.wait_len.fetch_sub(1, Relaxed);
         // Push onto `cxq`; the lock bit stays set because we own the lock.
         self.stats.cxq_len.fetch_add(1, Relaxed);
@@ -681,23 +772,18 @@ impl<T> Monitor<T> {
                 Err(now) => v = now,
             }
         }
+        // SeqCst: pairs with the waiter's loads of `notified` (it must not leave for the WaitSet
+        // path once it is on `cxq`); HotSpot fences before setting `Notified`.
         node.notified.store(true, SeqCst);
         bump(&self.stats.notified);
         true
     }
 
-    /// Append `node` to the WaitSet (caller holds the lock).
+    /// Push `node` onto the WaitSet (caller holds the lock).
     fn enqueue_waiter(&self, node: &'static ParkNode) {
         let _ws = self.wait_lock.lock();
-        node.next.store(0, Relaxed);
-        let tail = self.wait_tail.load(Relaxed);
-        if tail == 0 {
-            self.wait_head.store(node.addr(), Relaxed);
-        } else {
-            // SAFETY: WaitSet links are addresses of leaked park nodes.
-            unsafe { node_at(tail) }.next.store(node.addr(), Relaxed);
-        }
-        self.wait_tail.store(node.addr(), Relaxed);
+        node.next.store(self.wait_head.load(Relaxed), Relaxed);
+        self.wait_head.store(node.addr(), Relaxed);
         self.stats.wait_len.fetch_add(1, Relaxed);
     }
 
@@ -705,6 +791,7 @@ impl<T> Monitor<T> {
     /// `cxq`. Returns true if it was unlinked (the wait timed out).
     fn dequeue_timed_out(&self, node: &'static ParkNode) -> bool {
         let _ws = self.wait_lock.lock();
+        // SeqCst: pairs with `transfer_one`'s store (double-checked under the WaitSet lock).
         if node.notified.load(SeqCst) {
             return false;
         }
@@ -726,18 +813,17 @@ impl<T> Monitor<T> {
             // SAFETY: as above.
             unsafe { node_at(prev) }.next.store(next, Relaxed);
         }
-        if self.wait_tail.load(Relaxed) == me {
-            self.wait_tail.store(prev, Relaxed);
-        }
         self.stats.wait_len.fetch_sub(1, Relaxed);
         true
     }
 
-    /// `wait` / `wait_timeout` body; the caller holds the lock and holds it again on return.
+    /// `wait` / `wait_timeout` body (`IWait`); the caller holds the lock and holds it again on
+    /// return.
     fn wait_inner(&self, timeout: Option<Duration>) -> bool {
         // A deadline too far away to represent is no deadline.
         let deadline = timeout.and_then(|d| Instant::now().checked_add(d));
         with_node(|node| {
+            // SeqCst for `notified` throughout: pairs with `transfer_one`'s store.
             node.notified.store(false, SeqCst);
             node.reset();
             self.enqueue_waiter(node);
@@ -802,15 +888,16 @@ impl<T> MonitorGuard<'_, T> {
         self.monitor.wait_inner(Some(timeout))
     }
 
-    /// Move the oldest waiter from the WaitSet to `cxq` without waking it; it competes for the
-    /// lock once a release makes it the heir. Returns whether a waiter was moved.
+    /// Move the most recent waiter from the WaitSet to `cxq` without waking it; it competes for
+    /// the lock once a release makes it the heir. Returns whether a waiter was moved.
     pub fn notify_one(&self) -> bool {
         let _ws = self.monitor.wait_lock.lock();
         self.monitor.transfer_one()
     }
 
-    /// Move every waiter from the WaitSet to `cxq` without waking any (oldest pushed first, so
-    /// the oldest becomes heir first). Returns how many were moved.
+    /// Move every waiter from the WaitSet to `cxq` without waking any, one at a time as
+    /// `notify_one` does, which leaves the earliest waiter at the head of `cxq`, to become heir
+    /// first. Returns how many were moved.
     pub fn notify_all(&self) -> usize {
         let _ws = self.monitor.wait_lock.lock();
         let mut moved = 0;
@@ -911,8 +998,8 @@ mod tests {
         assert!(!m.is_locked());
         assert_eq!(*m.try_lock().expect("free lock"), 6);
         let s = m.stats();
-        assert_eq!(s.fast_acquisitions, 2);
-        assert_eq!((s.slow_acquisitions, s.barges, s.handoffs), (0, 0, 0));
+        assert_eq!(s.acquisitions, 2);
+        assert_eq!((s.contended, s.barges, s.heir_wakeups), (0, 0, 0));
         assert_eq!(m.into_inner(), 6);
     }
 
@@ -952,10 +1039,7 @@ mod tests {
         });
         assert_eq!(*m.lock(), THREADS * ITERS);
         let s = m.stats();
-        assert_eq!(
-            s.fast_acquisitions + s.slow_acquisitions,
-            THREADS * ITERS + 1
-        );
+        assert_eq!(s.acquisitions, THREADS * ITERS + 1);
         assert_eq!(m.snapshot(), MonitorSnapshot::default());
         eprintln!("mutual_exclusion_stress: {s:?}");
     }
@@ -1174,7 +1258,7 @@ mod tests {
                     snap.wait_set == i + 1 && !snap.locked
                 });
             }
-            assert_eq!(m.stats().handoffs, 0);
+            assert_eq!(m.stats().heir_wakeups, 0);
             assert_eq!(m.queued(), 0);
 
             let mut g = m.lock();
@@ -1197,7 +1281,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             let stats = m.stats();
             assert_eq!(
-                (stats.handoffs, stats.wakeups, stats.notified),
+                (stats.heir_wakeups, stats.wakeups, stats.notified),
                 (0, 0, N as u64)
             );
             assert_eq!(returned.load(SeqCst), 0);
@@ -1208,24 +1292,19 @@ mod tests {
         assert_eq!(
             g.order,
             (0..N).collect::<Vec<_>>(),
-            "FIFO: cxq reversed into EntryList"
+            "the earliest waiter first: LIFO WaitSet, notify pushes onto cxq, EntryList keeps it"
         );
         drop(g);
         let stats = m.stats();
         // Each waiter came back only as an OnDeck heir, woken once at least.
-        assert!(stats.handoffs >= N as u64, "{stats:?}");
-        assert!(stats.slow_acquisitions >= N as u64, "{stats:?}");
+        assert!(stats.heir_wakeups >= N as u64, "{stats:?}");
+        assert!(stats.contended >= N as u64, "{stats:?}");
         assert_eq!(m.snapshot(), MonitorSnapshot::default());
     }
 
     /// Pin the calling thread to `cpu`; false if the OS refuses (then the test runs unpinned).
     fn pin_to(cpu: usize) -> bool {
-        // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `cpu` is below CPU_SETSIZE (checked by the caller) and `set` is a valid set.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-        // SAFETY: pid 0 is the calling thread; `set` is valid for the size passed.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+        crate::os::affinity::set_current_thread_affinity(&[cpu as u32]).is_ok()
     }
 
     /// 4. Barging: A releases while B sleeps queued, then re-locks at once through the fast path
@@ -1236,9 +1315,7 @@ mod tests {
     fn owner_barges_past_queued_heir() {
         const TRIALS: usize = 200;
         let _dog = Watchdog::new("owner_barges_past_queued_heir", 60);
-        let cpu = crate::os::cpu::current_cpu()
-            .map(|c| c as usize)
-            .filter(|&c| c < libc::CPU_SETSIZE as usize);
+        let cpu = crate::os::cpu::current_cpu().map(|c| c as usize);
         let m = Monitor::new(0u32);
         let b_got_it = AtomicBool::new(false);
         let mut witnessed = [0usize; 2]; // [pinned, unpinned]
@@ -1357,9 +1434,9 @@ mod tests {
         assert_eq!(m.snapshot(), MonitorSnapshot::default());
     }
 
-    /// WaitSet list surgery on its own: FIFO append, unlink at head, middle and tail.
+    /// WaitSet list surgery on its own: LIFO push, unlink at head, middle and tail.
     #[test]
-    fn waitset_unlink_keeps_head_and_tail_right() {
+    fn waitset_unlink_keeps_the_list_right() {
         let m = Monitor::new(());
         let nodes: Vec<NodeLease> = (0..4).map(|_| NodeLease::take()).collect();
         let list = |m: &Monitor<()>| {
@@ -1370,35 +1447,35 @@ mod tests {
                 // SAFETY: the WaitSet holds addresses of leaked park nodes.
                 p = unsafe { node_at(p) }.next.load(Relaxed);
             }
-            let tail = m.wait_tail.load(Relaxed);
-            (out, nodes.iter().position(|n| n.0.addr() == tail))
+            out
         };
         for n in &nodes[..3] {
             n.0.notified.store(false, SeqCst);
             m.enqueue_waiter(n.0);
         }
-        assert_eq!(list(&m), (vec![0, 1, 2], Some(2)));
+        assert_eq!(list(&m), vec![2, 1, 0], "the most recent waiter first");
         assert!(m.dequeue_timed_out(nodes[1].0)); // middle
-        assert_eq!(list(&m), (vec![0, 2], Some(2)));
-        assert!(m.dequeue_timed_out(nodes[2].0)); // tail
-        assert_eq!(list(&m), (vec![0], Some(0)));
+        assert_eq!(list(&m), vec![2, 0]);
+        assert!(m.dequeue_timed_out(nodes[0].0)); // tail
+        assert_eq!(list(&m), vec![2]);
         nodes[3].0.notified.store(false, SeqCst);
         m.enqueue_waiter(nodes[3].0);
-        assert_eq!(list(&m), (vec![0, 3], Some(3)));
-        assert!(m.dequeue_timed_out(nodes[0].0)); // head
-        assert_eq!(list(&m), (vec![3], Some(3)));
-        assert!(m.dequeue_timed_out(nodes[3].0)); // last one
-        assert_eq!(list(&m), (vec![], None));
+        assert_eq!(list(&m), vec![3, 2]);
+        assert!(m.dequeue_timed_out(nodes[3].0)); // head
+        assert_eq!(list(&m), vec![2]);
+        assert!(m.dequeue_timed_out(nodes[2].0)); // last one
+        assert_eq!(list(&m), Vec::<usize>::new());
         assert_eq!(m.waiting(), 0);
         // A notified node is no longer on the WaitSet and must not be unlinked.
         nodes[0].0.notified.store(true, SeqCst);
         assert!(!m.dequeue_timed_out(nodes[0].0));
     }
 
-    /// `notify_one` moves exactly one waiter, the oldest.
+    /// `notify_one` moves exactly one waiter, the most recent (HotSpot 8 takes the head of its
+    /// LIFO WaitSet).
     #[test]
-    fn notify_one_moves_the_oldest_waiter() {
-        let _dog = Watchdog::new("notify_one_moves_the_oldest_waiter", 60);
+    fn notify_one_moves_the_most_recent_waiter() {
+        let _dog = Watchdog::new("notify_one_moves_the_most_recent_waiter", 60);
         let m = Monitor::new(Vec::<usize>::new());
         std::thread::scope(|s| {
             for i in 0..3 {
@@ -1419,6 +1496,66 @@ mod tests {
             }
             assert!(!m.lock().notify_one());
         });
-        assert_eq!(m.into_inner(), vec![0, 1, 2]);
+        assert_eq!(m.into_inner(), vec![2, 1, 0]);
+    }
+
+    /// Contenders that queue while the lock is held get it in HotSpot 8's order: `cxq` is a
+    /// stack and is moved to `EntryList` unreversed, so the most recent arrival goes first.
+    #[test]
+    fn queued_contenders_get_the_lock_most_recent_first() {
+        const N: usize = 4;
+        let _dog = Watchdog::new("queued_contenders_get_the_lock_most_recent_first", 60);
+        let m = Monitor::new(Vec::<usize>::new());
+        std::thread::scope(|s| {
+            let g = m.lock();
+            for i in 0..N {
+                let m = &m;
+                s.spawn(move || m.lock().push(i));
+                until(|| m.snapshot().cxq == i + 1);
+            }
+            drop(g);
+        });
+        assert_eq!(m.into_inner(), vec![3, 2, 1, 0]);
+    }
+
+    /// A release that chooses an heir while the lock has already been taken again does not wake
+    /// it (HotSpot 8's deferred unpark): the new owner's release does.
+    #[test]
+    fn the_heir_is_woken_by_the_owner_that_took_the_lock_meanwhile() {
+        let _dog = Watchdog::new(
+            "the_heir_is_woken_by_the_owner_that_took_the_lock_meanwhile",
+            60,
+        );
+        let m = Monitor::new(Vec::<usize>::new());
+        std::thread::scope(|s| {
+            let g = m.lock();
+            for i in 0..2 {
+                let m = &m;
+                s.spawn(move || m.lock().push(i));
+                until(|| m.snapshot().cxq == i + 1);
+            }
+            // Play "another releaser" by hand: hold the inner lock so our own release skips
+            // succession, move `cxq` to `EntryList`, and let the lock be taken again before
+            // the heir is chosen.
+            m.on_deck.store(INNER, SeqCst);
+            drop(g);
+            assert_eq!(m.drain_cxq(), m.entry_list.load(SeqCst));
+            let g = m.try_lock().expect("nobody else competes");
+            m.on_deck.store(0, SeqCst);
+            let before = m.stats().heir_wakeups;
+            m.succession();
+            assert!(m.snapshot().on_deck, "the most recent arrival is heir");
+            assert_eq!(
+                m.stats().heir_wakeups,
+                before,
+                "the chooser left the unpark"
+            );
+            drop(g);
+            assert!(
+                m.stats().heir_wakeups > before,
+                "the owner's release woke the heir"
+            );
+        });
+        assert_eq!(m.into_inner(), vec![1, 0]);
     }
 }

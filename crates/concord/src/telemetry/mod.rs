@@ -3,10 +3,12 @@
 
 pub mod gc_log;
 pub mod lifespan;
+pub mod phase;
 pub mod record;
 pub mod records_file;
 
 pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
+pub use phase::{PhaseTimes, WorkerPhaseStats};
 pub use record::{
     CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, WorkerTimeBreakdown,
 };

@@ -2,8 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::collection::PhaseTimes;
-use crate::parallel::WorkerPhaseStats;
+use super::phase::{PhaseTimes, WorkerPhaseStats};
 
 /// Which collection ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

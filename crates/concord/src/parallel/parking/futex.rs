@@ -1,7 +1,11 @@
 //! Parking GC workers between jobs: futex wait on a job epoch (lazy parking, 004 §3.1.2).
 //!
 //! Protocol, and why no wake-up is lost:
-//! * The dispatcher publishes the job, then increments `epoch` (Release) and wakes all waiters.
+//! * The dispatcher publishes the job, then increments `epoch` (Release) and wakes the waiters
+//!   that take part in it. Each worker sleeps with its own futex bit ([`worker_bit`]), and the
+//!   wake names the participants' bits ([`participant_bits`]), so workers that sit a job out
+//!   sleep through it (`FUTEX_WAKE_BITSET`). Workers 31 and up share the last bit, so with more
+//!   than 31 workers some non-participants may wake, see they are not needed and sleep again.
 //! * A worker remembers the last epoch it served. It loads `epoch` (Acquire); if unchanged it
 //!   calls `futex_wait(epoch, seen)`, which the kernel refuses to block on if `epoch` no longer
 //!   equals `seen`. So a job published between the load and the wait makes the wait return at
@@ -34,14 +38,16 @@ impl EpochParker {
         self.word.load(Ordering::Acquire)
     }
 
-    /// Block until the epoch word differs from `seen`; returns the new word.
-    pub fn wait_past(&self, seen: u32) -> u32 {
+    /// Block until the epoch word differs from `seen`; returns the new word. `bit` is the
+    /// caller's futex bit ([`worker_bit`]): only an advance that names it wakes the caller,
+    /// though any advance that happened before the caller sleeps is seen at once.
+    pub fn wait_past(&self, seen: u32, bit: u32) -> u32 {
         loop {
             let now = self.current();
             if now != seen {
                 return now;
             }
-            futex::wait(&self.word, seen, None);
+            futex::wait_bitset(&self.word, seen, bit);
         }
     }
 
@@ -50,15 +56,29 @@ impl EpochParker {
         word & MAX_PAYLOAD
     }
 
-    /// Publish a new epoch carrying `payload` (at most [`MAX_PAYLOAD`]) and wake every waiter.
-    /// Only one thread may advance at a time.
-    pub fn advance(&self, payload: u32) {
+    /// Publish a new epoch carrying `payload` (at most [`MAX_PAYLOAD`]) and wake the waiters
+    /// whose bits are in `wake_bits`. Only one thread may advance at a time.
+    pub fn advance(&self, payload: u32, wake_bits: u32) {
         assert!(payload <= MAX_PAYLOAD, "epoch payload too large");
         let old = self.word.load(Ordering::Relaxed);
         let next = ((old >> PAYLOAD_BITS).wrapping_add(1) << PAYLOAD_BITS) | payload;
         // Release pairs with the Acquire in `current`, publishing everything written before.
         self.word.store(next, Ordering::Release);
-        futex::wake(&self.word, u32::MAX);
+        futex::wake_bitset(&self.word, u32::MAX, wake_bits);
+    }
+}
+
+/// The futex bit worker `id` sleeps with: its own for ids below 31, a shared one above.
+pub fn worker_bit(id: usize) -> u32 {
+    1 << id.min(31)
+}
+
+/// The futex bits of workers `0..n`: what an advance for `n` participants wakes.
+pub fn participant_bits(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
     }
 }
 
@@ -78,7 +98,7 @@ impl Countdown {
     pub fn count_down(&self) {
         // AcqRel: Release publishes this participant's work; Acquire chains the others'.
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            futex::wake(&self.remaining, u32::MAX);
+            futex::wake(&self.remaining, 1);
         }
     }
 

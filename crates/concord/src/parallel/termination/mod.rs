@@ -1,5 +1,5 @@
 //! The termination protocol: deciding, without a global lock on the deques, that every
-//! worker's deque is empty, under one of the three [`TerminationKind`] switches.
+//! worker's deque is empty, under one of the three [`TerminationKind`] switches, one file each.
 //!
 //! All three share one counter, `offered`: the number of workers currently inside the protocol.
 //! A worker enters ([`Terminator::offer_termination`]) after a run of failed steals
@@ -9,17 +9,18 @@
 //! decrementing the counter, and goes back to stealing (return `false`). They differ in when a
 //! worker enters and in how it waits:
 //!
-//! * [`TerminationKind::Fixed`] (OpenJDK 8, 004 §2.3.3): enter after `2·N` failed steals; every
-//!   waiter spins with exponential backoff, then yields, then sleeps briefly between peeks.
-//! * [`TerminationKind::Live`] (000 §4.2): the same waiting loop, but enter after `2·N_live`
-//!   failed steals, where `N_live` is the number of workers not inside the protocol — towards the
-//!   end of a phase there are few workers left to steal from, so fewer attempts are needed.
-//! * [`TerminationKind::Owst`] (HotSpot's `OWSTTaskTerminator`, JDK 9–17): enter after `2·N`
-//!   failed steals. Only one waiter, the *spin master*, spins, yields and peeks; the others block
-//!   on a condition variable with a short timeout and peek when they wake. A spin master that
-//!   sees `k` items wakes `min(k, other waiters)` of them and withdraws; the next waiter to wake
-//!   with no master present takes the role over. A master that has yielded for long enough
-//!   gives the role up and naps like the others. The arrival that completes the count wakes all.
+//! * [`fixed`] (OpenJDK 8, 004 §2.3.3): enter after `2·N` failed steals; every waiter runs
+//!   HotSpot 8's spin/yield/sleep loop ([`Backoff::HOTSPOT8`]) between peeks.
+//! * [`live`] (000 §4.2): enter after `2·N_live` failed steals, where `N_live` is the number of
+//!   workers not inside the protocol — towards the end of a phase there are few workers left to
+//!   steal from, so fewer attempts are needed; it waits in the same loop with shorter constants
+//!   ([`Backoff::SHORT`]).
+//! * [`owst`] (HotSpot's `OWSTTaskTerminator`, JDK 9–17): enter after `2·N` failed steals. Only
+//!   one waiter, the *spin master*, spins, yields and peeks; the others block on a condition
+//!   variable with a short timeout and peek when they wake. A spin master that sees `k` items
+//!   wakes `min(k, other waiters)` of them and withdraws; the next waiter to wake with no master
+//!   present takes the role over. A master that has yielded for long enough gives the role up
+//!   and naps like the others. The arrival that completes the count wakes all.
 //!
 //! # Why termination is only declared when every deque is empty
 //!
@@ -29,74 +30,58 @@
 //! 3. Hence while a worker is counted in `offered` its deque stays empty, and every item that
 //!    still exists is either in the deque of, or being processed by, a worker that is *not*
 //!    counted. So `offered == n` implies that no item exists anywhere and none can be created.
-//! 4. A withdrawal never takes the count down from `n`: for `Fixed`/`Live` the decrement is a
-//!    CAS that gives up once it observes `n`; for `Owst` every change of the count happens under
+//! 4. A withdrawal never takes the count down from `n`: for `fixed`/`live` the decrement is a
+//!    CAS that gives up once it observes `n`; for `owst` every change of the count happens under
 //!    the protocol's mutex, and the decrement is done only after checking, under that mutex, that
 //!    the count is below `n`. So once `n` is reached it stays reached, and every waiter, however
 //!    stale its peek, returns `true`.
 //!
 //! Peeking is therefore only needed for speed (to resume stealing while a straggler still has
 //! work), never for safety: a stale or wrong peek can at worst cause a needless withdrawal.
+//! The `concord-loom` crate model-checks this file and its variants (the withdraw race of
+//! `fixed`/`live`, and OWST's hand-over of the spin master).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+mod backoff;
+pub mod fixed;
+pub mod live;
+pub mod owst;
 
 use crossbeam_utils::CachePadded;
 
+pub use self::backoff::{Backoff, Pause, Waiting};
 use super::policy::TerminationKind;
-use super::stats::WorkerPhaseStats;
-
-/// Spin rounds (each doubling) before a waiting worker starts yielding its CPU.
-const SPIN_ROUNDS: u32 = 6;
-/// Yields before a waiting worker starts sleeping between peeks (for OWST: before the spin
-/// master gives the role up and naps).
-const YIELDS_BEFORE_SLEEP: u32 = 500;
-/// `Fixed`/`Live`: sleep between peeks once spinning and yielding found nothing.
-const SLEEP: Duration = Duration::from_micros(50);
-/// `Owst`: how long a non-master waiter blocks before peeking on its own (HotSpot's
-/// `WorkStealingSleepMillis`).
-const OWST_SLEEP: Duration = Duration::from_millis(1);
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::thread;
 
 /// Shared state of one phase's termination protocol.
 pub struct Terminator {
     kind: TerminationKind,
     n: usize,
-    /// Workers inside the protocol. `Fixed`/`Live` change it lock-free; `Owst` changes it only
-    /// while holding `owst` (it is still read lock-free, e.g. by `live_workers`).
+    /// Workers inside the protocol. `fixed`/`live` change it lock-free; `owst` changes it only
+    /// while holding its mutex (it is still read lock-free, e.g. by `live_workers`).
     offered: CachePadded<AtomicUsize>,
     /// Per worker: inside the protocol (not a useful steal victim for adaptive stealing).
     in_termination: Box<[CachePadded<AtomicBool>]>,
-    /// `Owst` only: who is spin master, and the condition the other waiters block on.
-    owst: Mutex<OwstState>,
-    owst_wake: Condvar,
-    /// `Owst` only: sleepers woken by spin masters that saw work.
-    wakeups: AtomicU64,
-    /// `Owst` only: a non-master waiter's timeout.
-    owst_sleep: Duration,
-    /// `Owst` only: yields before the spin master gives up the role and naps.
-    master_yields: u32,
-}
-
-/// The part of the OWST protocol guarded by its mutex (besides the `offered` count).
-#[derive(Debug, Default)]
-struct OwstState {
-    spin_master: Option<usize>,
-}
-
-/// How a spin master's turn ended.
-enum Mastery<'a> {
-    /// The count reached `n`.
-    Terminated,
-    /// It saw work, woke sleepers and withdrew its offer.
-    Withdrew,
-    /// It napped and another waiter took the role; it continues as an ordinary waiter.
-    Demoted(MutexGuard<'a, OwstState>),
+    /// How waiters wait between peeks (for `owst`: how the spin master waits before it naps).
+    backoff: Backoff,
+    /// `owst` only: the spin master and the sleepers' condition.
+    owst: owst::OwstState,
 }
 
 impl Terminator {
-    /// A protocol of kind `kind` for `n` workers, none of them offering yet.
+    /// A protocol of kind `kind` for `n` workers, none of them offering yet, with the kind's own
+    /// waiting constants.
     pub fn new(kind: TerminationKind, n: usize) -> Self {
+        let backoff = match kind {
+            TerminationKind::Fixed => fixed::BACKOFF,
+            TerminationKind::Live => live::BACKOFF,
+            TerminationKind::Owst => owst::MASTER_BACKOFF,
+        };
+        Self::with_backoff(kind, n, backoff)
+    }
+
+    /// Like [`new`](Self::new) with other waiting constants (tests and models use tiny ones).
+    pub fn with_backoff(kind: TerminationKind, n: usize, backoff: Backoff) -> Self {
         Self {
             kind,
             n,
@@ -104,11 +89,8 @@ impl Terminator {
             in_termination: (0..n)
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
-            owst: Mutex::new(OwstState::default()),
-            owst_wake: Condvar::new(),
-            wakeups: AtomicU64::new(0),
-            owst_sleep: OWST_SLEEP,
-            master_yields: YIELDS_BEFORE_SLEEP,
+            backoff,
+            owst: owst::OwstState::new(backoff.sleep),
         }
     }
 
@@ -124,6 +106,8 @@ impl Terminator {
 
     /// Workers not currently inside the protocol (`N_live`, at least 1).
     pub fn live_workers(&self) -> usize {
+        // Relaxed: a hint for the steal threshold; a stale value only changes when a worker
+        // gives up stealing, never whether termination is declared.
         self.n
             .saturating_sub(self.offered.load(Ordering::Relaxed))
             .max(1)
@@ -132,21 +116,22 @@ impl Terminator {
     /// Whether worker `w` is outside the protocol (a useful steal victim). Maintained for every
     /// kind; only adaptive stealing looks at it.
     pub fn is_live(&self, w: usize) -> bool {
+        // Relaxed: a victim-selection hint only.
         !self.in_termination[w].load(Ordering::Relaxed)
     }
 
-    /// Consecutive failed steals after which a worker offers termination: `2·N` for `Fixed` and
-    /// `Owst`, `2·N_live` for `Live`.
+    /// Consecutive failed steals after which a worker offers termination.
     pub fn failure_threshold(&self) -> usize {
         match self.kind {
-            TerminationKind::Fixed | TerminationKind::Owst => 2 * self.n,
-            TerminationKind::Live => 2 * self.live_workers(),
+            TerminationKind::Fixed => fixed::failure_threshold(self.n),
+            TerminationKind::Owst => owst::failure_threshold(self.n),
+            TerminationKind::Live => live::failure_threshold(self.live_workers()),
         }
     }
 
     /// Sleepers that OWST spin masters woke because they saw work (0 for the other kinds).
     pub fn wakeups(&self) -> u64 {
-        self.wakeups.load(Ordering::Relaxed)
+        self.owst.wakeups()
     }
 
     /// Offer termination for worker `me`, whose own deque must be empty. `visible_work`
@@ -154,24 +139,15 @@ impl Terminator {
     ///
     /// Returns `true` when all workers are done, `false` when work was seen and the offer was
     /// withdrawn (go back to stealing).
-    pub fn offer_termination(
-        &self,
-        me: usize,
-        visible_work: impl Fn() -> usize,
-        stats: &mut WorkerPhaseStats,
-    ) -> bool {
-        let start = Instant::now();
-        stats.termination_entries += 1;
+    pub fn offer_termination(&self, me: usize, visible_work: impl Fn() -> usize) -> bool {
         self.in_termination[me].store(true, Ordering::Relaxed);
         let done = match self.kind {
             TerminationKind::Fixed | TerminationKind::Live => self.offer_spinning(&visible_work),
             TerminationKind::Owst => self.offer_owst(me, &visible_work),
         };
         if !done {
-            stats.termination_exits += 1;
             self.in_termination[me].store(false, Ordering::Relaxed);
         }
-        stats.termination_ns += start.elapsed().as_nanos() as u64;
         done
     }
 
@@ -183,27 +159,34 @@ impl Terminator {
         self.offered.load(Ordering::SeqCst) == self.n
     }
 
-    // ----- Fixed and Live -----
-
-    fn offer_spinning(&self, visible_work: &impl Fn() -> usize) -> bool {
+    /// Count this worker in; returns whether it completed the count.
+    fn enter(&self) -> bool {
         // SeqCst: the offer must come before our peeks at other deques in the single total
         // order (a Dekker-style handshake with owners that push and later offer), so a peek
         // never reads deque state older than our own entry.
-        if self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+        self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n
+    }
+
+    /// The waiting loop of `fixed` and `live`: peek, wait a step of the backoff, until the
+    /// count reaches `n` (true) or work shows up and the offer is taken back (false).
+    fn offer_spinning(&self, visible_work: &impl Fn() -> usize) -> bool {
+        if self.enter() {
             return true;
         }
-        let mut round = 0u32;
+        let mut waiting = self.backoff.start();
         loop {
+            if self.terminated() {
+                return true;
+            }
+            if let Pause::Sleep = waiting.step() {
+                thread::sleep(waiting.sleep_time());
+            }
             if self.terminated() {
                 return true;
             }
             if visible_work() > 0 {
                 return !self.withdraw_lock_free();
             }
-            if !pause(round, YIELDS_BEFORE_SLEEP) {
-                std::thread::sleep(SLEEP);
-            }
-            round = round.saturating_add(1);
         }
     }
 
@@ -215,8 +198,8 @@ impl Terminator {
             if current == self.n {
                 return false;
             }
-            // SeqCst: as in `offer_spinning`; the CAS fails (and we retry or give up) if
-            // anybody changed the count since we read it, in particular if it reached `n`.
+            // SeqCst: as in `enter`; the CAS fails (and we retry or give up) if anybody changed
+            // the count since we read it, in particular if it reached `n`.
             match self.offered.compare_exchange(
                 current,
                 current - 1,
@@ -229,136 +212,39 @@ impl Terminator {
         }
     }
 
-    // ----- OWST -----
-
-    fn lock_owst(&self) -> MutexGuard<'_, OwstState> {
-        // The guarded state is a plain id; a panic elsewhere cannot leave it inconsistent.
-        self.owst.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn offer_owst(&self, me: usize, visible_work: &impl Fn() -> usize) -> bool {
-        let mut state = self.lock_owst();
-        // The count changes only under the mutex; SeqCst as in `offer_spinning`.
-        if self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
-            self.owst_wake.notify_all();
-            return true;
-        }
-        loop {
-            // Invariant here: we hold the mutex and the count is below `n`. Every wait below
-            // starts under the same hold of the mutex as the check, so the final arrival's
-            // `notify_all` (sent under the mutex) cannot be missed.
-            if state.spin_master.is_none() {
-                state.spin_master = Some(me);
-                drop(state);
-                match self.spin_master(me, visible_work) {
-                    Mastery::Terminated => return true,
-                    Mastery::Withdrew => return false,
-                    Mastery::Demoted(guard) => state = guard,
-                }
-            } else {
-                state = self
-                    .owst_wake
-                    .wait_timeout(state, self.owst_sleep)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                if self.terminated() {
-                    return true;
-                }
-            }
-            // Woken, timed out or demoted: peek without holding the mutex.
-            drop(state);
-            let k = visible_work();
-            state = self.lock_owst();
-            if self.terminated() {
-                return true;
-            }
-            if k > 0 {
-                self.offered.fetch_sub(1, Ordering::SeqCst);
-                return false;
-            }
-        }
-    }
-
-    /// The spin master's loop: spin/yield and peek until the count reaches `n`, work shows up,
-    /// or it has yielded long enough to nap (giving the role up while it sleeps).
-    fn spin_master(&self, me: usize, visible_work: &impl Fn() -> usize) -> Mastery<'_> {
-        let mut round = 0u32;
-        loop {
-            if self.terminated() {
-                return Mastery::Terminated;
-            }
-            let k = visible_work();
-            if k > 0 {
-                let mut state = self.lock_owst();
-                if self.terminated() {
-                    return Mastery::Terminated;
-                }
-                state.spin_master = None;
-                let others = self.offered.fetch_sub(1, Ordering::SeqCst) - 1;
-                let wake = k.min(others);
-                if wake > 0 && wake == others {
-                    self.owst_wake.notify_all();
-                } else {
-                    for _ in 0..wake {
-                        self.owst_wake.notify_one();
-                    }
-                }
-                self.wakeups.fetch_add(wake as u64, Ordering::Relaxed);
-                return Mastery::Withdrew;
-            }
-            if !pause(round, self.master_yields) {
-                let mut state = self.lock_owst();
-                if self.terminated() {
-                    return Mastery::Terminated;
-                }
-                state.spin_master = None;
-                state = self
-                    .owst_wake
-                    .wait_timeout(state, self.owst_sleep)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                if self.terminated() {
-                    return Mastery::Terminated;
-                }
-                if state.spin_master.is_some() {
-                    return Mastery::Demoted(state);
-                }
-                state.spin_master = Some(me);
-                round = 0;
-                continue;
-            }
-            round = round.saturating_add(1);
-        }
-    }
-
     /// Test hook: mark worker `w` as inside (or outside) the protocol without offering.
     #[cfg(test)]
     pub(crate) fn set_in_termination_for_test(&self, w: usize, inside: bool) {
         self.in_termination[w].store(inside, Ordering::Relaxed);
     }
 }
-
-/// One step of the waiting back-off: spin (doubling) for the first rounds, then yield for
-/// `yields` rounds. Returns `false`, without waiting, once both are used up.
-fn pause(round: u32, yields: u32) -> bool {
-    if round < SPIN_ROUNDS {
-        for _ in 0..(1u32 << round) {
-            std::hint::spin_loop();
-        }
-        true
-    } else if round - SPIN_ROUNDS < yields {
-        std::thread::yield_now();
-        true
-    } else {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::parallel::rng::XorShift;
+    use std::sync::atomic::AtomicU64;
     use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// How often a worker entered the protocol and how often it left again to steal (what the
+    /// engine counts in each worker's phase statistics).
+    #[derive(Default)]
+    struct Counts {
+        termination_entries: u64,
+        termination_exits: u64,
+    }
+
+    impl Terminator {
+        /// `offer_termination`, counted.
+        fn offer(&self, me: usize, visible: impl Fn() -> usize, c: &mut Counts) -> bool {
+            c.termination_entries += 1;
+            let done = self.offer_termination(me, visible);
+            if !done {
+                c.termination_exits += 1;
+            }
+            done
+        }
+    }
 
     /// Run `f` on its own thread and fail if it does not finish in `secs` (a hang guard only:
     /// passing never depends on the machine's speed).
@@ -389,10 +275,12 @@ mod tests {
     /// An OWST terminator whose sleepers only wake when notified and whose master never naps,
     /// so who wakes whom is deterministic.
     fn owst_no_timeouts(n: usize) -> Terminator {
-        let mut t = Terminator::new(TerminationKind::Owst, n);
-        t.owst_sleep = Duration::from_secs(3600);
-        t.master_yields = u32::MAX;
-        t
+        let backoff = Backoff {
+            yields_before_sleep: u32::MAX,
+            sleep: Duration::from_secs(3600),
+            ..owst::MASTER_BACKOFF
+        };
+        Terminator::with_backoff(TerminationKind::Owst, n, backoff)
     }
 
     #[test]
@@ -423,8 +311,8 @@ mod tests {
                             for me in 0..n {
                                 let t = &t;
                                 s.spawn(move || {
-                                    let mut st = WorkerPhaseStats::default();
-                                    assert!(t.offer_termination(me, || 0, &mut st));
+                                    let mut st = Counts::default();
+                                    assert!(t.offer(me, || 0, &mut st));
                                     assert_eq!(st.termination_entries, 1);
                                     assert_eq!(st.termination_exits, 0);
                                 });
@@ -442,8 +330,8 @@ mod tests {
     fn visible_work_withdraws_an_offer() {
         for &kind in TerminationKind::ALL {
             let t = Terminator::new(kind, 2);
-            let mut st = WorkerPhaseStats::default();
-            assert!(!t.offer_termination(0, || 3, &mut st), "{kind}");
+            let mut st = Counts::default();
+            assert!(!t.offer(0, || 3, &mut st), "{kind}");
             assert_eq!(st.termination_entries, 1);
             assert_eq!(st.termination_exits, 1);
             assert_eq!(t.live_workers(), 2);
@@ -456,8 +344,8 @@ mod tests {
     fn single_worker_terminates_at_once() {
         for &kind in TerminationKind::ALL {
             let t = Terminator::new(kind, 1);
-            let mut st = WorkerPhaseStats::default();
-            assert!(t.offer_termination(0, || 100, &mut st), "{kind}");
+            let mut st = Counts::default();
+            assert!(t.offer(0, || 100, &mut st), "{kind}");
             assert_eq!(st.termination_exits, 0);
         }
     }
@@ -470,9 +358,8 @@ mod tests {
                 let published = AtomicUsize::new(0);
                 std::thread::scope(|s| {
                     let waiter = s.spawn(|| {
-                        let mut st = WorkerPhaseStats::default();
-                        while !t.offer_termination(0, || published.load(Ordering::SeqCst), &mut st)
-                        {
+                        let mut st = Counts::default();
+                        while !t.offer(0, || published.load(Ordering::SeqCst), &mut st) {
                             // "Steal" the item.
                             published.fetch_sub(1, Ordering::SeqCst);
                         }
@@ -481,8 +368,8 @@ mod tests {
                     wait_until(|| t.offered.load(Ordering::SeqCst) == 1);
                     published.store(1, Ordering::SeqCst);
                     wait_until(|| published.load(Ordering::SeqCst) == 0);
-                    let mut st = WorkerPhaseStats::default();
-                    assert!(t.offer_termination(1, || published.load(Ordering::SeqCst), &mut st));
+                    let mut st = Counts::default();
+                    assert!(t.offer(1, || published.load(Ordering::SeqCst), &mut st));
                     let st = waiter.join().unwrap();
                     assert_eq!(st.termination_exits, 1, "{kind}");
                     assert_eq!(st.termination_entries, 2, "{kind}");
@@ -504,19 +391,21 @@ mod tests {
                 (TerminationKind::Owst, false),
             ];
             for (kind, w1_first) in cases {
-                let mut t = Terminator::new(kind, 3);
-                t.master_yields = u32::MAX;
+                let backoff = Backoff {
+                    yields_before_sleep: u32::MAX,
+                    ..owst::MASTER_BACKOFF
+                };
+                let t = Terminator::with_backoff(kind, 3, backoff);
                 let peeking = AtomicBool::new(false);
                 std::thread::scope(|s| {
                     let t = &t;
-                    let idle = || t.offer_termination(2, || 0, &mut WorkerPhaseStats::default());
+                    let idle = || t.offer(2, || 0, &mut Counts::default());
                     let stale = || {
                         peeking.store(true, Ordering::SeqCst);
                         wait_until(|| t.offered.load(Ordering::SeqCst) == 3);
                         5
                     };
-                    let w1 =
-                        move || t.offer_termination(1, stale, &mut WorkerPhaseStats::default());
+                    let w1 = move || t.offer(1, stale, &mut Counts::default());
                     let (h1, h2);
                     if w1_first {
                         h1 = s.spawn(w1);
@@ -529,10 +418,10 @@ mod tests {
                     }
                     wait_until(|| peeking.load(Ordering::SeqCst));
                     if kind == TerminationKind::Owst {
-                        let master = t.lock_owst().spin_master;
+                        let master = t.owst.master();
                         assert_eq!(master, Some(if w1_first { 1 } else { 2 }));
                     }
-                    assert!(t.offer_termination(0, || 0, &mut WorkerPhaseStats::default()));
+                    assert!(t.offer(0, || 0, &mut Counts::default()));
                     assert!(h1.join().unwrap(), "{kind} (worker 1 first: {w1_first})");
                     assert!(h2.join().unwrap(), "{kind} (worker 1 first: {w1_first})");
                 });
@@ -553,9 +442,9 @@ mod tests {
                     .map(|me| {
                         let (t, published, withdrawn) = (&t, &published, &withdrawn);
                         s.spawn(move || {
-                            let mut st = WorkerPhaseStats::default();
+                            let mut st = Counts::default();
                             let visible = || published.load(Ordering::SeqCst);
-                            while !t.offer_termination(me, visible, &mut st) {
+                            while !t.offer(me, visible, &mut st) {
                                 withdrawn.fetch_add(1, Ordering::SeqCst);
                                 // Pretend to take the work; come back once it is gone.
                                 wait_until(|| published.load(Ordering::SeqCst) == 0);
@@ -565,15 +454,15 @@ mod tests {
                     })
                     .collect();
                 wait_until(|| t.offered.load(Ordering::SeqCst) == 4);
-                assert!(t.lock_owst().spin_master.is_some());
+                assert!(t.owst.master().is_some());
                 // Two items: the master wakes two of its three sleepers and leaves with them.
                 published.store(2, Ordering::SeqCst);
                 wait_until(|| withdrawn.load(Ordering::SeqCst) >= 3);
                 assert_eq!(t.wakeups(), 2);
                 published.store(0, Ordering::SeqCst);
                 // The busy worker finishes; everybody terminates.
-                let mut st = WorkerPhaseStats::default();
-                assert!(t.offer_termination(4, || published.load(Ordering::SeqCst), &mut st));
+                let mut st = Counts::default();
+                assert!(t.offer(4, || published.load(Ordering::SeqCst), &mut st));
                 let exits: u64 = waiters
                     .into_iter()
                     .map(|h| h.join().unwrap().termination_exits)
@@ -593,28 +482,28 @@ mod tests {
             let go = AtomicBool::new(false);
             std::thread::scope(|s| {
                 let master = s.spawn(|| {
-                    let mut st = WorkerPhaseStats::default();
+                    let mut st = Counts::default();
                     // Sees one item once kicked; after withdrawing it sees nothing.
-                    let first = t.offer_termination(0, || kick.load(Ordering::SeqCst), &mut st);
+                    let first = t.offer(0, || kick.load(Ordering::SeqCst), &mut st);
                     assert!(!first);
                     wait_until(|| go.load(Ordering::SeqCst));
-                    assert!(t.offer_termination(0, || 0, &mut st));
+                    assert!(t.offer(0, || 0, &mut st));
                     st
                 });
-                wait_until(|| t.lock_owst().spin_master == Some(0));
+                wait_until(|| t.owst.master() == Some(0));
                 let sleeper = s.spawn(|| {
-                    let mut st = WorkerPhaseStats::default();
-                    assert!(t.offer_termination(1, || 0, &mut st));
+                    let mut st = Counts::default();
+                    assert!(t.offer(1, || 0, &mut st));
                     st
                 });
                 wait_until(|| t.offered.load(Ordering::SeqCst) == 2);
                 kick.store(1, Ordering::SeqCst);
                 // The master leaves and wakes the sleeper, who finds nothing and takes over.
-                wait_until(|| t.lock_owst().spin_master == Some(1));
+                wait_until(|| t.owst.master() == Some(1));
                 assert_eq!(t.wakeups(), 1);
                 go.store(true, Ordering::SeqCst);
-                let mut st = WorkerPhaseStats::default();
-                assert!(t.offer_termination(2, || 0, &mut st));
+                let mut st = Counts::default();
+                assert!(t.offer(2, || 0, &mut st));
                 assert_eq!(master.join().unwrap().termination_exits, 1);
                 assert_eq!(sleeper.join().unwrap().termination_exits, 0);
             });
@@ -628,15 +517,13 @@ mod tests {
             std::thread::scope(|s| {
                 for me in 0..3 {
                     let t = &t;
-                    s.spawn(move || {
-                        assert!(t.offer_termination(me, || 0, &mut WorkerPhaseStats::default()))
-                    });
+                    s.spawn(move || assert!(t.offer(me, || 0, &mut Counts::default())));
                 }
                 wait_until(|| t.offered.load(Ordering::SeqCst) == 3);
                 // Long enough for the master to run out of yields and nap a few times (not
                 // needed for the test to pass, only to exercise that path).
                 std::thread::sleep(Duration::from_millis(30));
-                assert!(t.offer_termination(3, || 0, &mut WorkerPhaseStats::default()));
+                assert!(t.offer(3, || 0, &mut Counts::default()));
             });
             assert_eq!(t.wakeups(), 0);
         });
@@ -691,7 +578,7 @@ mod tests {
                     if me == 0 || rng.below(2) == 0 {
                         push(create(1 + rng.below(6)));
                     }
-                    let mut st = WorkerPhaseStats::default();
+                    let mut st = Counts::default();
                     loop {
                         while take(me) {
                             process(&mut rng);
@@ -716,7 +603,7 @@ mod tests {
                                 .map(|w| deques[w].load(Ordering::SeqCst))
                                 .sum()
                         };
-                        if t.offer_termination(me, visible, &mut st) {
+                        if t.offer(me, visible, &mut st) {
                             let left = pending.load(Ordering::SeqCst);
                             assert_eq!(left, 0, "{kind} n={n}: terminated with {left} items");
                             assert!(deques.iter().all(|d| d.load(Ordering::SeqCst) == 0));

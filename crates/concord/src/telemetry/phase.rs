@@ -1,4 +1,6 @@
-//! What one worker did during one parallel phase (cheap counters, always on).
+//! What a collection's parallel phases did: each worker's counters and the wall-clock phase
+//! breakdown. Plain data, filled by the `parallel` and `collection` rooms and read by records,
+//! logs and summaries.
 
 use std::collections::BTreeMap;
 
@@ -69,4 +71,18 @@ impl WorkerPhaseStats {
             *self.cpus.entry(cpu).or_default() += n;
         }
     }
+}
+
+/// Wall-clock breakdown of one collection, milliseconds (DESIGN.md "phase breakdown").
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PhaseTimes {
+    /// Setting up: root tasks, tops, bitmaps.
+    pub init_ms: f64,
+    /// Parallel phases (scavenge: copying; full: mark, adjust, compact).
+    pub parallel_ms: f64,
+    /// Finishing: space resets, promotion-failure repair, bitmap clearing.
+    pub final_ms: f64,
+    /// Full collection only: named sub-phases in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(&'static str, f64)>,
 }

@@ -1,23 +1,23 @@
-//! Choosing a steal victim, under one of the three [`StealPolicy`] switches.
+//! Choosing a steal victim, under one of the three [`StealPolicy`] switches, one file each.
 //!
 //! Every policy draws two candidate deques and steals from the longer one (ties go to the first
 //! candidate); what differs is where the candidates come from and what is remembered between
 //! attempts:
 //!
-//! * [`StealPolicy::BestOf2`] (OpenJDK 8 `steal_best_of_2`, 000 §2.3): both candidates are
-//!   uniformly random among all other workers, whether or not they are inside the termination
-//!   protocol. Nothing is remembered.
-//! * [`StealPolicy::LastVictim`] (HotSpot 17+): the first candidate is the last worker a steal
-//!   succeeded from — even if its deque now looks empty — and the second is random among the
-//!   others. As in HotSpot, the remembered victim only survives a *successful* steal: selecting
-//!   consumes it and [`VictimSelector::record_success`] puts it back, so an attempt that finds
-//!   both candidates empty, or whose steal then fails, forgets it.
-//! * [`StealPolicy::Adaptive`] (000 Algorithm 2): candidates are drawn only among live workers
-//!   (those not inside the termination protocol, [`Terminator::is_live`]); the remembered
-//!   victim replaces the second random draw for as long as its deque is non-empty. When both
-//!   candidates are empty the remembered victim is forgotten.
+//! * [`best_of_two`] (OpenJDK 8 `steal_best_of_2`, 000 §2.3): both candidates are uniformly
+//!   random among all other workers, whether or not they are inside the termination protocol.
+//!   Nothing is remembered.
+//! * [`last_victim`] (HotSpot 17+): the first candidate is the last worker a steal succeeded
+//!   from — even if its deque now looks empty — and the second is random among the others.
+//! * [`adaptive`] (000 Algorithm 2): candidates are drawn only among live workers (those not
+//!   inside the termination protocol, [`Terminator::is_live`]); the remembered victim replaces
+//!   the second random draw for as long as its deque is non-empty.
 //!
 //! With two workers there is a single candidate (the other worker); with one there is none.
+
+pub mod adaptive;
+pub mod best_of_two;
+pub mod last_victim;
 
 use super::policy::StealPolicy;
 use super::rng::XorShift;
@@ -30,9 +30,6 @@ pub trait VictimQueues {
     /// Approximate length of worker `w`'s deque.
     fn len(&self, w: usize) -> usize;
 }
-
-/// Random draws for the adaptive policy before it falls back to an exact scan of live workers.
-const LIVE_DRAWS: usize = 2;
 
 /// Per-worker victim selection state for one parallel phase.
 #[derive(Clone, Debug)]
@@ -71,41 +68,13 @@ impl VictimSelector {
             return None;
         }
         match self.policy {
-            StealPolicy::BestOf2 => {
-                let first = self.random_other(n, me, None);
-                let second = self.second(n, me, first);
-                longer(queues, first, second)
-            }
-            StealPolicy::LastVictim => {
-                // Consumed here, restored by `record_success`: HotSpot invalidates the
-                // remembered queue whenever a steal attempt does not succeed.
-                let first = match self.last_victim.take() {
-                    Some(v) if v != me && v < n => v,
-                    _ => self.random_other(n, me, None),
-                };
-                let second = self.second(n, me, first);
-                longer(queues, first, second)
-            }
-            StealPolicy::Adaptive => {
-                let first = self.random_live(n, me, None, term);
-                let remembered = self
-                    .last_victim
-                    .filter(|&v| v != me && v < n && queues.len(v) > 0);
-                let second = remembered.or_else(|| self.random_live(n, me, first, term));
-                let pick = match (first, second) {
-                    (Some(a), Some(b)) => longer(queues, a, b),
-                    (Some(a), None) | (None, Some(a)) => longer(queues, a, a),
-                    (None, None) => None,
-                };
-                if pick.is_none() {
-                    self.last_victim = None;
-                }
-                pick
-            }
+            StealPolicy::BestOf2 => best_of_two::select(self, me, queues),
+            StealPolicy::LastVictim => last_victim::select(self, me, queues),
+            StealPolicy::Adaptive => adaptive::select(self, me, queues, term),
         }
     }
 
-    /// Remember a victim a steal succeeded from.
+    /// A steal from `victim` succeeded.
     pub fn record_success(&mut self, victim: usize) {
         self.last_victim = Some(victim);
     }
@@ -148,39 +117,6 @@ impl VictimSelector {
                 }
             }
         }
-    }
-
-    /// Uniform among live workers other than `me` and `avoid`; `None` if there are none.
-    /// A couple of plain random draws first (cheap while most workers are live), then an
-    /// exact scan, so a live worker is found whenever one exists.
-    fn random_live(
-        &mut self,
-        n: usize,
-        me: usize,
-        avoid: Option<usize>,
-        term: &Terminator,
-    ) -> Option<usize> {
-        let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
-        for _ in 0..LIVE_DRAWS {
-            let w = self.rng.below(n);
-            if eligible(w) {
-                return Some(w);
-            }
-        }
-        let count = (0..n).filter(|&w| eligible(w)).count();
-        if count == 0 {
-            return None;
-        }
-        // The live set may change under us; take the k-th still eligible, else the last seen.
-        let k = self.rng.below(count);
-        let mut last = None;
-        for (i, w) in (0..n).filter(|&w| eligible(w)).enumerate() {
-            if i == k {
-                return Some(w);
-            }
-            last = Some(w);
-        }
-        last
     }
 }
 
@@ -327,6 +263,24 @@ mod tests {
         q.0[3] = 0;
         assert_eq!(v.select(0, &q, &t), None);
         assert_eq!(v.last_victim, None);
+    }
+
+    #[test]
+    fn adaptive_remembers_a_non_empty_pick_even_if_the_steal_fails() {
+        // 000 Algorithm 2 line 7: q_s = q as soon as the pick is non-empty.
+        let t = term(8);
+        let q = Lens(vec![0, 0, 0, 0, 0, 0, 4, 0]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 5);
+        let first = loop {
+            if let Some(w) = v.select(0, &q, &t) {
+                break w;
+            }
+        };
+        assert_eq!(first, 6);
+        assert_eq!(v.last_victim, Some(6), "remembered without record_success");
+        for _ in 0..50 {
+            assert_eq!(v.select(0, &q, &t), Some(6));
+        }
     }
 
     #[test]

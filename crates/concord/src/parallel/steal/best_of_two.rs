@@ -1,0 +1,16 @@
+//! `best-of-2` (OpenJDK 8 `GenericTaskQueueSet::steal_best_of_2`, 000 §2.3): two uniformly
+//! random other workers, the longer deque wins. Workers inside the termination protocol are
+//! candidates like any other, and nothing is remembered between attempts.
+
+use super::{longer, VictimQueues, VictimSelector};
+
+pub(super) fn select(
+    v: &mut VictimSelector,
+    me: usize,
+    queues: &impl VictimQueues,
+) -> Option<usize> {
+    let n = queues.count();
+    let first = v.random_other(n, me, None);
+    let second = v.second(n, me, first);
+    longer(queues, first, second)
+}
