@@ -72,6 +72,24 @@ fn records_file_has_one_line_per_collection_with_matrices() {
             let occ = &line["cpu_occupancy"];
             assert_eq!(occ["samples"].as_array().unwrap().len(), rec.gc_threads);
             assert!(!occ["cpus"].as_array().unwrap().is_empty(), "{preset}");
+            // The task manager's monitor (000 Fig. 5): only vanilla uses it (monitor queue and
+            // monitor parking); its counters describe this collection alone.
+            let monitor = &line["monitor"];
+            if preset == Preset::Vanilla {
+                let acquisitions = monitor["acquisitions"].as_u64().unwrap();
+                // At least: the publish, one wake-up and one check-in per worker, and one
+                // dequeue and one completion per root task.
+                let roots = from_workers;
+                assert!(
+                    acquisitions >= 1 + 2 * rec.gc_threads as u64 + 2 * roots,
+                    "{monitor}"
+                );
+                for key in ["contended", "barges", "heir_wakeups", "futile_wakeups"] {
+                    assert!(monitor[key].is_u64(), "{key}: {monitor}");
+                }
+            } else {
+                assert!(monitor.is_null(), "{preset}: {monitor}");
+            }
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -17,6 +17,7 @@ use super::parking::futex::{participant_bits, worker_bit, Countdown, EpochParker
 use super::parking::monitor::{self as monitor_parking, TaskManagerState};
 use super::policy::ParkingKind;
 use super::task_queue::monitor_fifo::TaskFifo;
+use crate::telemetry::MonitorRecord;
 
 type Job = dyn Fn(usize) + Sync;
 
@@ -245,6 +246,21 @@ impl WorkerPool {
     /// The GC task manager's monitor counters so far (all uses: parking and task queue).
     pub fn task_manager_stats(&self) -> MonitorStats {
         self.shared.task_manager.stats()
+    }
+
+    /// What the GC task manager's monitor did since `before` (a [`task_manager_stats`]
+    /// snapshot), as a collection record reports it.
+    ///
+    /// [`task_manager_stats`]: Self::task_manager_stats
+    pub fn task_manager_record_since(&self, before: &MonitorStats) -> MonitorRecord {
+        let s = self.task_manager_stats().since(before);
+        MonitorRecord {
+            acquisitions: s.acquisitions,
+            contended: s.contended,
+            barges: s.barges,
+            heir_wakeups: s.heir_wakeups,
+            futile_wakeups: s.futile_wakeups,
+        }
     }
 
     /// Run `job(worker_id)` on workers `0..n` (clamped to the pool size) and wait for all.

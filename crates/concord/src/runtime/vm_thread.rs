@@ -12,6 +12,8 @@ use crate::collection::verify::verify_heap;
 use crate::collection::{GcContext, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
 use crate::os::policy::GcAffinity;
+use crate::parallel::monitor::MonitorStats;
+use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
@@ -96,6 +98,8 @@ struct Snapshot {
     used: usize,
     young: usize,
     old: usize,
+    /// The GC task manager's monitor counters.
+    monitor: MonitorStats,
 }
 
 impl Operation<'_> {
@@ -208,6 +212,7 @@ impl Operation<'_> {
             used: mem.used(),
             young: mem.young_used(),
             old: mem.old.used(),
+            monitor: self.heap.pool.task_manager_stats(),
         }
     }
 
@@ -369,6 +374,13 @@ impl Operation<'_> {
         }
     }
 
+    /// Whether the GC task manager's monitor is in play: as the task queue's lock or as the
+    /// place idle workers park.
+    fn uses_task_manager_monitor(&self) -> bool {
+        let config = &self.heap.config;
+        config.phase.task_queue == TaskQueueKind::Monitor || config.parking == ParkingKind::Monitor
+    }
+
     fn record(
         &mut self,
         kind: CollectionKind,
@@ -407,6 +419,9 @@ impl Operation<'_> {
             task_distribution: Default::default(),
             cpu_occupancy: Default::default(),
             verified: None,
+            monitor: self
+                .uses_task_manager_monitor()
+                .then(|| heap.pool.task_manager_record_since(&before.monitor)),
         };
         fill(&mut r);
         r.derive();

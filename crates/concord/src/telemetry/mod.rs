@@ -10,5 +10,6 @@ pub mod records_file;
 pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
 pub use phase::{PhaseTimes, WorkerPhaseStats};
 pub use record::{
-    CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, WorkerTimeBreakdown,
+    CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, MonitorRecord,
+    WorkerTimeBreakdown,
 };

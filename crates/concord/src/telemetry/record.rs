@@ -95,6 +95,24 @@ pub struct CollectionRecord {
     pub cpu_occupancy: CpuOccupancy,
     /// Verification result when `verify` is on.
     pub verified: Option<bool>,
+    /// How the GC task manager's monitor changed hands during this collection (000 Fig. 5);
+    /// `None` when neither the task queue nor the parking used it.
+    pub monitor: Option<MonitorRecord>,
+}
+
+/// What the GC task manager's monitor did during one collection: the dynamics of 000 Fig. 5.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MonitorRecord {
+    /// Times the lock was acquired.
+    pub acquisitions: u64,
+    /// Acquisitions that found the lock taken and had to queue.
+    pub contended: u64,
+    /// Fast-path acquisitions past queued threads (the old owner barging back, 000 §2.4).
+    pub barges: u64,
+    /// Wake-ups of the `OnDeck` heir by a releasing owner.
+    pub heir_wakeups: u64,
+    /// Wake-ups that found the lock taken again or nothing to do.
+    pub futile_wakeups: u64,
 }
 
 /// The worker × CPU occupancy matrix of one collection.
@@ -337,6 +355,7 @@ mod tests {
             phases: PhaseTimes::default(),
             workers: vec![],
             affinity: None,
+            monitor: None,
             task_distribution: BTreeMap::new(),
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
