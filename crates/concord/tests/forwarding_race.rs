@@ -5,6 +5,8 @@
 
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectType, Preset};
 
+mod common;
+
 const MIB: usize = 1 << 20;
 const SHARED: usize = 10;
 /// Shared objects: slot 0 the next shared object (a cycle), slot 1 itself; payload: id, counter.
@@ -221,12 +223,7 @@ fn race(max_tenuring: u32, heap_mib: usize, rounds: u64) {
     }
     drop(m);
     let stats = heap.stats();
-    assert!(
-        stats.verify_failures.is_empty(),
-        "{:?}",
-        stats.verify_failures
-    );
-    assert_eq!(stats.verified(), Some(true));
+    common::assert_verified(&stats);
     assert!(stats.count(CollectionKind::Young) as u64 >= rounds);
     assert!(stats.count(CollectionKind::Full) as u64 >= rounds / 5);
     assert!(stats.records.iter().all(|r| r.gc_threads == 8));

@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+mod common;
+
 use concord::{
     CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset,
 };
@@ -1065,16 +1067,9 @@ fn run_isolated(name: &str, body: fn()) {
         .output()
         .expect("could not run the test binary");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let is_backtrace = |l: &str| {
-        let t = l.trim_start();
-        t.starts_with("at ")
-            || t.split(':')
-                .next()
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
     let tail: Vec<&str> = stderr
         .lines()
-        .filter(|l| !l.is_empty() && !is_backtrace(l))
+        .filter(|l| !l.is_empty() && !common::is_backtrace_line(l))
         .take(12)
         .collect();
     assert!(

@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use concord::{CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectType, Preset};
 
 const MIB: usize = 1 << 20;
@@ -452,12 +454,7 @@ fn out_of_memory_is_clean(chunk: usize, large_object_threshold: usize) {
         m.verify_heap().unwrap();
         drop(m);
         let stats = heap.stats();
-        assert!(
-            stats.verify_failures.is_empty(),
-            "{:?}",
-            stats.verify_failures
-        );
-        assert_eq!(stats.verified(), Some(true));
+        common::assert_verified(&stats);
     });
 }
 

@@ -42,6 +42,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use concord::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset};
 
@@ -1075,16 +1077,11 @@ fn run_isolated(name: &str, body: impl FnOnce()) {
         .filter(|l| l.starts_with("switch_matrix: ") && !l.starts_with("switch_matrix: start"))
         .collect::<Vec<_>>()
         .join("\n");
-    let is_backtrace = |l: &str| {
-        let t = l.trim_start();
-        t.starts_with("at ")
-            || t.split(':')
-                .next()
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
     let problems: Vec<&str> = text
         .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with("switch_matrix: ") && !is_backtrace(l))
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("switch_matrix: ") && !common::is_backtrace_line(l)
+        })
         .filter(|l| !l.starts_with("running ") && !l.starts_with("test "))
         .take(20)
         .collect();

@@ -676,6 +676,9 @@ impl<T> Monitor<T> {
     /// (refilled from `cxq` when empty) to `OnDeck` and wake it, unless the lock has been taken
     /// again meanwhile (then its owner's release wakes the heir).
     fn succession(&self) {
+        // SeqCst throughout: the inner lock, the heir and the looks at the lock word are the
+        // pivots of HotSpot's `storeload`s; each must be ordered with the other releasers' and
+        // the contenders' operations on the same words (module docs, "Why no wake-up is lost").
         loop {
             if self
                 .on_deck
@@ -721,6 +724,7 @@ impl<T> Monitor<T> {
     /// order it had on `cxq`, most recent arrival first (HotSpot 8 does not reorder it).
     /// Returns the new `EntryList` head, or 0. Inner lock held.
     fn drain_cxq(&self) -> usize {
+        // SeqCst: as in `succession`; the detaching CAS races with pushes and acquisitions.
         let mut v = self.word.load(SeqCst);
         loop {
             if v & !LOCKED == 0 || v & LOCKED != 0 {
@@ -763,6 +767,7 @@ impl<T> Monitor<T> {
         self.stats.wait_len.fetch_sub(1, Relaxed);
         // Push onto `cxq`; the lock bit stays set because we own the lock.
         self.stats.cxq_len.fetch_add(1, Relaxed);
+        // SeqCst: a push onto `cxq` like a contender's in `acquire_or_push`.
         let mut v = self.word.load(SeqCst);
         loop {
             debug_assert!(v & LOCKED != 0, "notify without holding the monitor");

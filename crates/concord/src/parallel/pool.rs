@@ -185,6 +185,8 @@ impl WorkerPool {
                 .name(format!("{name}-{id}"))
                 .spawn(move || {
                     let tid = crate::os::sched::current_tid();
+                    // Release pairs with the Acquire in `worker_tids` (the start-up wait also
+                    // orders it).
                     shared.tids[id].store(tid, Ordering::Release);
                     on_start(id);
                     // Where the worker starts (after `on_start`, which may pin it) is where it
@@ -210,6 +212,7 @@ impl WorkerPool {
         self.shared
             .tids
             .iter()
+            // Acquire pairs with the worker's Release store at start.
             .map(|t| t.load(Ordering::Acquire))
             .collect()
     }
@@ -341,6 +344,7 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
     loop {
         let (epoch, participants) = shared.wait_for_job(id, seen);
         seen = epoch;
+        // Acquire pairs with the Release in `drop` (the epoch or the monitor also orders it).
         if shared.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -377,6 +381,7 @@ impl Drop for AbortOnPanic {
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
+        // Release pairs with the workers' Acquire load after they wake for the last epoch.
         self.shared.shutdown.store(true, Ordering::Release);
         match &self.shared.parking {
             Parking::Futex { parker, .. } => parker.advance(0, u32::MAX),

@@ -248,19 +248,20 @@ impl GcStats {
 
     /// Steal attempts over all collections and workers.
     pub fn steal_attempts(&self) -> u64 {
-        self.records
-            .iter()
-            .flat_map(|r| &r.workers)
-            .map(|w| w.steal_attempts)
-            .sum()
+        self.sum_over_workers(|w| w.steal_attempts)
     }
 
     /// Failed steal attempts over all collections and workers.
     pub fn steal_failures(&self) -> u64 {
+        self.sum_over_workers(|w| w.steal_failures)
+    }
+
+    /// A per-worker counter summed over all collections and workers.
+    fn sum_over_workers(&self, counter: impl Fn(&WorkerPhaseStats) -> u64) -> u64 {
         self.records
             .iter()
             .flat_map(|r| &r.workers)
-            .map(|w| w.steal_failures)
+            .map(counter)
             .sum()
     }
 

@@ -1,8 +1,12 @@
-//! Helpers shared by integration tests.
+//! Helpers shared by integration tests. Each test binary uses some of them, hence the
+//! `dead_code` allowances.
+
+use concord::GcStats;
 
 /// Clear CAP_SYS_NICE from the calling thread's effective capabilities (capabilities are
 /// per thread in the kernel; the raw system call leaves the other threads alone). Returns
 /// whether it worked.
+#[allow(dead_code)]
 pub fn drop_cap_sys_nice_on_this_thread() -> bool {
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     const CAP_SYS_NICE: u32 = 23;
@@ -38,4 +42,26 @@ pub fn drop_cap_sys_nice_on_this_thread() -> bool {
     // SAFETY: as above; pid 0 = the calling thread only.
     let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) };
     rc == 0
+}
+
+/// Whether a line of a failed child test's output is a backtrace frame (`  12: name` or
+/// `at src/file.rs:3:5`), which failure messages leave out.
+#[allow(dead_code)]
+pub fn is_backtrace_line(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("at ")
+        || t.split(':')
+            .next()
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The heap verified after every collection it ran (with `verify` on), without failure.
+#[allow(dead_code)]
+pub fn assert_verified(stats: &GcStats) {
+    assert!(
+        stats.verify_failures.is_empty(),
+        "{:?}",
+        stats.verify_failures
+    );
+    assert_eq!(stats.verified(), Some(true));
 }

@@ -2,15 +2,13 @@
 //! random other workers, the longer deque wins. Workers inside the termination protocol are
 //! candidates like any other, and nothing is remembered between attempts.
 
-use super::{longer, VictimQueues, VictimSelector};
+use super::{VictimQueues, VictimSelector};
 
 pub(super) fn select(
     v: &mut VictimSelector,
     me: usize,
     queues: &impl VictimQueues,
 ) -> Option<usize> {
-    let n = queues.count();
-    let first = v.random_other(n, me, None);
-    let second = v.second(n, me, first);
-    longer(queues, first, second)
+    let first = v.random_other(queues.count(), me, None);
+    v.best_of_two(me, queues, first)
 }

@@ -4,7 +4,7 @@
 //! [`VictimSelector::record_success`] puts it back, so an attempt that finds both candidates
 //! empty, or whose steal then fails, forgets it.
 
-use super::{longer, VictimQueues, VictimSelector};
+use super::{VictimQueues, VictimSelector};
 
 pub(super) fn select(
     v: &mut VictimSelector,
@@ -16,6 +16,5 @@ pub(super) fn select(
         Some(w) if w != me && w < n => w,
         _ => v.random_other(n, me, None),
     };
-    let second = v.second(n, me, first);
-    longer(queues, first, second)
+    v.best_of_two(me, queues, first)
 }

@@ -84,14 +84,22 @@ impl VictimSelector {
         self.last_victim = None;
     }
 
-    /// The second candidate: random among workers other than `me` and `first`, or `first`
-    /// again when there is nobody else (two workers).
-    fn second(&mut self, n: usize, me: usize, first: usize) -> usize {
-        if n > 2 {
+    /// `steal_best_of_2` with `first` as the first candidate: the second is random among
+    /// workers other than `me` and `first` (or `first` again with two workers), and the longer
+    /// deque wins.
+    fn best_of_two(
+        &mut self,
+        me: usize,
+        queues: &impl VictimQueues,
+        first: usize,
+    ) -> Option<usize> {
+        let n = queues.count();
+        let second = if n > 2 {
             self.random_other(n, me, Some(first))
         } else {
             first
-        }
+        };
+        longer(queues, first, second)
     }
 
     /// Uniform among `0..n` minus `me` and `avoid` (which must leave at least one choice).

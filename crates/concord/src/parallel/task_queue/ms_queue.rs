@@ -94,6 +94,7 @@ impl<T> MsQueue<T> {
         // SAFETY: as above. Release publishes the node's fields to any thread that follows the
         // link with Acquire.
         unsafe { (*tail).next.store(node, Ordering::Release) };
+        // Release pairs with the Acquire in `len_hint`.
         self.tail.store(node, Ordering::Release);
     }
 
@@ -130,6 +131,7 @@ impl<T> MsQueue<T> {
     /// Number of tasks not yet dequeued. Exact when nobody dequeues concurrently; otherwise a
     /// snapshot that may already be stale (hence the name).
     pub fn len_hint(&self) -> usize {
+        // Acquire pairs with the Release stores of `enqueue` and the CAS of `dequeue`.
         let head = self.head.load(Ordering::Acquire);
         let tail = self.tail.load(Ordering::Acquire);
         // SAFETY: both are live while `self` is borrowed. `head` is at or before `tail` in the
@@ -139,6 +141,7 @@ impl<T> MsQueue<T> {
 
     /// Whether every enqueued task has been dequeued (a snapshot, like [`MsQueue::len_hint`]).
     pub fn is_empty(&self) -> bool {
+        // Acquire pairs with the Release stores of `enqueue`, as in `dequeue`.
         let head = self.head.load(Ordering::Acquire);
         // SAFETY: `head` is live while `self` is borrowed.
         unsafe { (*head).next.load(Ordering::Acquire).is_null() }

@@ -193,6 +193,7 @@ impl Terminator {
     /// Take back an offer unless termination was already reached. Returns whether it was taken
     /// back.
     fn withdraw_lock_free(&self) -> bool {
+        // SeqCst: as in `enter`.
         let mut current = self.offered.load(Ordering::SeqCst);
         loop {
             if current == self.n {
