@@ -1,0 +1,136 @@
+//! Deterministic data the workloads generate and check: the splitmix64 hash and generator
+//! their inputs come from, patterned byte-array values whose contents are known in closed form,
+//! and byte arrays copied into the heap.
+//!
+//! Checksums are derived from these functions both by the heap implementations and by the
+//! plain-Rust references, so they must stay bit for bit the same: changing one changes stored
+//! expected checksums.
+
+use concord::{GcError, Handle, Mutator};
+
+/// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
+pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// splitmix64's increment (the golden gamma).
+const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// One splitmix64 step from `z`: add the golden gamma, then [`splitmix_finalize`].
+pub(crate) const fn splitmix(z: u64) -> u64 {
+    splitmix_finalize(z.wrapping_add(GAMMA))
+}
+
+/// A splitmix64 generator whose state starts at `splitmix_finalize(seed)`.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(splitmix_finalize(seed))
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(GAMMA);
+        splitmix_finalize(self.0)
+    }
+
+    /// Uniform in `0..n` (multiply-shift, no division).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Nodes in a complete binary tree of depth `d` (a single node has depth 0): `2^(d+1) - 1`.
+pub(crate) fn tree_nodes(d: u32) -> u64 {
+    (1u64 << (d + 1)) - 1
+}
+
+/// Allocates a byte array holding `bytes`.
+pub(crate) fn byte_array(m: &mut Mutator<'_>, bytes: &[u8]) -> Result<Handle, GcError> {
+    let a = m.alloc_byte_array(bytes.len())?;
+    m.payload_mut(a).copy_from_slice(bytes);
+    Ok(a)
+}
+
+/// The contents of a patterned value: little-endian words, word `j` being `base + j · step`
+/// (wrapping), so that a reader can check a value and the reference can sum it without
+/// storing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pattern {
+    base: u64,
+    step: u64,
+}
+
+impl Pattern {
+    /// The pattern starting at `base`, with the odd step `splitmix(base) | 1`.
+    pub(crate) fn new(base: u64) -> Self {
+        Pattern {
+            base,
+            step: splitmix(base) | 1,
+        }
+    }
+
+    /// The wrapping sum of the first `words` words, in closed form.
+    pub(crate) fn sum(&self, words: usize) -> u64 {
+        let n = words as u64;
+        n.wrapping_mul(self.base)
+            .wrapping_add(self.step.wrapping_mul(n * n.saturating_sub(1) / 2))
+    }
+
+    /// A new byte array of `words` words of the pattern; the handle is the caller's.
+    pub(crate) fn alloc(&self, m: &mut Mutator<'_>, words: usize) -> Result<Handle, GcError> {
+        let v = m.alloc_byte_array(words * 8)?;
+        for (j, w) in m.payload_mut(v).chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&self.word(j).to_le_bytes());
+        }
+        Ok(v)
+    }
+
+    /// Checks that `bytes` hold `words` words starting with the pattern's first word; returns
+    /// the wrapping sum of their words, or the number of words they hold if they do not.
+    pub(crate) fn check(&self, bytes: &[u8], words: usize) -> Result<u64, usize> {
+        let held = bytes.len() / 8;
+        let word =
+            |j: usize| u64::from_le_bytes(bytes[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
+        if held != words || words == 0 || word(0) != self.base {
+            return Err(held);
+        }
+        Ok((0..words).fold(0u64, |s, j| s.wrapping_add(word(j))))
+    }
+
+    /// Word `j`.
+    fn word(&self, j: usize) -> u64 {
+        self.base.wrapping_add(self.step.wrapping_mul(j as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_steps_match_the_generator() {
+        let mut r = Rng::new(42);
+        let start = splitmix_finalize(42);
+        assert_eq!(r.next(), splitmix(start));
+        assert_eq!(r.next(), splitmix(start.wrapping_add(GAMMA)));
+        assert!((0..1000).all(|_| r.below(7) < 7));
+    }
+
+    #[test]
+    fn pattern_sum_closed_form_matches_the_words() {
+        for base in [0, 7, u64::MAX - 3] {
+            let p = Pattern::new(base);
+            for n in [1usize, 4, 24, 64] {
+                let direct = (0..n).fold(0u64, |s, j| s.wrapping_add(p.word(j)));
+                assert_eq!(p.sum(n), direct, "base {base}, {n} words");
+                let bytes: Vec<u8> = (0..n).flat_map(|j| p.word(j).to_le_bytes()).collect();
+                assert_eq!(p.check(&bytes, n), Ok(direct));
+                assert_eq!(p.check(&bytes, n + 1), Err(n));
+                assert_eq!(Pattern::new(base ^ 1).check(&bytes, n), Err(n));
+            }
+        }
+    }
+}
