@@ -45,8 +45,8 @@
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::tree_nodes;
-use crate::scaffold::{self, escape, in_tree, round_up_mib, Size};
+use crate::data::{self, tree_nodes, LEFT, RIGHT};
+use crate::scaffold::{self, in_tree, round_up_mib, Size};
 use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -61,11 +61,6 @@ pub const DEFAULT_DEPTH: u32 = 18;
 pub const MIN_DEPTH: u32 = 4;
 /// The largest depth (`--size`) accepted.
 pub const MAX_DEPTH: u32 = 30;
-
-/// Slot of a node's left child.
-const LEFT: usize = 0;
-/// Slot of a node's right child.
-const RIGHT: usize = 1;
 
 /// The Benchmarks Game binary-trees program. See the module documentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -273,17 +268,7 @@ fn short_lived_share(
 
 /// Build a complete tree of depth `depth` bottom-up; the handle belongs to the caller's scope.
 fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    if depth == 0 {
-        return m.alloc(NODE);
-    }
-    escape(m, |m| {
-        let l = bottom_up_tree(m, depth - 1)?;
-        let r = bottom_up_tree(m, depth - 1)?;
-        let n = m.alloc(NODE)?;
-        m.set_ref(n, LEFT, Some(l));
-        m.set_ref(n, RIGHT, Some(r));
-        Ok(n)
-    })
+    data::bottom_up_tree(m, NODE, depth, &|_, _, _| {})
 }
 
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have

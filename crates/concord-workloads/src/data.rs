@@ -1,12 +1,14 @@
 //! Deterministic data the workloads generate and check: the splitmix64 hash and generator
 //! their inputs come from, patterned byte-array values whose contents are known in closed form,
-//! and byte arrays copied into the heap.
+//! byte arrays copied into the heap, and complete binary trees built bottom-up.
 //!
 //! Checksums are derived from these functions both by the heap implementations and by the
 //! plain-Rust references, so they must stay bit for bit the same: changing one changes stored
 //! expected checksums.
 
-use concord::{GcError, Handle, Mutator};
+use concord::{GcError, Handle, Mutator, ObjectType};
+
+use crate::scaffold::escape;
 
 /// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
 pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
@@ -45,6 +47,38 @@ impl Rng {
 /// Nodes in a complete binary tree of depth `d` (a single node has depth 0): `2^(d+1) - 1`.
 pub(crate) fn tree_nodes(d: u32) -> u64 {
     (1u64 << (d + 1)) - 1
+}
+
+/// Slot of a tree node's left child.
+pub(crate) const LEFT: usize = 0;
+/// Slot of a tree node's right child.
+pub(crate) const RIGHT: usize = 1;
+
+/// Builds a complete binary tree of depth `depth` bottom-up (`MakeTree`, `bottomUpTree`):
+/// the left subtree, the right subtree, then their parent, a `node` object with the children
+/// in [`LEFT`] and [`RIGHT`], which `mark(m, parent, height)` may then write to (leaves are
+/// left as allocated). Every level opens its own scope; the handle belongs to the caller's.
+pub(crate) fn bottom_up_tree<F>(
+    m: &mut Mutator<'_>,
+    node: ObjectType,
+    depth: u32,
+    mark: &F,
+) -> Result<Handle, GcError>
+where
+    F: Fn(&mut Mutator<'_>, Handle, u32),
+{
+    if depth == 0 {
+        return m.alloc(node);
+    }
+    escape(m, |m| {
+        let l = bottom_up_tree(m, node, depth - 1, mark)?;
+        let r = bottom_up_tree(m, node, depth - 1, mark)?;
+        let n = m.alloc(node)?;
+        m.set_ref(n, LEFT, Some(l));
+        m.set_ref(n, RIGHT, Some(r));
+        mark(m, n, depth);
+        Ok(n)
+    })
 }
 
 /// Allocates a byte array holding `bytes`.

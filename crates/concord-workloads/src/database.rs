@@ -73,9 +73,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{splitmix as mix, Pattern};
+use crate::data::{byte_array, splitmix as mix, Pattern};
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "database";
@@ -371,7 +371,7 @@ impl Workload for Database {
         let shape = Shape::new(n);
         let expected = expected_checksum(n);
         let per_shard: Vec<AtomicU64> = (0..params.mutators).map(|_| AtomicU64::new(0)).collect();
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, shard, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, shard, _round| {
             let (sum, ran) = run_shard(m, &shape, shard, params.mutators)?;
             per_shard[shard].fetch_add(ran, Ordering::Relaxed);
             Ok(sum)
@@ -631,13 +631,30 @@ fn load_page(
     dir: Handle,
     lp: usize,
 ) -> Result<(), WorkloadError> {
-    if m.load_ref_into(page, dir, lp) {
+    load_ref(m, page, dir, lp, || {
+        format!("database: directory slot {lp} is null")
+    })
+}
+
+/// Loads reference slot `slot` of `obj` into `into`; a null slot is corrupt data, which
+/// `missing` describes.
+fn load_ref(
+    m: &mut Mutator<'_>,
+    into: Handle,
+    obj: Handle,
+    slot: usize,
+    missing: impl FnOnce() -> String,
+) -> Result<(), WorkloadError> {
+    if m.load_ref_into(into, obj, slot) {
         Ok(())
     } else {
-        Err(WorkloadError::Corrupt(format!(
-            "database: directory slot {lp} is null"
-        )))
+        Err(WorkloadError::Corrupt(missing()))
     }
+}
+
+/// What a row without a value is reported as.
+fn no_value(key: u64) -> String {
+    format!("database: row {key} has no value")
 }
 
 /// A new row `(key, version, amount)` with its value; the handle is the caller's.
@@ -659,16 +676,11 @@ fn materialize(
     value: Handle,
     key: u64,
 ) -> Result<Handle, WorkloadError> {
-    if !m.load_ref_into(value, row, ROW_VALUE) {
-        return Err(WorkloadError::Corrupt(format!(
-            "database: row {key} has no value"
-        )));
-    }
+    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
     let mut buf = [0u8; 8 * MAX_VALUE_WORDS];
     let len = m.payload(value).len().min(buf.len());
     buf[..len].copy_from_slice(&m.payload(value)[..len]);
-    let copy = m.alloc_byte_array(len)?;
-    m.payload_mut(copy).copy_from_slice(&buf[..len]);
+    let copy = byte_array(m, &buf[..len])?;
     let result = m.alloc(RESULT)?;
     m.set_ref(result, ROW_VALUE, Some(copy));
     for field in [ROW_KEY, ROW_VERSION, ROW_AMOUNT] {
@@ -694,11 +706,7 @@ fn read_row(
     }
     let version = m.read_u64(row, ROW_VERSION);
     let amount = m.read_u64(row, ROW_AMOUNT);
-    if !m.load_ref_into(value, row, ROW_VALUE) {
-        return Err(WorkloadError::Corrupt(format!(
-            "database: row {key} has no value"
-        )));
-    }
+    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
     let words = value_words(key, version);
     let sum = value_pattern(key, version)
         .check(m.payload(value), words)

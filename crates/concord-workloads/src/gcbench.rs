@@ -18,8 +18,8 @@
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::tree_nodes;
-use crate::scaffold::{detail, escape, in_tree, round_up_mib};
+use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
+use crate::scaffold::{detail, in_tree, round_up_mib};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -32,10 +32,6 @@ pub const NODE: ObjectType = ObjectType::fixed(2, 8);
 const I_OFFSET: usize = 0;
 /// Payload offset of a node's `j` (never written).
 const J_OFFSET: usize = 4;
-/// Slot of a node's left child.
-const LEFT: usize = 0;
-/// Slot of a node's right child.
-const RIGHT: usize = 1;
 
 /// Expected checksum of one copy, one round, with [`GcBenchParams::standard`] (the value
 /// `GCBench.java` derives and prints).
@@ -335,17 +331,8 @@ fn populate(m: &mut Mutator<'_>, depth: u32, node: Handle) -> Result<(), GcError
 /// Build a tree of depth `depth` bottom-up (`MakeTree`); the handle belongs to the caller's
 /// scope.
 fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    if depth == 0 {
-        return m.alloc(NODE);
-    }
-    escape(m, |m| {
-        let l = make_tree(m, depth - 1)?;
-        let r = make_tree(m, depth - 1)?;
-        let n = m.alloc(NODE)?;
-        m.set_ref(n, LEFT, Some(l));
-        m.set_ref(n, RIGHT, Some(r));
-        m.write_u32(n, I_OFFSET, depth);
-        Ok(n)
+    bottom_up_tree(m, NODE, depth, &|m, n, height| {
+        m.write_u32(n, I_OFFSET, height)
     })
 }
 

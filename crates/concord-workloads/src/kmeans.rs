@@ -66,7 +66,7 @@ use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::splitmix as mix;
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "kmeans";
@@ -413,7 +413,7 @@ impl Workload for KMeans {
             partials: Mutex::new([vec![Vec::new(); threads], vec![Vec::new(); threads]]),
         };
         let last = Mutex::new((0i64, 0i64));
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, shard, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, shard, _round| {
             let lo = shard as u64 * points / threads as u64;
             let hi = (shard as u64 + 1) * points / threads as u64;
             let r = exchange

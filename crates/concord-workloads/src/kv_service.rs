@@ -72,7 +72,7 @@ use hdrhistogram::Histogram;
 use crate::data::{byte_array, splitmix as mix, Pattern};
 use crate::kmeans::{Failure, Rendezvous};
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "kv-service";
@@ -285,7 +285,7 @@ impl Workload for KvService {
             spans: Mutex::new(vec![None; params.rounds]),
             counts: Mutex::new((0, 0)),
         };
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, client, round| {
+        let checksum = run_copies(heap, params, NAME, |m, client, round| {
             let r = shared
                 .start
                 .guard(|| run_client(m, &shape, &shared, client, clients, round))?;

@@ -214,7 +214,8 @@ pub fn lookup(name: &str) -> Option<Box<dyn Workload>> {
 }
 
 /// Runs `params.rounds` rounds of `params.mutators` independent copies of `copy` and returns
-/// the sum of their results.
+/// the sum of their results, wrapping (checksums are sums modulo 2^64, which do not depend on
+/// how the work is split across copies).
 ///
 /// Each round starts one scoped thread per copy (named `{name}-{copy}`), which attaches its own
 /// mutator and calls `copy(mutator, copy_index, round)`; with a single mutator the copy runs
@@ -235,11 +236,11 @@ where
     for round in 0..params.rounds {
         if params.mutators == 1 {
             let mut m = heap.attach();
-            total += copy(&mut m, 0, round)?;
+            total = total.wrapping_add(copy(&mut m, 0, round)?);
             continue;
         }
         for r in scaffold::on_threads(heap, name, params.mutators, |m, c| copy(m, c, round)) {
-            total += r?;
+            total = total.wrapping_add(r?);
         }
     }
     Ok(total)

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use concord::{Handle, Heap, Mutator, ObjectType};
 
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "queue-churn";
@@ -203,7 +203,7 @@ impl Workload for QueueChurn {
         let drops = AtomicU64::new(0);
         let expected = AtomicU64::new(0);
         let start = Instant::now();
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, _copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, _copy, _round| {
             let r = churn(m, &p, duration)?;
             enqueued.fetch_add(r.enqueued, Ordering::Relaxed);
             drops.fetch_add(r.drops, Ordering::Relaxed);

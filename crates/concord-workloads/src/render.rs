@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "render";
@@ -618,7 +618,7 @@ impl Workload for Render {
         let side = n as usize;
         let mutators = params.mutators;
         let rays = AtomicU64::new(0);
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let mut my_rays = 0;
             let mine = render_share(m, side, copy, mutators, &mut my_rays)?;
             rays.fetch_add(my_rays, Ordering::Relaxed);

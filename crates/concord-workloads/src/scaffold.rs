@@ -7,11 +7,10 @@
 //! for how long stays in its own module.
 
 use std::ops::RangeInclusive;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator};
 
-use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// A workload's `--size` parameter: its default, the values it accepts, and how an error
 /// names it: `"{what} {value}{unit} is out of range (allowed: {min}..={max})"`.
@@ -155,25 +154,6 @@ fn join_or_resume<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
         Ok(v) => v,
         Err(panic) => std::panic::resume_unwind(panic),
     }
-}
-
-/// [`run_copies`] for workloads whose checksum parts are wrapping sums: the copies' results
-/// are added here with a wrapping add (`run_copies` adds without wrapping).
-pub(crate) fn run_copies_wrapping<F>(
-    heap: &Heap,
-    params: &WorkloadParams,
-    name: &str,
-    copy: F,
-) -> Result<u64, WorkloadError>
-where
-    F: Fn(&mut Mutator<'_>, usize, usize) -> Result<u64, WorkloadError> + Sync,
-{
-    let sum = AtomicU64::new(0);
-    run_copies(heap, params, name, |m, c, round| {
-        sum.fetch_add(copy(m, c, round)?, Ordering::Relaxed);
-        Ok(0)
-    })?;
-    Ok(sum.into_inner())
 }
 
 /// The result of `params.rounds` rounds: `checksum`, and the expected checksum of one round

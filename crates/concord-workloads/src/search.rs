@@ -50,7 +50,7 @@ use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{byte_array, splitmix_finalize as mix, Rng};
 use crate::scaffold::{self, detail, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "search";
@@ -399,7 +399,7 @@ impl Workload for Search {
         let matched = AtomicU64::new(0);
         let terms = AtomicU64::new(0);
         let postings = AtomicU64::new(0);
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let r = run_share(m, queries, copy as u64, mutators)?;
             matched.fetch_add(r.matched_docs, Ordering::Relaxed);
             terms.store(r.terms, Ordering::Relaxed);

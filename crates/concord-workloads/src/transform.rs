@@ -52,7 +52,7 @@ use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{byte_array, splitmix_finalize as mix, Rng};
 use crate::scaffold::{self, detail, try_escape, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "transform";
@@ -431,7 +431,7 @@ impl Workload for Transform {
         let window = self.window;
         let items = AtomicU64::new(0);
         let kept = AtomicU64::new(0);
-        let checksum = scaffold::run_copies_wrapping(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let r = run_share(m, documents, copy as u64, mutators, window)?;
             items.fetch_add(r.items, Ordering::Relaxed);
             kept.fetch_add(r.kept, Ordering::Relaxed);
