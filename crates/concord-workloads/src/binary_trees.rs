@@ -320,14 +320,9 @@ mod tests {
 
     #[test]
     fn depth_range_is_enforced() {
-        for bad in [0, 3, 31, 1000] {
-            let e = scaffold::size_error(depth, bad);
-            assert!(
-                e.contains(&format!("{bad} is out of range (allowed: 4..=30)")),
-                "{e}"
-            );
-        }
-        assert_eq!(depth(&WorkloadParams::default()).unwrap(), 18);
+        scaffold::assert_size_range(depth, 18, &[0, 3, 31, 1000], |bad| {
+            format!("{bad} is out of range (allowed: 4..=30)")
+        });
         assert_eq!(
             depth(&WorkloadParams {
                 size: Some(30),

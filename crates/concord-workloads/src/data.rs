@@ -1,6 +1,7 @@
 //! Deterministic data the workloads generate and check: the splitmix64 hash and generator
-//! their inputs come from, patterned byte-array values whose contents are known in closed form,
-//! byte arrays copied into the heap, and complete binary trees built bottom-up.
+//! their inputs come from, the FNV-1a hash of byte strings, patterned byte-array values whose
+//! contents are known in closed form, byte arrays copied into the heap, and complete binary
+//! trees built bottom-up.
 //!
 //! Checksums are derived from these functions both by the heap implementations and by the
 //! plain-Rust references, so they must stay bit for bit the same: changing one changes stored
@@ -9,6 +10,7 @@
 use concord::{GcError, Handle, Mutator, ObjectType};
 
 use crate::scaffold::escape;
+use crate::WorkloadError;
 
 /// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
 pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
@@ -42,6 +44,34 @@ impl Rng {
     pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
+}
+
+/// Streaming 64-bit FNV-1a.
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    /// Feeds `bytes` in.
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The hash of what was fed in.
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// 64-bit FNV-1a of `bytes`.
+pub(crate) fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = Fnv::new();
+    h.bytes(bytes);
+    h.finish()
 }
 
 /// Nodes in a complete binary tree of depth `d` (a single node has depth 0): `2^(d+1) - 1`.
@@ -122,14 +152,23 @@ impl Pattern {
         Ok(v)
     }
 
-    /// Checks that `bytes` hold `words` words starting with the pattern's first word; returns
-    /// the wrapping sum of their words, or the number of words they hold if they do not.
-    pub(crate) fn check(&self, bytes: &[u8], words: usize) -> Result<u64, usize> {
+    /// Checks that `bytes` hold `words` words starting with the pattern's first word and
+    /// returns the wrapping sum of their words; if they do not, the value (which `what` names)
+    /// is corrupt.
+    pub(crate) fn check(
+        &self,
+        bytes: &[u8],
+        words: usize,
+        what: impl FnOnce() -> String,
+    ) -> Result<u64, WorkloadError> {
         let held = bytes.len() / 8;
         let word =
             |j: usize| u64::from_le_bytes(bytes[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
         if held != words || words == 0 || word(0) != self.base {
-            return Err(held);
+            return Err(WorkloadError::Corrupt(format!(
+                "{} has a wrong value ({held} words)",
+                what()
+            )));
         }
         Ok((0..words).fold(0u64, |s, j| s.wrapping_add(word(j))))
     }
@@ -143,6 +182,12 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fnv_of_known_strings() {
+        assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
 
     #[test]
     fn splitmix_steps_match_the_generator() {
@@ -161,9 +206,14 @@ mod tests {
                 let direct = (0..n).fold(0u64, |s, j| s.wrapping_add(p.word(j)));
                 assert_eq!(p.sum(n), direct, "base {base}, {n} words");
                 let bytes: Vec<u8> = (0..n).flat_map(|j| p.word(j).to_le_bytes()).collect();
-                assert_eq!(p.check(&bytes, n), Ok(direct));
-                assert_eq!(p.check(&bytes, n + 1), Err(n));
-                assert_eq!(Pattern::new(base ^ 1).check(&bytes, n), Err(n));
+                let what = || "v".to_string();
+                assert_eq!(p.check(&bytes, n, what).unwrap(), direct);
+                let e = p.check(&bytes, n + 1, what).unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!("v has a wrong value ({n} words)")),
+                    "{e}"
+                );
+                assert!(Pattern::new(base ^ 1).check(&bytes, n, what).is_err());
             }
         }
     }

@@ -708,13 +708,9 @@ fn read_row(
     let amount = m.read_u64(row, ROW_AMOUNT);
     load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
     let words = value_words(key, version);
-    let sum = value_pattern(key, version)
-        .check(m.payload(value), words)
-        .map_err(|held| {
-            WorkloadError::Corrupt(format!(
-                "database: row {key} version {version} has a wrong value ({held} words)"
-            ))
-        })?;
+    let sum = value_pattern(key, version).check(m.payload(value), words, || {
+        format!("database: row {key} version {version}")
+    })?;
     Ok((
         version,
         amount,
@@ -821,13 +817,9 @@ mod tests {
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = scaffold::size_error(size, bad);
-            assert!(
-                e.contains(&format!("{bad} (thousands of rows) is out of")),
-                "{e}"
-            );
-        }
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of rows) is out of range (allowed: 1..=10000)")
+        });
         assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
         assert_eq!(default_heap(1, 1), 12 * MIB);

@@ -737,13 +737,9 @@ mod tests {
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = scaffold::size_error(size, bad);
-            assert!(
-                e.contains(&format!("{bad} (thousands of points) is out")),
-                "{e}"
-            );
-        }
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of points) is out of range (allowed: 1..=10000)")
+        });
         assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 2) > default_heap(DEFAULT_SIZE, 1));
     }

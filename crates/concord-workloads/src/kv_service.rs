@@ -484,13 +484,9 @@ fn read_value(
     version: u64,
 ) -> Result<(u64, u64), WorkloadError> {
     let words = value_words(key, version);
-    let sum = value_pattern(key, version)
-        .check(m.payload(v), words)
-        .map_err(|held| {
-            WorkloadError::Corrupt(format!(
-                "kv-service: key {key} version {version} has a wrong value ({held} words)"
-            ))
-        })?;
+    let sum = value_pattern(key, version).check(m.payload(v), words, || {
+        format!("kv-service: key {key} version {version}")
+    })?;
     Ok((words as u64, sum))
 }
 
@@ -560,13 +556,9 @@ mod tests {
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = scaffold::size_error(size, bad);
-            assert!(
-                e.contains(&format!("{bad} (thousands of keys) is out of")),
-                "{e}"
-            );
-        }
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of keys) is out of range (allowed: 1..=10000)")
+        });
         assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
     }

@@ -660,11 +660,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, 3, 4097] {
-            let e = scaffold::size_error(side, bad);
-            assert!(e.contains("out of range (allowed: 4..=4096)"), "{e}");
-        }
-        assert_eq!(side(&WorkloadParams::default()).unwrap(), DEFAULT_SIZE);
+        scaffold::assert_size_range(side, DEFAULT_SIZE, &[0, 3, 4097], |_| {
+            "out of range (allowed: 4..=4096)".into()
+        });
     }
 
     #[test]

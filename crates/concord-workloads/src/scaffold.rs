@@ -231,9 +231,25 @@ pub(crate) fn test_heap(heap_size: usize, verify: bool) -> Heap {
     Heap::new(c).expect("test configuration is valid")
 }
 
+/// Asserts that `f` takes the default size to `default` and rejects every size in `bad` with
+/// a message containing `needle(size)`.
+#[cfg(test)]
+pub(crate) fn assert_size_range<T: std::fmt::Debug + PartialEq>(
+    f: impl Fn(&WorkloadParams) -> Result<T, WorkloadError>,
+    default: T,
+    bad: &[u32],
+    needle: impl Fn(u32) -> String,
+) {
+    assert_eq!(f(&WorkloadParams::default()).unwrap(), default);
+    for &size in bad {
+        let e = size_error(&f, size);
+        assert!(e.contains(&needle(size)), "{e}");
+    }
+}
+
 /// The message of the error `f` reports for `--size size`.
 #[cfg(test)]
-pub(crate) fn size_error<T: std::fmt::Debug>(
+fn size_error<T: std::fmt::Debug>(
     f: impl FnOnce(&WorkloadParams) -> Result<T, WorkloadError>,
     size: u32,
 ) -> String {

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, splitmix_finalize as mix, Rng};
+use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
 use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -204,15 +204,6 @@ fn token_spans(text: &[u8], out: &mut Vec<(usize, usize)>) {
             i += 1;
         }
     }
-}
-
-/// 64-bit FNV-1a.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// Integer square root (floor).
@@ -771,11 +762,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, MAX_SIZE + 1] {
-            let e = scaffold::size_error(queries, bad);
-            assert!(e.contains("out of range (allowed: 1..=100000)"), "{e}");
-        }
-        assert_eq!(queries(&WorkloadParams::default()).unwrap(), 30_000);
+        scaffold::assert_size_range(queries, 30_000, &[0, MAX_SIZE + 1], |_| {
+            "out of range (allowed: 1..=100000)".into()
+        });
     }
 
     #[test]

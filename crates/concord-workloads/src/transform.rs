@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, splitmix_finalize as mix, Rng};
+use crate::data::{byte_array, splitmix_finalize as mix, Fnv, Rng};
 use crate::scaffold::{self, detail, try_escape, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -221,21 +221,16 @@ fn parse_dec(bytes: &[u8]) -> Option<u64> {
     })
 }
 
-/// Streaming 64-bit FNV-1a over the output serialization.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
+/// The output serialization's markup, fed into its hash (64-bit FNV-1a).
+trait Markup {
     /// `<` name, ` key=value` per attribute, `>`.
+    fn open(&mut self, name: &[u8], attrs: &[(&[u8], &[u8])]);
+
+    /// `/`.
+    fn close(&mut self);
+}
+
+impl Markup for Fnv {
     fn open(&mut self, name: &[u8], attrs: &[(&[u8], &[u8])]) {
         self.bytes(b"<");
         self.bytes(name);
@@ -339,7 +334,7 @@ pub fn reference_hash(doc: u64) -> u64 {
     );
     h.close();
     h.close();
-    h.0
+    h.finish()
 }
 
 /// The checksum of one round of `documents` documents, computed without the heap.
@@ -496,7 +491,7 @@ fn run_share(
                 share.kept += kept;
                 let mut h = Fnv::new();
                 hash_tree(m, output, &mut h)?;
-                m.write_u64(output, E_HASH, h.0);
+                m.write_u64(output, E_HASH, h.finish());
                 if let Some(old) = m.get_ref(ring, slot) {
                     share.checksum = share.checksum.wrapping_add(retire(m, old)?);
                 }
@@ -525,13 +520,13 @@ fn retire(m: &mut Mutator<'_>, output: Handle) -> Result<u64, WorkloadError> {
     let mut h = Fnv::new();
     hash_tree(m, output, &mut h)?;
     let stored = m.read_u64(output, E_HASH);
-    if h.0 != stored {
+    if h.finish() != stored {
         return Err(WorkloadError::Corrupt(format!(
             "transform: an output tree changed while in the window (hash {:#x}, stored {stored:#x})",
-            h.0
+            h.finish()
         )));
     }
-    Ok(mix(h.0))
+    Ok(mix(h.finish()))
 }
 
 /// A new element named `NAMES[name]` with attributes `(NAMES[key], value)`, `children` and
@@ -929,11 +924,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, MAX_SIZE + 1] {
-            let e = scaffold::size_error(documents, bad);
-            assert!(e.contains("out of range (allowed: 1..=100000)"), "{e}");
-        }
-        assert_eq!(documents(&WorkloadParams::default()).unwrap(), 12_000);
+        scaffold::assert_size_range(documents, 12_000, &[0, MAX_SIZE + 1], |_| {
+            "out of range (allowed: 1..=100000)".into()
+        });
     }
 
     #[test]
@@ -973,9 +966,9 @@ mod tests {
             let (out, _) = transform(m, cx, input, 5).unwrap();
             let mut h = Fnv::new();
             hash_tree(m, out, &mut h).unwrap();
-            assert_eq!(h.0, reference_hash(5));
-            m.write_u64(out, E_HASH, h.0);
-            assert_eq!(retire(m, out).unwrap(), mix(h.0));
+            assert_eq!(h.finish(), reference_hash(5));
+            m.write_u64(out, E_HASH, h.finish());
+            assert_eq!(retire(m, out).unwrap(), mix(h.finish()));
             // Changing a shared id text changes the output.
             let items = m.get_ref(input, E_CHILDREN).unwrap();
             let kept = (0..m.array_len(items))
