@@ -26,15 +26,20 @@
 //! propagated as [`WorkloadError::OutOfMemory`], never unwrapped; and no mutator stays attached
 //! and idle while other threads work (it would hold up every collection), which is what
 //! [`run_copies`] and [`Mutator::blocking`] are for.
+//!
+//! What the workloads have in common is written once, in two private modules: `scaffold`
+//! (the `--size` parameter and its errors, default heap rules, threads, results, scopes that
+//! return a handle) and `data` (the splitmix64 and FNV-1a hashes, patterned values, byte
+//! arrays, bottom-up trees). The shared code never decides what a workload allocates: which
+//! objects, in which order, how large and for how long is in the workload's own module (the
+//! allocation pattern is part of a GC benchmark's result); a shared builder allocates exactly
+//! the byte array, value or tree it is asked for.
 
 #![warn(missing_docs)]
 
 use std::fmt;
 
 use concord::{GcError, Heap, Mutator};
-
-mod data;
-mod scaffold;
 
 pub mod binary_trees;
 pub mod database;
@@ -45,6 +50,9 @@ pub mod queue_churn;
 pub mod render;
 pub mod search;
 pub mod transform;
+
+mod data;
+mod scaffold;
 
 pub use binary_trees::BinaryTrees;
 pub use database::Database;

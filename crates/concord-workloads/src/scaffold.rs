@@ -1,7 +1,8 @@
 //! What the workloads' drivers have in common, written once: the `--size` parameter
-//! ([`Size`]: default, range, error message), default heap rules, running shares of the work on
-//! mutator threads, building the [`WorkloadResult`], scopes that return a handle, and for unit
-//! tests small heaps and size errors.
+//! ([`Size`]: default, range, error message), default heap rules, running work on mutator
+//! threads, building the [`WorkloadResult`] and its details, scopes that return a handle,
+//! corruption messages that name the tree, and for unit tests small heaps and size-range
+//! checks.
 //!
 //! None of it allocates on the workloads' behalf: what a workload allocates, in which order and
 //! for how long stays in its own module.
