@@ -6,6 +6,9 @@
 //! Checksums are derived from these functions both by the heap implementations and by the
 //! plain-Rust references, so they must stay bit for bit the same: changing one changes stored
 //! expected checksums.
+//!
+//! The small helpers are `#[inline]`: they run in the workloads' inner loops, where a call
+//! into another codegen unit would slow the mutators down and so change what is measured.
 
 use concord::{GcError, Handle, Mutator, ObjectType};
 
@@ -13,6 +16,7 @@ use crate::scaffold::escape;
 use crate::WorkloadError;
 
 /// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
+#[inline]
 pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -23,6 +27,7 @@ pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// One splitmix64 step from `z`: add the golden gamma, then [`splitmix_finalize`].
+#[inline]
 pub(crate) const fn splitmix(z: u64) -> u64 {
     splitmix_finalize(z.wrapping_add(GAMMA))
 }
@@ -31,16 +36,19 @@ pub(crate) const fn splitmix(z: u64) -> u64 {
 pub(crate) struct Rng(u64);
 
 impl Rng {
+    #[inline]
     pub(crate) fn new(seed: u64) -> Self {
         Rng(splitmix_finalize(seed))
     }
 
+    #[inline]
     pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(GAMMA);
         splitmix_finalize(self.0)
     }
 
     /// Uniform in `0..n` (multiply-shift, no division).
+    #[inline]
     pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
@@ -50,11 +58,13 @@ impl Rng {
 pub(crate) struct Fnv(u64);
 
 impl Fnv {
+    #[inline]
     pub(crate) fn new() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
 
     /// Feeds `bytes` in.
+    #[inline]
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -62,12 +72,14 @@ impl Fnv {
     }
 
     /// The hash of what was fed in.
+    #[inline]
     pub(crate) fn finish(&self) -> u64 {
         self.0
     }
 }
 
 /// 64-bit FNV-1a of `bytes`.
+#[inline]
 pub(crate) fn fnv(bytes: &[u8]) -> u64 {
     let mut h = Fnv::new();
     h.bytes(bytes);
@@ -112,6 +124,7 @@ where
 }
 
 /// Allocates a byte array holding `bytes`.
+#[inline]
 pub(crate) fn byte_array(m: &mut Mutator<'_>, bytes: &[u8]) -> Result<Handle, GcError> {
     let a = m.alloc_byte_array(bytes.len())?;
     m.payload_mut(a).copy_from_slice(bytes);
@@ -174,6 +187,7 @@ impl Pattern {
     }
 
     /// Word `j`.
+    #[inline]
     fn word(&self, j: usize) -> u64 {
         self.base.wrapping_add(self.step.wrapping_mul(j as u64))
     }
