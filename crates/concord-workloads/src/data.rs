@@ -142,6 +142,7 @@ pub(crate) struct Pattern {
 
 impl Pattern {
     /// The pattern starting at `base`, with the odd step `splitmix(base) | 1`.
+    #[inline]
     pub(crate) fn new(base: u64) -> Self {
         Pattern {
             base,
@@ -150,6 +151,7 @@ impl Pattern {
     }
 
     /// The wrapping sum of the first `words` words, in closed form.
+    #[inline]
     pub(crate) fn sum(&self, words: usize) -> u64 {
         let n = words as u64;
         n.wrapping_mul(self.base)
@@ -157,6 +159,7 @@ impl Pattern {
     }
 
     /// A new byte array of `words` words of the pattern; the handle is the caller's.
+    #[inline]
     pub(crate) fn alloc(&self, m: &mut Mutator<'_>, words: usize) -> Result<Handle, GcError> {
         let v = m.alloc_byte_array(words * 8)?;
         for (j, w) in m.payload_mut(v).chunks_exact_mut(8).enumerate() {
