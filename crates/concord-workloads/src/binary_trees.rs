@@ -45,10 +45,9 @@
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::{
-    escape, join_or_resume, round_up_mib, tree_nodes, Workload, WorkloadError, WorkloadParams,
-    WorkloadResult, MIB,
-};
+use crate::data::{self, tree_nodes, LEFT, RIGHT};
+use crate::scaffold::{self, in_tree, round_up_mib, Size};
+use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "binary-trees";
@@ -62,11 +61,6 @@ pub const DEFAULT_DEPTH: u32 = 18;
 pub const MIN_DEPTH: u32 = 4;
 /// The largest depth (`--size`) accepted.
 pub const MAX_DEPTH: u32 = 30;
-
-/// Slot of a node's left child.
-const LEFT: usize = 0;
-/// Slot of a node's right child.
-const RIGHT: usize = 1;
 
 /// The Benchmarks Game binary-trees program. See the module documentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,16 +93,18 @@ impl Depths {
     }
 }
 
+/// `--size`: the tree depth.
+const SIZE: Size = Size::new(
+    "binary-trees depth (size)",
+    DEFAULT_DEPTH,
+    MIN_DEPTH..=MAX_DEPTH,
+    "",
+);
+
 /// The depth `params.size` asks for (default [`DEFAULT_DEPTH`]), checked against
 /// [`MIN_DEPTH`]`..=`[`MAX_DEPTH`].
 pub fn depth(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_DEPTH);
-    if !(MIN_DEPTH..=MAX_DEPTH).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "binary-trees depth (size) {n} is out of range (allowed: {MIN_DEPTH}..={MAX_DEPTH})"
-        )));
-    }
-    Ok(n)
+    SIZE.of(params)
 }
 
 /// The checksum of one round at depth `n`: the stretch check, plus every depth's total check,
@@ -144,17 +140,15 @@ impl Workload for BinaryTrees {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.size.unwrap_or(DEFAULT_DEPTH), params.mutators)
+        default_heap(SIZE.or_default(params), params.mutators)
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        depth(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let n = depth(params)?;
+        let n = SIZE.checked(params)?;
         let d = Depths::new(n);
         let mut m = heap.attach();
         let mut checksum = 0u64;
@@ -212,7 +206,7 @@ fn run_round(
 ) -> Result<Round, WorkloadError> {
     let stretch = m.scope(|m| {
         let t = bottom_up_tree(m, d.stretch)?;
-        check(m, t, d.stretch).map_err(in_tree("stretch tree", d.stretch))
+        check(m, t, d.stretch).map_err(in_tree(NAME, "stretch tree", d.stretch))
     })?;
     m.scope(|m| {
         let long_lived = bottom_up_tree(m, d.max)?;
@@ -221,7 +215,8 @@ fn run_round(
         } else {
             m.blocking(|| run_workers(heap, d, mutators))?
         };
-        let long_lived = check(m, long_lived, d.max).map_err(in_tree("long-lived tree", d.max))?;
+        let long_lived =
+            check(m, long_lived, d.max).map_err(in_tree(NAME, "long-lived tree", d.max))?;
         Ok(Round {
             stretch,
             per_depth,
@@ -233,27 +228,8 @@ fn run_round(
 /// Runs the short-lived trees on `mutators` worker threads, each with its own mutator, and
 /// adds up their per-depth totals.
 fn run_workers(heap: &Heap, d: Depths, mutators: usize) -> Result<Vec<(u32, u64)>, WorkloadError> {
-    let results: Vec<Result<Vec<(u32, u64)>, WorkloadError>> = std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(mutators);
-        let mut failed = None;
-        for w in 0..mutators {
-            let spawned = std::thread::Builder::new()
-                .name(format!("{NAME}-{w}"))
-                .spawn_scoped(s, move || {
-                    let mut m = heap.attach();
-                    short_lived_share(&mut m, d, w, mutators)
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    failed = Some(WorkloadError::Spawn(e));
-                    break;
-                }
-            }
-        }
-        let mut results: Vec<_> = handles.into_iter().map(join_or_resume).collect();
-        results.extend(failed.map(Err));
-        results
+    let results = scaffold::on_threads(heap, NAME, mutators, |m, w| {
+        short_lived_share(m, d, w, mutators)
     });
     let mut total: Vec<(u32, u64)> = d.short_lived().map(|k| (k, 0)).collect();
     for r in results {
@@ -282,7 +258,7 @@ fn short_lived_share(
         for _ in 0..mine {
             sum += m.scope(|m| {
                 let t = bottom_up_tree(m, k)?;
-                check(m, t, k).map_err(in_tree("short-lived tree", k))
+                check(m, t, k).map_err(in_tree(NAME, "short-lived tree", k))
             })?;
         }
         out.push((k, sum));
@@ -292,17 +268,7 @@ fn short_lived_share(
 
 /// Build a complete tree of depth `depth` bottom-up; the handle belongs to the caller's scope.
 fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    if depth == 0 {
-        return m.alloc(NODE);
-    }
-    escape(m, |m| {
-        let l = bottom_up_tree(m, depth - 1)?;
-        let r = bottom_up_tree(m, depth - 1)?;
-        let n = m.alloc(NODE)?;
-        m.set_ref(n, LEFT, Some(l));
-        m.set_ref(n, RIGHT, Some(r));
-        Ok(n)
-    })
+    data::bottom_up_tree(m, NODE, depth, &|_, _, _| {})
 }
 
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
@@ -331,16 +297,6 @@ fn check(m: &mut Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadE
     })
 }
 
-/// Prefixes a corruption message with the tree it was found in.
-fn in_tree(what: &'static str, depth: u32) -> impl FnOnce(WorkloadError) -> WorkloadError {
-    move |e| match e {
-        WorkloadError::Corrupt(msg) => {
-            WorkloadError::Corrupt(format!("binary-trees {what} of depth {depth}: {msg}"))
-        }
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,19 +320,9 @@ mod tests {
 
     #[test]
     fn depth_range_is_enforced() {
-        for bad in [0, 3, 31, 1000] {
-            let e = depth(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(
-                e.contains(&format!("{bad} is out of range (allowed: 4..=30)")),
-                "{e}"
-            );
-        }
-        assert_eq!(depth(&WorkloadParams::default()).unwrap(), 18);
+        scaffold::assert_size_range(depth, 18, &[0, 3, 31, 1000], |bad| {
+            format!("{bad} is out of range (allowed: 4..=30)")
+        });
         assert_eq!(
             depth(&WorkloadParams {
                 size: Some(30),
@@ -397,10 +343,7 @@ mod tests {
 
     #[test]
     fn check_detects_structural_damage() {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 8 * MIB;
-        c.gc_threads = 1;
-        let heap = Heap::new(c).unwrap();
+        let heap = scaffold::test_heap(8 * MIB, false);
         let mut m = heap.attach();
         let t = bottom_up_tree(&mut m, 6).unwrap();
         assert_eq!(check(&mut m, t, 6).unwrap(), tree_nodes(6));
@@ -413,7 +356,7 @@ mod tests {
         m.set_ref(ll, LEFT, None);
         let e = check(&mut m, t, 6).unwrap_err().to_string();
         assert!(e.contains("right child but no left child"), "{e}");
-        let e = in_tree("long-lived tree", 6)(WorkloadError::Corrupt("x".into())).to_string();
+        let e = in_tree(NAME, "long-lived tree", 6)(WorkloadError::Corrupt("x".into())).to_string();
         assert!(
             e.contains("binary-trees long-lived tree of depth 6: x"),
             "{e}"

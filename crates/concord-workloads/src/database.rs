@@ -69,11 +69,12 @@
 //! young and 2 full collections; 542 MiB allocated, 191 MiB copied (survival 0.35), 89 MiB
 //! promoted.
 
-use crate::splitmix as mix;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::data::{byte_array, splitmix as mix, Pattern};
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -164,29 +165,24 @@ fn initially_present(key: u64) -> bool {
     key % 5 != 4
 }
 
+/// `--size`: thousands of rows.
+const SIZE: Size = Size::new(
+    "database size",
+    DEFAULT_SIZE,
+    MIN_SIZE..=MAX_SIZE,
+    " (thousands of rows)",
+);
+
 /// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    crate::checked_size(
-        params,
-        DEFAULT_SIZE,
-        MIN_SIZE..=MAX_SIZE,
-        "database size",
-        "thousands of rows",
-    )
+    SIZE.of(params)
 }
 
 /// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
 /// (at least 4 MiB), plus 4 MiB per mutator beyond the first; rounded up to MiB.
 pub fn default_heap(size: u32, mutators: usize) -> usize {
-    crate::scaled_default_heap(
-        MEASURED_MIN_HEAP,
-        DEFAULT_SIZE,
-        size,
-        MAX_SIZE,
-        4 * MIB,
-        mutators,
-    )
+    SIZE.scaled_heap(MEASURED_MIN_HEAP, 4 * MIB, size, mutators)
 }
 
 /// A transaction of the stream.
@@ -241,18 +237,14 @@ fn value_words(key: u64, version: u64) -> usize {
     4 + (mix(key ^ version.rotate_left(40)) % (MAX_VALUE_WORDS as u64 - 3)) as usize
 }
 
-/// Word `j` of a value is `base + j · step`; returns `(base, step)`.
-fn value_pattern(key: u64, version: u64) -> (u64, u64) {
-    let base = mix(key.rotate_left(17) ^ version ^ 0x7661_6c75_6500);
-    (base, mix(base) | 1)
+/// The words of the value of `(key, version)`.
+fn value_pattern(key: u64, version: u64) -> Pattern {
+    Pattern::new(mix(key.rotate_left(17) ^ version ^ 0x7661_6c75_6500))
 }
 
 /// The wrapping sum of the words of the value of `(key, version)`, in closed form.
 fn value_sum(key: u64, version: u64) -> u64 {
-    let n = value_words(key, version) as u64;
-    let (base, step) = value_pattern(key, version);
-    n.wrapping_mul(base)
-        .wrapping_add(step.wrapping_mul(n * (n - 1) / 2))
+    value_pattern(key, version).sum(value_words(key, version))
 }
 
 /// Digest of a row's contents.
@@ -367,50 +359,36 @@ impl Workload for Database {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.size.unwrap_or(DEFAULT_SIZE), params.mutators)
+        default_heap(SIZE.or_default(params), params.mutators)
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        size(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let n = size(params)?;
+        let n = SIZE.checked(params)?;
         let shape = Shape::new(n);
         let expected = expected_checksum(n);
         let per_shard: Vec<AtomicU64> = (0..params.mutators).map(|_| AtomicU64::new(0)).collect();
-        // Checksum parts wrap around, so they are added here (atomics wrap) rather than by
-        // `run_copies`, which adds its copies' results without wrapping.
-        let checksum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, shard, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, shard, _round| {
             let (sum, ran) = run_shard(m, &shape, shard, params.mutators)?;
             per_shard[shard].fetch_add(ran, Ordering::Relaxed);
-            checksum.fetch_add(sum, Ordering::Relaxed);
-            Ok(0)
+            Ok(sum)
         })?;
-        let checksum = checksum.into_inner();
         let ran: Vec<String> = per_shard
             .iter()
             .map(|a| a.load(Ordering::Relaxed).to_string())
             .collect();
         let details = vec![
-            ("rows".to_string(), shape.rows.to_string()),
-            ("key_universe".to_string(), shape.universe.to_string()),
-            ("index_pages".to_string(), shape.pages.to_string()),
-            (
-                "transactions_per_round".to_string(),
-                shape.transactions.to_string(),
-            ),
-            ("shards".to_string(), params.mutators.to_string()),
-            ("transactions_per_shard".to_string(), ran.join(" ")),
+            detail("rows", shape.rows),
+            detail("key_universe", shape.universe),
+            detail("index_pages", shape.pages),
+            detail("transactions_per_round", shape.transactions),
+            detail("shards", params.mutators),
+            detail("transactions_per_shard", ran.join(" ")),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
-            details,
-        })
+        Ok(scaffold::result(checksum, Some(expected), params, details))
     }
 }
 
@@ -653,22 +631,35 @@ fn load_page(
     dir: Handle,
     lp: usize,
 ) -> Result<(), WorkloadError> {
-    if m.load_ref_into(page, dir, lp) {
+    load_ref(m, page, dir, lp, || {
+        format!("database: directory slot {lp} is null")
+    })
+}
+
+/// Loads reference slot `slot` of `obj` into `into`; a null slot is corrupt data, which
+/// `missing` describes.
+fn load_ref(
+    m: &mut Mutator<'_>,
+    into: Handle,
+    obj: Handle,
+    slot: usize,
+    missing: impl FnOnce() -> String,
+) -> Result<(), WorkloadError> {
+    if m.load_ref_into(into, obj, slot) {
         Ok(())
     } else {
-        Err(WorkloadError::Corrupt(format!(
-            "database: directory slot {lp} is null"
-        )))
+        Err(WorkloadError::Corrupt(missing()))
     }
+}
+
+/// What a row without a value is reported as.
+fn no_value(key: u64) -> String {
+    format!("database: row {key} has no value")
 }
 
 /// A new row `(key, version, amount)` with its value; the handle is the caller's.
 fn new_row(m: &mut Mutator<'_>, key: u64, version: u64, amount: u64) -> Result<Handle, GcError> {
-    let value = m.alloc_byte_array(value_words(key, version) * 8)?;
-    let (base, step) = value_pattern(key, version);
-    for (j, w) in m.payload_mut(value).chunks_exact_mut(8).enumerate() {
-        w.copy_from_slice(&base.wrapping_add(step.wrapping_mul(j as u64)).to_le_bytes());
-    }
+    let value = value_pattern(key, version).alloc(m, value_words(key, version))?;
     let row = m.alloc(ROW)?;
     m.set_ref(row, ROW_VALUE, Some(value));
     m.write_u64(row, ROW_KEY, key);
@@ -685,16 +676,11 @@ fn materialize(
     value: Handle,
     key: u64,
 ) -> Result<Handle, WorkloadError> {
-    if !m.load_ref_into(value, row, ROW_VALUE) {
-        return Err(WorkloadError::Corrupt(format!(
-            "database: row {key} has no value"
-        )));
-    }
+    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
     let mut buf = [0u8; 8 * MAX_VALUE_WORDS];
     let len = m.payload(value).len().min(buf.len());
     buf[..len].copy_from_slice(&m.payload(value)[..len]);
-    let copy = m.alloc_byte_array(len)?;
-    m.payload_mut(copy).copy_from_slice(&buf[..len]);
+    let copy = byte_array(m, &buf[..len])?;
     let result = m.alloc(RESULT)?;
     m.set_ref(result, ROW_VALUE, Some(copy));
     for field in [ROW_KEY, ROW_VERSION, ROW_AMOUNT] {
@@ -720,20 +706,11 @@ fn read_row(
     }
     let version = m.read_u64(row, ROW_VERSION);
     let amount = m.read_u64(row, ROW_AMOUNT);
-    if !m.load_ref_into(value, row, ROW_VALUE) {
-        return Err(WorkloadError::Corrupt(format!(
-            "database: row {key} has no value"
-        )));
-    }
-    let bytes = m.payload(value);
-    let words = bytes.len() / 8;
-    let word = |j: usize| u64::from_le_bytes(bytes[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
-    if words != value_words(key, version) || word(0) != value_pattern(key, version).0 {
-        return Err(WorkloadError::Corrupt(format!(
-            "database: row {key} version {version} has a wrong value ({words} words)"
-        )));
-    }
-    let sum = (0..words).fold(0u64, |s, j| s.wrapping_add(word(j)));
+    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
+    let words = value_words(key, version);
+    let sum = value_pattern(key, version).check(m.payload(value), words, || {
+        format!("database: row {key} version {version}")
+    })?;
     Ok((
         version,
         amount,
@@ -805,16 +782,10 @@ mod tests {
     }
 
     #[test]
-    fn value_sum_closed_form_matches_the_words() {
+    fn values_have_4_to_24_words() {
         for key in [0, 7, 12345] {
             for version in [1, 2, 99] {
-                let (base, step) = value_pattern(key, version);
-                let n = value_words(key, version);
-                assert!((4..=24).contains(&n));
-                let s = (0..n as u64).fold(0u64, |s, j| {
-                    s.wrapping_add(base.wrapping_add(step.wrapping_mul(j)))
-                });
-                assert_eq!(s, value_sum(key, version));
+                assert!((4..=24).contains(&value_words(key, version)));
             }
         }
     }
@@ -846,22 +817,10 @@ mod tests {
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = size(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(
-                e.contains(&format!("{bad} (thousands of rows) is out of range")),
-                "{e}"
-            );
-        }
-        assert_eq!(
-            default_heap(DEFAULT_SIZE, 1),
-            crate::round_up_mib(3 * MEASURED_MIN_HEAP)
-        );
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of rows) is out of range (allowed: 1..=10000)")
+        });
+        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
         assert_eq!(default_heap(1, 1), 12 * MIB);
     }

@@ -18,10 +18,9 @@
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::{
-    escape, round_up_mib, run_copies, tree_nodes, Workload, WorkloadError, WorkloadParams,
-    WorkloadResult, MIB,
-};
+use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
+use crate::scaffold::{detail, in_tree, round_up_mib};
+use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "gcbench";
@@ -33,10 +32,6 @@ pub const NODE: ObjectType = ObjectType::fixed(2, 8);
 const I_OFFSET: usize = 0;
 /// Payload offset of a node's `j` (never written).
 const J_OFFSET: usize = 4;
-/// Slot of a node's left child.
-const LEFT: usize = 0;
-/// Slot of a node's right child.
-const RIGHT: usize = 1;
 
 /// Expected checksum of one copy, one round, with [`GcBenchParams::standard`] (the value
 /// `GCBench.java` derives and prints).
@@ -236,22 +231,13 @@ impl Workload for GcBench {
         let expected = per_copy * params.mutators as u64 * params.rounds as u64;
         let depths: Vec<String> = p.depths().map(|d| d.to_string()).collect();
         let details = vec![
-            ("copies".to_string(), params.mutators.to_string()),
-            ("rounds".to_string(), params.rounds.to_string()),
-            (
-                "stretch tree depth".to_string(),
-                p.stretch_depth.to_string(),
-            ),
-            (
-                "long-lived tree depth".to_string(),
-                p.long_lived_depth.to_string(),
-            ),
-            ("array size".to_string(), p.array_size.to_string()),
-            ("short-lived tree depths".to_string(), depths.join(" ")),
-            (
-                "checksum per copy and round".to_string(),
-                per_copy.to_string(),
-            ),
+            detail("copies", params.mutators),
+            detail("rounds", params.rounds),
+            detail("stretch tree depth", p.stretch_depth),
+            detail("long-lived tree depth", p.long_lived_depth),
+            detail("array size", p.array_size),
+            detail("short-lived tree depths", depths.join(" ")),
+            detail("checksum per copy and round", per_copy),
         ];
         Ok(WorkloadResult {
             checksum,
@@ -270,7 +256,7 @@ pub fn run_one_copy(m: &mut Mutator<'_>, p: &GcBenchParams) -> Result<u64, Workl
         // Stretch the memory space quickly.
         checksum += m.scope(|m| {
             let t = make_tree(m, p.stretch_depth)?;
-            check(m, t, p.stretch_depth).map_err(in_tree("stretch tree", p.stretch_depth))
+            check(m, t, p.stretch_depth).map_err(in_tree(NAME, "stretch tree", p.stretch_depth))
         })?;
 
         // A long-lived tree, built top-down.
@@ -288,8 +274,11 @@ pub fn run_one_copy(m: &mut Mutator<'_>, p: &GcBenchParams) -> Result<u64, Workl
             checksum += time_construction(m, p, d)?;
         }
 
-        checksum += check(m, long_lived, p.long_lived_depth)
-            .map_err(in_tree("long-lived tree", p.long_lived_depth))?;
+        checksum += check(m, long_lived, p.long_lived_depth).map_err(in_tree(
+            NAME,
+            "long-lived tree",
+            p.long_lived_depth,
+        ))?;
         check_array(m, array, p.array_size)?;
         Ok(checksum)
     })
@@ -309,13 +298,13 @@ fn time_construction(
             let t = m.alloc(NODE)?;
             m.write_u32(t, I_OFFSET, depth);
             populate(m, depth, t)?;
-            check(m, t, depth).map_err(in_tree("top-down tree", depth))
+            check(m, t, depth).map_err(in_tree(NAME, "top-down tree", depth))
         })?;
     }
     for _ in 0..iters {
         checksum += m.scope(|m| {
             let t = make_tree(m, depth)?;
-            check(m, t, depth).map_err(in_tree("bottom-up tree", depth))
+            check(m, t, depth).map_err(in_tree(NAME, "bottom-up tree", depth))
         })?;
     }
     Ok(checksum)
@@ -342,17 +331,8 @@ fn populate(m: &mut Mutator<'_>, depth: u32, node: Handle) -> Result<(), GcError
 /// Build a tree of depth `depth` bottom-up (`MakeTree`); the handle belongs to the caller's
 /// scope.
 fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    if depth == 0 {
-        return m.alloc(NODE);
-    }
-    escape(m, |m| {
-        let l = make_tree(m, depth - 1)?;
-        let r = make_tree(m, depth - 1)?;
-        let n = m.alloc(NODE)?;
-        m.set_ref(n, LEFT, Some(l));
-        m.set_ref(n, RIGHT, Some(r));
-        m.write_u32(n, I_OFFSET, depth);
-        Ok(n)
+    bottom_up_tree(m, NODE, depth, &|m, n, height| {
+        m.write_u32(n, I_OFFSET, height)
     })
 }
 
@@ -424,16 +404,6 @@ fn check_array(m: &mut Mutator<'_>, array: Handle, size: usize) -> Result<(), Wo
     Ok(())
 }
 
-/// Prefixes a corruption message with the tree it was found in.
-fn in_tree(what: &'static str, depth: u32) -> impl FnOnce(WorkloadError) -> WorkloadError {
-    move |e| match e {
-        WorkloadError::Corrupt(msg) => {
-            WorkloadError::Corrupt(format!("gcbench {what} of depth {depth}: {msg}"))
-        }
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,11 +455,7 @@ mod tests {
     }
 
     fn heap() -> Heap {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 8 * MIB;
-        c.gc_threads = 1;
-        c.verify = true;
-        Heap::new(c).unwrap()
+        crate::scaffold::test_heap(8 * MIB, true)
     }
 
     fn corrupt_message(
@@ -557,7 +523,7 @@ mod tests {
         );
         assert!(msg.contains("j = 1"), "{msg}");
         // The context names the tree.
-        let e = in_tree("stretch tree", 18)(WorkloadError::Corrupt("x".into())).to_string();
+        let e = in_tree(NAME, "stretch tree", 18)(WorkloadError::Corrupt("x".into())).to_string();
         assert!(e.contains("gcbench stretch tree of depth 18: x"), "{e}");
     }
 

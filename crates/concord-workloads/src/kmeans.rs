@@ -60,12 +60,12 @@
 //! 0.8-1.1 s and does 29 young collections and no full one; 664 MiB allocated, 24 MiB copied
 //! (survival 0.036), 21 MiB promoted (the points, once) — the classic generational case.
 
-use crate::splitmix as mix;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::data::splitmix as mix;
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -115,29 +115,24 @@ const POINT_ID: usize = DIMS * 4;
 /// Seed of the data set.
 const SEED: u64 = 0x6b6d_6561_6e73_0001;
 
+/// `--size`: thousands of points.
+const SIZE: Size = Size::new(
+    "kmeans size",
+    DEFAULT_SIZE,
+    MIN_SIZE..=MAX_SIZE,
+    " (thousands of points)",
+);
+
 /// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    crate::checked_size(
-        params,
-        DEFAULT_SIZE,
-        MIN_SIZE..=MAX_SIZE,
-        "kmeans size",
-        "thousands of points",
-    )
+    SIZE.of(params)
 }
 
 /// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
 /// (at least 4 MiB), plus 2 MiB per mutator beyond the first; rounded up to MiB.
 pub fn default_heap(size: u32, mutators: usize) -> usize {
-    crate::scaled_default_heap(
-        MEASURED_MIN_HEAP,
-        DEFAULT_SIZE,
-        size,
-        MAX_SIZE,
-        2 * MIB,
-        mutators,
-    )
+    SIZE.scaled_heap(MEASURED_MIN_HEAP, 2 * MIB, size, mutators)
 }
 
 /// The checksum of one round at `size`, if it is in [`KNOWN_CHECKSUMS`].
@@ -402,17 +397,15 @@ impl Workload for KMeans {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.size.unwrap_or(DEFAULT_SIZE), params.mutators)
+        default_heap(SIZE.or_default(params), params.mutators)
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        size(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let n = size(params)?;
+        let n = SIZE.checked(params)?;
         let points = u64::from(n) * 1000;
         let threads = params.mutators;
         let exchange = Exchange {
@@ -420,42 +413,36 @@ impl Workload for KMeans {
             partials: Mutex::new([vec![Vec::new(); threads], vec![Vec::new(); threads]]),
         };
         let last = Mutex::new((0i64, 0i64));
-        // Checksum parts wrap around, so they are added here (atomics wrap) rather than by
-        // `run_copies`, which adds its copies' results without wrapping.
-        let checksum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, shard, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, shard, _round| {
             let lo = shard as u64 * points / threads as u64;
             let hi = (shard as u64 + 1) * points / threads as u64;
             let r = exchange
                 .rendezvous
                 .guard(|| run_shard(m, &exchange, shard, lo, hi))?;
-            if let Some((sum, totals)) = r {
-                if shard == 0 {
-                    *last.lock().unwrap_or_else(|e| e.into_inner()) = totals;
-                }
-                checksum.fetch_add(sum, Ordering::Relaxed);
+            let Some((sum, totals)) = r else {
+                return Ok(0);
+            };
+            if shard == 0 {
+                *last.lock().unwrap_or_else(|e| e.into_inner()) = totals;
             }
-            Ok(0)
+            Ok(sum)
         })?;
-        let checksum = checksum.into_inner();
         let (dist, changes) = *last.lock().unwrap_or_else(|e| e.into_inner());
         let details = vec![
-            ("points".to_string(), points.to_string()),
-            ("dims".to_string(), DIMS.to_string()),
-            ("clusters".to_string(), CLUSTERS.to_string()),
-            ("iterations".to_string(), ITERATIONS.to_string()),
-            ("shards".to_string(), threads.to_string()),
-            (
-                "last_iteration_total_distance".to_string(),
-                (dist as u64).to_string(),
-            ),
-            ("last_iteration_changes".to_string(), changes.to_string()),
+            detail("points", points),
+            detail("dims", DIMS),
+            detail("clusters", CLUSTERS),
+            detail("iterations", ITERATIONS),
+            detail("shards", threads),
+            detail("last_iteration_total_distance", dist as u64),
+            detail("last_iteration_changes", changes),
         ];
-        Ok(WorkloadResult {
+        Ok(scaffold::result(
             checksum,
-            expected_checksum: known_checksum(n).map(|c| c.wrapping_mul(params.rounds as u64)),
+            known_checksum(n),
+            params,
             details,
-        })
+        ))
     }
 }
 
@@ -750,22 +737,10 @@ mod tests {
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = size(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(
-                e.contains(&format!("{bad} (thousands of points) is out of range")),
-                "{e}"
-            );
-        }
-        assert_eq!(
-            default_heap(DEFAULT_SIZE, 1),
-            crate::round_up_mib(3 * MEASURED_MIN_HEAP)
-        );
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of points) is out of range (allowed: 1..=10000)")
+        });
+        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 2) > default_heap(DEFAULT_SIZE, 1));
     }
 

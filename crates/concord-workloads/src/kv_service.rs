@@ -63,15 +63,15 @@
 //! client (closed loop), a pause delays one request per client, so pauses show in the maximum
 //! and from about the 99.99th percentile on (`latency_p9999_us` is reported too), not at p99.
 
-use crate::splitmix as mix;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 use hdrhistogram::Histogram;
 
+use crate::data::{byte_array, splitmix as mix, Pattern};
 use crate::kmeans::{Failure, Rendezvous};
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -111,29 +111,24 @@ const MAX_VALUE_WORDS: usize = 64;
 const SEED: u64 = 0x6b76_5f73_6572_7669;
 const FINAL: u64 = 0x6669_6e61_6c00;
 
+/// `--size`: thousands of keys.
+const SIZE: Size = Size::new(
+    "kv-service size",
+    DEFAULT_SIZE,
+    MIN_SIZE..=MAX_SIZE,
+    " (thousands of keys)",
+);
+
 /// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    crate::checked_size(
-        params,
-        DEFAULT_SIZE,
-        MIN_SIZE..=MAX_SIZE,
-        "kv-service size",
-        "thousands of keys",
-    )
+    SIZE.of(params)
 }
 
 /// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
 /// (at least 4 MiB), plus 2 MiB per client beyond the first; rounded up to MiB.
 pub fn default_heap(size: u32, mutators: usize) -> usize {
-    crate::scaled_default_heap(
-        MEASURED_MIN_HEAP,
-        DEFAULT_SIZE,
-        size,
-        MAX_SIZE,
-        2 * MIB,
-        mutators,
-    )
+    SIZE.scaled_heap(MEASURED_MIN_HEAP, 2 * MIB, size, mutators)
 }
 
 /// The sizes one round works with.
@@ -199,18 +194,14 @@ fn value_words(key: u64, version: u64) -> usize {
             as usize
 }
 
-/// Word `j` of a value is `base + j · step`; returns `(base, step)`.
-fn value_pattern(key: u64, version: u64) -> (u64, u64) {
-    let base = mix(key.rotate_left(40) ^ version ^ 0x76_616c);
-    (base, mix(base) | 1)
+/// The words of the value of `(key, version)`.
+fn value_pattern(key: u64, version: u64) -> Pattern {
+    Pattern::new(mix(key.rotate_left(40) ^ version ^ 0x76_616c))
 }
 
 /// The wrapping sum of the words of the value of `(key, version)`, in closed form.
 fn value_sum(key: u64, version: u64) -> u64 {
-    let n = value_words(key, version) as u64;
-    let (base, step) = value_pattern(key, version);
-    n.wrapping_mul(base)
-        .wrapping_add(step.wrapping_mul(n * (n - 1) / 2))
+    value_pattern(key, version).sum(value_words(key, version))
 }
 
 /// What get `i` adds to the checksum.
@@ -276,17 +267,15 @@ impl Workload for KvService {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.size.unwrap_or(DEFAULT_SIZE), params.mutators)
+        default_heap(SIZE.or_default(params), params.mutators)
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        size(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let n = size(params)?;
+        let n = SIZE.checked(params)?;
         let shape = Shape::new(n);
         let expected = expected_checksum(n);
         let clients = params.mutators;
@@ -296,17 +285,12 @@ impl Workload for KvService {
             spans: Mutex::new(vec![None; params.rounds]),
             counts: Mutex::new((0, 0)),
         };
-        // Checksum parts wrap around, so they are added here (atomics wrap) rather than by
-        // `run_copies`, which adds its copies' results without wrapping.
-        let checksum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, client, round| {
+        let checksum = run_copies(heap, params, NAME, |m, client, round| {
             let r = shared
                 .start
                 .guard(|| run_client(m, &shape, &shared, client, clients, round))?;
-            checksum.fetch_add(r.unwrap_or(0), Ordering::Relaxed);
-            Ok(0)
+            Ok(r.unwrap_or(0))
         })?;
-        let checksum = checksum.into_inner();
         let h = shared
             .histogram
             .into_inner()
@@ -325,38 +309,25 @@ impl Workload for KvService {
             .unwrap_or_else(|e| e.into_inner());
         let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
         let details = vec![
-            ("clients".to_string(), clients.to_string()),
-            ("keys".to_string(), shape.keys.to_string()),
-            ("hot_keys".to_string(), shape.hot_keys.to_string()),
-            ("requests".to_string(), h.len().to_string()),
-            ("gets".to_string(), gets.to_string()),
-            ("puts".to_string(), puts.to_string()),
-            ("latency_p50_us".to_string(), us(h.value_at_quantile(0.50))),
-            ("latency_p95_us".to_string(), us(h.value_at_quantile(0.95))),
-            ("latency_p99_us".to_string(), us(h.value_at_quantile(0.99))),
-            (
-                "latency_p999_us".to_string(),
-                us(h.value_at_quantile(0.999)),
-            ),
-            (
-                "latency_p9999_us".to_string(),
-                us(h.value_at_quantile(0.9999)),
-            ),
-            ("latency_max_us".to_string(), us(h.max())),
-            (
-                "latency_mean_us".to_string(),
-                format!("{:.3}", h.mean() / 1000.0),
-            ),
-            (
-                "throughput_rps".to_string(),
+            detail("clients", clients),
+            detail("keys", shape.keys),
+            detail("hot_keys", shape.hot_keys),
+            detail("requests", h.len()),
+            detail("gets", gets),
+            detail("puts", puts),
+            detail("latency_p50_us", us(h.value_at_quantile(0.50))),
+            detail("latency_p95_us", us(h.value_at_quantile(0.95))),
+            detail("latency_p99_us", us(h.value_at_quantile(0.99))),
+            detail("latency_p999_us", us(h.value_at_quantile(0.999))),
+            detail("latency_p9999_us", us(h.value_at_quantile(0.9999))),
+            detail("latency_max_us", us(h.max())),
+            detail("latency_mean_us", format!("{:.3}", h.mean() / 1000.0)),
+            detail(
+                "throughput_rps",
                 format!("{:.0}", h.len() as f64 / busy.as_secs_f64().max(1e-9)),
             ),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
-            details,
-        })
+        Ok(scaffold::result(checksum, Some(expected), params, details))
     }
 }
 
@@ -432,8 +403,7 @@ fn load(
     let table = m.alloc_ref_array(buckets)?;
     for key in (0..shape.keys).filter(|&k| owner(k, clients) == client) {
         m.scope(|m| {
-            let kb = m.alloc_byte_array(KEY_BYTES)?;
-            m.payload_mut(kb).copy_from_slice(&key_bytes(key));
+            let kb = byte_array(m, &key_bytes(key))?;
             let value = new_value(m, key, 0)?;
             let e = m.alloc(ENTRY)?;
             m.set_ref(e, KEY, Some(kb));
@@ -451,12 +421,7 @@ fn load(
 
 /// A new value of `(key, version)`; the handle is the caller's.
 fn new_value(m: &mut Mutator<'_>, key: u64, version: u64) -> Result<Handle, GcError> {
-    let v = m.alloc_byte_array(value_words(key, version) * 8)?;
-    let (base, step) = value_pattern(key, version);
-    for (j, w) in m.payload_mut(v).chunks_exact_mut(8).enumerate() {
-        w.copy_from_slice(&base.wrapping_add(step.wrapping_mul(j as u64)).to_le_bytes());
-    }
-    Ok(v)
+    value_pattern(key, version).alloc(m, value_words(key, version))
 }
 
 /// Finds the entry of `key` into `entry` (`scratch` is a second scratch handle).
@@ -518,15 +483,10 @@ fn read_value(
     key: u64,
     version: u64,
 ) -> Result<(u64, u64), WorkloadError> {
-    let bytes = m.payload(v);
-    let words = bytes.len() / 8;
-    let word = |j: usize| u64::from_le_bytes(bytes[j * 8..j * 8 + 8].try_into().expect("8 bytes"));
-    if words != value_words(key, version) || word(0) != value_pattern(key, version).0 {
-        return Err(WorkloadError::Corrupt(format!(
-            "kv-service: key {key} version {version} has a wrong value ({words} words)"
-        )));
-    }
-    let sum = (0..words).fold(0u64, |s, j| s.wrapping_add(word(j)));
+    let words = value_words(key, version);
+    let sum = value_pattern(key, version).check(m.payload(v), words, || {
+        format!("kv-service: key {key} version {version}")
+    })?;
     Ok((words as u64, sum))
 }
 
@@ -585,38 +545,21 @@ mod tests {
     }
 
     #[test]
-    fn value_sum_closed_form_matches_the_words() {
+    fn values_have_8_to_64_words() {
         for key in [0, 3, 999_999] {
             for version in [0, 1, 12345] {
-                let (base, step) = value_pattern(key, version);
                 let n = value_words(key, version);
                 assert!((MIN_VALUE_WORDS..=MAX_VALUE_WORDS).contains(&n));
-                let s = (0..n as u64).fold(0u64, |s, j| {
-                    s.wrapping_add(base.wrapping_add(step.wrapping_mul(j)))
-                });
-                assert_eq!(s, value_sum(key, version));
             }
         }
     }
 
     #[test]
     fn size_range_and_default_heap() {
-        for bad in [0, 10_001] {
-            let e = size(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(
-                e.contains(&format!("{bad} (thousands of keys) is out of range")),
-                "{e}"
-            );
-        }
-        assert_eq!(
-            default_heap(DEFAULT_SIZE, 1),
-            crate::round_up_mib(3 * MEASURED_MIN_HEAP)
-        );
+        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
+            format!("{bad} (thousands of keys) is out of range (allowed: 1..=10000)")
+        });
+        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
         assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
     }
 }

@@ -26,6 +26,14 @@
 //! propagated as [`WorkloadError::OutOfMemory`], never unwrapped; and no mutator stays attached
 //! and idle while other threads work (it would hold up every collection), which is what
 //! [`run_copies`] and [`Mutator::blocking`] are for.
+//!
+//! What the workloads have in common is written once, in two private modules: `scaffold`
+//! (the `--size` parameter and its errors, default heap rules, threads, results, scopes that
+//! return a handle) and `data` (the splitmix64 and FNV-1a hashes, patterned values, byte
+//! arrays, bottom-up trees). The shared code never decides what a workload allocates: which
+//! objects, in which order, how large and for how long is in the workload's own module (the
+//! allocation pattern is part of a GC benchmark's result); a shared builder allocates exactly
+//! the byte array, value or tree it is asked for.
 
 #![warn(missing_docs)]
 
@@ -42,6 +50,9 @@ pub mod queue_churn;
 pub mod render;
 pub mod search;
 pub mod transform;
+
+mod data;
+mod scaffold;
 
 pub use binary_trees::BinaryTrees;
 pub use database::Database;
@@ -211,7 +222,8 @@ pub fn lookup(name: &str) -> Option<Box<dyn Workload>> {
 }
 
 /// Runs `params.rounds` rounds of `params.mutators` independent copies of `copy` and returns
-/// the sum of their results.
+/// the sum of their results, wrapping (checksums are sums modulo 2^64, which do not depend on
+/// how the work is split across copies).
 ///
 /// Each round starts one scoped thread per copy (named `{name}-{copy}`), which attaches its own
 /// mutator and calls `copy(mutator, copy_index, round)`; with a single mutator the copy runs
@@ -232,113 +244,14 @@ where
     for round in 0..params.rounds {
         if params.mutators == 1 {
             let mut m = heap.attach();
-            total += copy(&mut m, 0, round)?;
+            total = total.wrapping_add(copy(&mut m, 0, round)?);
             continue;
         }
-        let results: Vec<Result<u64, WorkloadError>> = std::thread::scope(|s| {
-            let copy = &copy;
-            let mut handles = Vec::with_capacity(params.mutators);
-            let mut results = Vec::with_capacity(params.mutators);
-            for c in 0..params.mutators {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("{name}-{c}"))
-                    .spawn_scoped(s, move || {
-                        let mut m = heap.attach();
-                        copy(&mut m, c, round)
-                    });
-                match spawned {
-                    Ok(h) => handles.push(h),
-                    Err(e) => {
-                        results.push(Err(WorkloadError::Spawn(e)));
-                        break;
-                    }
-                }
-            }
-            let mut joined: Vec<_> = handles.into_iter().map(join_or_resume).collect();
-            joined.append(&mut results);
-            joined
-        });
-        for r in results {
-            total += r?;
+        for r in scaffold::on_threads(heap, name, params.mutators, |m, c| copy(m, c, round)) {
+            total = total.wrapping_add(r?);
         }
     }
     Ok(total)
-}
-
-/// Joins a scoped thread, re-raising its panic on the calling thread.
-pub(crate) fn join_or_resume<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    match h.join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
-
-/// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
-pub(crate) const fn splitmix_finalize(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// One splitmix64 step from `z`: add the golden gamma, then [`splitmix_finalize`].
-pub(crate) const fn splitmix(z: u64) -> u64 {
-    splitmix_finalize(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
-}
-
-/// `params.size` (or `default`) checked against `range`; the error names the size (`what`, e.g.
-/// "database size"), its value, what it counts (`unit`) and the allowed range.
-pub(crate) fn checked_size(
-    params: &WorkloadParams,
-    default: u32,
-    range: std::ops::RangeInclusive<u32>,
-    what: &str,
-    unit: &str,
-) -> Result<u32, WorkloadError> {
-    let n = params.size.unwrap_or(default);
-    if !range.contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "{what} {n} ({unit}) is out of range (allowed: {}..={})",
-            range.start(),
-            range.end()
-        )));
-    }
-    Ok(n)
-}
-
-/// Three times an estimated smallest heap: `measured_min` (at `default_size`) scaled linearly
-/// with `size` (capped at `max_size`, at least 4 MiB), plus `per_mutator` bytes for every
-/// mutator beyond the first; rounded up to MiB.
-pub(crate) fn scaled_default_heap(
-    measured_min: usize,
-    default_size: u32,
-    size: u32,
-    max_size: u32,
-    per_mutator: usize,
-    mutators: usize,
-) -> usize {
-    let per_size = measured_min as f64 / f64::from(default_size);
-    let min = (per_size * f64::from(size.min(max_size))) as usize;
-    let min = min.max(4 * MIB) + per_mutator * mutators.saturating_sub(1);
-    round_up_mib(min.saturating_mul(3))
-}
-
-/// `x` rounded up to a whole number of mebibytes.
-pub(crate) fn round_up_mib(x: usize) -> usize {
-    x.div_ceil(MIB).saturating_mul(MIB)
-}
-
-/// Nodes in a complete binary tree of depth `d` (a single node has depth 0): `2^(d+1) - 1`.
-pub(crate) fn tree_nodes(d: u32) -> u64 {
-    (1u64 << (d + 1)) - 1
-}
-
-/// Shorthand for [`Mutator::scope_escape`] when the closure always returns a handle.
-pub(crate) fn escape(
-    m: &mut Mutator<'_>,
-    f: impl FnOnce(&mut Mutator<'_>) -> Result<concord::Handle, GcError>,
-) -> Result<concord::Handle, GcError> {
-    m.scope_escape(|m| f(m).map(Some))
-        .map(|h| h.expect("scope_escape returns the handle its closure returned"))
 }
 
 #[cfg(test)]

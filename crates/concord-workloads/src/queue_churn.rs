@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use concord::{Handle, Heap, Mutator, ObjectType};
 
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -46,6 +47,14 @@ pub const NAME: &str = "queue-churn";
 pub const DEFAULT_SECONDS: u32 = 3;
 /// Longest duration (`--size`), seconds.
 pub const MAX_SECONDS: u32 = 3600;
+
+/// `--size`: the duration of a round.
+const SIZE: Size = Size::new(
+    "queue-churn duration (size)",
+    DEFAULT_SECONDS,
+    1..=MAX_SECONDS,
+    " seconds",
+);
 
 /// Default heap per mutator with the standard parameters: three times the measured smallest
 /// heap (1408 MiB, see the module documentation).
@@ -147,10 +156,7 @@ impl QueueChurn {
     pub fn duration(&self, params: &WorkloadParams) -> Result<Duration, WorkloadError> {
         match params.size {
             None => Ok(self.params.default_duration),
-            Some(s) if (1..=MAX_SECONDS).contains(&s) => Ok(Duration::from_secs(s.into())),
-            Some(s) => Err(WorkloadError::BadParameter(format!(
-                "queue-churn duration (size) {s} seconds is out of range (allowed: 1..={MAX_SECONDS})"
-            ))),
+            Some(s) => Ok(Duration::from_secs(SIZE.check(s)?.into())),
         }
     }
 }
@@ -177,7 +183,8 @@ impl Workload for QueueChurn {
             DEFAULT_HEAP_PER_COPY
         } else {
             // Standard ratio: 3 x 1.4 x the peak live set.
-            crate::round_up_mib(self.params.peak_live_bytes().saturating_mul(42) / 10).max(4 * MIB)
+            scaffold::round_up_mib(self.params.peak_live_bytes().saturating_mul(42) / 10)
+                .max(4 * MIB)
         };
         per_copy.saturating_mul(params.mutators.max(1))
     }
@@ -196,32 +203,27 @@ impl Workload for QueueChurn {
         let drops = AtomicU64::new(0);
         let expected = AtomicU64::new(0);
         let start = Instant::now();
-        // The copies' checksums are wrapping sums, so they are added up here with a wrapping
-        // add (`run_copies` adds with overflow checks); the copies return 0 to it.
-        let sum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, _copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, _copy, _round| {
             let r = churn(m, &p, duration)?;
             enqueued.fetch_add(r.enqueued, Ordering::Relaxed);
             drops.fetch_add(r.drops, Ordering::Relaxed);
             expected.fetch_add(triangle(r.enqueued), Ordering::Relaxed);
-            sum.fetch_add(r.checksum, Ordering::Relaxed);
-            Ok(0)
+            Ok(r.checksum)
         })?;
-        let checksum = sum.load(Ordering::Relaxed);
         let elapsed = start.elapsed().as_secs_f64();
-        let enqueued = enqueued.load(Ordering::Relaxed);
+        let enqueued = enqueued.into_inner();
         let details = vec![
-            ("objects enqueued".to_string(), enqueued.to_string()),
-            (
-                "objects enqueued per second".to_string(),
+            detail("objects enqueued", enqueued),
+            detail(
+                "objects enqueued per second",
                 format!("{:.0}", enqueued as f64 / elapsed.max(1e-9)),
             ),
-            (
-                "removals of the oldest".to_string(),
-                format!("{} x {}", drops.load(Ordering::Relaxed), p.remove),
+            detail(
+                "removals of the oldest",
+                format!("{} x {}", drops.into_inner(), p.remove),
             ),
-            (
-                "queue".to_string(),
+            detail(
+                "queue",
                 format!(
                     "{} B objects, high water {}, duration {:.3} s per round",
                     p.object_bytes,
@@ -230,9 +232,10 @@ impl Workload for QueueChurn {
                 ),
             ),
         ];
+        // The expected checksum follows from what the copies enqueued, all rounds included.
         Ok(WorkloadResult {
             checksum,
-            expected_checksum: Some(expected.load(Ordering::Relaxed)),
+            expected_checksum: Some(expected.into_inner()),
             details,
         })
     }
@@ -407,10 +410,7 @@ mod tests {
 
     #[test]
     fn a_short_run_removes_everything_in_order() {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 4 * MIB;
-        c.gc_threads = 1;
-        let heap = Heap::new(c).unwrap();
+        let heap = scaffold::test_heap(4 * MIB, false);
         let mut m = heap.attach();
         let r = churn(&mut m, &small(), Duration::from_millis(50)).unwrap();
         assert!(r.enqueued > 200, "{}", r.enqueued);
@@ -421,10 +421,7 @@ mod tests {
 
     #[test]
     fn damaged_objects_are_detected() {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 4 * MIB;
-        c.gc_threads = 1;
-        let heap = Heap::new(c).unwrap();
+        let heap = scaffold::test_heap(4 * MIB, false);
         let mut m = heap.attach();
         let p = small();
         m.scope(|m| {

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -220,20 +221,7 @@ impl Vectors for Mutator<'_> {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<Handle, WorkloadError>,
     ) -> Result<Handle, WorkloadError> {
-        let mut other = None;
-        let kept = self.scope_escape(|m| match f(m) {
-            Ok(v) => Ok(Some(v)),
-            Err(WorkloadError::OutOfMemory(e)) => Err(e),
-            Err(e) => {
-                other = Some(e);
-                Ok(None)
-            }
-        })?;
-        match (kept, other) {
-            (_, Some(e)) => Err(e),
-            (Some(v), None) => Ok(v),
-            (None, None) => unreachable!("the closure returned a vector or an error"),
-        }
+        scaffold::try_escape(self, f)
     }
 
     fn within<R>(
@@ -586,16 +574,18 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
     Ok(view)
 }
 
+/// `--size`: the image side in pixels.
+const SIZE: Size = Size::new(
+    "render image side (size)",
+    DEFAULT_SIZE,
+    MIN_SIZE..=MAX_SIZE,
+    "",
+);
+
 /// The image side `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
 /// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
 pub fn side(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_SIZE);
-    if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "render image side (size) {n} is out of range (allowed: {MIN_SIZE}..={MAX_SIZE})"
-        )));
-    }
-    Ok(n)
+    SIZE.of(params)
 }
 
 // ---- the workload ----
@@ -619,45 +609,27 @@ impl Workload for Render {
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        side(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let n = side(params)?;
-        let expected = if n == DEFAULT_SIZE {
-            DEFAULT_EXPECTED
-        } else {
-            expected_checksum(n)
-        };
+        let n = SIZE.checked(params)?;
+        let expected = SIZE.stored_or(n, DEFAULT_EXPECTED, || expected_checksum(n));
         let side = n as usize;
         let mutators = params.mutators;
         let rays = AtomicU64::new(0);
-        // The copies' checksums are wrapping sums, so they are added up here with a wrapping
-        // add (`run_copies` adds with overflow checks); the copies return 0 to it.
-        let sum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let mut my_rays = 0;
             let mine = render_share(m, side, copy, mutators, &mut my_rays)?;
             rays.fetch_add(my_rays, Ordering::Relaxed);
-            sum.fetch_add(mine, Ordering::Relaxed);
-            Ok(0)
+            Ok(mine)
         })?;
-        let checksum = sum.load(Ordering::Relaxed);
         let details = vec![
-            ("image".to_string(), format!("{side} x {side}")),
-            ("samples per pixel".to_string(), SAMPLES.len().to_string()),
-            (
-                "rays traced (all rounds)".to_string(),
-                rays.load(Ordering::Relaxed).to_string(),
-            ),
+            detail("image", format!("{side} x {side}")),
+            detail("samples per pixel", SAMPLES.len()),
+            detail("rays traced (all rounds)", rays.into_inner()),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
-            details,
-        })
+        Ok(scaffold::result(checksum, Some(expected), params, details))
     }
 }
 
@@ -688,16 +660,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, 3, 4097] {
-            let e = side(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(e.contains("out of range (allowed: 4..=4096)"), "{e}");
-        }
-        assert_eq!(side(&WorkloadParams::default()).unwrap(), DEFAULT_SIZE);
+        scaffold::assert_size_range(side, DEFAULT_SIZE, &[0, 3, 4097], |_| {
+            "out of range (allowed: 4..=4096)".into()
+        });
     }
 
     #[test]
@@ -723,10 +688,7 @@ mod tests {
 
     #[test]
     fn heap_rows_match_plain_rows() {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 4 * MIB;
-        c.gc_threads = 1;
-        let heap = Heap::new(c).unwrap();
+        let heap = scaffold::test_heap(4 * MIB, false);
         let mut m = heap.attach();
         let mut rays = 0;
         let sum = render_share(&mut m, 24, 0, 1, &mut rays).unwrap();

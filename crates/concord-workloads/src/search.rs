@@ -43,12 +43,13 @@
 //! 7 MiB with one mutator (6 runs out of memory), 15 MiB with two (14 runs out of memory).
 //! [`Search`]'s default heap is three times that: 21 MiB, plus 24 MiB per further mutator.
 
-use crate::splitmix_finalize as mix;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
+use crate::scaffold::{self, detail, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -109,29 +110,10 @@ const SNIPPET: usize = 16;
 
 // ---- the corpus (shared by the heap implementation and the reference) ----
 
-/// A splitmix64 generator.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(mix(seed))
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
-    }
-
-    /// Uniform in `0..n` (multiply-shift, no division).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// A term, skewed towards small ids (probability about `ln(VOCAB / t) / VOCAB`).
-    fn term(&mut self) -> u64 {
-        let bound = 1 + self.below(VOCAB);
-        self.below(bound)
-    }
+/// A term, skewed towards small ids (probability about `ln(VOCAB / t) / VOCAB`).
+fn term(rng: &mut Rng) -> u64 {
+    let bound = 1 + rng.below(VOCAB);
+    rng.below(bound)
 }
 
 /// Appends the spelling of term `t`: three letters encoding `t` in base 26, then one to five
@@ -171,7 +153,7 @@ pub fn doc_text(d: usize) -> Vec<u8> {
             separator(&mut rng, &mut out);
         }
         let start = out.len();
-        spell(rng.term(), &mut out);
+        spell(term(&mut rng), &mut out);
         if rng.below(8) == 0 {
             out[start] = out[start].to_ascii_uppercase();
         }
@@ -195,7 +177,7 @@ pub fn query_text(q: u64) -> Vec<u8> {
             out.extend_from_slice(b"zzz");
             out.push(b'a' + rng.below(26) as u8);
         } else {
-            spell(rng.term(), &mut out);
+            spell(term(&mut rng), &mut out);
         }
         if rng.below(4) == 0 {
             out[start..].make_ascii_uppercase();
@@ -222,15 +204,6 @@ fn token_spans(text: &[u8], out: &mut Vec<(usize, usize)>) {
             i += 1;
         }
     }
-}
-
-/// 64-bit FNV-1a.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// Integer square root (floor).
@@ -279,16 +252,18 @@ impl QueryHash {
     }
 }
 
+/// `--size`: thousands of queries.
+const SIZE: Size = Size::new(
+    "search size",
+    DEFAULT_SIZE,
+    1..=MAX_SIZE,
+    " (thousands of queries)",
+);
+
 /// The number of queries `params.size` asks for (thousands; default [`DEFAULT_SIZE`]),
 /// checked against `1..=`[`MAX_SIZE`].
 pub fn queries(params: &WorkloadParams) -> Result<u64, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_SIZE);
-    if !(1..=MAX_SIZE).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "search size {n} (thousands of queries) is out of range (allowed: 1..={MAX_SIZE})"
-        )));
-    }
-    Ok(u64::from(n) * 1000)
+    Ok(u64::from(SIZE.of(params)?) * 1000)
 }
 
 // ---- the reference implementation (plain Rust) ----
@@ -385,7 +360,7 @@ pub struct Search;
 /// Default heap for `mutators` mutators: [`DEFAULT_HEAP_ONE`] plus [`DEFAULT_HEAP_PER_EXTRA`]
 /// per further mutator.
 pub fn default_heap(mutators: usize) -> usize {
-    DEFAULT_HEAP_ONE.saturating_add(DEFAULT_HEAP_PER_EXTRA.saturating_mul(mutators.max(1) - 1))
+    scaffold::linear_heap(DEFAULT_HEAP_ONE, DEFAULT_HEAP_PER_EXTRA, mutators)
 }
 
 impl Workload for Search {
@@ -404,55 +379,32 @@ impl Workload for Search {
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        params.validate()?;
-        queries(params).map(drop)
+        SIZE.checked(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        self.validate(params)?;
-        let queries = queries(params)?;
-        let expected = if params.size.unwrap_or(DEFAULT_SIZE) == DEFAULT_SIZE {
-            DEFAULT_EXPECTED
-        } else {
-            expected_checksum(queries)
-        };
+        let n = SIZE.checked(params)?;
+        let queries = u64::from(n) * 1000;
+        let expected = SIZE.stored_or(n, DEFAULT_EXPECTED, || expected_checksum(queries));
         let mutators = params.mutators as u64;
         let matched = AtomicU64::new(0);
         let terms = AtomicU64::new(0);
         let postings = AtomicU64::new(0);
-        // The copies' checksums are wrapping sums, so they are added up here with a wrapping
-        // add (`run_copies` adds with overflow checks); the copies return 0 to it.
-        let sum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let r = run_share(m, queries, copy as u64, mutators)?;
             matched.fetch_add(r.matched_docs, Ordering::Relaxed);
             terms.store(r.terms, Ordering::Relaxed);
             postings.store(r.postings, Ordering::Relaxed);
-            sum.fetch_add(r.checksum, Ordering::Relaxed);
-            Ok(0)
+            Ok(r.checksum)
         })?;
-        let checksum = sum.load(Ordering::Relaxed);
         let details = vec![
-            ("documents".to_string(), DOCS.to_string()),
-            (
-                "terms indexed".to_string(),
-                terms.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "postings".to_string(),
-                postings.load(Ordering::Relaxed).to_string(),
-            ),
-            ("queries per round".to_string(), queries.to_string()),
-            (
-                "matched documents (all queries)".to_string(),
-                matched.load(Ordering::Relaxed).to_string(),
-            ),
+            detail("documents", DOCS),
+            detail("terms indexed", terms.into_inner()),
+            detail("postings", postings.into_inner()),
+            detail("queries per round", queries),
+            detail("matched documents (all queries)", matched.into_inner()),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
-            details,
-        })
+        Ok(scaffold::result(checksum, Some(expected), params, details))
     }
 }
 
@@ -491,13 +443,6 @@ fn run_share(
         }
         Ok(share)
     })
-}
-
-/// Allocates a byte array holding `bytes`.
-fn byte_array(m: &mut Mutator<'_>, bytes: &[u8]) -> Result<Handle, GcError> {
-    let a = m.alloc_byte_array(bytes.len())?;
-    m.payload_mut(a).copy_from_slice(bytes);
-    Ok(a)
 }
 
 /// A new lower-case token array holding `src[start..start + len]`.
@@ -817,16 +762,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, MAX_SIZE + 1] {
-            let e = queries(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(e.contains("out of range (allowed: 1..=100000)"), "{e}");
-        }
-        assert_eq!(queries(&WorkloadParams::default()).unwrap(), 30_000);
+        scaffold::assert_size_range(queries, 30_000, &[0, MAX_SIZE + 1], |_| {
+            "out of range (allowed: 1..=100000)".into()
+        });
     }
 
     #[test]
@@ -839,10 +777,7 @@ mod tests {
 
     #[test]
     fn one_share_matches_the_reference() {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 16 * MIB;
-        c.gc_threads = 1;
-        let heap = Heap::new(c).unwrap();
+        let heap = scaffold::test_heap(16 * MIB, false);
         let mut m = heap.attach();
         let r = run_share(&mut m, 300, 0, 1).unwrap();
         assert_eq!(r.checksum, expected_checksum(300));

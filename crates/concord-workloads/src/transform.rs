@@ -46,11 +46,12 @@
 //! of memory). [`Transform`]'s default heap is three times that: 42 MiB per mutator. Near the
 //! minimum the run is slow (hundreds of full collections).
 
-use crate::splitmix_finalize as mix;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::data::{byte_array, splitmix_finalize as mix, Fnv, Rng};
+use crate::scaffold::{self, detail, try_escape, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -129,43 +130,24 @@ const ITEM_TAGS: usize = 2;
 
 // ---- the generator (shared by the heap implementation and the reference) ----
 
-/// A splitmix64 generator.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(mix(seed))
+/// Appends a lower-case word of 3 to 8 letters.
+fn word(rng: &mut Rng, out: &mut Vec<u8>) {
+    let len = 3 + rng.below(6);
+    for _ in 0..len {
+        out.push(b'a' + rng.below(26) as u8);
     }
+}
 
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
-    }
-
-    /// Uniform in `0..n` (multiply-shift, no division).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Appends a lower-case word of 3 to 8 letters.
-    fn word(&mut self, out: &mut Vec<u8>) {
-        let len = 3 + self.below(6);
-        for _ in 0..len {
-            out.push(b'a' + self.below(26) as u8);
+/// `n` words separated by `sep`.
+fn words(rng: &mut Rng, n: u64, sep: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in 0..n {
+        if w > 0 {
+            out.push(sep);
         }
+        word(rng, &mut out);
     }
-
-    /// `words` words separated by `sep`.
-    fn words(&mut self, words: u64, sep: u8) -> Vec<u8> {
-        let mut out = Vec::new();
-        for w in 0..words {
-            if w > 0 {
-                out.push(sep);
-            }
-            self.word(&mut out);
-        }
-        out
-    }
+    out
 }
 
 /// One generated input item.
@@ -198,11 +180,13 @@ pub fn doc_items(doc: u64) -> Vec<Item> {
             let price = 100 + rng.below(99_900) as u32;
             let qty = rng.below(12) as u32;
             let name_words = 1 + rng.below(3);
-            let name = rng.words(name_words, b' ');
-            let tags = (0..rng.below(4)).map(|_| rng.words(1, b' ')).collect();
+            let name = words(&mut rng, name_words, b' ');
+            let tags = (0..rng.below(4))
+                .map(|_| words(&mut rng, 1, b' '))
+                .collect();
             let note = (rng.below(3) == 0).then(|| {
-                let words = 3 + rng.below(6);
-                rng.words(words, b' ')
+                let n = 3 + rng.below(6);
+                words(&mut rng, n, b' ')
             });
             Item {
                 id,
@@ -237,21 +221,16 @@ fn parse_dec(bytes: &[u8]) -> Option<u64> {
     })
 }
 
-/// Streaming 64-bit FNV-1a over the output serialization.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
+/// The output serialization's markup, fed into its hash (64-bit FNV-1a).
+trait Markup {
     /// `<` name, ` key=value` per attribute, `>`.
+    fn open(&mut self, name: &[u8], attrs: &[(&[u8], &[u8])]);
+
+    /// `/`.
+    fn close(&mut self);
+}
+
+impl Markup for Fnv {
     fn open(&mut self, name: &[u8], attrs: &[(&[u8], &[u8])]) {
         self.bytes(b"<");
         self.bytes(name);
@@ -269,16 +248,18 @@ impl Fnv {
     }
 }
 
+/// `--size`: thousands of documents.
+const SIZE: Size = Size::new(
+    "transform size",
+    DEFAULT_SIZE,
+    1..=MAX_SIZE,
+    " (thousands of documents)",
+);
+
 /// The thousands of documents `params.size` asks for (default [`DEFAULT_SIZE`]), checked
 /// against `1..=`[`MAX_SIZE`].
 pub fn documents(params: &WorkloadParams) -> Result<u64, WorkloadError> {
-    let n = params.size.unwrap_or(DEFAULT_SIZE);
-    if !(1..=MAX_SIZE).contains(&n) {
-        return Err(WorkloadError::BadParameter(format!(
-            "transform size {n} (thousands of documents) is out of range (allowed: 1..={MAX_SIZE})"
-        )));
-    }
-    Ok(u64::from(n) * 1000)
+    Ok(u64::from(SIZE.of(params)?) * 1000)
 }
 
 // ---- the reference implementation (plain Rust) ----
@@ -353,7 +334,7 @@ pub fn reference_hash(doc: u64) -> u64 {
     );
     h.close();
     h.close();
-    h.0
+    h.finish()
 }
 
 /// The checksum of one round of `documents` documents, computed without the heap.
@@ -400,7 +381,7 @@ impl Default for Transform {
 /// Default heap for `mutators` mutators with the standard window: [`DEFAULT_HEAP_ONE`] plus
 /// [`DEFAULT_HEAP_PER_EXTRA`] per further mutator.
 pub fn default_heap(mutators: usize) -> usize {
-    DEFAULT_HEAP_ONE.saturating_add(DEFAULT_HEAP_PER_EXTRA.saturating_mul(mutators.max(1) - 1))
+    scaffold::linear_heap(DEFAULT_HEAP_ONE, DEFAULT_HEAP_PER_EXTRA, mutators)
 }
 
 impl Workload for Transform {
@@ -422,7 +403,7 @@ impl Workload for Transform {
         let per = (DEFAULT_HEAP_ONE / WINDOW)
             .saturating_mul(self.window)
             .max(12 * MIB);
-        crate::round_up_mib(per.saturating_mul(params.mutators.max(1)))
+        scaffold::round_up_mib(per.saturating_mul(params.mutators.max(1)))
     }
 
     fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
@@ -438,47 +419,26 @@ impl Workload for Transform {
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
         self.validate(params)?;
-        let documents = documents(params)?;
-        let expected = if params.size.unwrap_or(DEFAULT_SIZE) == DEFAULT_SIZE {
-            DEFAULT_EXPECTED
-        } else {
-            expected_checksum(documents)
-        };
+        let n = SIZE.of(params)?;
+        let documents = u64::from(n) * 1000;
+        let expected = SIZE.stored_or(n, DEFAULT_EXPECTED, || expected_checksum(documents));
         let mutators = params.mutators as u64;
         let window = self.window;
         let items = AtomicU64::new(0);
         let kept = AtomicU64::new(0);
-        // The copies' checksums are wrapping sums, so they are added up here with a wrapping
-        // add (`run_copies` adds with overflow checks); the copies return 0 to it.
-        let sum = AtomicU64::new(0);
-        run_copies(heap, params, NAME, |m, copy, _round| {
+        let checksum = run_copies(heap, params, NAME, |m, copy, _round| {
             let r = run_share(m, documents, copy as u64, mutators, window)?;
             items.fetch_add(r.items, Ordering::Relaxed);
             kept.fetch_add(r.kept, Ordering::Relaxed);
-            sum.fetch_add(r.checksum, Ordering::Relaxed);
-            Ok(0)
+            Ok(r.checksum)
         })?;
-        let checksum = sum.load(Ordering::Relaxed);
         let details = vec![
-            ("documents per round".to_string(), documents.to_string()),
-            (
-                "window (outputs per mutator)".to_string(),
-                window.to_string(),
-            ),
-            (
-                "input items (all rounds)".to_string(),
-                items.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "output entries (all rounds)".to_string(),
-                kept.load(Ordering::Relaxed).to_string(),
-            ),
+            detail("documents per round", documents),
+            detail("window (outputs per mutator)", window),
+            detail("input items (all rounds)", items.into_inner()),
+            detail("output entries (all rounds)", kept.into_inner()),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected.wrapping_mul(params.rounds as u64)),
-            details,
-        })
+        Ok(scaffold::result(checksum, Some(expected), params, details))
     }
 }
 
@@ -531,7 +491,7 @@ fn run_share(
                 share.kept += kept;
                 let mut h = Fnv::new();
                 hash_tree(m, output, &mut h)?;
-                m.write_u64(output, E_HASH, h.0);
+                m.write_u64(output, E_HASH, h.finish());
                 if let Some(old) = m.get_ref(ring, slot) {
                     share.checksum = share.checksum.wrapping_add(retire(m, old)?);
                 }
@@ -560,42 +520,13 @@ fn retire(m: &mut Mutator<'_>, output: Handle) -> Result<u64, WorkloadError> {
     let mut h = Fnv::new();
     hash_tree(m, output, &mut h)?;
     let stored = m.read_u64(output, E_HASH);
-    if h.0 != stored {
+    if h.finish() != stored {
         return Err(WorkloadError::Corrupt(format!(
             "transform: an output tree changed while in the window (hash {:#x}, stored {stored:#x})",
-            h.0
+            h.finish()
         )));
     }
-    Ok(mix(h.0))
-}
-
-/// Allocates a byte array holding `bytes`.
-fn byte_array(m: &mut Mutator<'_>, bytes: &[u8]) -> Result<Handle, GcError> {
-    let a = m.alloc_byte_array(bytes.len())?;
-    m.payload_mut(a).copy_from_slice(bytes);
-    Ok(a)
-}
-
-/// Shorthand for [`Mutator::scope_escape`] when the closure always returns a handle and may
-/// fail with any [`WorkloadError`].
-fn escape(
-    m: &mut Mutator<'_>,
-    f: impl FnOnce(&mut Mutator<'_>) -> Result<Handle, WorkloadError>,
-) -> Result<Handle, WorkloadError> {
-    let mut other = None;
-    let r = m.scope_escape(|m| match f(m) {
-        Ok(h) => Ok(Some(h)),
-        Err(WorkloadError::OutOfMemory(e)) => Err(e),
-        Err(e) => {
-            other = Some(e);
-            Ok(None)
-        }
-    })?;
-    match (r, other) {
-        (_, Some(e)) => Err(e),
-        (Some(h), None) => Ok(h),
-        (None, None) => unreachable!("the closure returned a handle or an error"),
-    }
+    Ok(mix(h.finish()))
 }
 
 /// A new element named `NAMES[name]` with attributes `(NAMES[key], value)`, `children` and
@@ -608,7 +539,7 @@ fn elem(
     children: &[Handle],
     text: Option<Handle>,
 ) -> Result<Handle, WorkloadError> {
-    escape(m, |m| {
+    try_escape(m, |m| {
         let e = m.alloc(ELEM)?;
         let n = m.get_ref(cx.names, name);
         m.set_ref(e, E_NAME, n);
@@ -645,7 +576,7 @@ fn text_elem(
     name: usize,
     bytes: &[u8],
 ) -> Result<Handle, WorkloadError> {
-    escape(m, |m| {
+    try_escape(m, |m| {
         let t = byte_array(m, bytes)?;
         elem(m, cx, name, &[], &[], Some(t))
     })
@@ -658,10 +589,10 @@ fn build_input(
     doc: u64,
     items: &[Item],
 ) -> Result<Handle, WorkloadError> {
-    escape(m, |m| {
+    try_escape(m, |m| {
         let mut children = Vec::with_capacity(items.len());
         for it in items {
-            let item = escape(m, |m| {
+            let item = try_escape(m, |m| {
                 let id = byte_array(m, &dec(it.id.into()))?;
                 let cat = byte_array(m, &category_text(it.category))?;
                 let price = byte_array(m, &dec(it.price.into()))?;
@@ -741,7 +672,7 @@ fn transform(
 ) -> Result<(Handle, u64), WorkloadError> {
     let mut kept = 0;
     let mut buf = Vec::new();
-    let report = escape(m, |m| {
+    let report = try_escape(m, |m| {
         if !named(m, input, CATALOG) {
             return Err(bad_input("the root is not a catalog"));
         }
@@ -828,7 +759,7 @@ fn transform(
             let total: u64 = group.iter().map(|r| r.value).sum();
             grand += total;
             kept += group.len() as u64;
-            let g = escape(m, |m| {
+            let g = try_escape(m, |m| {
                 let mut entries = Vec::with_capacity(group.len());
                 for r in &group {
                     entries.push(build_entry(m, cx, items, r, &mut buf)?);
@@ -847,7 +778,7 @@ fn transform(
             })?;
             children.push(g);
         }
-        let summary = escape(m, |m| {
+        let summary = try_escape(m, |m| {
             let items = byte_array(m, &dec(kept))?;
             let skipped = byte_array(m, &dec(n as u64 - kept))?;
             let grand = byte_array(m, &dec(grand))?;
@@ -875,7 +806,7 @@ fn build_entry(
     r: &Rec,
     buf: &mut Vec<u8>,
 ) -> Result<Handle, WorkloadError> {
-    escape(m, |m| {
+    try_escape(m, |m| {
         let item = m
             .get_ref(items, r.index)
             .ok_or_else(|| bad_input("a missing item"))?;
@@ -993,16 +924,9 @@ mod tests {
 
     #[test]
     fn size_range_is_enforced() {
-        for bad in [0, MAX_SIZE + 1] {
-            let e = documents(&WorkloadParams {
-                size: Some(bad),
-                ..Default::default()
-            })
-            .unwrap_err()
-            .to_string();
-            assert!(e.contains("out of range (allowed: 1..=100000)"), "{e}");
-        }
-        assert_eq!(documents(&WorkloadParams::default()).unwrap(), 12_000);
+        scaffold::assert_size_range(documents, 12_000, &[0, MAX_SIZE + 1], |_| {
+            "out of range (allowed: 1..=100000)".into()
+        });
     }
 
     #[test]
@@ -1014,10 +938,7 @@ mod tests {
     }
 
     fn heap() -> Heap {
-        let mut c = concord::GcConfig::for_preset(concord::Preset::Optimized);
-        c.heap_size = 16 * MIB;
-        c.gc_threads = 1;
-        Heap::new(c).unwrap()
+        scaffold::test_heap(16 * MIB, false)
     }
 
     #[test]
@@ -1045,9 +966,9 @@ mod tests {
             let (out, _) = transform(m, cx, input, 5).unwrap();
             let mut h = Fnv::new();
             hash_tree(m, out, &mut h).unwrap();
-            assert_eq!(h.0, reference_hash(5));
-            m.write_u64(out, E_HASH, h.0);
-            assert_eq!(retire(m, out).unwrap(), mix(h.0));
+            assert_eq!(h.finish(), reference_hash(5));
+            m.write_u64(out, E_HASH, h.finish());
+            assert_eq!(retire(m, out).unwrap(), mix(h.finish()));
             // Changing a shared id text changes the output.
             let items = m.get_ref(input, E_CHILDREN).unwrap();
             let kept = (0..m.array_len(items))

@@ -1,59 +1,28 @@
 //! The workloads at small sizes on small heaps with verification after every collection:
 //! checksums must match the analytic ones, on 1 and 3 GC threads and with 1 and 2 mutators.
 
-use concord::{CollectionKind, GcConfig, GcStats, Heap, Preset};
+mod common;
+
+use common::{assert_full_collections, heap, params, tenure_after};
+use concord::{CollectionKind, GcStats};
 use concord_workloads::binary_trees::{self, BinaryTrees};
 use concord_workloads::{
     lookup, GcBench, GcBenchParams, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB,
 };
 
-fn heap(heap_size: usize, gc_threads: usize, tweak: impl FnOnce(&mut GcConfig)) -> Heap {
-    let mut c = GcConfig::for_preset(Preset::Optimized);
-    c.heap_size = heap_size;
-    c.gc_threads = gc_threads;
-    c.verify = true;
-    tweak(&mut c);
-    Heap::new(c).expect("test configuration is valid")
-}
-
-/// Runs `w` and checks the checksum, that every collection verified, and that the workload
-/// collected at least `min_young` times; returns the result and the heap's statistics.
+/// [`common::run_checked`], and at least `min_young` young collections.
 fn run_checked(
     w: &dyn Workload,
-    heap: &Heap,
+    heap: &concord::Heap,
     params: &WorkloadParams,
     min_young: usize,
 ) -> (WorkloadResult, GcStats) {
-    let r = w
-        .run(heap, params)
-        .unwrap_or_else(|e| panic!("{} {params:?}: {e}", w.name()));
-    assert_eq!(
-        r.checksum_ok(),
-        Some(true),
-        "{} {params:?}: {r:?}",
-        w.name()
-    );
-    let s = heap.stats();
-    assert!(s.verify_failures.is_empty(), "{:?}", s.verify_failures);
-    assert_eq!(
-        s.verified(),
-        Some(true),
-        "{} {params:?}: no verified collection",
-        w.name()
-    );
+    let (r, s) = common::run_checked(w, heap, params);
     assert!(
         s.count(CollectionKind::Young) >= min_young,
         "{} {params:?}: only {} young collections",
         w.name(),
         s.count(CollectionKind::Young)
-    );
-    eprintln!(
-        "{} {params:?} heap {} MiB, {} GC threads: {} young, {} full",
-        w.name(),
-        heap.capacity() / MIB,
-        heap.config().gc_threads,
-        s.count(CollectionKind::Young),
-        s.count(CollectionKind::Full)
     );
     (r, s)
 }
@@ -63,13 +32,8 @@ fn gcbench_small_on_1_and_3_gc_threads_with_1_and_2_mutators() {
     let w = GcBench::with_params(GcBenchParams::small());
     for gc_threads in [1, 3] {
         for mutators in [1, 2] {
-            let params = WorkloadParams {
-                mutators,
-                rounds: 1,
-                size: None,
-            };
             let h = heap(4 * MIB * mutators, gc_threads, |_| {});
-            let (r, _) = run_checked(&w, &h, &params, 3);
+            let (r, _) = run_checked(&w, &h, &params(mutators, None), 3);
             assert_eq!(
                 r.expected_checksum,
                 Some(GcBenchParams::small().expected_checksum() * mutators as u64)
@@ -91,21 +55,13 @@ fn gcbench_small_forces_full_collections() {
     };
     let w = GcBench::with_params(p);
     for gc_threads in [1, 3] {
-        let h = heap(8 * MIB, gc_threads, |c| {
-            c.max_tenuring_threshold = 0;
-            c.initial_tenuring_threshold = 0;
-        });
+        let h = heap(8 * MIB, gc_threads, tenure_after(0));
         let params = WorkloadParams {
-            mutators: 2,
             rounds: 2,
-            size: None,
+            ..params(2, None)
         };
         let (_, s) = run_checked(&w, &h, &params, 5);
-        assert!(
-            s.count(CollectionKind::Full) > 0,
-            "no full collection: {} records",
-            s.records.len()
-        );
+        assert_full_collections(&s);
     }
 }
 
@@ -117,9 +73,8 @@ fn gcbench_rounds_multiply_the_checksum() {
         .run(
             &h,
             &WorkloadParams {
-                mutators: 1,
                 rounds: 3,
-                size: None,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -131,13 +86,8 @@ fn gcbench_rounds_multiply_the_checksum() {
 fn binary_trees_small_on_1_and_3_gc_threads_with_1_and_2_mutators() {
     for gc_threads in [1, 3] {
         for mutators in [1, 2] {
-            let params = WorkloadParams {
-                mutators,
-                rounds: 1,
-                size: Some(12),
-            };
             let h = heap(4 * MIB, gc_threads, |_| {});
-            let (r, _) = run_checked(&BinaryTrees, &h, &params, 5);
+            let (r, _) = run_checked(&BinaryTrees, &h, &params(mutators, Some(12)), 5);
             assert_eq!(r.checksum, binary_trees::expected_checksum(12));
         }
     }
@@ -151,36 +101,20 @@ fn binary_trees_forces_full_collections() {
     // short-lived trees too. (With 2 mutators a 4 MiB heap sometimes runs out of memory: the
     // live set is 2.25 MiB, and a full collection moves eden into old only if all of it fits.)
     for (mutators, heap_mib) in [(1, 4), (2, 6)] {
-        let h = heap(heap_mib * MIB, 3, |c| {
-            c.max_tenuring_threshold = 1;
-            c.initial_tenuring_threshold = 1;
-        });
+        let h = heap(heap_mib * MIB, 3, tenure_after(1));
         let params = WorkloadParams {
-            mutators,
             rounds: 2,
-            size: Some(14),
+            ..params(mutators, Some(14))
         };
         let (_, s) = run_checked(&BinaryTrees, &h, &params, 10);
-        assert!(
-            s.count(CollectionKind::Full) > 0,
-            "no full collection: {} records",
-            s.records.len()
-        );
+        assert_full_collections(&s);
     }
 }
 
 #[test]
 fn binary_trees_output_lines() {
     let h = heap(4 * MIB, 1, |c| c.verify = false);
-    let r = BinaryTrees
-        .run(
-            &h,
-            &WorkloadParams {
-                size: Some(6),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let r = BinaryTrees.run(&h, &params(1, Some(6))).unwrap();
     let lines: Vec<String> = r
         .details
         .iter()
@@ -206,11 +140,7 @@ fn binary_trees_output_lines() {
 fn binary_trees_depth_out_of_range_is_rejected_cleanly() {
     let h = heap(4 * MIB, 1, |_| {});
     for size in [0, 3, 31] {
-        let params = WorkloadParams {
-            size: Some(size),
-            ..Default::default()
-        };
-        match BinaryTrees.run(&h, &params) {
+        match BinaryTrees.run(&h, &params(1, Some(size))) {
             Err(WorkloadError::BadParameter(msg)) => {
                 assert!(
                     msg.contains(&format!("{size} is out of range (allowed: 4..=30)")),
@@ -255,11 +185,7 @@ fn too_small_a_heap_is_a_prompt_out_of_memory_error() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let h = heap(4 * MIB, 2, |c| c.verify = false);
-        let params = WorkloadParams {
-            size: Some(16),
-            ..Default::default()
-        };
-        let r = BinaryTrees.run(&h, &params);
+        let r = BinaryTrees.run(&h, &params(1, Some(16)));
         let _ = tx.send(r);
     });
     match rx.recv_timeout(std::time::Duration::from_secs(20)) {

@@ -3,65 +3,37 @@
 //! ones (derived without the heap, so equal for every split of the work across mutators), at
 //! least one collection must happen, and every collection must verify.
 
+mod common;
+
 use std::time::Duration;
 
-use concord::{CollectionKind, GcConfig, GcStats, Heap, Preset};
+use common::{detail, params};
+use concord::{CollectionKind, GcStats, Heap};
 use concord_workloads::{
     queue_churn, render, search, transform, QueueChurn, QueueChurnParams, Render, Search,
-    Transform, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB,
+    Transform, Workload, WorkloadError, WorkloadResult, MIB,
 };
 
 fn heap(heap_size: usize, gc_threads: usize) -> Heap {
-    let mut c = GcConfig::for_preset(Preset::Optimized);
-    c.heap_size = heap_size;
-    c.gc_threads = gc_threads;
-    c.verify = true;
-    Heap::new(c).expect("test configuration is valid")
+    common::heap(heap_size, gc_threads, |_| {})
 }
 
-/// Runs `w` on a fresh verifying heap of `heap_mib` MiB and checks the checksum, that at least
-/// one collection happened and that every collection verified.
+/// Runs `w` on a fresh verifying heap of `heap_mib` MiB with [`common::run_checked`]'s checks,
+/// and checks that at least one collection happened.
 fn run_checked(
     w: &dyn Workload,
     heap_mib: usize,
     gc_threads: usize,
-    params: &WorkloadParams,
+    params: &concord_workloads::WorkloadParams,
 ) -> (WorkloadResult, GcStats) {
     let h = heap(heap_mib * MIB, gc_threads);
-    let r = w
-        .run(&h, params)
-        .unwrap_or_else(|e| panic!("{} {params:?}: {e}", w.name()));
-    assert_eq!(
-        r.checksum_ok(),
-        Some(true),
-        "{} {params:?}: {r:?}",
-        w.name()
-    );
-    let s = h.stats();
-    assert!(s.verify_failures.is_empty(), "{:?}", s.verify_failures);
+    let (r, s) = common::run_checked(w, &h, params);
     assert!(
         h.collection_count() > 0,
         "{} {params:?}: no collection",
         w.name()
     );
-    assert_eq!(s.verified(), Some(true), "{} {params:?}", w.name());
-    eprintln!(
-        "{} {params:?} heap {heap_mib} MiB, {gc_threads} GC threads: {} young, {} full, \
-         checksum {}",
-        w.name(),
-        s.count(CollectionKind::Young),
-        s.count(CollectionKind::Full),
-        r.checksum
-    );
     (r, s)
-}
-
-fn params(mutators: usize, size: Option<u32>) -> WorkloadParams {
-    WorkloadParams {
-        mutators,
-        rounds: 1,
-        size,
-    }
 }
 
 /// `w` with `size` must fail with a `BadParameter` naming `needle`, before allocating.
@@ -121,12 +93,7 @@ fn queue_churn_small_with_1_and_2_mutators() {
     });
     for mutators in [1, 2] {
         let (r, s) = run_checked(&w, 16, 2, &params(mutators, None));
-        let enqueued: u64 = r
-            .details
-            .iter()
-            .find(|(k, _)| k == "objects enqueued")
-            .and_then(|(_, v)| v.parse().ok())
-            .expect("objects enqueued in the details");
+        let enqueued: u64 = detail(&r, "objects enqueued").parse().unwrap();
         // At least two removals per queue, and objects from survivors and old checked.
         assert!(
             enqueued >= 1000 * mutators as u64,

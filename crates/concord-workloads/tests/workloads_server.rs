@@ -3,77 +3,64 @@
 //! between 1 and 2 mutators (each mutator owns a shard; the checksums do not depend on the
 //! split), every collection must verify, and `kv-service` must report sane latency figures.
 
-use concord::{CollectionKind, GcConfig, GcStats, Heap, Preset};
+mod common;
+
+use concord::{CollectionKind, GcConfig, GcStats, Heap};
 use concord_workloads::{
     database, kmeans, kv_service, lookup, Database, KMeans, KvService, Workload, WorkloadError,
     WorkloadParams, WorkloadResult, MIB,
 };
 
+/// A verifying heap with 2 GC threads.
 fn heap(heap_size: usize, tweak: impl FnOnce(&mut GcConfig)) -> Heap {
-    let mut c = GcConfig::for_preset(Preset::Optimized);
-    c.heap_size = heap_size;
-    c.gc_threads = 2;
-    c.verify = true;
-    tweak(&mut c);
-    Heap::new(c).expect("test configuration is valid")
+    common::heap(heap_size, 2, tweak)
 }
 
 fn params(mutators: usize, size: u32) -> WorkloadParams {
-    WorkloadParams {
-        mutators,
-        rounds: 1,
-        size: Some(size),
-    }
+    common::params(mutators, Some(size))
 }
 
-/// Runs `w` on a fresh verifying heap of `heap_mib` MiB and checks the checksum against the
-/// expected one, that every collection verified, and that there was at least one collection.
+/// Runs `w` on a fresh verifying heap of `heap_mib` MiB (changed by `tweak`) with
+/// [`common::run_checked`]'s checks.
 fn run_checked(
     w: &dyn Workload,
     heap_mib: usize,
     params: &WorkloadParams,
     tweak: impl FnOnce(&mut GcConfig),
 ) -> (WorkloadResult, GcStats) {
-    let h = heap(heap_mib * MIB, tweak);
-    let r = w
-        .run(&h, params)
-        .unwrap_or_else(|e| panic!("{} {params:?}: {e}", w.name()));
-    assert_eq!(
-        r.checksum_ok(),
-        Some(true),
-        "{} {params:?}: {r:?}",
-        w.name()
-    );
-    let s = h.stats();
-    assert!(s.verify_failures.is_empty(), "{:?}", s.verify_failures);
-    assert_eq!(
-        s.verified(),
-        Some(true),
-        "{} {params:?}: no verified collection",
-        w.name()
-    );
-    eprintln!(
-        "{} {params:?} heap {heap_mib} MiB: {} young, {} full",
-        w.name(),
-        s.count(CollectionKind::Young),
-        s.count(CollectionKind::Full)
-    );
-    (r, s)
+    common::run_checked(w, &heap(heap_mib * MIB, tweak), params)
+}
+
+/// Runs `w` at size 4 on a fresh verifying 8 MiB heap with each number of `mutators`: the
+/// checksum must be `expected` every time (it does not depend on the split), with at least
+/// `min_young` young collections. Returns the results, in order.
+fn run_split(
+    w: &dyn Workload,
+    mutators: &[usize],
+    expected: u64,
+    min_young: usize,
+) -> Vec<WorkloadResult> {
+    let run = |&n: &usize| {
+        let (r, s) = run_checked(w, 8, &params(n, 4), |_| {});
+        assert_eq!(r.checksum, expected, "{} with {n} mutators", w.name());
+        assert!(
+            s.count(CollectionKind::Young) >= min_young,
+            "{} with {n} mutators",
+            w.name()
+        );
+        r
+    };
+    mutators.iter().map(run).collect()
 }
 
 #[test]
 fn database_small_with_1_and_2_mutators() {
-    let expected = database::expected_checksum(4);
-    for mutators in [1, 2] {
-        let (r, s) = run_checked(&Database, 8, &params(mutators, 4), |_| {});
-        assert_eq!(r.checksum, expected, "{mutators} mutators");
-        assert!(s.count(CollectionKind::Young) >= 3, "{mutators} mutators");
-        let shards: Vec<u64> = r
-            .details
-            .iter()
-            .find(|(k, _)| k == "transactions_per_shard")
-            .map(|(_, v)| v.split(' ').map(|x| x.parse().unwrap()).collect())
-            .unwrap();
+    let results = run_split(&Database, &[1, 2], database::expected_checksum(4), 3);
+    for (mutators, r) in [1, 2].into_iter().zip(results) {
+        let shards: Vec<u64> = common::detail(&r, "transactions_per_shard")
+            .split(' ')
+            .map(|x| x.parse().unwrap())
+            .collect();
         assert_eq!(shards.len(), mutators);
         if mutators == 2 {
             // The hot set lies in shard 0: thread 0 is the busy one.
@@ -87,26 +74,18 @@ fn database_forces_full_collections_and_multiplies_by_rounds() {
     // Everything that survives a scavenge is promoted, so the old generation of a 4 MiB heap
     // (2.7 MiB) fills with replaced rows and index pages.
     let p = WorkloadParams {
-        mutators: 2,
         rounds: 2,
-        size: Some(4),
+        ..params(2, 4)
     };
-    let (r, s) = run_checked(&Database, 4, &p, |c| {
-        c.max_tenuring_threshold = 0;
-        c.initial_tenuring_threshold = 0;
-    });
+    let (r, s) = run_checked(&Database, 4, &p, common::tenure_after(0));
     assert_eq!(r.checksum, database::expected_checksum(4).wrapping_mul(2));
-    assert!(s.count(CollectionKind::Full) > 0, "no full collection");
+    common::assert_full_collections(&s);
 }
 
 #[test]
 fn kmeans_small_with_1_2_and_3_mutators() {
     let expected = kmeans::known_checksum(4).expect("size 4 is known");
-    for mutators in [1, 2, 3] {
-        let (r, s) = run_checked(&KMeans, 8, &params(mutators, 4), |_| {});
-        assert_eq!(r.checksum, expected, "{mutators} mutators");
-        assert!(s.count(CollectionKind::Young) >= 1, "{mutators} mutators");
-    }
+    run_split(&KMeans, &[1, 2, 3], expected, 1);
 }
 
 #[test]
@@ -123,22 +102,14 @@ fn kmeans_unknown_size_has_no_expected_checksum_but_is_deterministic() {
 
 /// The `f64` value of detail `key`.
 fn detail(r: &WorkloadResult, key: &str) -> f64 {
-    let (_, v) = r
-        .details
-        .iter()
-        .find(|(k, _)| k == key)
-        .unwrap_or_else(|| panic!("no detail {key}: {:?}", r.details));
+    let v = common::detail(r, key);
     v.parse()
         .unwrap_or_else(|e| panic!("detail {key} = {v:?}: {e}"))
 }
 
 #[test]
 fn kv_service_small_with_1_and_2_clients() {
-    let expected = kv_service::expected_checksum(4);
-    for mutators in [1, 2] {
-        let (r, s) = run_checked(&KvService, 8, &params(mutators, 4), |_| {});
-        assert_eq!(r.checksum, expected, "{mutators} clients");
-        assert!(s.count(CollectionKind::Young) >= 3, "{mutators} clients");
+    for r in run_split(&KvService, &[1, 2], kv_service::expected_checksum(4), 3) {
         let p50 = detail(&r, "latency_p50_us");
         let p95 = detail(&r, "latency_p95_us");
         let p99 = detail(&r, "latency_p99_us");
