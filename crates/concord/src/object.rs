@@ -337,24 +337,23 @@ impl fmt::Debug for Header {
 
 /// Size in bytes of a reference array of `len` elements.
 pub(crate) fn ref_array_size(len: usize) -> Result<usize, LayoutError> {
-    if len > MAX_ARRAY_LEN {
-        return Err(LayoutError::ArrayTooLong {
-            requested: len,
-            max: MAX_ARRAY_LEN,
-        });
-    }
-    Ok(Header::ref_array(len).size_bytes())
+    array_size(len, Header::ref_array)
 }
 
 /// Size in bytes of a byte array of `len` bytes.
 pub(crate) fn byte_array_size(len: usize) -> Result<usize, LayoutError> {
+    array_size(len, Header::byte_array)
+}
+
+/// Size in bytes of an array of `len` elements whose header `header` builds.
+fn array_size(len: usize, header: fn(usize) -> Header) -> Result<usize, LayoutError> {
     if len > MAX_ARRAY_LEN {
         return Err(LayoutError::ArrayTooLong {
             requested: len,
             max: MAX_ARRAY_LEN,
         });
     }
-    Ok(Header::byte_array(len).size_bytes())
+    Ok(header(len).size_bytes())
 }
 
 #[cfg(test)]

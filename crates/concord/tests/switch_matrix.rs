@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use concord::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+use concord::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset};
 
 const MIB: usize = 1 << 20;
@@ -132,27 +132,19 @@ impl Combo {
 
 /// The 108 combinations of the five parallel-phase switches (fixed GC thread count, no pinning).
 fn full_matrix() -> Vec<Combo> {
-    let mut v = Vec::new();
-    for &task_queue in TaskQueueKind::ALL {
-        for task_affinity in [false, true] {
-            for &steal in StealPolicy::ALL {
-                for &termination in TerminationKind::ALL {
-                    for &parking in ParkingKind::ALL {
-                        v.push(Combo {
-                            task_queue,
-                            task_affinity,
-                            steal,
-                            termination,
-                            parking,
-                            dynamic_gc_threads: false,
-                            pin_start: false,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    v
+    PhasePolicy::all()
+        .flat_map(|p| {
+            ParkingKind::ALL.iter().map(move |&parking| Combo {
+                task_queue: p.task_queue,
+                task_affinity: p.task_affinity,
+                steal: p.steal,
+                termination: p.termination,
+                parking,
+                dynamic_gc_threads: false,
+                pin_start: false,
+            })
+        })
+        .collect()
 }
 
 /// Per task queue: one combination with dynamic GC threads, one with pinned start, one with

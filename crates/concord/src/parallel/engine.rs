@@ -243,29 +243,9 @@ fn steal_from<I>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parallel::policy::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+    use crate::parallel::policy::ParkingKind;
     use crate::parallel::task_queue::Affinity;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-    /// Every combination of the per-phase switches.
-    fn all_policies() -> Vec<PhasePolicy> {
-        let mut v = Vec::new();
-        for &task_queue in TaskQueueKind::ALL {
-            for task_affinity in [false, true] {
-                for &steal in StealPolicy::ALL {
-                    for &termination in TerminationKind::ALL {
-                        v.push(PhasePolicy {
-                            task_queue,
-                            task_affinity,
-                            steal,
-                            termination,
-                        });
-                    }
-                }
-            }
-        }
-        v
-    }
 
     fn seeds(roots: &[u32]) -> Vec<RootTask<u32>> {
         roots
@@ -312,7 +292,7 @@ mod tests {
     fn all_work_is_done_exactly_once_with_uneven_roots() {
         let futex = WorkerPool::new(4, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
         let monitor = WorkerPool::new(4, "engine-test", ParkingKind::Monitor, |_| {}).unwrap();
-        for (i, policy) in all_policies().into_iter().enumerate() {
+        for (i, policy) in PhasePolicy::all().enumerate() {
             let pool = if i % 2 == 0 { &futex } else { &monitor };
             for n in 1..=4 {
                 let task = Split {
@@ -350,7 +330,7 @@ mod tests {
     fn oversubscribed_phases_repeat_without_hanging() {
         let pool = WorkerPool::new(8, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
         let runs = AtomicUsize::new(0);
-        let policies = all_policies();
+        let policies: Vec<PhasePolicy> = PhasePolicy::all().collect();
         for i in 0..200 {
             let task = Split {
                 leaves: AtomicU64::new(0),

@@ -88,6 +88,26 @@ impl PhasePolicy {
     };
 }
 
+impl PhasePolicy {
+    /// Every combination of the four switches (3 × 2 × 3 × 3 = 54), task queue outermost.
+    pub fn all() -> impl Iterator<Item = PhasePolicy> {
+        TaskQueueKind::ALL.iter().flat_map(|&task_queue| {
+            [false, true].into_iter().flat_map(move |task_affinity| {
+                StealPolicy::ALL.iter().flat_map(move |&steal| {
+                    TerminationKind::ALL
+                        .iter()
+                        .map(move |&termination| PhasePolicy {
+                            task_queue,
+                            task_affinity,
+                            steal,
+                            termination,
+                        })
+                })
+            })
+        })
+    }
+}
+
 impl Default for PhasePolicy {
     fn default() -> Self {
         PhasePolicy::OPTIMIZED
@@ -114,5 +134,20 @@ mod tests {
         assert_eq!(err, "is not a parking mode (allowed: monitor, futex)");
         let err = "random".parse::<StealPolicy>().unwrap_err();
         assert!(err.contains("best-of-2, last-victim, adaptive"), "{err}");
+    }
+
+    #[test]
+    fn all_lists_every_combination_once() {
+        let all: Vec<PhasePolicy> = PhasePolicy::all().collect();
+        assert_eq!(all.len(), 54);
+        let distinct: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), 54);
+        for preset in [
+            PhasePolicy::VANILLA,
+            PhasePolicy::MODERN,
+            PhasePolicy::OPTIMIZED,
+        ] {
+            assert!(all.contains(&preset));
+        }
     }
 }

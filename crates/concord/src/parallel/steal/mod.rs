@@ -292,20 +292,6 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_reuses_the_remembered_victim_while_it_is_non_empty() {
-        let t = term(8);
-        let mut v = VictimSelector::new(StealPolicy::Adaptive, 3);
-        let mut q = Lens(vec![0, 0, 0, 0, 0, 9, 0, 0]);
-        v.record_success(5);
-        for _ in 0..50 {
-            // No record_success in between: adaptive keeps the victim by itself.
-            assert_eq!(v.select(0, &q, &t), Some(5));
-        }
-        q.0[5] = 0;
-        assert_eq!(v.select(0, &q, &t), None);
-    }
-
-    #[test]
     fn last_victim_is_tried_first_even_when_it_looks_empty() {
         let n = 8;
         let t = term(n);
