@@ -29,7 +29,6 @@ pub(crate) fn run(heap: &HeapInner) {
             records: Vec::new(),
             full_ran: false,
             active_workers: 1,
-            workers_placed: false,
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
@@ -85,8 +84,6 @@ struct Operation<'a> {
     full_ran: bool,
     /// GC workers taking part in this operation's collections (decided once per operation).
     active_workers: usize,
-    /// Whether dynamic GC affinity already placed the workers in this operation.
-    workers_placed: bool,
 }
 
 /// Heap bytes per active GC worker under dynamic GC threads (HotSpot `HeapSizePerGCThread`).
@@ -220,15 +217,17 @@ impl Operation<'_> {
         }
     }
 
-    /// Dynamic GC affinity (000 Algorithm 1): decide once per operation, before its first
-    /// collection, which workers move off overloaded CPUs, and move them. Returns the report
-    /// for the record of that collection.
-    fn place_workers(&mut self) -> Option<AffinityReport> {
+    /// Dynamic GC affinity (000 Algorithm 1): at the start of each parallel collection (each
+    /// young and each full one, so twice in an operation whose scavenge is followed by a full
+    /// collection), decide which workers move off overloaded CPUs, and move them. The workers'
+    /// CPUs come from the pool (sampled by each worker when it started and when it last went
+    /// idle), so sleeping workers count and no `/proc` file is read on the pause path. Returns
+    /// the report for the record of the collection about to run.
+    fn place_workers(&self) -> Option<AffinityReport> {
         let controller = &self.heap.gc_affinity;
-        if self.workers_placed || controller.kind() != GcAffinity::Dynamic {
+        if controller.kind() != GcAffinity::Dynamic {
             return None;
         }
-        self.workers_placed = true;
         let pool = &self.heap.pool;
         Some(controller.before_collection_from(
             &pool.worker_tids(),
