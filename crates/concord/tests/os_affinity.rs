@@ -9,12 +9,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use concord::config::GcThreads;
-use concord::os::affinity::{current_thread_affinity, set_current_thread_affinity};
-use concord::os::cpu_view::{
-    current_tid, parse_cpu_list, thread_affinity, CpuView, LoadSampler, LoadSnapshot,
+use concord::os::affinity::{
+    current_thread_affinity, set_current_thread_affinity, thread_affinity,
 };
+use concord::os::cpu::{CpuView, LoadSampler, LoadSnapshot};
 use concord::os::gc_affinity::{GcAffinityController, WorkerMove};
 use concord::os::policy::GcAffinity;
+use concord::os::procfs::parse_cpu_list;
+use concord::os::sched::current_tid;
 use concord::{CollectionKind, CollectionRecord, GcCause, GcConfig, Heap, ObjectType, Preset};
 
 /// `Cpus_allowed_list` of thread `tid` of this process.
@@ -176,7 +178,7 @@ fn a_one_cpu_mask_gives_no_moves_and_no_panic() {
         set_current_thread_affinity(&[first]).unwrap();
         let view = CpuView::detect().unwrap();
         assert_eq!(view.allowed, vec![first]);
-        assert_eq!(view.effective_cpus(), 1);
+        assert_eq!(view.usable_cpus(), 1);
         // Workers started from here inherit the narrow mask.
         let workers = Parked::start(3, |_| {});
         for &tid in &workers.tids {

@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::os::cpu::usable_cpu_count;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, PhasePolicy};
 
@@ -179,11 +180,6 @@ pub fn default_gc_threads(ncpus: usize) -> usize {
     threads.clamp(1, MAX_GC_THREADS)
 }
 
-/// The CPUs this process may run on (affinity mask and cgroup CPU quota respected), at least 1.
-pub(crate) fn usable_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// How many GC worker threads, as users write it: a number (`4`) or `dynamic`.
 ///
 /// `dynamic` is a pool of the default size ([`default_gc_threads`] of the usable CPUs) from
@@ -293,7 +289,7 @@ impl GcConfig {
             young_size: None,
             new_ratio: 2,
             survivor_ratio: 8,
-            gc_threads: default_gc_threads(usable_cpus()),
+            gc_threads: default_gc_threads(usable_cpu_count()),
             dynamic_gc_threads,
             pin_start,
             phase,
@@ -333,7 +329,7 @@ impl GcConfig {
                 self.dynamic_gc_threads = false;
             }
             GcThreads::Dynamic => {
-                self.gc_threads = default_gc_threads(usable_cpus());
+                self.gc_threads = default_gc_threads(usable_cpu_count());
                 self.dynamic_gc_threads = true;
             }
         }
@@ -396,13 +392,13 @@ mod tests {
 
     #[test]
     fn defaults_validate_for_every_preset() {
-        assert!(usable_cpus() >= 1);
+        assert!(usable_cpu_count() >= 1);
         assert_eq!(Preset::AVAILABLE, &Preset::ALL[..]);
         for preset in Preset::AVAILABLE.iter().copied() {
             let config = GcConfig::for_preset(preset);
             assert_eq!(config.preset, preset);
             assert_eq!(config.heap_size, 256 * MIB);
-            assert_eq!(config.gc_threads, default_gc_threads(usable_cpus()));
+            assert_eq!(config.gc_threads, default_gc_threads(usable_cpu_count()));
             config.validate().unwrap();
         }
     }

@@ -792,8 +792,9 @@ impl ConfigBuilder {
 mod tests {
     use std::time::Duration;
 
-    use super::super::{default_gc_threads, format_size, usable_cpus, KIB, MIB};
+    use super::super::{default_gc_threads, format_size, KIB, MIB};
     use super::*;
+    use crate::os::cpu::usable_cpu_count;
     use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
     use crate::parallel::PhasePolicy;
 
@@ -1105,7 +1106,7 @@ mod tests {
 
     #[test]
     fn gc_threads_take_a_count_or_dynamic() {
-        let default = default_gc_threads(usable_cpus());
+        let default = default_gc_threads(usable_cpu_count());
 
         let mut builder = ConfigBuilder::new();
         builder.set_cli("gc-threads", "dynamic").unwrap();

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lock;
 use crate::os::policy::MutatorSched;
+use crate::os::procfs;
 use crate::os::sched::{self, SchedError};
 
 /// FIFO is chosen automatically only on more usable CPUs than this (001 §4.4).
@@ -658,7 +659,7 @@ impl MutatorScheduler {
             return;
         }
         let cpu_at_attach = if st.recording.is_some() {
-            let name = sched::thread_name(tid).unwrap_or_default();
+            let name = procfs::thread_name(tid).unwrap_or_default();
             let recording = st.recording.as_mut().expect("checked above");
             recording.entry(tid).or_insert(ThreadProfile {
                 tid,
@@ -988,7 +989,7 @@ impl Shared {
         // /proc is read without the lock; a thread registered meanwhile is seen next time.
         let (live, dead): (Vec<i32>, Vec<i32>) = registered
             .into_iter()
-            .partition(|&tid| sched::thread_exists(tid));
+            .partition(|&tid| procfs::thread_exists(tid));
         let current: HashSet<i32> = live.into_iter().collect();
         let mut st = lock(&self.state);
         if st.stop {

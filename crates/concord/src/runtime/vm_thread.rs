@@ -238,7 +238,8 @@ impl Operation<'_> {
 
     /// Workers for the collection about to run: the configured count, or with dynamic GC
     /// threads HotSpot's `calc_active_workers` (2 per mutator, or 1 per 64 MiB of heap, at
-    /// least 2), never more than the pool nor than the CPUs this process may use now.
+    /// least 2), never more than the pool nor than the CPUs this process may use now (the VM
+    /// thread's affinity mask capped by the cgroup CPU limit).
     fn choose_active_workers(&self) -> usize {
         let config = &self.heap.config;
         if !config.dynamic_gc_threads {
@@ -246,14 +247,11 @@ impl Operation<'_> {
         }
         let by_mutators = 2 * self.heap.safepoint.attached();
         let by_heap = self.heap.mem.capacity() / HEAP_PER_GC_THREAD;
-        let usable = crate::os::affinity::current_thread_affinity()
-            .map_or(1, |cpus| cpus.len())
-            .max(1);
         by_mutators
             .max(by_heap)
             .max(2)
             .min(config.gc_threads)
-            .min(usable)
+            .min(self.heap.cpus.usable_cpus_now())
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
