@@ -17,16 +17,9 @@ use std::time::{Duration, Instant};
 use concord::os::policy::MutatorSched;
 use concord::os::sched::{self, SchedPolicy};
 use concord::runtime::mutator_sched::{
-    write_profile, MutatorSchedConfig, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
-    ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
+    write_profile, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice, ThreadProfile,
+    WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
-
-fn quiet(policy: MutatorSched, usable_cpus: usize, threshold: usize) -> MutatorScheduler {
-    let mut config = MutatorSchedConfig::new(policy, usable_cpus);
-    config.fifo_cpu_threshold = threshold;
-    config.print_notices = false;
-    MutatorScheduler::with_config(config)
-}
 
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("concord-msched-{name}-{}", std::process::id()));
@@ -88,9 +81,7 @@ impl Sleeper {
 #[test]
 fn explicit_fifo_is_applied_and_undone() {
     // 2 usable CPUs, threshold 8: explicit FIFO still applies, with a notice.
-    let mut config = MutatorSchedConfig::new(MutatorSched::Fifo, 2);
-    config.print_notices = false;
-    let s = Arc::new(MutatorScheduler::with_config(config));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Fifo, 2, 8));
     assert!(s.notices()[0].contains("001 §4.4"), "{:?}", s.notices());
 
     let threads: Vec<Sleeper> = (0..3).map(|_| sleeper(&s)).collect();
@@ -137,7 +128,7 @@ fn explicit_fifo_is_applied_and_undone() {
 
 #[test]
 fn nested_attach_keeps_fifo_until_the_last_detach() {
-    let s = Arc::new(quiet(MutatorSched::Fifo, 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Fifo, 2, 0));
     let s2 = s.clone();
     thread::spawn(move || {
         let tid = sched::current_tid();
@@ -160,7 +151,7 @@ fn nested_attach_keeps_fifo_until_the_last_detach() {
 #[test]
 fn adaptive_switches_on_churn_and_back_when_threads_stay() {
     let period = Duration::from_millis(50);
-    let s = Arc::new(quiet(MutatorSched::Adaptive(period), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(period), 2, 0));
     assert_eq!(s.current(), SchedChoice::Cfs);
 
     // Churn: a new pair of short-lived mutators every 20 ms, each attached for 40 ms, so two
@@ -237,7 +228,7 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
 
 #[test]
 fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
-    let s = Arc::new(quiet(
+    let s = Arc::new(MutatorScheduler::new(
         MutatorSched::Adaptive(Duration::from_millis(30)),
         2,
         8,
@@ -297,7 +288,11 @@ fn profile_is_recorded_then_used() {
     let path = dir.join("run.profile");
 
     // Run 1: no profile yet → CFS, record.
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        2,
+        0,
+    ));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let barrier = Arc::new(Barrier::new(8));
     let workers: Vec<_> = (0..8)
@@ -335,7 +330,11 @@ fn profile_is_recorded_then_used() {
     }
 
     // Run 2: the even profile selects FIFO (threshold 0 allows it on this machine).
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        2,
+        0,
+    ));
     let report = s.report();
     let outcome = report.profile.clone().unwrap();
     assert_eq!(outcome.action, ProfileAction::Used);
@@ -374,7 +373,7 @@ fn profile_is_recorded_then_used() {
         },
     )
     .unwrap();
-    let s = Arc::new(quiet(MutatorSched::Profile(skewed), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Profile(skewed), 2, 0));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let t = sleeper(&s);
     assert_eq!(t.policy_attached, SchedPolicy::Other);
@@ -390,7 +389,11 @@ fn malformed_profile_is_reported_and_left_alone() {
     let dir = scratch_dir("malformed");
     let path = dir.join("bad.profile");
     std::fs::write(&path, "threads: lots\n").unwrap();
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 64, 8));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        64,
+        8,
+    ));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let t = sleeper(&s);
     assert_eq!(t.policy_attached, SchedPolicy::Other);
@@ -411,7 +414,7 @@ fn malformed_profile_is_reported_and_left_alone() {
 fn profile_run_without_mutators_writes_nothing() {
     let dir = scratch_dir("empty");
     let path = dir.join("none.profile");
-    let s = quiet(MutatorSched::Profile(path.clone()), 2, 8);
+    let s = MutatorScheduler::new(MutatorSched::Profile(path.clone()), 2, 8);
     let report = s.finish();
     assert_eq!(
         report.profile.unwrap().action,
@@ -430,7 +433,7 @@ fn refused_fifo_falls_back_to_cfs() {
             eprintln!("skipped: cannot drop CAP_SYS_NICE here");
             return;
         }
-        let s = quiet(MutatorSched::Fifo, 2, 0);
+        let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
         s.on_attach(tid);
         let report = s.report();
         if !report.fifo_denied {

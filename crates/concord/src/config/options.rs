@@ -98,11 +98,7 @@ impl Switch {
             Switch::Steal => StealPolicy::allowed(),
             Switch::Termination => TerminationKind::allowed(),
             Switch::Parking => ParkingKind::allowed(),
-            Switch::GcAffinity => GcAffinity::ALL
-                .iter()
-                .map(|a| a.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+            Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
         }
     }

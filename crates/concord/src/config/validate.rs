@@ -7,13 +7,11 @@
 
 use std::fmt::Display;
 use std::ops::RangeInclusive;
-use std::time::Duration;
 
 use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
-use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
 pub(super) const HEAP_RANGE: RangeInclusive<usize> = MIN_HEAP..=MAX_HEAP;
@@ -35,10 +33,6 @@ pub(super) const MIN_TLAB_SIZE: usize = KIB;
 pub(super) const MIN_LARGE_OBJECT_THRESHOLD: usize = KIB;
 /// Allowed `fifo_cpu_threshold` values (CPUs).
 pub(super) const FIFO_CPU_THRESHOLD_RANGE: RangeInclusive<usize> = 0..=4096;
-/// Allowed sampling periods of the adaptive mutator scheduling policy, as `adaptive:SECONDS`
-/// parses them.
-const ADAPTIVE_PERIOD_RANGE: RangeInclusive<Duration> =
-    Duration::from_millis(10)..=Duration::from_secs(3600);
 
 /// The reason for an integer outside `range`: `is out of range (allowed: 1..=256)`.
 pub(super) fn out_of_range<T: Display>(range: &RangeInclusive<T>) -> String {
@@ -193,24 +187,13 @@ impl GcConfig {
     /// The argument of a `profile` or `adaptive` mutator scheduling policy built in code, in the
     /// words the parser uses for the same mistakes.
     fn validate_mutator_sched(&self, key: ConfigKey) -> Result<(), ConfigError> {
-        let reason = match &self.mutator_sched {
-            MutatorSched::Profile(path) if path.as_os_str().is_empty() => {
-                "needs a file: profile:PATH (e.g. profile:gcbench.profile)".to_string()
-            }
-            MutatorSched::Adaptive(period) if !ADAPTIVE_PERIOD_RANGE.contains(period) => {
-                format!(
-                    "has a bad sampling period '{}' (allowed: seconds from 0.01 to 3600, e.g. \
-                     adaptive:2)",
-                    period.as_secs_f64()
-                )
-            }
-            _ => return Ok(()),
-        };
-        Err(ConfigError::InvalidValue {
-            key,
-            value: self.mutator_sched.to_string(),
-            reason,
-        })
+        self.mutator_sched
+            .check_argument()
+            .map_err(|reason| ConfigError::InvalidValue {
+                key,
+                value: self.mutator_sched.to_string(),
+                reason,
+            })
     }
 
     /// The rules between heap, young size and ratios, and the TLAB size that depends on eden.
@@ -335,6 +318,8 @@ impl GcConfig {
 mod tests {
     use super::super::{Preset, GIB};
     use super::*;
+    use crate::os::policy::MutatorSched;
+    use std::time::Duration;
 
     fn base() -> GcConfig {
         GcConfig::for_preset(Preset::Optimized)

@@ -1,7 +1,9 @@
 //! The OS-side switches of DESIGN.md: where GC threads run and how mutator threads are
-//! scheduled. Each parses from the name users write and displays as that name.
+//! scheduled. Each parses from the name users write and displays as that name; both are
+//! declared with `switch!`, mutator scheduling as a kind plus its argument.
 
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -19,10 +21,27 @@ switch! {
     }
 }
 
+switch! {
+    /// The mutator scheduling policies, without their arguments.
+    MutatorSchedKind, "mutator scheduling policy" {
+        /// The default Linux scheduler (SCHED_OTHER).
+        Cfs => "cfs",
+        /// SCHED_FIFO for every mutator thread.
+        Fifo => "fifo",
+        /// 001 Algorithm 1, from a per-thread CPU-time profile.
+        Profile => "profile",
+        /// 001 Algorithm 2, from samples of the live thread ids.
+        Adaptive => "adaptive",
+    }
+}
+
 /// The default sampling period of the adaptive mutator scheduling policy (001 §5.2).
 pub const DEFAULT_ADAPTIVE_PERIOD: Duration = Duration::from_secs(2);
 
-/// How mutator threads are scheduled (001).
+/// The sampling periods `adaptive:SECONDS` allows, in seconds.
+pub const ADAPTIVE_PERIOD_SECONDS: RangeInclusive<f64> = 0.01..=3600.0;
+
+/// How mutator threads are scheduled (001): a [`MutatorSchedKind`] with its argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MutatorSched {
     /// The default Linux scheduler (SCHED_OTHER).
@@ -42,21 +61,47 @@ impl MutatorSched {
     /// The allowed forms, for error messages.
     pub const ALLOWED: &'static str = "cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS";
 
-    /// The name of the policy without its argument.
-    pub fn kind(&self) -> &'static str {
+    /// The policy without its argument.
+    pub fn kind(&self) -> MutatorSchedKind {
         match self {
-            MutatorSched::Cfs => "cfs",
-            MutatorSched::Fifo => "fifo",
-            MutatorSched::Profile(_) => "profile",
-            MutatorSched::Adaptive(_) => "adaptive",
+            MutatorSched::Cfs => MutatorSchedKind::Cfs,
+            MutatorSched::Fifo => MutatorSchedKind::Fifo,
+            MutatorSched::Profile(_) => MutatorSchedKind::Profile,
+            MutatorSched::Adaptive(_) => MutatorSchedKind::Adaptive,
         }
     }
+
+    /// Why the argument is unusable (an empty profile path, a sampling period outside
+    /// [`ADAPTIVE_PERIOD_SECONDS`]), in the words the parser uses; `Ok` for a usable one. For
+    /// policies built in code, which did not go through the parser.
+    pub fn check_argument(&self) -> Result<(), String> {
+        match self {
+            MutatorSched::Profile(path) if path.as_os_str().is_empty() => Err(needs_a_file()),
+            MutatorSched::Adaptive(period)
+                if !ADAPTIVE_PERIOD_SECONDS.contains(&period.as_secs_f64()) =>
+            {
+                Err(bad_period(period.as_secs_f64()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn needs_a_file() -> String {
+    "needs a file: profile:PATH (e.g. profile:gcbench.profile)".into()
+}
+
+fn bad_period(seconds: impl fmt::Display) -> String {
+    format!(
+        "has a bad sampling period '{seconds}' (allowed: seconds from 0.01 to 3600, e.g. \
+         adaptive:2)"
+    )
 }
 
 impl fmt::Display for MutatorSched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MutatorSched::Cfs | MutatorSched::Fifo => f.write_str(self.kind()),
+            MutatorSched::Cfs | MutatorSched::Fifo => f.write_str(self.kind().name()),
             MutatorSched::Profile(p) => write!(f, "profile:{}", p.display()),
             MutatorSched::Adaptive(d) => write!(f, "adaptive:{}", d.as_secs_f64()),
         }
@@ -68,8 +113,8 @@ impl FromStr for MutatorSched {
     fn from_str(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let (kind, arg) = match text.split_once(':') {
-            Some((k, a)) => (k.to_ascii_lowercase(), Some(a)),
-            None => (text.to_ascii_lowercase(), None),
+            Some((k, a)) => (k, Some(a)),
+            None => (text, None),
         };
         let bad = || {
             format!(
@@ -77,23 +122,28 @@ impl FromStr for MutatorSched {
                 Self::ALLOWED
             )
         };
-        match (kind.as_str(), arg) {
-            ("cfs", None) => Ok(MutatorSched::Cfs),
-            ("fifo", None) => Ok(MutatorSched::Fifo),
-            ("profile", Some(path)) if !path.trim().is_empty() => {
+        // Space around the kind ("adaptive :2") is not accepted.
+        let kind: MutatorSchedKind = match kind.trim() == kind {
+            true => kind.parse().map_err(|_| bad())?,
+            false => return Err(bad()),
+        };
+        match (kind, arg) {
+            (MutatorSchedKind::Cfs, None) => Ok(MutatorSched::Cfs),
+            (MutatorSchedKind::Fifo, None) => Ok(MutatorSched::Fifo),
+            (MutatorSchedKind::Cfs | MutatorSchedKind::Fifo, Some(_)) => Err(bad()),
+            (MutatorSchedKind::Profile, Some(path)) if !path.trim().is_empty() => {
                 Ok(MutatorSched::Profile(PathBuf::from(path.trim())))
             }
-            ("profile", _) => Err("needs a file: profile:PATH (e.g. profile:gcbench.profile)".into()),
-            ("adaptive", None) => Ok(MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)),
-            ("adaptive", Some(secs)) => match secs.trim().parse::<f64>() {
-                Ok(s) if s.is_finite() && (0.01..=3600.0).contains(&s) => {
+            (MutatorSchedKind::Profile, _) => Err(needs_a_file()),
+            (MutatorSchedKind::Adaptive, None) => {
+                Ok(MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD))
+            }
+            (MutatorSchedKind::Adaptive, Some(secs)) => match secs.trim().parse::<f64>() {
+                Ok(s) if ADAPTIVE_PERIOD_SECONDS.contains(&s) => {
                     Ok(MutatorSched::Adaptive(Duration::from_secs_f64(s)))
                 }
-                _ => Err(format!(
-                    "has a bad sampling period '{secs}' (allowed: seconds from 0.01 to 3600, e.g. adaptive:2)"
-                )),
+                _ => Err(bad_period(secs)),
             },
-            _ => Err(bad()),
         }
     }
 }
@@ -140,5 +190,36 @@ mod tests {
             .parse::<MutatorSched>()
             .unwrap_err()
             .contains("cfs, fifo"));
+        assert!("fifo:2"
+            .parse::<MutatorSched>()
+            .unwrap_err()
+            .contains("is not a mutator scheduling policy"));
+        assert_eq!(
+            " Adaptive: 0.25 ".parse::<MutatorSched>().unwrap(),
+            MutatorSched::Adaptive(Duration::from_millis(250))
+        );
+        assert!("adaptive:NaN".parse::<MutatorSched>().is_err());
+        assert!("adaptive :2".parse::<MutatorSched>().is_err());
+        assert!("adaptive:inf".parse::<MutatorSched>().is_err());
+        assert_eq!(
+            "PROFILE:x".parse::<MutatorSched>().unwrap().kind(),
+            MutatorSchedKind::Profile
+        );
+        // The same reasons for a policy built in code.
+        assert!(MutatorSched::Profile(PathBuf::new())
+            .check_argument()
+            .unwrap_err()
+            .contains("profile:PATH"));
+        assert!(MutatorSched::Adaptive(Duration::ZERO)
+            .check_argument()
+            .unwrap_err()
+            .contains("'0'"));
+        for ok in [
+            MutatorSched::Adaptive(Duration::from_millis(10)),
+            MutatorSched::Adaptive(Duration::from_secs(3600)),
+            MutatorSched::Fifo,
+        ] {
+            assert_eq!(ok.check_argument(), Ok(()), "{ok}");
+        }
     }
 }

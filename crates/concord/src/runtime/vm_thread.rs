@@ -70,7 +70,7 @@ fn append<W>(
     let mut guard = lock(slot);
     if let Some(out) = guard.as_mut() {
         if let Err(e) = records.iter().try_for_each(|r| write(out, r)) {
-            eprintln!("concord: writing the {what} failed ({e}); it stops here");
+            log::warn!("writing the {what} failed ({e}); it stops here");
             *guard = None;
         }
     }
@@ -359,7 +359,7 @@ impl Operation<'_> {
                 true
             }
             Err(e) => {
-                eprintln!("concord: {e}");
+                log::error!("{e}");
                 *verify_failure = Some(Some(e.0));
                 false
             }
