@@ -165,61 +165,51 @@ mod tests {
             .parse::<GcAffinity>()
             .unwrap_err()
             .contains("none, static, dynamic"));
-        assert_eq!("fifo".parse::<MutatorSched>().unwrap(), MutatorSched::Fifo);
+        let parsed = |text: &str| text.parse::<MutatorSched>();
+        for (text, policy) in [
+            ("fifo", MutatorSched::Fifo),
+            ("adaptive", MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)),
+            (
+                " Adaptive: 0.25 ",
+                MutatorSched::Adaptive(Duration::from_millis(250)),
+            ),
+            ("profile:/tmp/p", MutatorSched::Profile("/tmp/p".into())),
+        ] {
+            assert_eq!(parsed(text), Ok(policy), "{text}");
+        }
+        assert_eq!(parsed("adaptive:0.5").unwrap().to_string(), "adaptive:0.5");
         assert_eq!(
-            "adaptive".parse::<MutatorSched>().unwrap(),
-            MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)
-        );
-        assert_eq!(
-            "adaptive:0.5".parse::<MutatorSched>().unwrap().to_string(),
-            "adaptive:0.5"
-        );
-        assert_eq!(
-            "profile:/tmp/p".parse::<MutatorSched>().unwrap(),
-            MutatorSched::Profile("/tmp/p".into())
-        );
-        assert!("profile:"
-            .parse::<MutatorSched>()
-            .unwrap_err()
-            .contains("profile:PATH"));
-        assert!("adaptive:0"
-            .parse::<MutatorSched>()
-            .unwrap_err()
-            .contains("0.01 to 3600"));
-        assert!("rr"
-            .parse::<MutatorSched>()
-            .unwrap_err()
-            .contains("cfs, fifo"));
-        assert!("fifo:2"
-            .parse::<MutatorSched>()
-            .unwrap_err()
-            .contains("is not a mutator scheduling policy"));
-        assert_eq!(
-            " Adaptive: 0.25 ".parse::<MutatorSched>().unwrap(),
-            MutatorSched::Adaptive(Duration::from_millis(250))
-        );
-        assert!("adaptive:NaN".parse::<MutatorSched>().is_err());
-        assert!("adaptive :2".parse::<MutatorSched>().is_err());
-        assert!("adaptive:inf".parse::<MutatorSched>().is_err());
-        assert_eq!(
-            "PROFILE:x".parse::<MutatorSched>().unwrap().kind(),
+            parsed("PROFILE:x").unwrap().kind(),
             MutatorSchedKind::Profile
         );
+        for (text, reason) in [
+            ("profile:", "profile:PATH"),
+            ("adaptive:0", "0.01 to 3600"),
+            ("adaptive:NaN", "'NaN'"),
+            ("adaptive:inf", "'inf'"),
+            ("rr", "cfs, fifo"),
+            ("fifo:2", "is not a mutator scheduling policy"),
+            ("adaptive :2", "is not a mutator scheduling policy"),
+        ] {
+            let err = parsed(text).unwrap_err();
+            assert!(err.contains(reason), "{text}: {err}");
+        }
         // The same reasons for a policy built in code.
-        assert!(MutatorSched::Profile(PathBuf::new())
-            .check_argument()
+        let check = |policy: MutatorSched| policy.check_argument();
+        assert!(check(MutatorSched::Profile(PathBuf::new()))
             .unwrap_err()
             .contains("profile:PATH"));
-        assert!(MutatorSched::Adaptive(Duration::ZERO)
-            .check_argument()
+        assert!(check(MutatorSched::Adaptive(Duration::ZERO))
             .unwrap_err()
             .contains("'0'"));
-        for ok in [
-            MutatorSched::Adaptive(Duration::from_millis(10)),
-            MutatorSched::Adaptive(Duration::from_secs(3600)),
-            MutatorSched::Fifo,
-        ] {
-            assert_eq!(ok.check_argument(), Ok(()), "{ok}");
-        }
+        assert_eq!(
+            check(MutatorSched::Adaptive(Duration::from_millis(10))),
+            Ok(())
+        );
+        assert_eq!(
+            check(MutatorSched::Adaptive(Duration::from_secs(3600))),
+            Ok(())
+        );
+        assert_eq!(check(MutatorSched::Fifo), Ok(()));
     }
 }

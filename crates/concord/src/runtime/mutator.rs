@@ -19,6 +19,12 @@ use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectT
 use crate::telemetry::lifespan::LifespanProfiler;
 use crate::telemetry::CollectionKind;
 
+/// A plain number stored in a payload: every bit pattern of its size is a valid value, so it
+/// may be read from any payload bytes.
+trait Scalar: Copy {}
+impl Scalar for u32 {}
+impl Scalar for u64 {}
+
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
@@ -449,36 +455,44 @@ impl<'h> Mutator<'h> {
         o + h.payload_offset() + offset
     }
 
+    /// Read a `T` at `offset` in the payload, bounds-checked.
+    #[inline]
+    fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
+        let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
+        // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
+        unsafe { (a as *const T).read_unaligned() }
+    }
+
+    /// Write a `T` at `offset` in the payload, bounds-checked.
+    #[inline]
+    fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
+        let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
+        // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
+        unsafe { (a as *mut T).write_unaligned(v) }
+    }
+
     /// Read a little-endian `u64` at `offset` in the payload.
     #[inline]
     pub fn read_u64(&self, obj: Handle, offset: usize) -> u64 {
-        let a = self.payload_range(obj, offset, 8);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *const u64).read_unaligned() }
+        self.read_scalar(obj, offset)
     }
 
     /// Write a `u64` at `offset` in the payload.
     #[inline]
     pub fn write_u64(&mut self, obj: Handle, offset: usize, v: u64) {
-        let a = self.payload_range(obj, offset, 8);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *mut u64).write_unaligned(v) }
+        self.write_scalar(obj, offset, v)
     }
 
     /// Read a `u32` at `offset` in the payload.
     #[inline]
     pub fn read_u32(&self, obj: Handle, offset: usize) -> u32 {
-        let a = self.payload_range(obj, offset, 4);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *const u32).read_unaligned() }
+        self.read_scalar(obj, offset)
     }
 
     /// Write a `u32` at `offset` in the payload.
     #[inline]
     pub fn write_u32(&mut self, obj: Handle, offset: usize, v: u32) {
-        let a = self.payload_range(obj, offset, 4);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *mut u32).write_unaligned(v) }
+        self.write_scalar(obj, offset, v)
     }
 
     /// Read an `f64` at `offset` in the payload.

@@ -9,9 +9,10 @@ use super::safepoint::Request;
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
-use crate::collection::{GcContext, RootSlots, Tracked};
+use crate::collection::{GcContext, PhaseTimes, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
 use crate::os::policy::GcAffinity;
+use crate::parallel::WorkerPhaseStats;
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
@@ -93,6 +94,23 @@ struct Snapshot {
     used: usize,
     young: usize,
     old: usize,
+}
+
+/// When a collection's pause started, how long it took and where its workers were placed.
+struct Pause {
+    start: Instant,
+    pause_ms: f64,
+    affinity: Option<AffinityReport>,
+}
+
+/// What the record of every collection, young or full, carries.
+struct Common {
+    pause: Pause,
+    before: Snapshot,
+    verified: Option<bool>,
+    tenuring_threshold: u32,
+    phases: PhaseTimes,
+    workers: Vec<WorkerPhaseStats>,
 }
 
 impl Operation<'_> {
@@ -265,11 +283,7 @@ impl Operation<'_> {
             young_plab_size: heap.config.young_plab_size,
             old_plab_size: heap.config.old_plab_size,
         };
-        let start = Instant::now();
-        let affinity = self.place_workers();
-        let out =
-            self.follow_lifespans(|tracked| scavenge(&self.ctx(), self.roots, params, tracked));
-        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (out, pause) = self.pause(|ctx, roots, tracked| scavenge(ctx, roots, params, tracked));
         {
             let mut policy = heap.policy();
             policy.tenuring_threshold = out.next_tenuring_threshold;
@@ -284,25 +298,25 @@ impl Operation<'_> {
         } else {
             self.verify_if_asked(verify_failure)
         };
-        self.record(CollectionKind::Young, cause, start, pause_ms, before, |r| {
+        let common = Common {
+            pause,
+            before,
+            verified,
+            tenuring_threshold: threshold,
+            phases: out.phases,
+            workers: out.workers,
+        };
+        self.record(CollectionKind::Young, cause, common, |r| {
             r.bytes_copied = out.bytes_copied;
             r.bytes_promoted = out.bytes_promoted;
             r.promotion_failed = out.promotion_failed;
-            r.tenuring_threshold = threshold;
-            r.phases = out.phases;
-            r.workers = out.workers;
-            r.verified = verified;
-            r.affinity = affinity;
         });
         out.promotion_failed
     }
 
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
-        let start = Instant::now();
-        let affinity = self.place_workers();
-        let out = self.follow_lifespans(|tracked| full_collect(&self.ctx(), self.roots, tracked));
-        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (out, pause) = self.pause(full_collect);
         self.full_ran = true;
         {
             let mem = &self.heap.mem;
@@ -316,16 +330,34 @@ impl Operation<'_> {
                 policy.futile_full_collections = 0;
             }
         }
-        let verified = self.verify_if_asked(verify_failure);
-        let threshold = self.heap.policy().tenuring_threshold;
-        self.record(CollectionKind::Full, cause, start, pause_ms, before, |r| {
+        let common = Common {
+            pause,
+            before,
+            verified: self.verify_if_asked(verify_failure),
+            tenuring_threshold: self.heap.policy().tenuring_threshold,
+            phases: out.phases,
+            workers: out.workers,
+        };
+        self.record(CollectionKind::Full, cause, common, |r| {
             r.bytes_copied = out.moved_bytes;
-            r.tenuring_threshold = threshold;
-            r.phases = out.phases;
-            r.workers = out.workers;
-            r.verified = verified;
-            r.affinity = affinity;
         });
+    }
+
+    /// One parallel collection's pause: place the workers (000 Algorithm 1), then run `collect`
+    /// with the objects the lifespan profiler follows; timed from before the placement.
+    fn pause<R>(
+        &self,
+        collect: impl FnOnce(&GcContext<'_>, &[RootSlots], Tracked<'_>) -> R,
+    ) -> (R, Pause) {
+        let start = Instant::now();
+        let affinity = self.place_workers();
+        let out = self.follow_lifespans(|tracked| collect(&self.ctx(), self.roots, tracked));
+        let pause = Pause {
+            start,
+            pause_ms: start.elapsed().as_secs_f64() * 1e3,
+            affinity,
+        };
+        (out, pause)
     }
 
     // ---- lifespan profiler ----
@@ -370,12 +402,18 @@ impl Operation<'_> {
         &mut self,
         kind: CollectionKind,
         cause: GcCause,
-        start: Instant,
-        pause_ms: f64,
-        before: Snapshot,
+        common: Common,
         fill: impl FnOnce(&mut CollectionRecord),
     ) {
         let heap = self.heap;
+        let Common {
+            pause,
+            before,
+            verified,
+            tenuring_threshold,
+            phases,
+            workers,
+        } = common;
         let after = self.snapshot();
         let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len())
             as u64;
@@ -383,8 +421,8 @@ impl Operation<'_> {
             id,
             kind,
             cause,
-            start_ms: start.duration_since(heap.start).as_secs_f64() * 1e3,
-            pause_ms,
+            start_ms: pause.start.duration_since(heap.start).as_secs_f64() * 1e3,
+            pause_ms: pause.pause_ms,
             time_to_safepoint_ms: self.ttsp.as_secs_f64() * 1e3,
             heap_before: before.used,
             heap_after: after.used,
@@ -396,14 +434,14 @@ impl Operation<'_> {
             bytes_copied: 0,
             bytes_promoted: 0,
             promotion_failed: false,
-            tenuring_threshold: 0,
+            tenuring_threshold,
             gc_threads: self.active_workers,
-            phases: Default::default(),
-            workers: Vec::new(),
-            affinity: None,
+            phases,
+            workers,
+            affinity: pause.affinity,
             task_distribution: Default::default(),
             cpu_occupancy: Default::default(),
-            verified: None,
+            verified,
         };
         fill(&mut r);
         r.derive();
