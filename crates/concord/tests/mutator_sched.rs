@@ -41,6 +41,23 @@ fn expected_for(s: &MutatorScheduler, wanted: SchedChoice) -> SchedPolicy {
     }
 }
 
+/// A mutator that attaches, stays attached for `attached`, and detaches; joined, it gives the
+/// policy it ran under while attached and after detaching.
+fn short_lived(
+    s: &Arc<MutatorScheduler>,
+    attached: Duration,
+) -> thread::JoinHandle<(SchedPolicy, SchedPolicy)> {
+    let s = s.clone();
+    thread::spawn(move || {
+        let tid = sched::current_tid();
+        s.on_attach(tid);
+        thread::sleep(attached);
+        let during = policy_of(tid);
+        s.on_detach(tid);
+        (during, policy_of(tid))
+    })
+}
+
 /// A mutator thread that attaches, reports its tid and policy, blocks until released, then
 /// detaches and reports its policy after detaching.
 struct Sleeper {
@@ -160,19 +177,13 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
     let mut churn = Vec::new();
     while Instant::now() < churn_until {
         for _ in 0..2 {
-            let s = s.clone();
-            churn.push(thread::spawn(move || {
-                let tid = sched::current_tid();
-                s.on_attach(tid);
-                thread::sleep(Duration::from_millis(40));
-                s.on_detach(tid);
-                policy_of(tid)
-            }));
+            churn.push(short_lived(&s, Duration::from_millis(40)));
         }
         thread::sleep(Duration::from_millis(20));
     }
     for t in churn {
-        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+        let (_, after) = t.join().unwrap();
+        assert_eq!(after, SchedPolicy::Other);
     }
     let after_churn = s.report();
 
@@ -235,19 +246,11 @@ fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
     ));
     let mut churn = Vec::new();
     for _ in 0..12 {
-        let s = s.clone();
-        churn.push(thread::spawn(move || {
-            let tid = sched::current_tid();
-            s.on_attach(tid);
-            thread::sleep(Duration::from_millis(25));
-            let p = policy_of(tid);
-            s.on_detach(tid);
-            p
-        }));
+        churn.push(short_lived(&s, Duration::from_millis(25)));
         thread::sleep(Duration::from_millis(15));
     }
     for t in churn {
-        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+        assert_eq!(t.join().unwrap(), (SchedPolicy::Other, SchedPolicy::Other));
     }
     let report = s.finish();
     assert_eq!(report.fifo_sets, 0);

@@ -9,6 +9,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use concord::config::GcThreads;
+mod common;
+
 use concord::os::affinity::{
     current_thread_affinity, set_current_thread_affinity, thread_affinity,
 };
@@ -17,7 +19,7 @@ use concord::os::gc_affinity::{GcAffinityController, WorkerMove};
 use concord::os::policy::GcAffinity;
 use concord::os::procfs::parse_cpu_list;
 use concord::os::sched::current_tid;
-use concord::{CollectionKind, CollectionRecord, GcCause, GcConfig, Heap, ObjectType, Preset};
+use concord::{CollectionKind, CollectionRecord, GcCause, GcConfig, Heap, Preset};
 
 /// `Cpus_allowed_list` of thread `tid` of this process.
 fn cpus_allowed(tid: i32) -> Vec<u32> {
@@ -252,8 +254,6 @@ fn a_refused_target_is_reported_not_fatal() {
 /// decision each.
 #[test]
 fn the_heap_decides_before_every_collection_from_the_first() {
-    const NODE: ObjectType = ObjectType::fixed(2, 8);
-    const KIB: usize = 1 << 10;
     let allowed = current_thread_affinity().unwrap();
     if allowed.len() < 2 {
         eprintln!("skipped: one usable CPU, dynamic GC affinity decides nothing");
@@ -271,19 +271,7 @@ fn the_heap_decides_before_every_collection_from_the_first() {
     let heap = Heap::new(c).unwrap();
     let mut m = heap.attach();
     m.collect(CollectionKind::Young);
-    // Fill the old generation with live large objects, then young with a live list.
-    for _ in 0..sizes.old / (64 * KIB) {
-        m.alloc_byte_array(64 * KIB - 8).unwrap();
-    }
-    let head = m.alloc(NODE).unwrap();
-    let cur = m.dup(head);
-    for _ in 0..(sizes.eden * 3 / 4) / NODE.size_bytes() {
-        m.scope(|m| {
-            let n = m.alloc(NODE).unwrap();
-            m.set_ref(cur, 0, Some(n));
-            m.set_handle(cur, Some(n));
-        });
-    }
+    common::fill_for_promotion_failure(&mut m, sizes);
     m.collect(CollectionKind::Young); // promotion fails; a full collection follows at once
     drop(m);
     let stats = heap.stats();

@@ -379,14 +379,11 @@ mod tests {
 
     #[test]
     fn hotspot_gc_thread_rule() {
-        assert_eq!(default_gc_threads(1), 1);
-        assert_eq!(default_gc_threads(2), 2);
-        assert_eq!(default_gc_threads(8), 8);
-        assert_eq!(default_gc_threads(9), 8);
-        assert_eq!(default_gc_threads(16), 13);
-        assert_eq!(default_gc_threads(20), 15);
-        assert_eq!(default_gc_threads(48), 33);
-        assert_eq!(default_gc_threads(0), 1);
+        let cpus = [1, 2, 8, 9, 16, 20, 48, 0];
+        let expected = [1, 2, 8, 8, 13, 15, 33, 1];
+        for (cpus, threads) in cpus.into_iter().zip(expected) {
+            assert_eq!(default_gc_threads(cpus), threads, "{cpus} CPUs");
+        }
         assert_eq!(default_gc_threads(10_000), MAX_GC_THREADS);
     }
 
@@ -405,39 +402,32 @@ mod tests {
 
     #[test]
     fn presets_set_the_switches_of_design_md() {
-        let vanilla = GcConfig::for_preset(Preset::Vanilla);
-        assert_eq!(vanilla.phase.task_queue, TaskQueueKind::Monitor);
-        assert!(!vanilla.phase.task_affinity);
-        assert_eq!(vanilla.phase.steal, StealPolicy::BestOf2);
-        assert_eq!(vanilla.phase.termination, TerminationKind::Fixed);
-        assert_eq!(vanilla.parking, ParkingKind::Monitor);
-        assert!(!vanilla.dynamic_gc_threads);
-        assert!(vanilla.pin_start);
-        assert_eq!(vanilla.gc_affinity, GcAffinity::None);
-        assert_eq!(vanilla.phase, PhasePolicy::VANILLA);
-
-        let modern = GcConfig::for_preset(Preset::Modern);
-        assert_eq!(modern.phase.task_queue, TaskQueueKind::Claim);
-        assert!(!modern.phase.task_affinity);
-        assert_eq!(modern.phase.steal, StealPolicy::LastVictim);
-        assert_eq!(modern.phase.termination, TerminationKind::Owst);
-        assert_eq!(modern.parking, ParkingKind::Futex);
-        assert!(modern.dynamic_gc_threads);
-        assert!(!modern.pin_start);
-        assert_eq!(modern.gc_affinity, GcAffinity::None);
-        assert_eq!(modern.phase, PhasePolicy::MODERN);
-
-        let optimized = GcConfig::for_preset(Preset::Optimized);
-        assert_eq!(optimized.phase.task_queue, TaskQueueKind::LockFree);
-        assert!(optimized.phase.task_affinity);
-        assert_eq!(optimized.phase.steal, StealPolicy::Adaptive);
-        assert_eq!(optimized.phase.termination, TerminationKind::Live);
-        assert_eq!(optimized.parking, ParkingKind::Futex);
-        assert!(!optimized.dynamic_gc_threads);
-        assert!(!optimized.pin_start);
-        assert_eq!(optimized.gc_affinity, GcAffinity::Dynamic);
-        assert_eq!(optimized.phase, PhasePolicy::OPTIMIZED);
-        assert_eq!(optimized.phase, PhasePolicy::default());
+        use {ParkingKind as P, StealPolicy as S, TaskQueueKind as Q, TerminationKind as T};
+        // (task queue, task affinity, steal, termination, parking, dynamic GC threads,
+        // pin start, GC affinity, phase policy), as in the table of `for_preset`.
+        #[rustfmt::skip]
+        let expected = [
+            (Preset::Vanilla, (Q::Monitor, false, S::BestOf2, T::Fixed, P::Monitor, false, true, GcAffinity::None, PhasePolicy::VANILLA)),
+            (Preset::Modern, (Q::Claim, false, S::LastVictim, T::Owst, P::Futex, true, false, GcAffinity::None, PhasePolicy::MODERN)),
+            (Preset::Optimized, (Q::LockFree, true, S::Adaptive, T::Live, P::Futex, false, false, GcAffinity::Dynamic, PhasePolicy::OPTIMIZED)),
+        ];
+        for (preset, switches) in expected {
+            let c = GcConfig::for_preset(preset);
+            let p = c.phase;
+            let got = (
+                p.task_queue,
+                p.task_affinity,
+                p.steal,
+                p.termination,
+                c.parking,
+                c.dynamic_gc_threads,
+                c.pin_start,
+                c.gc_affinity,
+                p,
+            );
+            assert_eq!(got, switches, "{preset}");
+        }
+        assert_eq!(PhasePolicy::OPTIMIZED, PhasePolicy::default());
 
         // The phase policy follows overrides.
         let mut config = GcConfig::for_preset(Preset::Vanilla);

@@ -57,21 +57,32 @@ pub(super) fn size_too_small(min: usize) -> String {
     format!("is too small (allowed: at least {})", format_size(min))
 }
 
+/// Checks a field against its range; out of it, the error shows the value with `shown` and
+/// gives `reason` for the range.
+fn check_range<T: PartialOrd>(
+    key: ConfigKey,
+    value: T,
+    range: &RangeInclusive<T>,
+    shown: impl FnOnce(T) -> String,
+    reason: impl FnOnce(&RangeInclusive<T>) -> String,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    Err(ConfigError::InvalidValue {
+        key,
+        value: shown(value),
+        reason: reason(range),
+    })
+}
+
 /// Checks an integer field against its range.
 fn check_int<T: PartialOrd + Display>(
     key: ConfigKey,
     value: T,
     range: &RangeInclusive<T>,
 ) -> Result<(), ConfigError> {
-    if range.contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError::InvalidValue {
-            key,
-            value: value.to_string(),
-            reason: out_of_range(range),
-        })
-    }
+    check_range(key, value, range, |v| v.to_string(), out_of_range)
 }
 
 /// Checks a size field against its range.
@@ -80,15 +91,7 @@ fn check_size(
     value: usize,
     range: &RangeInclusive<usize>,
 ) -> Result<(), ConfigError> {
-    if range.contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError::InvalidValue {
-            key,
-            value: format_size(value),
-            reason: size_out_of_range(range),
-        })
-    }
+    check_range(key, value, range, format_size, size_out_of_range)
 }
 
 /// An [`ConfigError::Inconsistent`] about `key`.
@@ -329,6 +332,21 @@ mod tests {
         config.validate().unwrap_err().to_string()
     }
 
+    /// The error when `key` was set from `origin` and every other key is a preset default.
+    fn error_blaming(config: &GcConfig, key: &str, origin: Origin) -> String {
+        config
+            .validate_with(&|k| {
+                let from = if k == key {
+                    origin.clone()
+                } else {
+                    Origin::Default(Preset::Optimized)
+                };
+                ConfigKey::new(k, from)
+            })
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn defaults_are_valid() {
         base().validate().unwrap();
@@ -472,17 +490,7 @@ mod tests {
             "initial-tenuring-threshold: 6 must not exceed max-tenuring-threshold (5)"
         );
         // Only max was set by the user: blame max.
-        let err = config
-            .validate_with(&|key| {
-                let origin = if key == "max-tenuring-threshold" {
-                    Origin::Cli
-                } else {
-                    Origin::Default(Preset::Optimized)
-                };
-                ConfigKey::new(key, origin)
-            })
-            .unwrap_err()
-            .to_string();
+        let err = error_blaming(&config, "max-tenuring-threshold", Origin::Cli);
         assert!(
             err.starts_with("--max-tenuring-threshold: 5 is below initial-tenuring-threshold (6"),
             "{err}"
@@ -563,17 +571,7 @@ mod tests {
         // A small young size with the default survivor ratio: blame the young size.
         let mut config = base();
         config.young_size = Some(512 * KIB);
-        let err = config
-            .validate_with(&|key| {
-                let origin = if key == "young" {
-                    Origin::Env
-                } else {
-                    Origin::Default(Preset::Optimized)
-                };
-                ConfigKey::new(key, origin)
-            })
-            .unwrap_err()
-            .to_string();
+        let err = error_blaming(&config, "young", Origin::Env);
         assert!(
             err.starts_with("CONCORD_YOUNG: 512K makes each survivor space 0B"),
             "{err}"

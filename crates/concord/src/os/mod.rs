@@ -24,3 +24,39 @@ pub mod vm;
 
 /// CPU ids must be below this (64 Ki CPUs; far above any machine Linux runs on today).
 pub const CPU_ID_LIMIT: u32 = 1 << 16;
+
+/// A named thread for tests that look at another thread of the process.
+#[cfg(test)]
+pub(crate) struct WaitingThread {
+    /// Its kernel thread id.
+    pub tid: i32,
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+#[cfg(test)]
+impl WaitingThread {
+    /// Start thread `name`, which waits until [`WaitingThread::finish`].
+    pub fn start(name: &str) -> Self {
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (done, done_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                tid_tx.send(sched::current_tid()).unwrap();
+                let _ = done_rx.recv();
+            })
+            .unwrap();
+        let tid = tid_rx.recv().unwrap();
+        Self { tid, done, thread }
+    }
+
+    /// Let the thread end, and wait until the kernel has forgotten it.
+    pub fn finish(self) {
+        self.done.send(()).unwrap();
+        self.thread.join().unwrap();
+        while procfs::thread_exists(self.tid) {
+            std::thread::yield_now();
+        }
+    }
+}

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The stop request and the condition variable the thread sleeps on.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct StopFlag {
     stopped: Mutex<bool>,
     wake: Condvar,
@@ -43,6 +43,7 @@ impl StopFlag {
 
 /// A background thread running a task every period; stopped and joined by [`Periodic::stop`]
 /// or on drop.
+#[derive(Debug)]
 pub struct Periodic {
     flag: Arc<StopFlag>,
     thread: Option<JoinHandle<()>>,
@@ -94,14 +95,6 @@ impl Periodic {
 impl Drop for Periodic {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-impl std::fmt::Debug for Periodic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Periodic")
-            .field("running", &self.thread.is_some())
-            .finish()
     }
 }
 

@@ -80,6 +80,12 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, KernelFileErr
     }
 }
 
+/// The number in a kernel name made of `prefix` and a number (`numbered("cpu3", "cpu")` is
+/// 3); `None` for any other name (`"cpu"`, `"cpufreq"`).
+pub(crate) fn numbered(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?.parse().ok()
+}
+
 // ------------------------------------------------------------------------------------------
 // CPU lists
 // ------------------------------------------------------------------------------------------
@@ -178,11 +184,7 @@ pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, CpuTimes> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let mut fields = line.split_whitespace();
-        let Some(cpu) = fields
-            .next()
-            .and_then(|name| name.strip_prefix("cpu"))
-            .and_then(|id| id.parse::<u32>().ok())
-        else {
+        let Some(cpu) = fields.next().and_then(|name| numbered(name, "cpu")) else {
             continue;
         };
         let values: Option<Vec<u64>> = fields.take(8).map(|f| f.parse().ok()).collect();
@@ -350,6 +352,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn numbered_names() {
+        assert_eq!(numbered("cpu3", "cpu"), Some(3));
+        assert_eq!(numbered("node12", "node"), Some(12));
+        for other in ["cpu", "cpufreq", "node-1", "cpu3x", "xcpu3"] {
+            assert_eq!(numbered(other, "cpu"), None, "{other}");
+        }
+    }
+
+    #[test]
     fn cpu_list_parses_ranges_singles_and_blanks() {
         assert_eq!(
             parse_cpu_list("0-3,8,10-11\n").unwrap(),
@@ -506,23 +517,11 @@ mod tests {
 
     #[test]
     fn names_another_thread() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::Builder::new()
-            .name("sched (test) x".into())
-            .spawn(move || {
-                tx.send(crate::os::sched::current_tid()).unwrap();
-                done_rx.recv().unwrap();
-            })
-            .unwrap();
-        let tid = rx.recv().unwrap();
+        let other = crate::os::WaitingThread::start("sched (test) x");
+        let tid = other.tid;
         assert_eq!(thread_name(tid).unwrap(), "sched (test) x");
         assert_eq!(read_task_stat(tid).unwrap().comm, "sched (test) x");
-        done_tx.send(()).unwrap();
-        t.join().unwrap();
-        while thread_exists(tid) {
-            std::thread::yield_now();
-        }
+        other.finish();
         assert!(thread_name(tid).is_err());
     }
 }

@@ -310,25 +310,13 @@ mod tests {
 
     #[test]
     fn cpu_time_and_policy_of_another_thread() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::Builder::new()
-            .name("sched (test) x".into())
-            .spawn(move || {
-                tx.send(current_tid()).unwrap();
-                done_rx.recv().unwrap();
-            })
-            .unwrap();
-        let tid = rx.recv().unwrap();
+        let other = crate::os::WaitingThread::start("sched test");
+        let tid = other.tid;
         assert!(thread_cpu_time(tid).is_ok());
         // The nanosecond clock works for other threads of the process, not only the caller.
         assert!(thread_cpu_clock(tid).is_ok());
-        done_tx.send(()).unwrap();
-        t.join().unwrap();
         // Gone threads are reported as such.
-        while crate::os::procfs::thread_exists(tid) {
-            std::thread::yield_now();
-        }
+        other.finish();
         assert!(thread_policy(tid).unwrap_err().is_no_such_thread());
     }
 

@@ -114,18 +114,20 @@ impl Policy {
     }
 }
 
+/// The state of one heap, shared by its mutators, its VM thread and its GC workers.
 pub(crate) struct HeapInner {
     pub config: GcConfig,
     pub mem: HeapMemory,
     pub pool: WorkerPool,
     pub safepoint: Safepoint,
+    /// When the heap was created (record times count from here).
     pub start: Instant,
-    pub large_object_threshold: usize,
     pub stats: Mutex<GcStats>,
     pub policy: Mutex<Policy>,
     pub gc_log: Mutex<Option<GcLog>>,
     /// Per-collection records as JSON lines, when configured; written like the GC log.
     pub gc_records: Mutex<Option<RecordsFile>>,
+    /// Bytes allocated so far, heap-wide (the lifespan profiler's clock).
     pub allocated: AtomicU64,
     pub last_verify: Mutex<VerifyReport>,
     pub collections: AtomicUsize,
@@ -133,13 +135,13 @@ pub(crate) struct HeapInner {
     /// Samples allocations and follows them through collections, when `config.lifespans`.
     /// Its clock is `allocated`.
     pub lifespans: Option<LifespanProfiler>,
+    // ---- end lifespan profiler ----
     /// The CPUs this process may use, read when the heap was created.
     pub cpus: CpuView,
     /// Where GC workers may run (`gc-affinity`): static binding or 000 Algorithm 1.
     pub gc_affinity: Arc<GcAffinityController>,
     /// How mutator threads are scheduled (`mutator-sched`, 001).
     pub mutator_sched: MutatorScheduler,
-    // ---- end lifespan profiler ----
 }
 
 impl HeapInner {
@@ -271,7 +273,6 @@ impl Heap {
         // Lifespan profiler: enabled by configuration.
         let lifespans = config.lifespans.then(LifespanProfiler::default);
         let inner = Arc::new(HeapInner {
-            large_object_threshold: config.large_object_threshold,
             policy: Mutex::new(Policy {
                 tenuring_threshold: config.initial_tenuring_threshold,
                 avg_promoted: 0.0,

@@ -19,6 +19,23 @@ use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectT
 use crate::telemetry::lifespan::LifespanProfiler;
 use crate::telemetry::CollectionKind;
 
+/// `read_T` / `write_T` payload accessors for each plain number type `T` listed.
+macro_rules! payload_scalars {
+    ($($t:ty: $read:ident, $write:ident;)+) => {$(
+        #[doc = concat!("Read a little-endian `", stringify!($t), "` at `offset` in the payload.")]
+        #[inline]
+        pub fn $read(&self, obj: Handle, offset: usize) -> $t {
+            self.read_scalar(obj, offset)
+        }
+
+        #[doc = concat!("Write a `", stringify!($t), "` at `offset` in the payload.")]
+        #[inline]
+        pub fn $write(&mut self, obj: Handle, offset: usize, v: $t) {
+            self.write_scalar(obj, offset, v)
+        }
+    )+};
+}
+
 /// A plain number stored in a payload: every bit pattern of its size is a valid value, so it
 /// may be read from any payload bytes.
 trait Scalar: Copy {}
@@ -207,7 +224,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         let top = self.tlab_top;
-        if size < self.heap.large_object_threshold && top + size <= self.tlab_end {
+        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_end {
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
             unsafe { raw::set_header(top, h) };
@@ -229,7 +246,7 @@ impl<'h> Mutator<'h> {
     fn allocate_sampling(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.sync_sampler();
         let top = self.tlab_top;
-        if size < self.heap.large_object_threshold && top + size <= self.tlab_real_end {
+        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_real_end {
             // The fast path stopped at a sample point inside the TLAB; allocate as it would.
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
@@ -288,7 +305,7 @@ impl<'h> Mutator<'h> {
     /// collection if needed.
     fn allocate_outside_fast_path(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.safepoint_poll();
-        let old = size >= self.heap.large_object_threshold;
+        let old = size >= self.heap.config.large_object_threshold;
         if let Some(a) = self.try_allocate_outside_tlab(size, old) {
             // SAFETY: freshly allocated and zeroed memory owned by this thread.
             unsafe { raw::set_header(a, h) };
@@ -471,28 +488,9 @@ impl<'h> Mutator<'h> {
         unsafe { (a as *mut T).write_unaligned(v) }
     }
 
-    /// Read a little-endian `u64` at `offset` in the payload.
-    #[inline]
-    pub fn read_u64(&self, obj: Handle, offset: usize) -> u64 {
-        self.read_scalar(obj, offset)
-    }
-
-    /// Write a `u64` at `offset` in the payload.
-    #[inline]
-    pub fn write_u64(&mut self, obj: Handle, offset: usize, v: u64) {
-        self.write_scalar(obj, offset, v)
-    }
-
-    /// Read a `u32` at `offset` in the payload.
-    #[inline]
-    pub fn read_u32(&self, obj: Handle, offset: usize) -> u32 {
-        self.read_scalar(obj, offset)
-    }
-
-    /// Write a `u32` at `offset` in the payload.
-    #[inline]
-    pub fn write_u32(&mut self, obj: Handle, offset: usize, v: u32) {
-        self.write_scalar(obj, offset, v)
+    payload_scalars! {
+        u64: read_u64, write_u64;
+        u32: read_u32, write_u32;
     }
 
     /// Read an `f64` at `offset` in the payload.

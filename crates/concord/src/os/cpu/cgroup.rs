@@ -270,46 +270,53 @@ mod tests {
         assert_eq!(lines[1].path, "/user.slice");
     }
 
+    /// Fixture cgroup trees: v2 under the root, v1 under `cpu,cpuacct/`.
+    fn cgroup_files() -> Scratch {
+        let unlimited = "max 100000\n";
+        let period = "100000\n";
+        Scratch::with(
+            "cgroup",
+            &[
+                ("a/cpu.max", "300000 100000\n"),
+                ("a/b/cpu.max", unlimited),
+                ("cpu.max", unlimited),
+                ("bad/cpu.max", "lots of cpu\n"),
+                ("cpu,cpuacct/job/cpu.cfs_quota_us", "250000\n"),
+                ("cpu,cpuacct/job/cpu.cfs_period_us", period),
+                ("cpu,cpuacct/cpu.cfs_quota_us", "-1\n"),
+                ("cpu,cpuacct/cpu.cfs_period_us", period),
+                // A quota file without its period file is no limit.
+                ("cpu,cpuacct/half/cpu.cfs_quota_us", "50000\n"),
+            ],
+        )
+    }
+
     #[test]
     fn cgroup_v2_quota_takes_the_tightest_ancestor() {
-        let s = Scratch::new("v2");
-        s.write("a/cpu.max", "300000 100000\n");
-        s.write("a/b/cpu.max", "max 100000\n");
-        s.write("cpu.max", "max 100000\n");
+        let s = cgroup_files();
         let q = cpu_quota_from("0::/a/b\n", &s.0).unwrap().unwrap();
         assert_eq!((q.quota_us, q.period_us), (300_000, 100_000));
         assert_eq!(q.whole_cpus(), 3);
         assert_eq!(q.file, s.0.join("a/cpu.max"));
         // No files at all: no limit, no error.
-        assert_eq!(
-            cpu_quota_from("0::/x/y\n", &s.0.join("none")).unwrap(),
-            None
-        );
+        let none = s.0.join("none");
+        assert_eq!(cpu_quota_from("0::/x/y\n", &none).unwrap(), None);
         // Paths that try to leave the mount are ignored.
-        assert_eq!(
-            cpu_quota_from("0::/../../etc\n", &s.0.join("a")).unwrap(),
-            None
-        );
+        let inner = s.0.join("a");
+        assert_eq!(cpu_quota_from("0::/../../etc\n", &inner).unwrap(), None);
         // Garbage in a file is an error, not a panic.
-        s.write("bad/cpu.max", "lots of cpu\n");
         assert!(cpu_quota_from("0::/bad\n", &s.0).is_err());
     }
 
     #[test]
     fn cgroup_v1_quota_and_unlimited() {
-        let s = Scratch::new("v1");
-        s.write("cpu,cpuacct/job/cpu.cfs_quota_us", "250000\n");
-        s.write("cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
-        s.write("cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-        s.write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+        let s = cgroup_files();
         let text = "4:memory:/job\n3:cpu,cpuacct:/job\n0::/\n";
         let q = cpu_quota_from(text, &s.0).unwrap().unwrap();
         assert_eq!(q.whole_cpus(), 3);
         assert!((q.cpus() - 2.5).abs() < 1e-12);
         assert_eq!(q.file, s.0.join("cpu,cpuacct/job/cpu.cfs_quota_us"));
         assert_eq!(cpu_quota_from("3:cpu,cpuacct:/\n", &s.0).unwrap(), None);
-        // A quota file without its period file is no limit.
-        s.write("cpu,cpuacct/half/cpu.cfs_quota_us", "50000\n");
         assert_eq!(cpu_quota_from("3:cpu,cpuacct:/half\n", &s.0).unwrap(), None);
     }
 

@@ -160,6 +160,15 @@ pub(super) mod tests {
     pub(crate) struct Scratch(pub PathBuf);
 
     impl Scratch {
+        /// A fresh directory holding `files` (path relative to it, content).
+        pub fn with(tag: &str, files: &[(&str, &str)]) -> Self {
+            let s = Self::new(tag);
+            for (rel, text) in files {
+                s.write(rel, text);
+            }
+            s
+        }
+
         pub fn new(tag: &str) -> Self {
             static N: AtomicU64 = AtomicU64::new(0);
             let dir = std::env::temp_dir().join(format!(
@@ -209,10 +218,15 @@ pub(super) mod tests {
 
     #[test]
     fn view_of_fixture_files() {
-        let s = Scratch::new("view");
-        s.write("sys/cpu/cpu0/topology/thread_siblings_list", "0,2\n");
-        s.write("sys/cpu/cpu2/topology/thread_siblings_list", "0,2\n");
-        s.write("sys/node/node1/cpulist", "2-3\n");
+        let siblings = "0,2\n";
+        let s = Scratch::with(
+            "view",
+            &[
+                ("sys/cpu/cpu0/topology/thread_siblings_list", siblings),
+                ("sys/cpu/cpu2/topology/thread_siblings_list", siblings),
+                ("sys/node/node1/cpulist", "2-3\n"),
+            ],
+        );
         let view = CpuView::from_allowed(vec![3, 0, 1, 2], &s.paths());
         assert_eq!(view.allowed, vec![0, 1, 2, 3]);
         assert_eq!(view.core_count(), 3);
@@ -229,9 +243,13 @@ pub(super) mod tests {
 
     #[test]
     fn view_applies_the_cgroup_cap() {
-        let s = Scratch::new("cap");
-        s.write("proc_cgroup", "0::/box\n");
-        s.write("cg/box/cpu.max", "100000 100000\n");
+        let s = Scratch::with(
+            "cap",
+            &[
+                ("proc_cgroup", "0::/box\n"),
+                ("cg/box/cpu.max", "100000 100000\n"),
+            ],
+        );
         let view = CpuView::from_allowed(vec![0, 1, 2, 3], &s.paths());
         assert_eq!(view.usable_cpus(), 1);
         assert!(view.warnings.is_empty(), "{:?}", view.warnings);

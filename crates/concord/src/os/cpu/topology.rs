@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use crate::os::procfs::{parse_cpu_list, read_optional};
+use crate::os::procfs::{numbered, parse_cpu_list, read_optional};
 
 /// Where a CPU sits in the machine.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -43,12 +43,7 @@ pub(super) fn read_topology(
     let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
     if let Ok(entries) = fs::read_dir(system_root.join("node")) {
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(node) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("node"))
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
+            let Some(node) = entry.file_name().to_str().and_then(|n| numbered(n, "node")) else {
                 continue;
             };
             for cpu in read_cpu_list(&entry.path().join("cpulist"), warnings).unwrap_or_default() {
@@ -84,14 +79,18 @@ mod tests {
 
     #[test]
     fn topology_from_fixture_files_and_defaults() {
-        let s = Scratch::new("topo");
-        s.write("cpu/cpu0/topology/thread_siblings_list", "0,2\n");
-        s.write("cpu/cpu2/topology/thread_siblings_list", "0,2\n");
-        s.write("cpu/cpu1/topology/thread_siblings_list", "1,3\n");
-        s.write("cpu/cpu3/topology/thread_siblings_list", "garbage\n");
-        s.write("node/node0/cpulist", "0-1\n");
-        s.write("node/node1/cpulist", "2-3\n");
-        s.write("node/possible", "0-1\n");
+        let s = Scratch::with(
+            "topo",
+            &[
+                ("cpu/cpu0/topology/thread_siblings_list", "0,2\n"),
+                ("cpu/cpu2/topology/thread_siblings_list", "0,2\n"),
+                ("cpu/cpu1/topology/thread_siblings_list", "1,3\n"),
+                ("cpu/cpu3/topology/thread_siblings_list", "garbage\n"),
+                ("node/node0/cpulist", "0-1\n"),
+                ("node/node1/cpulist", "2-3\n"),
+                ("node/possible", "0-1\n"),
+            ],
+        );
         let mut warnings = Vec::new();
         let topo = read_topology(&s.0, &[0, 1, 2, 3, 4], &mut warnings);
         assert_eq!(topo[0].core, 0);

@@ -266,9 +266,14 @@ impl GcAffinityController {
         active: usize,
     ) -> AffinityReport {
         match &self.placement {
-            Placement::Dynamic(d) => {
-                self.rebalance(d, tids, last_cpus, active, d.latest_busy().as_deref())
-            }
+            Placement::Dynamic(d) => d.rebalance(
+                &self.allowed,
+                &self.failures,
+                tids,
+                last_cpus,
+                active,
+                d.latest_busy().as_deref(),
+            ),
             _ => AffinityReport::default(),
         }
     }
@@ -294,21 +299,10 @@ impl GcAffinityController {
         match &self.placement {
             Placement::Dynamic(d) => {
                 let cpus: Vec<Option<u32>> = tids.iter().map(|&tid| worker_cpu(tid)).collect();
-                self.rebalance(d, tids, &cpus, active, busy)
+                d.rebalance(&self.allowed, &self.failures, tids, &cpus, active, busy)
             }
             _ => AffinityReport::default(),
         }
-    }
-
-    fn rebalance(
-        &self,
-        balancer: &DynamicBalancer,
-        tids: &[i32],
-        cpus: &[Option<u32>],
-        active: usize,
-        busy: Option<&LoadSnapshot>,
-    ) -> AffinityReport {
-        balancer.rebalance(&self.allowed, &self.failures, tids, cpus, active, busy)
     }
 }
 
