@@ -17,9 +17,18 @@ use std::time::{Duration, Instant};
 use concord::os::policy::MutatorSched;
 use concord::os::sched::{self, SchedPolicy};
 use concord::runtime::mutator_sched::{
-    write_profile, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice, ThreadProfile,
-    WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
+    write_profile, MutatorSchedReport, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
+    ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
+
+/// The report's notices that contain `phrase`.
+fn notices_with<'a>(report: &'a MutatorSchedReport, phrase: &str) -> Vec<&'a String> {
+    report
+        .notices
+        .iter()
+        .filter(|n| n.contains(phrase))
+        .collect()
+}
 
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("concord-msched-{name}-{}", std::process::id()));
@@ -115,10 +124,11 @@ fn explicit_fifo_is_applied_and_undone() {
     if denied {
         let report = s.report();
         assert_eq!(report.applied, SchedChoice::Cfs);
-        assert!(report
-            .notices
-            .iter()
-            .any(|n| n.contains("falling back to CFS") && n.contains("CAP_SYS_NICE")));
+        let fallback = notices_with(&report, "falling back to CFS");
+        assert!(
+            fallback.iter().any(|n| n.contains("CAP_SYS_NICE")),
+            "{fallback:?}"
+        );
     } else {
         assert_eq!(s.current(), SchedChoice::Fifo);
     }
@@ -214,10 +224,7 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
         .any(|d| d.decision.choice == SchedChoice::Fifo && d.decision.similarity < 0.5);
     assert!(fifo_chosen, "{after_churn:?}");
     if report.fifo_denied {
-        assert!(report
-            .notices
-            .iter()
-            .any(|n| n.contains("falling back to CFS")));
+        assert!(!notices_with(&report, "falling back to CFS").is_empty());
         assert!(report
             .decisions
             .iter()
@@ -264,11 +271,7 @@ fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
         .iter()
         .any(|d| d.decision.choice == SchedChoice::Fifo)
     {
-        let notes: Vec<_> = report
-            .notices
-            .iter()
-            .filter(|n| n.contains("staying with CFS"))
-            .collect();
+        let notes = notices_with(&report, "staying with CFS");
         assert_eq!(notes.len(), 1, "said once: {:?}", report.notices);
     }
 }
@@ -449,11 +452,7 @@ fn refused_fifo_falls_back_to_cfs() {
         assert_eq!(policy_of(tid), SchedPolicy::Other);
         assert_eq!(s.current(), SchedChoice::Cfs);
         assert_eq!(report.applied, SchedChoice::Cfs);
-        let warnings: Vec<_> = report
-            .notices
-            .iter()
-            .filter(|n| n.contains("falling back to CFS"))
-            .collect();
+        let warnings = notices_with(&report, "falling back to CFS");
         assert_eq!(warnings.len(), 1, "{:?}", report.notices);
         assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
         // Later attaches are not tried again and produce no second warning.
@@ -462,14 +461,7 @@ fn refused_fifo_falls_back_to_cfs() {
         assert_eq!(policy_of(tid), SchedPolicy::Other);
         s.on_detach(tid);
         let report = s.finish();
-        assert_eq!(
-            report
-                .notices
-                .iter()
-                .filter(|n| n.contains("falling back"))
-                .count(),
-            1
-        );
+        assert_eq!(notices_with(&report, "falling back").len(), 1);
         assert_eq!(report.fifo_sets, 0);
     })
     .join()
