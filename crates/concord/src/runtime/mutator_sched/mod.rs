@@ -2,11 +2,11 @@
 //! mutators run under, one file per variant:
 //!
 //! * `cfs` — nothing is touched.
-//! * `fifo` ([`fifo`]) — every mutator under SCHED_FIFO, applied whatever the CPU count ("told
+//! * `fifo` (`fifo.rs`) — every mutator under SCHED_FIFO, applied whatever the CPU count ("told
 //!   otherwise"), with a notice when the machine has no more than the threshold's CPUs.
-//! * `profile:PATH` ([`profile`], 001 Algorithm 1) — decide from the CPU-time profile of an
+//! * `profile:PATH` (`profile.rs`, 001 Algorithm 1) — decide from the CPU-time profile of an
 //!   earlier run, or record one.
-//! * `adaptive:SECONDS` ([`adaptive`], 001 Algorithm 2) — switch between CFS and FIFO as the
+//! * `adaptive:SECONDS` (`adaptive.rs`, 001 Algorithm 2) — switch between CFS and FIFO as the
 //!   set of live mutator threads stays or changes.
 //!
 //! The variant is chosen once, when the scheduler is built for a heap; attaching mutators then
