@@ -3,6 +3,8 @@
 //! censored, promotion failure keeps self-forwarded samples alive, and profiling changes neither
 //! a workload's result nor the heap's verification.
 
+mod common;
+
 use concord::telemetry::lifespan::DEFAULT_SAMPLE_INTERVAL;
 use concord::telemetry::LifespanReport;
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectType, Preset};
@@ -282,20 +284,8 @@ fn promotion_failure_keeps_self_forwarded_samples_alive() {
     let sizes = c.generation_sizes();
     let heap = Heap::new(c).unwrap();
     let mut m = heap.attach();
-    for _ in 0..sizes.old / (64 * KIB) {
-        m.alloc_byte_array(64 * KIB - 8).unwrap();
-    }
-    // Live young objects: most of eden, in a list.
-    let head = m.alloc(NODE).unwrap();
-    let cur = m.dup(head);
-    for i in 0..(sizes.eden * 3 / 4) / NODE.size_bytes() {
-        m.scope(|m| {
-            let n = m.alloc(NODE).unwrap();
-            m.write_u64(n, 0, i as u64);
-            m.set_ref(cur, 0, Some(n));
-            m.set_handle(cur, Some(n));
-        });
-    }
+    // Old full of live large objects; live young objects: most of eden, in a list.
+    let (head, len) = common::fill_for_promotion_failure(&mut m, sizes);
     m.collect(CollectionKind::Young); // promotion fails; a full collection follows
     m.collect(CollectionKind::Young);
     m.verify_heap().unwrap();
@@ -304,7 +294,7 @@ fn promotion_failure_keeps_self_forwarded_samples_alive() {
     while m.load_ref_into(cur, cur, 0) {
         count += 1;
     }
-    assert_eq!(count as usize, (sizes.eden * 3 / 4) / NODE.size_bytes());
+    assert_eq!(count as usize, len);
     drop(m);
     let stats = heap.stats();
     assert!(stats.records.iter().any(|r| r.promotion_failed));

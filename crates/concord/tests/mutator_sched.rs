@@ -17,15 +17,17 @@ use std::time::{Duration, Instant};
 use concord::os::policy::MutatorSched;
 use concord::os::sched::{self, SchedPolicy};
 use concord::runtime::mutator_sched::{
-    write_profile, MutatorSchedConfig, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
+    write_profile, MutatorSchedReport, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
     ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
 
-fn quiet(policy: MutatorSched, usable_cpus: usize, threshold: usize) -> MutatorScheduler {
-    let mut config = MutatorSchedConfig::new(policy, usable_cpus);
-    config.fifo_cpu_threshold = threshold;
-    config.print_notices = false;
-    MutatorScheduler::with_config(config)
+/// The report's notices that contain `phrase`.
+fn notices_with<'a>(report: &'a MutatorSchedReport, phrase: &str) -> Vec<&'a String> {
+    report
+        .notices
+        .iter()
+        .filter(|n| n.contains(phrase))
+        .collect()
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -46,6 +48,23 @@ fn expected_for(s: &MutatorScheduler, wanted: SchedChoice) -> SchedPolicy {
     } else {
         SchedPolicy::Other
     }
+}
+
+/// A mutator that attaches, stays attached for `attached`, and detaches; joined, it gives the
+/// policy it ran under while attached and after detaching.
+fn short_lived(
+    s: &Arc<MutatorScheduler>,
+    attached: Duration,
+) -> thread::JoinHandle<(SchedPolicy, SchedPolicy)> {
+    let s = s.clone();
+    thread::spawn(move || {
+        let tid = sched::current_tid();
+        s.on_attach(tid);
+        thread::sleep(attached);
+        let during = policy_of(tid);
+        s.on_detach(tid);
+        (during, policy_of(tid))
+    })
 }
 
 /// A mutator thread that attaches, reports its tid and policy, blocks until released, then
@@ -88,9 +107,7 @@ impl Sleeper {
 #[test]
 fn explicit_fifo_is_applied_and_undone() {
     // 2 usable CPUs, threshold 8: explicit FIFO still applies, with a notice.
-    let mut config = MutatorSchedConfig::new(MutatorSched::Fifo, 2);
-    config.print_notices = false;
-    let s = Arc::new(MutatorScheduler::with_config(config));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Fifo, 2, 8));
     assert!(s.notices()[0].contains("001 §4.4"), "{:?}", s.notices());
 
     let threads: Vec<Sleeper> = (0..3).map(|_| sleeper(&s)).collect();
@@ -107,10 +124,11 @@ fn explicit_fifo_is_applied_and_undone() {
     if denied {
         let report = s.report();
         assert_eq!(report.applied, SchedChoice::Cfs);
-        assert!(report
-            .notices
-            .iter()
-            .any(|n| n.contains("falling back to CFS") && n.contains("CAP_SYS_NICE")));
+        let fallback = notices_with(&report, "falling back to CFS");
+        assert!(
+            fallback.iter().any(|n| n.contains("CAP_SYS_NICE")),
+            "{fallback:?}"
+        );
     } else {
         assert_eq!(s.current(), SchedChoice::Fifo);
     }
@@ -137,7 +155,7 @@ fn explicit_fifo_is_applied_and_undone() {
 
 #[test]
 fn nested_attach_keeps_fifo_until_the_last_detach() {
-    let s = Arc::new(quiet(MutatorSched::Fifo, 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Fifo, 2, 0));
     let s2 = s.clone();
     thread::spawn(move || {
         let tid = sched::current_tid();
@@ -160,7 +178,7 @@ fn nested_attach_keeps_fifo_until_the_last_detach() {
 #[test]
 fn adaptive_switches_on_churn_and_back_when_threads_stay() {
     let period = Duration::from_millis(50);
-    let s = Arc::new(quiet(MutatorSched::Adaptive(period), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(period), 2, 0));
     assert_eq!(s.current(), SchedChoice::Cfs);
 
     // Churn: a new pair of short-lived mutators every 20 ms, each attached for 40 ms, so two
@@ -169,19 +187,13 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
     let mut churn = Vec::new();
     while Instant::now() < churn_until {
         for _ in 0..2 {
-            let s = s.clone();
-            churn.push(thread::spawn(move || {
-                let tid = sched::current_tid();
-                s.on_attach(tid);
-                thread::sleep(Duration::from_millis(40));
-                s.on_detach(tid);
-                policy_of(tid)
-            }));
+            churn.push(short_lived(&s, Duration::from_millis(40)));
         }
         thread::sleep(Duration::from_millis(20));
     }
     for t in churn {
-        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+        let (_, after) = t.join().unwrap();
+        assert_eq!(after, SchedPolicy::Other);
     }
     let after_churn = s.report();
 
@@ -212,10 +224,7 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
         .any(|d| d.decision.choice == SchedChoice::Fifo && d.decision.similarity < 0.5);
     assert!(fifo_chosen, "{after_churn:?}");
     if report.fifo_denied {
-        assert!(report
-            .notices
-            .iter()
-            .any(|n| n.contains("falling back to CFS")));
+        assert!(!notices_with(&report, "falling back to CFS").is_empty());
         assert!(report
             .decisions
             .iter()
@@ -237,26 +246,18 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
 
 #[test]
 fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
-    let s = Arc::new(quiet(
+    let s = Arc::new(MutatorScheduler::new(
         MutatorSched::Adaptive(Duration::from_millis(30)),
         2,
         8,
     ));
     let mut churn = Vec::new();
     for _ in 0..12 {
-        let s = s.clone();
-        churn.push(thread::spawn(move || {
-            let tid = sched::current_tid();
-            s.on_attach(tid);
-            thread::sleep(Duration::from_millis(25));
-            let p = policy_of(tid);
-            s.on_detach(tid);
-            p
-        }));
+        churn.push(short_lived(&s, Duration::from_millis(25)));
         thread::sleep(Duration::from_millis(15));
     }
     for t in churn {
-        assert_eq!(t.join().unwrap(), SchedPolicy::Other);
+        assert_eq!(t.join().unwrap(), (SchedPolicy::Other, SchedPolicy::Other));
     }
     let report = s.finish();
     assert_eq!(report.fifo_sets, 0);
@@ -270,11 +271,7 @@ fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
         .iter()
         .any(|d| d.decision.choice == SchedChoice::Fifo)
     {
-        let notes: Vec<_> = report
-            .notices
-            .iter()
-            .filter(|n| n.contains("staying with CFS"))
-            .collect();
+        let notes = notices_with(&report, "staying with CFS");
         assert_eq!(notes.len(), 1, "said once: {:?}", report.notices);
     }
 }
@@ -297,7 +294,11 @@ fn profile_is_recorded_then_used() {
     let path = dir.join("run.profile");
 
     // Run 1: no profile yet → CFS, record.
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        2,
+        0,
+    ));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let barrier = Arc::new(Barrier::new(8));
     let workers: Vec<_> = (0..8)
@@ -335,7 +336,11 @@ fn profile_is_recorded_then_used() {
     }
 
     // Run 2: the even profile selects FIFO (threshold 0 allows it on this machine).
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        2,
+        0,
+    ));
     let report = s.report();
     let outcome = report.profile.clone().unwrap();
     assert_eq!(outcome.action, ProfileAction::Used);
@@ -374,7 +379,7 @@ fn profile_is_recorded_then_used() {
         },
     )
     .unwrap();
-    let s = Arc::new(quiet(MutatorSched::Profile(skewed), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Profile(skewed), 2, 0));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let t = sleeper(&s);
     assert_eq!(t.policy_attached, SchedPolicy::Other);
@@ -390,7 +395,11 @@ fn malformed_profile_is_reported_and_left_alone() {
     let dir = scratch_dir("malformed");
     let path = dir.join("bad.profile");
     std::fs::write(&path, "threads: lots\n").unwrap();
-    let s = Arc::new(quiet(MutatorSched::Profile(path.clone()), 64, 8));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Profile(path.clone()),
+        64,
+        8,
+    ));
     assert_eq!(s.current(), SchedChoice::Cfs);
     let t = sleeper(&s);
     assert_eq!(t.policy_attached, SchedPolicy::Other);
@@ -411,7 +420,7 @@ fn malformed_profile_is_reported_and_left_alone() {
 fn profile_run_without_mutators_writes_nothing() {
     let dir = scratch_dir("empty");
     let path = dir.join("none.profile");
-    let s = quiet(MutatorSched::Profile(path.clone()), 2, 8);
+    let s = MutatorScheduler::new(MutatorSched::Profile(path.clone()), 2, 8);
     let report = s.finish();
     assert_eq!(
         report.profile.unwrap().action,
@@ -430,7 +439,7 @@ fn refused_fifo_falls_back_to_cfs() {
             eprintln!("skipped: cannot drop CAP_SYS_NICE here");
             return;
         }
-        let s = quiet(MutatorSched::Fifo, 2, 0);
+        let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
         s.on_attach(tid);
         let report = s.report();
         if !report.fifo_denied {
@@ -443,11 +452,7 @@ fn refused_fifo_falls_back_to_cfs() {
         assert_eq!(policy_of(tid), SchedPolicy::Other);
         assert_eq!(s.current(), SchedChoice::Cfs);
         assert_eq!(report.applied, SchedChoice::Cfs);
-        let warnings: Vec<_> = report
-            .notices
-            .iter()
-            .filter(|n| n.contains("falling back to CFS"))
-            .collect();
+        let warnings = notices_with(&report, "falling back to CFS");
         assert_eq!(warnings.len(), 1, "{:?}", report.notices);
         assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
         // Later attaches are not tried again and produce no second warning.
@@ -456,14 +461,7 @@ fn refused_fifo_falls_back_to_cfs() {
         assert_eq!(policy_of(tid), SchedPolicy::Other);
         s.on_detach(tid);
         let report = s.finish();
-        assert_eq!(
-            report
-                .notices
-                .iter()
-                .filter(|n| n.contains("falling back"))
-                .count(),
-            1
-        );
+        assert_eq!(notices_with(&report, "falling back").len(), 1);
         assert_eq!(report.fifo_sets, 0);
     })
     .join()

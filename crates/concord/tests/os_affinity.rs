@@ -8,12 +8,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use concord::os::affinity::{current_thread_affinity, set_current_thread_affinity};
-use concord::os::cpu_view::{
-    current_tid, parse_cpu_list, thread_affinity, CpuView, LoadSampler, LoadSnapshot,
+use concord::config::GcThreads;
+mod common;
+
+use concord::os::affinity::{
+    current_thread_affinity, set_current_thread_affinity, thread_affinity,
 };
+use concord::os::cpu::{CpuView, LoadSampler, LoadSnapshot};
 use concord::os::gc_affinity::{GcAffinityController, WorkerMove};
 use concord::os::policy::GcAffinity;
+use concord::os::procfs::parse_cpu_list;
+use concord::os::sched::current_tid;
+use concord::{CollectionKind, CollectionRecord, GcCause, GcConfig, Heap, Preset};
 
 /// `Cpus_allowed_list` of thread `tid` of this process.
 fn cpus_allowed(tid: i32) -> Vec<u32> {
@@ -174,7 +180,7 @@ fn a_one_cpu_mask_gives_no_moves_and_no_panic() {
         set_current_thread_affinity(&[first]).unwrap();
         let view = CpuView::detect().unwrap();
         assert_eq!(view.allowed, vec![first]);
-        assert_eq!(view.effective_cpus(), 1);
+        assert_eq!(view.usable_cpus(), 1);
         // Workers started from here inherit the narrow mask.
         let workers = Parked::start(3, |_| {});
         for &tid in &workers.tids {
@@ -240,4 +246,68 @@ fn a_refused_target_is_reported_not_fatal() {
     assert_eq!(failure.errno, Some(libc::EINVAL));
     assert_eq!(stat.failures_total(), 1);
     assert!(!cpus_allowed(w.tids[0]).contains(&bogus));
+}
+
+/// The heap makes 000 Algorithm 1's decision at the start of every parallel collection, from
+/// the very first one: each worker's CPU is known then (the pool samples it when the worker
+/// starts), and a scavenge followed by a full collection in one stop-the-world operation gets a
+/// decision each.
+#[test]
+fn the_heap_decides_before_every_collection_from_the_first() {
+    let allowed = current_thread_affinity().unwrap();
+    if allowed.len() < 2 {
+        eprintln!("skipped: one usable CPU, dynamic GC affinity decides nothing");
+        return;
+    }
+    let mut c = GcConfig::for_preset(Preset::Optimized);
+    c.gc_affinity = GcAffinity::Dynamic;
+    c.heap_size = 4 << 20;
+    c.set_gc_threads(GcThreads::Fixed(3));
+    // Everything live in young is promoted, so a full old generation fails the promotion.
+    c.max_tenuring_threshold = 0;
+    c.initial_tenuring_threshold = 0;
+    c.verify = true;
+    let sizes = c.generation_sizes();
+    let heap = Heap::new(c).unwrap();
+    let mut m = heap.attach();
+    m.collect(CollectionKind::Young);
+    common::fill_for_promotion_failure(&mut m, sizes);
+    m.collect(CollectionKind::Young); // promotion fails; a full collection follows at once
+    drop(m);
+    let stats = heap.stats();
+    assert_eq!(stats.verified(), Some(true), "{:?}", stats.verify_failures);
+    let decided = |r: &CollectionRecord| {
+        let a = r
+            .affinity
+            .as_ref()
+            .unwrap_or_else(|| panic!("collection {} ({:?}) made no decision", r.id, r.kind));
+        assert!(
+            a.unknown_cpu_workers.is_empty(),
+            "collection {}: {a:?}",
+            r.id
+        );
+        // Every worker counts one on a CPU of the allowed set: the average over the allowed
+        // CPUs carries all three.
+        assert!(
+            a.average_load * allowed.len() as f64 >= 3.0 - 1e-9,
+            "collection {}: {a:?}",
+            r.id
+        );
+    };
+    let first = &stats.records[0];
+    assert_eq!(first.kind, CollectionKind::Young);
+    decided(first);
+    let failed = stats
+        .records
+        .iter()
+        .position(|r| r.promotion_failed)
+        .expect("the scavenge was meant to fail promotion");
+    let full = &stats.records[failed + 1];
+    assert_eq!(
+        (full.kind, full.cause),
+        (CollectionKind::Full, GcCause::PromotionFailed)
+    );
+    decided(&stats.records[failed]);
+    decided(full);
+    assert!(stats.records.iter().all(|r| r.affinity.is_some()));
 }

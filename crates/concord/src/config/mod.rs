@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::os::cpu::usable_cpu_count;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, PhasePolicy};
 
@@ -179,11 +180,6 @@ pub fn default_gc_threads(ncpus: usize) -> usize {
     threads.clamp(1, MAX_GC_THREADS)
 }
 
-/// The CPUs this process may run on (affinity mask and cgroup CPU quota respected), at least 1.
-pub(crate) fn usable_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// How many GC worker threads, as users write it: a number (`4`) or `dynamic`.
 ///
 /// `dynamic` is a pool of the default size ([`default_gc_threads`] of the usable CPUs) from
@@ -293,7 +289,7 @@ impl GcConfig {
             young_size: None,
             new_ratio: 2,
             survivor_ratio: 8,
-            gc_threads: default_gc_threads(usable_cpus()),
+            gc_threads: default_gc_threads(usable_cpu_count()),
             dynamic_gc_threads,
             pin_start,
             phase,
@@ -333,7 +329,7 @@ impl GcConfig {
                 self.dynamic_gc_threads = false;
             }
             GcThreads::Dynamic => {
-                self.gc_threads = default_gc_threads(usable_cpus());
+                self.gc_threads = default_gc_threads(usable_cpu_count());
                 self.dynamic_gc_threads = true;
             }
         }
@@ -383,65 +379,55 @@ mod tests {
 
     #[test]
     fn hotspot_gc_thread_rule() {
-        assert_eq!(default_gc_threads(1), 1);
-        assert_eq!(default_gc_threads(2), 2);
-        assert_eq!(default_gc_threads(8), 8);
-        assert_eq!(default_gc_threads(9), 8);
-        assert_eq!(default_gc_threads(16), 13);
-        assert_eq!(default_gc_threads(20), 15);
-        assert_eq!(default_gc_threads(48), 33);
-        assert_eq!(default_gc_threads(0), 1);
+        let cpus = [1, 2, 8, 9, 16, 20, 48, 0];
+        let expected = [1, 2, 8, 8, 13, 15, 33, 1];
+        for (cpus, threads) in cpus.into_iter().zip(expected) {
+            assert_eq!(default_gc_threads(cpus), threads, "{cpus} CPUs");
+        }
         assert_eq!(default_gc_threads(10_000), MAX_GC_THREADS);
     }
 
     #[test]
     fn defaults_validate_for_every_preset() {
-        assert!(usable_cpus() >= 1);
+        assert!(usable_cpu_count() >= 1);
         assert_eq!(Preset::AVAILABLE, &Preset::ALL[..]);
         for preset in Preset::AVAILABLE.iter().copied() {
             let config = GcConfig::for_preset(preset);
             assert_eq!(config.preset, preset);
             assert_eq!(config.heap_size, 256 * MIB);
-            assert_eq!(config.gc_threads, default_gc_threads(usable_cpus()));
+            assert_eq!(config.gc_threads, default_gc_threads(usable_cpu_count()));
             config.validate().unwrap();
         }
     }
 
     #[test]
     fn presets_set_the_switches_of_design_md() {
-        let vanilla = GcConfig::for_preset(Preset::Vanilla);
-        assert_eq!(vanilla.phase.task_queue, TaskQueueKind::Monitor);
-        assert!(!vanilla.phase.task_affinity);
-        assert_eq!(vanilla.phase.steal, StealPolicy::BestOf2);
-        assert_eq!(vanilla.phase.termination, TerminationKind::Fixed);
-        assert_eq!(vanilla.parking, ParkingKind::Monitor);
-        assert!(!vanilla.dynamic_gc_threads);
-        assert!(vanilla.pin_start);
-        assert_eq!(vanilla.gc_affinity, GcAffinity::None);
-        assert_eq!(vanilla.phase, PhasePolicy::VANILLA);
-
-        let modern = GcConfig::for_preset(Preset::Modern);
-        assert_eq!(modern.phase.task_queue, TaskQueueKind::Claim);
-        assert!(!modern.phase.task_affinity);
-        assert_eq!(modern.phase.steal, StealPolicy::LastVictim);
-        assert_eq!(modern.phase.termination, TerminationKind::Owst);
-        assert_eq!(modern.parking, ParkingKind::Futex);
-        assert!(modern.dynamic_gc_threads);
-        assert!(!modern.pin_start);
-        assert_eq!(modern.gc_affinity, GcAffinity::None);
-        assert_eq!(modern.phase, PhasePolicy::MODERN);
-
-        let optimized = GcConfig::for_preset(Preset::Optimized);
-        assert_eq!(optimized.phase.task_queue, TaskQueueKind::LockFree);
-        assert!(optimized.phase.task_affinity);
-        assert_eq!(optimized.phase.steal, StealPolicy::Adaptive);
-        assert_eq!(optimized.phase.termination, TerminationKind::Live);
-        assert_eq!(optimized.parking, ParkingKind::Futex);
-        assert!(!optimized.dynamic_gc_threads);
-        assert!(!optimized.pin_start);
-        assert_eq!(optimized.gc_affinity, GcAffinity::Dynamic);
-        assert_eq!(optimized.phase, PhasePolicy::OPTIMIZED);
-        assert_eq!(optimized.phase, PhasePolicy::default());
+        use {ParkingKind as P, StealPolicy as S, TaskQueueKind as Q, TerminationKind as T};
+        // (task queue, task affinity, steal, termination, parking, dynamic GC threads,
+        // pin start, GC affinity, phase policy), as in the table of `for_preset`.
+        #[rustfmt::skip]
+        let expected = [
+            (Preset::Vanilla, (Q::Monitor, false, S::BestOf2, T::Fixed, P::Monitor, false, true, GcAffinity::None, PhasePolicy::VANILLA)),
+            (Preset::Modern, (Q::Claim, false, S::LastVictim, T::Owst, P::Futex, true, false, GcAffinity::None, PhasePolicy::MODERN)),
+            (Preset::Optimized, (Q::LockFree, true, S::Adaptive, T::Live, P::Futex, false, false, GcAffinity::Dynamic, PhasePolicy::OPTIMIZED)),
+        ];
+        for (preset, switches) in expected {
+            let c = GcConfig::for_preset(preset);
+            let p = c.phase;
+            let got = (
+                p.task_queue,
+                p.task_affinity,
+                p.steal,
+                p.termination,
+                c.parking,
+                c.dynamic_gc_threads,
+                c.pin_start,
+                c.gc_affinity,
+                p,
+            );
+            assert_eq!(got, switches, "{preset}");
+        }
+        assert_eq!(PhasePolicy::OPTIMIZED, PhasePolicy::default());
 
         // The phase policy follows overrides.
         let mut config = GcConfig::for_preset(Preset::Vanilla);

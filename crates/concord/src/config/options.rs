@@ -98,11 +98,7 @@ impl Switch {
             Switch::Steal => StealPolicy::allowed(),
             Switch::Termination => TerminationKind::allowed(),
             Switch::Parking => ParkingKind::allowed(),
-            Switch::GcAffinity => GcAffinity::ALL
-                .iter()
-                .map(|a| a.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+            Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
         }
     }
@@ -792,8 +788,9 @@ impl ConfigBuilder {
 mod tests {
     use std::time::Duration;
 
-    use super::super::{default_gc_threads, format_size, usable_cpus, KIB, MIB};
+    use super::super::{default_gc_threads, format_size, KIB, MIB};
     use super::*;
+    use crate::os::cpu::usable_cpu_count;
     use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
     use crate::parallel::PhasePolicy;
 
@@ -806,6 +803,29 @@ mod tests {
 
     fn build_err(builder: ConfigBuilder) -> String {
         builder.build().unwrap_err().to_string()
+    }
+
+    /// A builder with `pairs` set on the command line.
+    fn cli(pairs: &[(&str, &str)]) -> ConfigBuilder {
+        let mut builder = ConfigBuilder::new();
+        for (key, value) in pairs {
+            builder.set_cli(key, value).unwrap();
+        }
+        builder
+    }
+
+    /// A builder with `pairs` from the environment.
+    fn from_env(pairs: &[(&str, &str)]) -> ConfigBuilder {
+        let mut builder = ConfigBuilder::new();
+        builder.apply_env(env(pairs)).unwrap();
+        builder
+    }
+
+    /// A builder with `text` from the TOML file `c.toml`.
+    fn toml(text: &str) -> ConfigBuilder {
+        let mut builder = ConfigBuilder::new();
+        builder.apply_toml_str(text, "c.toml").unwrap();
+        builder
     }
 
     #[test]
@@ -971,8 +991,7 @@ mod tests {
         forward.apply_env(vars.clone()).unwrap();
         forward.set_cli("--heap", "64m").unwrap();
 
-        let mut backward = ConfigBuilder::new();
-        backward.set_cli("heap", "64m").unwrap();
+        let mut backward = cli(&[("heap", "64m")]);
         backward.apply_env(vars.clone()).unwrap();
         backward.apply_toml_str(toml, "concord.toml").unwrap();
 
@@ -992,9 +1011,7 @@ mod tests {
 
     #[test]
     fn later_values_of_one_source_win() {
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "64m").unwrap();
-        builder.set_cli("heap", "32m").unwrap();
+        let mut builder = cli(&[("heap", "64m"), ("heap", "32m")]);
         builder.apply_toml_str("heap = \"8m\"", "a.toml").unwrap();
         builder.apply_toml_str("heap = \"16m\"", "b.toml").unwrap();
         assert_eq!(builder.clone().build().unwrap().heap_size, 32 * MIB);
@@ -1035,14 +1052,10 @@ mod tests {
     #[test]
     fn every_preset_builds_with_its_switches() {
         for preset in Preset::ALL {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli("preset", preset.name()).unwrap();
-            let config = builder.build().unwrap();
+            let config = cli(&[("preset", preset.name())]).build().unwrap();
             assert_eq!(config, GcConfig::for_preset(preset));
         }
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("preset", "vanilla").unwrap();
-        let config = builder.build().unwrap();
+        let config = cli(&[("preset", "vanilla")]).build().unwrap();
         assert_eq!(config.phase, PhasePolicy::VANILLA);
         assert_eq!(config.parking, ParkingKind::Monitor);
         assert!(config.pin_start);
@@ -1051,12 +1064,14 @@ mod tests {
 
     #[test]
     fn one_switch_overrides_only_itself() {
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("--preset", "vanilla").unwrap();
-        builder.set_cli("--steal", "Adaptive").unwrap();
-        builder.set_cli("--task-affinity", "yes").unwrap();
-        builder.set_cli("--pin-start", "off").unwrap();
-        let config = builder.build().unwrap();
+        let config = cli(&[
+            ("--preset", "vanilla"),
+            ("--steal", "Adaptive"),
+            ("--task-affinity", "yes"),
+            ("--pin-start", "off"),
+        ])
+        .build()
+        .unwrap();
         let mut expected = GcConfig::for_preset(Preset::Vanilla);
         expected.phase.steal = StealPolicy::Adaptive;
         expected.phase.task_affinity = true;
@@ -1068,10 +1083,12 @@ mod tests {
             ("CLAIM", TaskQueueKind::Claim),
             ("monitor", TaskQueueKind::Monitor),
         ] {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli("task-queue", text).unwrap();
             assert_eq!(
-                builder.build().unwrap().phase.task_queue,
+                cli(&[("task-queue", text)])
+                    .build()
+                    .unwrap()
+                    .phase
+                    .task_queue,
                 expected,
                 "{text}"
             );
@@ -1080,12 +1097,12 @@ mod tests {
             ("fixed", TerminationKind::Fixed),
             ("Live", TerminationKind::Live),
         ] {
-            let mut builder = ConfigBuilder::new();
-            builder
-                .apply_env(env(&[("CONCORD_TERMINATION", text)]))
-                .unwrap();
             assert_eq!(
-                builder.build().unwrap().phase.termination,
+                from_env(&[("CONCORD_TERMINATION", text)])
+                    .build()
+                    .unwrap()
+                    .phase
+                    .termination,
                 expected,
                 "{text}"
             );
@@ -1105,27 +1122,21 @@ mod tests {
 
     #[test]
     fn gc_threads_take_a_count_or_dynamic() {
-        let default = default_gc_threads(usable_cpus());
+        let default = default_gc_threads(usable_cpu_count());
 
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("gc-threads", "dynamic").unwrap();
-        let config = builder.build().unwrap();
+        let config = cli(&[("gc-threads", "dynamic")]).build().unwrap();
         assert!(config.dynamic_gc_threads);
         assert_eq!(config.gc_threads, default);
 
         // Modern is dynamic by default; a count makes it fixed.
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("preset", "modern").unwrap();
-        builder.set_cli("gc-threads", "4").unwrap();
-        let config = builder.build().unwrap();
+        let config = cli(&[("preset", "modern"), ("gc-threads", "4")])
+            .build()
+            .unwrap();
         assert!(!config.dynamic_gc_threads);
         assert_eq!(config.gc_threads, 4);
 
         // From every source, any case; the strongest source's value decides both fields.
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("gc_threads = \"Dynamic\"", "c.toml")
-            .unwrap();
+        let mut builder = toml("gc_threads = \"Dynamic\"");
         assert!(builder.clone().build().unwrap().dynamic_gc_threads);
         builder
             .apply_env(env(&[("CONCORD_GC_THREADS", "3")]))
@@ -1138,9 +1149,7 @@ mod tests {
         assert!(config.dynamic_gc_threads);
         assert_eq!(config.gc_threads, default);
 
-        let mut builder = ConfigBuilder::new();
-        builder.apply_toml_str("gc-threads = 2", "c.toml").unwrap();
-        let config = builder.build().unwrap();
+        let config = toml("gc-threads = 2").build().unwrap();
         assert!(!config.dynamic_gc_threads);
         assert_eq!(config.gc_threads, 2);
     }
@@ -1195,25 +1204,17 @@ mod tests {
             ),
         ];
         for (key, value, expected) in cases {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli(key, value).unwrap();
-            assert_eq!(build_err(builder), expected);
+            assert_eq!(build_err(cli(&[(key, value)])), expected);
         }
 
         // The same words from the environment and TOML, and for TOML values of another type.
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[("CONCORD_STEAL", "random")]))
-            .unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(from_env(&[("CONCORD_STEAL", "random")])),
             "CONCORD_STEAL: 'random' is not a steal policy (allowed: best-of-2, last-victim, \
              adaptive)"
         );
-        let mut builder = ConfigBuilder::new();
-        builder.apply_toml_str("task_queue = 3", "c.toml").unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(toml("task_queue = 3")),
             "task_queue in c.toml: '3' is not a task queue (allowed: monitor, claim, lockfree)"
         );
         let err = ConfigBuilder::new()
@@ -1230,8 +1231,7 @@ mod tests {
 
     #[test]
     fn gc_affinity_from_every_source_overrides_the_preset() {
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("preset", "vanilla").unwrap();
+        let mut builder = cli(&[("preset", "vanilla")]);
         assert_eq!(
             builder.clone().build().unwrap().gc_affinity,
             GcAffinity::None
@@ -1285,31 +1285,34 @@ mod tests {
                 MutatorSched::Profile("/tmp/gcbench.profile".into()),
             ),
         ] {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli("mutator-sched", text).unwrap();
-            assert_eq!(builder.build().unwrap().mutator_sched, expected, "{text}");
+            assert_eq!(
+                cli(&[("mutator-sched", text)])
+                    .build()
+                    .unwrap()
+                    .mutator_sched,
+                expected,
+                "{text}"
+            );
         }
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("mutator-sched = \"fifo\"", "c.toml")
-            .unwrap();
-        assert_eq!(builder.build().unwrap().mutator_sched, MutatorSched::Fifo);
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[("CONCORD_MUTATOR_SCHED", "adaptive:3")]))
-            .unwrap();
         assert_eq!(
-            builder.build().unwrap().mutator_sched,
+            toml("mutator-sched = \"fifo\"")
+                .build()
+                .unwrap()
+                .mutator_sched,
+            MutatorSched::Fifo
+        );
+        assert_eq!(
+            from_env(&[("CONCORD_MUTATOR_SCHED", "adaptive:3")])
+                .build()
+                .unwrap()
+                .mutator_sched,
             MutatorSched::Adaptive(Duration::from_secs(3))
         );
     }
 
     #[test]
     fn fifo_cpu_threshold_and_lifespans_from_every_source() {
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("fifo_cpu_threshold = 16\nlifespans = true", "c.toml")
-            .unwrap();
+        let mut builder = toml("fifo_cpu_threshold = 16\nlifespans = true");
         let config = builder.clone().build().unwrap();
         assert_eq!(config.fifo_cpu_threshold, 16);
         assert!(config.lifespans);
@@ -1390,34 +1393,20 @@ mod tests {
             ),
         ];
         for (key, value, expected) in cases {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli(key, value).unwrap();
-            assert_eq!(build_err(builder), expected);
+            assert_eq!(build_err(cli(&[(key, value)])), expected);
         }
 
         // The same words from the environment and TOML, and for TOML values of another type.
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[("CONCORD_GC_AFFINITY", "pinned")]))
-            .unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(from_env(&[("CONCORD_GC_AFFINITY", "pinned")])),
             "CONCORD_GC_AFFINITY: 'pinned' is not a GC affinity (allowed: none, static, dynamic)"
         );
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("mutator_sched = \"rr\"", "c.toml")
-            .unwrap();
-        assert!(build_err(builder).starts_with(
+        assert!(build_err(toml("mutator_sched = \"rr\"")).starts_with(
             "mutator_sched in c.toml: 'rr' is not a mutator scheduling policy (allowed: cfs,"
         ));
         // A TOML boolean is taken as its text and then rejected like any other name.
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("gc-affinity = true", "c.toml")
-            .unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(toml("gc-affinity = true")),
             "gc-affinity in c.toml: 'true' is not a GC affinity (allowed: none, static, dynamic)"
         );
         let err = ConfigBuilder::new()
@@ -1435,10 +1424,7 @@ mod tests {
 
     #[test]
     fn overridden_bad_values_are_still_errors() {
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[("CONCORD_GC_THREADS", "lots")]))
-            .unwrap();
+        let mut builder = from_env(&[("CONCORD_GC_THREADS", "lots")]);
         builder.set_cli("gc-threads", "4").unwrap();
         let err = build_err(builder);
         assert!(err.starts_with("CONCORD_GC_THREADS: 'lots'"), "{err}");
@@ -1457,29 +1443,20 @@ mod tests {
 
     #[test]
     fn documented_messages() {
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "64q").unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(cli(&[("heap", "64q")])),
             "--heap: '64q' is not a size (expected a number with an optional k, m or g suffix, \
              e.g. 64m)"
         );
 
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "64m").unwrap();
-        builder.set_cli("young", "200M").unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(cli(&[("heap", "64m"), ("young", "200M")])),
             "--young: 200M must be smaller than the heap (64M) and leave at least 1M for the old \
              generation"
         );
 
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[("CONCORD_GC_THREADS", "0")]))
-            .unwrap();
         assert_eq!(
-            build_err(builder),
+            build_err(from_env(&[("CONCORD_GC_THREADS", "0")])),
             "CONCORD_GC_THREADS: '0' is out of range (allowed: 1..=256)"
         );
 
@@ -1518,8 +1495,7 @@ mod tests {
             let value = bad_value(option);
             let quoted = format!("'{value}'");
 
-            let mut cli = ConfigBuilder::new();
-            cli.set_cli(option.key, value).unwrap();
+            let cli = cli(&[(option.key, value)]);
             let err = build_err(cli);
             assert!(
                 err.starts_with(&format!("--{}: {quoted} ", option.key)),
@@ -1614,9 +1590,7 @@ mod tests {
             ),
         ];
         for (key, value, reason) in cases {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli(key, value).unwrap();
-            let err = build_err(builder);
+            let err = build_err(cli(&[(key, value)]));
             let start = format!("--{key}: '{value}' {reason}");
             assert!(err.starts_with(&start), "{err}\n  expected: {start}");
         }
@@ -1624,38 +1598,25 @@ mod tests {
 
     #[test]
     fn cross_field_errors_name_the_source_that_set_the_value() {
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("max_tenuring_threshold = 3", "c.toml")
-            .unwrap();
-        let err = build_err(builder);
+        let err = build_err(toml("max_tenuring_threshold = 3"));
         assert!(
             err.starts_with("max_tenuring_threshold in c.toml: 3 is below initial-tenuring"),
             "{err}"
         );
 
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "4m").unwrap();
-        builder.set_cli("new-ratio", "100").unwrap();
-        let err = build_err(builder);
+        let err = build_err(cli(&[("heap", "4m"), ("new-ratio", "100")]));
         assert!(
             err.starts_with("--new-ratio: 100 makes the young generation 0B"),
             "{err}"
         );
 
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "64m").unwrap();
-        builder.set_cli("tlab-size", "60m").unwrap();
-        let err = build_err(builder);
+        let err = build_err(cli(&[("heap", "64m"), ("tlab-size", "60m")]));
         assert!(
             err.starts_with("--tlab-size: '60M' is out of range (allowed: 1K.."),
             "{err}"
         );
 
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("heap", "64m").unwrap();
-        builder.set_cli("survivor-ratio", "1000").unwrap();
-        let err = build_err(builder);
+        let err = build_err(cli(&[("heap", "64m"), ("survivor-ratio", "1000")]));
         assert!(
             err.starts_with("--survivor-ratio: 1000 makes each survivor space"),
             "{err}"
@@ -1664,10 +1625,7 @@ mod tests {
 
     #[test]
     fn optional_sizes_accept_auto() {
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_toml_str("young = \"16m\"\ntlab-size = \"8k\"", "c.toml")
-            .unwrap();
+        let mut builder = toml("young = \"16m\"\ntlab-size = \"8k\"");
         builder.set_cli("young", "auto").unwrap();
         builder.set_cli("tlab-size", "AUTO").unwrap();
         let config = builder.build().unwrap();
@@ -1687,9 +1645,11 @@ mod tests {
             ("off", false),
             ("0", false),
         ] {
-            let mut builder = ConfigBuilder::new();
-            builder.set_cli("verify", text).unwrap();
-            assert_eq!(builder.build().unwrap().verify, expected, "{text}");
+            assert_eq!(
+                cli(&[("verify", text)]).build().unwrap().verify,
+                expected,
+                "{text}"
+            );
         }
     }
 
@@ -1725,12 +1685,9 @@ mod tests {
         assert!(err.starts_with("heap in c.toml: "), "{err}");
         assert!(err.contains("is a TOML table"), "{err}");
 
-        let mut builder = ConfigBuilder::new();
-        builder.apply_toml_str("heap = -5", "c.toml").unwrap();
-        assert!(build_err(builder).starts_with("heap in c.toml: '-5' is not a size"));
+        assert!(build_err(toml("heap = -5")).starts_with("heap in c.toml: '-5' is not a size"));
 
-        let mut builder = ConfigBuilder::new();
-        builder.apply_toml_str("verify = 1", "c.toml").unwrap();
+        let builder = toml("verify = 1");
         assert!(builder.build().unwrap().verify);
     }
 
@@ -1801,18 +1758,20 @@ mod tests {
 
     #[test]
     fn environment_filtering() {
-        let mut builder = ConfigBuilder::new();
-        builder
-            .apply_env(env(&[
+        assert_eq!(
+            from_env(&[
                 ("PATH", "/bin"),
                 ("HEAP", "1m"),
                 ("concord_heap", "1m"),
                 ("CONCORD_LOG", "debug"),
                 ("CONCORD_CONFIG", "x.toml"),
                 ("CONCORD_HEAP", "32m"),
-            ]))
-            .unwrap();
-        assert_eq!(builder.build().unwrap().heap_size, 32 * MIB);
+            ])
+            .build()
+            .unwrap()
+            .heap_size,
+            32 * MIB
+        );
 
         let err = ConfigBuilder::new()
             .apply_env(env(&[("CONCORD_HEAPSIZE", "1g")]))
@@ -1838,24 +1797,25 @@ mod tests {
             ),
             "{err}"
         );
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("--young_plab_size", "8k").unwrap();
-        assert_eq!(builder.build().unwrap().young_plab_size, 8 * KIB);
+        assert_eq!(
+            cli(&[("--young_plab_size", "8k")])
+                .build()
+                .unwrap()
+                .young_plab_size,
+            8 * KIB
+        );
     }
 
     #[test]
     fn errors_expose_their_key() {
-        let mut builder = ConfigBuilder::new();
-        builder.apply_env(env(&[("CONCORD_HEAP", "1k")])).unwrap();
+        let builder = from_env(&[("CONCORD_HEAP", "1k")]);
         let err = builder.build().unwrap_err();
         assert_eq!(err.key(), Some(&ConfigKey::new("heap", Origin::Env)));
     }
 
     #[test]
     fn defaults_are_named_as_defaults() {
-        let mut builder = ConfigBuilder::new();
-        builder.set_cli("young", "512k").unwrap();
-        let err = build_err(builder);
+        let err = build_err(cli(&[("young", "512k")]));
         assert!(
             err.starts_with("--young: 512K makes each survivor space"),
             "{err}"

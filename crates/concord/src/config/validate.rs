@@ -7,13 +7,11 @@
 
 use std::fmt::Display;
 use std::ops::RangeInclusive;
-use std::time::Duration;
 
 use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
-use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
 pub(super) const HEAP_RANGE: RangeInclusive<usize> = MIN_HEAP..=MAX_HEAP;
@@ -35,10 +33,6 @@ pub(super) const MIN_TLAB_SIZE: usize = KIB;
 pub(super) const MIN_LARGE_OBJECT_THRESHOLD: usize = KIB;
 /// Allowed `fifo_cpu_threshold` values (CPUs).
 pub(super) const FIFO_CPU_THRESHOLD_RANGE: RangeInclusive<usize> = 0..=4096;
-/// Allowed sampling periods of the adaptive mutator scheduling policy, as `adaptive:SECONDS`
-/// parses them.
-const ADAPTIVE_PERIOD_RANGE: RangeInclusive<Duration> =
-    Duration::from_millis(10)..=Duration::from_secs(3600);
 
 /// The reason for an integer outside `range`: `is out of range (allowed: 1..=256)`.
 pub(super) fn out_of_range<T: Display>(range: &RangeInclusive<T>) -> String {
@@ -63,21 +57,32 @@ pub(super) fn size_too_small(min: usize) -> String {
     format!("is too small (allowed: at least {})", format_size(min))
 }
 
+/// Checks a field against its range; out of it, the error shows the value with `shown` and
+/// gives `reason` for the range.
+fn check_range<T: PartialOrd>(
+    key: ConfigKey,
+    value: T,
+    range: &RangeInclusive<T>,
+    shown: impl FnOnce(T) -> String,
+    reason: impl FnOnce(&RangeInclusive<T>) -> String,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    Err(ConfigError::InvalidValue {
+        key,
+        value: shown(value),
+        reason: reason(range),
+    })
+}
+
 /// Checks an integer field against its range.
 fn check_int<T: PartialOrd + Display>(
     key: ConfigKey,
     value: T,
     range: &RangeInclusive<T>,
 ) -> Result<(), ConfigError> {
-    if range.contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError::InvalidValue {
-            key,
-            value: value.to_string(),
-            reason: out_of_range(range),
-        })
-    }
+    check_range(key, value, range, |v| v.to_string(), out_of_range)
 }
 
 /// Checks a size field against its range.
@@ -86,15 +91,7 @@ fn check_size(
     value: usize,
     range: &RangeInclusive<usize>,
 ) -> Result<(), ConfigError> {
-    if range.contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError::InvalidValue {
-            key,
-            value: format_size(value),
-            reason: size_out_of_range(range),
-        })
-    }
+    check_range(key, value, range, format_size, size_out_of_range)
 }
 
 /// An [`ConfigError::Inconsistent`] about `key`.
@@ -193,24 +190,13 @@ impl GcConfig {
     /// The argument of a `profile` or `adaptive` mutator scheduling policy built in code, in the
     /// words the parser uses for the same mistakes.
     fn validate_mutator_sched(&self, key: ConfigKey) -> Result<(), ConfigError> {
-        let reason = match &self.mutator_sched {
-            MutatorSched::Profile(path) if path.as_os_str().is_empty() => {
-                "needs a file: profile:PATH (e.g. profile:gcbench.profile)".to_string()
-            }
-            MutatorSched::Adaptive(period) if !ADAPTIVE_PERIOD_RANGE.contains(period) => {
-                format!(
-                    "has a bad sampling period '{}' (allowed: seconds from 0.01 to 3600, e.g. \
-                     adaptive:2)",
-                    period.as_secs_f64()
-                )
-            }
-            _ => return Ok(()),
-        };
-        Err(ConfigError::InvalidValue {
-            key,
-            value: self.mutator_sched.to_string(),
-            reason,
-        })
+        self.mutator_sched
+            .check_argument()
+            .map_err(|reason| ConfigError::InvalidValue {
+                key,
+                value: self.mutator_sched.to_string(),
+                reason,
+            })
     }
 
     /// The rules between heap, young size and ratios, and the TLAB size that depends on eden.
@@ -335,6 +321,8 @@ impl GcConfig {
 mod tests {
     use super::super::{Preset, GIB};
     use super::*;
+    use crate::os::policy::MutatorSched;
+    use std::time::Duration;
 
     fn base() -> GcConfig {
         GcConfig::for_preset(Preset::Optimized)
@@ -342,6 +330,21 @@ mod tests {
 
     fn error_of(config: &GcConfig) -> String {
         config.validate().unwrap_err().to_string()
+    }
+
+    /// The error when `key` was set from `origin` and every other key is a preset default.
+    fn error_blaming(config: &GcConfig, key: &str, origin: Origin) -> String {
+        config
+            .validate_with(&|k| {
+                let from = if k == key {
+                    origin.clone()
+                } else {
+                    Origin::Default(Preset::Optimized)
+                };
+                ConfigKey::new(k, from)
+            })
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -487,17 +490,7 @@ mod tests {
             "initial-tenuring-threshold: 6 must not exceed max-tenuring-threshold (5)"
         );
         // Only max was set by the user: blame max.
-        let err = config
-            .validate_with(&|key| {
-                let origin = if key == "max-tenuring-threshold" {
-                    Origin::Cli
-                } else {
-                    Origin::Default(Preset::Optimized)
-                };
-                ConfigKey::new(key, origin)
-            })
-            .unwrap_err()
-            .to_string();
+        let err = error_blaming(&config, "max-tenuring-threshold", Origin::Cli);
         assert!(
             err.starts_with("--max-tenuring-threshold: 5 is below initial-tenuring-threshold (6"),
             "{err}"
@@ -578,17 +571,7 @@ mod tests {
         // A small young size with the default survivor ratio: blame the young size.
         let mut config = base();
         config.young_size = Some(512 * KIB);
-        let err = config
-            .validate_with(&|key| {
-                let origin = if key == "young" {
-                    Origin::Env
-                } else {
-                    Origin::Default(Preset::Optimized)
-                };
-                ConfigKey::new(key, origin)
-            })
-            .unwrap_err()
-            .to_string();
+        let err = error_blaming(&config, "young", Origin::Env);
         assert!(
             err.starts_with("CONCORD_YOUNG: 512K makes each survivor space 0B"),
             "{err}"

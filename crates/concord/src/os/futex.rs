@@ -88,11 +88,13 @@ mod tests {
         wait(&word, 1, None); // value differs: returns at once
         let w = word.clone();
         let t = std::thread::spawn(move || {
+            // Acquire: pairs with the Release store below.
             while w.load(Ordering::Acquire) == 0 {
                 wait(&w, 0, Some(Duration::from_millis(100)));
             }
         });
         std::thread::sleep(Duration::from_millis(10));
+        // Release: pairs with the waiter's Acquire load.
         word.store(1, Ordering::Release);
         wake(&word, u32::MAX);
         t.join().unwrap();

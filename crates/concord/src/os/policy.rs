@@ -1,7 +1,9 @@
 //! The OS-side switches of DESIGN.md: where GC threads run and how mutator threads are
-//! scheduled. Each parses from the name users write and displays as that name.
+//! scheduled. Each parses from the name users write and displays as that name; both are
+//! declared with `switch!`, mutator scheduling as a kind plus its argument.
 
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -19,10 +21,27 @@ switch! {
     }
 }
 
+switch! {
+    /// The mutator scheduling policies, without their arguments.
+    MutatorSchedKind, "mutator scheduling policy" {
+        /// The default Linux scheduler (SCHED_OTHER).
+        Cfs => "cfs",
+        /// SCHED_FIFO for every mutator thread.
+        Fifo => "fifo",
+        /// 001 Algorithm 1, from a per-thread CPU-time profile.
+        Profile => "profile",
+        /// 001 Algorithm 2, from samples of the live thread ids.
+        Adaptive => "adaptive",
+    }
+}
+
 /// The default sampling period of the adaptive mutator scheduling policy (001 §5.2).
 pub const DEFAULT_ADAPTIVE_PERIOD: Duration = Duration::from_secs(2);
 
-/// How mutator threads are scheduled (001).
+/// The sampling periods `adaptive:SECONDS` allows, in seconds.
+pub const ADAPTIVE_PERIOD_SECONDS: RangeInclusive<f64> = 0.01..=3600.0;
+
+/// How mutator threads are scheduled (001): a [`MutatorSchedKind`] with its argument.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MutatorSched {
     /// The default Linux scheduler (SCHED_OTHER).
@@ -42,21 +61,47 @@ impl MutatorSched {
     /// The allowed forms, for error messages.
     pub const ALLOWED: &'static str = "cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS";
 
-    /// The name of the policy without its argument.
-    pub fn kind(&self) -> &'static str {
+    /// The policy without its argument.
+    pub fn kind(&self) -> MutatorSchedKind {
         match self {
-            MutatorSched::Cfs => "cfs",
-            MutatorSched::Fifo => "fifo",
-            MutatorSched::Profile(_) => "profile",
-            MutatorSched::Adaptive(_) => "adaptive",
+            MutatorSched::Cfs => MutatorSchedKind::Cfs,
+            MutatorSched::Fifo => MutatorSchedKind::Fifo,
+            MutatorSched::Profile(_) => MutatorSchedKind::Profile,
+            MutatorSched::Adaptive(_) => MutatorSchedKind::Adaptive,
         }
     }
+
+    /// Why the argument is unusable (an empty profile path, a sampling period outside
+    /// [`ADAPTIVE_PERIOD_SECONDS`]), in the words the parser uses; `Ok` for a usable one. For
+    /// policies built in code, which did not go through the parser.
+    pub fn check_argument(&self) -> Result<(), String> {
+        match self {
+            MutatorSched::Profile(path) if path.as_os_str().is_empty() => Err(needs_a_file()),
+            MutatorSched::Adaptive(period)
+                if !ADAPTIVE_PERIOD_SECONDS.contains(&period.as_secs_f64()) =>
+            {
+                Err(bad_period(period.as_secs_f64()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn needs_a_file() -> String {
+    "needs a file: profile:PATH (e.g. profile:gcbench.profile)".into()
+}
+
+fn bad_period(seconds: impl fmt::Display) -> String {
+    format!(
+        "has a bad sampling period '{seconds}' (allowed: seconds from 0.01 to 3600, e.g. \
+         adaptive:2)"
+    )
 }
 
 impl fmt::Display for MutatorSched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MutatorSched::Cfs | MutatorSched::Fifo => f.write_str(self.kind()),
+            MutatorSched::Cfs | MutatorSched::Fifo => f.write_str(self.kind().name()),
             MutatorSched::Profile(p) => write!(f, "profile:{}", p.display()),
             MutatorSched::Adaptive(d) => write!(f, "adaptive:{}", d.as_secs_f64()),
         }
@@ -68,8 +113,8 @@ impl FromStr for MutatorSched {
     fn from_str(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let (kind, arg) = match text.split_once(':') {
-            Some((k, a)) => (k.to_ascii_lowercase(), Some(a)),
-            None => (text.to_ascii_lowercase(), None),
+            Some((k, a)) => (k, Some(a)),
+            None => (text, None),
         };
         let bad = || {
             format!(
@@ -77,23 +122,28 @@ impl FromStr for MutatorSched {
                 Self::ALLOWED
             )
         };
-        match (kind.as_str(), arg) {
-            ("cfs", None) => Ok(MutatorSched::Cfs),
-            ("fifo", None) => Ok(MutatorSched::Fifo),
-            ("profile", Some(path)) if !path.trim().is_empty() => {
+        // Space around the kind ("adaptive :2") is not accepted.
+        let kind: MutatorSchedKind = match kind.trim() == kind {
+            true => kind.parse().map_err(|_| bad())?,
+            false => return Err(bad()),
+        };
+        match (kind, arg) {
+            (MutatorSchedKind::Cfs, None) => Ok(MutatorSched::Cfs),
+            (MutatorSchedKind::Fifo, None) => Ok(MutatorSched::Fifo),
+            (MutatorSchedKind::Cfs | MutatorSchedKind::Fifo, Some(_)) => Err(bad()),
+            (MutatorSchedKind::Profile, Some(path)) if !path.trim().is_empty() => {
                 Ok(MutatorSched::Profile(PathBuf::from(path.trim())))
             }
-            ("profile", _) => Err("needs a file: profile:PATH (e.g. profile:gcbench.profile)".into()),
-            ("adaptive", None) => Ok(MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)),
-            ("adaptive", Some(secs)) => match secs.trim().parse::<f64>() {
-                Ok(s) if s.is_finite() && (0.01..=3600.0).contains(&s) => {
+            (MutatorSchedKind::Profile, _) => Err(needs_a_file()),
+            (MutatorSchedKind::Adaptive, None) => {
+                Ok(MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD))
+            }
+            (MutatorSchedKind::Adaptive, Some(secs)) => match secs.trim().parse::<f64>() {
+                Ok(s) if ADAPTIVE_PERIOD_SECONDS.contains(&s) => {
                     Ok(MutatorSched::Adaptive(Duration::from_secs_f64(s)))
                 }
-                _ => Err(format!(
-                    "has a bad sampling period '{secs}' (allowed: seconds from 0.01 to 3600, e.g. adaptive:2)"
-                )),
+                _ => Err(bad_period(secs)),
             },
-            _ => Err(bad()),
         }
     }
 }
@@ -115,30 +165,51 @@ mod tests {
             .parse::<GcAffinity>()
             .unwrap_err()
             .contains("none, static, dynamic"));
-        assert_eq!("fifo".parse::<MutatorSched>().unwrap(), MutatorSched::Fifo);
+        let parsed = |text: &str| text.parse::<MutatorSched>();
+        for (text, policy) in [
+            ("fifo", MutatorSched::Fifo),
+            ("adaptive", MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)),
+            (
+                " Adaptive: 0.25 ",
+                MutatorSched::Adaptive(Duration::from_millis(250)),
+            ),
+            ("profile:/tmp/p", MutatorSched::Profile("/tmp/p".into())),
+        ] {
+            assert_eq!(parsed(text), Ok(policy), "{text}");
+        }
+        assert_eq!(parsed("adaptive:0.5").unwrap().to_string(), "adaptive:0.5");
         assert_eq!(
-            "adaptive".parse::<MutatorSched>().unwrap(),
-            MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD)
+            parsed("PROFILE:x").unwrap().kind(),
+            MutatorSchedKind::Profile
         );
-        assert_eq!(
-            "adaptive:0.5".parse::<MutatorSched>().unwrap().to_string(),
-            "adaptive:0.5"
-        );
-        assert_eq!(
-            "profile:/tmp/p".parse::<MutatorSched>().unwrap(),
-            MutatorSched::Profile("/tmp/p".into())
-        );
-        assert!("profile:"
-            .parse::<MutatorSched>()
+        for (text, reason) in [
+            ("profile:", "profile:PATH"),
+            ("adaptive:0", "0.01 to 3600"),
+            ("adaptive:NaN", "'NaN'"),
+            ("adaptive:inf", "'inf'"),
+            ("rr", "cfs, fifo"),
+            ("fifo:2", "is not a mutator scheduling policy"),
+            ("adaptive :2", "is not a mutator scheduling policy"),
+        ] {
+            let err = parsed(text).unwrap_err();
+            assert!(err.contains(reason), "{text}: {err}");
+        }
+        // The same reasons for a policy built in code.
+        let check = |policy: MutatorSched| policy.check_argument();
+        assert!(check(MutatorSched::Profile(PathBuf::new()))
             .unwrap_err()
             .contains("profile:PATH"));
-        assert!("adaptive:0"
-            .parse::<MutatorSched>()
+        assert!(check(MutatorSched::Adaptive(Duration::ZERO))
             .unwrap_err()
-            .contains("0.01 to 3600"));
-        assert!("rr"
-            .parse::<MutatorSched>()
-            .unwrap_err()
-            .contains("cfs, fifo"));
+            .contains("'0'"));
+        assert_eq!(
+            check(MutatorSched::Adaptive(Duration::from_millis(10))),
+            Ok(())
+        );
+        assert_eq!(
+            check(MutatorSched::Adaptive(Duration::from_secs(3600))),
+            Ok(())
+        );
+        assert_eq!(check(MutatorSched::Fifo), Ok(()));
     }
 }

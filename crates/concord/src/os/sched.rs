@@ -1,14 +1,17 @@
-//! Thread scheduling policy and per-thread accounting: switch a thread of this process between
-//! `SCHED_FIFO` and `SCHED_OTHER` (CFS), ask which policy it runs under, list the process's
-//! threads and read each one's name and CPU time from `/proc/self/task`.
+//! Thread scheduling policy and per-thread CPU time: switch a thread of this process between
+//! `SCHED_FIFO` and `SCHED_OTHER` (CFS), ask which policy it runs under, and read how much CPU
+//! time it has used.
 //!
-//! Threads are named by their kernel thread id (`gettid()`), which is what the scheduling
-//! system calls take. All functions act on threads of the calling process only.
+//! Threads are named by their kernel thread id ([`current_tid`], the crate's one `gettid`),
+//! which is what the scheduling system calls take. All functions act on threads of the calling
+//! process only.
 
 use std::fmt;
 use std::io;
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use super::procfs::read_task_stat;
 
 /// The real-time priority [`set_fifo`] callers use unless told otherwise: the lowest one, so a
 /// FIFO mutator never outranks real-time threads of other programs.
@@ -237,131 +240,6 @@ pub fn set_other(tid: i32) -> Result<(), SchedError> {
     })
 }
 
-/// The thread ids of this process, ascending (from `/proc/self/task`).
-pub fn process_thread_ids() -> io::Result<Vec<i32>> {
-    let mut tids: Vec<i32> = std::fs::read_dir("/proc/self/task")?
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    Ok(tids)
-}
-
-/// Whether thread `tid` of this process still exists.
-pub fn thread_exists(tid: i32) -> bool {
-    tid > 0 && std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
-}
-
-/// The name (`comm`) of thread `tid`, at most 15 bytes, as the kernel keeps it.
-pub fn thread_name(tid: i32) -> io::Result<String> {
-    let bytes = std::fs::read(format!("/proc/self/task/{tid}/comm"))?;
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
-}
-
-/// The fields of `/proc/<pid>/task/<tid>/stat` this crate uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskStat {
-    /// Field 1: the thread id.
-    pub tid: i32,
-    /// Field 2: the thread name, without the parentheses.
-    pub comm: String,
-    /// Field 3: the state letter (`R`, `S`, `D`, …).
-    pub state: char,
-    /// Field 14: user-mode CPU time, in clock ticks.
-    pub utime_ticks: u64,
-    /// Field 15: kernel-mode CPU time, in clock ticks.
-    pub stime_ticks: u64,
-}
-
-impl TaskStat {
-    /// User plus kernel CPU time in clock ticks.
-    pub fn cpu_ticks(&self) -> u64 {
-        self.utime_ticks.saturating_add(self.stime_ticks)
-    }
-
-    /// User plus kernel CPU time (tick resolution, usually 10 ms).
-    pub fn cpu_time(&self) -> Duration {
-        ticks_to_duration(self.cpu_ticks())
-    }
-}
-
-/// A `stat` line that does not have the expected shape.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum StatParseError {
-    /// No `(comm)` part.
-    #[error("no '(name)' field")]
-    NoComm,
-    /// The line ends before this field.
-    #[error("field {field} ({name}) is missing")]
-    Missing {
-        /// 1-based field number, as in proc(5).
-        field: usize,
-        /// The field's name in proc(5).
-        name: &'static str,
-    },
-    /// A field is not a number.
-    #[error("field {field} ({name}) is not a number: '{text}'")]
-    NotANumber {
-        /// 1-based field number, as in proc(5).
-        field: usize,
-        /// The field's name in proc(5).
-        name: &'static str,
-        /// What was there.
-        text: String,
-    },
-}
-
-/// Parse a `/proc/.../stat` line. The name (field 2) may hold spaces and `)`: it runs from the
-/// first `(` to the *last* `)`, and the numbered fields are counted from there.
-pub fn parse_task_stat(text: &str) -> Result<TaskStat, StatParseError> {
-    let open = text.find('(').ok_or(StatParseError::NoComm)?;
-    let close = text
-        .rfind(')')
-        .filter(|&c| c > open)
-        .ok_or(StatParseError::NoComm)?;
-    let number = |field: usize, name: &'static str, s: &str| -> Result<u64, StatParseError> {
-        s.parse().map_err(|_| StatParseError::NotANumber {
-            field,
-            name,
-            text: s.to_string(),
-        })
-    };
-    let tid_text = text[..open].trim();
-    let tid =
-        i32::try_from(number(1, "pid", tid_text)?).map_err(|_| StatParseError::NotANumber {
-            field: 1,
-            name: "pid",
-            text: tid_text.to_string(),
-        })?;
-    let comm = text[open + 1..close].to_string();
-    // Fields 3, 4, … follow the name.
-    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-    let field = |n: usize, name: &'static str| -> Result<&str, StatParseError> {
-        rest.get(n - 3)
-            .copied()
-            .ok_or(StatParseError::Missing { field: n, name })
-    };
-    let state = field(3, "state")?.chars().next().unwrap_or('?');
-    let utime_ticks = number(14, "utime", field(14, "utime")?)?;
-    let stime_ticks = number(15, "stime", field(15, "stime")?)?;
-    Ok(TaskStat {
-        tid,
-        comm,
-        state,
-        utime_ticks,
-        stime_ticks,
-    })
-}
-
-/// Read and parse `/proc/self/task/<tid>/stat`. A malformed line is an `InvalidData` error
-/// naming the file.
-pub fn read_task_stat(tid: i32) -> io::Result<TaskStat> {
-    let path = format!("/proc/self/task/{tid}/stat");
-    let bytes = std::fs::read(&path)?;
-    parse_task_stat(&String::from_utf8_lossy(&bytes))
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))
-}
-
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on nearly every Linux).
 pub fn clock_ticks_per_second() -> u64 {
     static TCK: OnceLock<u64> = OnceLock::new();
@@ -409,7 +287,7 @@ pub fn thread_cpu_time(tid: i32) -> io::Result<Duration> {
             format!("{tid} is not a thread id"),
         ));
     }
-    thread_cpu_clock(tid).or_else(|_| read_task_stat(tid).map(|s| s.cpu_time()))
+    thread_cpu_clock(tid).or_else(|_| read_task_stat(tid).map(|s| ticks_to_duration(s.cpu_ticks())))
 }
 
 #[cfg(test)]
@@ -417,59 +295,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_plain_stat_line() {
-        let line = "6880 (cat) R 6868 6868 5247 0 -1 4194304 101 0 0 0 7 3 0 0 20 0 1 0 1220535 \
-                    3133440 363 18446744073709551615 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";
-        let s = parse_task_stat(line).unwrap();
-        assert_eq!(s.tid, 6880);
-        assert_eq!(s.comm, "cat");
-        assert_eq!(s.state, 'R');
-        assert_eq!((s.utime_ticks, s.stime_ticks), (7, 3));
-        assert_eq!(s.cpu_ticks(), 10);
-    }
-
-    #[test]
-    fn parses_names_with_spaces_and_parentheses() {
-        let line = "42 (a) b (c d)) S 1 1 1 0 -1 0 0 0 0 0 123 45 0 0 20 0 1 0 5";
-        let s = parse_task_stat(line).unwrap();
-        assert_eq!(s.comm, "a) b (c d)");
-        assert_eq!(s.state, 'S');
-        assert_eq!((s.utime_ticks, s.stime_ticks), (123, 45));
-        // An empty name and a name that looks like numbers.
-        let s = parse_task_stat("7 () S 1 1 1 0 -1 0 0 0 0 0 1 2 0").unwrap();
-        assert_eq!(s.comm, "");
-        let s = parse_task_stat("7 (1 2 3 4 5 6 7 8 9 10 11 12 13) S 1 1 1 0 -1 0 0 0 0 0 8 9")
-            .unwrap();
-        assert_eq!((s.utime_ticks, s.stime_ticks), (8, 9));
-    }
-
-    #[test]
-    fn rejects_malformed_stat_lines() {
-        assert_eq!(parse_task_stat("garbage"), Err(StatParseError::NoComm));
-        assert_eq!(parse_task_stat("1 )x( S"), Err(StatParseError::NoComm));
-        assert!(matches!(
-            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 5"),
-            Err(StatParseError::Missing { field: 15, .. })
-        ));
-        assert!(matches!(
-            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 five 6"),
-            Err(StatParseError::NotANumber { field: 14, .. })
-        ));
-        assert!(matches!(
-            parse_task_stat("x (x) S 1 1 1 0 -1 0 0 0 0 0 5 6"),
-            Err(StatParseError::NotANumber { field: 1, .. })
-        ));
-    }
-
-    #[test]
-    fn reads_own_thread() {
+    fn policy_and_cpu_time_of_own_thread() {
         let tid = current_tid();
-        assert!(process_thread_ids().unwrap().contains(&tid));
-        assert!(thread_exists(tid));
-        assert!(!thread_exists(-1));
-        let stat = read_task_stat(tid).unwrap();
-        assert_eq!(stat.tid, tid);
-        assert_eq!(thread_name(tid).unwrap(), stat.comm);
         assert_eq!(thread_policy(tid).unwrap(), SchedPolicy::Other);
         let before = thread_cpu_time(tid).unwrap();
         let mut x = 0u64;
@@ -482,28 +309,14 @@ mod tests {
     }
 
     #[test]
-    fn names_and_cpu_time_of_another_thread() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::Builder::new()
-            .name("sched (test) x".into())
-            .spawn(move || {
-                tx.send(current_tid()).unwrap();
-                done_rx.recv().unwrap();
-            })
-            .unwrap();
-        let tid = rx.recv().unwrap();
-        assert_eq!(thread_name(tid).unwrap(), "sched (test) x");
-        assert_eq!(read_task_stat(tid).unwrap().comm, "sched (test) x");
+    fn cpu_time_and_policy_of_another_thread() {
+        let other = crate::os::WaitingThread::start("sched test");
+        let tid = other.tid;
         assert!(thread_cpu_time(tid).is_ok());
         // The nanosecond clock works for other threads of the process, not only the caller.
         assert!(thread_cpu_clock(tid).is_ok());
-        done_tx.send(()).unwrap();
-        t.join().unwrap();
         // Gone threads are reported as such.
-        while thread_exists(tid) {
-            std::thread::yield_now();
-        }
+        other.finish();
         assert!(thread_policy(tid).unwrap_err().is_no_such_thread());
     }
 

@@ -13,6 +13,31 @@ pub fn page_size() -> usize {
     }
 }
 
+/// Map `len` bytes of fresh, inaccessible, unbacked memory (`PROT_NONE`, no swap reserved) at
+/// `addr` (0: where the kernel likes) with `flags` added; returns where.
+///
+/// # Safety
+///
+/// With `MAP_FIXED` in `flags`, `[addr, addr+len)` must be memory the caller owns and no longer
+/// uses: it is replaced.
+unsafe fn map_inaccessible(addr: usize, len: usize, flags: libc::c_int) -> io::Result<usize> {
+    // SAFETY: an anonymous mapping reads nothing; the caller vouches for a fixed address.
+    let raw = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | flags,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(raw as usize)
+}
+
 /// A reserved, initially inaccessible range of address space, unmapped on drop.
 #[derive(Debug)]
 pub struct Reservation {
@@ -31,22 +56,8 @@ impl Reservation {
         let request = size.checked_add(align).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "reservation size overflows")
         })?;
-        // SAFETY: an anonymous PROT_NONE mapping at a kernel-chosen address touches no existing
-        // memory.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                request,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let raw = raw as usize;
+        // SAFETY: at a kernel-chosen address the new mapping touches no existing memory.
+        let raw = unsafe { map_inaccessible(0, request, 0) }?;
         let base = raw.next_multiple_of(align);
         // Trim the unaligned head and the tail so exactly [base, base+size) stays mapped.
         let head = base - raw;
@@ -101,20 +112,7 @@ impl Reservation {
             return Ok(());
         }
         // SAFETY: the range is inside our own reservation; MAP_FIXED replaces only it.
-        let raw = unsafe {
-            libc::mmap(
-                addr as *mut libc::c_void,
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        unsafe { map_inaccessible(addr, len, libc::MAP_FIXED) }.map(|_| ())
     }
 
     fn check_range(&self, addr: usize, len: usize) {

@@ -14,7 +14,8 @@ use crate::collection::verify::VerifyReport;
 use crate::config::GcConfig;
 use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::HeapMemory;
-use crate::os::cpu_view::{CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
+use crate::os::affinity::set_current_thread_affinity;
+use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::gc_affinity::GcAffinityController;
 use crate::os::policy::GcAffinity;
 use crate::parallel::WorkerPool;
@@ -113,18 +114,20 @@ impl Policy {
     }
 }
 
+/// The state of one heap, shared by its mutators, its VM thread and its GC workers.
 pub(crate) struct HeapInner {
     pub config: GcConfig,
     pub mem: HeapMemory,
     pub pool: WorkerPool,
     pub safepoint: Safepoint,
+    /// When the heap was created (record times count from here).
     pub start: Instant,
-    pub large_object_threshold: usize,
     pub stats: Mutex<GcStats>,
     pub policy: Mutex<Policy>,
     pub gc_log: Mutex<Option<GcLog>>,
     /// Per-collection records as JSON lines, when configured; written like the GC log.
     pub gc_records: Mutex<Option<RecordsFile>>,
+    /// Bytes allocated so far, heap-wide (the lifespan profiler's clock).
     pub allocated: AtomicU64,
     pub last_verify: Mutex<VerifyReport>,
     pub collections: AtomicUsize,
@@ -132,11 +135,13 @@ pub(crate) struct HeapInner {
     /// Samples allocations and follows them through collections, when `config.lifespans`.
     /// Its clock is `allocated`.
     pub lifespans: Option<LifespanProfiler>,
+    // ---- end lifespan profiler ----
+    /// The CPUs this process may use, read when the heap was created.
+    pub cpus: CpuView,
     /// Where GC workers may run (`gc-affinity`): static binding or 000 Algorithm 1.
     pub gc_affinity: Arc<GcAffinityController>,
     /// How mutator threads are scheduled (`mutator-sched`, 001).
     pub mutator_sched: MutatorScheduler,
-    // ---- end lifespan profiler ----
 }
 
 impl HeapInner {
@@ -213,41 +218,36 @@ impl Heap {
             source,
         })?;
         // What this process may use, read once on the thread creating the heap.
-        let view = match CpuView::detect() {
-            Ok(view) => view,
-            Err(e) => {
-                eprintln!("concord: could not read the CPU view ({e}); assuming the current affinity mask");
-                let allowed = crate::os::affinity::current_thread_affinity().unwrap_or_default();
-                CpuView::from_allowed(allowed, &SystemPaths::default())
-            }
-        };
-        for warning in &view.warnings {
-            eprintln!("concord: {warning}");
+        let cpus = CpuView::detect().unwrap_or_else(|e| {
+            log::warn!("could not read the affinity mask ({e})");
+            CpuView::from_allowed(Vec::new(), &SystemPaths::default())
+        });
+        for warning in &cpus.warnings {
+            log::warn!("{warning}");
         }
         let sampler = if config.gc_affinity == GcAffinity::Dynamic {
-            match LoadSampler::start(DEFAULT_SAMPLE_PERIOD) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!(
-                        "concord: cannot sample CPU load ({e}); dynamic GC affinity counts only the GC workers"
-                    );
-                    None
-                }
-            }
+            LoadSampler::start(DEFAULT_SAMPLE_PERIOD)
+                .inspect_err(|e| {
+                    log::warn!(
+                        "cannot sample CPU load ({e}); dynamic GC affinity counts only the GC \
+                         workers"
+                    )
+                })
+                .ok()
         } else {
             None
         };
         let gc_affinity = Arc::new(GcAffinityController::new(
             config.gc_affinity,
-            view.allowed.clone(),
+            cpus.allowed.clone(),
             sampler,
         ));
         let mutator_sched = MutatorScheduler::new(
             config.mutator_sched.clone(),
-            view.effective_cpus(),
+            cpus.usable_cpus(),
             config.fifo_cpu_threshold,
         );
-        let pool = start_gc_workers(&config, gc_affinity.clone())?;
+        let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone())?;
         let gc_log = match &config.gc_log {
             Some(path) => Some(
                 GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
@@ -273,7 +273,6 @@ impl Heap {
         // Lifespan profiler: enabled by configuration.
         let lifespans = config.lifespans.then(LifespanProfiler::default);
         let inner = Arc::new(HeapInner {
-            large_object_threshold: config.large_object_threshold,
             policy: Mutex::new(Policy {
                 tenuring_threshold: config.initial_tenuring_threshold,
                 avg_promoted: 0.0,
@@ -293,6 +292,7 @@ impl Heap {
             last_verify: Mutex::new(VerifyReport::default()),
             collections: AtomicUsize::new(0),
             lifespans,
+            cpus,
             gc_affinity,
             mutator_sched,
         });
@@ -377,25 +377,26 @@ impl Drop for Heap {
 
 /// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
 /// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given
-/// back its full CPU set, leaving placement to the OS scheduler.
+/// back the `allowed` CPUs, leaving placement to the OS scheduler.
 /// With static GC affinity, each worker then binds itself to its CPU.
 fn start_gc_workers(
     config: &GcConfig,
+    allowed: &[u32],
     affinity: Arc<GcAffinityController>,
 ) -> Result<WorkerPool, HeapError> {
     let birth_cpu = if config.pin_start {
-        crate::os::cpu::current_cpu()
+        current_cpu()
     } else {
         None
     };
-    let allowed = crate::os::affinity::current_thread_affinity().unwrap_or_default();
+    let allowed = allowed.to_vec();
     WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |id| {
         if let Some(cpu) = birth_cpu {
             // Failure only loses the experiment's starting condition, not correctness.
-            if crate::os::affinity::set_current_thread_affinity(&[cpu]).is_ok() {
+            if set_current_thread_affinity(&[cpu]).is_ok() {
                 // Run briefly on the birth CPU so it is the thread's last CPU when it parks.
                 std::thread::yield_now();
-                let _ = crate::os::affinity::set_current_thread_affinity(&allowed);
+                let _ = set_current_thread_affinity(&allowed);
             }
         }
         // A failure is reported once by the controller; the worker runs unbound.

@@ -19,6 +19,29 @@ use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectT
 use crate::telemetry::lifespan::LifespanProfiler;
 use crate::telemetry::CollectionKind;
 
+/// `read_T` / `write_T` payload accessors for each plain number type `T` listed.
+macro_rules! payload_scalars {
+    ($($t:ty: $read:ident, $write:ident;)+) => {$(
+        #[doc = concat!("Read a little-endian `", stringify!($t), "` at `offset` in the payload.")]
+        #[inline]
+        pub fn $read(&self, obj: Handle, offset: usize) -> $t {
+            self.read_scalar(obj, offset)
+        }
+
+        #[doc = concat!("Write a `", stringify!($t), "` at `offset` in the payload.")]
+        #[inline]
+        pub fn $write(&mut self, obj: Handle, offset: usize, v: $t) {
+            self.write_scalar(obj, offset, v)
+        }
+    )+};
+}
+
+/// A plain number stored in a payload: every bit pattern of its size is a valid value, so it
+/// may be read from any payload bytes.
+trait Scalar: Copy {}
+impl Scalar for u32 {}
+impl Scalar for u64 {}
+
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
@@ -201,7 +224,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         let top = self.tlab_top;
-        if size < self.heap.large_object_threshold && top + size <= self.tlab_end {
+        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_end {
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
             unsafe { raw::set_header(top, h) };
@@ -223,7 +246,7 @@ impl<'h> Mutator<'h> {
     fn allocate_sampling(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.sync_sampler();
         let top = self.tlab_top;
-        if size < self.heap.large_object_threshold && top + size <= self.tlab_real_end {
+        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_real_end {
             // The fast path stopped at a sample point inside the TLAB; allocate as it would.
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
@@ -282,7 +305,7 @@ impl<'h> Mutator<'h> {
     /// collection if needed.
     fn allocate_outside_fast_path(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.safepoint_poll();
-        let old = size >= self.heap.large_object_threshold;
+        let old = size >= self.heap.config.large_object_threshold;
         if let Some(a) = self.try_allocate_outside_tlab(size, old) {
             // SAFETY: freshly allocated and zeroed memory owned by this thread.
             unsafe { raw::set_header(a, h) };
@@ -449,36 +472,25 @@ impl<'h> Mutator<'h> {
         o + h.payload_offset() + offset
     }
 
-    /// Read a little-endian `u64` at `offset` in the payload.
+    /// Read a `T` at `offset` in the payload, bounds-checked.
     #[inline]
-    pub fn read_u64(&self, obj: Handle, offset: usize) -> u64 {
-        let a = self.payload_range(obj, offset, 8);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *const u64).read_unaligned() }
+    fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
+        let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
+        // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
+        unsafe { (a as *const T).read_unaligned() }
     }
 
-    /// Write a `u64` at `offset` in the payload.
+    /// Write a `T` at `offset` in the payload, bounds-checked.
     #[inline]
-    pub fn write_u64(&mut self, obj: Handle, offset: usize, v: u64) {
-        let a = self.payload_range(obj, offset, 8);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *mut u64).write_unaligned(v) }
+    fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
+        let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
+        // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
+        unsafe { (a as *mut T).write_unaligned(v) }
     }
 
-    /// Read a `u32` at `offset` in the payload.
-    #[inline]
-    pub fn read_u32(&self, obj: Handle, offset: usize) -> u32 {
-        let a = self.payload_range(obj, offset, 4);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *const u32).read_unaligned() }
-    }
-
-    /// Write a `u32` at `offset` in the payload.
-    #[inline]
-    pub fn write_u32(&mut self, obj: Handle, offset: usize, v: u32) {
-        let a = self.payload_range(obj, offset, 4);
-        // SAFETY: bounds checked above.
-        unsafe { (a as *mut u32).write_unaligned(v) }
+    payload_scalars! {
+        u64: read_u64, write_u64;
+        u32: read_u32, write_u32;
     }
 
     /// Read an `f64` at `offset` in the payload.

@@ -4,7 +4,9 @@
 //! for a collection it requested, or in a blocking region). `running` counts running mutators;
 //! the VM thread raises `active` and waits until `running == 0`. Every transition happens under
 //! one mutex, so the VM can never miss a mutator and a mutator can never resume mid-collection.
-//! The `requested` flag duplicates `active` so the poll fast path is one relaxed load.
+//! The `requested` flag duplicates `active` so the poll fast path is one relaxed load; it is
+//! only a hint (every access to it is Relaxed), because whatever a mutator does about it
+//! happens under the mutex.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -223,8 +225,11 @@ impl Safepoint {
         st.ops_started += 1;
         let op = st.ops_started;
         st.active = true;
-        // SeqCst store before waiting: mutators polling after this see the request.
-        self.requested.store(true, Ordering::SeqCst);
+        // Relaxed: the flag only sends polling mutators to `block`, which re-checks `active`
+        // under this mutex; the mutex, not the flag, orders what they see. No ordering makes
+        // the store visible sooner, and a mutator that misses it polls again before the VM
+        // stops waiting for `running == 0`.
+        self.requested.store(true, Ordering::Relaxed);
         let t = Instant::now();
         st = wait_while(&self.vm_cv, st, |s| s.running > 0);
         Some((requests, op, st.mutators.clone(), t.elapsed()))
@@ -244,7 +249,9 @@ impl Safepoint {
         st.running += allocations.len();
         st.alloc_results.extend(allocations);
         st.active = false;
-        self.requested.store(false, Ordering::SeqCst);
+        // Relaxed: as in `begin_operation`; a stale `true` only costs a poller one trip
+        // through `block`, which finds `active` false under the mutex.
+        self.requested.store(false, Ordering::Relaxed);
         st.ops_completed = op;
         if let Some(v) = verify {
             st.last_verify = Some((op, v));

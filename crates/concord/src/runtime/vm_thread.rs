@@ -16,7 +16,7 @@ use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::records_file::RecordsFile;
-use crate::telemetry::{CollectionKind, CollectionRecord, GcCause};
+use crate::telemetry::{CollectionKind, CollectionRecord, GcCause, PhaseTimes, WorkerPhaseStats};
 
 /// The VM thread's main loop; returns when the heap shuts down.
 pub(crate) fn run(heap: &HeapInner) {
@@ -31,7 +31,6 @@ pub(crate) fn run(heap: &HeapInner) {
             records: Vec::new(),
             full_ran: false,
             active_workers: 1,
-            workers_placed: false,
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
@@ -73,7 +72,7 @@ fn append<W>(
     let mut guard = lock(slot);
     if let Some(out) = guard.as_mut() {
         if let Err(e) = records.iter().try_for_each(|r| write(out, r)) {
-            eprintln!("concord: writing the {what} failed ({e}); it stops here");
+            log::warn!("writing the {what} failed ({e}); it stops here");
             *guard = None;
         }
     }
@@ -87,8 +86,6 @@ struct Operation<'a> {
     full_ran: bool,
     /// GC workers taking part in this operation's collections (decided once per operation).
     active_workers: usize,
-    /// Whether dynamic GC affinity already placed the workers in this operation.
-    workers_placed: bool,
 }
 
 /// Heap bytes per active GC worker under dynamic GC threads (HotSpot `HeapSizePerGCThread`).
@@ -100,6 +97,23 @@ struct Snapshot {
     old: usize,
     /// The GC task manager's monitor counters.
     monitor: MonitorStats,
+}
+
+/// When a collection's pause started, how long it took and where its workers were placed.
+struct Pause {
+    start: Instant,
+    pause_ms: f64,
+    affinity: Option<AffinityReport>,
+}
+
+/// What the record of every collection, young or full, carries.
+struct Common {
+    pause: Pause,
+    before: Snapshot,
+    verified: Option<bool>,
+    tenuring_threshold: u32,
+    phases: PhaseTimes,
+    workers: Vec<WorkerPhaseStats>,
 }
 
 impl Operation<'_> {
@@ -225,15 +239,17 @@ impl Operation<'_> {
         }
     }
 
-    /// Dynamic GC affinity (000 Algorithm 1): decide once per operation, before its first
-    /// collection, which workers move off overloaded CPUs, and move them. Returns the report
-    /// for the record of that collection.
-    fn place_workers(&mut self) -> Option<AffinityReport> {
+    /// Dynamic GC affinity (000 Algorithm 1): at the start of each parallel collection (each
+    /// young and each full one, so twice in an operation whose scavenge is followed by a full
+    /// collection), decide which workers move off overloaded CPUs, and move them. The workers'
+    /// CPUs come from the pool (sampled by each worker when it started and when it last went
+    /// idle), so sleeping workers count and no `/proc` file is read on the pause path. Returns
+    /// the report for the record of the collection about to run.
+    fn place_workers(&self) -> Option<AffinityReport> {
         let controller = &self.heap.gc_affinity;
-        if self.workers_placed || controller.kind() != GcAffinity::Dynamic {
+        if controller.kind() != GcAffinity::Dynamic {
             return None;
         }
-        self.workers_placed = true;
         let pool = &self.heap.pool;
         Some(controller.before_collection_from(
             &pool.worker_tids(),
@@ -244,7 +260,8 @@ impl Operation<'_> {
 
     /// Workers for the collection about to run: the configured count, or with dynamic GC
     /// threads HotSpot's `calc_active_workers` (2 per mutator, or 1 per 64 MiB of heap, at
-    /// least 2), never more than the pool nor than the CPUs this process may use now.
+    /// least 2), never more than the pool nor than the CPUs this process may use now (the VM
+    /// thread's affinity mask capped by the cgroup CPU limit).
     fn choose_active_workers(&self) -> usize {
         let config = &self.heap.config;
         if !config.dynamic_gc_threads {
@@ -252,14 +269,11 @@ impl Operation<'_> {
         }
         let by_mutators = 2 * self.heap.safepoint.attached();
         let by_heap = self.heap.mem.capacity() / HEAP_PER_GC_THREAD;
-        let usable = crate::os::affinity::current_thread_affinity()
-            .map_or(1, |cpus| cpus.len())
-            .max(1);
         by_mutators
             .max(by_heap)
             .max(2)
             .min(config.gc_threads)
-            .min(usable)
+            .min(self.heap.cpus.usable_cpus_now())
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
@@ -273,11 +287,7 @@ impl Operation<'_> {
             young_plab_size: heap.config.young_plab_size,
             old_plab_size: heap.config.old_plab_size,
         };
-        let start = Instant::now();
-        let affinity = self.place_workers();
-        let out =
-            self.follow_lifespans(|tracked| scavenge(&self.ctx(), self.roots, params, tracked));
-        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (out, pause) = self.pause(|ctx, roots, tracked| scavenge(ctx, roots, params, tracked));
         {
             let mut policy = heap.policy();
             policy.tenuring_threshold = out.next_tenuring_threshold;
@@ -292,25 +302,25 @@ impl Operation<'_> {
         } else {
             self.verify_if_asked(verify_failure)
         };
-        self.record(CollectionKind::Young, cause, start, pause_ms, before, |r| {
+        let common = Common {
+            pause,
+            before,
+            verified,
+            tenuring_threshold: threshold,
+            phases: out.phases,
+            workers: out.workers,
+        };
+        self.record(CollectionKind::Young, cause, common, |r| {
             r.bytes_copied = out.bytes_copied;
             r.bytes_promoted = out.bytes_promoted;
             r.promotion_failed = out.promotion_failed;
-            r.tenuring_threshold = threshold;
-            r.phases = out.phases;
-            r.workers = out.workers;
-            r.verified = verified;
-            r.affinity = affinity;
         });
         out.promotion_failed
     }
 
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
-        let start = Instant::now();
-        let affinity = self.place_workers();
-        let out = self.follow_lifespans(|tracked| full_collect(&self.ctx(), self.roots, tracked));
-        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        let (out, pause) = self.pause(full_collect);
         self.full_ran = true;
         {
             let mem = &self.heap.mem;
@@ -324,16 +334,34 @@ impl Operation<'_> {
                 policy.futile_full_collections = 0;
             }
         }
-        let verified = self.verify_if_asked(verify_failure);
-        let threshold = self.heap.policy().tenuring_threshold;
-        self.record(CollectionKind::Full, cause, start, pause_ms, before, |r| {
+        let common = Common {
+            pause,
+            before,
+            verified: self.verify_if_asked(verify_failure),
+            tenuring_threshold: self.heap.policy().tenuring_threshold,
+            phases: out.phases,
+            workers: out.workers,
+        };
+        self.record(CollectionKind::Full, cause, common, |r| {
             r.bytes_copied = out.moved_bytes;
-            r.tenuring_threshold = threshold;
-            r.phases = out.phases;
-            r.workers = out.workers;
-            r.verified = verified;
-            r.affinity = affinity;
         });
+    }
+
+    /// One parallel collection's pause: place the workers (000 Algorithm 1), then run `collect`
+    /// with the objects the lifespan profiler follows; timed from before the placement.
+    fn pause<R>(
+        &self,
+        collect: impl FnOnce(&GcContext<'_>, &[RootSlots], Tracked<'_>) -> R,
+    ) -> (R, Pause) {
+        let start = Instant::now();
+        let affinity = self.place_workers();
+        let out = self.follow_lifespans(|tracked| collect(&self.ctx(), self.roots, tracked));
+        let pause = Pause {
+            start,
+            pause_ms: start.elapsed().as_secs_f64() * 1e3,
+            affinity,
+        };
+        (out, pause)
     }
 
     // ---- lifespan profiler ----
@@ -367,7 +395,7 @@ impl Operation<'_> {
                 true
             }
             Err(e) => {
-                eprintln!("concord: {e}");
+                log::error!("{e}");
                 *verify_failure = Some(Some(e.0));
                 false
             }
@@ -385,12 +413,18 @@ impl Operation<'_> {
         &mut self,
         kind: CollectionKind,
         cause: GcCause,
-        start: Instant,
-        pause_ms: f64,
-        before: Snapshot,
+        common: Common,
         fill: impl FnOnce(&mut CollectionRecord),
     ) {
         let heap = self.heap;
+        let Common {
+            pause,
+            before,
+            verified,
+            tenuring_threshold,
+            phases,
+            workers,
+        } = common;
         let after = self.snapshot();
         let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len())
             as u64;
@@ -398,8 +432,8 @@ impl Operation<'_> {
             id,
             kind,
             cause,
-            start_ms: start.duration_since(heap.start).as_secs_f64() * 1e3,
-            pause_ms,
+            start_ms: pause.start.duration_since(heap.start).as_secs_f64() * 1e3,
+            pause_ms: pause.pause_ms,
             time_to_safepoint_ms: self.ttsp.as_secs_f64() * 1e3,
             heap_before: before.used,
             heap_after: after.used,
@@ -411,14 +445,14 @@ impl Operation<'_> {
             bytes_copied: 0,
             bytes_promoted: 0,
             promotion_failed: false,
-            tenuring_threshold: 0,
+            tenuring_threshold,
             gc_threads: self.active_workers,
-            phases: Default::default(),
-            workers: Vec::new(),
-            affinity: None,
+            phases,
+            workers,
+            affinity: pause.affinity,
             task_distribution: Default::default(),
             cpu_occupancy: Default::default(),
-            verified: None,
+            verified,
             monitor: self
                 .uses_task_manager_monitor()
                 .then(|| heap.pool.task_manager_record_since(&before.monitor)),

@@ -1,7 +1,34 @@
 //! Helpers shared by integration tests. Each test binary uses some of them, hence the
 //! `dead_code` allowances.
 
-use concord::GcStats;
+use concord::config::GenerationSizes;
+use concord::{GcStats, Handle, Mutator, ObjectType};
+
+/// The node of [`fill_for_promotion_failure`]'s list: a next reference and a value.
+pub const LIST_NODE: ObjectType = ObjectType::fixed(2, 8);
+
+/// Fill the old generation of a heap of `sizes` with live 64 KiB byte arrays (large objects,
+/// allocated there directly), then three quarters of eden with a live list of [`LIST_NODE`]s
+/// holding 0, 1, 2, …; returns the list's head and length. With a tenuring threshold of 0 the
+/// next scavenge must promote the whole list, fails, and a full collection follows.
+#[allow(dead_code)]
+pub fn fill_for_promotion_failure(m: &mut Mutator<'_>, sizes: GenerationSizes) -> (Handle, usize) {
+    for _ in 0..sizes.old / (64 << 10) {
+        m.alloc_byte_array((64 << 10) - 8).unwrap();
+    }
+    let head = m.alloc(LIST_NODE).unwrap();
+    let cur = m.dup(head);
+    let len = (sizes.eden * 3 / 4) / LIST_NODE.size_bytes();
+    for i in 0..len {
+        m.scope(|m| {
+            let n = m.alloc(LIST_NODE).unwrap();
+            m.write_u64(n, 0, i as u64);
+            m.set_ref(cur, 0, Some(n));
+            m.set_handle(cur, Some(n));
+        });
+    }
+    (head, len)
+}
 
 /// Clear CAP_SYS_NICE from the calling thread's effective capabilities (capabilities are
 /// per thread in the kernel; the raw system call leaves the other threads alone). Returns

@@ -1,0 +1,527 @@
+//! Readers of the kernel's text files: the CPU-list syntax (sysfs, cgroup and `/proc` share it),
+//! `/proc/stat` (per-CPU times) and `/proc/self/task` (this process's threads: their ids, names
+//! and `stat` lines).
+//!
+//! Each file has one parser here, and every parser is defensive: odd content gives an error
+//! value, never a panic.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::CPU_ID_LIMIT;
+
+/// A kernel file could not be read, or did not have the expected shape.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelFileError {
+    /// A file exists (or should) but could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// A file or string did not have the expected shape.
+    #[error("cannot parse {what} {text:?}: {reason}")]
+    Parse {
+        /// What was being parsed (e.g. "CPU list").
+        what: &'static str,
+        /// The offending text (shortened).
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl From<KernelFileError> for io::Error {
+    fn from(e: KernelFileError) -> io::Error {
+        let kind = match &e {
+            KernelFileError::Io { source, .. } => source.kind(),
+            KernelFileError::Parse { .. } => io::ErrorKind::InvalidData,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+/// A [`KernelFileError::Parse`] quoting at most 120 bytes of `text`.
+pub(crate) fn parse_error(
+    what: &'static str,
+    text: &str,
+    reason: impl Into<String>,
+) -> KernelFileError {
+    let mut text = text.trim_end().to_string();
+    if text.len() > 120 {
+        let mut cut = 120;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    KernelFileError::Parse {
+        what,
+        text,
+        reason: reason.into(),
+    }
+}
+
+/// Read a small text file; `Ok(None)` when it does not exist.
+pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, KernelFileError> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(KernelFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The number in a kernel name made of `prefix` and a number (`numbered("cpu3", "cpu")` is
+/// 3); `None` for any other name (`"cpu"`, `"cpufreq"`).
+pub(crate) fn numbered(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?.parse().ok()
+}
+
+// ------------------------------------------------------------------------------------------
+// CPU lists
+// ------------------------------------------------------------------------------------------
+
+fn parse_cpu_id(text: &str, whole: &str) -> Result<u32, KernelFileError> {
+    let t = text.trim();
+    let id: u32 = t
+        .parse()
+        .map_err(|_| parse_error("CPU list", whole, format!("'{t}' is not a CPU number")))?;
+    if id >= CPU_ID_LIMIT {
+        return Err(parse_error(
+            "CPU list",
+            whole,
+            format!(
+                "CPU {id} is beyond the largest supported id ({})",
+                CPU_ID_LIMIT - 1
+            ),
+        ));
+    }
+    Ok(id)
+}
+
+/// Parse the kernel's CPU list syntax (`"0-3,8,10-11"`, as in `cpulist` files and
+/// `Cpus_allowed_list`) into ascending, distinct CPU ids. Blank text is the empty list.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, KernelFileError> {
+    let trimmed = text.trim();
+    let mut cpus = Vec::new();
+    if trimmed.is_empty() {
+        return Ok(cpus);
+    }
+    for part in trimmed.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_cpu_id(a, text)?, parse_cpu_id(b, text)?),
+            None => {
+                let c = parse_cpu_id(part, text)?;
+                (c, c)
+            }
+        };
+        if lo > hi {
+            return Err(parse_error(
+                "CPU list",
+                text,
+                format!("range {lo}-{hi} runs backwards"),
+            ));
+        }
+        cpus.extend(lo..=hi);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Write CPU ids in the kernel's CPU list syntax (`[0, 1, 2, 5]` → `"0-2,5"`).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------------------
+// /proc/stat: per-CPU times
+// ------------------------------------------------------------------------------------------
+
+/// Cumulative time of one CPU from `/proc/stat`, in clock ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user + nice + system + irq + softirq + steal (guest time is inside user/nice).
+    pub busy: u64,
+    /// idle + iowait.
+    pub idle: u64,
+}
+
+/// Per-CPU times from the text of `/proc/stat` (the aggregate `cpu` line and malformed lines
+/// are skipped; fields missing on old kernels count as 0).
+pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, CpuTimes> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(cpu) = fields.next().and_then(|name| numbered(name, "cpu")) else {
+            continue;
+        };
+        let values: Option<Vec<u64>> = fields.take(8).map(|f| f.parse().ok()).collect();
+        let Some(v) = values else { continue };
+        if v.len() < 4 {
+            continue;
+        }
+        let get = |i: usize| v.get(i).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal
+        let busy = [0, 1, 2, 5, 6, 7]
+            .into_iter()
+            .fold(0u64, |sum, i| sum.saturating_add(get(i)));
+        let idle = get(3).saturating_add(get(4));
+        out.insert(cpu, CpuTimes { busy, idle });
+    }
+    out
+}
+
+/// Read and parse a `/proc/stat`-format file; a file without per-CPU lines is an error.
+pub fn read_proc_stat(path: &Path) -> Result<BTreeMap<u32, CpuTimes>, KernelFileError> {
+    let text = fs::read_to_string(path).map_err(|source| KernelFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let times = parse_proc_stat(&text);
+    if times.is_empty() {
+        return Err(parse_error("/proc/stat", &text, "no per-CPU lines"));
+    }
+    Ok(times)
+}
+
+// ------------------------------------------------------------------------------------------
+// /proc/self/task: the threads of this process
+// ------------------------------------------------------------------------------------------
+
+/// `/proc/self/task/<tid>`, the directory of thread `tid` of this process.
+fn task_dir(tid: i32) -> PathBuf {
+    PathBuf::from(format!("/proc/self/task/{tid}"))
+}
+
+/// The thread ids of this process, ascending.
+pub fn process_thread_ids() -> io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = fs::read_dir("/proc/self/task")?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+/// Whether thread `tid` of this process still exists (a stale or foreign id does not).
+pub fn thread_exists(tid: i32) -> bool {
+    tid > 0 && task_dir(tid).exists()
+}
+
+/// The name (`comm`) of thread `tid`, at most 15 bytes, as the kernel keeps it.
+pub fn thread_name(tid: i32) -> io::Result<String> {
+    let bytes = fs::read(task_dir(tid).join("comm"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+}
+
+/// The fields of `/proc/<pid>/task/<tid>/stat` this crate uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskStat {
+    /// Field 1: the thread id.
+    pub tid: i32,
+    /// Field 2: the thread name, without the parentheses.
+    pub comm: String,
+    /// Field 3: the state letter (`R`, `S`, `D`, …).
+    pub state: char,
+    /// Field 14: user-mode CPU time, in clock ticks.
+    pub utime_ticks: u64,
+    /// Field 15: kernel-mode CPU time, in clock ticks.
+    pub stime_ticks: u64,
+    /// Field 39: the CPU the thread last ran on.
+    pub processor: u32,
+}
+
+impl TaskStat {
+    /// User plus kernel CPU time in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        self.utime_ticks.saturating_add(self.stime_ticks)
+    }
+}
+
+/// A `stat` line that does not have the expected shape.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StatParseError {
+    /// No `(comm)` part.
+    #[error("no '(name)' field")]
+    NoComm,
+    /// The line ends before this field.
+    #[error("field {field} ({name}) is missing")]
+    Missing {
+        /// 1-based field number, as in proc(5).
+        field: usize,
+        /// The field's name in proc(5).
+        name: &'static str,
+    },
+    /// A field is not a number.
+    #[error("field {field} ({name}) is not a number: '{text}'")]
+    NotANumber {
+        /// 1-based field number, as in proc(5).
+        field: usize,
+        /// The field's name in proc(5).
+        name: &'static str,
+        /// What was there.
+        text: String,
+    },
+}
+
+/// Parse a `/proc/.../stat` line. The name (field 2) may hold spaces and `)`: it runs from the
+/// first `(` to the *last* `)`, and the numbered fields are counted from there.
+pub fn parse_task_stat(text: &str) -> Result<TaskStat, StatParseError> {
+    let open = text.find('(').ok_or(StatParseError::NoComm)?;
+    let close = text
+        .rfind(')')
+        .filter(|&c| c > open)
+        .ok_or(StatParseError::NoComm)?;
+    fn number<T: std::str::FromStr>(
+        field: usize,
+        name: &'static str,
+        s: &str,
+    ) -> Result<T, StatParseError> {
+        s.parse().map_err(|_| StatParseError::NotANumber {
+            field,
+            name,
+            text: s.to_string(),
+        })
+    }
+    let tid = number(1, "pid", text[..open].trim())?;
+    let comm = text[open + 1..close].to_string();
+    // Fields 3, 4, … follow the name.
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    let field = |n: usize, name: &'static str| -> Result<&str, StatParseError> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or(StatParseError::Missing { field: n, name })
+    };
+    Ok(TaskStat {
+        tid,
+        comm,
+        state: field(3, "state")?.chars().next().unwrap_or('?'),
+        utime_ticks: number(14, "utime", field(14, "utime")?)?,
+        stime_ticks: number(15, "stime", field(15, "stime")?)?,
+        processor: number(39, "processor", field(39, "processor")?)?,
+    })
+}
+
+/// Read and parse `/proc/self/task/<tid>/stat`. A malformed line is an `InvalidData` error
+/// naming the file.
+pub fn read_task_stat(tid: i32) -> io::Result<TaskStat> {
+    let path = task_dir(tid).join("stat");
+    let bytes = fs::read(&path)?;
+    parse_task_stat(&String::from_utf8_lossy(&bytes)).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_names() {
+        assert_eq!(numbered("cpu3", "cpu"), Some(3));
+        assert_eq!(numbered("node12", "node"), Some(12));
+        for other in ["cpu", "cpufreq", "node-1", "cpu3x", "xcpu3"] {
+            assert_eq!(numbered(other, "cpu"), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn cpu_list_parses_ranges_singles_and_blanks() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
+        assert_eq!(parse_cpu_list("5").unwrap(), vec![5]);
+        assert_eq!(parse_cpu_list(" 3,1,1-2 ").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_cpu_list("\n").unwrap(), Vec::<u32>::new());
+        assert_eq!(parse_cpu_list("").unwrap(), Vec::<u32>::new());
+        for bad in ["3-1", "a", "0,,1", "1-", "-1", "0-3,", "99999999", "70000"] {
+            let err = parse_cpu_list(bad).unwrap_err();
+            assert!(matches!(err, KernelFileError::Parse { .. }), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn cpu_list_round_trips_through_format() {
+        for text in ["0-3,8,10-11", "0", "1,3,5", "0-63"] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(text).unwrap()), text);
+        }
+        assert_eq!(format_cpu_list(&[5, 0, 1, 2, 2]), "0-2,5");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn long_offending_text_is_shortened_on_a_char_boundary() {
+        let text = "é".repeat(100);
+        let KernelFileError::Parse { text: quoted, .. } = parse_error("x", &text, "bad") else {
+            unreachable!("parse_error builds a Parse error");
+        };
+        assert!(quoted.ends_with('…') && quoted.len() <= 120 + '…'.len_utf8());
+    }
+
+    #[test]
+    fn proc_stat_lines() {
+        let t = parse_proc_stat(
+            "cpu  1 2 3 4 5 6 7 8 9 10\n\
+             cpu0 10 1 5 100 7 2 3 4 50 0\n\
+             cpu3 1 2 3 4\n\
+             cpu4 1 2\n\
+             cpuX 1 2 3 4\n\
+             cpu5 1 two 3 4\n\
+             intr 1 2 3\n",
+        );
+        assert_eq!(t.len(), 2, "{t:?}");
+        // guest (50) is already inside user and is not added again.
+        assert_eq!(
+            t[&0],
+            CpuTimes {
+                busy: 25,
+                idle: 107
+            }
+        );
+        assert_eq!(t[&3], CpuTimes { busy: 6, idle: 4 });
+    }
+
+    /// A `stat` line whose fields after the name are `tail`, padded to 44 fields with zeros,
+    /// with `processor` (field 39) set to 3 when the tail is shorter.
+    fn stat_line(head: &str, tail: &str) -> String {
+        let mut fields: Vec<String> = tail.split_whitespace().map(str::to_string).collect();
+        while fields.len() < 42 {
+            fields.push("0".into());
+        }
+        fields[36] = "3".into();
+        format!("{head} {}\n", fields.join(" "))
+    }
+
+    #[test]
+    fn parses_plain_stat_line() {
+        let line = "6880 (cat) R 6868 6868 5247 0 -1 4194304 101 0 0 0 7 3 0 0 20 0 1 0 1220535 \
+                    3133440 363 18446744073709551615 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";
+        let s = parse_task_stat(line).unwrap();
+        assert_eq!(s.tid, 6880);
+        assert_eq!(s.comm, "cat");
+        assert_eq!(s.state, 'R');
+        assert_eq!((s.utime_ticks, s.stime_ticks), (7, 3));
+        assert_eq!(s.cpu_ticks(), 10);
+        assert_eq!(s.processor, 0);
+    }
+
+    #[test]
+    fn parses_names_with_spaces_and_parentheses() {
+        let s = parse_task_stat(&stat_line(
+            "42 (a) b (c d))",
+            "S 1 1 1 0 -1 0 0 0 0 0 123 45 0 0 20 0 1 0 5",
+        ))
+        .unwrap();
+        assert_eq!(s.comm, "a) b (c d)");
+        assert_eq!(s.state, 'S');
+        assert_eq!((s.utime_ticks, s.stime_ticks), (123, 45));
+        assert_eq!(s.processor, 3);
+        // An empty name and a name that looks like numbers.
+        let s = parse_task_stat(&stat_line("7 ()", "S 1 1 1 0 -1 0 0 0 0 0 1 2 0")).unwrap();
+        assert_eq!(s.comm, "");
+        let s = parse_task_stat(&stat_line(
+            "7 (1 2 3 4 5 6 7 8 9 10 11 12 13)",
+            "S 1 1 1 0 -1 0 0 0 0 0 8 9",
+        ))
+        .unwrap();
+        assert_eq!((s.utime_ticks, s.stime_ticks), (8, 9));
+        // A hostile name with a space and a lone ')'.
+        let tail = "S 1 2 3 0 -1 4194560 10 0 0 0 5 6 0 0 20 0 7 0 100 1000 50 \
+                    18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        let s = parse_task_stat(&format!("4242 (gc (worker) 1) ) {tail}\n")).unwrap();
+        assert_eq!(
+            (s.comm.as_str(), s.state, s.processor),
+            ("gc (worker) 1) ", 'S', 3)
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_stat_lines() {
+        assert_eq!(parse_task_stat("garbage"), Err(StatParseError::NoComm));
+        assert_eq!(parse_task_stat("1 )x( S"), Err(StatParseError::NoComm));
+        assert!(matches!(
+            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 5"),
+            Err(StatParseError::Missing { field: 15, .. })
+        ));
+        assert!(matches!(
+            parse_task_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 five 6"),
+            Err(StatParseError::NotANumber { field: 14, .. })
+        ));
+        assert!(matches!(
+            parse_task_stat(&stat_line("x (x)", "S 1 1 1 0 -1 0 0 0 0 0 5 6")),
+            Err(StatParseError::NotANumber { field: 1, .. })
+        ));
+        // Fewer than 39 fields: no processor.
+        assert!(matches!(
+            parse_task_stat("4242 (short) S 1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20"),
+            Err(StatParseError::Missing { field: 39, .. })
+        ));
+        let bad_cpu = stat_line("7 (java)", "S 1 1 1 0 -1 0 0 0 0 0 5 6").replace(" 3 ", " x ");
+        assert!(matches!(
+            parse_task_stat(&bad_cpu),
+            Err(StatParseError::NotANumber { field: 39, .. })
+        ));
+    }
+
+    #[test]
+    fn reads_own_thread() {
+        let tid = crate::os::sched::current_tid();
+        assert!(process_thread_ids().unwrap().contains(&tid));
+        assert!(thread_exists(tid));
+        assert!(!thread_exists(-1));
+        assert!(!thread_exists(0));
+        let stat = read_task_stat(tid).unwrap();
+        assert_eq!(stat.tid, tid);
+        assert_eq!(thread_name(tid).unwrap(), stat.comm);
+        assert!(crate::os::affinity::current_thread_affinity()
+            .unwrap()
+            .contains(&stat.processor));
+        assert!(read_task_stat(-5).is_err());
+    }
+
+    #[test]
+    fn names_another_thread() {
+        let other = crate::os::WaitingThread::start("sched (test) x");
+        let tid = other.tid;
+        assert_eq!(thread_name(tid).unwrap(), "sched (test) x");
+        assert_eq!(read_task_stat(tid).unwrap().comm, "sched (test) x");
+        other.finish();
+        assert!(thread_name(tid).is_err());
+    }
+}
