@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use concord::config::format_size;
-use concord::runtime::mutator_sched::MutatorSchedReport;
+use concord::os::mutator_sched::MutatorSchedReport;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};

@@ -14,12 +14,12 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use concord::os::policy::MutatorSched;
-use concord::os::sched::{self, SchedPolicy};
-use concord::runtime::mutator_sched::{
+use concord::os::mutator_sched::{
     write_profile, MutatorSchedReport, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
     ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
+use concord::os::policy::MutatorSched;
+use concord::os::sched::{self, SchedPolicy};
 
 /// The report's notices that contain `phrase`.
 fn notices_with<'a>(report: &'a MutatorSchedReport, phrase: &str) -> Vec<&'a String> {

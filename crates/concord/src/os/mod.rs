@@ -16,6 +16,7 @@ pub mod affinity;
 pub mod cpu;
 pub mod futex;
 pub mod gc_affinity;
+pub mod mutator_sched;
 pub mod periodic;
 pub mod policy;
 pub mod procfs;

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use super::lock;
 use super::mutator::Mutator;
-use super::mutator_sched::{MutatorSchedReport, MutatorScheduler};
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
 use crate::collection::verify::VerifyReport;
@@ -17,6 +16,7 @@ use crate::memory::HeapMemory;
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::gc_affinity::GcAffinityController;
+use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler};
 use crate::os::policy::GcAffinity;
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;

@@ -3,7 +3,6 @@
 
 mod heap;
 mod mutator;
-pub mod mutator_sched;
 mod safepoint;
 mod vm_thread;
 

@@ -206,7 +206,7 @@ pub struct GcStats {
     /// What the mutator scheduling policy did (`GcConfig::mutator_sched`), filled by
     /// `Heap::stats`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mutator_sched: Option<crate::runtime::mutator_sched::MutatorSchedReport>,
+    pub mutator_sched: Option<crate::os::mutator_sched::MutatorSchedReport>,
 }
 
 impl GcStats {

@@ -40,10 +40,15 @@ pub use self::profile::{
     ProfileDecision, ProfileFile, ProfileOutcome, ProfileRule, ThreadProfile, WorkSpread,
     PROFILE_FORMAT, PROFILE_VERSION,
 };
-use super::lock;
 use crate::os::periodic::Periodic;
 use crate::os::policy::MutatorSched;
 use crate::os::sched::{self, SchedError};
+
+/// Lock the scheduler's state, ignoring poisoning: every update of it is a few assignments that
+/// a panic cannot leave half done.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// FIFO is chosen automatically only on more usable CPUs than this (001 §4.4).
 pub const DEFAULT_FIFO_CPU_THRESHOLD: usize = 8;
