@@ -293,6 +293,21 @@ struct ModelView {
     bytes: usize,
 }
 
+impl ModelView {
+    /// A reference slot of a reachable node that has any: the node `node` picks among those
+    /// (canonical id) and the slot `slot` picks in it; `None` if no reachable node has slots.
+    fn pick_slot(&self, reach: usize, node: &Sel, slot: &Sel) -> Option<(usize, usize)> {
+        let with_refs: Vec<usize> = (0..reach)
+            .filter(|&k| !self.canon.nodes[k].refs.is_empty())
+            .collect();
+        if with_refs.is_empty() {
+            return None;
+        }
+        let k = with_refs[node.index(with_refs.len())];
+        Some((k, slot.index(self.canon.nodes[k].refs.len())))
+    }
+}
+
 impl Model {
     fn view(&self) -> ModelView {
         let mut id_of: HashMap<usize, usize> = HashMap::new();
@@ -699,17 +714,16 @@ impl Runner<'_, '_> {
                 refs,
                 collect_now,
             } => {
-                let targets: Vec<usize> = (0..reach)
-                    .filter(|&k| !view.canon.nodes[k].refs.is_empty())
-                    .collect();
-                if targets.is_empty() {
+                let Some((t, s)) = view.pick_slot(reach, target, slot) else {
                     return;
-                }
-                let t = targets[target.index(targets.len())];
-                let s = slot.index(view.canon.nodes[t].refs.len());
+                };
                 let fresh_refs: Vec<Option<usize>> = refs
                     .iter()
                     .map(|r| r.and_then(|ix| (reach > 0).then(|| ix.index(reach))))
+                    .collect();
+                let model_refs = fresh_refs
+                    .iter()
+                    .map(|r| r.map(|k| view.order[k]))
                     .collect();
                 let fresh = if *array {
                     MNode {
@@ -717,10 +731,7 @@ impl Runner<'_, '_> {
                         tag: 0,
                         payload: vec![],
                         len: fresh_refs.len(),
-                        refs: fresh_refs
-                            .iter()
-                            .map(|r| r.map(|k| view.order[k]))
-                            .collect(),
+                        refs: model_refs,
                     }
                 } else {
                     MNode {
@@ -728,10 +739,7 @@ impl Runner<'_, '_> {
                         tag: *tag,
                         payload: payload.clone(),
                         len: 0,
-                        refs: fresh_refs
-                            .iter()
-                            .map(|r| r.map(|k| view.order[k]))
-                            .collect(),
+                        refs: model_refs,
                     }
                 };
                 let roots = &self.roots;
@@ -754,14 +762,9 @@ impl Runner<'_, '_> {
                 }
             }
             Op::SetRef { src, slot, dst } => {
-                let srcs: Vec<usize> = (0..reach)
-                    .filter(|&k| !view.canon.nodes[k].refs.is_empty())
-                    .collect();
-                if srcs.is_empty() {
+                let Some((src, s)) = view.pick_slot(reach, src, slot) else {
                     return;
-                }
-                let src = srcs[src.index(srcs.len())];
-                let s = slot.index(view.canon.nodes[src].refs.len());
+                };
                 let dst = dst.map(|ix| ix.index(reach));
                 let roots = &self.roots;
                 m.scope(|m| {

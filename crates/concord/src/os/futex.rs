@@ -3,9 +3,11 @@
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
-/// Block while `*word == expected`, at most `timeout` if given. Spurious returns are possible;
-/// callers re-check their condition in a loop.
-pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+/// The `futex` system call on `word` with operation `op` (private to this process), value
+/// `val`, an optional relative timeout and a bitset (`FUTEX_BITSET_MATCH_ANY` when the
+/// operation takes none). Returns the kernel's result (woken count for wakes, 0 or -1 for
+/// waits).
+fn futex(word: &AtomicU32, op: i32, val: u32, timeout: Option<Duration>, bits: u32) -> i64 {
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
@@ -14,65 +16,56 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `word` is a valid, aligned 32-bit location for the duration of the call; the
-    // kernel only reads it and the optional timespec.
+    // kernel reads it (waits) or uses its address as a key (wakes), and reads the optional
+    // timespec; `uaddr2` is unused by these operations, and the bitset travels by value.
     unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
+            op | libc::FUTEX_PRIVATE_FLAG,
+            val,
             ts_ptr,
-        );
+            std::ptr::null::<u32>(),
+            bits,
+        )
     }
+}
+
+/// Block while `*word == expected`, at most `timeout` if given. Spurious returns are possible;
+/// callers re-check their condition in a loop.
+pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    futex(word, libc::FUTEX_WAIT, expected, timeout, u32::MAX);
 }
 
 /// Wake up to `count` threads blocked in [`wait`] on `word`.
 pub fn wake(word: &AtomicU32, count: u32) {
-    // SAFETY: FUTEX_WAKE only uses the address as a key; it does not access memory.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            count.min(i32::MAX as u32) as i32,
-        );
-    }
+    futex(
+        word,
+        libc::FUTEX_WAKE,
+        count.min(i32::MAX as u32),
+        None,
+        u32::MAX,
+    );
 }
 
 /// Like [`wait`] without a timeout, but the waiter carries `bits` (non-zero): only a
 /// [`wake_bitset`] whose bits intersect them wakes it (`FUTEX_WAIT_BITSET`).
 pub fn wait_bitset(word: &AtomicU32, expected: u32, bits: u32) {
     debug_assert!(bits != 0, "a futex bitset must not be empty");
-    // SAFETY: as in `wait`; no timeout is passed (null), and the bitset travels by value.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            bits,
-        );
-    }
+    futex(word, libc::FUTEX_WAIT_BITSET, expected, None, bits);
 }
 
 /// Wake up to `count` threads blocked in [`wait_bitset`] on `word` whose bits intersect
 /// `bits` (`FUTEX_WAKE_BITSET`); threads in plain [`wait`] match every bit. Returns how many
 /// were woken.
 pub fn wake_bitset(word: &AtomicU32, count: u32, bits: u32) -> usize {
-    // SAFETY: FUTEX_WAKE_BITSET only uses the address as a key; it does not access memory.
-    let woken = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE_BITSET | libc::FUTEX_PRIVATE_FLAG,
-            count.min(i32::MAX as u32) as i32,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            bits,
-        )
-    };
+    let woken = futex(
+        word,
+        libc::FUTEX_WAKE_BITSET,
+        count.min(i32::MAX as u32),
+        None,
+        bits,
+    );
     usize::try_from(woken).unwrap_or(0)
 }
 
