@@ -32,7 +32,7 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
     let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
-    crate::results::write_atomic(&output, html.as_bytes())
+    crate::experiment::results::write_atomic(&output, html.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))?;
     Ok((output, exp))
 }

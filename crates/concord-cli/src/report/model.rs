@@ -12,7 +12,7 @@ use anyhow::{bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::results::{EXPERIMENT_FILE, FORMAT, VERSION};
+use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
 
 /// `experiment.json`, as written by `concord compare` and `concord sweep`.
 #[derive(Debug, Deserialize)]

@@ -15,27 +15,21 @@ use clap::Args;
 use concord_workloads::{binary_trees, GcBench, GcBenchParams, Workload, WorkloadParams};
 use serde_json::json;
 
-use crate::experiment::{find_workload, heap_setting, Arm, Column, Experiment, Variant};
+use super::conclude;
+use crate::experiment::{default_heap, find_workload, heap_arm, Column, Plan};
+use crate::flags::{count_in, BenchFlags, RunFlags};
 
-/// Flags of `concord sched-bench`.
+/// Flags of `concord sched-bench`. `--mutators` is the scalable workload's (default 4); the
+/// non-scalable one runs one mutator.
 #[derive(Args, Debug, Clone)]
 pub struct SchedBenchArgs {
-    /// How many rounds of all configurations to run (each round runs every configuration once).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
     /// Tree depth of the scalable workload, binary-trees (default 18; 10 with --small).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(4..=30))]
+    #[arg(long, value_name = "N", value_parser = count_in(4, 30))]
     pub depth: Option<u32>,
-    /// Mutator threads of the scalable workload.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub mutators: u32,
     /// Small sizes for a quick check: binary-trees 10 and the reduced GCBench (stretch tree 12,
     /// long-lived tree 10, trees 4..10).
     #[arg(long)]
     pub small: bool,
-    /// Heap size for both workloads (default: each workload's own default heap).
-    #[arg(long)]
-    pub heap: Option<String>,
     /// Sampling period of the adaptive policy, seconds (0.01..=3600). The policy's own default,
     /// 2 s, is longer than most runs here.
     #[arg(
@@ -48,9 +42,10 @@ pub struct SchedBenchArgs {
     /// configuration alike).
     #[arg(long = "no-lifespans")]
     pub no_lifespans: bool,
-    /// Print every run and the medians as JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub run: RunFlags,
+    #[command(flatten)]
+    pub bench: BenchFlags,
 }
 
 /// The policies compared; the first is the baseline of the ratios. The adaptive one gets its
@@ -77,85 +72,93 @@ const COLUMNS: &[Column] = &[
     Column::WallRatio,
 ];
 
-/// Run `concord sched-bench`.
-pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
+/// The two workloads with their parameters and titles.
+fn workloads(args: &SchedBenchArgs) -> Result<[(Arc<dyn Workload>, WorkloadParams, String); 2]> {
     let depth = args.depth.or(args.small.then_some(10));
     let gcbench: Arc<dyn Workload> = Arc::new(GcBench::with_params(if args.small {
         GcBenchParams::small()
     } else {
         GcBenchParams::standard()
     }));
-    let workloads: [(Arc<dyn Workload>, WorkloadParams, String); 2] = [
+    let scalable = args.run.params(depth, 4);
+    let mutators = scalable.mutators;
+    Ok([
         (
             find_workload(binary_trees::NAME)?,
-            WorkloadParams {
-                mutators: args.mutators as usize,
-                rounds: 1,
-                size: depth,
-            },
+            scalable,
             format!(
-                "binary-trees {}, {} mutators (scalable)",
+                "binary-trees {}, {mutators} mutators (scalable)",
                 depth.map_or("18".to_string(), |d| d.to_string()),
-                args.mutators
             ),
         ),
         (
             gcbench,
-            WorkloadParams::default(),
+            WorkloadParams {
+                mutators: 1,
+                ..args.run.params(None, 1)
+            },
             format!(
                 "gcbench{}, 1 mutator (non-scalable)",
                 if args.small { " (small)" } else { "" }
             ),
         ),
-    ];
+    ])
+}
+
+/// Run `concord sched-bench`.
+pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
+    args.run.refuse(
+        "sched-bench",
+        &[
+            (
+                "mutator-sched",
+                "the configurations set it (cfs, fifo, adaptive)",
+            ),
+            (
+                "fifo-cpu-threshold",
+                "every configuration sets it to 0 (see the note it prints)",
+            ),
+        ],
+    )?;
     let adaptive = format!("adaptive:{}", args.adaptive_period.trim());
-    let settings: Vec<(String, String)> = POLICIES
-        .iter()
-        .map(|(label, _)| {
-            let policy = if *label == "adaptive" {
+    let lifespans = !args.no_lifespans;
+    let mut arms = Vec::new();
+    let mut groups = Vec::new();
+    for (group, (workload, params, title)) in workloads(&args)?.iter().enumerate() {
+        groups.push(title.clone());
+        let defaults = [
+            ("heap", default_heap(workload.as_ref(), params)),
+            ("fifo-cpu-threshold", "0".to_string()),
+            ("lifespans", lifespans.to_string()),
+        ];
+        for (label, what) in POLICIES {
+            let policy = if label == "adaptive" {
                 adaptive.clone()
             } else {
                 label.to_string()
             };
-            (label.to_string(), policy)
-        })
-        .collect();
-    let lifespans = if args.no_lifespans { "false" } else { "true" };
-    let mut arms = Vec::new();
-    let mut groups = Vec::new();
-    for (group, (workload, params, title)) in workloads.iter().enumerate() {
-        groups.push(title.clone());
-        let common = [
-            (
-                "heap",
-                heap_setting(args.heap.as_deref(), workload.as_ref(), params),
-            ),
-            ("fifo-cpu-threshold", "0".to_string()),
-            ("lifespans", lifespans.to_string()),
-        ];
-        for ((label, what), (_, policy)) in POLICIES.iter().zip(&settings) {
-            let variant = Variant {
-                label,
-                what,
-                settings: &[],
-            };
-            let mut common = common.to_vec();
-            common.insert(0, ("mutator-sched", policy.clone()));
-            arms.push(Arm::new(
-                &variant,
-                &common,
+            let mut settings = vec![("mutator-sched", policy)];
+            settings.extend(args.run.settings_over(&defaults));
+            let mut arm = heap_arm(
+                label.to_string(),
+                Some(what),
+                &settings,
                 group,
-                workload.clone(),
+                workload,
                 params.clone(),
-                None,
-            )?);
+                args.run.interfere,
+            )?;
+            arm.id = format!("{label} ({})", workload.name());
+            arms.push(arm);
         }
     }
-    let experiment = Experiment {
-        groups,
+    let mut plan = Plan::new(
+        "sched-bench",
+        "binary-trees, gcbench".into(),
         arms,
-        repeat: args.repeat,
-    };
+        args.bench.repeat,
+    );
+    plan.groups = groups;
     let cpus = concord::os::cpu::usable_cpu_count();
     let note = format!(
         "fifo-cpu-threshold is 0 in every configuration, so that the adaptive policy may choose \
@@ -163,71 +166,59 @@ pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
          here, as 001 §4.4 advises); adaptive samples every {}s",
         args.adaptive_period.trim()
     );
-    let outcome = experiment.run(!args.json)?;
-    let has_lifespans = outcome
-        .medians
-        .iter()
-        .any(|m| m.lifespan_p50_bytes.is_some());
-    if args.json {
-        let out = json!({
-            "usable_cpus": cpus,
-            "fifo_cpu_threshold": 0,
-            "note": note,
-            "repeat": args.repeat,
-            "lifespans": !args.no_lifespans,
-            "configurations": experiment.configurations_json(&outcome),
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!(
-            "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
-             alternating runs each",
-            args.repeat
-        );
-        println!("note: {note}.");
-        let mut columns = COLUMNS.to_vec();
-        if has_lifespans {
-            columns.extend([Column::LifeP50, Column::LifeP90]);
-        }
-        print!("{}", experiment.table(&outcome, &columns));
-        let lifespan_legend = if has_lifespans {
-            "; life p50/p90: median and 90th percentile object lifespan (bytes allocated \
-             heap-wide from an object's birth to its death)"
-        } else {
-            ""
-        };
-        println!(
-            "ratio, wall x: GC time and wall time relative to cfs on the same workload\
-             {lifespan_legend}."
-        );
-        print!("{}", experiment.legend());
+    for (k, v) in [
+        ("usable_cpus", json!(cpus)),
+        ("fifo_cpu_threshold", json!(0)),
+        ("note", json!(note)),
+        ("lifespans", json!(lifespans)),
+    ] {
+        plan.parameters.insert(k.to_string(), v);
     }
-    Ok(if outcome.all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    conclude(
+        &plan,
+        &args.bench,
+        |_, _| {},
+        |executed| {
+            let outcome = &executed.outcome;
+            let has_lifespans = outcome
+                .medians
+                .iter()
+                .any(|m| m.lifespan_p50_bytes.is_some());
+            let mut columns = COLUMNS.to_vec();
+            if has_lifespans {
+                columns.extend([Column::LifeP50, Column::LifeP90]);
+            }
+            let lifespan_legend = if has_lifespans {
+                "; life p50/p90: median and 90th percentile object lifespan (bytes allocated \
+             heap-wide from an object's birth to its death)"
+            } else {
+                ""
+            };
+            format!(
+                "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
+             alternating runs each\nnote: {note}.\n{}\
+             ratio, wall x: GC time and wall time relative to cfs on the same workload\
+             {lifespan_legend}.\n{}",
+                plan.repeat,
+                plan.table(outcome, &columns),
+                plan.legend(Some(0)),
+            )
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use clap::Parser;
     use concord::os::policy::MutatorSched;
 
     use super::*;
-    use crate::experiment::build_config;
-
-    #[derive(Parser, Debug)]
-    struct TestCli {
-        #[command(flatten)]
-        args: SchedBenchArgs,
-    }
+    use crate::experiment::arm::build_config;
 
     #[test]
     fn policies_build_with_a_zero_threshold() {
-        let args = TestCli::try_parse_from(["x"]).unwrap().args;
+        let args: SchedBenchArgs = crate::flags::tests_support::parse(&[]);
         let policy = format!("adaptive:{}", args.adaptive_period);
         let c = build_config(&[
             ("mutator-sched", policy),
@@ -240,5 +231,8 @@ mod tests {
         );
         assert_eq!(c.fifo_cpu_threshold, 0);
         assert_eq!(POLICIES[0].0, "cfs");
+        let [(_, scalable, title), (_, gcbench, _)] = workloads(&args).unwrap();
+        assert_eq!((scalable.mutators, gcbench.mutators), (4, 1));
+        assert!(title.starts_with("binary-trees 18, 4 mutators"), "{title}");
     }
 }

@@ -1,6 +1,6 @@
-//! The results directory of `concord compare` and `concord sweep`: every run's summary and
-//! per-collection records, and `experiment.json` saying what ran, so that any result can be
-//! reported again later (`concord report DIR`).
+//! The results directory of an experiment (`compare`, `sweep`, `ablation`, `os-bench`,
+//! `sched-bench`): every run's summary and per-collection records, and `experiment.json`
+//! saying what ran, so that any result can be reported again later (`concord report DIR`).
 //!
 //! ```text
 //! DIR/experiment.json                    what ran: configurations, runs, status (this module's
@@ -238,7 +238,8 @@ pub struct ExperimentFile {
     pub format: &'static str,
     /// Always [`VERSION`].
     pub version: u32,
-    /// `compare` or `sweep`.
+    /// The command that ran it: `compare`, `sweep`, `ablation`, `os-bench`, `sched-bench`;
+    /// `concord report` draws the figures of its kind.
     pub kind: &'static str,
     /// The workload's name.
     pub workload: String,
@@ -252,6 +253,8 @@ pub struct ExperimentFile {
     pub vary: Option<VaryEntry>,
     /// Rounds: each runs every configuration once.
     pub repeat: u32,
+    /// What the command chose for every configuration (`gc_threads`, `busy`, `usable_cpus`, …).
+    pub parameters: serde_json::Map<String, serde_json::Value>,
     /// The configurations, in table order.
     pub configurations: Vec<ConfigurationEntry>,
     /// The runs so far, in the order they ran.
@@ -274,8 +277,15 @@ pub struct VaryEntry {
 /// One configuration of `experiment.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConfigurationEntry {
-    /// Unique label (`vanilla`, `vanilla@gc-threads=2`).
+    /// Unique label (`vanilla`, `vanilla@gc-threads=2`, `vanilla (busy:1)`); runs name it.
     pub label: String,
+    /// The row label in the command's table (`vanilla`), unique within its group.
+    pub name: String,
+    /// The title of its group where the experiment has several (`busy:1: 1 busy-loop thread
+    /// during every run`); ratios are to the first configuration of the same group.
+    pub group: Option<String>,
+    /// The workload it runs.
+    pub workload: String,
     /// Its preset.
     pub preset: String,
     /// Its value of the swept key; `None` for `compare`.

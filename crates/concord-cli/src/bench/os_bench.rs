@@ -1,0 +1,190 @@
+//! `concord os-bench`: GC thread affinity under oversubscription and interference (000 §3–4,
+//! Algorithm 1). Four configurations — `vanilla`, and `optimized` with GC thread affinity
+//! `none`, `static` and `dynamic` — each without interference and with K busy-loop threads,
+//! alternating all eight A B C … in every round, then a table of medians: GC time with its
+//! spread, the ratio to vanilla under the same interference, pause percentiles, the CPUs the GC
+//! workers used, the steal failure rate and the wall time.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use concord::config::GcThreads;
+use serde_json::json;
+
+use super::{conclude, gc_threads_json, oversubscribed_gc_threads};
+use crate::experiment::{default_heap, find_workload, heap_arm, Column, Plan, Variant};
+use crate::flags::{count_in, BenchFlags, RunFlags, WorkloadArgs};
+use crate::interference::{Interference, MAX_BUSY_THREADS};
+
+/// Flags of `concord os-bench`. Its own defaults: `--gc-threads` twice the usable CPUs (the
+/// GC threads oversubscribe the cores), `--mutators 2`, `--pin-start` true (the threads start
+/// stacked, and the affinity policy decides whether they spread).
+#[derive(Args, Debug, Clone)]
+pub struct OsBenchArgs {
+    /// Busy-loop threads in the configurations with interference.
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = count_in(1, MAX_BUSY_THREADS as u32))]
+    pub busy: u32,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub run: RunFlags,
+    #[command(flatten)]
+    pub bench: BenchFlags,
+}
+
+/// The configurations, each run without and with interference. The first is the baseline of
+/// the ratios.
+pub const VARIANTS: &[Variant] = &[
+    Variant {
+        label: "vanilla",
+        what: "OpenJDK 8 switches; GC threads left to the OS scheduler",
+        settings: &[("preset", "vanilla"), ("gc-affinity", "none")],
+    },
+    Variant {
+        label: "optimized/none",
+        what: "the papers' parallel-phase fixes; GC threads left to the OS scheduler",
+        settings: &[("preset", "optimized"), ("gc-affinity", "none")],
+    },
+    Variant {
+        label: "optimized/static",
+        what: "the fixes; GC worker i pinned to the i-th usable CPU (modulo their number)",
+        settings: &[("preset", "optimized"), ("gc-affinity", "static")],
+    },
+    Variant {
+        label: "optimized/dynamic",
+        what: "the fixes; workers on overloaded CPUs move to underloaded ones at the start of \
+               each collection (000 Algorithm 1)",
+        settings: &[("preset", "optimized"), ("gc-affinity", "dynamic")],
+    },
+];
+
+/// The columns of the table.
+const COLUMNS: &[Column] = &[
+    Column::GcMs,
+    Column::GcRange,
+    Column::Ratio,
+    Column::P50,
+    Column::P99,
+    Column::Max,
+    Column::Cpus,
+    Column::FailRate,
+    Column::Wall,
+];
+
+/// Run `concord os-bench`.
+pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
+    let workload = find_workload(&args.workload.workload)?;
+    args.run.refuse(
+        "os-bench",
+        &[
+            (
+                "gc-affinity",
+                "the configurations set it (none, static, dynamic)",
+            ),
+            (
+                "interfere",
+                "it runs every configuration without and with --busy K busy loops",
+            ),
+        ],
+    )?;
+    let params = args.run.params(args.workload.size, 2);
+    let cpus = concord::os::cpu::usable_cpu_count();
+    let gc_threads = args
+        .run
+        .gc_threads
+        .unwrap_or(GcThreads::Fixed(oversubscribed_gc_threads()));
+    let pin_start = args.run.switches.pin_start.unwrap_or(true);
+    let defaults = [
+        ("heap", default_heap(workload.as_ref(), &params)),
+        ("gc-threads", gc_threads.to_string()),
+        ("pin-start", pin_start.to_string()),
+    ];
+    let common = args.run.settings_over(&defaults);
+    let busy = Interference::Busy(args.busy as usize);
+    let mut arms = Vec::new();
+    for (group, load) in [None, Some(busy)].into_iter().enumerate() {
+        for v in VARIANTS {
+            let mut settings = v.settings();
+            settings.extend(common.iter().cloned());
+            let mut arm = heap_arm(
+                v.label.to_string(),
+                Some(v.what),
+                &settings,
+                group,
+                &workload,
+                params.clone(),
+                load,
+            )?;
+            arm.id = arm.name();
+            arms.push(arm);
+        }
+    }
+    let mut plan = Plan::new(
+        "os-bench",
+        workload.name().to_string(),
+        arms,
+        args.bench.repeat,
+    );
+    plan.size = args.workload.size;
+    plan.groups = vec![
+        "no interference".to_string(),
+        format!("{busy}: {} during every run", busy.describe()),
+    ];
+    for (k, v) in [
+        ("usable_cpus", json!(cpus)),
+        ("gc_threads", gc_threads_json(gc_threads)),
+        ("mutators", json!(params.mutators)),
+        ("pin_start", json!(pin_start)),
+        ("busy", json!(args.busy)),
+    ] {
+        plan.parameters.insert(k.to_string(), v);
+    }
+    conclude(
+        &plan,
+        &args.bench,
+        |_, _| {},
+        |executed| {
+            format!(
+                "concord os-bench {}: {gc_threads} GC threads on {cpus} usable CPUs, {} mutators, \
+             pin-start {pin_start}, medians of {} alternating runs each\n{}\
+             ratio: GC time relative to vanilla under the same interference; CPUs: distinct \
+             CPUs the GC workers were seen on per collection; fail%: failed steal attempts.\n{}",
+                plan.workload,
+                params.mutators,
+                plan.repeat,
+                plan.table(&executed.outcome, COLUMNS),
+                plan.legend(Some(0)),
+            )
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use concord::os::policy::GcAffinity;
+    use concord::Preset;
+
+    use super::*;
+    use crate::experiment::arm::build_config;
+
+    #[test]
+    fn variants_differ_in_preset_and_affinity_only() {
+        let expected = [
+            (Preset::Vanilla, GcAffinity::None),
+            (Preset::Optimized, GcAffinity::None),
+            (Preset::Optimized, GcAffinity::Static),
+            (Preset::Optimized, GcAffinity::Dynamic),
+        ];
+        let optimized = build_config(&[("preset", "optimized".into())]).unwrap();
+        for (v, (preset, affinity)) in VARIANTS.iter().zip(expected) {
+            let c = build_config(&v.settings()).unwrap();
+            assert_eq!((c.preset, c.gc_affinity), (preset, affinity), "{}", v.label);
+            if preset == Preset::Optimized {
+                let mut same = c.clone();
+                same.gc_affinity = optimized.gc_affinity;
+                assert_eq!(same, optimized, "{}", v.label);
+            }
+        }
+    }
+}
