@@ -14,11 +14,14 @@ use serde_json::Value;
 
 use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
 
-/// `experiment.json`, as written by `concord compare` and `concord sweep`.
+/// `experiment.json`, as written by the bench commands (`compare`, `sweep`, `ablation`,
+/// `os-bench`, `sched-bench`); older directories lack some fields.
 #[derive(Debug, Deserialize)]
 pub struct ExperimentFile {
     #[serde(default)]
     pub kind: String,
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, Value>,
     #[serde(default)]
     pub workload: String,
     #[serde(default)]
@@ -55,6 +58,15 @@ pub struct Vary {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ConfigurationEntry {
     pub label: String,
+    /// The row label in the command's table (unique within its group; older files: none).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The title of its group, where the experiment has several.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The workload it runs (older files: the experiment's).
+    #[serde(default)]
+    pub workload: Option<String>,
     #[serde(default)]
     pub preset: Option<String>,
     #[serde(default, deserialize_with = "opt_string")]
@@ -102,6 +114,20 @@ pub struct Record {
     pub workers: Vec<WorkerRecord>,
     pub task_distribution: BTreeMap<String, Vec<u64>>,
     pub cpu_occupancy: CpuOccupancy,
+    /// The task-manager monitor's counters (000 Fig. 5); `None` when the monitor was not used
+    /// or the records predate the counters.
+    pub monitor: Option<MonitorCounters>,
+}
+
+/// What the task-manager monitor did in one collection (000 §2.2, Fig. 5).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MonitorCounters {
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub barges: u64,
+    pub heir_wakeups: u64,
+    pub futile_wakeups: u64,
 }
 
 /// What one worker did in one collection.
@@ -239,6 +265,44 @@ impl Run {
         Some(b)
     }
 
+    /// The monitor's counters per collection, averaged over the collections that used the
+    /// monitor: contended acquisitions, barges, heir wake-ups and futile wake-ups. `None`
+    /// when no record of the run has them.
+    pub fn monitor_per_collection(&self) -> Option<[f64; 4]> {
+        let counters: Vec<MonitorCounters> = self
+            .records
+            .as_ref()?
+            .iter()
+            .filter_map(|r| r.monitor)
+            .collect();
+        if counters.is_empty() {
+            return None;
+        }
+        let n = counters.len() as f64;
+        let mean = |f: fn(&MonitorCounters) -> u64| counters.iter().map(f).sum::<u64>() as f64 / n;
+        Some([
+            mean(|m| m.contended),
+            mean(|m| m.barges),
+            mean(|m| m.heir_wakeups),
+            mean(|m| m.futile_wakeups),
+        ])
+    }
+
+    /// The lifespan histogram of the summary (`lifespans.buckets`, when the run profiled
+    /// lifespans): `(lower bound in bytes, dead samples)` per log2 bucket.
+    pub fn lifespan_buckets(&self) -> Option<Vec<(u64, u64)>> {
+        let buckets = self
+            .summary
+            .as_ref()?
+            .get("lifespans")?
+            .get("buckets")?
+            .as_array()?;
+        buckets
+            .iter()
+            .map(|b| Some((b.get("lo_bytes")?.as_u64()?, b.get("dead")?.as_u64()?)))
+            .collect()
+    }
+
     /// Usable CPUs as the summary reports them (the mutator scheduling report knows).
     pub fn usable_cpus(&self) -> Option<u32> {
         let s = self.summary.as_ref()?;
@@ -262,6 +326,12 @@ pub fn as_f64(v: &Value) -> Option<f64> {
 #[derive(Debug)]
 pub struct Configuration {
     pub label: String,
+    /// The row label of the command's table (the label where the file has none).
+    pub name: String,
+    /// The title of its group, where the experiment has several.
+    pub group: Option<String>,
+    /// The workload it runs.
+    pub workload: String,
     pub preset: Option<String>,
     pub value: Option<String>,
     pub settings: Vec<String>,
@@ -312,7 +382,7 @@ impl Experiment {
         let path = dir.join(EXPERIMENT_FILE);
         if !path.is_file() {
             bail!(
-                "{} has no experiment.json: not a results directory written by `concord compare` or `concord sweep`",
+                "{} has no experiment.json: not a results directory written by a bench command (compare, sweep, ablation, os-bench, sched-bench)",
                 dir.display()
             );
         }
@@ -461,6 +531,12 @@ impl Experiment {
             }
             self.configurations.push(Configuration {
                 label: c.label.clone(),
+                name: c.name.clone().unwrap_or_else(|| c.label.clone()),
+                group: c.group.clone(),
+                workload: c
+                    .workload
+                    .clone()
+                    .unwrap_or_else(|| self.file.workload.clone()),
                 preset: c.preset.clone(),
                 value: c.value.clone(),
                 settings: c.settings.clone(),
@@ -485,6 +561,9 @@ impl Experiment {
                         .map(str::to_string);
                     self.configurations.push(Configuration {
                         label: label.clone(),
+                        name: label.clone(),
+                        group: None,
+                        workload: self.file.workload.clone(),
                         preset,
                         value: None,
                         settings: Vec::new(),
@@ -519,6 +598,22 @@ impl Experiment {
         f: impl Fn(&Run) -> Option<f64>,
     ) -> Option<f64> {
         median(self.ok_runs(config).filter_map(f).collect())
+    }
+
+    /// Smallest and largest of `f` over the configuration's good runs.
+    pub fn range_of(
+        &self,
+        config: &Configuration,
+        f: impl Fn(&Run) -> Option<f64>,
+    ) -> Option<(f64, f64)> {
+        let v: Vec<f64> = self
+            .ok_runs(config)
+            .filter_map(f)
+            .filter(|x| x.is_finite())
+            .collect();
+        let lo = v.iter().copied().reduce(f64::min)?;
+        let hi = v.iter().copied().reduce(f64::max)?;
+        Some((lo, hi))
     }
 
     /// The run that stands for the configuration in per-run plots: among the good runs with
@@ -600,7 +695,7 @@ fn check_format(path: &Path, v: &Value) -> anyhow::Result<()> {
     match obj.get("format").and_then(Value::as_str) {
         Some(FORMAT) => {}
         Some(other) => bail!(
-            "{} has format {other:?}; expected {FORMAT:?} (written by `concord compare` or `concord sweep`)",
+            "{} has format {other:?}; expected {FORMAT:?} (written by a bench command)",
             path.display()
         ),
         None => bail!(
@@ -731,6 +826,9 @@ mod tests {
     fn series_names_drop_the_varied_value() {
         let c = |label: &str, value: Option<&str>| ConfigurationEntry {
             label: label.into(),
+            name: None,
+            group: None,
+            workload: None,
             preset: Some("vanilla".into()),
             value: value.map(str::to_string),
             settings: vec![],

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use plotters::style::RGBColor;
 use serde_json::Value;
 
+use super::kinds;
 use super::model::{self, Configuration, Experiment, Run};
 use super::plots::{self, Curve, PauseSeries, StealBar};
 
@@ -238,12 +239,17 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     header(&mut h, exp, &title);
     warnings(&mut h, exp);
     let sweep = exp.is_sweep();
+    let mut kind_sections = String::new();
+    let kind_nav: String = kinds::sections(&mut kind_sections, exp)?
+        .iter()
+        .map(|(id, title)| format!("<a href=\"#{id}\">{title}</a>"))
+        .collect();
     let _ = writeln!(
         h,
         "<nav><a href=\"#configurations\">Configurations</a><a href=\"#summary\">Summary</a>\
          <a href=\"#task-distribution\">Task distribution</a><a href=\"#cpu-heatmap\">Threads on CPUs</a>\
          <a href=\"#pause-timeline\">Pause timeline</a><a href=\"#gc-time-breakdown\">GC time breakdown</a>\
-         <a href=\"#stealing\">Stealing</a>{}<a href=\"#runs\">Runs</a></nav>",
+         <a href=\"#stealing\">Stealing</a>{}{kind_nav}<a href=\"#runs\">Runs</a></nav>",
         if sweep {
             "<a href=\"#scalability\">Scalability</a>"
         } else {
@@ -260,6 +266,7 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     if sweep {
         scalability(&mut h, exp)?;
     }
+    h.push_str(&kind_sections);
     runs(&mut h, exp);
     let _ = writeln!(
         h,
@@ -297,11 +304,12 @@ fn rows(exp: &Experiment) -> Vec<Row<'_>> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            // A sweep compares like with like: the first configuration with the same value.
+            // Like with like: a sweep's first configuration with the same value, else the
+            // first of the same group (os-bench: the same interference).
             let baseline = if sweep {
                 configs.iter().position(|o| o.value == c.value).unwrap_or(0)
             } else {
-                0
+                configs.iter().position(|o| o.group == c.group).unwrap_or(0)
             };
             let grouped = sweep && series.len() < configs.len();
             let (short, color, line_color) = if grouped {
@@ -375,6 +383,17 @@ fn header(h: &mut String, exp: &Experiment, title: &str) {
         item("started", esc(&f.started));
     }
     item("kind", esc(if f.kind.is_empty() { "?" } else { &f.kind }));
+    if !f.parameters.is_empty() {
+        let chips: String = f
+            .parameters
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                format!("<span class=\"chip\">{}={}</span>", esc(k), esc(&v))
+            })
+            .collect();
+        item("parameters", chips);
+    }
     if let Some(v) = &f.vary {
         item(
             "varied",
@@ -517,8 +536,11 @@ fn configurations(h: &mut String, exp: &Experiment, rows: &[Row]) {
 fn summary(h: &mut String, exp: &Experiment, rows: &[Row]) {
     let extra = measurement_keys(exp);
     let sweep = exp.is_sweep();
+    let grouped = exp.configurations.iter().any(|c| c.group.is_some());
     let baseline_words = if sweep {
         "the first configuration with the same value"
+    } else if grouped {
+        "the first configuration of the same group"
     } else {
         "the first configuration"
     };
@@ -662,10 +684,13 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
                 }
             }
         }
-    } else if let Some(base) = rows.first() {
-        let b = base.config;
-        let bm = |f: fn(&Run) -> Option<f64>| exp.median_of(b, f);
-        for row in rows.iter().skip(1) {
+    } else {
+        for (i, row) in rows.iter().enumerate() {
+            if row.baseline == i {
+                continue;
+            }
+            let b = rows[row.baseline].config;
+            let bm = |f: fn(&Run) -> Option<f64>| exp.median_of(b, f);
             let c = row.config;
             let cm = |f: fn(&Run) -> Option<f64>| exp.median_of(c, f);
             let (Some(gc), Some(bgc)) = (cm(Run::gc_ms), bm(Run::gc_ms)) else {
@@ -717,7 +742,7 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
     }
 }
 
-fn figure(h: &mut String, svg: &str, caption: &str) {
+pub(super) fn figure(h: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(
         h,
         "<figure>\n{}\n<figcaption>{caption}</figcaption>\n</figure>",
@@ -725,7 +750,7 @@ fn figure(h: &mut String, svg: &str, caption: &str) {
     );
 }
 
-fn empty(h: &mut String, what: &str) {
+pub(super) fn empty(h: &mut String, what: &str) {
     let _ = writeln!(h, "<figure><div class=\"empty\">{what}</div></figure>");
 }
 

@@ -5,6 +5,7 @@
 //! no font file is needed.
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -53,6 +54,7 @@ const STEAL_COLOR: RGBColor = RGBColor(242, 142, 43);
 const TERM_COLOR: RGBColor = RGBColor(225, 87, 89);
 const OK_COLOR: RGBColor = RGBColor(89, 161, 79);
 const FAIL_COLOR: RGBColor = RGBColor(225, 87, 89);
+const WHISKER: RGBColor = RGBColor(90, 90, 90);
 
 /// What a legend entry shows before its text.
 #[derive(Clone, Copy)]
@@ -61,6 +63,7 @@ pub enum Mark {
     LineDot(RGBColor),
     Dot(RGBColor),
     Triangle(RGBColor),
+    Line(RGBColor),
 }
 
 /// Draw into a fresh SVG of `w` × `h` pixels and return the `<svg>` element.
@@ -122,6 +125,9 @@ fn draw_legend(area: &Area, title: &str, entries: &[(String, Mark)]) -> DrawResu
             }
             Mark::Triangle(c) => {
                 area.draw(&TriangleMarker::new((15, y), 6, c.filled()))?;
+            }
+            Mark::Line(c) => {
+                area.draw(&PathElement::new(vec![(6, y), (24, y)], c.stroke_width(2)))?;
             }
         }
         area.draw(&Text::new(shorten(label, 20), (30, y), left.clone()))?;
@@ -231,6 +237,51 @@ fn label_chars(width: u32, n: usize) -> usize {
     ((width.saturating_sub(LEGEND_W + 70) as usize / n.max(1)) / 7).clamp(4, 40)
 }
 
+/// The category chart of a panel: categories `0..n` on x (labelled from `labels`, cut to
+/// `chars` characters), `0..y_top` on y, grid lines across only.
+struct Axes<'l> {
+    caption: Option<&'l str>,
+    n: usize,
+    y_top: f64,
+    x_desc: &'l str,
+    y_desc: &'l str,
+    labels: &'l [String],
+    chars: usize,
+}
+
+type CategoryChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<Categories, RangedCoordf64>>;
+
+/// Builds the chart of `axes` on `area` and draws its axes and grid.
+fn category_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    axes: &Axes,
+) -> Result<CategoryChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let mut builder = ChartBuilder::on(area);
+    if let Some(caption) = axes.caption {
+        builder.caption(caption, (FONT, 14));
+    }
+    let mut chart = builder
+        .margin(8)
+        .x_label_area_size(38)
+        .y_label_area_size(56)
+        .build_cartesian_2d(categories(axes.n), 0.0..axes.y_top)?;
+    let fmt_x = |v: &f64| category_label(axes.labels, *v, axes.chars);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(WHITE)
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&|v| axis_number(*v))
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 13))
+        .draw()?;
+    Ok(chart)
+}
+
 /// 000 Fig. 4a / 8b: tasks each GC worker ran, stacked by task type.
 pub fn task_distribution(
     title: &str,
@@ -248,25 +299,19 @@ pub fn task_distribution(
             .map(|(name, c)| (name.clone(), Mark::Swatch(*c)))
             .collect();
         let plot = frame(root, title, "task type", &legend)?;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-        let fmt_x =
-            |v: &f64| category_label(&(0..n).map(|i| i.to_string()).collect::<Vec<_>>(), *v, 4);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc("GC worker")
-            .y_desc("tasks run (all collections)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+        let workers: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let mut chart = category_chart(
+            &plot,
+            &Axes {
+                caption: None,
+                n,
+                y_top: top(y_max),
+                x_desc: "GC worker",
+                y_desc: "tasks run (all collections)",
+                labels: &workers,
+                chars: 4,
+            },
+        )?;
         for wkr in 0..n {
             let mut base = 0.0;
             for (name, c) in types {
@@ -470,24 +515,18 @@ pub fn time_breakdown(axis: &str, bars: &[(String, Option<Breakdown>)]) -> anyho
             "worker time in",
             &legend,
         )?;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-        let fmt_x = |v: &f64| category_label(&labels, *v, chars);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("worker time summed over GC workers (ms)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+        let mut chart = category_chart(
+            &plot,
+            &Axes {
+                caption: None,
+                n,
+                y_top: top(y_max),
+                x_desc: axis,
+                y_desc: "worker time summed over GC workers (ms)",
+                labels: &labels,
+                chars,
+            },
+        )?;
         let text = TextStyle::from((FONT, 12).into_font())
             .color(&WHITE)
             .pos(Pos::new(HPos::Center, VPos::Center));
@@ -551,24 +590,18 @@ pub fn stealing(axis: &str, bars: &[StealBar]) -> anyhow::Result<String> {
             &legend,
         )?;
         let (left, right) = plot.split_horizontally(panel_w);
-        let fmt_x = |v: &f64| category_label(&labels, *v, chars);
-        let mut a = ChartBuilder::on(&left)
-            .caption("steal attempts", (FONT, 14))
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(a_max))?;
-        a.configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("steal attempts per run")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+        let mut a = category_chart(
+            &left,
+            &Axes {
+                caption: Some("steal attempts"),
+                n,
+                y_top: top(a_max),
+                x_desc: axis,
+                y_desc: "steal attempts per run",
+                labels: &labels,
+                chars,
+            },
+        )?;
         for (i, b) in bars.iter().enumerate() {
             let (Some(att), Some(fail)) = (b.attempts, b.failures) else {
                 continue;
@@ -584,23 +617,18 @@ pub fn stealing(axis: &str, bars: &[StealBar]) -> anyhow::Result<String> {
                 FAIL_COLOR.filled(),
             )))?;
         }
-        let mut r = ChartBuilder::on(&right)
-            .caption("steal failure rate", (FONT, 14))
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..105.0)?;
-        r.configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("failed / attempted steals (%)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+        let mut r = category_chart(
+            &right,
+            &Axes {
+                caption: Some("steal failure rate"),
+                n,
+                y_top: 105.0,
+                x_desc: axis,
+                y_desc: "failed / attempted steals (%)",
+                labels: &labels,
+                chars,
+            },
+        )?;
         let text = TextStyle::from((FONT, 12).into_font())
             .color(&INK)
             .pos(Pos::new(HPos::Center, VPos::Bottom));
@@ -624,6 +652,119 @@ pub fn stealing(axis: &str, bars: &[StealBar]) -> anyhow::Result<String> {
                 format!("{pct:.0}%"),
                 (x, pct + 1.0),
                 text.clone(),
+            )))?;
+        }
+        Ok(())
+    })
+}
+
+/// One series of grouped bars: a value per category, optionally with a range (whiskers).
+pub struct BarSeries {
+    pub label: String,
+    pub color: RGBColor,
+    pub values: Vec<Option<f64>>,
+    /// Smallest and largest value over the runs, drawn as a whisker on the bar.
+    pub ranges: Vec<Option<(f64, f64)>>,
+}
+
+/// Grouped bars: for every category one bar per series side by side.
+pub struct Bars<'a> {
+    pub title: &'a str,
+    pub legend_title: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub categories: &'a [String],
+    pub series: &'a [BarSeries],
+    /// A horizontal line across the chart (e.g. 1 for ratios) and its legend text.
+    pub reference: Option<(f64, &'a str)>,
+    /// Decimals of the value written above each bar.
+    pub decimals: usize,
+}
+
+/// Grouped bars with whiskers (the figures of 000 Fig. 10 and the bench kinds).
+pub fn bars(b: &Bars) -> anyhow::Result<String> {
+    let n = b.categories.len().max(1);
+    let k = b.series.len().max(1);
+    let w = (LEGEND_W + 120 + (34 * k as u32 + 26) * n as u32).clamp(620, 1400);
+    let y_max = b
+        .series
+        .iter()
+        .flat_map(|s| {
+            let tops = s.ranges.iter().flatten().map(|r| r.1);
+            s.values.iter().flatten().copied().chain(tops)
+        })
+        .chain(b.reference.map(|r| r.0))
+        .fold(0.0, f64::max);
+    let chars = label_chars(w, n);
+    svg(w, 390, |root| {
+        let mut legend: Vec<(String, Mark)> = b
+            .series
+            .iter()
+            .map(|s| (s.label.clone(), Mark::Swatch(s.color)))
+            .collect();
+        if let Some((_, what)) = b.reference {
+            legend.push((what.to_string(), Mark::Line(INK)));
+        }
+        if b.series
+            .iter()
+            .any(|s| s.ranges.iter().any(Option::is_some))
+        {
+            legend.push(("min–max over runs".to_string(), Mark::Line(WHISKER)));
+        }
+        let plot = frame(root, b.title, b.legend_title, &legend)?;
+        let mut chart = category_chart(
+            &plot,
+            &Axes {
+                caption: None,
+                n,
+                y_top: top(y_max),
+                x_desc: b.x_desc,
+                y_desc: b.y_desc,
+                labels: b.categories,
+                chars,
+            },
+        )?;
+        let slot = 0.8 / k as f64;
+        let text = TextStyle::from((FONT, 11).into_font())
+            .color(&INK)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        for (j, series) in b.series.iter().enumerate() {
+            for (i, value) in series.values.iter().enumerate() {
+                let Some(v) = *value else { continue };
+                let left = i as f64 - 0.4 + j as f64 * slot;
+                let mid = left + slot / 2.0;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(left + 0.08 * slot, 0.0), (left + 0.92 * slot, v)],
+                    series.color.filled(),
+                )))?;
+                let mut label_at = v;
+                if let Some(Some((lo, hi))) = series.ranges.get(i) {
+                    let cap = slot * 0.2;
+                    for path in [
+                        vec![(mid, *lo), (mid, *hi)],
+                        vec![(mid - cap, *lo), (mid + cap, *lo)],
+                        vec![(mid - cap, *hi), (mid + cap, *hi)],
+                    ] {
+                        chart.draw_series(std::iter::once(PathElement::new(
+                            path,
+                            WHISKER.stroke_width(2),
+                        )))?;
+                    }
+                    label_at = label_at.max(*hi);
+                }
+                if n * k <= 24 {
+                    chart.draw_series(std::iter::once(Text::new(
+                        format!("{v:.*}", b.decimals),
+                        (mid, label_at + top(y_max) * 0.01),
+                        text.clone(),
+                    )))?;
+                }
+            }
+        }
+        if let Some((y, _)) = b.reference {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(-0.5, y), (n as f64 - 0.5, y)],
+                INK.stroke_width(1),
             )))?;
         }
         Ok(())
@@ -655,7 +796,6 @@ pub fn scalability(key: &str, values: &[String], curves: &[Curve]) -> anyhow::Re
             &legend,
         )?;
         let (left, right) = plot.split_horizontally(panel_w);
-        let fmt_x = |v: &f64| category_label(values, *v, 8);
         let gc: fn(&Curve) -> &[Option<f64>] = |c| &c.gc_ms;
         let wall: fn(&Curve) -> &[Option<f64>] = |c| &c.wall_ms;
         for (area, title, what, get) in [
@@ -667,24 +807,18 @@ pub fn scalability(key: &str, values: &[String], curves: &[Curve]) -> anyhow::Re
                 .flat_map(get)
                 .flatten()
                 .fold(0.0, |a: f64, &b| a.max(b));
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, (FONT, 14))
-                .margin(8)
-                .x_label_area_size(38)
-                .y_label_area_size(56)
-                .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(WHITE)
-                .x_desc(key)
-                .y_desc(what)
-                .x_label_formatter(&fmt_x)
-                .y_label_formatter(&|v| axis_number(*v))
-                .label_style((FONT, 12))
-                .axis_desc_style((FONT, 13))
-                .draw()?;
+            let mut chart = category_chart(
+                area,
+                &Axes {
+                    caption: Some(title),
+                    n,
+                    y_top: top(y_max),
+                    x_desc: key,
+                    y_desc: what,
+                    labels: values,
+                    chars: 8,
+                },
+            )?;
             for c in curves {
                 let pts: Vec<(f64, f64)> = get(c)
                     .iter()
@@ -738,5 +872,16 @@ mod tests {
         assert!(time_breakdown("c", &[]).unwrap().contains("<svg"));
         assert!(stealing("c", &[]).unwrap().contains("<svg"));
         assert!(scalability("k", &[], &[]).unwrap().contains("<svg"));
+        let empty = Bars {
+            title: "t",
+            legend_title: "",
+            x_desc: "x",
+            y_desc: "y",
+            categories: &[],
+            series: &[],
+            reference: Some((1.0, "baseline")),
+            decimals: 2,
+        };
+        assert!(bars(&empty).unwrap().contains("<svg"));
     }
 }
