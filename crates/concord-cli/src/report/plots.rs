@@ -685,7 +685,7 @@ pub struct Bars<'a> {
 pub fn bars(b: &Bars) -> anyhow::Result<String> {
     let n = b.categories.len().max(1);
     let k = b.series.len().max(1);
-    let w = (LEGEND_W + 120 + (34 * k as u32 + 26) * n as u32).clamp(620, 1400);
+    let w = (LEGEND_W + 120 + (34 * k as u32 + 26).max(105) * n as u32).clamp(620, 1400);
     let y_max = b
         .series
         .iter()
