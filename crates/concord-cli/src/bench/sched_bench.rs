@@ -72,8 +72,11 @@ const COLUMNS: &[Column] = &[
     Column::WallRatio,
 ];
 
-/// The two workloads with their parameters and titles.
-fn workloads(args: &SchedBenchArgs) -> Result<[(Arc<dyn Workload>, WorkloadParams, String); 2]> {
+/// A workload of the benchmark with its parameters and its group title.
+type BenchWorkload = (Arc<dyn Workload>, WorkloadParams, String);
+
+/// The two workloads: the scalable one, then the non-scalable one.
+fn workloads(args: &SchedBenchArgs) -> Result<[BenchWorkload; 2]> {
     let depth = args.depth.or(args.small.then_some(10));
     let gcbench: Arc<dyn Workload> = Arc::new(GcBench::with_params(if args.small {
         GcBenchParams::small()

@@ -157,7 +157,7 @@ impl Plan {
         let arms: Vec<_> = self
             .arms
             .iter()
-            .filter(|a| group.map_or(true, |g| a.group == g))
+            .filter(|a| group.is_none_or(|g| a.group == g))
             .collect();
         let width = arms
             .iter()
