@@ -242,11 +242,11 @@ impl RunFlags {
         }
     }
 
-    /// The flags among `flags` (names without `--`) that are set, for commands that set those
-    /// keys themselves and refuse them.
-    pub fn refuse(&self, command: &str, flags: &[(&str, &str)]) -> anyhow::Result<()> {
+    /// Refuses the flags among `flags` (names without `--`) that are set, for a command that
+    /// sets those keys itself (`why`).
+    pub fn refuse(&self, command: &str, flags: &[&str], why: &str) -> anyhow::Result<()> {
         let set = self.settings();
-        for (flag, why) in flags {
+        for flag in flags {
             let given = set.iter().any(|(k, _)| k == flag)
                 || (*flag == "interfere" && self.interfere.is_some());
             if given {
@@ -255,6 +255,18 @@ impl RunFlags {
         }
         Ok(())
     }
+}
+
+/// What a bench command over one workload takes: the workload, the run flags and the
+/// experiment's flags.
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadBench {
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub run: RunFlags,
+    #[command(flatten)]
+    pub bench: BenchFlags,
 }
 
 /// The flags of a side-by-side experiment: rounds, where the results go, and what is printed.
@@ -342,7 +354,7 @@ mod tests {
         assert_eq!(b.run.params(None, 1).mutators, 3);
         let err = b
             .run
-            .refuse("x", &[("pin-start", "it sets it")])
+            .refuse("x", &["steal", "pin-start"], "it sets it")
             .unwrap_err();
         assert_eq!(
             err.to_string(),

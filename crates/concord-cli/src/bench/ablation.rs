@@ -7,12 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use concord::config::GcThreads;
 use serde_json::json;
 
-use super::{conclude, gc_threads_json, oversubscribed_gc_threads};
-use crate::experiment::{default_heap, find_workload, heap_arm, Column, Plan, Variant};
-use crate::flags::{BenchFlags, RunFlags, WorkloadArgs};
+use super::{conclude, Stacked, Text};
+use crate::experiment::{find_workload, Column, Plan, Variant};
+use crate::flags::WorkloadBench;
 
 /// Flags of `concord ablation`. Its own defaults: `--gc-threads` twice the usable CPUs (the GC
 /// threads oversubscribe the cores as in the papers' stacking experiments), `--mutators 2`,
@@ -23,11 +22,7 @@ pub struct AblationArgs {
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub run: RunFlags,
-    #[command(flatten)]
-    pub bench: BenchFlags,
+    pub common: WorkloadBench,
 }
 
 /// The ablation set: the three presets and vanilla with each single fix of the papers.
@@ -79,14 +74,9 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
-/// The columns of the ablation table (000 Fig. 10; also the README's).
+/// The columns of the ablation table after the GC time and pauses (000 Fig. 10; also the
+/// README's).
 const COLUMNS: &[Column] = &[
-    Column::GcMs,
-    Column::GcRange,
-    Column::Ratio,
-    Column::P50,
-    Column::P99,
-    Column::Max,
     Column::Steals,
     Column::FailRate,
     Column::Imbalance,
@@ -95,28 +85,13 @@ const COLUMNS: &[Column] = &[
 ];
 
 /// The switch flags the configurations set themselves.
-const SET_BY_THE_CONFIGURATIONS: &[(&str, &str)] = &[
-    (
-        "task-queue",
-        "each configuration sets it (vanilla plus one fix)",
-    ),
-    (
-        "task-affinity",
-        "each configuration sets it (vanilla plus one fix)",
-    ),
-    ("steal", "each configuration sets it (vanilla plus one fix)"),
-    (
-        "termination",
-        "each configuration sets it (vanilla plus one fix)",
-    ),
-    (
-        "parking",
-        "each configuration sets it (vanilla plus one fix)",
-    ),
-    (
-        "gc-affinity",
-        "each configuration sets it (vanilla plus one fix)",
-    ),
+const SET_BY_THE_CONFIGURATIONS: &[&str] = &[
+    "task-queue",
+    "task-affinity",
+    "steal",
+    "termination",
+    "parking",
+    "gc-affinity",
 ];
 
 /// The variants `--only` names (all without it), or an error naming the allowed ones.
@@ -142,75 +117,54 @@ fn chosen_variants(only: &[String]) -> Result<Vec<&'static Variant>> {
 
 /// Run `concord ablation`.
 pub fn run(args: AblationArgs) -> Result<ExitCode> {
-    let workload = find_workload(&args.workload.workload)?;
+    let flags = &args.common;
+    let workload = find_workload(&flags.workload.workload)?;
     let variants = chosen_variants(&args.only)?;
-    args.run.refuse("ablation", SET_BY_THE_CONFIGURATIONS)?;
-    let params = args.run.params(args.workload.size, 2);
-    let gc_threads = args
-        .run
-        .gc_threads
-        .unwrap_or(GcThreads::Fixed(oversubscribed_gc_threads()));
-    let pin_start = args.run.switches.pin_start.unwrap_or(true);
-    let defaults = [
-        ("heap", default_heap(workload.as_ref(), &params)),
-        ("gc-threads", gc_threads.to_string()),
-        ("pin-start", pin_start.to_string()),
-    ];
-    let common = args.run.settings_over(&defaults);
+    flags.run.refuse(
+        "ablation",
+        SET_BY_THE_CONFIGURATIONS,
+        "each configuration sets it (vanilla plus one fix)",
+    )?;
+    let stacked = Stacked::new(flags, &workload);
+    let load = flags.run.interfere;
     let arms = variants
         .iter()
-        .map(|v| {
-            let mut settings = v.settings();
-            settings.extend(common.iter().cloned());
-            heap_arm(
-                v.label.to_string(),
-                Some(v.what),
-                &settings,
-                0,
-                &workload,
-                params.clone(),
-                args.run.interfere,
-            )
-        })
+        .map(|v| stacked.arm(v, 0, &workload, load))
         .collect::<Result<_>>()?;
     let mut plan = Plan::new(
         "ablation",
         workload.name().to_string(),
         arms,
-        args.bench.repeat,
+        flags.bench.repeat,
     );
-    plan.size = args.workload.size;
-    for (k, v) in [
-        ("gc_threads", gc_threads_json(gc_threads)),
-        ("mutators", json!(params.mutators)),
-        ("pin_start", json!(pin_start)),
-        (
-            "interference",
-            json!(args.run.interfere.map(|l| l.to_string())),
-        ),
-    ] {
-        plan.parameters.insert(k.to_string(), v);
-    }
+    plan.size = flags.workload.size;
+    stacked.describe_in(&mut plan);
+    plan.parameters
+        .insert("interference".into(), json!(load.map(|l| l.to_string())));
+    let load_words = match load {
+        Some(load) => format!(", {load} ({} during every run)", load.describe()),
+        None => String::new(),
+    };
     conclude(
         &plan,
-        &args.bench,
+        &flags.bench,
         |_, _| {},
-        |executed| {
-            let load = match args.run.interfere {
-                Some(load) => format!(", {load} ({} during every run)", load.describe()),
-                None => String::new(),
-            };
-            format!(
-            "concord ablation {}: {gc_threads} GC threads, {} mutators, pin-start {pin_start}{load}, \
-             medians of {} alternating runs each\n{}\
-             ratio: GC time relative to the first row; imbal.: most root tasks one worker ran over \
-             the mean per worker; CPUs: distinct CPUs the GC workers were seen on per collection.\n{}",
-            plan.workload,
-            params.mutators,
-            plan.repeat,
-            plan.table(&executed.outcome, COLUMNS),
-            plan.legend(None),
-        )
+        |_| Text {
+            header: format!(
+                "concord ablation {}: {}{load_words}, medians of {} alternating runs each",
+                plan.workload,
+                stacked.words(),
+                plan.repeat
+            ),
+            columns: [Column::GC_AND_PAUSES, COLUMNS].concat(),
+            ratio_lines: false,
+            more: String::new(),
+            note:
+                "ratio: GC time relative to the first row; imbal.: most root tasks one worker ran \
+               over the mean per worker; CPUs: distinct CPUs the GC workers were seen on per \
+               collection."
+                    .to_string(),
+            legend_group: None,
         },
     )
 }
@@ -263,8 +217,9 @@ mod tests {
         assert!(err.contains("unknown configuration 'fast' (allowed: vanilla, +lockfree-queue"));
         let args: AblationArgs = crate::flags::tests_support::parse(&["--steal", "adaptive"]);
         let err = args
+            .common
             .run
-            .refuse("ablation", SET_BY_THE_CONFIGURATIONS)
+            .refuse("ablation", SET_BY_THE_CONFIGURATIONS, "it is set")
             .unwrap_err();
         assert!(err
             .to_string()

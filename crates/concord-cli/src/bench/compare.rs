@@ -12,9 +12,9 @@ use clap::Args;
 use concord::Preset;
 use concord_workloads::Workload;
 
-use super::{conclude, params_text};
+use super::{conclude, params_text, Text};
 use crate::experiment::{default_heap, find_workload, heap_arm, Arm, Column, Plan};
-use crate::flags::{BenchFlags, RunFlags, WorkloadArgs};
+use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 
 /// Flags of `concord compare`.
 #[derive(Args, Debug, Clone)]
@@ -29,11 +29,7 @@ pub struct CompareArgs {
     )]
     pub preset: Vec<String>,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub run: RunFlags,
-    #[command(flatten)]
-    pub bench: BenchFlags,
+    pub common: WorkloadBench,
 }
 
 /// The preset names of `--preset`, checked; an error names the allowed ones.
@@ -120,20 +116,19 @@ pub fn preset_arm(
 }
 
 /// The columns of the `compare` table (and of each value's table of `sweep`).
-pub const COLUMNS: &[Column] = &[
-    Column::Runs,
-    Column::Wall,
-    Column::WallRange,
-    Column::WallRatio,
-    Column::GcMs,
-    Column::GcRange,
-    Column::Ratio,
-    Column::P50,
-    Column::P99,
-    Column::Max,
-    Column::FailRate,
-    Column::Imbalance,
-];
+pub fn columns() -> Vec<Column> {
+    [
+        &[
+            Column::Runs,
+            Column::Wall,
+            Column::WallRange,
+            Column::WallRatio,
+        ][..],
+        Column::GC_AND_PAUSES,
+        &[Column::FailRate, Column::Imbalance],
+    ]
+    .concat()
+}
 
 /// What the columns mean.
 pub const COLUMNS_NOTE: &str = "wall x, ratio: median wall and GC time relative to the first \
@@ -143,47 +138,52 @@ pub const COLUMNS_NOTE: &str = "wall x, ratio: median wall and GC time relative 
 
 /// Run `concord compare`.
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
-    let workload = find_workload(&args.workload.workload)?;
+    let flags = &args.common;
+    let workload = find_workload(&flags.workload.workload)?;
     let presets = parse_presets(&args.preset)?;
     let labels = unique_labels(&presets);
     let arms = presets
         .iter()
         .zip(labels)
         .map(|(preset, label)| {
-            preset_arm(&args.workload, &args.run, &workload, preset, label, 0, None)
+            preset_arm(
+                &flags.workload,
+                &flags.run,
+                &workload,
+                preset,
+                label,
+                0,
+                None,
+            )
         })
         .collect::<Result<Vec<_>>>()?;
     let mut plan = Plan::new(
         "compare",
         workload.name().to_string(),
         arms,
-        args.bench.repeat,
+        flags.bench.repeat,
     );
-    plan.size = args.workload.size;
+    plan.size = flags.workload.size;
+    let names: Vec<&str> = plan.arms.iter().map(|a| a.label.as_str()).collect();
+    let header = format!(
+        "concord compare {}{}: {}, {}; medians of {} alternating runs each",
+        plan.workload,
+        plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
+        names.join(" vs "),
+        params_text(&plan.arms[0]),
+        plan.repeat,
+    );
     conclude(
         &plan,
-        &args.bench,
+        &flags.bench,
         |_, _| {},
-        |executed| {
-            let header = format!(
-                "concord compare {}{}: {}, {}; medians of {} alternating runs each\n",
-                plan.workload,
-                plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
-                plan.arms
-                    .iter()
-                    .map(|a| a.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" vs "),
-                params_text(&plan.arms[0]),
-                plan.repeat,
-            );
-            let outcome = &executed.outcome;
-            format!(
-                "{header}{}{}{COLUMNS_NOTE}\n{}",
-                plan.table(outcome, COLUMNS),
-                plan.ratio_lines(outcome),
-                plan.legend(None)
-            )
+        |_| Text {
+            header,
+            columns: columns(),
+            ratio_lines: true,
+            more: String::new(),
+            note: COLUMNS_NOTE.to_string(),
+            legend_group: None,
         },
     )
 }
@@ -236,7 +236,15 @@ mod tests {
         assert_eq!(a.preset, ["vanilla", "optimized"]);
         let workload = find_workload("gcbench").unwrap();
         let arm_of = |a: &CompareArgs, p: &str, over: Option<&Override>| {
-            preset_arm(&a.workload, &a.run, &workload, p, p.to_string(), 0, over)
+            preset_arm(
+                &a.common.workload,
+                &a.common.run,
+                &workload,
+                p,
+                p.to_string(),
+                0,
+                over,
+            )
         };
         for p in ["vanilla", "optimized"] {
             let arm = arm_of(&a, p, None).unwrap();

@@ -13,13 +13,49 @@ pub mod sweep;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use anyhow::Result;
 use concord::config::GcThreads;
+use concord_workloads::{Workload, WorkloadParams};
 use serde_json::Value;
 
 use crate::experiment::output::{epilogue, outcome_json};
-use crate::experiment::{run_plan, Arm, Executed, Plan};
-use crate::flags::BenchFlags;
+use crate::experiment::{default_heap, heap_arm, run_plan, Arm, Column, Executed, Plan, Variant};
+use crate::flags::{BenchFlags, WorkloadBench};
+use crate::interference::Interference;
+
+/// What a command prints of its outcome: a header, the table of `columns` (with the ratio
+/// lines of every figure when `ratio_lines`), `more` (e.g. a second table), a note on the
+/// columns and the legend of the arms of `legend_group` (all arms when `None`).
+pub struct Text {
+    pub header: String,
+    pub columns: Vec<Column>,
+    pub ratio_lines: bool,
+    pub more: String,
+    pub note: String,
+    pub legend_group: Option<usize>,
+}
+
+impl Text {
+    /// The text of `plan`'s outcome.
+    fn render(&self, plan: &Plan, executed: &Executed) -> String {
+        let outcome = &executed.outcome;
+        let ratios = if self.ratio_lines {
+            plan.ratio_lines(outcome)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}\n{}{ratios}{}{}\n{}",
+            self.header,
+            plan.table(outcome, &self.columns),
+            self.more,
+            self.note,
+            plan.legend(self.legend_group)
+        )
+    }
+}
 
 /// Runs `plan` into its results directory (with progress and Ctrl-C handling), then prints
 /// the JSON of the outcome (with `json_more`'s additions) or `text` (the command's table),
@@ -29,7 +65,7 @@ pub fn conclude(
     plan: &Plan,
     bench: &BenchFlags,
     json_more: impl FnOnce(&Executed, &mut Value),
-    text: impl FnOnce(&Executed) -> String,
+    text: impl FnOnce(&Executed) -> Text,
 ) -> Result<ExitCode> {
     let (executed, dir) = run_plan(plan, bench.out.as_deref())?;
     let report = (!bench.no_report).then(|| crate::report::after_experiment(&dir.root));
@@ -44,7 +80,7 @@ pub fn conclude(
         println!("{}", serde_json::to_string_pretty(&v)?);
         eprint!("{after}");
     } else {
-        print!("{}{after}", text(&executed));
+        print!("{}{after}", text(&executed).render(plan, &executed));
     }
     Ok(executed.exit_code())
 }
@@ -63,16 +99,79 @@ pub fn params_text(arm: &Arm) -> String {
     s
 }
 
-/// A GC thread setting as JSON: the number, or `"dynamic"`.
-pub fn gc_threads_json(threads: GcThreads) -> Value {
-    match threads {
-        GcThreads::Fixed(n) => Value::from(n),
-        GcThreads::Dynamic => Value::from("dynamic"),
-    }
+/// The setup `ablation` and `os-bench` share: GC threads stacked as in the papers' experiments
+/// (by default twice as many as usable CPUs, all born on one CPU), two mutators, and every
+/// variant's settings with these and the run flags on top.
+pub struct Stacked {
+    pub params: WorkloadParams,
+    pub gc_threads: GcThreads,
+    pub pin_start: bool,
+    /// The settings applied on top of each variant's.
+    common: Vec<(&'static str, String)>,
 }
 
-/// The usable CPUs, twice: the default GC thread count of `ablation` and `os-bench`, so that
-/// the GC threads oversubscribe the cores as in the papers' stacking experiments.
-pub fn oversubscribed_gc_threads() -> usize {
-    2 * concord::os::cpu::usable_cpu_count()
+impl Stacked {
+    /// The setup for `workload` and the command's flags.
+    pub fn new(flags: &WorkloadBench, workload: &Arc<dyn Workload>) -> Stacked {
+        let run = &flags.run;
+        let params = run.params(flags.workload.size, 2);
+        let usable = concord::os::cpu::usable_cpu_count();
+        let gc_threads = run.gc_threads.unwrap_or(GcThreads::Fixed(2 * usable));
+        let pin_start = run.switches.pin_start.unwrap_or(true);
+        let defaults = [
+            ("heap", default_heap(workload.as_ref(), &params)),
+            ("gc-threads", gc_threads.to_string()),
+            ("pin-start", pin_start.to_string()),
+        ];
+        Stacked {
+            common: run.settings_over(&defaults),
+            params,
+            gc_threads,
+            pin_start,
+        }
+    }
+
+    /// The arm of `variant` in `group` with `load` during its runs.
+    pub fn arm(
+        &self,
+        variant: &Variant,
+        group: usize,
+        workload: &Arc<dyn Workload>,
+        load: Option<Interference>,
+    ) -> Result<Arm> {
+        let mut settings = variant.settings();
+        settings.extend(self.common.iter().cloned());
+        heap_arm(
+            variant.label.to_string(),
+            Some(variant.what),
+            &settings,
+            group,
+            workload,
+            self.params.clone(),
+            load,
+        )
+    }
+
+    /// Puts the setup into the plan's parameters.
+    pub fn describe_in(&self, plan: &mut Plan) {
+        let gc_threads = match self.gc_threads {
+            GcThreads::Fixed(n) => Value::from(n),
+            GcThreads::Dynamic => Value::from("dynamic"),
+        };
+        for (k, v) in [
+            ("gc_threads", gc_threads),
+            ("mutators", Value::from(self.params.mutators)),
+            ("pin_start", Value::from(self.pin_start)),
+        ] {
+            plan.parameters.insert(k.to_string(), v);
+        }
+    }
+
+    /// The header's words about the setup: `4 GC threads, 2 mutators, pin-start true`.
+    pub fn words(&self) -> String {
+        format!(
+            "{} GC threads, {} mutators, pin-start {}",
+            self.gc_threads, self.params.mutators, self.pin_start
+        )
+    }
 }

@@ -9,12 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use concord::config::GcThreads;
 use serde_json::json;
 
-use super::{conclude, gc_threads_json, oversubscribed_gc_threads};
-use crate::experiment::{default_heap, find_workload, heap_arm, Column, Plan, Variant};
-use crate::flags::{count_in, BenchFlags, RunFlags, WorkloadArgs};
+use super::{conclude, Stacked, Text};
+use crate::experiment::{find_workload, Column, Plan, Variant};
+use crate::flags::{count_in, WorkloadBench};
 use crate::interference::{Interference, MAX_BUSY_THREADS};
 
 /// Flags of `concord os-bench`. Its own defaults: `--gc-threads` twice the usable CPUs (the
@@ -26,11 +25,7 @@ pub struct OsBenchArgs {
     #[arg(long, default_value_t = 1, value_name = "K", value_parser = count_in(1, MAX_BUSY_THREADS as u32))]
     pub busy: u32,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub run: RunFlags,
-    #[command(flatten)]
-    pub bench: BenchFlags,
+    pub common: WorkloadBench,
 }
 
 /// The configurations, each run without and with interference. The first is the baseline of
@@ -59,63 +54,23 @@ pub const VARIANTS: &[Variant] = &[
     },
 ];
 
-/// The columns of the table.
-const COLUMNS: &[Column] = &[
-    Column::GcMs,
-    Column::GcRange,
-    Column::Ratio,
-    Column::P50,
-    Column::P99,
-    Column::Max,
-    Column::Cpus,
-    Column::FailRate,
-    Column::Wall,
-];
+/// The columns of the table after the GC time and pauses.
+const COLUMNS: &[Column] = &[Column::Cpus, Column::FailRate, Column::Wall];
 
 /// Run `concord os-bench`.
 pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
-    let workload = find_workload(&args.workload.workload)?;
-    args.run.refuse(
-        "os-bench",
-        &[
-            (
-                "gc-affinity",
-                "the configurations set it (none, static, dynamic)",
-            ),
-            (
-                "interfere",
-                "it runs every configuration without and with --busy K busy loops",
-            ),
-        ],
-    )?;
-    let params = args.run.params(args.workload.size, 2);
-    let cpus = concord::os::cpu::usable_cpu_count();
-    let gc_threads = args
-        .run
-        .gc_threads
-        .unwrap_or(GcThreads::Fixed(oversubscribed_gc_threads()));
-    let pin_start = args.run.switches.pin_start.unwrap_or(true);
-    let defaults = [
-        ("heap", default_heap(workload.as_ref(), &params)),
-        ("gc-threads", gc_threads.to_string()),
-        ("pin-start", pin_start.to_string()),
-    ];
-    let common = args.run.settings_over(&defaults);
+    let flags = &args.common;
+    let workload = find_workload(&flags.workload.workload)?;
+    let why = "the configurations set it (none, static, dynamic)";
+    flags.run.refuse("os-bench", &["gc-affinity"], why)?;
+    let why = "it runs every configuration without and with --busy K busy loops";
+    flags.run.refuse("os-bench", &["interfere"], why)?;
+    let stacked = Stacked::new(flags, &workload);
     let busy = Interference::Busy(args.busy as usize);
     let mut arms = Vec::new();
     for (group, load) in [None, Some(busy)].into_iter().enumerate() {
         for v in VARIANTS {
-            let mut settings = v.settings();
-            settings.extend(common.iter().cloned());
-            let mut arm = heap_arm(
-                v.label.to_string(),
-                Some(v.what),
-                &settings,
-                group,
-                &workload,
-                params.clone(),
-                load,
-            )?;
+            let mut arm = stacked.arm(v, group, &workload, load)?;
             arm.id = arm.name();
             arms.push(arm);
         }
@@ -124,38 +79,35 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
         "os-bench",
         workload.name().to_string(),
         arms,
-        args.bench.repeat,
+        flags.bench.repeat,
     );
-    plan.size = args.workload.size;
+    plan.size = flags.workload.size;
     plan.groups = vec![
         "no interference".to_string(),
         format!("{busy}: {} during every run", busy.describe()),
     ];
-    for (k, v) in [
-        ("usable_cpus", json!(cpus)),
-        ("gc_threads", gc_threads_json(gc_threads)),
-        ("mutators", json!(params.mutators)),
-        ("pin_start", json!(pin_start)),
-        ("busy", json!(args.busy)),
-    ] {
-        plan.parameters.insert(k.to_string(), v);
-    }
+    let cpus = concord::os::cpu::usable_cpu_count();
+    stacked.describe_in(&mut plan);
+    plan.parameters.insert("usable_cpus".into(), json!(cpus));
+    plan.parameters.insert("busy".into(), json!(args.busy));
     conclude(
         &plan,
-        &args.bench,
+        &flags.bench,
         |_, _| {},
-        |executed| {
-            format!(
-                "concord os-bench {}: {gc_threads} GC threads on {cpus} usable CPUs, {} mutators, \
-             pin-start {pin_start}, medians of {} alternating runs each\n{}\
-             ratio: GC time relative to vanilla under the same interference; CPUs: distinct \
-             CPUs the GC workers were seen on per collection; fail%: failed steal attempts.\n{}",
-                plan.workload,
-                params.mutators,
-                plan.repeat,
-                plan.table(&executed.outcome, COLUMNS),
-                plan.legend(Some(0)),
-            )
+        |_| Text {
+            header: format!(
+            "concord os-bench {}: {} on {cpus} usable CPUs, medians of {} alternating runs each",
+            plan.workload,
+            stacked.words(),
+            plan.repeat
+        ),
+            columns: [Column::GC_AND_PAUSES, COLUMNS].concat(),
+            ratio_lines: false,
+            more: String::new(),
+            note: "ratio: GC time relative to vanilla under the same interference; CPUs: distinct \
+               CPUs the GC workers were seen on per collection; fail%: failed steal attempts."
+                .to_string(),
+            legend_group: Some(0),
         },
     )
 }

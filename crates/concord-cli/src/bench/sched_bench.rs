@@ -15,7 +15,7 @@ use clap::Args;
 use concord_workloads::{binary_trees, GcBench, GcBenchParams, Workload, WorkloadParams};
 use serde_json::json;
 
-use super::conclude;
+use super::{conclude, Text};
 use crate::experiment::{default_heap, find_workload, heap_arm, Column, Plan};
 use crate::flags::{count_in, BenchFlags, RunFlags};
 
@@ -60,18 +60,6 @@ const POLICIES: [(&str, &str); 3] = [
     ),
 ];
 
-/// The columns of the table.
-const COLUMNS: &[Column] = &[
-    Column::GcMs,
-    Column::GcRange,
-    Column::Ratio,
-    Column::P50,
-    Column::P99,
-    Column::Max,
-    Column::Wall,
-    Column::WallRatio,
-];
-
 /// A workload of the benchmark with its parameters and its group title.
 type BenchWorkload = (Arc<dyn Workload>, WorkloadParams, String);
 
@@ -112,16 +100,13 @@ fn workloads(args: &SchedBenchArgs) -> Result<[BenchWorkload; 2]> {
 pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
     args.run.refuse(
         "sched-bench",
-        &[
-            (
-                "mutator-sched",
-                "the configurations set it (cfs, fifo, adaptive)",
-            ),
-            (
-                "fifo-cpu-threshold",
-                "every configuration sets it to 0 (see the note it prints)",
-            ),
-        ],
+        &["mutator-sched"],
+        "the configurations set it (cfs, fifo, adaptive)",
+    )?;
+    args.run.refuse(
+        "sched-bench",
+        &["fifo-cpu-threshold"],
+        "every configuration sets it to 0 (see the note it prints)",
     )?;
     let adaptive = format!("adaptive:{}", args.adaptive_period.trim());
     let lifespans = !args.no_lifespans;
@@ -182,30 +167,34 @@ pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
         &args.bench,
         |_, _| {},
         |executed| {
-            let outcome = &executed.outcome;
-            let has_lifespans = outcome
+            let has_lifespans = executed
+                .outcome
                 .medians
                 .iter()
                 .any(|m| m.lifespan_p50_bytes.is_some());
-            let mut columns = COLUMNS.to_vec();
+            let mut columns = [Column::GC_AND_PAUSES, &[Column::Wall, Column::WallRatio]].concat();
+            let mut lifespan_legend = "";
             if has_lifespans {
                 columns.extend([Column::LifeP50, Column::LifeP90]);
+                lifespan_legend =
+                    "; life p50/p90: median and 90th percentile object lifespan (bytes \
+                               allocated heap-wide from an object's birth to its death)";
             }
-            let lifespan_legend = if has_lifespans {
-                "; life p50/p90: median and 90th percentile object lifespan (bytes allocated \
-             heap-wide from an object's birth to its death)"
-            } else {
-                ""
-            };
-            format!(
-                "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
-             alternating runs each\nnote: {note}.\n{}\
-             ratio, wall x: GC time and wall time relative to cfs on the same workload\
-             {lifespan_legend}.\n{}",
-                plan.repeat,
-                plan.table(outcome, &columns),
-                plan.legend(Some(0)),
-            )
+            Text {
+                header: format!(
+                    "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
+                 alternating runs each\nnote: {note}.",
+                    plan.repeat
+                ),
+                columns,
+                ratio_lines: false,
+                more: String::new(),
+                note: format!(
+                    "ratio, wall x: GC time and wall time relative to cfs on the same workload\
+                 {lifespan_legend}."
+                ),
+                legend_group: Some(0),
+            }
         },
     )
 }

@@ -13,11 +13,11 @@ use clap::Args;
 use concord::config::{format_size, parse_size, MAX_HEAP, MIN_HEAP};
 use serde_json::json;
 
-use super::compare::{parse_presets, preset_arm, unique_labels, Override, COLUMNS, COLUMNS_NOTE};
-use super::{conclude, params_text};
+use super::compare::{columns, parse_presets, preset_arm, unique_labels, Override, COLUMNS_NOTE};
+use super::{conclude, params_text, Text};
 use crate::experiment::results::VaryEntry;
 use crate::experiment::{find_workload, ratio, Column, Outcome, Plan};
-use crate::flags::{BenchFlags, RunFlags, WorkloadArgs};
+use crate::flags::{RunFlags, WorkloadBench};
 
 /// Flags of `concord sweep`.
 #[derive(Args, Debug, Clone)]
@@ -35,11 +35,7 @@ pub struct SweepArgs {
     )]
     pub preset: Vec<String>,
     #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub run: RunFlags,
-    #[command(flatten)]
-    pub bench: BenchFlags,
+    pub common: WorkloadBench,
 }
 
 /// What a sweep may vary.
@@ -200,12 +196,12 @@ const SCALING_COLUMNS: &[Column] = &[
 
 /// Run `concord sweep`.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
-    let workload = find_workload(&args.workload.workload)?;
+    let workload = find_workload(&args.common.workload.workload)?;
     let presets = parse_presets(&args.preset)?;
     let labels = unique_labels(&presets);
     let vary = parse_vary(&args.vary)?;
     let key = vary.key.name();
-    if vary.key.set_by(&args.run) {
+    if vary.key.set_by(&args.common.run) {
         bail!("--{key} cannot be combined with --vary {key} (the sweep sets it)");
     }
     let mut arms = Vec::new();
@@ -214,8 +210,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         for (preset, label) in presets.iter().zip(&labels) {
             let label = format!("{label}@{key}={value}");
             let mut arm = preset_arm(
-                &args.workload,
-                &args.run,
+                &args.common.workload,
+                &args.common.run,
                 &workload,
                 preset,
                 label,
@@ -230,9 +226,9 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         "sweep",
         workload.name().to_string(),
         arms,
-        args.bench.repeat,
+        args.common.bench.repeat,
     );
-    plan.size = args.workload.size;
+    plan.size = args.common.workload.size;
     plan.vary = Some(VaryEntry {
         key: key.to_string(),
         values: vary.values.clone(),
@@ -241,7 +237,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let presets_n = labels.len();
     conclude(
         &plan,
-        &args.bench,
+        &args.common.bench,
         |executed, out| {
             let medians = &executed.outcome.medians;
             if let Some(configs) = out["configurations"].as_array_mut() {
@@ -255,12 +251,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
                 }
             }
         },
-        |executed| scaling_text(&plan, &executed.outcome, &vary, &labels),
+        |executed| text(&plan, &executed.outcome, &vary, &labels),
     )
 }
 
-/// The tables of a sweep: per value, then per preset across the values.
-fn scaling_text(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) -> String {
+/// The tables of a sweep: per value, then (in `more`) per preset across the values.
+fn text(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) -> Text {
     let key = vary.key.name();
     let varied = match vary.key {
         VaryKey::Mutators => {
@@ -271,32 +267,36 @@ fn scaling_text(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) 
         }
         _ => params_text(&plan.arms[0]),
     };
-    let mut s = format!(
-        "concord sweep {}{}: {key} = {} × {}; {varied}; medians of {} alternating runs each\n",
-        plan.workload,
-        plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
-        vary.values.join(", "),
-        labels.join(", "),
-        plan.repeat,
-    );
-    s.push_str(&plan.table(outcome, COLUMNS));
-    s.push_str(&plan.ratio_lines(outcome));
-    let _ = writeln!(
-        s,
-        "scaling: each preset relative to {key}={} (ratio: GC time, wall x: wall time)",
-        vary.values[0]
-    );
     let (view, view_outcome) = by_preset(plan, outcome, vary, labels);
-    s.push_str(&view.table(&view_outcome, SCALING_COLUMNS));
-    let _ = writeln!(
-        s,
-        "{COLUMNS_NOTE} CPUs: distinct CPUs the GC workers were seen on per collection."
+    let more = format!(
+        "scaling: each preset relative to {key}={} (ratio: GC time, wall x: wall time)\n{}",
+        vary.values[0],
+        view.table(&view_outcome, SCALING_COLUMNS)
     );
-    s.push_str(&plan.legend(Some(0)));
+    let mut note =
+        format!("{COLUMNS_NOTE} CPUs: distinct CPUs the GC workers were seen on per collection.");
     if vary.values.len() > 1 {
-        let _ = writeln!(s, "  (the other configurations differ in {key} only)");
+        let _ = write!(
+            note,
+            " Configurations at {key}={} (the others differ in {key} only):",
+            vary.values[0]
+        );
     }
-    s
+    Text {
+        header: format!(
+            "concord sweep {}{}: {key} = {} × {}; {varied}; medians of {} alternating runs each",
+            plan.workload,
+            plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
+            vary.values.join(", "),
+            labels.join(", "),
+            plan.repeat,
+        ),
+        columns: columns(),
+        ratio_lines: true,
+        more,
+        note,
+        legend_group: Some(0),
+    }
 }
 
 #[cfg(test)]
@@ -380,8 +380,8 @@ mod tests {
                 let label = format!("{l}@gc-threads={value}");
                 arms.push(
                     preset_arm(
-                        &args.workload,
-                        &args.run,
+                        &args.common.workload,
+                        &args.common.run,
                         &workload,
                         l,
                         label,
@@ -420,10 +420,12 @@ mod tests {
         assert!(lines[3].ends_with("0.50x"), "{table}");
         assert!(lines[4].starts_with("-- optimized"), "{table}");
         assert!(lines[6].ends_with("0.25x"), "{table}");
-        let text = scaling_text(&plan, &outcome, &vary, &labels);
+        let text = text(&plan, &outcome, &vary, &labels);
         assert!(
-            text.contains("scaling: each preset relative to gc-threads=1"),
-            "{text}"
+            text.more
+                .starts_with("scaling: each preset relative to gc-threads=1"),
+            "{}",
+            text.more
         );
     }
 }

@@ -47,6 +47,17 @@ pub enum Column {
 }
 
 impl Column {
+    /// The median GC time, its spread and its ratio, then the pause percentiles: the columns
+    /// every bench table starts its GC part with.
+    pub const GC_AND_PAUSES: &'static [Column] = &[
+        Column::GcMs,
+        Column::GcRange,
+        Column::Ratio,
+        Column::P50,
+        Column::P99,
+        Column::Max,
+    ];
+
     fn header(self) -> &'static str {
         match self {
             Column::GcMs => "GC ms",
