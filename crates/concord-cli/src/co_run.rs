@@ -22,7 +22,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use concord::config::format_size;
 use concord::GcConfig;
 use concord_workloads::{Workload, WorkloadParams};
 use serde_json::{json, Value};
@@ -352,24 +351,13 @@ impl CoRun {
         let summaries = self.summaries();
         if !summaries.is_empty() {
             let all = Summary::aggregate(&summaries);
-            let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
             let _ = writeln!(
                 s,
-                "concord run {} ×{count} co-running processes, each: preset {}, heap {}, {}{}, {}, {}",
+                "concord run {} ×{count} co-running processes, each: {}",
                 all.workload,
-                all.preset,
-                format_size(all.heap_size),
-                if all.dynamic_gc_threads { "up to " } else { "" },
-                plural(all.gc_threads, "GC thread"),
-                plural(all.mutators, "mutator"),
-                plural(all.rounds, "round"),
+                all.setup()
             );
-            let switches: Vec<String> = all
-                .switches
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            let _ = writeln!(s, "  switches   {}", switches.join(", "));
+            let _ = writeln!(s, "  switches   {}", all.switches_text());
             if let Some(load) = &all.interference {
                 let _ = writeln!(s, "  load       {load}");
             }

@@ -165,14 +165,11 @@ impl Summary {
         v
     }
 
-    /// The readable summary.
-    pub fn readable(&self) -> String {
-        let mut s = String::new();
+    /// The configuration in words: `preset optimized, heap 8M, 2 GC threads, 1 mutator, 1 round`.
+    pub fn setup(&self) -> String {
         let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-        let _ = writeln!(
-            s,
-            "concord run {} (preset {}, heap {}, {}{}, {}, {})",
-            self.workload,
+        format!(
+            "preset {}, heap {}, {}{}, {}, {}",
             self.preset,
             format_size(self.heap_size),
             if self.dynamic_gc_threads {
@@ -183,13 +180,25 @@ impl Summary {
             plural(self.gc_threads, "GC thread"),
             plural(self.mutators, "mutator"),
             plural(self.rounds, "round"),
-        );
+        )
+    }
+
+    /// The switches in words: `task-queue lockfree, task-affinity on, …`.
+    pub fn switches_text(&self) -> String {
         let switches: Vec<String> = self
             .switches
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        let _ = writeln!(s, "  switches  {}", switches.join(", "));
+        switches.join(", ")
+    }
+
+    /// The readable summary.
+    pub fn readable(&self) -> String {
+        let mut s = String::new();
+        let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+        let _ = writeln!(s, "concord run {} ({})", self.workload, self.setup());
+        let _ = writeln!(s, "  switches  {}", self.switches_text());
         if let Some(load) = &self.interference {
             let _ = writeln!(s, "  load      {load}");
         }

@@ -145,28 +145,17 @@ pub fn run(args: AblationArgs) -> Result<ExitCode> {
         Some(load) => format!(", {load} ({} during every run)", load.describe()),
         None => String::new(),
     };
-    conclude(
-        &plan,
-        &flags.bench,
-        |_, _| {},
-        |_| Text {
-            header: format!(
-                "concord ablation {}: {}{load_words}, medians of {} alternating runs each",
-                plan.workload,
-                stacked.words(),
-                plan.repeat
-            ),
-            columns: [Column::GC_AND_PAUSES, COLUMNS].concat(),
-            ratio_lines: false,
-            more: String::new(),
-            note:
-                "ratio: GC time relative to the first row; imbal.: most root tasks one worker ran \
-               over the mean per worker; CPUs: distinct CPUs the GC workers were seen on per \
-               collection."
-                    .to_string(),
-            legend_group: None,
-        },
-    )
+    let header = format!(
+        "concord ablation {}: {}{load_words}, medians of {} alternating runs each",
+        plan.workload,
+        stacked.words(),
+        plan.repeat
+    );
+    let note = "ratio: GC time relative to the first row; imbal.: most root tasks one worker ran \
+                over the mean per worker; CPUs: distinct CPUs the GC workers were seen on per \
+                collection.";
+    let text = Text::new(header, [Column::GC_AND_PAUSES, COLUMNS].concat(), note);
+    conclude(&plan, &flags.bench, |_, _| {}, |_| text)
 }
 
 #[cfg(test)]

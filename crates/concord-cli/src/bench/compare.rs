@@ -173,19 +173,8 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         params_text(&plan.arms[0]),
         plan.repeat,
     );
-    conclude(
-        &plan,
-        &flags.bench,
-        |_, _| {},
-        |_| Text {
-            header,
-            columns: columns(),
-            ratio_lines: true,
-            more: String::new(),
-            note: COLUMNS_NOTE.to_string(),
-            legend_group: None,
-        },
-    )
+    let text = Text::new(header, columns(), COLUMNS_NOTE).with_ratio_lines();
+    conclude(&plan, &flags.bench, |_, _| {}, |_| text)
 }
 
 #[cfg(test)]

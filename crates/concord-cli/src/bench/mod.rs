@@ -29,15 +29,45 @@ use crate::interference::Interference;
 /// lines of every figure when `ratio_lines`), `more` (e.g. a second table), a note on the
 /// columns and the legend of the arms of `legend_group` (all arms when `None`).
 pub struct Text {
-    pub header: String,
-    pub columns: Vec<Column>,
-    pub ratio_lines: bool,
-    pub more: String,
-    pub note: String,
-    pub legend_group: Option<usize>,
+    header: String,
+    columns: Vec<Column>,
+    ratio_lines: bool,
+    more: String,
+    note: String,
+    legend_group: Option<usize>,
 }
 
 impl Text {
+    /// The table of `columns` under `header`, then `note`, then the legend of every arm.
+    pub fn new(header: String, columns: Vec<Column>, note: impl Into<String>) -> Text {
+        Text {
+            header,
+            columns,
+            ratio_lines: false,
+            more: String::new(),
+            note: note.into(),
+            legend_group: None,
+        }
+    }
+
+    /// With the ratio lines of every figure after the table.
+    pub fn with_ratio_lines(mut self) -> Text {
+        self.ratio_lines = true;
+        self
+    }
+
+    /// With `more` after the table (and its ratio lines).
+    pub fn with_more(mut self, more: String) -> Text {
+        self.more = more;
+        self
+    }
+
+    /// With the legend of the arms of `group` only.
+    pub fn legend_of(mut self, group: usize) -> Text {
+        self.legend_group = Some(group);
+        self
+    }
+
     /// The text of `plan`'s outcome.
     fn render(&self, plan: &Plan, executed: &Executed) -> String {
         let outcome = &executed.outcome;

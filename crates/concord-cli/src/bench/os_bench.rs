@@ -90,26 +90,16 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
     stacked.describe_in(&mut plan);
     plan.parameters.insert("usable_cpus".into(), json!(cpus));
     plan.parameters.insert("busy".into(), json!(args.busy));
-    conclude(
-        &plan,
-        &flags.bench,
-        |_, _| {},
-        |_| Text {
-            header: format!(
-            "concord os-bench {}: {} on {cpus} usable CPUs, medians of {} alternating runs each",
-            plan.workload,
-            stacked.words(),
-            plan.repeat
-        ),
-            columns: [Column::GC_AND_PAUSES, COLUMNS].concat(),
-            ratio_lines: false,
-            more: String::new(),
-            note: "ratio: GC time relative to vanilla under the same interference; CPUs: distinct \
-               CPUs the GC workers were seen on per collection; fail%: failed steal attempts."
-                .to_string(),
-            legend_group: Some(0),
-        },
-    )
+    let header = format!(
+        "concord os-bench {}: {} on {cpus} usable CPUs, medians of {} alternating runs each",
+        plan.workload,
+        stacked.words(),
+        plan.repeat
+    );
+    let note = "ratio: GC time relative to vanilla under the same interference; CPUs: distinct \
+                CPUs the GC workers were seen on per collection; fail%: failed steal attempts.";
+    let text = Text::new(header, [Column::GC_AND_PAUSES, COLUMNS].concat(), note).legend_of(0);
+    conclude(&plan, &flags.bench, |_, _| {}, |_| text)
 }
 
 #[cfg(test)]

@@ -180,21 +180,16 @@ pub fn run(args: SchedBenchArgs) -> Result<ExitCode> {
                     "; life p50/p90: median and 90th percentile object lifespan (bytes \
                                allocated heap-wide from an object's birth to its death)";
             }
-            Text {
-                header: format!(
-                    "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
+            let header = format!(
+                "concord sched-bench: mutator scheduling on {cpus} usable CPUs, medians of {} \
                  alternating runs each\nnote: {note}.",
-                    plan.repeat
-                ),
-                columns,
-                ratio_lines: false,
-                more: String::new(),
-                note: format!(
-                    "ratio, wall x: GC time and wall time relative to cfs on the same workload\
+                plan.repeat
+            );
+            let note = format!(
+                "ratio, wall x: GC time and wall time relative to cfs on the same workload\
                  {lifespan_legend}."
-                ),
-                legend_group: Some(0),
-            }
+            );
+            Text::new(header, columns, note).legend_of(0)
         },
     )
 }

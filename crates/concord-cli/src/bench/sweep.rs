@@ -282,21 +282,18 @@ fn text(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) -> Text 
             vary.values[0]
         );
     }
-    Text {
-        header: format!(
-            "concord sweep {}{}: {key} = {} × {}; {varied}; medians of {} alternating runs each",
-            plan.workload,
-            plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
-            vary.values.join(", "),
-            labels.join(", "),
-            plan.repeat,
-        ),
-        columns: columns(),
-        ratio_lines: true,
-        more,
-        note,
-        legend_group: Some(0),
-    }
+    let header = format!(
+        "concord sweep {}{}: {key} = {} × {}; {varied}; medians of {} alternating runs each",
+        plan.workload,
+        plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
+        vary.values.join(", "),
+        labels.join(", "),
+        plan.repeat,
+    );
+    Text::new(header, columns(), note)
+        .with_ratio_lines()
+        .with_more(more)
+        .legend_of(0)
 }
 
 #[cfg(test)]

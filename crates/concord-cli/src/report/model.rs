@@ -15,35 +15,40 @@ use serde_json::Value;
 use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
 
 /// `experiment.json`, as written by the bench commands (`compare`, `sweep`, `ablation`,
-/// `os-bench`, `sched-bench`); older directories lack some fields.
+/// `os-bench`, `sched-bench`); older directories lack some fields, which take their defaults.
 #[derive(Debug, Deserialize)]
+#[serde(default)]
 pub struct ExperimentFile {
-    #[serde(default)]
     pub kind: String,
-    #[serde(default)]
     pub parameters: serde_json::Map<String, Value>,
-    #[serde(default)]
     pub workload: String,
-    #[serde(default)]
     pub size: Option<Value>,
-    #[serde(default)]
     pub started: String,
-    #[serde(default)]
     pub command: String,
-    #[serde(default)]
     pub vary: Option<Vary>,
-    #[serde(default)]
     pub configurations: Vec<ConfigurationEntry>,
-    #[serde(default)]
     pub runs: Vec<RunEntry>,
-    #[serde(default)]
     pub interrupted: bool,
-    #[serde(default = "yes")]
     pub complete: bool,
 }
 
-fn yes() -> bool {
-    true
+impl Default for ExperimentFile {
+    /// What a file that says nothing means: no runs, not interrupted, complete.
+    fn default() -> Self {
+        ExperimentFile {
+            kind: String::new(),
+            parameters: serde_json::Map::new(),
+            workload: String::new(),
+            size: None,
+            started: String::new(),
+            command: String::new(),
+            vary: None,
+            configurations: Vec::new(),
+            runs: Vec::new(),
+            interrupted: false,
+            complete: true,
+        }
+    }
 }
 
 /// The parameter a sweep varies.

@@ -754,6 +754,27 @@ pub(super) fn empty(h: &mut String, what: &str) {
     let _ = writeln!(h, "<figure><div class=\"empty\">{what}</div></figure>");
 }
 
+/// One configuration's panel of a per-run picture: `svg` of its median run `run`, or why there
+/// is none (`missing` says what the median run lacks).
+fn run_panel(h: &mut String, label: &str, run: Option<&Run>, svg: Option<String>, missing: &str) {
+    let label = esc(label);
+    match (run, svg) {
+        (Some(run), Some(svg)) => figure(
+            h,
+            &svg,
+            &format!("{label}: median run by GC time ({}).", about_run(run)),
+        ),
+        (Some(run), None) => empty(
+            h,
+            &format!("{label}: the median run ({}) {missing}.", about_run(run)),
+        ),
+        (None, _) => empty(
+            h,
+            &format!("{label}: no finished run with collection records."),
+        ),
+    }
+}
+
 /// "median run by GC time: round 1, 31 collections (3 full)".
 fn about_run(run: &Run) -> String {
     let records = run.records.as_deref().unwrap_or(&[]);
@@ -811,40 +832,17 @@ fn task_distribution(h: &mut String, exp: &Experiment, rows: &[Row]) -> anyhow::
         .unwrap_or(0) as f64;
     let _ = writeln!(h, "<div class=\"grid\">");
     for (row, t) in rows.iter().zip(&totals) {
-        match t {
-            Some((t, run)) if t.workers > 0 => {
-                let svg = plots::task_distribution(
-                    &format!("Tasks per GC worker: {}", row.config.label),
-                    t,
-                    y_max,
-                    &types,
-                )?;
-                figure(
-                    h,
-                    &svg,
-                    &format!(
-                        "{}: median run by GC time ({}).",
-                        esc(&row.config.label),
-                        about_run(run)
-                    ),
-                );
-            }
-            Some((_, run)) => empty(
-                h,
-                &format!(
-                    "{}: the median run ({}) has no GC worker records.",
-                    esc(&row.config.label),
-                    about_run(run)
-                ),
-            ),
-            None => empty(
-                h,
-                &format!(
-                    "{}: no finished run with collection records.",
-                    esc(&row.config.label)
-                ),
-            ),
-        }
+        let svg = match t {
+            Some((t, _)) if t.workers > 0 => Some(plots::task_distribution(
+                &format!("Tasks per GC worker: {}", row.config.label),
+                t,
+                y_max,
+                &types,
+            )?),
+            _ => None,
+        };
+        let run = t.as_ref().map(|(_, run)| *run);
+        run_panel(h, &row.config.label, run, svg, "has no GC worker records");
     }
     let _ = writeln!(h, "</div>");
     Ok(())
@@ -862,36 +860,13 @@ fn cpu_heatmap(h: &mut String, exp: &Experiment, rows: &[Row]) -> anyhow::Result
     for row in rows {
         let run = exp.representative(row.config);
         let occ = run.and_then(|r| Some(model::occupancy(r.records.as_deref()?, r.usable_cpus())));
-        match (run, occ) {
-            (Some(run), Some(occ)) if !occ.cpus.is_empty() && !occ.samples.is_empty() => {
-                let svg =
-                    plots::cpu_heatmap(&format!("GC worker × CPU: {}", row.config.label), &occ)?;
-                figure(
-                    h,
-                    &svg,
-                    &format!(
-                        "{}: median run by GC time ({}).",
-                        esc(&row.config.label),
-                        about_run(run)
-                    ),
-                );
-            }
-            (Some(run), _) => empty(
-                h,
-                &format!(
-                    "{}: the median run ({}) recorded no CPU samples.",
-                    esc(&row.config.label),
-                    about_run(run)
-                ),
+        let svg = match occ {
+            Some(occ) if !occ.cpus.is_empty() && !occ.samples.is_empty() => Some(
+                plots::cpu_heatmap(&format!("GC worker × CPU: {}", row.config.label), &occ)?,
             ),
-            (None, _) => empty(
-                h,
-                &format!(
-                    "{}: no finished run with collection records.",
-                    esc(&row.config.label)
-                ),
-            ),
-        }
+            _ => None,
+        };
+        run_panel(h, &row.config.label, run, svg, "recorded no CPU samples");
     }
     let _ = writeln!(h, "</div>");
     Ok(())
