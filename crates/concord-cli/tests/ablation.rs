@@ -3,34 +3,30 @@
 
 mod common;
 
-use common::{assert_exit_2, check_results, json_of, scratch};
+use common::{assert_exit_2, check_results, json_of, scratch, small};
 
 #[test]
 fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
     let out = scratch("ablation-all").join("out");
-    let v = json_of(&[
+    let v = json_of(&small(
         "ablation",
-        "binary-trees",
         "10",
-        "--repeat",
-        "2",
-        "--gc-threads",
-        "3",
-        "--heap",
-        "8m",
-        "--verify",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--repeat",
+            "2",
+            "--gc-threads",
+            "3",
+            "--verify",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     assert_eq!(v["gc_threads"], 3);
     assert_eq!(v["kind"], "ablation");
     assert_eq!(v["complete"], true);
     let configs = v["configurations"].as_array().unwrap();
-    let labels: Vec<&str> = configs
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
+    let labels = common::labels(&v["configurations"]);
     assert_eq!(
         labels,
         [
@@ -68,22 +64,21 @@ fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
 #[test]
 fn ablation_with_busy_loop_interference_prints_its_table() {
     let out = scratch("ablation-busy").join("out");
-    let o = common::concord(&[
+    let o = common::concord(&small(
         "ablation",
-        "binary-trees",
         "10",
-        "--repeat",
-        "1",
-        "--heap",
-        "8m",
-        "--only",
-        "vanilla,+gc-affinity",
-        "--interfere",
-        "busy:1",
-        "--no-report",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--repeat",
+            "1",
+            "--only",
+            "vanilla,+gc-affinity",
+            "--interfere",
+            "busy:1",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let stdout = common::text(&o.stdout);
     assert!(o.status.success(), "{stdout}{}", common::text(&o.stderr));
     // The README's columns, then the legend and where the results are.

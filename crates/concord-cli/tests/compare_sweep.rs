@@ -6,7 +6,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{check_results, command, concord, read_json, scratch, stdout_json, text};
+use common::{check_results, command, concord, read_json, scratch, small, stdout_json, text};
 use serde_json::Value;
 
 #[test]
@@ -16,34 +16,30 @@ fn compare_prints_json_and_writes_every_run() {
     let out = base.join("out");
     std::fs::create_dir(&out).unwrap();
     // Depth 10 with a small young generation, so that every run collects a few times.
-    let result = concord(&[
+    let result = concord(&small(
         "compare",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--young",
-        "1m",
-        "--preset",
-        "vanilla,optimized",
-        "--repeat",
-        "2",
-        "--gc-threads",
-        "2",
-        "--verify",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--young",
+            "1m",
+            "--preset",
+            "vanilla,optimized",
+            "--repeat",
+            "2",
+            "--gc-threads",
+            "2",
+            "--verify",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let v = stdout_json(&result);
     assert_eq!(v["kind"], "compare");
     assert_eq!(v["complete"], true);
     assert_eq!(v["failed_runs"], 0);
     let configs = v["configurations"].as_array().unwrap();
-    let labels: Vec<&str> = configs
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
+    let labels = common::labels(&v["configurations"]);
     assert_eq!(labels, ["vanilla", "optimized"]);
     for c in configs {
         assert_eq!(c["runs"].as_array().unwrap().len(), 2);
@@ -107,30 +103,26 @@ fn compare_prints_json_and_writes_every_run() {
 fn sweep_prints_json_per_value_and_preset() {
     let base = scratch("sweep");
     let out = base.join("a/b");
-    let result = concord(&[
+    let result = concord(&small(
         "sweep",
-        "binary-trees",
         "8",
-        "--heap",
-        "8m",
-        "--vary",
-        "gc-threads=1,2",
-        "--preset",
-        "vanilla,optimized",
-        "--repeat",
-        "1",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--vary",
+            "gc-threads=1,2",
+            "--preset",
+            "vanilla,optimized",
+            "--repeat",
+            "1",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let v = stdout_json(&result);
     assert_eq!(v["kind"], "sweep");
     assert_eq!(v["vary"]["key"], "gc-threads");
     let configs = v["configurations"].as_array().unwrap();
-    let labels: Vec<&str> = configs
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
+    let labels = common::labels(&v["configurations"]);
     assert_eq!(
         labels,
         [
@@ -160,19 +152,18 @@ fn sweep_prints_json_per_value_and_preset() {
 fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
     let base = scratch("sweep-table");
     let out = base.join("out");
-    let result = concord(&[
+    let result = concord(&small(
         "sweep",
-        "binary-trees",
         "8",
-        "--heap",
-        "8m",
-        "--vary",
-        "mutators=1,2",
-        "--repeat",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--vary",
+            "mutators=1,2",
+            "--repeat",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let stdout = text(&result.stdout);
     assert!(result.status.success(), "{stdout}{}", text(&result.stderr));
     for expected in [
@@ -292,19 +283,18 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
 fn ctrl_c_stops_after_the_current_run_and_leaves_a_consistent_directory() {
     let base = scratch("ctrl-c");
     let out = base.join("out");
-    let child = command(&[
+    let child = command(&small(
         "sweep",
-        "binary-trees",
         "8",
-        "--heap",
-        "8m",
-        "--vary",
-        "gc-threads=1,2",
-        "--repeat",
-        "1000",
-        "--out",
-        out.to_str().unwrap(),
-    ])
+        &[
+            "--vary",
+            "gc-threads=1,2",
+            "--repeat",
+            "1000",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ))
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()

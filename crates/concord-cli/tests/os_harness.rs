@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{check_results, command, concord, json_of, scratch, text};
+use common::{check_results, command, concord, json_of, scratch, small, text};
 use serde_json::Value;
 
 #[test]
@@ -87,34 +87,25 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
 
 #[test]
 fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
-    let v = json_of(&[
+    let v = json_of(&small(
         "run",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--interfere",
-        "busy:2",
-        "--gc-affinity",
-        "static",
-        "--mutator-sched",
-        "cfs",
-        "--json",
-    ]);
+        &[
+            "--interfere",
+            "busy:2",
+            "--gc-affinity",
+            "static",
+            "--mutator-sched",
+            "cfs",
+            "--json",
+        ],
+    ));
     assert_eq!(v["checksum_ok"], true, "{v}");
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
     assert_eq!(v["mutator_sched"], "cfs");
 
-    let out = concord(&[
-        "run",
-        "binary-trees",
-        "10",
-        "--heap",
-        "8m",
-        "--preset",
-        "vanilla",
-    ]);
+    let out = concord(&small("run", "10", &["--preset", "vanilla"]));
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -127,22 +118,21 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
 fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate() {
     let dir = scratch("co-run");
     let records = dir.join("records.jsonl");
-    let child = command(&[
+    let child = command(&small(
         "run",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--young",
-        "1m",
-        "--co-run",
-        "3",
-        "--interfere",
-        "busy:1",
-        "--gc-records",
-        records.to_str().unwrap(),
-        "--json",
-    ])
+        &[
+            "--young",
+            "1m",
+            "--co-run",
+            "3",
+            "--interfere",
+            "busy:1",
+            "--gc-records",
+            records.to_str().unwrap(),
+            "--json",
+        ],
+    ))
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped())
     .spawn()
@@ -189,7 +179,7 @@ fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate()
     assert_eq!(v["wall_ms"].as_f64().unwrap(), wall_max);
     assert_eq!(v["failed_instances"].as_array().unwrap().len(), 0);
 
-    let out = concord(&["run", "binary-trees", "10", "--heap", "8m", "--co-run", "2"]);
+    let out = concord(&small("run", "10", &["--co-run", "2"]));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("co-running processes"), "{stdout}");
@@ -203,18 +193,17 @@ fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate()
 #[test]
 fn a_failed_instance_is_reported_with_its_status_and_stderr() {
     // Every child fails to create its GC log; the parent never builds a heap.
-    let out = concord(&[
+    let out = concord(&small(
         "run",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--co-run",
-        "2",
-        "--gc-log",
-        "/nonexistent-concord-dir/gc.log",
-        "--json",
-    ]);
+        &[
+            "--co-run",
+            "2",
+            "--gc-log",
+            "/nonexistent-concord-dir/gc.log",
+            "--json",
+        ],
+    ));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     for n in 1..=2 {
@@ -317,21 +306,20 @@ fn notices_go_to_stderr_as_the_log_filter_says() {
 #[test]
 fn os_bench_prints_json_and_writes_its_directory() {
     let out = scratch("os-bench").join("out");
-    let v = json_of(&[
+    let v = json_of(&small(
         "os-bench",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--repeat",
-        "1",
-        "--busy",
-        "1",
-        "--json",
-        "--no-report",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--repeat",
+            "1",
+            "--busy",
+            "1",
+            "--json",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     assert_eq!(v["busy"], 1);
     let configs = v["configurations"].as_array().unwrap();
     let labels: Vec<(&str, Option<&str>)> = configs

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::{conclude, Stacked, Text};
-use crate::experiment::{find_workload, Column, Plan, Variant};
+use super::{conclude, workload_plan, Stacked, Text};
+use crate::experiment::{find_workload, Column, Variant};
 use crate::flags::WorkloadBench;
 
 /// Flags of `concord ablation`. Its own defaults: `--gc-threads` twice the usable CPUs (the GC
@@ -131,13 +131,7 @@ pub fn run(args: AblationArgs) -> Result<ExitCode> {
         .iter()
         .map(|v| stacked.arm(v, 0, &workload, load))
         .collect::<Result<_>>()?;
-    let mut plan = Plan::new(
-        "ablation",
-        workload.name().to_string(),
-        arms,
-        flags.bench.repeat,
-    );
-    plan.size = flags.workload.size;
+    let mut plan = workload_plan("ablation", flags, &workload, arms);
     stacked.describe_in(&mut plan);
     plan.parameters
         .insert("interference".into(), json!(load.map(|l| l.to_string())));

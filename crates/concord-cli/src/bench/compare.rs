@@ -12,8 +12,8 @@ use clap::Args;
 use concord::Preset;
 use concord_workloads::Workload;
 
-use super::{conclude, params_text, Text};
-use crate::experiment::{default_heap, find_workload, heap_arm, Arm, Column, Plan};
+use super::{conclude, params_text, workload_plan, Text};
+use crate::experiment::{default_heap, find_workload, heap_arm, Arm, Column};
 use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 
 /// Flags of `concord compare`.
@@ -157,13 +157,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut plan = Plan::new(
-        "compare",
-        workload.name().to_string(),
-        arms,
-        flags.bench.repeat,
-    );
-    plan.size = flags.workload.size;
+    let plan = workload_plan("compare", flags, &workload, arms);
     let names: Vec<&str> = plan.arms.iter().map(|a| a.label.as_str()).collect();
     let header = format!(
         "concord compare {}{}: {}, {}; medians of {} alternating runs each",

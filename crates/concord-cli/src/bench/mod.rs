@@ -115,6 +115,19 @@ pub fn conclude(
     Ok(executed.exit_code())
 }
 
+/// The plan of a bench command over one workload: `arms`, the workload's name and size, the
+/// command's rounds.
+pub fn workload_plan(
+    kind: &'static str,
+    flags: &WorkloadBench,
+    workload: &Arc<dyn Workload>,
+    arms: Vec<Arm>,
+) -> Plan {
+    let mut plan = Plan::new(kind, workload.name().to_string(), arms, flags.bench.repeat);
+    plan.size = flags.workload.size;
+    plan
+}
+
 /// The workload parameters and load of an arm, in words: `1 mutator, 1 round, busy:1 (…)`.
 pub fn params_text(arm: &Arm) -> String {
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });

@@ -11,8 +11,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{conclude, Stacked, Text};
-use crate::experiment::{find_workload, Column, Plan, Variant};
+use super::{conclude, workload_plan, Stacked, Text};
+use crate::experiment::{find_workload, Column, Variant};
 use crate::flags::{count_in, WorkloadBench};
 use crate::interference::{Interference, MAX_BUSY_THREADS};
 
@@ -75,13 +75,7 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
             arms.push(arm);
         }
     }
-    let mut plan = Plan::new(
-        "os-bench",
-        workload.name().to_string(),
-        arms,
-        flags.bench.repeat,
-    );
-    plan.size = flags.workload.size;
+    let mut plan = workload_plan("os-bench", flags, &workload, arms);
     plan.groups = vec![
         "no interference".to_string(),
         format!("{busy}: {} during every run", busy.describe()),

@@ -14,7 +14,7 @@ use concord::config::{format_size, parse_size, MAX_HEAP, MIN_HEAP};
 use serde_json::json;
 
 use super::compare::{columns, parse_presets, preset_arm, unique_labels, Override, COLUMNS_NOTE};
-use super::{conclude, params_text, Text};
+use super::{conclude, params_text, workload_plan, Text};
 use crate::experiment::results::VaryEntry;
 use crate::experiment::{find_workload, ratio, Column, Outcome, Plan};
 use crate::flags::{RunFlags, WorkloadBench};
@@ -222,13 +222,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             arms.push(arm);
         }
     }
-    let mut plan = Plan::new(
-        "sweep",
-        workload.name().to_string(),
-        arms,
-        args.common.bench.repeat,
-    );
-    plan.size = args.common.workload.size;
+    let mut plan = workload_plan("sweep", &args.common, &workload, arms);
     plan.vary = Some(VaryEntry {
         key: key.to_string(),
         values: vary.values.clone(),

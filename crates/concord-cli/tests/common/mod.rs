@@ -52,6 +52,24 @@ pub fn json_of(args: &[&str]) -> Value {
     stdout_json(&concord(args))
 }
 
+/// The `label` of every configuration in `configurations`.
+pub fn labels(configurations: &Value) -> Vec<&str> {
+    configurations
+        .as_array()
+        .expect("a list of configurations")
+        .iter()
+        .map(|c| c["label"].as_str().expect("a label"))
+        .collect()
+}
+
+/// `concord CMD binary-trees DEPTH --heap 8m MORE…`: the small runs most tests make.
+pub fn small<'a>(cmd: &'a str, depth: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    [cmd, "binary-trees", depth, "--heap", "8m"]
+        .into_iter()
+        .chain(more.iter().copied())
+        .collect()
+}
+
 /// A JSON file.
 pub fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap())
@@ -78,12 +96,7 @@ pub fn check_results(dir: &Path, kind: &str, runs: usize) -> Value {
     assert_eq!(e["complete"], true);
     assert!(e["started"].as_str().unwrap().ends_with('Z'));
     assert!(e["command"].as_str().unwrap().contains(kind));
-    let labels: Vec<&str> = e["configurations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
+    let labels = labels(&e["configurations"]);
     let mut unique = labels.clone();
     unique.sort_unstable();
     unique.dedup();
