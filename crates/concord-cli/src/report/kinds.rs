@@ -93,16 +93,15 @@ fn ablation(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     let title = format!("GC time relative to {}", base.name);
     bars_or_note(
         h,
-        &Bars {
-            title: &title,
-            legend_title: "",
-            x_desc: "configuration",
-            y_desc: "GC time / baseline's median GC time",
-            categories: &categories,
-            series: &[series("median over runs", 0, ratios)],
-            reference: Some((1.0, "baseline")),
-            decimals: 2,
-        },
+        &Bars::new(
+            &title,
+            "configuration",
+            "GC time / baseline's median GC time",
+            &categories,
+            &[series("median over runs", 0, ratios)],
+        )
+        .reference(1.0, "baseline")
+        .decimals(2),
         &format!(
             "Total GC time of each configuration over the median GC time of <b>{}</b>, median over runs with the fastest and slowest run as whiskers (000 Fig. 10): \
              a bar below the line is a fix that shortens the pauses on its own; whiskers that straddle the line mean the difference is within this machine's noise.",
@@ -124,19 +123,18 @@ fn ablation(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
         .collect();
     bars_or_note(
         h,
-        &Bars {
-            title: "Steal attempts and failures per collection",
-            legend_title: "per collection",
-            x_desc: "configuration",
-            y_desc: "steal attempts per collection",
-            categories: &categories,
-            series: &[
+        &Bars::new(
+            "Steal attempts and failures per collection",
+            "configuration",
+            "steal attempts per collection",
+            &categories,
+            &[
                 series("attempts", 0, attempts),
                 series("failed attempts", 2, failures),
             ],
-            reference: None,
-            decimals: 0,
-        },
+        )
+        .legend("per collection")
+        .decimals(0),
         "Steal attempts and failed attempts per collection, median over runs with min–max whiskers (000 Table 1, Fig. 9): \
          adaptive stealing and 2·N_live termination should cut the failed attempts that vanilla's best-of-2 and fixed 2·N termination burn while workers look for work.",
         "No run reported steal counts.",
@@ -211,16 +209,14 @@ fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     let gc = series_by_group(exp, &modes, load, |c| stat(exp, c, Run::gc_ms));
     bars_or_note(
         h,
-        &Bars {
-            title: "GC time per GC thread affinity, without and with interference",
-            legend_title: "load",
-            x_desc: "configuration (preset/affinity)",
-            y_desc: "GC time per run (ms)",
-            categories: &modes,
-            series: &gc,
-            reference: None,
-            decimals: 1,
-        },
+        &Bars::new(
+            "GC time per GC thread affinity, without and with interference",
+            "configuration (preset/affinity)",
+            "GC time per run (ms)",
+            &modes,
+            &gc,
+        )
+        .legend("load"),
         "Total GC time of each affinity mode without load and with busy-loop threads competing for the CPUs, median over runs with min–max whiskers (000 §3–4): \
          the gap between a mode's two bars is what interference costs it; dynamic affinity (000 Algorithm 1) should keep that gap smallest by moving GC threads off the loaded CPUs.",
         "No configuration has a finished run with GC time.",
@@ -231,16 +227,15 @@ fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     });
     bars_or_note(
         h,
-        &Bars {
-            title: "Distinct CPUs the GC workers ran on per collection",
-            legend_title: "load",
-            x_desc: "configuration (preset/affinity)",
-            y_desc: "CPUs per collection",
-            categories: &modes,
-            series: &cpus,
-            reference: None,
-            decimals: 2,
-        },
+        &Bars::new(
+            "Distinct CPUs the GC workers ran on per collection",
+            "configuration (preset/affinity)",
+            "CPUs per collection",
+            &modes,
+            &cpus,
+        )
+        .legend("load")
+        .decimals(2),
         "How many distinct CPUs the GC workers were seen on per collection, median over runs with min–max whiskers: \
          one CPU means the GC threads stayed stacked where they were born (000 Fig. 4b); all usable CPUs means the parallel phase really ran in parallel.",
         "No run reported the CPUs its GC workers used.",
@@ -322,16 +317,15 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
             .collect();
         bars_or_note(
             h,
-            &Bars {
-                title: &format!("Lifespans: {title}"),
-                legend_title: "mutator scheduling",
-                x_desc: "lifespan: bytes allocated heap-wide from birth to death (bucket from)",
-                y_desc: "share of dead samples (%)",
-                categories: &categories,
-                series: &shares,
-                reference: None,
-                decimals: 0,
-            },
+            &Bars::new(
+                &format!("Lifespans: {title}"),
+                "lifespan: bytes allocated heap-wide from birth to death (bucket from)",
+                "share of dead samples (%)",
+                &categories,
+                &shares,
+            )
+            .legend("mutator scheduling")
+            .decimals(0),
             &format!(
                 "{}: how long sampled objects lived, as the share of dead samples in each log2 bucket, all runs of a policy together (001 Fig. 3): \
                  under CFS a preempted mutator leaves its young objects alive while others allocate, so mass moves to the right (longer lifespans, more copying); FIFO should keep it on the left.",
@@ -383,16 +377,16 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
         let base = policies.first().cloned().unwrap_or_default();
         bars_or_note(
             h,
-            &Bars {
-                title: &format!("{what} relative to {base}, per workload"),
-                legend_title: "mutator scheduling",
-                x_desc: "workload",
-                y_desc: &format!("{what} / {base}'s median"),
-                categories: &workloads,
-                series: &series,
-                reference: Some((1.0, "baseline")),
-                decimals: 2,
-            },
+            &Bars::new(
+                &format!("{what} relative to {base}, per workload"),
+                "workload",
+                &format!("{what} / {base}'s median"),
+                &workloads,
+                &series,
+            )
+            .legend("mutator scheduling")
+            .reference(1.0, "baseline")
+            .decimals(2),
             &format!(
                 "Median {what} of each policy over that of <b>{}</b> on the same workload, with the fastest and slowest run as whiskers: \
                  001 finds FIFO shortens GC time most on scalable workloads, whose many mutators CFS interleaves, and matters little where one mutator runs.",
@@ -442,20 +436,19 @@ fn monitor(h: &mut String, exp: &Experiment) -> anyhow::Result<NavEntry> {
             series(label, k, stats)
         })
         .collect();
+    let bars = Bars::new(
+        "Monitor events per collection",
+        "configuration",
+        "events per collection",
+        &categories,
+        &series,
+    )
+    .legend("event");
     figure(
         h,
-        &plots::bars(&Bars {
-            title: "Monitor events per collection",
-            legend_title: "event",
-            x_desc: "configuration",
-            y_desc: "events per collection",
-            categories: &categories,
-            series: &series,
-            reference: None,
-            decimals: 1,
-        })?,
+        &plots::bars(&bars)?,
         "What HotSpot's unfair task-queue monitor did per collection, median over runs with min–max whiskers, for the configurations that used it (000 §2.2, Fig. 5): \
-         barges are acquisitions that overtook the woken heir, heir wake-ups hand the lock to the OnDeck thread, and futile wake-ups wake a worker that then finds the lock taken or the queue empty; \
+         contended counts acquisitions that found the lock taken, barges those that overtook the woken heir, heir wake-ups hand the lock to the OnDeck thread, and futile wake-ups wake a worker that then finds the lock taken or the queue empty; \
          many barges and futile wake-ups mean GC threads spent the pause contending for the lock instead of working.",
     );
     Ok(("monitor", "Monitor"))

@@ -457,22 +457,34 @@ impl Experiment {
         }
     }
 
-    fn read_summary(&mut self, who: &str, rel: Option<&str>) -> Option<Value> {
+    /// The text of the run's `what` file `rel` (`summary`, `records`), or a note saying it is
+    /// missing or unreadable and what follows (`lost`).
+    fn read_file(
+        &mut self,
+        who: &str,
+        what: &str,
+        rel: Option<&str>,
+        lost: &str,
+    ) -> Option<String> {
         let Some(rel) = rel else {
             self.notes
-                .push(format!("Run {who} names no summary file; it is left out."));
+                .push(format!("Run {who} names no {what} file; {lost}."));
             return None;
         };
-        let path = self.dir.join(rel);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        match std::fs::read_to_string(self.dir.join(rel)) {
+            Ok(text) => Some(text),
             Err(e) => {
                 self.notes.push(format!(
-                    "Run {who}: summary {rel} cannot be read ({e}); the run is left out."
+                    "Run {who}: {what} {rel} cannot be read ({e}); {lost}."
                 ));
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    fn read_summary(&mut self, who: &str, rel: Option<&str>) -> Option<Value> {
+        let text = self.read_file(who, "summary", rel, "the run is left out")?;
+        let rel = rel.unwrap_or_default();
         match serde_json::from_str::<Value>(&text) {
             Ok(v) if v.is_object() => Some(v),
             Ok(_) => {
@@ -491,22 +503,9 @@ impl Experiment {
     }
 
     fn read_records(&mut self, who: &str, rel: Option<&str>) -> Option<Vec<Record>> {
-        let Some(rel) = rel else {
-            self.notes.push(format!(
-                "Run {who} names no records file; its per-collection plots are missing."
-            ));
-            return None;
-        };
-        let path = self.dir.join(rel);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                self.notes.push(format!(
-                    "Run {who}: records {rel} cannot be read ({e}); its per-collection plots are missing."
-                ));
-                return None;
-            }
-        };
+        let lost = "its per-collection plots are missing";
+        let text = self.read_file(who, "records", rel, lost)?;
+        let rel = rel.unwrap_or_default();
         let mut records = Vec::new();
         let mut bad = 0usize;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {

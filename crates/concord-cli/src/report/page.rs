@@ -422,6 +422,11 @@ fn header(h: &mut String, exp: &Experiment, title: &str) {
     let _ = writeln!(h, "</table>\n</header>");
 }
 
+/// `items` as the `<li>` elements of a list.
+fn list_items(items: &[String]) -> String {
+    items.iter().map(|i| format!("<li>{i}</li>")).collect()
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -478,10 +483,7 @@ fn warnings(h: &mut String, exp: &Experiment) {
     let _ = writeln!(
         h,
         "<div class=\"warn\"><h3>Read with care</h3><ul>{}</ul></div>",
-        items
-            .iter()
-            .map(|i| format!("<li>{i}</li>"))
-            .collect::<String>()
+        list_items(&items)
     );
 }
 
@@ -734,10 +736,7 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
         let _ = writeln!(
             h,
             "<h3>At a glance</h3>\n<ul class=\"findings\">{}</ul>\n<p class=\"caption\">Absolute times on a shared 2-core machine are noisy: trust ratios of runs made side by side, and more rounds more.</p>",
-            items
-                .iter()
-                .map(|i| format!("<li>{i}</li>"))
-                .collect::<String>()
+            list_items(&items)
         );
     }
 }

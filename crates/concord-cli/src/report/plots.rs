@@ -681,6 +681,46 @@ pub struct Bars<'a> {
     pub decimals: usize,
 }
 
+impl<'a> Bars<'a> {
+    /// Bars of `series` over `categories`, no legend title, no reference line, one decimal.
+    pub fn new(
+        title: &'a str,
+        x_desc: &'a str,
+        y_desc: &'a str,
+        categories: &'a [String],
+        series: &'a [BarSeries],
+    ) -> Bars<'a> {
+        Bars {
+            title,
+            legend_title: "",
+            x_desc,
+            y_desc,
+            categories,
+            series,
+            reference: None,
+            decimals: 1,
+        }
+    }
+
+    /// With a title over the legend.
+    pub fn legend(mut self, title: &'a str) -> Self {
+        self.legend_title = title;
+        self
+    }
+
+    /// With a horizontal line at `y` (legend: `what`).
+    pub fn reference(mut self, y: f64, what: &'a str) -> Self {
+        self.reference = Some((y, what));
+        self
+    }
+
+    /// With `decimals` decimals in the values over the bars.
+    pub fn decimals(mut self, decimals: usize) -> Self {
+        self.decimals = decimals;
+        self
+    }
+}
+
 /// Grouped bars with whiskers (the figures of 000 Fig. 10 and the bench kinds).
 pub fn bars(b: &Bars) -> anyhow::Result<String> {
     let n = b.categories.len().max(1);
@@ -872,16 +912,7 @@ mod tests {
         assert!(time_breakdown("c", &[]).unwrap().contains("<svg"));
         assert!(stealing("c", &[]).unwrap().contains("<svg"));
         assert!(scalability("k", &[], &[]).unwrap().contains("<svg"));
-        let empty = Bars {
-            title: "t",
-            legend_title: "",
-            x_desc: "x",
-            y_desc: "y",
-            categories: &[],
-            series: &[],
-            reference: Some((1.0, "baseline")),
-            decimals: 2,
-        };
+        let empty = Bars::new("t", "x", "y", &[], &[]).reference(1.0, "baseline");
         assert!(bars(&empty).unwrap().contains("<svg"));
     }
 }
