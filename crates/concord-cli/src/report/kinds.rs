@@ -54,6 +54,18 @@ fn series(label: &str, index: usize, stats: Vec<Stat>) -> BarSeries {
     }
 }
 
+/// One series per label, colored in order, with the statistics `stats(i, label)` per category.
+fn series_of<T: AsRef<str>>(
+    labels: &[T],
+    stats: impl Fn(usize, &T) -> Vec<Stat>,
+) -> Vec<BarSeries> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, label)| series(label.as_ref(), i, stats(i, label)))
+        .collect()
+}
+
 /// A figure, or the note `none` when no bar has a value.
 fn bars_or_note(h: &mut String, bars: &Bars, caption: &str, none: &str) -> anyhow::Result<()> {
     if bars
@@ -352,28 +364,23 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
         .map(|g| names(&in_group(exp, g)))
         .unwrap_or_default();
     for (what, key) in [("GC time", "gc_pause_total_ms"), ("wall time", "wall_ms")] {
-        let series: Vec<BarSeries> = policies
-            .iter()
-            .enumerate()
-            .map(|(i, policy)| {
-                let stats = groups
-                    .iter()
-                    .map(|g| {
-                        let configs = in_group(exp, g);
-                        let (Some(base), Some(c)) =
-                            (configs.first(), configs.iter().find(|c| &c.name == policy))
-                        else {
-                            return (None, None);
-                        };
-                        relative(
-                            stat(exp, c, |r| r.num(key)),
-                            exp.median_of(base, |r| r.num(key)),
-                        )
-                    })
-                    .collect();
-                series(policy, i, stats)
-            })
-            .collect();
+        let series = series_of(&policies, |_, policy| {
+            groups
+                .iter()
+                .map(|g| {
+                    let configs = in_group(exp, g);
+                    let (Some(base), Some(c)) =
+                        (configs.first(), configs.iter().find(|c| &c.name == policy))
+                    else {
+                        return (None, None);
+                    };
+                    relative(
+                        stat(exp, c, |r| r.num(key)),
+                        exp.median_of(base, |r| r.num(key)),
+                    )
+                })
+                .collect()
+        });
         let base = policies.first().cloned().unwrap_or_default();
         bars_or_note(
             h,
@@ -419,23 +426,13 @@ fn monitor(h: &mut String, exp: &Experiment) -> anyhow::Result<NavEntry> {
         return Ok(("monitor", "Monitor"));
     }
     let categories = names(&configs);
-    let counters = [
-        "contended acquisitions",
-        "barges",
-        "heir wake-ups",
-        "futile wake-ups",
-    ];
-    let series: Vec<BarSeries> = counters
-        .iter()
-        .enumerate()
-        .map(|(k, label)| {
-            let stats = configs
-                .iter()
-                .map(|c| stat(exp, c, |r| Some(r.monitor_per_collection()?[k])))
-                .collect();
-            series(label, k, stats)
-        })
-        .collect();
+    let counters = ["contended", "barges", "heir wake-ups", "futile wake-ups"];
+    let series = series_of(&counters, |k, _| {
+        configs
+            .iter()
+            .map(|c| stat(exp, c, |r| Some(r.monitor_per_collection()?[k])))
+            .collect()
+    });
     let bars = Bars::new(
         "Monitor events per collection",
         "configuration",

@@ -628,21 +628,18 @@ fn result_cell(exp: &Experiment, c: &Configuration) -> String {
         (vals.iter().filter(|&&v| v).count(), vals.len())
     };
     let mut parts = Vec::new();
-    match flag("checksum_ok") {
-        (_, 0) => {}
-        (good, n) if good == n => parts.push("<span class=\"ok\">checksum ok</span>".to_string()),
-        (good, n) => parts.push(format!(
-            "<span class=\"bad\">checksum wrong in {} of {n}</span>",
-            n - good
-        )),
-    }
-    match flag("verified") {
-        (_, 0) => {}
-        (good, n) if good == n => parts.push("<span class=\"ok\">heap verified</span>".to_string()),
-        (good, n) => parts.push(format!(
-            "<span class=\"bad\">verification failed in {} of {n}</span>",
-            n - good
-        )),
+    for (key, good_words, bad_words) in [
+        ("checksum_ok", "checksum ok", "checksum wrong"),
+        ("verified", "heap verified", "verification failed"),
+    ] {
+        match flag(key) {
+            (_, 0) => {}
+            (good, n) if good == n => parts.push(format!("<span class=\"ok\">{good_words}</span>")),
+            (good, n) => parts.push(format!(
+                "<span class=\"bad\">{bad_words} in {} of {n}</span>",
+                n - good
+            )),
+        }
     }
     if parts.is_empty() {
         "—".into()
