@@ -47,7 +47,7 @@ impl Executed {
             .runs
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.status != "ok")
+            .filter(|(_, r)| !r.ok())
             .collect()
     }
 
@@ -134,7 +134,7 @@ pub fn execute(
             round,
             summary: None,
             records,
-            status: "ok",
+            status: "ok".to_string(),
             error: None,
         };
         let line = match result {
@@ -146,7 +146,7 @@ pub fn execute(
                     .with_context(|| format!("cannot write '{}'", path.display()))?;
                 entry.summary = Some(summary_rel);
                 if let Some(problem) = result.problem {
-                    entry.status = "failed";
+                    entry.status = "failed".to_string();
                     entry.error = Some(problem);
                 }
                 runs[a].push(result.figures);
@@ -154,7 +154,7 @@ pub fn execute(
                 result.line
             }
             Err(e) => {
-                entry.status = "failed";
+                entry.status = "failed".to_string();
                 entry.error = Some(format!("{e:#}"));
                 String::new()
             }

@@ -80,10 +80,10 @@ impl Plan {
                 settings.push(format!("rounds={}", arm.params.rounds));
                 ConfigurationEntry {
                     label: arm.id.clone(),
-                    name: arm.label.clone(),
+                    name: Some(arm.label.clone()),
                     group: self.group_title(arm),
-                    workload: arm.workload.clone(),
-                    preset: arm.preset.clone(),
+                    workload: Some(arm.workload.clone()),
+                    preset: Some(arm.preset.clone()),
                     value: arm.value.clone(),
                     settings,
                     interference: arm.interference.map(|l| l.to_string()),
@@ -95,9 +95,9 @@ impl Plan {
     /// A fresh `experiment.json`: no runs yet.
     pub fn experiment_file(&self, started: &Timestamp, command: String) -> ExperimentFile {
         ExperimentFile {
-            format: FORMAT,
+            format: FORMAT.to_string(),
             version: VERSION,
-            kind: self.kind,
+            kind: self.kind.to_string(),
             workload: self.workload.clone(),
             size: self.size,
             started: started.rfc3339.clone(),
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(plan.baseline(1), 2);
         let file = plan.experiment_file(&Timestamp::of_unix(0), "concord x".into());
         assert_eq!(file.configurations[2].label, "a-1");
-        assert_eq!(file.configurations[2].name, "a");
+        assert_eq!(file.configurations[2].name.as_deref(), Some("a"));
         assert_eq!(file.configurations[2].group.as_deref(), Some("busy:1"));
         assert_eq!(file.configurations[0].settings[1], "heap=8m");
         assert!(file.configurations[0]

@@ -277,11 +277,7 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
 }
 
 fn title(exp: &Experiment) -> String {
-    let size = match &exp.file.size {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => format!(" {s}"),
-        Some(v) => format!(" {v}"),
-    };
+    let size = exp.file.size.map(|s| format!(" {s}")).unwrap_or_default();
     let workload = if exp.file.workload.is_empty() {
         "(workload not named)".to_string()
     } else {
