@@ -3,25 +3,19 @@
 
 mod common;
 
-use common::{assert_exit_2, check_results, json_of, scratch, small};
+use common::{assert_exit_2, check_results, run_into, small, stdout_json};
 
 #[test]
 fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
-    let out = scratch("ablation-all").join("out");
-    let v = json_of(&small(
-        "ablation",
-        "10",
-        &[
-            "--repeat",
-            "2",
-            "--gc-threads",
-            "3",
-            "--verify",
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ));
+    let (output, out) = run_into(
+        "ablation-all",
+        &small(
+            "ablation",
+            "10",
+            &["--repeat", "2", "--gc-threads", "3", "--verify", "--json"],
+        ),
+    );
+    let v = stdout_json(&output);
     assert_eq!(v["gc_threads"], 3);
     assert_eq!(v["kind"], "ablation");
     assert_eq!(v["complete"], true);
@@ -63,22 +57,22 @@ fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
 
 #[test]
 fn ablation_with_busy_loop_interference_prints_its_table() {
-    let out = scratch("ablation-busy").join("out");
-    let o = common::concord(&small(
-        "ablation",
-        "10",
-        &[
-            "--repeat",
-            "1",
-            "--only",
-            "vanilla,+gc-affinity",
-            "--interfere",
-            "busy:1",
-            "--no-report",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ));
+    let (o, out) = run_into(
+        "ablation-busy",
+        &small(
+            "ablation",
+            "10",
+            &[
+                "--repeat",
+                "1",
+                "--only",
+                "vanilla,+gc-affinity",
+                "--interfere",
+                "busy:1",
+                "--no-report",
+            ],
+        ),
+    );
     let stdout = common::text(&o.stdout);
     assert!(o.status.success(), "{stdout}{}", common::text(&o.stderr));
     // The README's columns, then the legend and where the results are.

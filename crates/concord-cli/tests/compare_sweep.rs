@@ -6,7 +6,9 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{check_results, command, concord, read_json, scratch, small, stdout_json, text};
+use common::{
+    check_results, command, concord, read_json, run_into, scratch, small, stdout_json, text,
+};
 use serde_json::Value;
 
 #[test]
@@ -101,23 +103,22 @@ fn compare_prints_json_and_writes_every_run() {
 
 #[test]
 fn sweep_prints_json_per_value_and_preset() {
-    let base = scratch("sweep");
-    let out = base.join("a/b");
-    let result = concord(&small(
+    let (result, out) = run_into(
         "sweep",
-        "8",
-        &[
-            "--vary",
-            "gc-threads=1,2",
-            "--preset",
-            "vanilla,optimized",
-            "--repeat",
-            "1",
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ));
+        &small(
+            "sweep",
+            "8",
+            &[
+                "--vary",
+                "gc-threads=1,2",
+                "--preset",
+                "vanilla,optimized",
+                "--repeat",
+                "1",
+                "--json",
+            ],
+        ),
+    );
     let v = stdout_json(&result);
     assert_eq!(v["kind"], "sweep");
     assert_eq!(v["vary"]["key"], "gc-threads");
@@ -145,25 +146,14 @@ fn sweep_prints_json_per_value_and_preset() {
     assert_eq!(run["summary"], "runs/003-vanilla_gc-threads-2.summary.json");
     let summary = read_json(&out.join(run["summary"].as_str().unwrap()));
     assert_eq!(summary["gc_threads"], 2);
-    std::fs::remove_dir_all(&base).unwrap();
 }
 
 #[test]
 fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
-    let base = scratch("sweep-table");
-    let out = base.join("out");
-    let result = concord(&small(
-        "sweep",
-        "8",
-        &[
-            "--vary",
-            "mutators=1,2",
-            "--repeat",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ));
+    let (result, out) = run_into(
+        "sweep-table",
+        &small("sweep", "8", &["--vary", "mutators=1,2", "--repeat", "1"]),
+    );
     let stdout = text(&result.stdout);
     assert!(result.status.success(), "{stdout}{}", text(&result.stderr));
     for expected in [
@@ -183,7 +173,6 @@ fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
         .as_array()
         .unwrap()
         .contains(&"mutators=2".into()));
-    std::fs::remove_dir_all(&base).unwrap();
 }
 
 #[test]

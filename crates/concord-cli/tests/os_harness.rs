@@ -9,7 +9,9 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{check_results, command, concord, json_of, scratch, small, text};
+use common::{
+    check_results, command, concord, json_of, run_into, scratch, small, stdout_json, text,
+};
 use serde_json::Value;
 
 #[test]
@@ -305,21 +307,15 @@ fn notices_go_to_stderr_as_the_log_filter_says() {
 
 #[test]
 fn os_bench_prints_json_and_writes_its_directory() {
-    let out = scratch("os-bench").join("out");
-    let v = json_of(&small(
+    let (output, out) = run_into(
         "os-bench",
-        "10",
-        &[
-            "--repeat",
-            "1",
-            "--busy",
-            "1",
-            "--json",
-            "--no-report",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ));
+        &small(
+            "os-bench",
+            "10",
+            &["--repeat", "1", "--busy", "1", "--json", "--no-report"],
+        ),
+    );
+    let v = stdout_json(&output);
     assert_eq!(v["busy"], 1);
     let configs = v["configurations"].as_array().unwrap();
     let labels: Vec<(&str, Option<&str>)> = configs
@@ -354,8 +350,7 @@ fn os_bench_prints_json_and_writes_its_directory() {
 
 #[test]
 fn sched_bench_prints_json_and_writes_its_directory() {
-    let out = scratch("sched-bench").join("out");
-    let v = json_of(&[
+    let args = [
         "sched-bench",
         "--small",
         "--heap",
@@ -363,9 +358,9 @@ fn sched_bench_prints_json_and_writes_its_directory() {
         "--repeat",
         "1",
         "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    ];
+    let (output, out) = run_into("sched-bench", &args);
+    let v = common::stdout_json(&output);
     assert_eq!(v["fifo_cpu_threshold"], 0);
     assert!(v["note"].as_str().unwrap().contains("fifo-cpu-threshold"));
     let configs = v["configurations"].as_array().unwrap();

@@ -30,6 +30,15 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `concord ARGS --out DIR`, DIR the `out` folder of a fresh scratch directory of the
+/// test `name`; returns what it printed and DIR.
+pub fn run_into(name: &str, args: &[&str]) -> (Output, PathBuf) {
+    let out = scratch(name).join("out");
+    let mut argv = args.to_vec();
+    argv.extend(["--out", out.to_str().expect("a UTF-8 path")]);
+    (concord(&argv), out)
+}
+
 /// Bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
