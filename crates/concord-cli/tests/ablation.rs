@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_exit_2, check_results, run_into, small, stdout_json};
+use common::{argv, assert_exit_2, check_results, run_into, small, stdout_json};
 
 #[test]
 fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
@@ -12,7 +12,7 @@ fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
         &small(
             "ablation",
             "10",
-            &["--repeat", "2", "--gc-threads", "3", "--verify", "--json"],
+            &argv("--repeat 2 --gc-threads 3 --verify --json"),
         ),
     );
     let v = stdout_json(&output);
@@ -62,15 +62,7 @@ fn ablation_with_busy_loop_interference_prints_its_table() {
         &small(
             "ablation",
             "10",
-            &[
-                "--repeat",
-                "1",
-                "--only",
-                "vanilla,+gc-affinity",
-                "--interfere",
-                "busy:1",
-                "--no-report",
-            ],
+            &argv("--repeat 1 --only vanilla,+gc-affinity --interfere busy:1 --no-report"),
         ),
     );
     let stdout = common::text(&o.stdout);

@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::concord;
+use common::{argv, concord};
 
 #[test]
 fn bad_steal_policy_exits_with_status_2_naming_the_allowed_values() {
-    let out = concord(&["run", "gcbench", "--steal", "random"]);
+    let out = concord(&argv("run gcbench --steal random"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    check_results, command, concord, read_json, run_into, scratch, small, stdout_json, text,
+    argv, check_results, command, concord, read_json, run_into, scratch, small, stdout_json, text,
 };
 use serde_json::Value;
 
@@ -108,15 +108,7 @@ fn sweep_prints_json_per_value_and_preset() {
         &small(
             "sweep",
             "8",
-            &[
-                "--vary",
-                "gc-threads=1,2",
-                "--preset",
-                "vanilla,optimized",
-                "--repeat",
-                "1",
-                "--json",
-            ],
+            &argv("--vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"),
         ),
     );
     let v = stdout_json(&result);
@@ -152,7 +144,7 @@ fn sweep_prints_json_per_value_and_preset() {
 fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
     let (result, out) = run_into(
         "sweep-table",
-        &small("sweep", "8", &["--vary", "mutators=1,2", "--repeat", "1"]),
+        &small("sweep", "8", &argv("--vary mutators=1,2 --repeat 1")),
     );
     let stdout = text(&result.stdout);
     assert!(result.status.success(), "{stdout}{}", text(&result.stderr));
@@ -182,77 +174,47 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
     let o = out.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
-            &["sweep", "binary-trees", "8", "--vary", "threads=1,2"],
+            &argv("sweep binary-trees 8 --vary threads=1,2"),
             "unknown key 'threads' (allowed: gc-threads, mutators, heap",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads"],
+            &argv("sweep binary-trees 8 --vary gc-threads"),
             "allowed keys: gc-threads, mutators, heap",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads="],
+            &argv("sweep binary-trees 8 --vary gc-threads="),
             "--vary gc-threads: no values",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads=2,0"],
+            &argv("sweep binary-trees 8 --vary gc-threads=2,0"),
             "'0' is not a GC thread count (allowed: 1..=256 or dynamic)",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "mutators=0"],
+            &argv("sweep binary-trees 8 --vary mutators=0"),
             "(allowed: 1..=256)",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "heap=12q"],
+            &argv("sweep binary-trees 8 --vary heap=12q"),
             "'12q' is not a size",
         ),
         (
-            &[
-                "sweep",
-                "binary-trees",
-                "8",
-                "--vary",
-                "heap=8m,16m",
-                "--heap",
-                "8m",
-            ],
+            &argv("sweep binary-trees 8 --vary heap=8m,16m --heap 8m"),
             "--heap cannot be combined with --vary heap",
         ),
         (
-            &[
-                "sweep",
-                "binary-trees",
-                "8",
-                "--vary",
-                "gc-threads=1",
-                "--preset",
-                "fast",
-            ],
+            &argv("sweep binary-trees 8 --vary gc-threads=1 --preset fast"),
             "unknown preset 'fast' (allowed: vanilla, modern, optimized)",
         ),
         (
-            &[
-                "compare",
-                "binary-trees",
-                "8",
-                "--preset",
-                "vanilla,fastest",
-            ],
+            &argv("compare binary-trees 8 --preset vanilla,fastest"),
             "unknown preset 'fastest' (allowed: vanilla, modern, optimized)",
         ),
         (
-            &["compare", "nosuch", "--preset", "vanilla"],
+            &argv("compare nosuch --preset vanilla"),
             "unknown workload 'nosuch' (allowed: gcbench, binary-trees",
         ),
         (
-            &[
-                "compare",
-                "binary-trees",
-                "8",
-                "--preset",
-                "vanilla,optimized",
-                "--steal",
-                "random",
-            ],
+            &argv("compare binary-trees 8 --preset vanilla,optimized --steal random"),
             "'random' is not a steal policy (allowed: best-of-2, last-victim, adaptive)",
         ),
     ];

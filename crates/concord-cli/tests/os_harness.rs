@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    check_results, command, concord, json_of, run_into, scratch, small, stdout_json, text,
+    argv, check_results, command, concord, json_of, run_into, scratch, small, stdout_json, text,
 };
 use serde_json::Value;
 
@@ -18,47 +18,41 @@ use serde_json::Value;
 fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
     let cases: &[(&[&str], &[&str])] = &[
         (
-            &["run", "gcbench", "--gc-affinity", "pinned"],
+            &argv("run gcbench --gc-affinity pinned"),
             &["--gc-affinity: 'pinned'", "allowed: none, static, dynamic"],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "rr"],
+            &argv("run gcbench --mutator-sched rr"),
             &[
                 "--mutator-sched: 'rr'",
                 "allowed: cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS",
             ],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "adaptive:0"],
+            &argv("run gcbench --mutator-sched adaptive:0"),
             &[
                 "--mutator-sched: 'adaptive:0'",
                 "allowed: seconds from 0.01 to 3600",
             ],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "profile:"],
+            &argv("run gcbench --mutator-sched profile:"),
             &["--mutator-sched: 'profile:'", "profile:PATH"],
         ),
         (
-            &["run", "gcbench", "--fifo-cpu-threshold", "4097"],
+            &argv("run gcbench --fifo-cpu-threshold 4097"),
             &["--fifo-cpu-threshold: '4097'", "allowed: 0..=4096"],
         ),
         (
-            &["run", "gcbench", "--interfere", "spin:2"],
+            &argv("run gcbench --interfere spin:2"),
             &["'spin:2'", "allowed: busy:K with K in 1..=1024"],
         ),
         (
-            &["run", "gcbench", "--interfere", "busy:0"],
+            &argv("run gcbench --interfere busy:0"),
             &["'busy:0'", "allowed: busy:K with K in 1..=1024"],
         ),
-        (
-            &["run", "gcbench", "--co-run", "65"],
-            &["--co-run", "1..=64"],
-        ),
-        (
-            &["run", "gcbench", "--co-run", "0"],
-            &["--co-run", "1..=64"],
-        ),
+        (&argv("run gcbench --co-run 65"), &["--co-run", "1..=64"]),
+        (&argv("run gcbench --co-run 0"), &["--co-run", "1..=64"]),
         (&["os-bench", "--busy", "0"], &["--busy", "1..=1024"]),
         (
             &["os-bench", "--gc-affinity", "static"],
@@ -69,7 +63,7 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
             &["--mutator-sched cannot be used with sched-bench"],
         ),
         (
-            &["run", "gcbench", "--gc-threads", "0"],
+            &argv("run gcbench --gc-threads 0"),
             &["--gc-threads: '0' is out of range (allowed: 1..=256)"],
         ),
         (
@@ -92,15 +86,7 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
     let v = json_of(&small(
         "run",
         "10",
-        &[
-            "--interfere",
-            "busy:2",
-            "--gc-affinity",
-            "static",
-            "--mutator-sched",
-            "cfs",
-            "--json",
-        ],
+        &argv("--interfere busy:2 --gc-affinity static --mutator-sched cfs --json"),
     ));
     assert_eq!(v["checksum_ok"], true, "{v}");
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
@@ -198,13 +184,7 @@ fn a_failed_instance_is_reported_with_its_status_and_stderr() {
     let out = concord(&small(
         "run",
         "10",
-        &[
-            "--co-run",
-            "2",
-            "--gc-log",
-            "/nonexistent-concord-dir/gc.log",
-            "--json",
-        ],
+        &argv("--co-run 2 --gc-log /nonexistent-concord-dir/gc.log --json"),
     ));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -247,19 +227,11 @@ fn children_of(parent: u32) -> Vec<u32> {
 
 #[test]
 fn sigterm_to_the_parent_leaves_no_instance_behind() {
-    let mut child = command(&[
-        "run",
-        "binary-trees",
-        "18",
-        "--heap",
-        "64m",
-        "--co-run",
-        "2",
-    ])
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child = command(&argv("run binary-trees 18 --heap 64m --co-run 2"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let parent = child.id();
     let start = Instant::now();
     let instances = loop {
@@ -312,7 +284,7 @@ fn os_bench_prints_json_and_writes_its_directory() {
         &small(
             "os-bench",
             "10",
-            &["--repeat", "1", "--busy", "1", "--json", "--no-report"],
+            &argv("--repeat 1 --busy 1 --json --no-report"),
         ),
     );
     let v = stdout_json(&output);

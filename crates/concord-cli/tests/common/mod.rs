@@ -71,6 +71,11 @@ pub fn labels(configurations: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// A command line's words: `argv("run gcbench --json")`.
+pub fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// `concord CMD binary-trees DEPTH --heap 8m MORE…`: the small runs most tests make.
 pub fn small<'a>(cmd: &'a str, depth: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     [cmd, "binary-trees", depth, "--heap", "8m"]
