@@ -3,17 +3,13 @@
 
 mod common;
 
-use common::{argv, assert_exit_2, check_results, run_into, small, stdout_json};
+use common::{argv, assert_exit_2, check_results, run_into, stdout_json};
 
 #[test]
 fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
     let (output, out) = run_into(
         "ablation-all",
-        &small(
-            "ablation",
-            "10",
-            &argv("--repeat 2 --gc-threads 3 --verify --json"),
-        ),
+        &argv("ablation binary-trees 10 --heap 8m --repeat 2 --gc-threads 3 --verify --json"),
     );
     let v = stdout_json(&output);
     assert_eq!(v["gc_threads"], 3);
@@ -21,20 +17,7 @@ fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
     assert_eq!(v["complete"], true);
     let configs = v["configurations"].as_array().unwrap();
     let labels = common::labels(&v["configurations"]);
-    assert_eq!(
-        labels,
-        [
-            "vanilla",
-            "+lockfree-queue",
-            "+task-affinity",
-            "+adaptive-steal",
-            "+live-termination",
-            "+futex-parking",
-            "+gc-affinity",
-            "modern",
-            "optimized"
-        ]
-    );
+    assert_eq!(labels, argv("vanilla +lockfree-queue +task-affinity +adaptive-steal +live-termination +futex-parking +gc-affinity modern optimized"));
     for c in configs {
         let runs = c["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{}", c["label"]);
@@ -59,11 +42,7 @@ fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
 fn ablation_with_busy_loop_interference_prints_its_table() {
     let (o, out) = run_into(
         "ablation-busy",
-        &small(
-            "ablation",
-            "10",
-            &argv("--repeat 1 --only vanilla,+gc-affinity --interfere busy:1 --no-report"),
-        ),
+        &argv("ablation binary-trees 10 --heap 8m --repeat 1 --only vanilla,+gc-affinity --interfere busy:1 --no-report"),
     );
     let stdout = common::text(&o.stdout);
     assert!(o.status.success(), "{stdout}{}", common::text(&o.stderr));

@@ -42,7 +42,7 @@ fn compare_prints_json_and_writes_every_run() {
     assert_eq!(v["failed_runs"], 0);
     let configs = v["configurations"].as_array().unwrap();
     let labels = common::labels(&v["configurations"]);
-    assert_eq!(labels, ["vanilla", "optimized"]);
+    assert_eq!(labels, argv("vanilla optimized"));
     for c in configs {
         assert_eq!(c["runs"].as_array().unwrap().len(), 2);
         assert!(c["median"]["wall_ms"].as_f64().unwrap() > 0.0);
@@ -105,26 +105,14 @@ fn compare_prints_json_and_writes_every_run() {
 fn sweep_prints_json_per_value_and_preset() {
     let (result, out) = run_into(
         "sweep",
-        &small(
-            "sweep",
-            "8",
-            &argv("--vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"),
-        ),
+        &argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"),
     );
     let v = stdout_json(&result);
     assert_eq!(v["kind"], "sweep");
     assert_eq!(v["vary"]["key"], "gc-threads");
     let configs = v["configurations"].as_array().unwrap();
     let labels = common::labels(&v["configurations"]);
-    assert_eq!(
-        labels,
-        [
-            "vanilla@gc-threads=1",
-            "optimized@gc-threads=1",
-            "vanilla@gc-threads=2",
-            "optimized@gc-threads=2"
-        ]
-    );
+    assert_eq!(labels, argv("vanilla@gc-threads=1 optimized@gc-threads=1 vanilla@gc-threads=2 optimized@gc-threads=2"));
     assert_eq!(configs[2]["value"], "2");
     assert_eq!(configs[2]["preset"], "vanilla");
     assert_eq!(configs[2]["scaling"]["relative_to"], "gc-threads=1");
@@ -144,7 +132,7 @@ fn sweep_prints_json_per_value_and_preset() {
 fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
     let (result, out) = run_into(
         "sweep-table",
-        &small("sweep", "8", &argv("--vary mutators=1,2 --repeat 1")),
+        &argv("sweep binary-trees 8 --heap 8m --vary mutators=1,2 --repeat 1"),
     );
     let stdout = text(&result.stdout);
     assert!(result.status.success(), "{stdout}{}", text(&result.stderr));

@@ -83,11 +83,7 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
 
 #[test]
 fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
-    let v = json_of(&small(
-        "run",
-        "10",
-        &argv("--interfere busy:2 --gc-affinity static --mutator-sched cfs --json"),
-    ));
+    let v = json_of(&argv("run binary-trees 10 --heap 8m --interfere busy:2 --gc-affinity static --mutator-sched cfs --json"));
     assert_eq!(v["checksum_ok"], true, "{v}");
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
@@ -181,10 +177,8 @@ fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate()
 #[test]
 fn a_failed_instance_is_reported_with_its_status_and_stderr() {
     // Every child fails to create its GC log; the parent never builds a heap.
-    let out = concord(&small(
-        "run",
-        "10",
-        &argv("--co-run 2 --gc-log /nonexistent-concord-dir/gc.log --json"),
+    let out = concord(&argv(
+        "run binary-trees 10 --heap 8m --co-run 2 --gc-log /nonexistent-concord-dir/gc.log --json",
     ));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -281,11 +275,7 @@ fn notices_go_to_stderr_as_the_log_filter_says() {
 fn os_bench_prints_json_and_writes_its_directory() {
     let (output, out) = run_into(
         "os-bench",
-        &small(
-            "os-bench",
-            "10",
-            &argv("--repeat 1 --busy 1 --json --no-report"),
-        ),
+        &argv("os-bench binary-trees 10 --heap 8m --repeat 1 --busy 1 --json --no-report"),
     );
     let v = stdout_json(&output);
     assert_eq!(v["busy"], 1);

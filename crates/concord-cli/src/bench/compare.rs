@@ -19,17 +19,31 @@ use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 /// Flags of `concord compare`.
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Presets to compare, comma-separated (vanilla, modern, optimized); the first is the
-    /// baseline of the ratios. A preset may appear twice (an A/A check of the noise).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "vanilla,optimized",
-        value_name = "a,b[,c]"
-    )]
-    pub preset: Vec<String>,
+    #[command(flatten)]
+    pub presets: Presets,
     #[command(flatten)]
     pub common: WorkloadBench,
+}
+
+/// `--preset a,b[,c]` of `compare` and `sweep`.
+#[derive(Args, Debug, Clone)]
+pub struct Presets {
+    /// Presets, comma-separated (vanilla, modern, optimized); the first is the baseline of the
+    /// ratios (sweep: at each value). A preset may appear twice (an A/A check of the noise).
+    /// Default: compare vanilla,optimized; sweep optimized.
+    #[arg(long = "preset", value_delimiter = ',', value_name = "a,b[,c]")]
+    pub names: Vec<String>,
+}
+
+impl Presets {
+    /// The presets given, else `default`, checked.
+    pub fn or(&self, default: &[&str]) -> Result<Vec<String>> {
+        if self.names.is_empty() {
+            parse_presets(&default.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+        } else {
+            parse_presets(&self.names)
+        }
+    }
 }
 
 /// The preset names of `--preset`, checked; an error names the allowed ones.
@@ -140,7 +154,7 @@ pub const COLUMNS_NOTE: &str = "wall x, ratio: median wall and GC time relative 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let flags = &args.common;
     let workload = find_workload(&flags.workload.workload)?;
-    let presets = parse_presets(&args.preset)?;
+    let presets = args.presets.or(&["vanilla", "optimized"])?;
     let labels = unique_labels(&presets);
     let arms = presets
         .iter()
@@ -216,7 +230,7 @@ mod tests {
             "--mutators",
             "2",
         ]);
-        assert_eq!(a.preset, ["vanilla", "optimized"]);
+        assert_eq!(a.presets.names, ["vanilla", "optimized"]);
         let workload = find_workload("gcbench").unwrap();
         let arm_of = |a: &CompareArgs, p: &str, over: Option<&Override>| {
             preset_arm(

@@ -13,7 +13,7 @@ use clap::Args;
 use concord::config::{format_size, parse_size, MAX_HEAP, MIN_HEAP};
 use serde_json::json;
 
-use super::compare::{columns, parse_presets, preset_arm, unique_labels, Override, COLUMNS_NOTE};
+use super::compare::{columns, preset_arm, unique_labels, Override, Presets, COLUMNS_NOTE};
 use super::{conclude, params_text, workload_plan, Text};
 use crate::experiment::results::VaryEntry;
 use crate::experiment::{find_workload, ratio, Column, Outcome, Plan};
@@ -25,15 +25,8 @@ pub struct SweepArgs {
     /// What to vary and its values: gc-threads=1,2,4,8 | mutators=1,2,4 | heap=32m,64m,128m.
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: String,
-    /// Presets, comma-separated (vanilla, modern, optimized); at each value, the first is the
-    /// baseline of the ratios.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "optimized",
-        value_name = "p[,q]"
-    )]
-    pub preset: Vec<String>,
+    #[command(flatten)]
+    pub presets: Presets,
     #[command(flatten)]
     pub common: WorkloadBench,
 }
@@ -197,7 +190,7 @@ const SCALING_COLUMNS: &[Column] = &[
 /// Run `concord sweep`.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let workload = find_workload(&args.common.workload.workload)?;
-    let presets = parse_presets(&args.preset)?;
+    let presets = args.presets.or(&["optimized"])?;
     let labels = unique_labels(&presets);
     let vary = parse_vary(&args.vary)?;
     let key = vary.key.name();
