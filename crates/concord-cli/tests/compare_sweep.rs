@@ -222,22 +222,13 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
 fn ctrl_c_stops_after_the_current_run_and_leaves_a_consistent_directory() {
     let base = scratch("ctrl-c");
     let out = base.join("out");
-    let child = command(&small(
-        "sweep",
-        "8",
-        &[
-            "--vary",
-            "gc-threads=1,2",
-            "--repeat",
-            "1000",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    ))
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut args = argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --repeat 1000");
+    args.extend(["--out", out.to_str().unwrap()]);
+    let child = command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // Wait for the first run in experiment.json: the handler is installed by then.
     let start = Instant::now();
     loop {

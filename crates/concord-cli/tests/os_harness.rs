@@ -102,25 +102,14 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
 fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate() {
     let dir = scratch("co-run");
     let records = dir.join("records.jsonl");
-    let child = command(&small(
-        "run",
-        "10",
-        &[
-            "--young",
-            "1m",
-            "--co-run",
-            "3",
-            "--interfere",
-            "busy:1",
-            "--gc-records",
-            records.to_str().unwrap(),
-            "--json",
-        ],
-    ))
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut args =
+        argv("run binary-trees 10 --heap 8m --young 1m --co-run 3 --interfere busy:1 --json");
+    args.extend(["--gc-records", records.to_str().unwrap()]);
+    let child = command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let parent = child.id();
     let out = child.wait_with_output().unwrap();
     let v = common::stdout_json(&out);
