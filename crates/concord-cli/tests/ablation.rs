@@ -3,15 +3,14 @@
 
 mod common;
 
-use common::{argv, assert_exit_2, check_results, run_into, stdout_json};
+use common::{argv, assert_exit_2, check_results, json_into, run_into};
 
 #[test]
 fn ablation_runs_every_configuration_writes_its_directory_and_prints_json() {
-    let (output, out) = run_into(
+    let (v, out) = json_into(
         "ablation-all",
         &argv("ablation binary-trees 10 --heap 8m --repeat 2 --gc-threads 3 --verify --json"),
     );
-    let v = stdout_json(&output);
     assert_eq!(v["gc_threads"], 3);
     assert_eq!(v["kind"], "ablation");
     assert_eq!(v["complete"], true);

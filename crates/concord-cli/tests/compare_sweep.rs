@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    argv, check_results, command, concord, read_json, run_into, scratch, small, stdout_json, text,
+    argv, check_results, command, concord, json_into, read_json, run_into, scratch, small,
+    stdout_json, text,
 };
 use serde_json::Value;
 
@@ -103,11 +104,8 @@ fn compare_prints_json_and_writes_every_run() {
 
 #[test]
 fn sweep_prints_json_per_value_and_preset() {
-    let (result, out) = run_into(
-        "sweep",
-        &argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"),
-    );
-    let v = stdout_json(&result);
+    let (v, out) = json_into("sweep",
+        &argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"));
     assert_eq!(v["kind"], "sweep");
     assert_eq!(v["vary"]["key"], "gc-threads");
     let configs = v["configurations"].as_array().unwrap();

@@ -9,9 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{
-    argv, check_results, command, concord, json_of, run_into, scratch, small, stdout_json, text,
-};
+use common::{argv, check_results, command, concord, json_into, json_of, scratch, small, text};
 use serde_json::Value;
 
 #[test]
@@ -262,11 +260,10 @@ fn notices_go_to_stderr_as_the_log_filter_says() {
 
 #[test]
 fn os_bench_prints_json_and_writes_its_directory() {
-    let (output, out) = run_into(
+    let (v, out) = json_into(
         "os-bench",
         &argv("os-bench binary-trees 10 --heap 8m --repeat 1 --busy 1 --json --no-report"),
     );
-    let v = stdout_json(&output);
     assert_eq!(v["busy"], 1);
     let configs = v["configurations"].as_array().unwrap();
     let labels: Vec<(&str, Option<&str>)> = configs
@@ -310,8 +307,7 @@ fn sched_bench_prints_json_and_writes_its_directory() {
         "1",
         "--json",
     ];
-    let (output, out) = run_into("sched-bench", &args);
-    let v = common::stdout_json(&output);
+    let (v, out) = json_into("sched-bench", &args);
     assert_eq!(v["fifo_cpu_threshold"], 0);
     assert!(v["note"].as_str().unwrap().contains("fifo-cpu-threshold"));
     let configs = v["configurations"].as_array().unwrap();

@@ -23,6 +23,15 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A scratch directory for the test `name` with a copy of the fixture `fixture` in it, as
+/// `results`: (the scratch directory, the copy).
+fn copied(name: &str, fixture_name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let results = dir.join("results");
+    copy_dir(&fixture(fixture_name), &results);
+    (dir, results)
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
@@ -150,9 +159,7 @@ fn sweep_fixture_renders_scalability_curves() {
 
 #[test]
 fn default_output_is_report_html_in_the_results_directory() {
-    let dir = scratch("default-output");
-    let results = dir.join("results");
-    copy_dir(&fixture("results-compare"), &results);
+    let (_, results) = copied("default-output", "results-compare");
     let o = concord(&["report", results.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = results.join("report.html");
@@ -182,9 +189,7 @@ fn write_experiment(dir: &Path, v: &Value) {
 
 #[test]
 fn damaged_results_render_with_notes() {
-    let dir = scratch("damaged");
-    let results = dir.join("results");
-    copy_dir(&fixture("results-compare"), &results);
+    let (dir, results) = copied("damaged", "results-compare");
     let mut exp = read_experiment(&results);
     exp["interrupted"] = Value::Bool(true);
     exp["complete"] = Value::Bool(false);
@@ -265,9 +270,7 @@ fn results_where_every_run_failed_render_placeholders() {
 #[test]
 fn sweeps_whose_runs_carry_the_values_draw_one_line_per_configuration() {
     // The other shape a sweep may take: configurations without a value, runs with one.
-    let dir = scratch("sweep-run-values");
-    let results = dir.join("results");
-    copy_dir(&fixture("results-sweep"), &results);
+    let (dir, results) = copied("sweep-run-values", "results-sweep");
     let mut exp = read_experiment(&results);
     let mut configs = Vec::new();
     for c in exp["configurations"].as_array().unwrap() {
@@ -294,9 +297,7 @@ fn sweeps_whose_runs_carry_the_values_draw_one_line_per_configuration() {
 
 #[test]
 fn workload_measurements_get_columns_in_the_summary() {
-    let dir = scratch("measurements");
-    let results = dir.join("results");
-    copy_dir(&fixture("results-compare"), &results);
+    let (dir, results) = copied("measurements", "results-compare");
     let exp = read_experiment(&results);
     for (i, run) in exp["runs"].as_array().unwrap().iter().enumerate() {
         let path = results.join(run["summary"].as_str().unwrap());

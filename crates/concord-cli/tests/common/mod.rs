@@ -39,6 +39,12 @@ pub fn run_into(name: &str, args: &[&str]) -> (Output, PathBuf) {
     (concord(&argv), out)
 }
 
+/// [`run_into`] for a run that must succeed and print JSON: the JSON and the directory.
+pub fn json_into(name: &str, args: &[&str]) -> (Value, PathBuf) {
+    let (output, out) = run_into(name, args);
+    (stdout_json(&output), out)
+}
+
 /// Bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
