@@ -3,31 +3,22 @@
 //! "our machines have 2 cores; thread stacking is reproduced by oversubscription and
 //! interference").
 //!
-//! - [`Interference::Busy`] (`--interfere busy:K`): K threads that spin on arithmetic and stay
-//!   runnable for as long as the [`ActiveLoad`] lives.
-//! - [`co_run`] (`--co-run M`): M instances of a workload at once, each on its own heap.
-//!
-//! `run`, `ablation` and `os-bench` share this module.
+//! [`Interference::Busy`] (`--interfere busy:K`): K threads that spin on arithmetic and stay
+//! runnable for as long as the [`ActiveLoad`] lives. The experiment engine starts the load
+//! around each run of an arm that has one; `run` around its run (and around co-running
+//! instances, [`crate::co_run`]). This module knows nothing of workloads or heaps.
 
 use std::fmt;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
-use concord::GcConfig;
-use concord_workloads::{Workload, WorkloadParams};
-
-use crate::experiment::run_once;
-use crate::summary::Summary;
 
 /// The most busy-loop threads `busy:K` may ask for.
 pub const MAX_BUSY_THREADS: usize = 1024;
-/// The most instances `--co-run` may run at once.
-pub const MAX_CO_RUN: usize = 64;
 
 /// Load started next to a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,14 +58,10 @@ impl fmt::Display for Interference {
 impl FromStr for Interference {
     type Err = String;
 
-    /// `busy:K`, K in 1..=[`MAX_BUSY_THREADS`]; the error names the text and the allowed form.
+    /// `busy:K`, K in 1..=[`MAX_BUSY_THREADS`]; the error (to follow the quoted text) names
+    /// the allowed form.
     fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "'{text}' is not an interference load (allowed: {})",
-                Self::ALLOWED
-            )
-        };
+        let bad = || format!("is not an interference load (allowed: {})", Self::ALLOWED);
         let (kind, count) = text.trim().split_once(':').ok_or_else(bad)?;
         if !kind.trim().eq_ignore_ascii_case("busy") {
             return Err(bad());
@@ -153,56 +140,6 @@ fn spin(stop: &AtomicBool, seed: u64) -> u64 {
     batches
 }
 
-/// Runs `instances` copies of `workload` at once, one thread each, each on its own heap built
-/// from `config`, and returns their summaries in instance order. The GC log and records files,
-/// when configured, get one file per instance (`gc.log` → `gc.log.1`, `gc.log.2`, …) when there
-/// is more than one. Fails with the first instance's error (after all have finished).
-pub fn co_run(
-    workload: &dyn Workload,
-    params: &WorkloadParams,
-    config: &GcConfig,
-    instances: usize,
-) -> Result<Vec<Summary>> {
-    if instances <= 1 {
-        return Ok(vec![run_once(workload, params, config)?]);
-    }
-    let configs: Vec<GcConfig> = (1..=instances)
-        .map(|i| instance_config(config, i))
-        .collect();
-    let results: Vec<Result<Summary>> = std::thread::scope(|s| {
-        let handles: Vec<_> = configs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                std::thread::Builder::new()
-                    .name(format!("concord-instance-{}", i + 1))
-                    .spawn_scoped(s, move || run_once(workload, params, c))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let h = h.with_context(|| format!("cannot start instance {}", i + 1))?;
-                match h.join() {
-                    Ok(result) => result.with_context(|| format!("instance {}", i + 1)),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            })
-            .collect()
-    });
-    results.into_iter().collect()
-}
-
-/// `config` for co-running instance `i` (1-based): its own GC log and records files.
-fn instance_config(config: &GcConfig, i: usize) -> GcConfig {
-    let mut c = config.clone();
-    let per_instance = |p: &Path| PathBuf::from(format!("{}.{i}", p.display()));
-    c.gc_log = c.gc_log.as_deref().map(per_instance);
-    c.gc_records = c.gc_records.as_deref().map(per_instance);
-    c
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -225,7 +162,7 @@ mod tests {
             "",
         ] {
             let err = bad.parse::<Interference>().unwrap_err();
-            assert!(err.contains(&format!("'{bad}'")), "{err}");
+            assert!(err.starts_with("is not an interference load"), "{err}");
             assert!(err.contains("allowed: busy:K with K in 1..=1024"), "{err}");
         }
     }
@@ -238,14 +175,5 @@ mod tests {
         assert!(load.stop() > 0);
         // Dropping stops them too.
         drop(Interference::Busy(1).start().unwrap());
-    }
-
-    #[test]
-    fn instances_get_their_own_files() {
-        let mut config = GcConfig::for_preset(concord::Preset::Optimized);
-        config.gc_log = Some("gc.log".into());
-        let c = instance_config(&config, 2);
-        assert_eq!(c.gc_log, Some(PathBuf::from("gc.log.2")));
-        assert_eq!(c.gc_records, None);
     }
 }

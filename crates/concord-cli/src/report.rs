@@ -1,12 +1,16 @@
-//! `concord report DIR`: turn a results directory written by `concord compare` or
-//! `concord sweep` into one self-contained HTML page (inline CSS and SVG, nothing fetched), with
-//! a table of medians and the papers' pictures: task distribution per GC thread (000 Fig. 4a /
-//! 8b), GC thread × CPU heatmap (Fig. 4b / 8a), pause timeline, GC time breakdown (Fig. 6),
-//! steal attempts and failure rate (Fig. 9) and, for sweeps, scalability curves (Fig. 3c / 12).
+//! `concord report DIR`: turn a results directory written by a bench command (`compare`,
+//! `sweep`, `ablation`, `os-bench`, `sched-bench`) into one self-contained HTML page (inline CSS
+//! and SVG, nothing fetched), with a table of medians and the papers' pictures: task
+//! distribution per GC thread (000 Fig. 4a / 8b), GC thread × CPU heatmap (Fig. 4b / 8a), pause
+//! timeline, GC time breakdown (Fig. 6), steal attempts and failure rate (Fig. 9), the
+//! task-manager monitor's events (Fig. 5); for sweeps, scalability curves (Fig. 3c / 12); and
+//! the figures of the experiment's kind (`kinds`: 000 Fig. 10 for ablation, interference per
+//! affinity mode for os-bench, 001's lifespan histograms for sched-bench).
 //!
-//! `model` reads the directory, `plots` draws, `page` writes the HTML. The page is written to a
+//! `model` reads the directory, `plots` draws, `page` and `kinds` write the HTML. The page is written to a
 //! temporary file next to the output and renamed into place, so a reader never sees half a page.
 
+mod kinds;
 mod model;
 mod page;
 mod plots;
@@ -19,7 +23,8 @@ use anyhow::Context as _;
 /// Arguments of `concord report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Results directory written by `concord compare` or `concord sweep` (holds experiment.json)
+    /// Results directory written by compare, sweep, ablation, os-bench or sched-bench (holds
+    /// experiment.json)
     pub dir: PathBuf,
     /// Where to write the HTML page [default: DIR/report.html]
     #[arg(long, short)]
@@ -32,12 +37,12 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
     let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
-    crate::results::write_atomic(&output, html.as_bytes())
+    crate::experiment::results::write_atomic(&output, html.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))?;
     Ok((output, exp))
 }
 
-/// For `compare` and `sweep`: write `DIR/report.html` now and say where it is, or why not (a
+/// For the bench commands: write `DIR/report.html` now and say where it is, or why not (a
 /// report that cannot be written does not fail the experiment; `concord report DIR` retries).
 pub fn after_experiment(dir: &Path) -> String {
     match write(dir, None) {

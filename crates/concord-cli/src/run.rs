@@ -1,7 +1,7 @@
 //! `concord run <workload>`: build a heap from presets, a TOML file, `CONCORD_*` variables and
 //! flags, run the workload, and print a summary (readable, or the summary JSON of DESIGN.md).
 //! With `--interfere busy:K` busy-loop threads run alongside; with `--co-run M`, M instances
-//! run at once, each on its own heap.
+//! run at once as separate processes ([`crate::co_run`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,113 +9,52 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use concord::config::ConfigBuilder;
-use concord_workloads::WorkloadParams;
 
-use crate::experiment::find_workload;
-use crate::interference::{co_run, Interference, MAX_CO_RUN};
-use crate::summary::Summary;
+use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
+use crate::experiment::{find_workload, run_on_heap};
+use crate::flags::{count_in, RunFlags, WorkloadArgs};
+use crate::interference::Interference;
 
 /// Flags of `concord run`.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Workload to run: gcbench, binary-trees, search, transform, render, database, kmeans,
-    /// kv-service, queue-churn.
-    pub workload: String,
-    /// Workload size where it has one (binary-trees: tree depth, default 18).
-    pub size: Option<u32>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Policy preset: vanilla, modern or optimized (default optimized).
     #[arg(long)]
     pub preset: Option<String>,
-    /// Maximum heap size, e.g. 64m, 1g (default: the workload's own default heap).
-    #[arg(long)]
-    pub heap: Option<String>,
-    /// Young generation size (default: heap / 3).
-    #[arg(long)]
-    pub young: Option<String>,
-    /// GC worker threads, N or dynamic (default: HotSpot's rule, ncpus <= 8 ? ncpus :
-    /// 3 + 5*ncpus/8; dynamic per collection for preset modern).
-    #[arg(long = "gc-threads", value_name = "N|dynamic")]
-    pub gc_threads: Option<String>,
-    // The parallel-phase switches, boxed so that `RunArgs` stays small.
     #[command(flatten)]
-    pub switches: Box<SwitchArgs>,
-    /// Mutator threads (gcbench: independent copies; binary-trees: threads sharing the depths).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub mutators: u32,
-    /// Repeat the workload this many times in one heap.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub rounds: u32,
-    /// Verify the whole heap after every collection.
-    #[arg(long)]
-    pub verify: bool,
-    /// Profile object lifespans and report their histogram.
-    #[arg(long)]
-    pub lifespans: bool,
-    /// Load in this process for the duration of the run: busy:K starts K busy-loop threads
-    /// (K in 1..=1024).
-    #[arg(long, value_name = "busy:K", env = "CONCORD_INTERFERE")]
-    pub interfere: Option<Interference>,
-    /// Run M instances of the workload at once, each on its own heap with the full
-    /// configuration, and report each and their aggregate (M in 1..=64).
+    pub run: RunFlags,
+    /// Run M instances of the workload at once, each a separate concord process with its own
+    /// heap and the full configuration, and report each and their aggregate (M in 1..=64).
     #[arg(
         long = "co-run",
         value_name = "M",
         env = "CONCORD_CO_RUN",
-        value_parser = clap::value_parser!(u32).range(1..=MAX_CO_RUN as i64)
+        value_parser = count_in(1, MAX_CO_RUN)
     )]
     pub co_run: Option<u32>,
+    /// Internal: run as co-running instance N of a parent `concord run --co-run M`.
+    #[arg(
+        long = "co-run-instance",
+        value_name = "N",
+        hide = true,
+        value_parser = count_in(1, MAX_CO_RUN)
+    )]
+    pub co_run_instance: Option<u32>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Write a HotSpot unified-logging style GC log here.
+    /// Write a HotSpot unified-logging style GC log here (with --co-run: PATH.1, PATH.2, …).
     #[arg(long = "gc-log")]
     pub gc_log: Option<PathBuf>,
-    /// Write one JSON line per collection (per-worker counters, phases) here.
+    /// Write one JSON line per collection (per-worker counters, phases) here (with --co-run:
+    /// PATH.1, PATH.2, …).
     #[arg(long = "gc-records")]
     pub gc_records: Option<PathBuf>,
     /// Read configuration from this TOML file (keys as the flags, e.g. heap = "64m").
     #[arg(long, env = "CONCORD_CONFIG")]
     pub config: Option<PathBuf>,
-}
-
-/// The parallel-phase switch flags of `concord run`; each overrides the preset's value.
-#[derive(Args, Debug, Clone)]
-pub struct SwitchArgs {
-    /// Root-task queue: monitor, claim or lockfree (default: the preset's).
-    #[arg(long = "task-queue", value_name = "KIND")]
-    pub task_queue: Option<String>,
-    /// Root tasks prefer the worker they are tagged with: on or off (default: the preset's).
-    #[arg(long = "task-affinity", value_name = "on|off")]
-    pub task_affinity: Option<String>,
-    /// Steal victim selection: best-of-2, last-victim or adaptive (default: the preset's).
-    #[arg(long, value_name = "POLICY")]
-    pub steal: Option<String>,
-    /// Termination protocol: fixed, owst or live (default: the preset's).
-    #[arg(long, value_name = "KIND")]
-    pub termination: Option<String>,
-    /// Idle GC worker parking: monitor or futex (default: the preset's).
-    #[arg(long, value_name = "KIND")]
-    pub parking: Option<String>,
-    /// Create all GC threads on the creating thread's CPU and leave them to the OS (bare flag:
-    /// true; --pin-start=false to turn off; default: true for vanilla, else false).
-    #[arg(
-        long = "pin-start",
-        value_name = "BOOL",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true"
-    )]
-    pub pin_start: Option<String>,
-    /// GC thread affinity: none, static or dynamic (default: the preset's; dynamic for
-    /// optimized).
-    #[arg(long = "gc-affinity", value_name = "none|static|dynamic")]
-    pub gc_affinity: Option<String>,
-    /// Mutator scheduling: cfs, fifo, profile:PATH or adaptive[:SECONDS] (default cfs).
-    #[arg(long = "mutator-sched", value_name = "POLICY")]
-    pub mutator_sched: Option<String>,
-    /// profile and adaptive may choose FIFO only with more usable CPUs than this (default 8).
-    #[arg(long = "fifo-cpu-threshold", value_name = "N")]
-    pub fifo_cpu_threshold: Option<String>,
 }
 
 /// The run-harness settings (`interfere`, `co-run`): they describe the experiment, not the
@@ -158,7 +97,7 @@ fn read_config_file(path: &std::path::Path) -> Result<(String, Harness)> {
             _ => {
                 let m = value
                     .as_integer()
-                    .filter(|m| (1..=MAX_CO_RUN as i64).contains(m))
+                    .filter(|m| (1..=i64::from(MAX_CO_RUN)).contains(m))
                     .ok_or_else(|| {
                         anyhow::anyhow!("{key} in {name}: '{shown}' is not an instance count (allowed: 1..={MAX_CO_RUN})")
                     })?;
@@ -169,14 +108,26 @@ fn read_config_file(path: &std::path::Path) -> Result<(String, Harness)> {
     Ok((table.to_string(), harness))
 }
 
-/// The harness of `args`: flags and environment (through clap), then the file, then defaults.
+/// `CONCORD_INTERFERE`, read by `run` only (the bench commands take `--interfere` alone).
+const INTERFERE_VAR: &str = "CONCORD_INTERFERE";
+/// The harness variables: not configuration keys of the library, so its builder never sees them.
+const HARNESS_VARS: [&str; 2] = [INTERFERE_VAR, "CONCORD_CO_RUN"];
+
+/// The harness of `args`: flags and environment, then the file, then defaults.
 pub fn harness(args: &RunArgs) -> Result<Harness> {
     let file = match &args.config {
         Some(path) => read_config_file(path)?.1,
         None => Harness::default(),
     };
+    let env = match std::env::var(INTERFERE_VAR) {
+        Ok(text) if !text.trim().is_empty() => Some(
+            text.parse::<Interference>()
+                .map_err(|e| anyhow::anyhow!("{INTERFERE_VAR}: '{text}' {e}"))?,
+        ),
+        _ => None,
+    };
     Ok(Harness {
-        interfere: args.interfere.or(file.interfere),
+        interfere: args.run.interfere.or(env).or(file.interfere),
         co_run: args
             .co_run
             .map(|m| m as usize)
@@ -191,32 +142,21 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
         let (rest, _) = read_config_file(path)?;
         b.apply_toml_str(&rest, &path.display().to_string())?;
     }
-    b.apply_process_env()?;
-    let flags: [(&str, &Option<String>); 13] = [
-        ("preset", &args.preset),
-        ("heap", &args.heap),
-        ("young", &args.young),
-        ("gc-threads", &args.gc_threads),
-        ("task-queue", &args.switches.task_queue),
-        ("task-affinity", &args.switches.task_affinity),
-        ("steal", &args.switches.steal),
-        ("termination", &args.switches.termination),
-        ("parking", &args.switches.parking),
-        ("pin-start", &args.switches.pin_start),
-        ("gc-affinity", &args.switches.gc_affinity),
-        ("mutator-sched", &args.switches.mutator_sched),
-        ("fifo-cpu-threshold", &args.switches.fifo_cpu_threshold),
-    ];
-    for (key, value) in flags {
-        if let Some(v) = value {
-            b.set_cli(key, v)?;
-        }
+    b.apply_env(
+        std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .filter(|(k, _)| !HARNESS_VARS.contains(&k.as_str())),
+    )?;
+    if let Some(preset) = &args.preset {
+        b.set_cli("preset", preset)?;
     }
-    if args.verify {
-        b.set_cli("verify", "true")?;
-    }
-    if args.lifespans {
-        b.set_cli("lifespans", "true")?;
+    for (key, value) in args.run.settings() {
+        b.set_cli(key, &value)?;
     }
     if let Some(p) = &args.gc_log {
         b.set_cli("gc-log", &p.display().to_string())?;
@@ -232,43 +172,72 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
 
 /// Run `concord run`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let workload = find_workload(&args.workload)?;
-    let params = WorkloadParams {
-        mutators: args.mutators as usize,
-        rounds: args.rounds as usize,
-        size: args.size,
-    };
+    let workload = find_workload(&args.workload.workload)?;
+    let params = args.run.params(args.workload.size, 1);
     let config = build_config(&args, workload.default_heap(&params))?;
+    if let Some(n) = args.co_run_instance {
+        run_instance(workload.as_ref(), &params, &config, n as usize)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let harness = harness(&args)?;
+    let interference = harness.interfere.map(|l| {
+        let place = if harness.co_run > 1 {
+            "in the parent process"
+        } else {
+            "in this process"
+        };
+        format!("{l} ({} {place})", l.describe())
+    });
+    if harness.co_run > 1 {
+        log::info!(
+            "starting {} instances of {} as separate processes",
+            harness.co_run,
+            workload.name()
+        );
+        let mut outcome = co_run(harness.co_run, harness.interfere)?;
+        for i in &mut outcome.instances {
+            i.summary.interference.clone_from(&interference);
+            i.json["interference"] = serde_json::json!(interference);
+        }
+        if outcome.interrupted {
+            eprintln!("concord: interrupted: the co-running instances were stopped");
+            return Ok(ExitCode::from(130));
+        }
+        eprint!("{}", outcome.failure_report());
+        if !outcome.instances.is_empty() || args.json {
+            if args.json {
+                let json = outcome.json(harness.co_run);
+                println!("{}", serde_json::to_string_pretty(&json)?);
+            } else {
+                print!("{}", outcome.readable(harness.co_run));
+            }
+        }
+        return Ok(exit_code(outcome.all_ok()));
+    }
     let load = harness.interfere.map(Interference::start).transpose()?;
-    let result = co_run(workload.as_ref(), &params, &config, harness.co_run);
+    let result = run_on_heap(workload.as_ref(), &params, &config, || Ok(()));
     if let Some(load) = load {
         load.stop();
     }
-    let mut instances = result?;
-    let interference = harness
-        .interfere
-        .map(|l| format!("{l} ({} in this process)", l.describe()));
-    for s in &mut instances {
-        s.interference = interference.clone();
+    let mut summary = result?;
+    summary.interference = interference;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary.json())?);
+    } else {
+        print!("{}", summary.readable());
     }
-    match (instances.as_slice(), args.json) {
-        ([one], true) => println!("{}", serde_json::to_string_pretty(&one.json())?),
-        ([one], false) => print!("{}", one.readable()),
-        (all, true) => println!(
-            "{}",
-            serde_json::to_string_pretty(&Summary::co_run_json(all))?
-        ),
-        (all, false) => print!("{}", Summary::co_run_readable(all)),
-    }
-    let ok = instances
-        .iter()
-        .all(|s| s.checksum_ok != Some(false) && s.verified != Some(false));
-    Ok(if ok {
+    Ok(exit_code(
+        summary.checksum_ok != Some(false) && summary.verified != Some(false),
+    ))
+}
+
+/// Success when `ok`, else failure (status 1).
+fn exit_code(ok: bool) -> ExitCode {
+    if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }
 
 #[cfg(test)]
@@ -335,8 +304,8 @@ mod tests {
         let parsed = TestCli::try_parse_from(["concord-run", "--pin-start", "gcbench"])
             .unwrap()
             .run;
-        assert_eq!(parsed.workload, "gcbench");
-        assert_eq!(parsed.switches.pin_start.as_deref(), Some("true"));
+        assert_eq!(parsed.workload.workload, "gcbench");
+        assert_eq!(parsed.run.switches.pin_start, Some(true));
     }
 
     #[test]
@@ -346,18 +315,30 @@ mod tests {
             err,
             "--steal: 'random' is not a steal policy (allowed: best-of-2, last-victim, adaptive)"
         );
-        let err = config(&["--task-affinity", "sometimes"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("--task-affinity: 'sometimes' is not a boolean"),
-            "{err}"
-        );
-        let err = config(&["--pin-start=perhaps"]).unwrap_err().to_string();
-        assert!(
-            err.starts_with("--pin-start: 'perhaps' is not a boolean"),
-            "{err}"
-        );
+        // Typed flags are checked while parsing, with messages of the same form.
+        for (argv, expected) in [
+            (
+                &["--task-affinity", "sometimes"][..],
+                "--task-affinity: 'sometimes' is not a boolean (allowed: true, false",
+            ),
+            (
+                &["--pin-start=perhaps"],
+                "--pin-start: 'perhaps' is not a boolean",
+            ),
+            (
+                &["--gc-threads", "0"],
+                "--gc-threads: '0' is out of range (allowed: 1..=256)",
+            ),
+            (
+                &["--heap", "12q"],
+                "--heap: '12q' is not a size (expected a number",
+            ),
+        ] {
+            let argv = ["concord-run", "gcbench"].iter().chain(argv);
+            let err = TestCli::try_parse_from(argv).unwrap_err();
+            let message = crate::flags::value_error(&err).unwrap();
+            assert!(message.starts_with(expected), "{message}");
+        }
     }
 
     #[test]
@@ -432,7 +413,7 @@ mod tests {
     #[test]
     fn harness_flags() {
         let a = args(&["--interfere", "busy:3", "--co-run", "2"]);
-        assert_eq!(a.interfere, Some(Interference::Busy(3)));
+        assert_eq!(a.run.interfere, Some(Interference::Busy(3)));
         assert_eq!(a.co_run, Some(2));
         assert_eq!(
             harness(&a).unwrap(),
@@ -442,7 +423,7 @@ mod tests {
             }
         );
         let a = args(&[]);
-        assert_eq!((a.interfere, a.co_run), (None, None));
+        assert_eq!((a.run.interfere, a.co_run), (None, None));
         assert_eq!(harness(&a).unwrap().co_run, 1);
         for bad in [
             &["--interfere", "busy:0"][..],

@@ -1,5 +1,6 @@
-//! The summary of one run: the readable text and the summary JSON of DESIGN.md; and of several
-//! instances co-running (`concord run --co-run M`): one line per instance and an aggregate.
+//! The summary of one run: the readable text, the one-line form and the summary JSON of
+//! DESIGN.md (and that JSON read back, as co-running instances hand it to their parent); and
+//! the aggregate of several instances co-running (`concord run --co-run M`).
 
 use std::fmt::Write as _;
 
@@ -11,6 +12,7 @@ use concord_workloads::{WorkloadParams, WorkloadResult};
 use serde_json::{json, Value};
 
 /// Figures of one run.
+#[derive(Clone)]
 pub struct Summary {
     pub workload: String,
     pub preset: String,
@@ -78,7 +80,8 @@ impl Summary {
             gc_count: stats.records.len(),
             young_count: stats.count(CollectionKind::Young),
             full_count: stats.count(CollectionKind::Full),
-            pause_total_ms: stats.pause_total_ms(),
+            // An empty f64 sum is -0.0; a run without collections shows 0.
+            pause_total_ms: stats.pause_total_ms() + 0.0,
             pause_p50_ms: stats.pause_percentile_ms(50.0),
             pause_p99_ms: stats.pause_percentile_ms(99.0),
             pause_max_ms: stats.pause_max_ms(),
@@ -163,14 +166,11 @@ impl Summary {
         v
     }
 
-    /// The readable summary.
-    pub fn readable(&self) -> String {
-        let mut s = String::new();
+    /// The configuration in words: `preset optimized, heap 8M, 2 GC threads, 1 mutator, 1 round`.
+    pub fn setup(&self) -> String {
         let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-        let _ = writeln!(
-            s,
-            "concord run {} (preset {}, heap {}, {}{}, {}, {})",
-            self.workload,
+        format!(
+            "preset {}, heap {}, {}{}, {}, {}",
             self.preset,
             format_size(self.heap_size),
             if self.dynamic_gc_threads {
@@ -181,13 +181,25 @@ impl Summary {
             plural(self.gc_threads, "GC thread"),
             plural(self.mutators, "mutator"),
             plural(self.rounds, "round"),
-        );
+        )
+    }
+
+    /// The switches in words: `task-queue lockfree, task-affinity on, …`.
+    pub fn switches_text(&self) -> String {
         let switches: Vec<String> = self
             .switches
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        let _ = writeln!(s, "  switches  {}", switches.join(", "));
+        switches.join(", ")
+    }
+
+    /// The readable summary.
+    pub fn readable(&self) -> String {
+        let mut s = String::new();
+        let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+        let _ = writeln!(s, "concord run {} ({})", self.workload, self.setup());
+        let _ = writeln!(s, "  switches  {}", self.switches_text());
         if let Some(load) = &self.interference {
             let _ = writeln!(s, "  load      {load}");
         }
@@ -396,85 +408,112 @@ impl Summary {
             mutator_sched: None,
         }
     }
+}
 
-    /// The JSON of co-running instances: the aggregate's summary fields at the top level (so
-    /// the DESIGN.md fields mean the same), `co_run` (the number of instances) and `instances`
-    /// (each instance's summary JSON with its number, from 1).
-    pub fn co_run_json(instances: &[Summary]) -> Value {
-        let mut v = Summary::aggregate(instances).json();
-        v["co_run"] = json!(instances.len());
-        v["instances"] = instances
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let mut j = s.json();
-                j["instance"] = json!(i + 1);
-                j
-            })
-            .collect();
-        v
-    }
+/// The switch keys, in the order of DESIGN.md's table.
+pub const SWITCH_KEYS: [&str; 8] = [
+    "task-queue",
+    "task-affinity",
+    "steal",
+    "termination",
+    "parking",
+    "pin-start",
+    "gc-affinity",
+    "mutator-sched",
+];
 
-    /// The readable report of co-running instances: the configuration, one line per instance
-    /// and the aggregate (GC time summed, wall time the longest).
-    pub fn co_run_readable(instances: &[Summary]) -> String {
-        let all = Summary::aggregate(instances);
-        let mut s = String::new();
-        let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-        let _ = writeln!(
-            s,
-            "concord run {} ×{} co-running instances, each: preset {}, heap {}, {}{}, {}, {}",
-            all.workload,
-            instances.len(),
-            all.preset,
-            format_size(all.heap_size),
-            if all.dynamic_gc_threads { "up to " } else { "" },
-            plural(all.gc_threads, "GC thread"),
-            plural(all.mutators, "mutator"),
-            plural(all.rounds, "round"),
-        );
-        let switches: Vec<String> = all
-            .switches
+impl Summary {
+    /// A summary read back from its JSON ([`Summary::json`] with `pauses_ms` added, as a
+    /// co-running instance prints it): what the aggregate and the one-line report need. The
+    /// workload's details and the reports (lifespans, scheduling) stay in the JSON.
+    pub fn from_json(v: &Value) -> Result<Summary, String> {
+        let missing = |key: &str| format!("the summary has no valid \"{key}\"");
+        let f = |key: &str| v[key].as_f64().ok_or_else(|| missing(key));
+        let u = |key: &str| v[key].as_u64().ok_or_else(|| missing(key));
+        let text = |key: &str| {
+            v[key]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| missing(key))
+        };
+        let time = |key: &str| {
+            v["worker_time_ms"][key]
+                .as_f64()
+                .ok_or_else(|| missing(key))
+        };
+        let mut switches = Vec::new();
+        for key in SWITCH_KEYS {
+            switches.push((key, text(&key.replace('-', "_"))?));
+        }
+        let pauses_ms = v["pauses_ms"]
+            .as_array()
+            .ok_or_else(|| missing("pauses_ms"))?
             .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(s, "  switches   {}", switches.join(", "));
-        if let Some(load) = &all.interference {
-            let _ = writeln!(s, "  load       {load}");
-        }
-        for (i, instance) in instances.iter().enumerate() {
-            let _ = writeln!(s, "  instance {:<2} {}", i + 1, instance.line());
-        }
-        let _ =
-            writeln!(
-            s,
-            "  aggregate   wall {:.1} ms (longest), {} collections, GC {:.1} ms (sum), pauses p50 \
-             {:.2} / p99 {:.2} / max {:.2} ms",
-            all.wall_ms, all.gc_count, all.pause_total_ms, all.pause_p50_ms, all.pause_p99_ms,
-            all.pause_max_ms
-        );
-        let _ = writeln!(
-            s,
-            "              stealing {} attempts, {:.1}% failed; {:.1} CPUs used per collection",
-            all.steal_attempts,
-            100.0 * all.steal_failure_rate(),
-            all.mean_cpus_used
-        );
-        s
+            .map(|p| p.as_f64().ok_or_else(|| missing("pauses_ms")))
+            .collect::<Result<Vec<f64>, String>>()?;
+        Ok(Summary {
+            workload: text("workload")?,
+            preset: text("preset")?,
+            heap_size: u("heap_size")? as usize,
+            gc_threads: u("gc_threads")? as usize,
+            dynamic_gc_threads: v["dynamic_gc_threads"].as_bool().unwrap_or(false),
+            switches,
+            interference: v["interference"].as_str().map(str::to_string),
+            mutators: u("mutators")? as usize,
+            rounds: u("rounds")? as usize,
+            wall_ms: f("wall_ms")?,
+            gc_count: u("gc_count")? as usize,
+            young_count: u("young_count")? as usize,
+            full_count: u("full_count")? as usize,
+            pause_total_ms: f("gc_pause_total_ms")?,
+            pause_p50_ms: f("pause_p50_ms")?,
+            pause_p99_ms: f("pause_p99_ms")?,
+            pause_max_ms: f("pause_max_ms")?,
+            pauses_ms,
+            bytes_allocated: u("bytes_allocated")?,
+            bytes_copied: u("bytes_copied")?,
+            bytes_promoted: u("bytes_promoted")?,
+            steal_attempts: u("steal_attempts")?,
+            steal_failures: u("steal_failures")?,
+            root_task_imbalance: f("root_task_imbalance")?,
+            mean_cpus_used: f("mean_cpus_used")?,
+            worker_time: WorkerTimeBreakdown {
+                root_ms: time("root_ms")?,
+                steal_ms: time("steal_ms")?,
+                termination_ms: time("termination_ms")?,
+            },
+            verified: v["verified"].as_bool(),
+            verify_failures: v["verify_failures"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            checksum: u("checksum")?,
+            expected_checksum: v["expected_checksum"].as_u64(),
+            checksum_ok: v["checksum_ok"].as_bool(),
+            details: Vec::new(),
+            lifespans: None,
+            affinity_moves: v["affinity_moves"].as_u64().unwrap_or(0) as usize,
+            mutator_sched: None,
+        })
     }
 }
 
 /// The switches of `config`, in the order of DESIGN.md's table.
 pub fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
     let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-    vec![
-        ("task-queue", config.phase.task_queue.to_string()),
-        ("task-affinity", on_off(config.phase.task_affinity)),
-        ("steal", config.phase.steal.to_string()),
-        ("termination", config.phase.termination.to_string()),
-        ("parking", config.parking.to_string()),
-        ("pin-start", on_off(config.pin_start)),
-        ("gc-affinity", config.gc_affinity.to_string()),
-        ("mutator-sched", config.mutator_sched.to_string()),
-    ]
+    let values = [
+        config.phase.task_queue.to_string(),
+        on_off(config.phase.task_affinity),
+        config.phase.steal.to_string(),
+        config.phase.termination.to_string(),
+        config.parking.to_string(),
+        on_off(config.pin_start),
+        config.gc_affinity.to_string(),
+        config.mutator_sched.to_string(),
+    ];
+    SWITCH_KEYS.into_iter().zip(values).collect()
 }

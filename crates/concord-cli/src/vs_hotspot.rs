@@ -6,25 +6,26 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use concord::config::{format_size, parse_size, ConfigBuilder};
+use concord::config::{format_size, ConfigBuilder};
 use concord::{CollectionKind, Heap};
 use concord_workloads::{lookup, WorkloadParams};
 use serde_json::json;
 
 use crate::experiment::median;
+use crate::flags::{count_in, Size};
 use crate::hotspot::{self, HotspotOptions, PauseKind};
 
 /// Flags of `concord vs-hotspot`.
 #[derive(Args, Debug, Clone)]
 pub struct VsHotspotArgs {
     /// Heap size for both collectors (-Xms = -Xmx on HotSpot).
-    #[arg(long, default_value = "64m")]
-    pub heap: String,
+    #[arg(long, default_value = "64m", value_name = "SIZE")]
+    pub heap: Size,
     /// GC worker threads for both collectors.
-    #[arg(long = "gc-threads", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long = "gc-threads", default_value_t = 2, value_parser = count_in(1, 256))]
     pub gc_threads: u32,
     /// How many A B pairs to run.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 5, value_parser = count_in(1, 1000))]
     pub repeat: u32,
     /// A `java` binary, JDK bin directory or JDK home (default: JAVA_HOME, PATH, then JDK 17).
     #[arg(long)]
@@ -88,8 +89,7 @@ fn run_concord(heap_bytes: usize, gc_threads: u32) -> Result<Run> {
 
 /// Run `concord vs-hotspot`.
 pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
-    let heap_bytes =
-        parse_size(&args.heap).map_err(|e| anyhow::anyhow!("--heap: '{}' {e}", args.heap))?;
+    let heap_bytes = args.heap.bytes();
     let tools = hotspot::find_java(args.java.as_deref())?;
     let workdir = std::env::temp_dir().join(format!("concord-vs-hotspot-{}", std::process::id()));
     std::fs::create_dir_all(&workdir)

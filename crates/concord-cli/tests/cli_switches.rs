@@ -1,21 +1,13 @@
 //! `concord run` with the parallel-phase switch flags: every preset runs, and a bad switch value
 //! is bad input (exit status 2) with a message naming the flag, the value and the allowed names.
 
-use std::process::Command;
+mod common;
 
-fn concord(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_concord"))
-        .args(args)
-        // Keep the caller's CONCORD_* configuration out of the test.
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .output()
-        .expect("run concord")
-}
+use common::{argv, concord};
 
 #[test]
 fn bad_steal_policy_exits_with_status_2_naming_the_allowed_values() {
-    let out = concord(&["run", "gcbench", "--steal", "random"]);
+    let out = concord(&argv("run gcbench --steal random"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

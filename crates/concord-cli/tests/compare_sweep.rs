@@ -1,87 +1,16 @@
 //! `concord compare` and `concord sweep` end to end: JSON on stdout, the results directory
 //! (experiment.json, summaries, records), bad input refused before any run, and Ctrl-C.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{
+    argv, check_results, command, concord, json_into, read_json, run_into, scratch, small,
+    stdout_json, text,
+};
 use serde_json::Value;
-
-fn concord(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concord"))
-        .args(args)
-        .output()
-        .expect("the concord binary runs")
-}
-
-/// A fresh scratch directory for one test (removed first if an earlier run left it).
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("concord-cs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn stdout_json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-/// Checks the results directory `dir` and returns its experiment.json: the format, every run
-/// referencing existing files, every summary parsing, every records file one JSON object per
-/// line.
-fn check_results(dir: &Path, kind: &str, runs: usize) -> Value {
-    let e: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("experiment.json")).unwrap()).unwrap();
-    assert_eq!(e["format"], "concord-results");
-    assert_eq!(e["version"], 1);
-    assert_eq!(e["kind"], kind);
-    assert_eq!(e["interrupted"], false);
-    assert_eq!(e["complete"], true);
-    assert!(e["started"].as_str().unwrap().ends_with('Z'));
-    assert!(e["command"].as_str().unwrap().contains(kind));
-    let labels: Vec<&str> = e["configurations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
-    let listed = e["runs"].as_array().unwrap();
-    assert_eq!(listed.len(), runs);
-    for run in listed {
-        assert_eq!(run["status"], "ok", "{run}");
-        assert!(labels.contains(&run["configuration"].as_str().unwrap()));
-        let summary = dir.join(run["summary"].as_str().unwrap());
-        let s: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", summary.display()));
-        assert_eq!(s["workload"], e["workload"]);
-        assert_eq!(s["checksum_ok"], true);
-        let records = dir.join(run["records"].as_str().unwrap());
-        let records = std::fs::read_to_string(&records).unwrap();
-        assert_eq!(
-            records.lines().count() as u64,
-            s["gc_count"].as_u64().unwrap(),
-            "one record per collection"
-        );
-        for line in records.lines() {
-            let r: Value = serde_json::from_str(line).expect("each line is JSON");
-            assert!(r.is_object() && r["pause_ms"].is_number(), "{line}");
-        }
-    }
-    // Nothing but what experiment.json names (no temporary files).
-    let files = std::fs::read_dir(dir.join("runs")).unwrap().count();
-    assert_eq!(files, 2 * runs);
-    e
-}
 
 #[test]
 fn compare_prints_json_and_writes_every_run() {
@@ -90,35 +19,31 @@ fn compare_prints_json_and_writes_every_run() {
     let out = base.join("out");
     std::fs::create_dir(&out).unwrap();
     // Depth 10 with a small young generation, so that every run collects a few times.
-    let result = concord(&[
+    let result = concord(&small(
         "compare",
-        "binary-trees",
         "10",
-        "--heap",
-        "8m",
-        "--young",
-        "1m",
-        "--preset",
-        "vanilla,optimized",
-        "--repeat",
-        "2",
-        "--gc-threads",
-        "2",
-        "--verify",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--young",
+            "1m",
+            "--preset",
+            "vanilla,optimized",
+            "--repeat",
+            "2",
+            "--gc-threads",
+            "2",
+            "--verify",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let v = stdout_json(&result);
     assert_eq!(v["kind"], "compare");
     assert_eq!(v["complete"], true);
     assert_eq!(v["failed_runs"], 0);
     let configs = v["configurations"].as_array().unwrap();
-    let labels: Vec<&str> = configs
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
-    assert_eq!(labels, ["vanilla", "optimized"]);
+    let labels = common::labels(&v["configurations"]);
+    assert_eq!(labels, argv("vanilla optimized"));
     for c in configs {
         assert_eq!(c["runs"].as_array().unwrap().len(), 2);
         assert!(c["median"]["wall_ms"].as_f64().unwrap() > 0.0);
@@ -141,12 +66,16 @@ fn compare_prints_json_and_writes_every_run() {
     assert!(stderr.contains("see: concord report"), "{stderr}");
 
     let e = check_results(&out, "compare", 4);
+    for run in e["runs"].as_array().unwrap() {
+        assert_eq!(
+            read_json(&out.join(run["summary"].as_str().unwrap()))["workload"],
+            "binary-trees"
+        );
+    }
     assert_eq!(e["vary"], Value::Null);
     assert_eq!(e["runs"][1]["summary"], "runs/002-optimized.summary.json");
     assert_eq!(e["runs"][2]["round"], 1);
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(out.join("runs/001-vanilla.summary.json")).unwrap())
-            .unwrap();
+    let summary = read_json(&out.join("runs/001-vanilla.summary.json"));
     assert_eq!(summary["preset"], "vanilla");
     assert!(summary["gc_count"].as_u64().unwrap() > 0);
     assert_eq!(summary["verified"], true);
@@ -175,41 +104,13 @@ fn compare_prints_json_and_writes_every_run() {
 
 #[test]
 fn sweep_prints_json_per_value_and_preset() {
-    let base = scratch("sweep");
-    let out = base.join("a/b");
-    let result = concord(&[
-        "sweep",
-        "binary-trees",
-        "8",
-        "--heap",
-        "8m",
-        "--vary",
-        "gc-threads=1,2",
-        "--preset",
-        "vanilla,optimized",
-        "--repeat",
-        "1",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let v = stdout_json(&result);
+    let (v, out) = json_into("sweep",
+        &argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --preset vanilla,optimized --repeat 1 --json"));
     assert_eq!(v["kind"], "sweep");
     assert_eq!(v["vary"]["key"], "gc-threads");
     let configs = v["configurations"].as_array().unwrap();
-    let labels: Vec<&str> = configs
-        .iter()
-        .map(|c| c["label"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        labels,
-        [
-            "vanilla@gc-threads=1",
-            "optimized@gc-threads=1",
-            "vanilla@gc-threads=2",
-            "optimized@gc-threads=2"
-        ]
-    );
+    let labels = common::labels(&v["configurations"]);
+    assert_eq!(labels, argv("vanilla@gc-threads=1 optimized@gc-threads=1 vanilla@gc-threads=2 optimized@gc-threads=2"));
     assert_eq!(configs[2]["value"], "2");
     assert_eq!(configs[2]["preset"], "vanilla");
     assert_eq!(configs[2]["scaling"]["relative_to"], "gc-threads=1");
@@ -221,30 +122,16 @@ fn sweep_prints_json_per_value_and_preset() {
     assert_eq!(run["configuration"], "vanilla@gc-threads=2");
     assert_eq!(run["value"], "2");
     assert_eq!(run["summary"], "runs/003-vanilla_gc-threads-2.summary.json");
-    let summary: Value =
-        serde_json::from_slice(&std::fs::read(out.join(run["summary"].as_str().unwrap())).unwrap())
-            .unwrap();
+    let summary = read_json(&out.join(run["summary"].as_str().unwrap()));
     assert_eq!(summary["gc_threads"], 2);
-    std::fs::remove_dir_all(&base).unwrap();
 }
 
 #[test]
 fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
-    let base = scratch("sweep-table");
-    let out = base.join("out");
-    let result = concord(&[
-        "sweep",
-        "binary-trees",
-        "8",
-        "--heap",
-        "8m",
-        "--vary",
-        "mutators=1,2",
-        "--repeat",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (result, out) = run_into(
+        "sweep-table",
+        &argv("sweep binary-trees 8 --heap 8m --vary mutators=1,2 --repeat 1"),
+    );
     let stdout = text(&result.stdout);
     assert!(result.status.success(), "{stdout}{}", text(&result.stderr));
     for expected in [
@@ -264,7 +151,6 @@ fn sweep_of_mutators_prints_a_table_per_value_and_the_scaling() {
         .as_array()
         .unwrap()
         .contains(&"mutators=2".into()));
-    std::fs::remove_dir_all(&base).unwrap();
 }
 
 #[test]
@@ -274,77 +160,47 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
     let o = out.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
-            &["sweep", "binary-trees", "8", "--vary", "threads=1,2"],
+            &argv("sweep binary-trees 8 --vary threads=1,2"),
             "unknown key 'threads' (allowed: gc-threads, mutators, heap",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads"],
+            &argv("sweep binary-trees 8 --vary gc-threads"),
             "allowed keys: gc-threads, mutators, heap",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads="],
+            &argv("sweep binary-trees 8 --vary gc-threads="),
             "--vary gc-threads: no values",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "gc-threads=2,0"],
+            &argv("sweep binary-trees 8 --vary gc-threads=2,0"),
             "'0' is not a GC thread count (allowed: 1..=256 or dynamic)",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "mutators=0"],
+            &argv("sweep binary-trees 8 --vary mutators=0"),
             "(allowed: 1..=256)",
         ),
         (
-            &["sweep", "binary-trees", "8", "--vary", "heap=12q"],
+            &argv("sweep binary-trees 8 --vary heap=12q"),
             "'12q' is not a size",
         ),
         (
-            &[
-                "sweep",
-                "binary-trees",
-                "8",
-                "--vary",
-                "heap=8m,16m",
-                "--heap",
-                "8m",
-            ],
+            &argv("sweep binary-trees 8 --vary heap=8m,16m --heap 8m"),
             "--heap cannot be combined with --vary heap",
         ),
         (
-            &[
-                "sweep",
-                "binary-trees",
-                "8",
-                "--vary",
-                "gc-threads=1",
-                "--preset",
-                "fast",
-            ],
+            &argv("sweep binary-trees 8 --vary gc-threads=1 --preset fast"),
             "unknown preset 'fast' (allowed: vanilla, modern, optimized)",
         ),
         (
-            &[
-                "compare",
-                "binary-trees",
-                "8",
-                "--preset",
-                "vanilla,fastest",
-            ],
+            &argv("compare binary-trees 8 --preset vanilla,fastest"),
             "unknown preset 'fastest' (allowed: vanilla, modern, optimized)",
         ),
         (
-            &["compare", "nosuch", "--preset", "vanilla"],
+            &argv("compare nosuch --preset vanilla"),
             "unknown workload 'nosuch' (allowed: gcbench, binary-trees",
         ),
         (
-            &[
-                "compare",
-                "binary-trees",
-                "8",
-                "--preset",
-                "vanilla,optimized",
-                "--steal",
-                "random",
-            ],
+            &argv("compare binary-trees 8 --preset vanilla,optimized --steal random"),
             "'random' is not a steal policy (allowed: best-of-2, last-victim, adaptive)",
         ),
     ];
@@ -364,20 +220,9 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
 fn ctrl_c_stops_after_the_current_run_and_leaves_a_consistent_directory() {
     let base = scratch("ctrl-c");
     let out = base.join("out");
-    let child = Command::new(env!("CARGO_BIN_EXE_concord"))
-        .args([
-            "sweep",
-            "binary-trees",
-            "8",
-            "--heap",
-            "8m",
-            "--vary",
-            "gc-threads=1,2",
-            "--repeat",
-            "1000",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut args = argv("sweep binary-trees 8 --heap 8m --vary gc-threads=1,2 --repeat 1000");
+    args.extend(["--out", out.to_str().unwrap()]);
+    let child = command(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -395,7 +240,7 @@ fn ctrl_c_stops_after_the_current_run_and_leaves_a_consistent_directory() {
         assert!(start.elapsed() < Duration::from_secs(20), "no run finished");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let killed = Command::new("kill")
+    let killed = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
@@ -410,8 +255,7 @@ fn ctrl_c_stops_after_the_current_run_and_leaves_a_consistent_directory() {
     );
     assert!(stdout.contains("interrupted after"), "{stdout}");
     assert!(stdout.contains("-- gc-threads=1"), "{stdout}");
-    let e: Value =
-        serde_json::from_slice(&std::fs::read(out.join("experiment.json")).unwrap()).unwrap();
+    let e = read_json(&out.join("experiment.json"));
     assert_eq!(e["interrupted"], true);
     assert_eq!(e["complete"], false);
     let runs = e["runs"].as_array().unwrap();

@@ -1,84 +1,69 @@
 //! The OS switches, the interference harness and the OS benchmarks, end to end: bad values are
 //! bad input (exit status 2) naming what is allowed; runs with busy loops and co-running
-//! instances keep their checksums; `os-bench` and `sched-bench` print well-formed JSON.
+//! processes keep their checksums; a failed or signalled co-run leaves no process behind;
+//! `os-bench` and `sched-bench` print well-formed JSON and write their results directories;
+//! the logger shows notices as `concord: …` as `CONCORD_LOG` chooses.
 
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{argv, check_results, command, concord, json_into, json_of, scratch, small, text};
 use serde_json::Value;
-
-fn concord(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concord"))
-        .args(args)
-        // Keep the caller's CONCORD_* configuration out of the test.
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .output()
-        .expect("run concord")
-}
-
-/// Runs `args`, expects success, and parses stdout as JSON.
-fn json_of(args: &[&str]) -> Value {
-    let out = concord(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{args:?}: status {:?}: {stderr}",
-        out.status
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
 
 #[test]
 fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
     let cases: &[(&[&str], &[&str])] = &[
         (
-            &["run", "gcbench", "--gc-affinity", "pinned"],
+            &argv("run gcbench --gc-affinity pinned"),
             &["--gc-affinity: 'pinned'", "allowed: none, static, dynamic"],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "rr"],
+            &argv("run gcbench --mutator-sched rr"),
             &[
                 "--mutator-sched: 'rr'",
                 "allowed: cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS",
             ],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "adaptive:0"],
+            &argv("run gcbench --mutator-sched adaptive:0"),
             &[
                 "--mutator-sched: 'adaptive:0'",
                 "allowed: seconds from 0.01 to 3600",
             ],
         ),
         (
-            &["run", "gcbench", "--mutator-sched", "profile:"],
+            &argv("run gcbench --mutator-sched profile:"),
             &["--mutator-sched: 'profile:'", "profile:PATH"],
         ),
         (
-            &["run", "gcbench", "--fifo-cpu-threshold", "4097"],
+            &argv("run gcbench --fifo-cpu-threshold 4097"),
             &["--fifo-cpu-threshold: '4097'", "allowed: 0..=4096"],
         ),
         (
-            &["run", "gcbench", "--interfere", "spin:2"],
+            &argv("run gcbench --interfere spin:2"),
             &["'spin:2'", "allowed: busy:K with K in 1..=1024"],
         ),
         (
-            &["run", "gcbench", "--interfere", "busy:0"],
+            &argv("run gcbench --interfere busy:0"),
             &["'busy:0'", "allowed: busy:K with K in 1..=1024"],
         ),
-        (
-            &["run", "gcbench", "--co-run", "65"],
-            &["--co-run", "1..=64"],
-        ),
-        (
-            &["run", "gcbench", "--co-run", "0"],
-            &["--co-run", "1..=64"],
-        ),
+        (&argv("run gcbench --co-run 65"), &["--co-run", "1..=64"]),
+        (&argv("run gcbench --co-run 0"), &["--co-run", "1..=64"]),
         (&["os-bench", "--busy", "0"], &["--busy", "1..=1024"]),
+        (
+            &["os-bench", "--gc-affinity", "static"],
+            &["--gc-affinity cannot be used with os-bench"],
+        ),
+        (
+            &["sched-bench", "--mutator-sched", "fifo"],
+            &["--mutator-sched cannot be used with sched-bench"],
+        ),
+        (
+            &argv("run gcbench --gc-threads 0"),
+            &["--gc-threads: '0' is out of range (allowed: 1..=256)"],
+        ),
         (
             &["sched-bench", "--adaptive-period", "0"],
             &["'adaptive:0'", "allowed: seconds from 0.01 to 3600"],
@@ -96,34 +81,13 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
 
 #[test]
 fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
-    let v = json_of(&[
-        "run",
-        "binary-trees",
-        "10",
-        "--heap",
-        "8m",
-        "--interfere",
-        "busy:2",
-        "--gc-affinity",
-        "static",
-        "--mutator-sched",
-        "cfs",
-        "--json",
-    ]);
+    let v = json_of(&argv("run binary-trees 10 --heap 8m --interfere busy:2 --gc-affinity static --mutator-sched cfs --json"));
     assert_eq!(v["checksum_ok"], true, "{v}");
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
     assert_eq!(v["mutator_sched"], "cfs");
 
-    let out = concord(&[
-        "run",
-        "binary-trees",
-        "10",
-        "--heap",
-        "8m",
-        "--preset",
-        "vanilla",
-    ]);
+    let out = concord(&small("run", "10", &["--preset", "vanilla"]));
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -133,58 +97,173 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
 }
 
 #[test]
-fn co_run_reports_every_instance_and_the_aggregate() {
-    let v = json_of(&[
-        "run",
-        "binary-trees",
-        "10",
-        "--heap",
-        "8m",
-        "--co-run",
-        "2",
-        "--interfere",
-        "busy:1",
-        "--json",
-    ]);
-    assert_eq!(v["co_run"], 2);
+fn co_run_runs_separate_processes_and_reports_every_instance_and_the_aggregate() {
+    let dir = scratch("co-run");
+    let records = dir.join("records.jsonl");
+    let mut args =
+        argv("run binary-trees 10 --heap 8m --young 1m --co-run 3 --interfere busy:1 --json");
+    args.extend(["--gc-records", records.to_str().unwrap()]);
+    let child = command(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let out = child.wait_with_output().unwrap();
+    let v = common::stdout_json(&out);
+    assert_eq!(v["co_run"], 3);
+    assert!(v["interference"]
+        .as_str()
+        .unwrap()
+        .contains("parent process"));
     let instances = v["instances"].as_array().unwrap();
-    assert_eq!(instances.len(), 2);
+    assert_eq!(instances.len(), 3);
+    let mut pids = Vec::new();
     let mut gc_sum = 0.0;
     let mut wall_max: f64 = 0.0;
     for (i, instance) in instances.iter().enumerate() {
         assert_eq!(instance["instance"], i + 1);
         assert_eq!(instance["checksum_ok"], true, "{instance}");
+        assert!(
+            instance.get("pauses_ms").is_none(),
+            "internal field left in"
+        );
+        pids.push(instance["pid"].as_u64().unwrap());
         gc_sum += instance["gc_pause_total_ms"].as_f64().unwrap();
         wall_max = wall_max.max(instance["wall_ms"].as_f64().unwrap());
+        // Each instance its own records file, one record per collection.
+        let file = dir.join(format!("records.jsonl.{}", i + 1));
+        let lines = std::fs::read_to_string(&file).unwrap().lines().count() as u64;
+        assert_eq!(
+            lines,
+            instance["gc_count"].as_u64().unwrap(),
+            "{}",
+            file.display()
+        );
     }
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "every instance is its own process");
+    assert!(!pids.contains(&u64::from(parent)), "not the parent process");
     assert_eq!(v["checksum_ok"], true);
     assert!((v["gc_pause_total_ms"].as_f64().unwrap() - gc_sum).abs() < 1e-9);
     assert_eq!(v["wall_ms"].as_f64().unwrap(), wall_max);
+    assert_eq!(v["failed_instances"].as_array().unwrap().len(), 0);
 
-    let out = concord(&["run", "binary-trees", "10", "--heap", "8m", "--co-run", "2"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let out = concord(&small("run", "10", &["--co-run", "2"]));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("co-running processes"), "{stdout}");
     assert!(
-        text.contains("instance 1 ") && text.contains("instance 2 "),
-        "{text}"
+        stdout.contains("instance 1  pid ") && stdout.contains("instance 2  pid "),
+        "{stdout}"
     );
-    assert!(text.contains("aggregate"), "{text}");
+    assert!(stdout.contains("aggregate"), "{stdout}");
 }
 
 #[test]
-fn os_bench_prints_json() {
-    let v = json_of(&[
+fn a_failed_instance_is_reported_with_its_status_and_stderr() {
+    // Every child fails to create its GC log; the parent never builds a heap.
+    let out = concord(&argv(
+        "run binary-trees 10 --heap 8m --co-run 2 --gc-log /nonexistent-concord-dir/gc.log --json",
+    ));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for n in 1..=2 {
+        assert!(
+            stderr.contains(&format!("concord: instance {n} (pid ")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("/nonexistent-concord-dir/gc.log.{n}")),
+            "{stderr}"
+        );
+    }
+    assert!(stderr.contains("failed: exit status 2"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["failed_instances"].as_array().unwrap().len(), 2);
+    assert_eq!(v["instances"].as_array().unwrap().len(), 0);
+}
+
+/// The children of process `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: the command name may hold spaces, so split after ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn sigterm_to_the_parent_leaves_no_instance_behind() {
+    let mut child = command(&argv("run binary-trees 18 --heap 64m --co-run 2"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let start = Instant::now();
+    let instances = loop {
+        let c = children_of(parent);
+        if c.len() == 2 {
+            break c;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no instances started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &parent.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    for pid in instances {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "instance {pid} outlived its parent"
+        );
+    }
+}
+
+#[test]
+fn notices_go_to_stderr_as_the_log_filter_says() {
+    let args = ["run", "binary-trees", "8", "--heap", "8m", "--co-run", "2"];
+    let quiet = concord(&args);
+    assert!(quiet.status.success());
+    assert!(!text(&quiet.stderr).contains("starting 2 instances"));
+    let out = command(&args).env("CONCORD_LOG", "info").output().unwrap();
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == "concord: starting 2 instances of binary-trees as separate processes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn os_bench_prints_json_and_writes_its_directory() {
+    let (v, out) = json_into(
         "os-bench",
-        "binary-trees",
-        "10",
-        "--heap",
-        "8m",
-        "--repeat",
-        "1",
-        "--busy",
-        "1",
-        "--json",
-    ]);
+        &argv("os-bench binary-trees 10 --heap 8m --repeat 1 --busy 1 --json --no-report"),
+    );
     assert_eq!(v["busy"], 1);
     let configs = v["configurations"].as_array().unwrap();
     let labels: Vec<(&str, Option<&str>)> = configs
@@ -209,11 +288,17 @@ fn os_bench_prints_json() {
     // Ratios are relative to vanilla under the same interference.
     assert_eq!(configs[0]["gc_ratio"], 1.0);
     assert_eq!(configs[4]["gc_ratio"], 1.0);
+    let e = check_results(&out, "os-bench", 8);
+    let c = &e["configurations"][5];
+    assert_eq!(c["label"], "optimized/none (busy:1)");
+    assert_eq!(c["name"], "optimized/none");
+    assert_eq!(c["group"], "busy:1: 1 busy-loop thread during every run");
+    assert_eq!(e["parameters"]["busy"], 1);
 }
 
 #[test]
-fn sched_bench_prints_json() {
-    let v = json_of(&[
+fn sched_bench_prints_json_and_writes_its_directory() {
+    let args = [
         "sched-bench",
         "--small",
         "--heap",
@@ -221,7 +306,8 @@ fn sched_bench_prints_json() {
         "--repeat",
         "1",
         "--json",
-    ]);
+    ];
+    let (v, out) = json_into("sched-bench", &args);
     assert_eq!(v["fifo_cpu_threshold"], 0);
     assert!(v["note"].as_str().unwrap().contains("fifo-cpu-threshold"));
     let configs = v["configurations"].as_array().unwrap();
@@ -255,4 +341,14 @@ fn sched_bench_prints_json() {
         );
         assert!(c["median"]["wall_ms"].as_f64().unwrap() > 0.0, "{c}");
     }
+    let e = check_results(&out, "sched-bench", 6);
+    assert_eq!(e["configurations"][3]["label"], "cfs (gcbench)");
+    assert_eq!(e["configurations"][3]["workload"], "gcbench");
+    let summary = common::read_json(&out.join(e["runs"][0]["summary"].as_str().unwrap()));
+    assert!(
+        summary["lifespans"]["buckets"].is_array(),
+        "lifespans are on"
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("id=\"lifespans\"") && page.contains("id=\"policy-times\""));
 }

@@ -12,85 +12,8 @@ use anyhow::{bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::results::{EXPERIMENT_FILE, FORMAT, VERSION};
-
-/// `experiment.json`, as written by `concord compare` and `concord sweep`.
-#[derive(Debug, Deserialize)]
-pub struct ExperimentFile {
-    #[serde(default)]
-    pub kind: String,
-    #[serde(default)]
-    pub workload: String,
-    #[serde(default)]
-    pub size: Option<Value>,
-    #[serde(default)]
-    pub started: String,
-    #[serde(default)]
-    pub command: String,
-    #[serde(default)]
-    pub vary: Option<Vary>,
-    #[serde(default)]
-    pub configurations: Vec<ConfigurationEntry>,
-    #[serde(default)]
-    pub runs: Vec<RunEntry>,
-    #[serde(default)]
-    pub interrupted: bool,
-    #[serde(default = "yes")]
-    pub complete: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// The parameter a sweep varies.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Vary {
-    pub key: String,
-    #[serde(default)]
-    pub values: Vec<String>,
-}
-
-/// One configuration of `experiment.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ConfigurationEntry {
-    pub label: String,
-    #[serde(default)]
-    pub preset: Option<String>,
-    #[serde(default, deserialize_with = "opt_string")]
-    pub value: Option<String>,
-    #[serde(default)]
-    pub settings: Vec<String>,
-    #[serde(default)]
-    pub interference: Option<String>,
-}
-
-/// One run of `experiment.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct RunEntry {
-    pub configuration: String,
-    #[serde(default, deserialize_with = "opt_string")]
-    pub value: Option<String>,
-    #[serde(default)]
-    pub round: u64,
-    #[serde(default)]
-    pub summary: Option<String>,
-    #[serde(default)]
-    pub records: Option<String>,
-    #[serde(default)]
-    pub status: String,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-/// A value that may be a string, a number or null (`"value": "2"` or `"value": 2`).
-fn opt_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Null => None,
-        Value::String(s) => Some(s),
-        other => Some(other.to_string()),
-    })
-}
+pub use crate::experiment::results::{ConfigurationEntry, ExperimentFile, RunEntry};
+use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
 
 /// One collection record (the fields the page uses; everything else is ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -102,6 +25,20 @@ pub struct Record {
     pub workers: Vec<WorkerRecord>,
     pub task_distribution: BTreeMap<String, Vec<u64>>,
     pub cpu_occupancy: CpuOccupancy,
+    /// The task-manager monitor's counters (000 Fig. 5); `None` when the monitor was not used
+    /// or the records predate the counters.
+    pub monitor: Option<MonitorCounters>,
+}
+
+/// What the task-manager monitor did in one collection (000 §2.2, Fig. 5).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MonitorCounters {
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub barges: u64,
+    pub heir_wakeups: u64,
+    pub futile_wakeups: u64,
 }
 
 /// What one worker did in one collection.
@@ -239,6 +176,44 @@ impl Run {
         Some(b)
     }
 
+    /// The monitor's counters per collection, averaged over the collections that used the
+    /// monitor: contended acquisitions, barges, heir wake-ups and futile wake-ups. `None`
+    /// when no record of the run has them.
+    pub fn monitor_per_collection(&self) -> Option<[f64; 4]> {
+        let counters: Vec<MonitorCounters> = self
+            .records
+            .as_ref()?
+            .iter()
+            .filter_map(|r| r.monitor)
+            .collect();
+        if counters.is_empty() {
+            return None;
+        }
+        let n = counters.len() as f64;
+        let mean = |f: fn(&MonitorCounters) -> u64| counters.iter().map(f).sum::<u64>() as f64 / n;
+        Some([
+            mean(|m| m.contended),
+            mean(|m| m.barges),
+            mean(|m| m.heir_wakeups),
+            mean(|m| m.futile_wakeups),
+        ])
+    }
+
+    /// The lifespan histogram of the summary (`lifespans.buckets`, when the run profiled
+    /// lifespans): `(lower bound in bytes, dead samples)` per log2 bucket.
+    pub fn lifespan_buckets(&self) -> Option<Vec<(u64, u64)>> {
+        let buckets = self
+            .summary
+            .as_ref()?
+            .get("lifespans")?
+            .get("buckets")?
+            .as_array()?;
+        buckets
+            .iter()
+            .map(|b| Some((b.get("lo_bytes")?.as_u64()?, b.get("dead")?.as_u64()?)))
+            .collect()
+    }
+
     /// Usable CPUs as the summary reports them (the mutator scheduling report knows).
     pub fn usable_cpus(&self) -> Option<u32> {
         let s = self.summary.as_ref()?;
@@ -262,6 +237,12 @@ pub fn as_f64(v: &Value) -> Option<f64> {
 #[derive(Debug)]
 pub struct Configuration {
     pub label: String,
+    /// The row label of the command's table (the label where the file has none).
+    pub name: String,
+    /// The title of its group, where the experiment has several.
+    pub group: Option<String>,
+    /// The workload it runs.
+    pub workload: String,
     pub preset: Option<String>,
     pub value: Option<String>,
     pub settings: Vec<String>,
@@ -312,7 +293,7 @@ impl Experiment {
         let path = dir.join(EXPERIMENT_FILE);
         if !path.is_file() {
             bail!(
-                "{} has no experiment.json: not a results directory written by `concord compare` or `concord sweep`",
+                "{} has no experiment.json: not a results directory written by a bench command (compare, sweep, ablation, os-bench, sched-bench)",
                 dir.display()
             );
         }
@@ -382,22 +363,34 @@ impl Experiment {
         }
     }
 
-    fn read_summary(&mut self, who: &str, rel: Option<&str>) -> Option<Value> {
+    /// The text of the run's `what` file `rel` (`summary`, `records`), or a note saying it is
+    /// missing or unreadable and what follows (`lost`).
+    fn read_file(
+        &mut self,
+        who: &str,
+        what: &str,
+        rel: Option<&str>,
+        lost: &str,
+    ) -> Option<String> {
         let Some(rel) = rel else {
             self.notes
-                .push(format!("Run {who} names no summary file; it is left out."));
+                .push(format!("Run {who} names no {what} file; {lost}."));
             return None;
         };
-        let path = self.dir.join(rel);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        match std::fs::read_to_string(self.dir.join(rel)) {
+            Ok(text) => Some(text),
             Err(e) => {
                 self.notes.push(format!(
-                    "Run {who}: summary {rel} cannot be read ({e}); the run is left out."
+                    "Run {who}: {what} {rel} cannot be read ({e}); {lost}."
                 ));
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    fn read_summary(&mut self, who: &str, rel: Option<&str>) -> Option<Value> {
+        let text = self.read_file(who, "summary", rel, "the run is left out")?;
+        let rel = rel.unwrap_or_default();
         match serde_json::from_str::<Value>(&text) {
             Ok(v) if v.is_object() => Some(v),
             Ok(_) => {
@@ -416,22 +409,9 @@ impl Experiment {
     }
 
     fn read_records(&mut self, who: &str, rel: Option<&str>) -> Option<Vec<Record>> {
-        let Some(rel) = rel else {
-            self.notes.push(format!(
-                "Run {who} names no records file; its per-collection plots are missing."
-            ));
-            return None;
-        };
-        let path = self.dir.join(rel);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                self.notes.push(format!(
-                    "Run {who}: records {rel} cannot be read ({e}); its per-collection plots are missing."
-                ));
-                return None;
-            }
-        };
+        let lost = "its per-collection plots are missing";
+        let text = self.read_file(who, "records", rel, lost)?;
+        let rel = rel.unwrap_or_default();
         let mut records = Vec::new();
         let mut bad = 0usize;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -461,6 +441,12 @@ impl Experiment {
             }
             self.configurations.push(Configuration {
                 label: c.label.clone(),
+                name: c.name.clone().unwrap_or_else(|| c.label.clone()),
+                group: c.group.clone(),
+                workload: c
+                    .workload
+                    .clone()
+                    .unwrap_or_else(|| self.file.workload.clone()),
                 preset: c.preset.clone(),
                 value: c.value.clone(),
                 settings: c.settings.clone(),
@@ -485,6 +471,9 @@ impl Experiment {
                         .map(str::to_string);
                     self.configurations.push(Configuration {
                         label: label.clone(),
+                        name: label.clone(),
+                        group: None,
+                        workload: self.file.workload.clone(),
                         preset,
                         value: None,
                         settings: Vec::new(),
@@ -519,6 +508,22 @@ impl Experiment {
         f: impl Fn(&Run) -> Option<f64>,
     ) -> Option<f64> {
         median(self.ok_runs(config).filter_map(f).collect())
+    }
+
+    /// Smallest and largest of `f` over the configuration's good runs.
+    pub fn range_of(
+        &self,
+        config: &Configuration,
+        f: impl Fn(&Run) -> Option<f64>,
+    ) -> Option<(f64, f64)> {
+        let v: Vec<f64> = self
+            .ok_runs(config)
+            .filter_map(f)
+            .filter(|x| x.is_finite())
+            .collect();
+        let lo = v.iter().copied().reduce(f64::min)?;
+        let hi = v.iter().copied().reduce(f64::max)?;
+        Some((lo, hi))
     }
 
     /// The run that stands for the configuration in per-run plots: among the good runs with
@@ -600,7 +605,7 @@ fn check_format(path: &Path, v: &Value) -> anyhow::Result<()> {
     match obj.get("format").and_then(Value::as_str) {
         Some(FORMAT) => {}
         Some(other) => bail!(
-            "{} has format {other:?}; expected {FORMAT:?} (written by `concord compare` or `concord sweep`)",
+            "{} has format {other:?}; expected {FORMAT:?} (written by a bench command)",
             path.display()
         ),
         None => bail!(
@@ -731,6 +736,9 @@ mod tests {
     fn series_names_drop_the_varied_value() {
         let c = |label: &str, value: Option<&str>| ConfigurationEntry {
             label: label.into(),
+            name: None,
+            group: None,
+            workload: None,
             preset: Some("vanilla".into()),
             value: value.map(str::to_string),
             settings: vec![],

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use plotters::style::RGBColor;
 use serde_json::Value;
 
+use super::kinds;
 use super::model::{self, Configuration, Experiment, Run};
 use super::plots::{self, Curve, PauseSeries, StealBar};
 
@@ -238,12 +239,17 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     header(&mut h, exp, &title);
     warnings(&mut h, exp);
     let sweep = exp.is_sweep();
+    let mut kind_sections = String::new();
+    let kind_nav: String = kinds::sections(&mut kind_sections, exp)?
+        .iter()
+        .map(|(id, title)| format!("<a href=\"#{id}\">{title}</a>"))
+        .collect();
     let _ = writeln!(
         h,
         "<nav><a href=\"#configurations\">Configurations</a><a href=\"#summary\">Summary</a>\
          <a href=\"#task-distribution\">Task distribution</a><a href=\"#cpu-heatmap\">Threads on CPUs</a>\
          <a href=\"#pause-timeline\">Pause timeline</a><a href=\"#gc-time-breakdown\">GC time breakdown</a>\
-         <a href=\"#stealing\">Stealing</a>{}<a href=\"#runs\">Runs</a></nav>",
+         <a href=\"#stealing\">Stealing</a>{}{kind_nav}<a href=\"#runs\">Runs</a></nav>",
         if sweep {
             "<a href=\"#scalability\">Scalability</a>"
         } else {
@@ -260,6 +266,7 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     if sweep {
         scalability(&mut h, exp)?;
     }
+    h.push_str(&kind_sections);
     runs(&mut h, exp);
     let _ = writeln!(
         h,
@@ -270,11 +277,7 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
 }
 
 fn title(exp: &Experiment) -> String {
-    let size = match &exp.file.size {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => format!(" {s}"),
-        Some(v) => format!(" {v}"),
-    };
+    let size = exp.file.size.map(|s| format!(" {s}")).unwrap_or_default();
     let workload = if exp.file.workload.is_empty() {
         "(workload not named)".to_string()
     } else {
@@ -297,11 +300,12 @@ fn rows(exp: &Experiment) -> Vec<Row<'_>> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            // A sweep compares like with like: the first configuration with the same value.
+            // Like with like: a sweep's first configuration with the same value, else the
+            // first of the same group (os-bench: the same interference).
             let baseline = if sweep {
                 configs.iter().position(|o| o.value == c.value).unwrap_or(0)
             } else {
-                0
+                configs.iter().position(|o| o.group == c.group).unwrap_or(0)
             };
             let grouped = sweep && series.len() < configs.len();
             let (short, color, line_color) = if grouped {
@@ -375,6 +379,17 @@ fn header(h: &mut String, exp: &Experiment, title: &str) {
         item("started", esc(&f.started));
     }
     item("kind", esc(if f.kind.is_empty() { "?" } else { &f.kind }));
+    if !f.parameters.is_empty() {
+        let chips: String = f
+            .parameters
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                format!("<span class=\"chip\">{}={}</span>", esc(k), esc(&v))
+            })
+            .collect();
+        item("parameters", chips);
+    }
     if let Some(v) = &f.vary {
         item(
             "varied",
@@ -401,6 +416,11 @@ fn header(h: &mut String, exp: &Experiment, title: &str) {
         format!("<code>{}</code>", esc(&exp.dir.display().to_string())),
     );
     let _ = writeln!(h, "</table>\n</header>");
+}
+
+/// `items` as the `<li>` elements of a list.
+fn list_items(items: &[String]) -> String {
+    items.iter().map(|i| format!("<li>{i}</li>")).collect()
 }
 
 fn plural(n: usize) -> &'static str {
@@ -459,10 +479,7 @@ fn warnings(h: &mut String, exp: &Experiment) {
     let _ = writeln!(
         h,
         "<div class=\"warn\"><h3>Read with care</h3><ul>{}</ul></div>",
-        items
-            .iter()
-            .map(|i| format!("<li>{i}</li>"))
-            .collect::<String>()
+        list_items(&items)
     );
 }
 
@@ -517,8 +534,11 @@ fn configurations(h: &mut String, exp: &Experiment, rows: &[Row]) {
 fn summary(h: &mut String, exp: &Experiment, rows: &[Row]) {
     let extra = measurement_keys(exp);
     let sweep = exp.is_sweep();
+    let grouped = exp.configurations.iter().any(|c| c.group.is_some());
     let baseline_words = if sweep {
         "the first configuration with the same value"
+    } else if grouped {
+        "the first configuration of the same group"
     } else {
         "the first configuration"
     };
@@ -604,21 +624,18 @@ fn result_cell(exp: &Experiment, c: &Configuration) -> String {
         (vals.iter().filter(|&&v| v).count(), vals.len())
     };
     let mut parts = Vec::new();
-    match flag("checksum_ok") {
-        (_, 0) => {}
-        (good, n) if good == n => parts.push("<span class=\"ok\">checksum ok</span>".to_string()),
-        (good, n) => parts.push(format!(
-            "<span class=\"bad\">checksum wrong in {} of {n}</span>",
-            n - good
-        )),
-    }
-    match flag("verified") {
-        (_, 0) => {}
-        (good, n) if good == n => parts.push("<span class=\"ok\">heap verified</span>".to_string()),
-        (good, n) => parts.push(format!(
-            "<span class=\"bad\">verification failed in {} of {n}</span>",
-            n - good
-        )),
+    for (key, good_words, bad_words) in [
+        ("checksum_ok", "checksum ok", "checksum wrong"),
+        ("verified", "heap verified", "verification failed"),
+    ] {
+        match flag(key) {
+            (_, 0) => {}
+            (good, n) if good == n => parts.push(format!("<span class=\"ok\">{good_words}</span>")),
+            (good, n) => parts.push(format!(
+                "<span class=\"bad\">{bad_words} in {} of {n}</span>",
+                n - good
+            )),
+        }
     }
     if parts.is_empty() {
         "—".into()
@@ -662,10 +679,13 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
                 }
             }
         }
-    } else if let Some(base) = rows.first() {
-        let b = base.config;
-        let bm = |f: fn(&Run) -> Option<f64>| exp.median_of(b, f);
-        for row in rows.iter().skip(1) {
+    } else {
+        for (i, row) in rows.iter().enumerate() {
+            if row.baseline == i {
+                continue;
+            }
+            let b = rows[row.baseline].config;
+            let bm = |f: fn(&Run) -> Option<f64>| exp.median_of(b, f);
             let c = row.config;
             let cm = |f: fn(&Run) -> Option<f64>| exp.median_of(c, f);
             let (Some(gc), Some(bgc)) = (cm(Run::gc_ms), bm(Run::gc_ms)) else {
@@ -709,15 +729,12 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
         let _ = writeln!(
             h,
             "<h3>At a glance</h3>\n<ul class=\"findings\">{}</ul>\n<p class=\"caption\">Absolute times on a shared 2-core machine are noisy: trust ratios of runs made side by side, and more rounds more.</p>",
-            items
-                .iter()
-                .map(|i| format!("<li>{i}</li>"))
-                .collect::<String>()
+            list_items(&items)
         );
     }
 }
 
-fn figure(h: &mut String, svg: &str, caption: &str) {
+pub(super) fn figure(h: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(
         h,
         "<figure>\n{}\n<figcaption>{caption}</figcaption>\n</figure>",
@@ -725,8 +742,29 @@ fn figure(h: &mut String, svg: &str, caption: &str) {
     );
 }
 
-fn empty(h: &mut String, what: &str) {
+pub(super) fn empty(h: &mut String, what: &str) {
     let _ = writeln!(h, "<figure><div class=\"empty\">{what}</div></figure>");
+}
+
+/// One configuration's panel of a per-run picture: `svg` of its median run `run`, or why there
+/// is none (`missing` says what the median run lacks).
+fn run_panel(h: &mut String, label: &str, run: Option<&Run>, svg: Option<String>, missing: &str) {
+    let label = esc(label);
+    match (run, svg) {
+        (Some(run), Some(svg)) => figure(
+            h,
+            &svg,
+            &format!("{label}: median run by GC time ({}).", about_run(run)),
+        ),
+        (Some(run), None) => empty(
+            h,
+            &format!("{label}: the median run ({}) {missing}.", about_run(run)),
+        ),
+        (None, _) => empty(
+            h,
+            &format!("{label}: no finished run with collection records."),
+        ),
+    }
 }
 
 /// "median run by GC time: round 1, 31 collections (3 full)".
@@ -786,40 +824,17 @@ fn task_distribution(h: &mut String, exp: &Experiment, rows: &[Row]) -> anyhow::
         .unwrap_or(0) as f64;
     let _ = writeln!(h, "<div class=\"grid\">");
     for (row, t) in rows.iter().zip(&totals) {
-        match t {
-            Some((t, run)) if t.workers > 0 => {
-                let svg = plots::task_distribution(
-                    &format!("Tasks per GC worker: {}", row.config.label),
-                    t,
-                    y_max,
-                    &types,
-                )?;
-                figure(
-                    h,
-                    &svg,
-                    &format!(
-                        "{}: median run by GC time ({}).",
-                        esc(&row.config.label),
-                        about_run(run)
-                    ),
-                );
-            }
-            Some((_, run)) => empty(
-                h,
-                &format!(
-                    "{}: the median run ({}) has no GC worker records.",
-                    esc(&row.config.label),
-                    about_run(run)
-                ),
-            ),
-            None => empty(
-                h,
-                &format!(
-                    "{}: no finished run with collection records.",
-                    esc(&row.config.label)
-                ),
-            ),
-        }
+        let svg = match t {
+            Some((t, _)) if t.workers > 0 => Some(plots::task_distribution(
+                &format!("Tasks per GC worker: {}", row.config.label),
+                t,
+                y_max,
+                &types,
+            )?),
+            _ => None,
+        };
+        let run = t.as_ref().map(|(_, run)| *run);
+        run_panel(h, &row.config.label, run, svg, "has no GC worker records");
     }
     let _ = writeln!(h, "</div>");
     Ok(())
@@ -837,36 +852,13 @@ fn cpu_heatmap(h: &mut String, exp: &Experiment, rows: &[Row]) -> anyhow::Result
     for row in rows {
         let run = exp.representative(row.config);
         let occ = run.and_then(|r| Some(model::occupancy(r.records.as_deref()?, r.usable_cpus())));
-        match (run, occ) {
-            (Some(run), Some(occ)) if !occ.cpus.is_empty() && !occ.samples.is_empty() => {
-                let svg =
-                    plots::cpu_heatmap(&format!("GC worker × CPU: {}", row.config.label), &occ)?;
-                figure(
-                    h,
-                    &svg,
-                    &format!(
-                        "{}: median run by GC time ({}).",
-                        esc(&row.config.label),
-                        about_run(run)
-                    ),
-                );
-            }
-            (Some(run), _) => empty(
-                h,
-                &format!(
-                    "{}: the median run ({}) recorded no CPU samples.",
-                    esc(&row.config.label),
-                    about_run(run)
-                ),
+        let svg = match occ {
+            Some(occ) if !occ.cpus.is_empty() && !occ.samples.is_empty() => Some(
+                plots::cpu_heatmap(&format!("GC worker × CPU: {}", row.config.label), &occ)?,
             ),
-            (None, _) => empty(
-                h,
-                &format!(
-                    "{}: no finished run with collection records.",
-                    esc(&row.config.label)
-                ),
-            ),
-        }
+            _ => None,
+        };
+        run_panel(h, &row.config.label, run, svg, "recorded no CPU samples");
     }
     let _ = writeln!(h, "</div>");
     Ok(())

@@ -5,6 +5,7 @@
 //! no font file is needed.
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -53,6 +54,7 @@ const STEAL_COLOR: RGBColor = RGBColor(242, 142, 43);
 const TERM_COLOR: RGBColor = RGBColor(225, 87, 89);
 const OK_COLOR: RGBColor = RGBColor(89, 161, 79);
 const FAIL_COLOR: RGBColor = RGBColor(225, 87, 89);
+const WHISKER: RGBColor = RGBColor(90, 90, 90);
 
 /// What a legend entry shows before its text.
 #[derive(Clone, Copy)]
@@ -61,6 +63,7 @@ pub enum Mark {
     LineDot(RGBColor),
     Dot(RGBColor),
     Triangle(RGBColor),
+    Line(RGBColor),
 }
 
 /// Draw into a fresh SVG of `w` × `h` pixels and return the `<svg>` element.
@@ -73,6 +76,22 @@ fn svg(w: u32, h: u32, draw: impl FnOnce(&Area) -> DrawResult) -> anyhow::Result
         root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     Ok(out)
+}
+
+/// A fresh SVG of `w` × `h` pixels with `title` on top and the legend strip on the right; `draw`
+/// draws into the rest.
+fn framed(
+    w: u32,
+    h: u32,
+    title: &str,
+    legend_title: &str,
+    legend: &[(String, Mark)],
+    draw: impl FnOnce(&Area) -> DrawResult,
+) -> anyhow::Result<String> {
+    svg(w, h, |root| {
+        let plot = frame(root, title, legend_title, legend)?;
+        draw(&plot)
+    })
 }
 
 /// Title on top, legend strip on the right; returns the plotting area.
@@ -122,6 +141,9 @@ fn draw_legend(area: &Area, title: &str, entries: &[(String, Mark)]) -> DrawResu
             }
             Mark::Triangle(c) => {
                 area.draw(&TriangleMarker::new((15, y), 6, c.filled()))?;
+            }
+            Mark::Line(c) => {
+                area.draw(&PathElement::new(vec![(6, y), (24, y)], c.stroke_width(2)))?;
             }
         }
         area.draw(&Text::new(shorten(label, 20), (30, y), left.clone()))?;
@@ -231,6 +253,51 @@ fn label_chars(width: u32, n: usize) -> usize {
     ((width.saturating_sub(LEGEND_W + 70) as usize / n.max(1)) / 7).clamp(4, 40)
 }
 
+/// The category chart of a panel: categories `0..n` on x (labelled from `labels`, cut to
+/// `chars` characters), `0..y_top` on y, grid lines across only.
+struct Axes<'l> {
+    caption: Option<&'l str>,
+    n: usize,
+    y_top: f64,
+    x_desc: &'l str,
+    y_desc: &'l str,
+    labels: &'l [String],
+    chars: usize,
+}
+
+type CategoryChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<Categories, RangedCoordf64>>;
+
+/// Builds the chart of `axes` on `area` and draws its axes and grid.
+fn category_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    axes: &Axes,
+) -> Result<CategoryChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let mut builder = ChartBuilder::on(area);
+    if let Some(caption) = axes.caption {
+        builder.caption(caption, (FONT, 14));
+    }
+    let mut chart = builder
+        .margin(8)
+        .x_label_area_size(38)
+        .y_label_area_size(56)
+        .build_cartesian_2d(categories(axes.n), 0.0..axes.y_top)?;
+    let fmt_x = |v: &f64| category_label(axes.labels, *v, axes.chars);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(WHITE)
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&|v| axis_number(*v))
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 13))
+        .draw()?;
+    Ok(chart)
+}
+
 /// 000 Fig. 4a / 8b: tasks each GC worker ran, stacked by task type.
 pub fn task_distribution(
     title: &str,
@@ -240,33 +307,26 @@ pub fn task_distribution(
 ) -> anyhow::Result<String> {
     let n = totals.workers.max(1);
     let (w, h) = ((260 + 46 * n as u32).clamp(470, 1000), 330);
-    svg(w, h, |root| {
-        let legend: Vec<(String, Mark)> = types
-            .iter()
-            .rev()
-            .filter(|(name, _)| totals.by_type.contains_key(name))
-            .map(|(name, c)| (name.clone(), Mark::Swatch(*c)))
-            .collect();
-        let plot = frame(root, title, "task type", &legend)?;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-        let fmt_x =
-            |v: &f64| category_label(&(0..n).map(|i| i.to_string()).collect::<Vec<_>>(), *v, 4);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc("GC worker")
-            .y_desc("tasks run (all collections)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+    let legend: Vec<(String, Mark)> = types
+        .iter()
+        .rev()
+        .filter(|(name, _)| totals.by_type.contains_key(name))
+        .map(|(name, c)| (name.clone(), Mark::Swatch(*c)))
+        .collect();
+    framed(w, h, title, "task type", &legend, |plot| {
+        let workers: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let mut chart = category_chart(
+            plot,
+            &Axes {
+                caption: None,
+                n,
+                y_top: top(y_max),
+                x_desc: "GC worker",
+                y_desc: "tasks run (all collections)",
+                labels: &workers,
+                chars: 4,
+            },
+        )?;
         for wkr in 0..n {
             let mut base = 0.0;
             for (name, c) in types {
@@ -323,19 +383,18 @@ pub fn cpu_heatmap(title: &str, occ: &Occupancy) -> anyhow::Result<String> {
         .max()
         .unwrap_or(0)
         .max(1);
-    svg(w, h, |root| {
-        let legend: Vec<(String, Mark)> = [0.0, 0.25, 0.5, 0.75, 1.0]
-            .iter()
-            .rev()
-            .map(|&s| {
-                let n = (s * max as f64).round() as u64;
-                (format!("{n} samples"), Mark::Swatch(heat(s)))
-            })
-            .collect();
-        let plot = frame(root, title, "colour", &legend)?;
+    let legend: Vec<(String, Mark)> = [0.0, 0.25, 0.5, 0.75, 1.0]
+        .iter()
+        .rev()
+        .map(|&s| {
+            let n = (s * max as f64).round() as u64;
+            (format!("{n} samples"), Mark::Swatch(heat(s)))
+        })
+        .collect();
+    framed(w, h, title, "colour", &legend, |plot| {
         let cpu_labels: Vec<String> = occ.cpus.iter().map(|c| c.to_string()).collect();
         let worker_labels: Vec<String> = (0..rows).rev().map(|w| w.to_string()).collect();
-        let mut chart = ChartBuilder::on(&plot)
+        let mut chart = ChartBuilder::on(plot)
             .margin(8)
             .x_label_area_size(38)
             .y_label_area_size(56)
@@ -396,55 +455,56 @@ pub fn pause_timeline(series: &[PauseSeries]) -> anyhow::Result<String> {
         .flat_map(|s| &s.points)
         .map(|p| p.1)
         .fold(0.0, f64::max);
-    svg(960, 400, |root| {
-        let mut legend: Vec<(String, Mark)> = series
-            .iter()
-            .map(|s| (s.label.clone(), Mark::LineDot(s.color)))
-            .collect();
-        legend.push(("young collection".into(), Mark::Dot(INK)));
-        legend.push(("full collection".into(), Mark::Triangle(INK)));
-        let plot = frame(
-            root,
-            "Pause timeline (the median run of each configuration)",
-            "configuration",
-            &legend,
-        )?;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..top(x_max), 0.0..top(y_max))?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc("collection start (ms since the heap was created)")
-            .y_desc("pause (ms)")
-            .x_label_formatter(&|v| axis_number(*v))
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
-        for s in series {
-            chart.draw_series(LineSeries::new(
-                s.points.iter().map(|p| (p.0, p.1)),
-                s.color.mix(0.45).stroke_width(1),
-            ))?;
-            chart.draw_series(
-                s.points
-                    .iter()
-                    .filter(|p| !p.2)
-                    .map(|p| Circle::new((p.0, p.1), 3, s.color.filled())),
-            )?;
-            chart.draw_series(
-                s.points
-                    .iter()
-                    .filter(|p| p.2)
-                    .map(|p| TriangleMarker::new((p.0, p.1), 7, s.color.filled())),
-            )?;
-        }
-        Ok(())
-    })
+    let mut legend: Vec<(String, Mark)> = series
+        .iter()
+        .map(|s| (s.label.clone(), Mark::LineDot(s.color)))
+        .collect();
+    legend.push(("young collection".into(), Mark::Dot(INK)));
+    legend.push(("full collection".into(), Mark::Triangle(INK)));
+    framed(
+        960,
+        400,
+        "Pause timeline (the median run of each configuration)",
+        "configuration",
+        &legend,
+        |plot| {
+            let mut chart = ChartBuilder::on(plot)
+                .margin(8)
+                .x_label_area_size(38)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..top(x_max), 0.0..top(y_max))?;
+            chart
+                .configure_mesh()
+                .bold_line_style(GRID)
+                .light_line_style(WHITE)
+                .x_desc("collection start (ms since the heap was created)")
+                .y_desc("pause (ms)")
+                .x_label_formatter(&|v| axis_number(*v))
+                .y_label_formatter(&|v| axis_number(*v))
+                .label_style((FONT, 12))
+                .axis_desc_style((FONT, 13))
+                .draw()?;
+            for s in series {
+                chart.draw_series(LineSeries::new(
+                    s.points.iter().map(|p| (p.0, p.1)),
+                    s.color.mix(0.45).stroke_width(1),
+                ))?;
+                chart.draw_series(
+                    s.points
+                        .iter()
+                        .filter(|p| !p.2)
+                        .map(|p| Circle::new((p.0, p.1), 3, s.color.filled())),
+                )?;
+                chart.draw_series(
+                    s.points
+                        .iter()
+                        .filter(|p| p.2)
+                        .map(|p| TriangleMarker::new((p.0, p.1), 7, s.color.filled())),
+                )?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// 000 Fig. 6: summed worker time in root tasks, stealing and termination per configuration.
@@ -458,69 +518,64 @@ pub fn time_breakdown(axis: &str, bars: &[(String, Option<Breakdown>)]) -> anyho
         .fold(0.0, f64::max);
     let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
     let chars = label_chars(w, n);
-    svg(w, 380, |root| {
-        let legend = vec![
-            ("termination".to_string(), Mark::Swatch(TERM_COLOR)),
-            ("stealing".to_string(), Mark::Swatch(STEAL_COLOR)),
-            ("root tasks".to_string(), Mark::Swatch(ROOT_COLOR)),
-        ];
-        let plot = frame(
-            root,
-            "GC worker time breakdown (median over runs)",
-            "worker time in",
-            &legend,
-        )?;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-        let fmt_x = |v: &f64| category_label(&labels, *v, chars);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("worker time summed over GC workers (ms)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
-        let text = TextStyle::from((FONT, 12).into_font())
-            .color(&WHITE)
-            .pos(Pos::new(HPos::Center, VPos::Center));
-        for (i, (_, b)) in bars.iter().enumerate() {
-            let Some(b) = b else { continue };
-            let sum = total(b);
-            let x = i as f64;
-            let mut base = 0.0;
-            for (v, c) in [
-                (b.root_ms, ROOT_COLOR),
-                (b.steal_ms, STEAL_COLOR),
-                (b.termination_ms, TERM_COLOR),
-            ] {
-                if v <= 0.0 {
-                    continue;
-                }
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(x - 0.32, base), (x + 0.32, base + v)],
-                    c.filled(),
-                )))?;
-                // Label segments tall enough to hold a line of text.
-                if sum > 0.0 && v / top(y_max) > 0.07 {
-                    chart.draw_series(std::iter::once(Text::new(
-                        format!("{:.0}%", 100.0 * v / sum),
-                        (x, base + v / 2.0),
-                        text.clone(),
+    let legend = vec![
+        ("termination".to_string(), Mark::Swatch(TERM_COLOR)),
+        ("stealing".to_string(), Mark::Swatch(STEAL_COLOR)),
+        ("root tasks".to_string(), Mark::Swatch(ROOT_COLOR)),
+    ];
+    framed(
+        w,
+        380,
+        "GC worker time breakdown (median over runs)",
+        "worker time in",
+        &legend,
+        |plot| {
+            let mut chart = category_chart(
+                plot,
+                &Axes {
+                    caption: None,
+                    n,
+                    y_top: top(y_max),
+                    x_desc: axis,
+                    y_desc: "worker time summed over GC workers (ms)",
+                    labels: &labels,
+                    chars,
+                },
+            )?;
+            let text = TextStyle::from((FONT, 12).into_font())
+                .color(&WHITE)
+                .pos(Pos::new(HPos::Center, VPos::Center));
+            for (i, (_, b)) in bars.iter().enumerate() {
+                let Some(b) = b else { continue };
+                let sum = total(b);
+                let x = i as f64;
+                let mut base = 0.0;
+                for (v, c) in [
+                    (b.root_ms, ROOT_COLOR),
+                    (b.steal_ms, STEAL_COLOR),
+                    (b.termination_ms, TERM_COLOR),
+                ] {
+                    if v <= 0.0 {
+                        continue;
+                    }
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.32, base), (x + 0.32, base + v)],
+                        c.filled(),
                     )))?;
+                    // Label segments tall enough to hold a line of text.
+                    if sum > 0.0 && v / top(y_max) > 0.07 {
+                        chart.draw_series(std::iter::once(Text::new(
+                            format!("{:.0}%", 100.0 * v / sum),
+                            (x, base + v / 2.0),
+                            text.clone(),
+                        )))?;
+                    }
+                    base += v;
                 }
-                base += v;
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 /// Stealing figures of one configuration (medians over runs).
@@ -539,91 +594,233 @@ pub fn stealing(axis: &str, bars: &[StealBar]) -> anyhow::Result<String> {
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let chars = ((panel_w as usize - 70) / n / 7).clamp(4, 30);
     let a_max = bars.iter().filter_map(|b| b.attempts).fold(0.0, f64::max);
-    svg(w, 380, |root| {
-        let legend = vec![
-            ("failed attempts".to_string(), Mark::Swatch(FAIL_COLOR)),
-            ("successful steals".to_string(), Mark::Swatch(OK_COLOR)),
-        ];
-        let plot = frame(
-            root,
-            "Work stealing (median over runs)",
-            "steal attempts",
-            &legend,
-        )?;
-        let (left, right) = plot.split_horizontally(panel_w);
-        let fmt_x = |v: &f64| category_label(&labels, *v, chars);
-        let mut a = ChartBuilder::on(&left)
-            .caption("steal attempts", (FONT, 14))
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..top(a_max))?;
-        a.configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("steal attempts per run")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
-        for (i, b) in bars.iter().enumerate() {
-            let (Some(att), Some(fail)) = (b.attempts, b.failures) else {
-                continue;
-            };
-            let x = i as f64;
-            let ok = (att - fail).max(0.0);
-            a.draw_series(std::iter::once(Rectangle::new(
-                [(x - 0.3, 0.0), (x + 0.3, ok)],
-                OK_COLOR.filled(),
-            )))?;
-            a.draw_series(std::iter::once(Rectangle::new(
-                [(x - 0.3, ok), (x + 0.3, ok + fail.min(att))],
-                FAIL_COLOR.filled(),
-            )))?;
-        }
-        let mut r = ChartBuilder::on(&right)
-            .caption("steal failure rate", (FONT, 14))
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(categories(n), 0.0..105.0)?;
-        r.configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(axis)
-            .y_desc("failed / attempted steals (%)")
-            .x_label_formatter(&fmt_x)
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
-        let text = TextStyle::from((FONT, 12).into_font())
-            .color(&INK)
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
-        for (i, b) in bars.iter().enumerate() {
-            let Some(rate) = b.failure_rate else { continue };
-            let x = i as f64;
-            if b.attempts == Some(0.0) {
+    let legend = vec![
+        ("failed attempts".to_string(), Mark::Swatch(FAIL_COLOR)),
+        ("successful steals".to_string(), Mark::Swatch(OK_COLOR)),
+    ];
+    framed(
+        w,
+        380,
+        "Work stealing (median over runs)",
+        "steal attempts",
+        &legend,
+        |plot| {
+            let (left, right) = plot.split_horizontally(panel_w);
+            let mut a = category_chart(
+                &left,
+                &Axes {
+                    caption: Some("steal attempts"),
+                    n,
+                    y_top: top(a_max),
+                    x_desc: axis,
+                    y_desc: "steal attempts per run",
+                    labels: &labels,
+                    chars,
+                },
+            )?;
+            for (i, b) in bars.iter().enumerate() {
+                let (Some(att), Some(fail)) = (b.attempts, b.failures) else {
+                    continue;
+                };
+                let x = i as f64;
+                let ok = (att - fail).max(0.0);
+                a.draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.3, 0.0), (x + 0.3, ok)],
+                    OK_COLOR.filled(),
+                )))?;
+                a.draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.3, ok), (x + 0.3, ok + fail.min(att))],
+                    FAIL_COLOR.filled(),
+                )))?;
+            }
+            let mut r = category_chart(
+                &right,
+                &Axes {
+                    caption: Some("steal failure rate"),
+                    n,
+                    y_top: 105.0,
+                    x_desc: axis,
+                    y_desc: "failed / attempted steals (%)",
+                    labels: &labels,
+                    chars,
+                },
+            )?;
+            let text = TextStyle::from((FONT, 12).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
+            for (i, b) in bars.iter().enumerate() {
+                let Some(rate) = b.failure_rate else { continue };
+                let x = i as f64;
+                if b.attempts == Some(0.0) {
+                    r.draw_series(std::iter::once(Text::new(
+                        "no steals",
+                        (x, 1.0),
+                        text.clone(),
+                    )))?;
+                    continue;
+                }
+                let pct = 100.0 * rate;
+                r.draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.3, 0.0), (x + 0.3, pct)],
+                    FAIL_COLOR.filled(),
+                )))?;
                 r.draw_series(std::iter::once(Text::new(
-                    "no steals",
-                    (x, 1.0),
+                    format!("{pct:.0}%"),
+                    (x, pct + 1.0),
                     text.clone(),
                 )))?;
-                continue;
             }
-            let pct = 100.0 * rate;
-            r.draw_series(std::iter::once(Rectangle::new(
-                [(x - 0.3, 0.0), (x + 0.3, pct)],
-                FAIL_COLOR.filled(),
-            )))?;
-            r.draw_series(std::iter::once(Text::new(
-                format!("{pct:.0}%"),
-                (x, pct + 1.0),
-                text.clone(),
+            Ok(())
+        },
+    )
+}
+
+/// One series of grouped bars: a value per category, optionally with a range (whiskers).
+pub struct BarSeries {
+    pub label: String,
+    pub color: RGBColor,
+    pub values: Vec<Option<f64>>,
+    /// Smallest and largest value over the runs, drawn as a whisker on the bar.
+    pub ranges: Vec<Option<(f64, f64)>>,
+}
+
+/// Grouped bars: for every category one bar per series side by side.
+pub struct Bars<'a> {
+    pub title: &'a str,
+    pub legend_title: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub categories: &'a [String],
+    pub series: &'a [BarSeries],
+    /// A horizontal line across the chart (e.g. 1 for ratios) and its legend text.
+    pub reference: Option<(f64, &'a str)>,
+    /// Decimals of the value written above each bar.
+    pub decimals: usize,
+}
+
+impl<'a> Bars<'a> {
+    /// Bars of `series` over `categories`, no legend title, no reference line, one decimal.
+    pub fn new(
+        title: &'a str,
+        x_desc: &'a str,
+        y_desc: &'a str,
+        categories: &'a [String],
+        series: &'a [BarSeries],
+    ) -> Bars<'a> {
+        Bars {
+            title,
+            legend_title: "",
+            x_desc,
+            y_desc,
+            categories,
+            series,
+            reference: None,
+            decimals: 1,
+        }
+    }
+
+    /// With a title over the legend.
+    pub fn legend(mut self, title: &'a str) -> Self {
+        self.legend_title = title;
+        self
+    }
+
+    /// With a horizontal line at `y` (legend: `what`).
+    pub fn reference(mut self, y: f64, what: &'a str) -> Self {
+        self.reference = Some((y, what));
+        self
+    }
+
+    /// With `decimals` decimals in the values over the bars.
+    pub fn decimals(mut self, decimals: usize) -> Self {
+        self.decimals = decimals;
+        self
+    }
+}
+
+/// Grouped bars with whiskers (the figures of 000 Fig. 10 and the bench kinds).
+pub fn bars(b: &Bars) -> anyhow::Result<String> {
+    let n = b.categories.len().max(1);
+    let k = b.series.len().max(1);
+    let w = (LEGEND_W + 120 + (34 * k as u32 + 26).max(105) * n as u32).clamp(620, 1400);
+    let y_max = b
+        .series
+        .iter()
+        .flat_map(|s| {
+            let tops = s.ranges.iter().flatten().map(|r| r.1);
+            s.values.iter().flatten().copied().chain(tops)
+        })
+        .chain(b.reference.map(|r| r.0))
+        .fold(0.0, f64::max);
+    let chars = label_chars(w, n);
+    let mut legend: Vec<(String, Mark)> = b
+        .series
+        .iter()
+        .map(|s| (s.label.clone(), Mark::Swatch(s.color)))
+        .collect();
+    if let Some((_, what)) = b.reference {
+        legend.push((what.to_string(), Mark::Line(INK)));
+    }
+    if b.series
+        .iter()
+        .any(|s| s.ranges.iter().any(Option::is_some))
+    {
+        legend.push(("min–max over runs".to_string(), Mark::Line(WHISKER)));
+    }
+    framed(w, 390, b.title, b.legend_title, &legend, |plot| {
+        let mut chart = category_chart(
+            plot,
+            &Axes {
+                caption: None,
+                n,
+                y_top: top(y_max),
+                x_desc: b.x_desc,
+                y_desc: b.y_desc,
+                labels: b.categories,
+                chars,
+            },
+        )?;
+        let slot = 0.8 / k as f64;
+        let text = TextStyle::from((FONT, 11).into_font())
+            .color(&INK)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        for (j, series) in b.series.iter().enumerate() {
+            for (i, value) in series.values.iter().enumerate() {
+                let Some(v) = *value else { continue };
+                let left = i as f64 - 0.4 + j as f64 * slot;
+                let mid = left + slot / 2.0;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(left + 0.08 * slot, 0.0), (left + 0.92 * slot, v)],
+                    series.color.filled(),
+                )))?;
+                let mut label_at = v;
+                if let Some(Some((lo, hi))) = series.ranges.get(i) {
+                    let cap = slot * 0.2;
+                    for path in [
+                        vec![(mid, *lo), (mid, *hi)],
+                        vec![(mid - cap, *lo), (mid + cap, *lo)],
+                        vec![(mid - cap, *hi), (mid + cap, *hi)],
+                    ] {
+                        chart.draw_series(std::iter::once(PathElement::new(
+                            path,
+                            WHISKER.stroke_width(2),
+                        )))?;
+                    }
+                    label_at = label_at.max(*hi);
+                }
+                if n * k <= 24 {
+                    chart.draw_series(std::iter::once(Text::new(
+                        format!("{v:.*}", b.decimals),
+                        (mid, label_at + top(y_max) * 0.01),
+                        text.clone(),
+                    )))?;
+                }
+            }
+        }
+        if let Some((y, _)) = b.reference {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(-0.5, y), (n as f64 - 0.5, y)],
+                INK.stroke_width(1),
             )))?;
         }
         Ok(())
@@ -643,60 +840,54 @@ pub fn scalability(key: &str, values: &[String], curves: &[Curve]) -> anyhow::Re
     let n = values.len().max(1);
     let panel_w = (120 + 70 * n as u32).clamp(380, 700);
     let w = 2 * panel_w + LEGEND_W;
-    svg(w, 400, |root| {
-        let legend: Vec<(String, Mark)> = curves
-            .iter()
-            .map(|c| (c.label.clone(), Mark::LineDot(c.color)))
-            .collect();
-        let plot = frame(
-            root,
-            &format!("Scalability: median times against {key}"),
-            "series",
-            &legend,
-        )?;
-        let (left, right) = plot.split_horizontally(panel_w);
-        let fmt_x = |v: &f64| category_label(values, *v, 8);
-        let gc: fn(&Curve) -> &[Option<f64>] = |c| &c.gc_ms;
-        let wall: fn(&Curve) -> &[Option<f64>] = |c| &c.wall_ms;
-        for (area, title, what, get) in [
-            (&left, "GC time", "GC time (ms, all pauses of a run)", gc),
-            (&right, "wall time", "wall time (ms)", wall),
-        ] {
-            let y_max = curves
-                .iter()
-                .flat_map(get)
-                .flatten()
-                .fold(0.0, |a: f64, &b| a.max(b));
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, (FONT, 14))
-                .margin(8)
-                .x_label_area_size(38)
-                .y_label_area_size(56)
-                .build_cartesian_2d(categories(n), 0.0..top(y_max))?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(WHITE)
-                .x_desc(key)
-                .y_desc(what)
-                .x_label_formatter(&fmt_x)
-                .y_label_formatter(&|v| axis_number(*v))
-                .label_style((FONT, 12))
-                .axis_desc_style((FONT, 13))
-                .draw()?;
-            for c in curves {
-                let pts: Vec<(f64, f64)> = get(c)
+    let legend: Vec<(String, Mark)> = curves
+        .iter()
+        .map(|c| (c.label.clone(), Mark::LineDot(c.color)))
+        .collect();
+    framed(
+        w,
+        400,
+        &format!("Scalability: median times against {key}"),
+        "series",
+        &legend,
+        |plot| {
+            let (left, right) = plot.split_horizontally(panel_w);
+            let gc: fn(&Curve) -> &[Option<f64>] = |c| &c.gc_ms;
+            let wall: fn(&Curve) -> &[Option<f64>] = |c| &c.wall_ms;
+            for (area, title, what, get) in [
+                (&left, "GC time", "GC time (ms, all pauses of a run)", gc),
+                (&right, "wall time", "wall time (ms)", wall),
+            ] {
+                let y_max = curves
                     .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| v.map(|v| (i as f64, v)))
-                    .collect();
-                chart.draw_series(LineSeries::new(pts.clone(), c.color.stroke_width(2)))?;
-                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.color.filled())))?;
+                    .flat_map(get)
+                    .flatten()
+                    .fold(0.0, |a: f64, &b| a.max(b));
+                let mut chart = category_chart(
+                    area,
+                    &Axes {
+                        caption: Some(title),
+                        n,
+                        y_top: top(y_max),
+                        x_desc: key,
+                        y_desc: what,
+                        labels: values,
+                        chars: 8,
+                    },
+                )?;
+                for c in curves {
+                    let pts: Vec<(f64, f64)> = get(c)
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, v)| v.map(|v| (i as f64, v)))
+                        .collect();
+                    chart.draw_series(LineSeries::new(pts.clone(), c.color.stroke_width(2)))?;
+                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.color.filled())))?;
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 #[cfg(test)]
@@ -738,5 +929,7 @@ mod tests {
         assert!(time_breakdown("c", &[]).unwrap().contains("<svg"));
         assert!(stealing("c", &[]).unwrap().contains("<svg"));
         assert!(scalability("k", &[], &[]).unwrap().contains("<svg"));
+        let empty = Bars::new("t", "x", "y", &[], &[]).reference(1.0, "baseline");
+        assert!(bars(&empty).unwrap().contains("<svg"));
     }
 }

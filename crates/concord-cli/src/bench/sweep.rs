@@ -3,8 +3,9 @@
 //! size). Every value × every preset is one configuration; all of them alternate in every
 //! round, `--repeat` rounds, so that machine noise hits every value alike. Then a table per
 //! value (ratios to the first preset at that value) and a scaling table per preset (ratios to
-//! the first value), and the results directory of [`crate::results`].
+//! the first value); every run goes to a results directory.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -12,12 +13,11 @@ use clap::Args;
 use concord::config::{format_size, parse_size, MAX_HEAP, MIN_HEAP};
 use serde_json::json;
 
-use crate::compare::{
-    build_arm, epilogue, legend, outcome_json, params_text, parse_presets, ratio_lines, run_plan,
-    unique_labels, CommonArgs, Configuration, Override, Plan, COLUMNS, COLUMNS_NOTE,
-};
-use crate::experiment::{find_workload, ratio, Column, Experiment, Outcome};
-use crate::results::{sanitize_label, VaryEntry};
+use super::compare::{columns, preset_arm, unique_labels, Override, Presets, COLUMNS_NOTE};
+use super::{conclude, params_text, workload_plan, Text};
+use crate::experiment::results::VaryEntry;
+use crate::experiment::{find_workload, ratio, Column, Outcome, Plan};
+use crate::flags::{RunFlags, WorkloadBench};
 
 /// Flags of `concord sweep`.
 #[derive(Args, Debug, Clone)]
@@ -25,17 +25,10 @@ pub struct SweepArgs {
     /// What to vary and its values: gc-threads=1,2,4,8 | mutators=1,2,4 | heap=32m,64m,128m.
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: String,
-    /// Presets, comma-separated (vanilla, modern, optimized); at each value, the first is the
-    /// baseline of the ratios.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "optimized",
-        value_name = "p[,q]"
-    )]
-    pub preset: Vec<String>,
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub presets: Presets,
+    #[command(flatten)]
+    pub common: WorkloadBench,
 }
 
 /// What a sweep may vary.
@@ -104,12 +97,12 @@ impl VaryKey {
         }
     }
 
-    /// Whether the common flags set this key already.
-    fn set_by(self, common: &CommonArgs) -> bool {
+    /// Whether the run flags set this key already.
+    fn set_by(self, run: &RunFlags) -> bool {
         match self {
-            VaryKey::GcThreads => common.gc_threads.is_some(),
-            VaryKey::Mutators => common.mutators.is_some(),
-            VaryKey::Heap => common.heap.is_some(),
+            VaryKey::GcThreads => run.gc_threads.is_some(),
+            VaryKey::Mutators => run.mutators.is_some(),
+            VaryKey::Heap => run.heap.is_some(),
         }
     }
 }
@@ -160,31 +153,23 @@ pub fn parse_vary(spec: &str) -> Result<Vary> {
 
 /// The arms of `plan` regrouped by preset, each labelled by its value: the scaling view, whose
 /// ratios are to the first value.
-fn by_preset(
-    experiment: &Experiment,
-    outcome: &Outcome,
-    vary: &Vary,
-    labels: &[String],
-) -> (Experiment, Outcome) {
+fn by_preset(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) -> (Plan, Outcome) {
     let presets = labels.len();
-    let mut arms = Vec::new();
+    let mut view = plan.clone();
+    view.groups = labels.to_vec();
+    view.arms.clear();
     let mut runs = Vec::new();
-    for (p, _) in labels.iter().enumerate() {
+    for p in 0..presets {
         for (v, value) in vary.values.iter().enumerate() {
             let i = v * presets + p;
-            let mut arm = experiment.arms[i].clone();
+            let mut arm = plan.arms[i].clone();
             arm.label = format!("{}={value}", vary.key.name());
             arm.group = p;
-            arms.push(arm);
+            view.arms.push(arm);
             runs.push(outcome.runs[i].clone());
         }
     }
-    let view = Experiment {
-        groups: labels.to_vec(),
-        arms,
-        repeat: experiment.repeat,
-    };
-    (view, Outcome::of(runs, outcome.all_ok))
+    (view, Outcome::of(runs))
 }
 
 /// The columns of the scaling table.
@@ -204,112 +189,98 @@ const SCALING_COLUMNS: &[Column] = &[
 
 /// Run `concord sweep`.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
-    let common = &args.common;
-    let workload = find_workload(&common.workload)?;
-    let presets = parse_presets(&args.preset)?;
+    let workload = find_workload(&args.common.workload.workload)?;
+    let presets = args.presets.or(&["optimized"])?;
     let labels = unique_labels(&presets);
     let vary = parse_vary(&args.vary)?;
     let key = vary.key.name();
-    if vary.key.set_by(common) {
+    if vary.key.set_by(&args.common.run) {
         bail!("--{key} cannot be combined with --vary {key} (the sweep sets it)");
     }
     let mut arms = Vec::new();
-    let mut configurations = Vec::new();
     for (group, value) in vary.values.iter().enumerate() {
         let over = vary.key.override_of(value);
         for (preset, label) in presets.iter().zip(&labels) {
             let label = format!("{label}@{key}={value}");
-            configurations.push(Configuration {
-                preset: preset.clone(),
-                value: Some(value.clone()),
-                file_label: sanitize_label(&label),
-            });
-            arms.push(build_arm(
-                common,
+            let mut arm = preset_arm(
+                &args.common.workload,
+                &args.common.run,
                 &workload,
                 preset,
                 label,
                 group,
                 Some(&over),
-            )?);
+            )?;
+            arm.value = Some(value.clone());
+            arms.push(arm);
         }
     }
-    let plan = Plan {
-        kind: "sweep",
-        workload: workload.clone(),
-        size: common.size,
-        vary: Some(VaryEntry {
-            key: key.to_string(),
-            values: vary.values.clone(),
-        }),
-        experiment: Experiment {
-            groups: vary.values.iter().map(|v| format!("{key}={v}")).collect(),
-            arms,
-            repeat: common.repeat,
-        },
-        configurations,
-    };
-    let (executed, dir) = run_plan(&plan, common.out.as_deref())?;
-    let experiment = &plan.experiment;
-    let outcome = &executed.outcome;
-    if common.json {
-        let mut out = outcome_json(&plan, &executed, &dir);
-        let presets_n = labels.len();
-        if let Some(configs) = out["configurations"].as_array_mut() {
-            for (i, c) in configs.iter_mut().enumerate() {
-                let (m, first) = (&outcome.medians[i], &outcome.medians[i % presets_n]);
-                c["scaling"] = json!({
-                    "relative_to": format!("{key}={}", vary.values[0]),
-                    "gc_ratio": ratio(m.gc_ms, first.gc_ms),
-                    "wall_ratio": ratio(m.wall_ms, first.wall_ms),
-                });
+    let mut plan = workload_plan("sweep", &args.common, &workload, arms);
+    plan.vary = Some(VaryEntry {
+        key: key.to_string(),
+        values: vary.values.clone(),
+    });
+    plan.groups = vary.values.iter().map(|v| format!("{key}={v}")).collect();
+    let presets_n = labels.len();
+    conclude(
+        &plan,
+        &args.common.bench,
+        |executed, out| {
+            let medians = &executed.outcome.medians;
+            if let Some(configs) = out["configurations"].as_array_mut() {
+                for (i, c) in configs.iter_mut().enumerate() {
+                    let (m, first) = (&medians[i], &medians[i % presets_n]);
+                    c["scaling"] = json!({
+                        "relative_to": format!("{key}={}", vary.values[0]),
+                        "gc_ratio": ratio(m.gc_ms, first.gc_ms),
+                        "wall_ratio": ratio(m.wall_ms, first.wall_ms),
+                    });
+                }
             }
-        }
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        eprint!("{}", epilogue(&plan, &executed, &dir));
-        if !common.no_report {
-            eprint!("{}", crate::report::after_experiment(&dir.root));
-        }
-        return Ok(executed.exit_code());
-    }
+        },
+        |executed| text(&plan, &executed.outcome, &vary, &labels),
+    )
+}
+
+/// The tables of a sweep: per value, then (in `more`) per preset across the values.
+fn text(plan: &Plan, outcome: &Outcome, vary: &Vary, labels: &[String]) -> Text {
+    let key = vary.key.name();
     let varied = match vary.key {
         VaryKey::Mutators => {
             // The mutator count is the varied key: show the rounds and load only.
-            let text = params_text(&experiment.arms[0]);
+            let text = params_text(&plan.arms[0]);
             text.split_once(", ")
                 .map_or(text.clone(), |(_, rest)| rest.to_string())
         }
-        _ => params_text(&experiment.arms[0]),
+        _ => params_text(&plan.arms[0]),
     };
-    println!(
+    let (view, view_outcome) = by_preset(plan, outcome, vary, labels);
+    let more = format!(
+        "scaling: each preset relative to {key}={} (ratio: GC time, wall x: wall time)\n{}",
+        vary.values[0],
+        view.table(&view_outcome, SCALING_COLUMNS)
+    );
+    let mut note =
+        format!("{COLUMNS_NOTE} CPUs: distinct CPUs the GC workers were seen on per collection.");
+    if vary.values.len() > 1 {
+        let _ = write!(
+            note,
+            " Configurations at {key}={} (the others differ in {key} only):",
+            vary.values[0]
+        );
+    }
+    let header = format!(
         "concord sweep {}{}: {key} = {} × {}; {varied}; medians of {} alternating runs each",
-        workload.name(),
-        common.size.map(|s| format!(" {s}")).unwrap_or_default(),
+        plan.workload,
+        plan.size.map(|s| format!(" {s}")).unwrap_or_default(),
         vary.values.join(", "),
         labels.join(", "),
-        common.repeat,
+        plan.repeat,
     );
-    print!("{}", experiment.table(outcome, COLUMNS));
-    print!("{}", ratio_lines(experiment, outcome));
-    println!(
-        "scaling: each preset relative to {key}={} (ratio: GC time, wall x: wall time)",
-        vary.values[0]
-    );
-    let (view, view_outcome) = by_preset(experiment, outcome, &vary, &labels);
-    print!("{}", view.table(&view_outcome, SCALING_COLUMNS));
-    println!("{COLUMNS_NOTE} CPUs: distinct CPUs the GC workers were seen on per collection.");
-    print!(
-        "{}",
-        legend(experiment.arms.iter().filter(|a| a.group == 0))
-    );
-    if vary.values.len() > 1 {
-        println!("  (the other configurations differ in {key} only)");
-    }
-    print!("{}", epilogue(&plan, &executed, &dir));
-    if !common.no_report {
-        print!("{}", crate::report::after_experiment(&dir.root));
-    }
-    Ok(executed.exit_code())
+    Text::new(header, columns(), note)
+        .with_ratio_lines()
+        .with_more(more)
+        .legend_of(0)
 }
 
 #[cfg(test)]
@@ -373,42 +344,49 @@ mod tests {
 
     #[test]
     fn the_scaling_view_groups_by_preset() {
-        use crate::compare::tests_support::common_args;
-        let common = common_args(&["binary-trees", "4", "--heap", "8m"]);
+        use crate::experiment::figures::tests_support::figures;
+        use crate::flags::tests_support::parse;
+        let args: SweepArgs = parse(&[
+            "binary-trees",
+            "4",
+            "--heap",
+            "8m",
+            "--vary",
+            "gc-threads=1,2",
+        ]);
         let workload = find_workload("binary-trees").unwrap();
-        let vary = parse_vary("gc-threads=1,2").unwrap();
+        let vary = parse_vary(&args.vary).unwrap();
         let labels = vec!["vanilla".to_string(), "optimized".to_string()];
         let mut arms = Vec::new();
         for (g, value) in vary.values.iter().enumerate() {
             for l in &labels {
                 let over = vary.key.override_of(value);
                 let label = format!("{l}@gc-threads={value}");
-                arms.push(build_arm(&common, &workload, l, label, g, Some(&over)).unwrap());
+                arms.push(
+                    preset_arm(
+                        &args.common.workload,
+                        &args.common.run,
+                        &workload,
+                        l,
+                        label,
+                        g,
+                        Some(&over),
+                    )
+                    .unwrap(),
+                );
             }
         }
-        assert_eq!(arms[2].config.gc_threads, 2);
+        assert!(arms[2].settings.contains(&"gc-threads=2".to_string()));
         assert_eq!(arms[2].label, "vanilla@gc-threads=2");
-        let experiment = Experiment {
-            groups: vec!["gc-threads=1".into(), "gc-threads=2".into()],
-            arms,
-            repeat: 1,
-        };
-        let figures = |gc| {
-            let mut f = crate::experiment::Figures::median(&[]);
-            f.gc_ms = gc;
-            f.wall_ms = 10.0;
-            f
-        };
-        let outcome = Outcome::of(
-            vec![
-                vec![figures(10.0)],
-                vec![figures(8.0)],
-                vec![figures(5.0)],
-                vec![figures(2.0)],
-            ],
-            true,
-        );
-        let (view, view_outcome) = by_preset(&experiment, &outcome, &vary, &labels);
+        let mut plan = Plan::new("sweep", "binary-trees".into(), arms, 1);
+        plan.groups = vec!["gc-threads=1".into(), "gc-threads=2".into()];
+        let outcome = Outcome::of(vec![
+            vec![figures(10.0, 10.0)],
+            vec![figures(8.0, 10.0)],
+            vec![figures(5.0, 10.0)],
+            vec![figures(2.0, 10.0)],
+        ]);
+        let (view, view_outcome) = by_preset(&plan, &outcome, &vary, &labels);
         let names: Vec<&str> = view.arms.iter().map(|a| a.label.as_str()).collect();
         assert_eq!(
             names,
@@ -419,12 +397,19 @@ mod tests {
                 "gc-threads=2"
             ]
         );
-        assert_eq!(view.arms[3].config.preset, concord::Preset::Optimized);
+        assert_eq!(view.arms[3].preset, "optimized");
         let table = view.table(&view_outcome, &[Column::GcMs, Column::Ratio]);
         let lines: Vec<&str> = table.lines().collect();
         assert!(lines[1].starts_with("-- vanilla"), "{table}");
         assert!(lines[3].ends_with("0.50x"), "{table}");
         assert!(lines[4].starts_with("-- optimized"), "{table}");
         assert!(lines[6].ends_with("0.25x"), "{table}");
+        let text = text(&plan, &outcome, &vary, &labels);
+        assert!(
+            text.more
+                .starts_with("scaling: each preset relative to gc-threads=1"),
+            "{}",
+            text.more
+        );
     }
 }

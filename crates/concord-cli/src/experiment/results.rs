@@ -1,6 +1,6 @@
-//! The results directory of `concord compare` and `concord sweep`: every run's summary and
-//! per-collection records, and `experiment.json` saying what ran, so that any result can be
-//! reported again later (`concord report DIR`).
+//! The results directory of an experiment (`compare`, `sweep`, `ablation`, `os-bench`,
+//! `sched-bench`): every run's summary and per-collection records, and `experiment.json`
+//! saying what ran, so that any result can be reported again later (`concord report DIR`).
 //!
 //! ```text
 //! DIR/experiment.json                    what ran: configurations, runs, status (this module's
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The `format` of `experiment.json`.
 pub const FORMAT: &str = "concord-results";
@@ -231,15 +231,18 @@ fn fresh_dir(base: &Path, name: &str) -> Result<PathBuf> {
     )
 }
 
-/// `experiment.json`: what the experiment is and every run so far.
-#[derive(Clone, Debug, Serialize)]
+/// `experiment.json`: what the experiment is and every run so far. `concord report` reads it
+/// back with the same types; fields that older directories lack take their defaults.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExperimentFile {
     /// Always [`FORMAT`].
-    pub format: &'static str,
+    pub format: String,
     /// Always [`VERSION`].
     pub version: u32,
-    /// `compare` or `sweep`.
-    pub kind: &'static str,
+    /// The command that ran it: `compare`, `sweep`, `ablation`, `os-bench`, `sched-bench`;
+    /// `concord report` draws the figures of its kind.
+    pub kind: String,
     /// The workload's name.
     pub workload: String,
     /// The workload size, if one was given.
@@ -252,6 +255,8 @@ pub struct ExperimentFile {
     pub vary: Option<VaryEntry>,
     /// Rounds: each runs every configuration once.
     pub repeat: u32,
+    /// What the command chose for every configuration (`gc_threads`, `busy`, `usable_cpus`, …).
+    pub parameters: serde_json::Map<String, serde_json::Value>,
     /// The configurations, in table order.
     pub configurations: Vec<ConfigurationEntry>,
     /// The runs so far, in the order they ran.
@@ -262,49 +267,108 @@ pub struct ExperimentFile {
     pub complete: bool,
 }
 
+impl Default for ExperimentFile {
+    /// What a file that says nothing means: no runs, not interrupted, complete.
+    fn default() -> Self {
+        ExperimentFile {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            kind: String::new(),
+            workload: String::new(),
+            size: None,
+            started: String::new(),
+            command: String::new(),
+            vary: None,
+            repeat: 0,
+            parameters: serde_json::Map::new(),
+            configurations: Vec::new(),
+            runs: Vec::new(),
+            interrupted: false,
+            complete: true,
+        }
+    }
+}
+
 /// The `vary` of a sweep: `{"key": "gc-threads", "values": ["1", "2"]}`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VaryEntry {
     /// `gc-threads`, `mutators` or `heap`.
     pub key: String,
     /// The values, as given.
+    #[serde(default)]
     pub values: Vec<String>,
 }
 
 /// One configuration of `experiment.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConfigurationEntry {
-    /// Unique label (`vanilla`, `vanilla@gc-threads=2`).
+    /// Unique label (`vanilla`, `vanilla@gc-threads=2`, `vanilla (busy:1)`); runs name it.
     pub label: String,
+    /// The row label in the command's table (`vanilla`), unique within its group.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The title of its group where the experiment has several (`busy:1: 1 busy-loop thread
+    /// during every run`); ratios are to the first configuration of the same group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The workload it runs.
+    #[serde(default)]
+    pub workload: Option<String>,
     /// Its preset.
-    pub preset: String,
+    #[serde(default)]
+    pub preset: Option<String>,
     /// Its value of the swept key; `None` for `compare`.
+    #[serde(default, deserialize_with = "opt_string")]
     pub value: Option<String>,
     /// Every setting, `key=value`, in the order applied (later ones win); `mutators=N` and
     /// `rounds=N` are the workload's parameters.
+    #[serde(default)]
     pub settings: Vec<String>,
     /// The load that ran during each run (`busy:2`), if any.
+    #[serde(default)]
     pub interference: Option<String>,
 }
 
 /// One run of `experiment.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunEntry {
     /// The label of its configuration.
     pub configuration: String,
     /// Its configuration's value of the swept key; `None` for `compare`.
+    #[serde(default, deserialize_with = "opt_string")]
     pub value: Option<String>,
     /// The round, from 0.
+    #[serde(default)]
     pub round: u32,
     /// Its summary file, relative to the results directory; `None` when the run produced no
     /// summary (the workload or the heap failed).
+    #[serde(default)]
     pub summary: Option<String>,
     /// Its records file, relative to the results directory; `None` when no heap was built.
+    #[serde(default)]
     pub records: Option<String>,
     /// `ok` or `failed`.
-    pub status: &'static str,
+    #[serde(default)]
+    pub status: String,
     /// Why it failed.
+    #[serde(default)]
     pub error: Option<String>,
+}
+
+impl RunEntry {
+    /// Whether the run finished with a right result.
+    pub fn ok(&self) -> bool {
+        self.status == "ok"
+    }
+}
+
+/// A value that may be a string, a number or null (`"value": "2"` or `"value": 2`).
+fn opt_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
 }
 
 #[cfg(test)]

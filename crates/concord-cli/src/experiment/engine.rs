@@ -1,0 +1,321 @@
+//! The loop that runs a plan: every arm once per round, each run through its arm's
+//! [`Runner`](super::runner::Runner) with the arm's interference load around it; after every
+//! run its summary and records go into the results directory and `experiment.json` is
+//! rewritten, so the directory is consistent whenever the process stops. A failed run is
+//! recorded and the experiment goes on; a stop request (Ctrl-C) ends it after the current run.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::figures::{Figures, Outcome};
+use super::plan::Plan;
+use super::results::{write_atomic, ExperimentFile, ResultsDir, RunEntry, RUNS_DIR};
+use super::runner::{RunFiles, RunResult};
+use crate::interference::Interference;
+
+/// What happened to one run, for progress reports.
+pub struct RunEvent<'a> {
+    /// The run's number, from 1.
+    pub n: usize,
+    /// How many runs the experiment plans.
+    pub total: usize,
+    /// The arm's name.
+    pub name: String,
+    /// The round, from 0.
+    pub round: u32,
+    /// `None` when the run is about to start; then its summary line, or why it failed.
+    pub result: Option<std::result::Result<String, &'a str>>,
+}
+
+/// The runs of an executed plan.
+pub struct Executed {
+    /// Figures and medians per arm (runs without a result are left out).
+    pub outcome: Outcome,
+    /// `experiment.json` as last written.
+    pub file: ExperimentFile,
+    /// Per arm, per run with a result: the workload's own result details.
+    pub details: Vec<Vec<Vec<(String, String)>>>,
+}
+
+impl Executed {
+    /// The runs that failed.
+    pub fn failed(&self) -> Vec<(usize, &RunEntry)> {
+        self.file
+            .runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.ok())
+            .collect()
+    }
+
+    /// The exit status: 130 if interrupted, else 1 if a run failed, else success.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.file.interrupted {
+            ExitCode::from(130)
+        } else if self.failed().is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the arm's runner once with its interference load running meanwhile.
+fn run_arm(
+    load: Option<Interference>,
+    run: impl FnOnce() -> Result<RunResult>,
+) -> Result<RunResult> {
+    let active = load.map(Interference::start).transpose()?;
+    let result = run();
+    if let Some(active) = active {
+        active.stop();
+    }
+    let mut result = result?;
+    if let Some(load) = load {
+        result.summary["interference"] =
+            json!(format!("{load} ({} in this process)", load.describe()));
+    }
+    Ok(result)
+}
+
+/// Runs `plan` (every arm once per round, `repeat` rounds), writing each run's summary and
+/// records into `dir` and `file` (as `experiment.json`) after every run. Before each run it
+/// looks at `stop`: once set, no further run starts, and the file says `interrupted`. A run
+/// that fails (an error, a wrong checksum, a failed verification) is recorded as `failed`, and
+/// the experiment goes on. `report` hears about every run before and after it.
+pub fn execute(
+    plan: &Plan,
+    dir: &ResultsDir,
+    mut file: ExperimentFile,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(&RunEvent),
+) -> Result<Executed> {
+    let arms = &plan.arms;
+    let schedule = plan.schedule();
+    let total = schedule.len();
+    let digits = total.to_string().len().max(3);
+    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); arms.len()];
+    let mut details: Vec<Vec<Vec<(String, String)>>> = vec![Vec::new(); arms.len()];
+    dir.write_experiment(&file)?;
+    for (i, &(round, a)) in schedule.iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            file.interrupted = true;
+            break;
+        }
+        let arm = &arms[a];
+        let n = i + 1;
+        report(&RunEvent {
+            n,
+            total,
+            name: arm.name(),
+            round,
+            result: None,
+        });
+        let stem = format!("{n:0digits$}-{}", plan.file_label(a));
+        let summary_rel = format!("{RUNS_DIR}/{stem}.summary.json");
+        let records_rel = format!("{RUNS_DIR}/{stem}.records.jsonl");
+        let files = RunFiles {
+            records: dir.path(&format!("{RUNS_DIR}/.{stem}.records.jsonl.tmp")),
+        };
+        let result = run_arm(arm.interference, || arm.runner.run(&files));
+        let records = if files.records.exists() {
+            std::fs::rename(&files.records, dir.path(&records_rel))
+                .with_context(|| format!("cannot rename '{}'", files.records.display()))?;
+            Some(records_rel)
+        } else {
+            None
+        };
+        let mut entry = RunEntry {
+            configuration: arm.id.clone(),
+            value: arm.value.clone(),
+            round,
+            summary: None,
+            records,
+            status: "ok".to_string(),
+            error: None,
+        };
+        let line = match result {
+            Ok(result) => {
+                let mut text = serde_json::to_string_pretty(&result.summary)?;
+                text.push('\n');
+                let path = dir.path(&summary_rel);
+                write_atomic(&path, text.as_bytes())
+                    .with_context(|| format!("cannot write '{}'", path.display()))?;
+                entry.summary = Some(summary_rel);
+                if let Some(problem) = result.problem {
+                    entry.status = "failed".to_string();
+                    entry.error = Some(problem);
+                }
+                runs[a].push(result.figures);
+                details[a].push(result.details);
+                result.line
+            }
+            Err(e) => {
+                entry.status = "failed".to_string();
+                entry.error = Some(format!("{e:#}"));
+                String::new()
+            }
+        };
+        file.runs.push(entry);
+        let entry = file.runs.last().expect("just pushed");
+        dir.write_experiment(&file)?;
+        report(&RunEvent {
+            n,
+            total,
+            name: arm.name(),
+            round,
+            result: Some(match &entry.error {
+                Some(e) => Err(e.as_str()),
+                None => Ok(line),
+            }),
+        });
+    }
+    file.complete = file.runs.len() == total;
+    dir.write_experiment(&file)?;
+    Ok(Executed {
+        outcome: Outcome::of(runs),
+        file,
+        details,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::experiment::output::epilogue;
+    use crate::experiment::plan::tests_support::plan_of;
+    use crate::experiment::results::Timestamp;
+    use crate::experiment::runner::Runner;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("concord-engine-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn read_json(path: &Path) -> Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    /// A runner that always fails, as a runner of another kind might.
+    struct Failing;
+
+    impl Runner for Failing {
+        fn run(&self, _files: &RunFiles) -> Result<RunResult> {
+            anyhow::bail!("the JVM exited with status 1")
+        }
+    }
+
+    #[test]
+    fn every_run_is_written_and_a_failed_run_does_not_stop_the_rest() {
+        let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
+        plan.repeat = 2;
+        plan.arms[0].runner = Arc::new(Failing);
+        let out = scratch("failed");
+        let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::of_unix(0), "concord compare".into());
+        let stop = AtomicBool::new(false);
+        let mut events = Vec::new();
+        let executed = execute(&plan, &dir, file, &stop, &mut |e| {
+            if let Some(result) = &e.result {
+                events.push((e.n, e.total, result.is_ok()));
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            events,
+            [(1, 4, false), (2, 4, true), (3, 4, false), (4, 4, true)]
+        );
+        assert_eq!(executed.outcome.runs[0].len(), 0);
+        assert_eq!(executed.outcome.runs[1].len(), 2);
+        assert_eq!(executed.failed().len(), 2);
+        assert_eq!(executed.exit_code(), ExitCode::FAILURE);
+        let json = read_json(&out.join("experiment.json"));
+        assert_eq!(json["format"], "concord-results");
+        assert_eq!(json["complete"], true);
+        assert_eq!(json["interrupted"], false);
+        let runs = json["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4);
+        assert_eq!(runs[0]["status"], "failed");
+        assert_eq!(runs[0]["summary"], Value::Null);
+        assert!(
+            runs[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("exited with status 1"),
+            "{}",
+            runs[0]
+        );
+        assert_eq!(runs[1]["status"], "ok");
+        assert_eq!(runs[1]["summary"], "runs/002-b-0.summary.json");
+        assert_eq!(runs[3]["round"], 1);
+        for r in runs {
+            for key in ["summary", "records"] {
+                if let Some(rel) = r[key].as_str() {
+                    assert!(out.join(rel).is_file(), "{rel}");
+                }
+            }
+        }
+        let summary = read_json(&out.join("runs/002-b-0.summary.json"));
+        assert_eq!(summary["preset"], "vanilla");
+        // No temporary files are left.
+        for e in std::fs::read_dir(out.join("runs")).unwrap() {
+            let name = e.unwrap().file_name();
+            assert!(!name.to_string_lossy().starts_with('.'), "{name:?}");
+        }
+        let text = epilogue(&plan, &executed, &dir);
+        assert!(text.contains("2 of 4 runs FAILED"), "{text}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn an_interruption_stops_after_the_current_run_and_leaves_a_consistent_directory() {
+        let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
+        plan.repeat = 3;
+        plan.arms[1].interference = Some(Interference::Busy(1));
+        let out = scratch("interrupted");
+        let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::now(), "concord compare".into());
+        let stop = AtomicBool::new(false);
+        // The "Ctrl-C" comes during the third run.
+        let executed = execute(&plan, &dir, file, &stop, &mut |e| {
+            if e.n == 2 && e.result.is_some() {
+                stop.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        assert_eq!(executed.file.runs.len(), 2);
+        assert_eq!(executed.exit_code(), ExitCode::from(130));
+        let json = read_json(&out.join("experiment.json"));
+        assert_eq!(json["interrupted"], true);
+        assert_eq!(json["complete"], false);
+        assert_eq!(json["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(executed.outcome.runs[0].len(), 1);
+        let summary = read_json(&out.join("runs/002-b-0.summary.json"));
+        assert_eq!(
+            summary["interference"],
+            "busy:1 (1 busy-loop thread in this process)"
+        );
+        let text = epilogue(&plan, &executed, &dir);
+        assert!(text.contains("interrupted after 2 of 6 runs"), "{text}");
+        assert!(text.contains("see: concord report"), "{text}");
+
+        // Stopped before the first run: nothing ran, still a valid file.
+        let out2 = scratch("interrupted-at-once");
+        let dir2 = ResultsDir::create(Some(&out2), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::now(), String::new());
+        let executed = execute(&plan, &dir2, file, &stop, &mut |_| {}).unwrap();
+        assert!(executed.file.runs.is_empty() && executed.file.interrupted);
+        std::fs::remove_dir_all(&out).unwrap();
+        std::fs::remove_dir_all(&out2).unwrap();
+    }
+}

@@ -1,0 +1,466 @@
+//! The figures of each kind of experiment, besides those every report has: `ablation` (000
+//! Fig. 10: each fix's GC time relative to vanilla; stealing per collection), `os-bench` (GC
+//! time and CPUs used per affinity mode, without and with interference), `sched-bench` (001:
+//! object lifespan histograms per policy; GC and wall time relative to CFS); and, for every
+//! kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
+
+use std::fmt::Write as _;
+
+use concord::config::format_size;
+
+use super::model::{Configuration, Experiment, Run};
+use super::page::{empty, esc, figure};
+use super::plots::{self, BarSeries, Bars};
+
+/// A section's anchor and its title in the page's navigation.
+pub type NavEntry = (&'static str, &'static str);
+
+/// Appends the sections of the experiment's kind and the monitor section to `h`; returns
+/// their navigation entries.
+pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let mut nav = match exp.file.kind.as_str() {
+        "ablation" => ablation(h, exp)?,
+        "os-bench" => os_bench(h, exp)?,
+        "sched-bench" => sched_bench(h, exp)?,
+        _ => Vec::new(),
+    };
+    nav.push(monitor(h, exp)?);
+    Ok(nav)
+}
+
+/// Median over the configuration's runs of `f`, with the smallest and largest value.
+type Stat = (Option<f64>, Option<(f64, f64)>);
+
+fn stat(exp: &Experiment, c: &Configuration, f: impl Fn(&Run) -> Option<f64>) -> Stat {
+    (exp.median_of(c, &f), exp.range_of(c, &f))
+}
+
+/// `stat` divided by `by` (a baseline's median); nothing when `by` is not positive.
+fn relative(s: Stat, by: Option<f64>) -> Stat {
+    match by.filter(|b| *b > 0.0) {
+        Some(b) => (s.0.map(|v| v / b), s.1.map(|(lo, hi)| (lo / b, hi / b))),
+        None => (None, None),
+    }
+}
+
+/// A series of bars from one statistic per category.
+fn series(label: &str, index: usize, stats: Vec<Stat>) -> BarSeries {
+    let (values, ranges) = stats.into_iter().unzip();
+    BarSeries {
+        label: label.to_string(),
+        color: plots::color(index),
+        values,
+        ranges,
+    }
+}
+
+/// One series per label, colored in order, with the statistics `stats(i, label)` per category.
+fn series_of<T: AsRef<str>>(
+    labels: &[T],
+    stats: impl Fn(usize, &T) -> Vec<Stat>,
+) -> Vec<BarSeries> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, label)| series(label.as_ref(), i, stats(i, label)))
+        .collect()
+}
+
+/// A figure, or the note `none` when no bar has a value.
+fn bars_or_note(h: &mut String, bars: &Bars, caption: &str, none: &str) -> anyhow::Result<()> {
+    if bars
+        .series
+        .iter()
+        .all(|s| s.values.iter().all(Option::is_none))
+    {
+        empty(h, none);
+    } else {
+        figure(h, &plots::bars(bars)?, caption);
+    }
+    Ok(())
+}
+
+/// Steal attempts per collection of a run.
+fn per_collection(run: &Run, key: &str) -> Option<f64> {
+    let collections = run.num("gc_count").filter(|n| *n > 0.0)?;
+    Some(run.num(key)? / collections)
+}
+
+fn names(configs: &[&Configuration]) -> Vec<String> {
+    configs.iter().map(|c| c.name.clone()).collect()
+}
+
+fn ablation(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let configs: Vec<&Configuration> = exp.configurations.iter().collect();
+    let Some(base) = configs.first() else {
+        return Ok(Vec::new());
+    };
+    let categories = names(&configs);
+    let base_gc = exp.median_of(base, Run::gc_ms);
+    let _ = writeln!(h, "<h2 id=\"each-fix\">Each fix alone (000 Fig. 10)</h2>");
+    let ratios = configs
+        .iter()
+        .map(|c| relative(stat(exp, c, Run::gc_ms), base_gc))
+        .collect();
+    let title = format!("GC time relative to {}", base.name);
+    bars_or_note(
+        h,
+        &Bars::new(
+            &title,
+            "configuration",
+            "GC time / baseline's median GC time",
+            &categories,
+            &[series("median over runs", 0, ratios)],
+        )
+        .reference(1.0, "baseline")
+        .decimals(2),
+        &format!(
+            "Total GC time of each configuration over the median GC time of <b>{}</b>, median over runs with the fastest and slowest run as whiskers (000 Fig. 10): \
+             a bar below the line is a fix that shortens the pauses on its own; whiskers that straddle the line mean the difference is within this machine's noise.",
+            esc(&base.name)
+        ),
+        "No configuration has a finished run with GC time.",
+    )?;
+    let _ = writeln!(
+        h,
+        "<h2 id=\"steals-per-collection\">Stealing per collection</h2>"
+    );
+    let attempts = configs
+        .iter()
+        .map(|c| stat(exp, c, |r| per_collection(r, "steal_attempts")))
+        .collect();
+    let failures = configs
+        .iter()
+        .map(|c| stat(exp, c, |r| per_collection(r, "steal_failures")))
+        .collect();
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Steal attempts and failures per collection",
+            "configuration",
+            "steal attempts per collection",
+            &categories,
+            &[
+                series("attempts", 0, attempts),
+                series("failed attempts", 2, failures),
+            ],
+        )
+        .legend("per collection")
+        .decimals(0),
+        "Steal attempts and failed attempts per collection, median over runs with min–max whiskers (000 Table 1, Fig. 9): \
+         adaptive stealing and 2·N_live termination should cut the failed attempts that vanilla's best-of-2 and fixed 2·N termination burn while workers look for work.",
+        "No run reported steal counts.",
+    )?;
+    Ok(vec![
+        ("each-fix", "Each fix alone"),
+        ("steals-per-collection", "Steals per collection"),
+    ])
+}
+
+/// The configurations of `group`, in order.
+fn in_group<'a>(exp: &'a Experiment, group: &Option<String>) -> Vec<&'a Configuration> {
+    exp.configurations
+        .iter()
+        .filter(|c| &c.group == group)
+        .collect()
+}
+
+/// The groups in order of first appearance.
+fn groups(exp: &Experiment) -> Vec<Option<String>> {
+    let mut out: Vec<Option<String>> = Vec::new();
+    for c in &exp.configurations {
+        if !out.contains(&c.group) {
+            out.push(c.group.clone());
+        }
+    }
+    out
+}
+
+/// For each group, one series over the configuration names of the first group: the
+/// statistic `f` of the configuration with that name in the group.
+fn series_by_group(
+    exp: &Experiment,
+    categories: &[String],
+    label: impl Fn(&Configuration) -> String,
+    f: impl Fn(&Configuration) -> Stat,
+) -> Vec<BarSeries> {
+    groups(exp)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| {
+            let configs = in_group(exp, g);
+            let first = configs.first()?;
+            let stats = categories
+                .iter()
+                .map(|name| {
+                    configs
+                        .iter()
+                        .find(|c| &c.name == name)
+                        .map_or((None, None), |c| f(c))
+                })
+                .collect();
+            Some(series(&label(first), i, stats))
+        })
+        .collect()
+}
+
+fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let Some(first_group) = groups(exp).into_iter().next() else {
+        return Ok(Vec::new());
+    };
+    let modes = names(&in_group(exp, &first_group));
+    let load = |c: &Configuration| {
+        c.interference
+            .as_ref()
+            .map_or("no interference".to_string(), |l| format!("with {l}"))
+    };
+    let _ = writeln!(
+        h,
+        "<h2 id=\"interference\">GC time with and without interference</h2>"
+    );
+    let gc = series_by_group(exp, &modes, load, |c| stat(exp, c, Run::gc_ms));
+    bars_or_note(
+        h,
+        &Bars::new(
+            "GC time per GC thread affinity, without and with interference",
+            "configuration (preset/affinity)",
+            "GC time per run (ms)",
+            &modes,
+            &gc,
+        )
+        .legend("load"),
+        "Total GC time of each affinity mode without load and with busy-loop threads competing for the CPUs, median over runs with min–max whiskers (000 §3–4): \
+         the gap between a mode's two bars is what interference costs it; dynamic affinity (000 Algorithm 1) should keep that gap smallest by moving GC threads off the loaded CPUs.",
+        "No configuration has a finished run with GC time.",
+    )?;
+    let _ = writeln!(h, "<h2 id=\"cpus-used\">CPUs used per collection</h2>");
+    let cpus = series_by_group(exp, &modes, load, |c| {
+        stat(exp, c, |r| r.num("mean_cpus_used"))
+    });
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Distinct CPUs the GC workers ran on per collection",
+            "configuration (preset/affinity)",
+            "CPUs per collection",
+            &modes,
+            &cpus,
+        )
+        .legend("load")
+        .decimals(2),
+        "How many distinct CPUs the GC workers were seen on per collection, median over runs with min–max whiskers: \
+         one CPU means the GC threads stayed stacked where they were born (000 Fig. 4b); all usable CPUs means the parallel phase really ran in parallel.",
+        "No run reported the CPUs its GC workers used.",
+    )?;
+    Ok(vec![
+        ("interference", "With/without interference"),
+        ("cpus-used", "CPUs used"),
+    ])
+}
+
+/// The label of a lifespan bucket that starts at `lo` bytes.
+fn bucket_label(lo: u64) -> String {
+    if lo == 0 {
+        "<1K".to_string()
+    } else {
+        format_size(lo as usize)
+    }
+}
+
+/// Dead samples per lifespan bucket, summed over the configuration's runs.
+fn lifespan_histogram(exp: &Experiment, c: &Configuration) -> Option<Vec<(u64, u64)>> {
+    let mut total: Vec<(u64, u64)> = Vec::new();
+    for buckets in exp.ok_runs(c).filter_map(Run::lifespan_buckets) {
+        if total.is_empty() {
+            total = buckets;
+        } else {
+            for ((_, acc), (_, dead)) in total.iter_mut().zip(buckets) {
+                *acc += dead;
+            }
+        }
+    }
+    (!total.is_empty()).then_some(total)
+}
+
+fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"lifespans\">Object lifespans per scheduling policy (001)</h2>"
+    );
+    let groups = groups(exp);
+    for group in &groups {
+        let configs = in_group(exp, group);
+        let title = group.clone().unwrap_or_else(|| exp.file.workload.clone());
+        let histograms: Vec<Option<Vec<(u64, u64)>>> =
+            configs.iter().map(|c| lifespan_histogram(exp, c)).collect();
+        let Some(bounds) = histograms.iter().flatten().next() else {
+            empty(
+                h,
+                &format!(
+                    "{}: no run profiled object lifespans (sched-bench --no-lifespans).",
+                    esc(&title)
+                ),
+            );
+            continue;
+        };
+        // Only the buckets from the first to the last that holds a sample.
+        let used = |i: usize| histograms.iter().flatten().any(|b| b[i].1 > 0);
+        let first = (0..bounds.len()).find(|&i| used(i)).unwrap_or(0);
+        let last = (0..bounds.len()).rfind(|&i| used(i)).unwrap_or(0);
+        let categories: Vec<String> = bounds[first..=last]
+            .iter()
+            .map(|(lo, _)| bucket_label(*lo))
+            .collect();
+        let shares: Vec<BarSeries> = configs
+            .iter()
+            .zip(&histograms)
+            .enumerate()
+            .map(|(i, (c, hist))| {
+                let stats = (first..=last)
+                    .map(|b| {
+                        let hist = hist.as_ref()?;
+                        let dead: u64 = hist.iter().map(|x| x.1).sum();
+                        (dead > 0).then(|| 100.0 * hist[b].1 as f64 / dead as f64)
+                    })
+                    .map(|v| (v, None))
+                    .collect();
+                series(&c.name, i, stats)
+            })
+            .collect();
+        bars_or_note(
+            h,
+            &Bars::new(
+                &format!("Lifespans: {title}"),
+                "lifespan: bytes allocated heap-wide from birth to death (bucket from)",
+                "share of dead samples (%)",
+                &categories,
+                &shares,
+            )
+            .legend("mutator scheduling")
+            .decimals(0),
+            &format!(
+                "{}: how long sampled objects lived, as the share of dead samples in each log2 bucket, all runs of a policy together (001 Fig. 3): \
+                 under CFS a preempted mutator leaves its young objects alive while others allocate, so mass moves to the right (longer lifespans, more copying); FIFO should keep it on the left.",
+                esc(&title)
+            ),
+            "No lifespan samples died.",
+        )?;
+    }
+    let _ = writeln!(
+        h,
+        "<h2 id=\"policy-times\">GC time and wall time per policy</h2>"
+    );
+    let workloads: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let configs = in_group(exp, g);
+            configs
+                .first()
+                .map_or(String::new(), |c| c.workload.clone())
+        })
+        .collect();
+    let policies = groups
+        .first()
+        .map(|g| names(&in_group(exp, g)))
+        .unwrap_or_default();
+    for (what, key) in [("GC time", "gc_pause_total_ms"), ("wall time", "wall_ms")] {
+        let series = series_of(&policies, |_, policy| {
+            groups
+                .iter()
+                .map(|g| {
+                    let configs = in_group(exp, g);
+                    let (Some(base), Some(c)) =
+                        (configs.first(), configs.iter().find(|c| &c.name == policy))
+                    else {
+                        return (None, None);
+                    };
+                    relative(
+                        stat(exp, c, |r| r.num(key)),
+                        exp.median_of(base, |r| r.num(key)),
+                    )
+                })
+                .collect()
+        });
+        let base = policies.first().cloned().unwrap_or_default();
+        bars_or_note(
+            h,
+            &Bars::new(
+                &format!("{what} relative to {base}, per workload"),
+                "workload",
+                &format!("{what} / {base}'s median"),
+                &workloads,
+                &series,
+            )
+            .legend("mutator scheduling")
+            .reference(1.0, "baseline")
+            .decimals(2),
+            &format!(
+                "Median {what} of each policy over that of <b>{}</b> on the same workload, with the fastest and slowest run as whiskers: \
+                 001 finds FIFO shortens GC time most on scalable workloads, whose many mutators CFS interleaves, and matters little where one mutator runs.",
+                esc(&base)
+            ),
+            "No configuration has a finished run.",
+        )?;
+    }
+    Ok(vec![
+        ("lifespans", "Lifespans"),
+        ("policy-times", "Times per policy"),
+    ])
+}
+
+fn monitor(h: &mut String, exp: &Experiment) -> anyhow::Result<NavEntry> {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"monitor\">Task-manager monitor (000 Fig. 5)</h2>"
+    );
+    let configs: Vec<&Configuration> = exp
+        .configurations
+        .iter()
+        .filter(|c| exp.ok_runs(c).any(|r| r.monitor_per_collection().is_some()))
+        .collect();
+    if configs.is_empty() {
+        empty(
+            h,
+            "Skipped: no collection record has monitor counters (configurations whose task queue and parking are not the vanilla monitor have none, and results written before the counters existed lack them).",
+        );
+        return Ok(("monitor", "Monitor"));
+    }
+    let categories = names(&configs);
+    let counters = ["contended", "barges", "heir wake-ups", "futile wake-ups"];
+    let series = series_of(&counters, |k, _| {
+        configs
+            .iter()
+            .map(|c| stat(exp, c, |r| Some(r.monitor_per_collection()?[k])))
+            .collect()
+    });
+    let bars = Bars::new(
+        "Monitor events per collection",
+        "configuration",
+        "events per collection",
+        &categories,
+        &series,
+    )
+    .legend("event");
+    figure(
+        h,
+        &plots::bars(&bars)?,
+        "What HotSpot's unfair task-queue monitor did per collection, median over runs with min–max whiskers, for the configurations that used it (000 §2.2, Fig. 5): \
+         contended counts acquisitions that found the lock taken, barges those that overtook the woken heir, heir wake-ups hand the lock to the OnDeck thread, and futile wake-ups wake a worker that then finds the lock taken or the queue empty; \
+         many barges and futile wake-ups mean GC threads spent the pause contending for the lock instead of working.",
+    );
+    Ok(("monitor", "Monitor"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_ratios() {
+        assert_eq!(bucket_label(0), "<1K");
+        assert_eq!(bucket_label(2048), "2K");
+        let s = relative((Some(4.0), Some((2.0, 6.0))), Some(2.0));
+        assert_eq!(s, (Some(2.0), Some((1.0, 3.0))));
+        assert_eq!(relative((Some(4.0), None), Some(0.0)), (None, None));
+    }
+}
