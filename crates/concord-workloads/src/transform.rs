@@ -1,9 +1,8 @@
 //! `transform`: tree-to-tree transformation of XML-like documents, standing for DaCapo `xalan`
 //! (scalable; medium-lived objects).
 //!
-//! The mutators share a fixed number of documents (`--size` thousand, default
-//! [`DEFAULT_SIZE`]; document `d` is transformed by mutator `d % mutators`). For each document a
-//! mutator:
+//! The mutators share a fixed number of documents (`--size` thousand, [`SIZE`], default 12;
+//! document `d` is transformed by mutator `d % mutators`). For each document a mutator:
 //!
 //! 1. builds the input tree from a deterministic generator: a `catalog` element with 16 to 48
 //!    `item` elements, each with attributes `id`, `category` (`cat-N`) and `price` (decimal
@@ -61,19 +60,21 @@ pub const NAME: &str = "transform";
 pub const WINDOW: usize = 1024;
 /// Item categories.
 pub const CATEGORIES: u32 = 8;
-/// Thousands of documents when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 12;
-/// Largest `--size` (thousands of documents).
-pub const MAX_SIZE: u32 = 100_000;
+
+/// `--size`: thousands of documents, 12 by default, at most 100 million documents. The default
+/// heap (with the standard window) is three times the measured smallest heap, 14 MiB per
+/// mutator, whatever the size (see the module documentation).
+pub const SIZE: Size = Size::named(
+    "transform size",
+    12,
+    1..=100_000,
+    " (thousands of documents)",
+)
+.measured_heap(14 * MIB, 14 * MIB);
 
 /// [`expected_checksum`] of the default size, stored so that default runs do not spend time
 /// on the reference (a unit test recomputes it).
 pub const DEFAULT_EXPECTED: u64 = 11_659_266_462_676_012_356;
-
-/// Default heap for one mutator: three times the measured smallest heap (14 MiB).
-pub const DEFAULT_HEAP_ONE: usize = 42 * MIB;
-/// Default heap added per further mutator: three times the measured increment (14 MiB).
-pub const DEFAULT_HEAP_PER_EXTRA: usize = 42 * MIB;
 
 /// An element: `name`, `attrs` (reference array of [`ATTR`]), `children` (reference array of
 /// [`ELEM`]), `text` (byte array); payload `u64` (the output hash, in a `report`).
@@ -248,20 +249,6 @@ impl Markup for Fnv {
     }
 }
 
-/// `--size`: thousands of documents.
-const SIZE: Size = Size::new(
-    "transform size",
-    DEFAULT_SIZE,
-    1..=MAX_SIZE,
-    " (thousands of documents)",
-);
-
-/// The thousands of documents `params.size` asks for (default [`DEFAULT_SIZE`]), checked
-/// against `1..=`[`MAX_SIZE`].
-pub fn documents(params: &WorkloadParams) -> Result<u64, WorkloadError> {
-    Ok(u64::from(SIZE.of(params)?) * 1000)
-}
-
 // ---- the reference implementation (plain Rust) ----
 
 /// The value of an item: `price * qty`.
@@ -378,12 +365,6 @@ impl Default for Transform {
     }
 }
 
-/// Default heap for `mutators` mutators with the standard window: [`DEFAULT_HEAP_ONE`] plus
-/// [`DEFAULT_HEAP_PER_EXTRA`] per further mutator.
-pub fn default_heap(mutators: usize) -> usize {
-    scaffold::linear_heap(DEFAULT_HEAP_ONE, DEFAULT_HEAP_PER_EXTRA, mutators)
-}
-
 impl Workload for Transform {
     fn name(&self) -> &'static str {
         NAME
@@ -397,10 +378,10 @@ impl Workload for Transform {
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
         if self.window == WINDOW {
-            return default_heap(params.mutators);
+            return SIZE.default_heap(params);
         }
         // In proportion to the window, at least 12 MiB per mutator.
-        let per = (DEFAULT_HEAP_ONE / WINDOW)
+        let per = (SIZE.heap(SIZE.default(), 1) / WINDOW)
             .saturating_mul(self.window)
             .max(12 * MIB);
         scaffold::round_up_mib(per.saturating_mul(params.mutators.max(1)))
@@ -414,7 +395,7 @@ impl Workload for Transform {
                 self.window
             )));
         }
-        documents(params).map(drop)
+        SIZE.of(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
@@ -923,16 +904,9 @@ mod tests {
     }
 
     #[test]
-    fn size_range_is_enforced() {
-        scaffold::assert_size_range(documents, 12_000, &[0, MAX_SIZE + 1], |_| {
-            "out of range (allowed: 1..=100000)".into()
-        });
-    }
-
-    #[test]
     fn stored_default_checksum_is_the_reference() {
         assert_eq!(
-            expected_checksum(u64::from(DEFAULT_SIZE) * 1000),
+            expected_checksum(u64::from(SIZE.default()) * 1000),
             DEFAULT_EXPECTED
         );
     }
