@@ -668,8 +668,7 @@ mod tests {
 
     #[test]
     fn points_are_deterministic_and_in_range() {
-        assert_eq!(point_coords(7), point_coords(7));
-        assert_ne!(point_coords(7), point_coords(8));
+        scaffold::assert_deterministic(point_coords);
         for id in 0..1000 {
             for x in point_coords(id) {
                 assert!(x.abs() < (1 << 20) + 3 * (1 << 16), "{x}");

@@ -508,24 +508,16 @@ fn build_scene(m: &mut Mutator<'_>) -> Result<Handle, GcError> {
                 m.write_f64(s, S_RADIUS, d.radius);
                 m.write_f64(s, S_REFLECT, d.reflect);
                 m.write_f64(s, S_DIFFUSE, d.diffuse);
-                let pos = m.vec(d.pos[0], d.pos[1], d.pos[2])?;
-                m.set_ref(s, POS, Some(pos));
-                let color = m.vec(d.color[0], d.color[1], d.color[2])?;
-                m.set_ref(s, COLOR, Some(color));
-                Ok::<_, GcError>(())
+                set_pos_and_color(m, s, d.pos, d.color)
             })?;
         }
         let lights = m.alloc_ref_array(LIGHT_DEFS.len())?;
         m.set_ref(scene, LIGHTS, Some(lights));
-        for (i, (p, c)) in LIGHT_DEFS.iter().enumerate() {
+        for (i, &(pos, color)) in LIGHT_DEFS.iter().enumerate() {
             m.scope(|m| {
                 let l = m.alloc(LIGHT)?;
                 m.set_ref(lights, i, Some(l));
-                let pos = m.vec(p[0], p[1], p[2])?;
-                m.set_ref(l, POS, Some(pos));
-                let color = m.vec(c[0], c[1], c[2])?;
-                m.set_ref(l, COLOR, Some(color));
-                Ok::<_, GcError>(())
+                set_pos_and_color(m, l, pos, color)
             })?;
         }
         Ok::<_, GcError>(())
@@ -533,9 +525,44 @@ fn build_scene(m: &mut Mutator<'_>) -> Result<Handle, GcError> {
     Ok(scene)
 }
 
+/// New vectors `pos` and `color`, in this order, in the `pos` and `color` slots of the shape or
+/// light `obj` (the handles are the caller's).
+fn set_pos_and_color(
+    m: &mut Mutator<'_>,
+    obj: Handle,
+    pos: [f64; 3],
+    color: [f64; 3],
+) -> Result<(), GcError> {
+    let pos = m.vec(pos[0], pos[1], pos[2])?;
+    m.set_ref(obj, POS, Some(pos));
+    let color = m.vec(color[0], color[1], color[2])?;
+    m.set_ref(obj, COLOR, Some(color));
+    Ok(())
+}
+
+/// A scene that lost a part, which `what` names.
+fn lost(what: &str) -> WorkloadError {
+    WorkloadError::Corrupt(format!("render: the scene lost {what}"))
+}
+
+/// The `pos` and `color` vectors of `obj`, a shape or light (`what`), as handles of the
+/// caller's scope.
+fn pos_and_color(
+    m: &mut Mutator<'_>,
+    obj: Handle,
+    what: &str,
+) -> Result<(Handle, Handle), WorkloadError> {
+    let pos = m
+        .get_ref(obj, POS)
+        .ok_or_else(|| lost(&format!("a {what}'s position")))?;
+    let color = m
+        .get_ref(obj, COLOR)
+        .ok_or_else(|| lost(&format!("a {what}'s color")))?;
+    Ok((pos, color))
+}
+
 /// Reads the heap scene into a view whose vectors are handles of the caller's scope.
 fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, WorkloadError> {
-    let lost = |what: &str| WorkloadError::Corrupt(format!("render: the scene lost {what}"));
     let shapes = m.get_ref(scene, SHAPES).ok_or_else(|| lost("its shapes"))?;
     let lights = m.get_ref(scene, LIGHTS).ok_or_else(|| lost("its lights"))?;
     if m.array_len(shapes) != SHAPE_DEFS.len() || m.array_len(lights) != LIGHT_DEFS.len() {
@@ -547,10 +574,7 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
     };
     for i in 0..SHAPE_DEFS.len() {
         let s = m.get_ref(shapes, i).ok_or_else(|| lost("a shape"))?;
-        let pos = m
-            .get_ref(s, POS)
-            .ok_or_else(|| lost("a shape's position"))?;
-        let color = m.get_ref(s, COLOR).ok_or_else(|| lost("a shape's color"))?;
+        let (pos, color) = pos_and_color(m, s, "shape")?;
         view.shapes.push(ShapeView {
             sphere: m.read_u64(s, S_KIND) == 0,
             pos,
@@ -562,10 +586,7 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
     }
     for i in 0..LIGHT_DEFS.len() {
         let l = m.get_ref(lights, i).ok_or_else(|| lost("a light"))?;
-        let pos = m
-            .get_ref(l, POS)
-            .ok_or_else(|| lost("a light's position"))?;
-        let color = m.get_ref(l, COLOR).ok_or_else(|| lost("a light's color"))?;
+        let (pos, color) = pos_and_color(m, l, "light")?;
         view.lights.push(LightView { pos, color });
     }
     Ok(view)

@@ -354,6 +354,14 @@ pub(crate) fn test_heap(heap_size: usize, verify: bool) -> Heap {
     Heap::new(c).expect("test configuration is valid")
 }
 
+/// Asserts that the generator `generate` is deterministic and depends on its seed: the same
+/// output twice for one seed, another for the next seed.
+#[cfg(test)]
+pub(crate) fn assert_deterministic<T: std::fmt::Debug + PartialEq>(generate: impl Fn(u64) -> T) {
+    assert_eq!(generate(7), generate(7));
+    assert_ne!(generate(7), generate(8));
+}
+
 /// The message of the error `f` reports for `--size size`.
 #[cfg(test)]
 fn size_error<T: std::fmt::Debug>(
