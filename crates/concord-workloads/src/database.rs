@@ -94,8 +94,8 @@ pub const RESULT: ObjectType = ROW.with_tag(RESULT_TAG);
 const MAX_VALUE_WORDS: usize = 24;
 
 /// `--size`: thousands of rows, 100 by default, 1 000 to 10 million rows. The default heap is
-/// three times the smallest heap measured at the default size with 1 mutator, 28 MiB, scaled
-/// with the size, plus 4 MiB per extra mutator (see the module documentation).
+/// three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// mutator, scaled with the size, plus 4 MiB per extra mutator (see the module documentation).
 pub const SIZE: Size = Size::named("database size", 100, 1..=10_000, " (thousands of rows)")
     .scaled_heap(28 * MIB, 4 * MIB);
 

@@ -92,8 +92,8 @@ pub const ACCUMULATOR: ObjectType = ObjectType::fixed(0, (8 + DIMS * 8) as u16);
 pub const ASSIGNMENT: ObjectType = ObjectType::fixed(1, 16);
 
 /// `--size`: thousands of points, 400 by default, 1 000 to 10 million points. The default heap
-/// is three times the smallest heap measured at the default size with 1 mutator, 28 MiB,
-/// scaled with the size, plus 2 MiB per extra mutator (see the module documentation).
+/// is three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// mutator, scaled with the size, plus 2 MiB per extra mutator (see the module documentation).
 pub const SIZE: Size = Size::named("kmeans size", 400, 1..=10_000, " (thousands of points)")
     .scaled_heap(28 * MIB, 2 * MIB);
 

@@ -83,8 +83,8 @@ pub const ENTRY: ObjectType = ObjectType::fixed(3, 16);
 pub const KEY_BYTES: usize = 16;
 
 /// `--size`: thousands of keys, 50 by default, 1 000 to 10 million keys. The default heap is
-/// three times the smallest heap measured at the default size with 1 client, 28 MiB, scaled
-/// with the size, plus 2 MiB per extra client (see the module documentation).
+/// three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// client, scaled with the size, plus 2 MiB per extra client (see the module documentation).
 pub const SIZE: Size = Size::named("kv-service size", 50, 1..=10_000, " (thousands of keys)")
     .scaled_heap(28 * MIB, 2 * MIB);
 

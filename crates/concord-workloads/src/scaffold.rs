@@ -2,8 +2,8 @@
 //! ([`Size`]: default, range, error message, default heap), the [`Workload`] methods of a
 //! workload whose only own parameter is its size ([`SizedWorkload`]), running work on mutator
 //! threads, building the [`WorkloadResult`] and its details, scopes that return a handle,
-//! corruption messages that name the tree, and for unit tests small heaps and size-range
-//! checks.
+//! corruption messages that name the tree, and for unit tests small heaps and checks that
+//! generators are deterministic.
 //!
 //! None of it allocates on the workloads' behalf: what a workload allocates, in which order and
 //! for how long stays in its own module.
@@ -69,20 +69,20 @@ impl SizeWithoutHeap {
 
 /// How a workload's default heap follows from its size and its number of mutators. The
 /// measured figures are smallest heaps that complete (optimized preset, 2 GC threads, release
-/// build), as each workload's module documentation reports them.
+/// build), as each workload's module documentation reports them. Both measured rules give
+/// `3 · (smallest heap + per_extra · (mutators - 1))`, the smallest heap taken as at least
+/// 4 MiB, rounded up to MiB.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum DefaultHeap {
-    /// Three times the measured smallest heap, whatever the size (the live set does not grow
-    /// with it): `3 · (min + per_extra · (mutators - 1))`.
+    /// The smallest heap is `min` whatever the size (the live set does not grow with it).
     Measured {
         /// The smallest heap with one mutator.
         min: usize,
         /// What each further mutator adds to it.
         per_extra: usize,
     },
-    /// Three times an estimated smallest heap: `min` scaled linearly with the size (capped at
-    /// the largest size, at least 4 MiB), plus `per_extra` for every mutator beyond the first;
-    /// rounded up to MiB.
+    /// The smallest heap is estimated as `min` scaled linearly with the size (capped at the
+    /// largest size).
     Scaled {
         /// The smallest heap at the default size with one mutator.
         min: usize,
@@ -123,11 +123,13 @@ impl Size {
     /// The default heap in bytes for `size` (in range or not) and `mutators` mutators, by the
     /// workload's rule:
     ///
-    /// - measured: three times the smallest heap measured with one mutator, plus three times
-    ///   the measured increment per further mutator, whatever the size;
-    /// - scaled: the same, with the smallest heap measured at the default size scaled linearly
-    ///   with the size (capped at the largest size, at least 4 MiB); rounded up to MiB;
+    /// - measured: three times the smallest heap measured with one mutator plus the measured
+    ///   increment per further mutator, whatever the size;
+    /// - scaled: the same, the smallest heap measured at the default size scaled linearly with
+    ///   the size (capped at the largest size);
     /// - computed: the workload's own function of the size and the number of mutators.
+    ///
+    /// The measured rules take the smallest heap as at least 4 MiB and round up to MiB.
     pub fn heap(&self, size: u32, mutators: usize) -> usize {
         let (min, per_extra) = match self.heap {
             DefaultHeap::Measured { min, per_extra } => (min, per_extra),

@@ -65,7 +65,7 @@ pub const TOP_K: usize = 10;
 pub const MAX_TOKEN: usize = 32;
 
 /// `--size`: thousands of queries, 30 by default, at most 100 million queries. The default
-/// heap is three times the measured smallest heap: 7 MiB with one mutator, plus 8 MiB per
+/// heap is three times the measured smallest heap, 7 MiB with one mutator plus 8 MiB per
 /// further mutator, whatever the size (see the module documentation).
 pub const SIZE: Size = Size::named("search size", 30, 1..=100_000, " (thousands of queries)")
     .measured_heap(7 * MIB, 8 * MIB);
