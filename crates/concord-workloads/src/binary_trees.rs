@@ -1,5 +1,5 @@
-//! `binary-trees`: the Computer Language Benchmarks Game program, depth `N` (`--size`, default
-//! 18, allowed 4..=30).
+//! `binary-trees`: the Computer Language Benchmarks Game program, depth `N` (`--size`,
+//! [`SIZE`]: default 18, allowed 4..=30).
 //!
 //! With `min_depth = 4`, `max_depth = max(min_depth + 2, N)` and `stretch = max_depth + 1`, one
 //! round: builds a stretch tree of depth `stretch` bottom-up and checks it; builds a long-lived
@@ -46,8 +46,8 @@
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{self, tree_nodes, LEFT, RIGHT};
-use crate::scaffold::{self, in_tree, round_up_mib, Size};
-use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, in_tree, round_up_mib, Size, SizedWorkload};
+use crate::{WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "binary-trees";
@@ -55,12 +55,14 @@ pub const NAME: &str = "binary-trees";
 /// A tree node: `left`, `right`, no payload.
 pub const NODE: ObjectType = ObjectType::fixed(2, 0);
 
-/// Depth used when `--size` is not given.
-pub const DEFAULT_DEPTH: u32 = 18;
-/// The smallest depth (`--size`) accepted; also the program's `min_depth`.
+/// The program's `min_depth`, the depth of the smallest short-lived trees; also the smallest
+/// depth (`--size`) accepted.
 pub const MIN_DEPTH: u32 = 4;
-/// The largest depth (`--size`) accepted.
-pub const MAX_DEPTH: u32 = 30;
+
+/// `--size`: the tree depth, 18 by default, [`MIN_DEPTH`] to 30. The default heap is four
+/// times the largest live set (see the module documentation).
+pub const SIZE: Size =
+    Size::named("binary-trees depth (size)", 18, MIN_DEPTH..=30, "").computed_heap(default_heap);
 
 /// The Benchmarks Game binary-trees program. See the module documentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,20 +95,6 @@ impl Depths {
     }
 }
 
-/// `--size`: the tree depth.
-const SIZE: Size = Size::new(
-    "binary-trees depth (size)",
-    DEFAULT_DEPTH,
-    MIN_DEPTH..=MAX_DEPTH,
-    "",
-);
-
-/// The depth `params.size` asks for (default [`DEFAULT_DEPTH`]), checked against
-/// [`MIN_DEPTH`]`..=`[`MAX_DEPTH`].
-pub fn depth(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    SIZE.of(params)
-}
-
 /// The checksum of one round at depth `n`: the stretch check, plus every depth's total check,
 /// plus the long-lived check.
 pub fn expected_checksum(n: u32) -> u64 {
@@ -118,10 +106,10 @@ pub fn expected_checksum(n: u32) -> u64 {
     tree_nodes(d.stretch) + short + tree_nodes(d.max)
 }
 
-/// Four times the largest live set at depth `n` with `mutators` mutators (see the module
-/// documentation), rounded up to MiB, at least 64 MiB.
-pub fn default_heap(n: u32, mutators: usize) -> usize {
-    let d = Depths::new(n.min(MAX_DEPTH));
+/// Four times the largest live set at depth `n` (capped at the largest depth) with `mutators`
+/// mutators (see the module documentation), rounded up to MiB, at least 64 MiB.
+fn default_heap(n: u32, mutators: usize) -> usize {
+    let d = Depths::new(n.min(*SIZE.range().end()));
     let node = NODE.size_bytes() as u64;
     let stretch = tree_nodes(d.stretch);
     let steady = tree_nodes(d.max).saturating_mul(1 + mutators.max(1) as u64);
@@ -129,26 +117,14 @@ pub fn default_heap(n: u32, mutators: usize) -> usize {
     round_up_mib(usize::try_from(live.saturating_mul(4)).unwrap_or(usize::MAX)).max(64 * MIB)
 }
 
-impl Workload for BinaryTrees {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for BinaryTrees {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "the Benchmarks Game binary-trees: a stretch tree, a long-lived tree, and many short-lived \
-         trees of depth 4..=N built bottom-up and checked (size N, default 18)"
-    }
+         trees of depth 4..=N built bottom-up and checked (size N, default 18)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(SIZE.or_default(params), params.mutators)
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let d = Depths::new(n);
         let mut m = heap.attach();
         let mut checksum = 0u64;
@@ -319,26 +295,12 @@ mod tests {
     }
 
     #[test]
-    fn depth_range_is_enforced() {
-        scaffold::assert_size_range(depth, 18, &[0, 3, 31, 1000], |bad| {
-            format!("{bad} is out of range (allowed: 4..=30)")
-        });
-        assert_eq!(
-            depth(&WorkloadParams {
-                size: Some(30),
-                ..Default::default()
-            })
-            .unwrap(),
-            30
-        );
-    }
-
-    #[test]
     fn default_heap_grows_with_depth_and_mutators() {
-        assert_eq!(default_heap(10, 1), 64 * MIB);
-        assert_eq!(default_heap(18, 1), 96 * MIB);
-        assert!(default_heap(18, 4) > default_heap(18, 1));
-        assert!(default_heap(30, 1) > default_heap(20, 1));
+        assert_eq!(SIZE.heap(10, 1), 64 * MIB);
+        assert_eq!(SIZE.heap(18, 1), 96 * MIB);
+        assert!(SIZE.heap(18, 4) > SIZE.heap(18, 1));
+        assert!(SIZE.heap(30, 1) > SIZE.heap(20, 1));
+        assert_eq!(SIZE.heap(31, 1), SIZE.heap(30, 1));
     }
 
     #[test]

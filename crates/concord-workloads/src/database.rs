@@ -1,7 +1,6 @@
 //! `database`: an in-heap table with a large long-lived index and a stream of transactions,
 //! modelled on DaCapo's h2 (few busy threads, non-scalable). `--size` is the number of rows in
-//! thousands (default [`DEFAULT_SIZE`] = 100, i.e. 100 000 rows; allowed
-//! [`MIN_SIZE`]`..=`[`MAX_SIZE`]).
+//! thousands ([`SIZE`]: default 100, i.e. 100 000 rows; allowed 1..=10 000).
 //!
 //! # Data
 //!
@@ -74,8 +73,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{byte_array, splitmix as mix, Pattern};
-use crate::scaffold::{self, detail, Size};
-use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "database";
@@ -94,21 +93,17 @@ pub const RESULT: ObjectType = ROW.with_tag(RESULT_TAG);
 /// The longest value, words.
 const MAX_VALUE_WORDS: usize = 24;
 
-/// Rows in thousands when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 100;
-/// The smallest size accepted (1 000 rows).
-pub const MIN_SIZE: u32 = 1;
-/// The largest size accepted (10 million rows).
-pub const MAX_SIZE: u32 = 10_000;
+/// `--size`: thousands of rows, 100 by default, 1 000 to 10 million rows. The default heap is
+/// three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// mutator, scaled with the size, plus 4 MiB per extra mutator (see the module documentation).
+pub const SIZE: Size = Size::named("database size", 100, 1..=10_000, " (thousands of rows)")
+    .scaled_heap(28 * MIB, 4 * MIB);
 
 /// Transactions per row of the initial table.
 pub const TRANSACTIONS_PER_ROW: u64 = 15;
 /// Percentage of transactions whose key lies in the hot set (the first two fifths of the
 /// universe).
 pub const HOT_PERCENT: u64 = 80;
-
-/// Measured smallest heap for [`DEFAULT_SIZE`] with 1 mutator (see the module documentation).
-pub const MEASURED_MIN_HEAP: usize = 28 * MIB;
 
 const PAGE_BASE: usize = 0;
 const PAGE_COUNT: usize = 8;
@@ -163,26 +158,6 @@ impl Shape {
 /// Whether `key` is present in the initial table.
 fn initially_present(key: u64) -> bool {
     key % 5 != 4
-}
-
-/// `--size`: thousands of rows.
-const SIZE: Size = Size::new(
-    "database size",
-    DEFAULT_SIZE,
-    MIN_SIZE..=MAX_SIZE,
-    " (thousands of rows)",
-);
-
-/// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
-/// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
-pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    SIZE.of(params)
-}
-
-/// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
-/// (at least 4 MiB), plus 4 MiB per mutator beyond the first; rounded up to MiB.
-pub fn default_heap(size: u32, mutators: usize) -> usize {
-    SIZE.scaled_heap(MEASURED_MIN_HEAP, 4 * MIB, size, mutators)
 }
 
 /// A transaction of the stream.
@@ -347,27 +322,15 @@ fn shard_pages(shape: &Shape, s: usize, shards: usize) -> (u64, u64) {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Database;
 
-impl Workload for Database {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for Database {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "h2-like in-heap table: a long-lived paged index of rows, lookups, range scans, updates \
          that replace rows, inserts and deletes; one shard per mutator, skewed so that thread 0 \
-         is the busy one (size: thousands of rows, default 100)"
-    }
+         is the busy one (size: thousands of rows, default 100)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(SIZE.or_default(params), params.mutators)
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let shape = Shape::new(n);
         let expected = expected_checksum(n);
         let per_shard: Vec<AtomicU64> = (0..params.mutators).map(|_| AtomicU64::new(0)).collect();
@@ -813,15 +776,5 @@ mod tests {
         for (k, pct) in kinds.iter().zip([25, 10, 55, 8, 2]) {
             assert!(k.abs_diff(pct * 100) < 200, "{kinds:?}");
         }
-    }
-
-    #[test]
-    fn size_range_and_default_heap() {
-        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
-            format!("{bad} (thousands of rows) is out of range (allowed: 1..=10000)")
-        });
-        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
-        assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
-        assert_eq!(default_heap(1, 1), 12 * MIB);
     }
 }

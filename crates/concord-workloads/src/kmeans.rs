@@ -1,6 +1,6 @@
 //! `kmeans`: Lloyd's k-means clustering over a large, long-lived set of points, modelled on
-//! HiBench's k-means (Spark MLlib). `--size` is the number of points in thousands (default
-//! [`DEFAULT_SIZE`] = 400, i.e. 400 000 points; allowed [`MIN_SIZE`]`..=`[`MAX_SIZE`]).
+//! HiBench's k-means (Spark MLlib). `--size` is the number of points in thousands ([`SIZE`]:
+//! default 400, i.e. 400 000 points; allowed 1..=10 000).
 //!
 //! # Data
 //!
@@ -65,8 +65,8 @@ use std::sync::{Condvar, Mutex};
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::splitmix as mix;
-use crate::scaffold::{self, detail, Size};
-use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "kmeans";
@@ -91,15 +91,11 @@ pub const ACCUMULATOR: ObjectType = ObjectType::fixed(0, (8 + DIMS * 8) as u16);
 /// An assignment tuple: slot 0 the point, payload cluster (`u64`) and squared distance (`u64`).
 pub const ASSIGNMENT: ObjectType = ObjectType::fixed(1, 16);
 
-/// Points in thousands when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 400;
-/// The smallest size accepted (1 000 points).
-pub const MIN_SIZE: u32 = 1;
-/// The largest size accepted (10 million points).
-pub const MAX_SIZE: u32 = 10_000;
-
-/// Measured smallest heap for [`DEFAULT_SIZE`] with 1 mutator (see the module documentation).
-pub const MEASURED_MIN_HEAP: usize = 28 * MIB;
+/// `--size`: thousands of points, 400 by default, 1 000 to 10 million points. The default heap
+/// is three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// mutator, scaled with the size, plus 2 MiB per extra mutator (see the module documentation).
+pub const SIZE: Size = Size::named("kmeans size", 400, 1..=10_000, " (thousands of points)")
+    .scaled_heap(28 * MIB, 2 * MIB);
 
 /// `(size, checksum of one round)` for the sizes whose checksum is known in advance (computed
 /// by [`reference_checksum`]; a test keeps them in sync).
@@ -107,33 +103,13 @@ pub const KNOWN_CHECKSUMS: &[(u32, u64)] = &[
     (1, 12_525_764_322_374_039_774),
     (2, 14_788_496_899_242_075_728),
     (4, 1_366_823_107_868_963_987),
-    (DEFAULT_SIZE, 18_080_225_268_874_896_019),
+    (SIZE.default(), 18_080_225_268_874_896_019),
 ];
 
 /// Payload offset of a point's id.
 const POINT_ID: usize = DIMS * 4;
 /// Seed of the data set.
 const SEED: u64 = 0x6b6d_6561_6e73_0001;
-
-/// `--size`: thousands of points.
-const SIZE: Size = Size::new(
-    "kmeans size",
-    DEFAULT_SIZE,
-    MIN_SIZE..=MAX_SIZE,
-    " (thousands of points)",
-);
-
-/// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
-/// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
-pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    SIZE.of(params)
-}
-
-/// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
-/// (at least 4 MiB), plus 2 MiB per mutator beyond the first; rounded up to MiB.
-pub fn default_heap(size: u32, mutators: usize) -> usize {
-    SIZE.scaled_heap(MEASURED_MIN_HEAP, 2 * MIB, size, mutators)
-}
 
 /// The checksum of one round at `size`, if it is in [`KNOWN_CHECKSUMS`].
 pub fn known_checksum(size: u32) -> Option<u64> {
@@ -385,27 +361,15 @@ struct Exchange {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KMeans;
 
-impl Workload for KMeans {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for KMeans {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "HiBench-like k-means: long-lived points in partitions, per-iteration distance buffers, \
          assignment tuples, accumulators and centroids; points split across mutators (size: \
-         thousands of points, default 400)"
-    }
+         thousands of points, default 400)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(SIZE.or_default(params), params.mutators)
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let points = u64::from(n) * 1000;
         let threads = params.mutators;
         let exchange = Exchange {
@@ -704,8 +668,7 @@ mod tests {
 
     #[test]
     fn points_are_deterministic_and_in_range() {
-        assert_eq!(point_coords(7), point_coords(7));
-        assert_ne!(point_coords(7), point_coords(8));
+        scaffold::assert_deterministic(point_coords);
         for id in 0..1000 {
             for x in point_coords(id) {
                 assert!(x.abs() < (1 << 20) + 3 * (1 << 16), "{x}");
@@ -733,15 +696,6 @@ mod tests {
             assert!(h.join().unwrap());
         });
         assert!(r.wait().is_err());
-    }
-
-    #[test]
-    fn size_range_and_default_heap() {
-        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
-            format!("{bad} (thousands of points) is out of range (allowed: 1..=10000)")
-        });
-        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
-        assert!(default_heap(DEFAULT_SIZE, 2) > default_heap(DEFAULT_SIZE, 1));
     }
 
     #[test]

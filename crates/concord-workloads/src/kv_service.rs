@@ -1,7 +1,7 @@
 //! `kv-service`: client threads doing gets and puts on an in-heap key-value store, with
 //! per-request latency percentiles; modelled on Cassandra under a YCSB workload A (50% reads,
-//! 50% updates). `--size` is the number of keys in thousands (default [`DEFAULT_SIZE`] = 50,
-//! i.e. 50 000 keys; allowed [`MIN_SIZE`]`..=`[`MAX_SIZE`]).
+//! 50% updates). `--size` is the number of keys in thousands ([`SIZE`]: default 50, i.e.
+//! 50 000 keys; allowed 1..=10 000).
 //!
 //! # Store
 //!
@@ -71,8 +71,8 @@ use hdrhistogram::Histogram;
 
 use crate::data::{byte_array, splitmix as mix, Pattern};
 use crate::kmeans::{Failure, Rendezvous};
-use crate::scaffold::{self, detail, Size};
-use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "kv-service";
@@ -82,12 +82,11 @@ pub const ENTRY: ObjectType = ObjectType::fixed(3, 16);
 /// Bytes of a key (`user` and 12 digits).
 pub const KEY_BYTES: usize = 16;
 
-/// Keys in thousands when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 50;
-/// The smallest size accepted (1 000 keys).
-pub const MIN_SIZE: u32 = 1;
-/// The largest size accepted (10 million keys).
-pub const MAX_SIZE: u32 = 10_000;
+/// `--size`: thousands of keys, 50 by default, 1 000 to 10 million keys. The default heap is
+/// three times an estimated smallest heap: the 28 MiB measured at the default size with one
+/// client, scaled with the size, plus 2 MiB per extra client (see the module documentation).
+pub const SIZE: Size = Size::named("kv-service size", 50, 1..=10_000, " (thousands of keys)")
+    .scaled_heap(28 * MIB, 2 * MIB);
 
 /// Requests per key per round.
 pub const REQUESTS_PER_KEY: u64 = 30;
@@ -95,9 +94,6 @@ pub const REQUESTS_PER_KEY: u64 = 30;
 pub const HOT_PERCENT: u64 = 80;
 /// Percentage of requests that are puts.
 pub const PUT_PERCENT: u64 = 50;
-
-/// Measured smallest heap for [`DEFAULT_SIZE`] with 1 client (see the module documentation).
-pub const MEASURED_MIN_HEAP: usize = 28 * MIB;
 
 const NEXT: usize = 0;
 const KEY: usize = 1;
@@ -110,26 +106,6 @@ const MAX_VALUE_WORDS: usize = 64;
 /// Seed of the request stream.
 const SEED: u64 = 0x6b76_5f73_6572_7669;
 const FINAL: u64 = 0x6669_6e61_6c00;
-
-/// `--size`: thousands of keys.
-const SIZE: Size = Size::new(
-    "kv-service size",
-    DEFAULT_SIZE,
-    MIN_SIZE..=MAX_SIZE,
-    " (thousands of keys)",
-);
-
-/// The size `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
-/// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
-pub fn size(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    SIZE.of(params)
-}
-
-/// Three times the estimated smallest heap: [`MEASURED_MIN_HEAP`] scaled linearly with `size`
-/// (at least 4 MiB), plus 2 MiB per client beyond the first; rounded up to MiB.
-pub fn default_heap(size: u32, mutators: usize) -> usize {
-    SIZE.scaled_heap(MEASURED_MIN_HEAP, 2 * MIB, size, mutators)
-}
 
 /// The sizes one round works with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,27 +231,15 @@ fn new_histogram() -> Histogram<u64> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KvService;
 
-impl Workload for KvService {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for KvService {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "Cassandra-like key-value service: client threads doing gets and puts (50/50, hot set) \
          on their shard of an in-heap hash table; per-request latency percentiles and \
-         throughput (size: thousands of keys, default 50)"
-    }
+         throughput (size: thousands of keys, default 50)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(SIZE.or_default(params), params.mutators)
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let shape = Shape::new(n);
         let expected = expected_checksum(n);
         let clients = params.mutators;
@@ -552,14 +516,5 @@ mod tests {
                 assert!((MIN_VALUE_WORDS..=MAX_VALUE_WORDS).contains(&n));
             }
         }
-    }
-
-    #[test]
-    fn size_range_and_default_heap() {
-        scaffold::assert_size_range(size, DEFAULT_SIZE, &[0, 10_001], |bad| {
-            format!("{bad} (thousands of keys) is out of range (allowed: 1..=10000)")
-        });
-        assert_eq!(default_heap(DEFAULT_SIZE, 1), 3 * MEASURED_MIN_HEAP);
-        assert!(default_heap(DEFAULT_SIZE, 4) > default_heap(DEFAULT_SIZE, 1));
     }
 }

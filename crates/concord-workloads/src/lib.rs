@@ -28,9 +28,11 @@
 //! [`run_copies`] and [`Mutator::blocking`] are for.
 //!
 //! What the workloads have in common is written once, in two private modules: `scaffold`
-//! (the `--size` parameter and its errors, default heap rules, threads, results, scopes that
-//! return a handle) and `data` (the splitmix64 and FNV-1a hashes, patterned values, byte
-//! arrays, bottom-up trees). The shared code never decides what a workload allocates: which
+//! (the `--size` parameter, [`Size`]: its default, range, errors and default heap; the
+//! [`Workload`] methods of a workload whose only own parameter is its size; threads, results,
+//! scopes that return a handle) and `data` (the splitmix64 and FNV-1a hashes, patterned
+//! values, byte arrays, bottom-up trees). Every workload with a size describes it in one
+//! `SIZE` constant of its module (e.g. [`database::SIZE`]). The shared code never decides what a workload allocates: which
 //! objects, in which order, how large and for how long is in the workload's own module (the
 //! allocation pattern is part of a GC benchmark's result); a shared builder allocates exactly
 //! the byte array, value or tree it is asked for.
@@ -61,6 +63,7 @@ pub use kmeans::KMeans;
 pub use kv_service::KvService;
 pub use queue_churn::{QueueChurn, QueueChurnParams};
 pub use render::Render;
+pub use scaffold::Size;
 pub use search::Search;
 pub use transform::Transform;
 
@@ -267,6 +270,96 @@ mod tests {
             assert!(w.default_heap(&WorkloadParams::default()) >= 4 * MIB);
         }
         assert!(lookup("no-such-workload").is_none());
+    }
+
+    /// Every size convention as users meet it: sizes at both ends of the range are accepted,
+    /// one beyond either end is rejected with its exact message, and the default heaps.
+    #[test]
+    fn sizes_messages_and_default_heaps() {
+        // (workload, range, message for the out-of-range size N, default heap in MiB at the
+        // default size and at the smallest, with one mutator)
+        let cases = [
+            (
+                "binary-trees",
+                4..=30,
+                "binary-trees depth (size) N is out of range (allowed: 4..=30)",
+                96,
+                64,
+            ),
+            (
+                "search",
+                1..=100_000,
+                "search size N (thousands of queries) is out of range (allowed: 1..=100000)",
+                21,
+                21,
+            ),
+            (
+                "transform",
+                1..=100_000,
+                "transform size N (thousands of documents) is out of range (allowed: 1..=100000)",
+                42,
+                42,
+            ),
+            (
+                "render",
+                4..=4096,
+                "render image side (size) N is out of range (allowed: 4..=4096)",
+                12,
+                12,
+            ),
+            (
+                "database",
+                1..=10_000,
+                "database size N (thousands of rows) is out of range (allowed: 1..=10000)",
+                84,
+                12,
+            ),
+            (
+                "kmeans",
+                1..=10_000,
+                "kmeans size N (thousands of points) is out of range (allowed: 1..=10000)",
+                84,
+                12,
+            ),
+            (
+                "kv-service",
+                1..=10_000,
+                "kv-service size N (thousands of keys) is out of range (allowed: 1..=10000)",
+                84,
+                12,
+            ),
+            (
+                "queue-churn",
+                1..=3600,
+                "queue-churn duration (size) N seconds is out of range (allowed: 1..=3600)",
+                4224,
+                4224,
+            ),
+        ];
+        for (name, range, message, heap_mib, smallest_heap_mib) in cases {
+            let w = lookup(name).expect("listed workload is found");
+            let params = |size, mutators| WorkloadParams {
+                mutators,
+                size,
+                ..Default::default()
+            };
+            for ok in [*range.start(), *range.end()] {
+                assert!(w.validate(&params(Some(ok), 1)).is_ok(), "{name} {ok}");
+            }
+            for bad in [range.start() - 1, range.end() + 1] {
+                let e = w.validate(&params(Some(bad), 1)).unwrap_err().to_string();
+                let want = message.replace('N', &bad.to_string());
+                assert_eq!(e, format!("bad parameter: {want}"));
+            }
+            let heap = |size, mutators| w.default_heap(&params(size, mutators));
+            assert_eq!(heap(None, 1), heap_mib * MIB, "{name}");
+            assert_eq!(
+                heap(Some(*range.start()), 1),
+                smallest_heap_mib * MIB,
+                "{name}"
+            );
+            assert!(heap(None, 4) >= heap(None, 1), "{name}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `queue-churn`: the LinkedIn `Test.java` program of paper 002 (§4.2): objects of 10 KiB are
 //! appended to a queue; whenever it holds 100 000 of them, the oldest 50 000 are removed. It
-//! runs for a fixed duration (`--size` seconds, default [`DEFAULT_SECONDS`]); the work done is
+//! runs for a fixed duration (`--size` seconds, [`SIZE`], default 3); the work done is
 //! the number of objects enqueued, and the pause timeline (the point of the experiment) comes
 //! from the collection records.
 //!
@@ -43,22 +43,11 @@ use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult,
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "queue-churn";
 
-/// Duration in seconds when `--size` is not given.
-pub const DEFAULT_SECONDS: u32 = 3;
-/// Longest duration (`--size`), seconds.
-pub const MAX_SECONDS: u32 = 3600;
-
-/// `--size`: the duration of a round.
-const SIZE: Size = Size::new(
-    "queue-churn duration (size)",
-    DEFAULT_SECONDS,
-    1..=MAX_SECONDS,
-    " seconds",
-);
-
-/// Default heap per mutator with the standard parameters: three times the measured smallest
-/// heap (1408 MiB, see the module documentation).
-pub const DEFAULT_HEAP_PER_COPY: usize = 3 * 1408 * MIB;
+/// `--size`: the duration of a round in seconds, 3 by default, at most an hour. The default
+/// heap with the standard parameters is three times the measured smallest heap, 1408 MiB per
+/// mutator, whatever the duration (see the module documentation).
+pub const SIZE: Size = Size::named("queue-churn duration (size)", 3, 1..=3600, " seconds")
+    .measured_heap(1408 * MIB, 1408 * MIB);
 
 /// The queue: `ring` (a reference array); payload `head: u64`, `len: u64`.
 pub const QUEUE: ObjectType = ObjectType::fixed(1, 16);
@@ -92,7 +81,7 @@ impl QueueChurnParams {
             object_bytes: 10 * 1024,
             high_water: 100_000,
             remove: 50_000,
-            default_duration: Duration::from_secs(DEFAULT_SECONDS as u64),
+            default_duration: Duration::from_secs(SIZE.default() as u64),
         }
     }
 
@@ -151,7 +140,7 @@ impl QueueChurn {
         &self.params
     }
 
-    /// How long a round runs for `params`: `size` seconds (`1..=`[`MAX_SECONDS`]), else the
+    /// How long a round runs for `params`: `size` seconds (checked against [`SIZE`]), else the
     /// parameters' default duration.
     pub fn duration(&self, params: &WorkloadParams) -> Result<Duration, WorkloadError> {
         match params.size {
@@ -179,13 +168,13 @@ impl Workload for QueueChurn {
     }
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
-        let per_copy = if self.params == QueueChurnParams::standard() {
-            DEFAULT_HEAP_PER_COPY
-        } else {
-            // Standard ratio: 3 x 1.4 x the peak live set.
+        if self.params == QueueChurnParams::standard() {
+            return SIZE.default_heap(params);
+        }
+        // Standard ratio: 3 x 1.4 x the peak live set.
+        let per_copy =
             scaffold::round_up_mib(self.params.peak_live_bytes().saturating_mul(42) / 10)
-                .max(4 * MIB)
-        };
+                .max(4 * MIB);
         per_copy.saturating_mul(params.mutators.max(1))
     }
 
@@ -384,7 +373,7 @@ mod tests {
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("removing 101 at a time"), "{e}");
         let w = QueueChurn::standard();
-        for bad in [0, MAX_SECONDS + 1] {
+        for bad in [0, 3601] {
             let e = w
                 .validate(&WorkloadParams {
                     size: Some(bad),
@@ -398,10 +387,7 @@ mod tests {
             w.duration(&WorkloadParams::default()).unwrap(),
             Duration::from_secs(3)
         );
-        assert_eq!(
-            w.default_heap(&WorkloadParams::default()),
-            DEFAULT_HEAP_PER_COPY
-        );
+        assert_eq!(w.default_heap(&WorkloadParams::default()), 3 * 1408 * MIB);
         assert!(QueueChurnParams::standard().peak_live_bytes() > 970 * MIB);
         assert_eq!(triangle(0), 0);
         assert_eq!(triangle(1), 0);

@@ -3,7 +3,7 @@
 //!
 //! The scene, built once per mutator and long-lived, is a checkered ground plane, eight spheres
 //! (some reflective) and two point lights, all heap objects whose positions and colors are
-//! [`VEC`] objects. The image is `N x N` pixels (`--size N`, default [`DEFAULT_SIZE`]); row `y`
+//! [`VEC`] objects. The image is `N x N` pixels (`--size N`, [`SIZE`], default 200); row `y`
 //! is rendered by mutator `y % mutators`. Each pixel averages 2 x 2 samples; a sample traces a
 //! ray from the eye with Phong shading (ambient, diffuse, specular with exponent 32), shadow
 //! rays to both lights, and reflections up to [`MAX_DEPTH`] bounces.
@@ -34,27 +34,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::scaffold::{self, detail, Size};
-use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "render";
 
-/// Image side in pixels when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 200;
-/// Smallest image side (`--size`).
-pub const MIN_SIZE: u32 = 4;
-/// Largest image side (`--size`).
-pub const MAX_SIZE: u32 = 4096;
+/// `--size`: the image side in pixels, 200 by default, 4 to 4096. The default heap is three
+/// times the measured smallest heap, 4 MiB, for any size and number of mutators (see the
+/// module documentation).
+pub const SIZE: Size =
+    Size::named("render image side (size)", 200, 4..=4096, "").measured_heap(4 * MIB, 0);
+
 /// Reflection bounces after the primary ray.
 pub const MAX_DEPTH: u32 = 2;
 
 /// [`expected_checksum`] of the default size, stored so that default runs do not spend time
 /// on the reference (a unit test recomputes it).
 pub const DEFAULT_EXPECTED: u64 = 7_505_324_744_844_910;
-
-/// Default heap: three times the measured smallest heap (4 MiB), for any number of mutators.
-pub const DEFAULT_HEAP: usize = 12 * MIB;
 
 /// A vector: payload `x`, `y`, `z` as `f64`.
 pub const VEC: ObjectType = ObjectType::fixed(0, 24);
@@ -511,24 +508,16 @@ fn build_scene(m: &mut Mutator<'_>) -> Result<Handle, GcError> {
                 m.write_f64(s, S_RADIUS, d.radius);
                 m.write_f64(s, S_REFLECT, d.reflect);
                 m.write_f64(s, S_DIFFUSE, d.diffuse);
-                let pos = m.vec(d.pos[0], d.pos[1], d.pos[2])?;
-                m.set_ref(s, POS, Some(pos));
-                let color = m.vec(d.color[0], d.color[1], d.color[2])?;
-                m.set_ref(s, COLOR, Some(color));
-                Ok::<_, GcError>(())
+                set_pos_and_color(m, s, d.pos, d.color)
             })?;
         }
         let lights = m.alloc_ref_array(LIGHT_DEFS.len())?;
         m.set_ref(scene, LIGHTS, Some(lights));
-        for (i, (p, c)) in LIGHT_DEFS.iter().enumerate() {
+        for (i, &(pos, color)) in LIGHT_DEFS.iter().enumerate() {
             m.scope(|m| {
                 let l = m.alloc(LIGHT)?;
                 m.set_ref(lights, i, Some(l));
-                let pos = m.vec(p[0], p[1], p[2])?;
-                m.set_ref(l, POS, Some(pos));
-                let color = m.vec(c[0], c[1], c[2])?;
-                m.set_ref(l, COLOR, Some(color));
-                Ok::<_, GcError>(())
+                set_pos_and_color(m, l, pos, color)
             })?;
         }
         Ok::<_, GcError>(())
@@ -536,9 +525,44 @@ fn build_scene(m: &mut Mutator<'_>) -> Result<Handle, GcError> {
     Ok(scene)
 }
 
+/// New vectors `pos` and `color`, in this order, in the `pos` and `color` slots of the shape or
+/// light `obj` (the handles are the caller's).
+fn set_pos_and_color(
+    m: &mut Mutator<'_>,
+    obj: Handle,
+    pos: [f64; 3],
+    color: [f64; 3],
+) -> Result<(), GcError> {
+    let pos = m.vec(pos[0], pos[1], pos[2])?;
+    m.set_ref(obj, POS, Some(pos));
+    let color = m.vec(color[0], color[1], color[2])?;
+    m.set_ref(obj, COLOR, Some(color));
+    Ok(())
+}
+
+/// A scene that lost a part, which `what` names.
+fn lost(what: &str) -> WorkloadError {
+    WorkloadError::Corrupt(format!("render: the scene lost {what}"))
+}
+
+/// The `pos` and `color` vectors of `obj`, a shape or light (`what`), as handles of the
+/// caller's scope.
+fn pos_and_color(
+    m: &mut Mutator<'_>,
+    obj: Handle,
+    what: &str,
+) -> Result<(Handle, Handle), WorkloadError> {
+    let pos = m
+        .get_ref(obj, POS)
+        .ok_or_else(|| lost(&format!("a {what}'s position")))?;
+    let color = m
+        .get_ref(obj, COLOR)
+        .ok_or_else(|| lost(&format!("a {what}'s color")))?;
+    Ok((pos, color))
+}
+
 /// Reads the heap scene into a view whose vectors are handles of the caller's scope.
 fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, WorkloadError> {
-    let lost = |what: &str| WorkloadError::Corrupt(format!("render: the scene lost {what}"));
     let shapes = m.get_ref(scene, SHAPES).ok_or_else(|| lost("its shapes"))?;
     let lights = m.get_ref(scene, LIGHTS).ok_or_else(|| lost("its lights"))?;
     if m.array_len(shapes) != SHAPE_DEFS.len() || m.array_len(lights) != LIGHT_DEFS.len() {
@@ -550,10 +574,7 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
     };
     for i in 0..SHAPE_DEFS.len() {
         let s = m.get_ref(shapes, i).ok_or_else(|| lost("a shape"))?;
-        let pos = m
-            .get_ref(s, POS)
-            .ok_or_else(|| lost("a shape's position"))?;
-        let color = m.get_ref(s, COLOR).ok_or_else(|| lost("a shape's color"))?;
+        let (pos, color) = pos_and_color(m, s, "shape")?;
         view.shapes.push(ShapeView {
             sphere: m.read_u64(s, S_KIND) == 0,
             pos,
@@ -565,27 +586,10 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
     }
     for i in 0..LIGHT_DEFS.len() {
         let l = m.get_ref(lights, i).ok_or_else(|| lost("a light"))?;
-        let pos = m
-            .get_ref(l, POS)
-            .ok_or_else(|| lost("a light's position"))?;
-        let color = m.get_ref(l, COLOR).ok_or_else(|| lost("a light's color"))?;
+        let (pos, color) = pos_and_color(m, l, "light")?;
         view.lights.push(LightView { pos, color });
     }
     Ok(view)
-}
-
-/// `--size`: the image side in pixels.
-const SIZE: Size = Size::new(
-    "render image side (size)",
-    DEFAULT_SIZE,
-    MIN_SIZE..=MAX_SIZE,
-    "",
-);
-
-/// The image side `params.size` asks for (default [`DEFAULT_SIZE`]), checked against
-/// [`MIN_SIZE`]`..=`[`MAX_SIZE`].
-pub fn side(params: &WorkloadParams) -> Result<u32, WorkloadError> {
-    SIZE.of(params)
 }
 
 // ---- the workload ----
@@ -594,26 +598,14 @@ pub fn side(params: &WorkloadParams) -> Result<u32, WorkloadError> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Render;
 
-impl Workload for Render {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for Render {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "a ray tracer whose every vector operation allocates a new 3-double object; the \
-         mutators share the rows of an N x N image (size N, default 200)"
-    }
+         mutators share the rows of an N x N image (size N, default 200)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, _params: &WorkloadParams) -> usize {
-        DEFAULT_HEAP
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let expected = SIZE.stored_or(n, DEFAULT_EXPECTED, || expected_checksum(n));
         let side = n as usize;
         let mutators = params.mutators;
@@ -659,15 +651,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn size_range_is_enforced() {
-        scaffold::assert_size_range(side, DEFAULT_SIZE, &[0, 3, 4097], |_| {
-            "out of range (allowed: 4..=4096)".into()
-        });
-    }
-
-    #[test]
     fn stored_default_checksum_is_the_reference() {
-        assert_eq!(expected_checksum(DEFAULT_SIZE), DEFAULT_EXPECTED);
+        assert_eq!(expected_checksum(SIZE.default()), DEFAULT_EXPECTED);
     }
 
     #[test]

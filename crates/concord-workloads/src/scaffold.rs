@@ -1,8 +1,9 @@
 //! What the workloads' drivers have in common, written once: the `--size` parameter
-//! ([`Size`]: default, range, error message), default heap rules, running work on mutator
+//! ([`Size`]: default, range, error message, default heap), the [`Workload`] methods of a
+//! workload whose only own parameter is its size ([`SizedWorkload`]), running work on mutator
 //! threads, building the [`WorkloadResult`] and its details, scopes that return a handle,
-//! corruption messages that name the tree, and for unit tests small heaps and size-range
-//! checks.
+//! corruption messages that name the tree, and for unit tests small heaps and checks that
+//! generators are deterministic.
 //!
 //! None of it allocates on the workloads' behalf: what a workload allocates, in which order and
 //! for how long stays in its own module.
@@ -11,34 +12,142 @@ use std::ops::RangeInclusive;
 
 use concord::{GcError, Handle, Heap, Mutator};
 
-use crate::{WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
-/// A workload's `--size` parameter: its default, the values it accepts, and how an error
-/// names it: `"{what} {value}{unit} is out of range (allowed: {min}..={max})"`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Size {
+/// A workload's `--size` parameter, all of its size convention in one value: how an error
+/// names it, its default, the values it accepts and the default heap that goes with a size.
+///
+/// Each workload with a size has one, as its module's `SIZE`, written
+/// `Size::named(what, default, range, unit)` and then the default heap rule: one of
+/// `.measured_heap(min, per_extra)`, `.scaled_heap(min, per_extra)` or `.computed_heap(f)`
+/// (see [`Size::heap`]). An out-of-range size is reported as
+/// `"{what} {value}{unit} is out of range (allowed: {min}..={max})"`.
+#[derive(Clone, Debug)]
+pub struct Size {
+    /// Names the size before its value: "database size", "render image side (size)".
     what: &'static str,
+    /// The size when `--size` is not given.
     default: u32,
+    /// The sizes accepted.
     range: RangeInclusive<u32>,
+    /// Follows the value: empty or starting with a space (" (thousands of rows)", " seconds").
     unit: &'static str,
+    /// The default heap for a size and a number of mutators.
+    heap: DefaultHeap,
 }
 
-impl Size {
-    /// `what` names the size before its value ("database size", "render image side (size)");
-    /// `unit` follows the value and is empty or starts with a space (" (thousands of rows)",
-    /// " seconds").
-    pub(crate) const fn new(
-        what: &'static str,
-        default: u32,
-        range: RangeInclusive<u32>,
-        unit: &'static str,
-    ) -> Self {
+/// A [`Size`] whose default heap is still to be given: what [`Size::named`] returns.
+pub(crate) struct SizeWithoutHeap(&'static str, u32, RangeInclusive<u32>, &'static str);
+
+impl SizeWithoutHeap {
+    /// With [`DefaultHeap::Measured`].
+    pub(crate) const fn measured_heap(self, min: usize, per_extra: usize) -> Size {
+        self.heap(DefaultHeap::Measured { min, per_extra })
+    }
+
+    /// With [`DefaultHeap::Scaled`].
+    pub(crate) const fn scaled_heap(self, min: usize, per_extra: usize) -> Size {
+        self.heap(DefaultHeap::Scaled { min, per_extra })
+    }
+
+    /// With [`DefaultHeap::Computed`].
+    pub(crate) const fn computed_heap(self, heap: fn(u32, usize) -> usize) -> Size {
+        self.heap(DefaultHeap::Computed(heap))
+    }
+
+    const fn heap(self, heap: DefaultHeap) -> Size {
+        let SizeWithoutHeap(what, default, range, unit) = self;
         Size {
             what,
             default,
             range,
             unit,
+            heap,
         }
+    }
+}
+
+/// How a workload's default heap follows from its size and its number of mutators. The
+/// measured figures are smallest heaps that complete (optimized preset, 2 GC threads, release
+/// build), as each workload's module documentation reports them. Both measured rules give
+/// `3 · (smallest heap + per_extra · (mutators - 1))`, the smallest heap taken as at least
+/// 4 MiB, rounded up to MiB.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DefaultHeap {
+    /// The smallest heap is `min` whatever the size (the live set does not grow with it).
+    Measured {
+        /// The smallest heap with one mutator.
+        min: usize,
+        /// What each further mutator adds to it.
+        per_extra: usize,
+    },
+    /// The smallest heap is estimated as `min` scaled linearly with the size (capped at the
+    /// largest size).
+    Scaled {
+        /// The smallest heap at the default size with one mutator.
+        min: usize,
+        /// What each further mutator adds to it.
+        per_extra: usize,
+    },
+    /// The workload's own function of the size and the number of mutators.
+    Computed(fn(u32, usize) -> usize),
+}
+
+impl Size {
+    /// A size named `what` before its value, `default` when not given, accepting `range`, with
+    /// `unit` after the value (empty or starting with a space); its default heap rule follows.
+    pub(crate) const fn named(
+        what: &'static str,
+        default: u32,
+        range: RangeInclusive<u32>,
+        unit: &'static str,
+    ) -> SizeWithoutHeap {
+        SizeWithoutHeap(what, default, range, unit)
+    }
+
+    /// The size when `--size` is not given.
+    pub const fn default(&self) -> u32 {
+        self.default
+    }
+
+    /// The sizes accepted.
+    pub const fn range(&self) -> &RangeInclusive<u32> {
+        &self.range
+    }
+
+    /// `params.size`, or the default, checked against the range.
+    pub fn of(&self, params: &WorkloadParams) -> Result<u32, WorkloadError> {
+        self.check(self.or_default(params))
+    }
+
+    /// The default heap in bytes for `size` (in range or not) and `mutators` mutators, by the
+    /// workload's rule:
+    ///
+    /// - measured: three times the smallest heap measured with one mutator plus the measured
+    ///   increment per further mutator, whatever the size;
+    /// - scaled: the same, the smallest heap measured at the default size scaled linearly with
+    ///   the size (capped at the largest size);
+    /// - computed: the workload's own function of the size and the number of mutators.
+    ///
+    /// The measured rules take the smallest heap as at least 4 MiB and round up to MiB.
+    pub fn heap(&self, size: u32, mutators: usize) -> usize {
+        let (min, per_extra) = match self.heap {
+            DefaultHeap::Measured { min, per_extra } => (min, per_extra),
+            DefaultHeap::Scaled { min, per_extra } => {
+                let per_size = min as f64 / f64::from(self.default);
+                let scaled = per_size * f64::from(size.min(*self.range.end()));
+                (scaled as usize, per_extra)
+            }
+            DefaultHeap::Computed(heap) => return heap(size, mutators),
+        };
+        let extra = per_extra.saturating_mul(mutators.saturating_sub(1));
+        round_up_mib(min.max(4 * MIB).saturating_add(extra).saturating_mul(3))
+    }
+
+    /// The default heap for `params`: [`Size::heap`] of `params.size` (unchecked; the default
+    /// if not given) and `params.mutators`.
+    pub fn default_heap(&self, params: &WorkloadParams) -> usize {
+        self.heap(self.or_default(params), params.mutators)
     }
 
     /// `n` if the range holds it, else an error naming the size, `n` and the range.
@@ -56,13 +165,8 @@ impl Size {
     }
 
     /// `params.size`, or the default, unchecked (default heaps take any size).
-    pub(crate) fn or_default(&self, params: &WorkloadParams) -> u32 {
+    fn or_default(&self, params: &WorkloadParams) -> u32 {
         params.size.unwrap_or(self.default)
-    }
-
-    /// `params.size`, or the default, checked against the range.
-    pub(crate) fn of(&self, params: &WorkloadParams) -> Result<u32, WorkloadError> {
-        self.check(self.or_default(params))
     }
 
     /// The common parameters checked ([`WorkloadParams::validate`]), then the size: all a
@@ -81,27 +185,47 @@ impl Size {
             compute()
         }
     }
-
-    /// Three times an estimated smallest heap: `measured_min` (at the default size) scaled
-    /// linearly with `size` (capped at the largest size, at least 4 MiB), plus `per_mutator`
-    /// bytes for every mutator beyond the first; rounded up to MiB.
-    pub(crate) fn scaled_heap(
-        &self,
-        measured_min: usize,
-        per_mutator: usize,
-        size: u32,
-        mutators: usize,
-    ) -> usize {
-        let per_size = measured_min as f64 / f64::from(self.default);
-        let min = (per_size * f64::from(size.min(*self.range.end()))) as usize;
-        let min = min.max(4 * MIB) + per_mutator * mutators.saturating_sub(1);
-        round_up_mib(min.saturating_mul(3))
-    }
 }
 
-/// `one` for one mutator plus `per_extra` for every further one.
-pub(crate) fn linear_heap(one: usize, per_extra: usize, mutators: usize) -> usize {
-    one.saturating_add(per_extra.saturating_mul(mutators.max(1) - 1))
+/// A workload whose only own parameter is its `--size` (a unit struct): its name, description
+/// and [`Size`] are all that [`Workload`]'s methods other than `run` need (the size gives the
+/// default heap and the checks), and it runs with the size already checked. Implementing this
+/// implements [`Workload`].
+pub(crate) trait SizedWorkload: Send + Sync {
+    /// [`Workload::name`].
+    const NAME: &'static str;
+    /// [`Workload::description`].
+    const DESCRIPTION: &'static str;
+    /// The `--size` parameter, which [`Workload::validate`] checks and which gives
+    /// [`Workload::default_heap`].
+    const SIZE: Size;
+
+    /// Runs the workload as [`Workload::run`] does, once `params` are checked, `n` being the
+    /// size they ask for.
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError>;
+}
+
+impl<W: SizedWorkload> Workload for W {
+    fn name(&self) -> &'static str {
+        W::NAME
+    }
+
+    fn description(&self) -> &'static str {
+        W::DESCRIPTION
+    }
+
+    fn default_heap(&self, params: &WorkloadParams) -> usize {
+        W::SIZE.default_heap(params)
+    }
+
+    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
+        W::SIZE.checked(params).map(drop)
+    }
+
+    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
+        let n = W::SIZE.checked(params)?;
+        <W as SizedWorkload>::run(heap, params, n)
+    }
 }
 
 /// `x` rounded up to a whole number of mebibytes.
@@ -232,20 +356,12 @@ pub(crate) fn test_heap(heap_size: usize, verify: bool) -> Heap {
     Heap::new(c).expect("test configuration is valid")
 }
 
-/// Asserts that `f` takes the default size to `default` and rejects every size in `bad` with
-/// a message containing `needle(size)`.
+/// Asserts that the generator `generate` is deterministic and depends on its seed: the same
+/// output twice for one seed, another for the next seed.
 #[cfg(test)]
-pub(crate) fn assert_size_range<T: std::fmt::Debug + PartialEq>(
-    f: impl Fn(&WorkloadParams) -> Result<T, WorkloadError>,
-    default: T,
-    bad: &[u32],
-    needle: impl Fn(u32) -> String,
-) {
-    assert_eq!(f(&WorkloadParams::default()).unwrap(), default);
-    for &size in bad {
-        let e = size_error(&f, size);
-        assert!(e.contains(&needle(size)), "{e}");
-    }
+pub(crate) fn assert_deterministic<T: std::fmt::Debug + PartialEq>(generate: impl Fn(u64) -> T) {
+    assert_eq!(generate(7), generate(7));
+    assert_ne!(generate(7), generate(8));
 }
 
 /// The message of the error `f` reports for `--size size`.
@@ -266,11 +382,17 @@ fn size_error<T: std::fmt::Debug>(
 mod tests {
     use super::*;
 
-    const SIZE: Size = Size::new("thing size", 10, 2..=40, " (widgets)");
+    /// A size with the scaled heap rule.
+    const SIZE: Size = thing().scaled_heap(20 * MIB, MIB);
+
+    const fn thing() -> SizeWithoutHeap {
+        Size::named("thing size", 10, 2..=40, " (widgets)")
+    }
 
     #[test]
     fn size_defaults_checks_and_names_itself() {
         assert_eq!(SIZE.of(&WorkloadParams::default()).unwrap(), 10);
+        assert_eq!((SIZE.default(), SIZE.range()), (10, &(2..=40)));
         let e = size_error(|p| SIZE.of(p), 41);
         assert_eq!(
             e,
@@ -291,12 +413,23 @@ mod tests {
 
     #[test]
     fn default_heap_rules() {
-        // Capped at the largest size, at least 4 MiB before tripling.
-        assert_eq!(SIZE.scaled_heap(20 * MIB, MIB, 10, 1), 60 * MIB);
-        assert_eq!(SIZE.scaled_heap(20 * MIB, MIB, 80, 1), 240 * MIB);
-        assert_eq!(SIZE.scaled_heap(20 * MIB, MIB, 1, 3), 18 * MIB);
-        assert_eq!(linear_heap(3, 2, 0), 3);
-        assert_eq!(linear_heap(3, 2, 4), 9);
+        // Scaled: capped at the largest size, at least 4 MiB before tripling.
+        assert_eq!(SIZE.heap(10, 1), 60 * MIB);
+        assert_eq!(SIZE.heap(80, 1), 240 * MIB);
+        assert_eq!(SIZE.heap(1, 3), 18 * MIB);
+        let p = WorkloadParams {
+            mutators: 2,
+            ..Default::default()
+        };
+        assert_eq!(SIZE.default_heap(&p), 63 * MIB);
+        // Measured: the same at every size; no mutators count as one.
+        let measured = thing().measured_heap(7 * MIB, 8 * MIB);
+        assert_eq!(measured.heap(1, 1), 21 * MIB);
+        assert_eq!(measured.heap(40, 0), 21 * MIB);
+        assert_eq!(measured.heap(2, 4), 93 * MIB);
+        // Computed.
+        let computed = thing().computed_heap(|size, mutators| size as usize * mutators);
+        assert_eq!(computed.heap(3, 5), 15);
         assert_eq!(round_up_mib(MIB + 1), 2 * MIB);
     }
 

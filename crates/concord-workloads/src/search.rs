@@ -4,7 +4,7 @@
 //! Each mutator builds its own in-heap inverted index of [`DOCS`] deterministic synthetic
 //! documents (about 140 words each from a Zipf-like vocabulary of [`VOCAB`] terms) once; the
 //! index is long-lived. Then the mutators share a fixed number of queries (`--size` thousand,
-//! default [`DEFAULT_SIZE`]; query `q` runs on mutator `q % mutators`). A query:
+//! [`SIZE`], default 30; query `q` runs on mutator `q % mutators`). A query:
 //!
 //! 1. writes its text (1 to 3 words, mixed case and punctuation, sometimes a word the corpus
 //!    does not contain) into a byte array;
@@ -49,8 +49,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
-use crate::scaffold::{self, detail, Size};
-use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
+use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "search";
@@ -63,19 +63,16 @@ pub const VOCAB: u64 = 5000;
 pub const TOP_K: usize = 10;
 /// Longest token; longer runs of letters are truncated.
 pub const MAX_TOKEN: usize = 32;
-/// Thousands of queries when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 30;
-/// Largest `--size` (thousands of queries).
-pub const MAX_SIZE: u32 = 100_000;
+
+/// `--size`: thousands of queries, 30 by default, at most 100 million queries. The default
+/// heap is three times the measured smallest heap, 7 MiB with one mutator plus 8 MiB per
+/// further mutator, whatever the size (see the module documentation).
+pub const SIZE: Size = Size::named("search size", 30, 1..=100_000, " (thousands of queries)")
+    .measured_heap(7 * MIB, 8 * MIB);
 
 /// [`expected_checksum`] of the default size, stored so that default runs do not spend time
 /// on the reference (a unit test recomputes it).
 pub const DEFAULT_EXPECTED: u64 = 16_091_567_444_110_100_759;
-
-/// Default heap for one mutator: three times the measured smallest heap (7 MiB).
-pub const DEFAULT_HEAP_ONE: usize = 21 * MIB;
-/// Default heap added per further mutator: three times the measured increment (8 MiB).
-pub const DEFAULT_HEAP_PER_EXTRA: usize = 24 * MIB;
 
 /// The index root: `table`, `docs`.
 pub const INDEX: ObjectType = ObjectType::fixed(2, 0);
@@ -252,20 +249,6 @@ impl QueryHash {
     }
 }
 
-/// `--size`: thousands of queries.
-const SIZE: Size = Size::new(
-    "search size",
-    DEFAULT_SIZE,
-    1..=MAX_SIZE,
-    " (thousands of queries)",
-);
-
-/// The number of queries `params.size` asks for (thousands; default [`DEFAULT_SIZE`]),
-/// checked against `1..=`[`MAX_SIZE`].
-pub fn queries(params: &WorkloadParams) -> Result<u64, WorkloadError> {
-    Ok(u64::from(SIZE.of(params)?) * 1000)
-}
-
 // ---- the reference implementation (plain Rust) ----
 
 /// Whether hit `a` ranks before hit `b`, both `(score, doc)`: higher score, then lower doc.
@@ -357,33 +340,15 @@ pub fn expected_checksum(queries: u64) -> u64 {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Search;
 
-/// Default heap for `mutators` mutators: [`DEFAULT_HEAP_ONE`] plus [`DEFAULT_HEAP_PER_EXTRA`]
-/// per further mutator.
-pub fn default_heap(mutators: usize) -> usize {
-    scaffold::linear_heap(DEFAULT_HEAP_ONE, DEFAULT_HEAP_PER_EXTRA, mutators)
-}
-
-impl Workload for Search {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn description(&self) -> &'static str {
+impl SizedWorkload for Search {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str =
         "a search engine: each mutator indexes a synthetic corpus once, then the mutators share \
          N thousand queries that tokenize, score into short-lived hits and keep the top 10 \
-         (size N, default 30)"
-    }
+         (size N, default 30)";
+    const SIZE: Size = SIZE;
 
-    fn default_heap(&self, params: &WorkloadParams) -> usize {
-        default_heap(params.mutators)
-    }
-
-    fn validate(&self, params: &WorkloadParams) -> Result<(), WorkloadError> {
-        SIZE.checked(params).map(drop)
-    }
-
-    fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
-        let n = SIZE.checked(params)?;
+    fn run(heap: &Heap, params: &WorkloadParams, n: u32) -> Result<WorkloadResult, WorkloadError> {
         let queries = u64::from(n) * 1000;
         let expected = SIZE.stored_or(n, DEFAULT_EXPECTED, || expected_checksum(queries));
         let mutators = params.mutators as u64;
@@ -733,8 +698,8 @@ mod tests {
 
     #[test]
     fn corpus_is_deterministic_and_tokenizes() {
-        assert_eq!(doc_text(7), doc_text(7));
-        assert_ne!(doc_text(7), doc_text(8));
+        scaffold::assert_deterministic(|d| doc_text(d as usize));
+        scaffold::assert_deterministic(query_text);
         let mut spans = Vec::new();
         token_spans(b"Foo, bar-BAZ  q?", &mut spans);
         assert_eq!(spans, [(0, 3), (5, 3), (9, 3), (14, 1)]);
@@ -761,16 +726,9 @@ mod tests {
     }
 
     #[test]
-    fn size_range_is_enforced() {
-        scaffold::assert_size_range(queries, 30_000, &[0, MAX_SIZE + 1], |_| {
-            "out of range (allowed: 1..=100000)".into()
-        });
-    }
-
-    #[test]
     fn stored_default_checksum_is_the_reference() {
         assert_eq!(
-            expected_checksum(u64::from(DEFAULT_SIZE) * 1000),
+            expected_checksum(u64::from(SIZE.default()) * 1000),
             DEFAULT_EXPECTED
         );
     }

@@ -1,9 +1,8 @@
 //! `transform`: tree-to-tree transformation of XML-like documents, standing for DaCapo `xalan`
 //! (scalable; medium-lived objects).
 //!
-//! The mutators share a fixed number of documents (`--size` thousand, default
-//! [`DEFAULT_SIZE`]; document `d` is transformed by mutator `d % mutators`). For each document a
-//! mutator:
+//! The mutators share a fixed number of documents (`--size` thousand, [`SIZE`], default 12;
+//! document `d` is transformed by mutator `d % mutators`). For each document a mutator:
 //!
 //! 1. builds the input tree from a deterministic generator: a `catalog` element with 16 to 48
 //!    `item` elements, each with attributes `id`, `category` (`cat-N`) and `price` (decimal
@@ -28,7 +27,8 @@
 //! `mix(hash)`, taken as outputs leave the ring (or at the end), so it does not depend on how
 //! the documents are split across mutators. [`expected_checksum`] derives it from the same
 //! generator with an independent implementation that writes the output serialization
-//! directly from the generated records; `run` computes it before attaching any mutator, except
+//! directly from the generated records (sharing only the grouping rule with the heap
+//! transformation); `run` computes it before attaching any mutator, except
 //! at the default size, whose value is stored ([`DEFAULT_EXPECTED`], checked by a unit test).
 //!
 //! Heap objects: [`ELEM`] (`name`, `attrs`, `children`, `text`; payload `u64`, the stored hash
@@ -61,19 +61,21 @@ pub const NAME: &str = "transform";
 pub const WINDOW: usize = 1024;
 /// Item categories.
 pub const CATEGORIES: u32 = 8;
-/// Thousands of documents when `--size` is not given.
-pub const DEFAULT_SIZE: u32 = 12;
-/// Largest `--size` (thousands of documents).
-pub const MAX_SIZE: u32 = 100_000;
+
+/// `--size`: thousands of documents, 12 by default, at most 100 million documents. The default
+/// heap (with the standard window) is three times the measured smallest heap, 14 MiB per
+/// mutator, whatever the size (see the module documentation).
+pub const SIZE: Size = Size::named(
+    "transform size",
+    12,
+    1..=100_000,
+    " (thousands of documents)",
+)
+.measured_heap(14 * MIB, 14 * MIB);
 
 /// [`expected_checksum`] of the default size, stored so that default runs do not spend time
 /// on the reference (a unit test recomputes it).
 pub const DEFAULT_EXPECTED: u64 = 11_659_266_462_676_012_356;
-
-/// Default heap for one mutator: three times the measured smallest heap (14 MiB).
-pub const DEFAULT_HEAP_ONE: usize = 42 * MIB;
-/// Default heap added per further mutator: three times the measured increment (14 MiB).
-pub const DEFAULT_HEAP_PER_EXTRA: usize = 42 * MIB;
 
 /// An element: `name`, `attrs` (reference array of [`ATTR`]), `children` (reference array of
 /// [`ELEM`]), `text` (byte array); payload `u64` (the output hash, in a `report`).
@@ -248,25 +250,34 @@ impl Markup for Fnv {
     }
 }
 
-/// `--size`: thousands of documents.
-const SIZE: Size = Size::new(
-    "transform size",
-    DEFAULT_SIZE,
-    1..=MAX_SIZE,
-    " (thousands of documents)",
-);
-
-/// The thousands of documents `params.size` asks for (default [`DEFAULT_SIZE`]), checked
-/// against `1..=`[`MAX_SIZE`].
-pub fn documents(params: &WorkloadParams) -> Result<u64, WorkloadError> {
-    Ok(u64::from(SIZE.of(params)?) * 1000)
-}
-
 // ---- the reference implementation (plain Rust) ----
 
 /// The value of an item: `price * qty`.
 fn value(price: u64, qty: u64) -> u64 {
     price * qty
+}
+
+/// The stylesheet's grouping, shared by the reference and the heap transformation: for each
+/// category in ascending order that has any, its items of nonzero value sorted by value
+/// (descending) then id, and their total value. `key` gives an item's `(category, value, id)`.
+fn groups<T>(items: &[T], key: impl Fn(&T) -> (u32, u64, u64)) -> Vec<(u32, Vec<&T>, u64)> {
+    let mut out = Vec::new();
+    for c in 0..CATEGORIES {
+        let mut group: Vec<&T> = items
+            .iter()
+            .filter(|it| matches!(key(it), (category, value, _) if category == c && value > 0))
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        group.sort_by_key(|it| {
+            let (_, value, id) = key(it);
+            (std::cmp::Reverse(value), id)
+        });
+        let total = group.iter().map(|it| key(it).1).sum();
+        out.push((c, group, total));
+    }
+    out
 }
 
 /// The output hash of document `doc`, written directly from its records.
@@ -276,24 +287,8 @@ pub fn reference_hash(doc: u64) -> u64 {
     let mut h = Fnv::new();
     h.open(name(REPORT), &[(name(SOURCE), &dec(doc))]);
     let (mut kept, mut grand) = (0u64, 0u64);
-    for c in 0..CATEGORIES {
-        let mut group: Vec<&Item> = items
-            .iter()
-            .filter(|it| it.category == c && it.qty > 0)
-            .collect();
-        if group.is_empty() {
-            continue;
-        }
-        group.sort_by_key(|it| {
-            (
-                std::cmp::Reverse(value(it.price.into(), it.qty.into())),
-                it.id,
-            )
-        });
-        let total: u64 = group
-            .iter()
-            .map(|it| value(it.price.into(), it.qty.into()))
-            .sum();
+    let item_value = |it: &Item| value(it.price.into(), it.qty.into());
+    for (c, group, total) in groups(&items, |it| (it.category, item_value(it), it.id.into())) {
         h.open(
             name(GROUP),
             &[
@@ -307,7 +302,7 @@ pub fn reference_hash(doc: u64) -> u64 {
                 name(ENTRY),
                 &[
                     (name(REF), &dec(it.id.into())),
-                    (name(VALUE), &dec(value(it.price.into(), it.qty.into()))),
+                    (name(VALUE), &dec(item_value(it))),
                 ],
             );
             h.open(name(TITLE), &[]);
@@ -378,12 +373,6 @@ impl Default for Transform {
     }
 }
 
-/// Default heap for `mutators` mutators with the standard window: [`DEFAULT_HEAP_ONE`] plus
-/// [`DEFAULT_HEAP_PER_EXTRA`] per further mutator.
-pub fn default_heap(mutators: usize) -> usize {
-    scaffold::linear_heap(DEFAULT_HEAP_ONE, DEFAULT_HEAP_PER_EXTRA, mutators)
-}
-
 impl Workload for Transform {
     fn name(&self) -> &'static str {
         NAME
@@ -397,10 +386,10 @@ impl Workload for Transform {
 
     fn default_heap(&self, params: &WorkloadParams) -> usize {
         if self.window == WINDOW {
-            return default_heap(params.mutators);
+            return SIZE.default_heap(params);
         }
         // In proportion to the window, at least 12 MiB per mutator.
-        let per = (DEFAULT_HEAP_ONE / WINDOW)
+        let per = (SIZE.heap(SIZE.default(), 1) / WINDOW)
             .saturating_mul(self.window)
             .max(12 * MIB);
         scaffold::round_up_mib(per.saturating_mul(params.mutators.max(1)))
@@ -414,7 +403,7 @@ impl Workload for Transform {
                 self.window
             )));
         }
-        documents(params).map(drop)
+        SIZE.of(params).map(drop)
     }
 
     fn run(&self, heap: &Heap, params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
@@ -637,6 +626,17 @@ fn bad_input(what: impl std::fmt::Display) -> WorkloadError {
     WorkloadError::Corrupt(format!("transform: input tree: {what}"))
 }
 
+/// Reference slot `slot` of `obj` in the input tree, as a handle of the caller's scope; a null
+/// slot is corrupt input, which `missing` describes.
+fn input_ref(
+    m: &mut Mutator<'_>,
+    obj: Handle,
+    slot: usize,
+    missing: &str,
+) -> Result<Handle, WorkloadError> {
+    m.get_ref(obj, slot).ok_or_else(|| bad_input(missing))
+}
+
 /// The bytes of `obj`'s reference slot `slot`, a byte array, into `out`.
 fn read_text(
     m: &mut Mutator<'_>,
@@ -645,9 +645,7 @@ fn read_text(
     out: &mut Vec<u8>,
 ) -> Result<(), WorkloadError> {
     m.scope(|m| {
-        let t = m
-            .get_ref(obj, slot)
-            .ok_or_else(|| bad_input("missing text"))?;
+        let t = input_ref(m, obj, slot, "missing text")?;
         out.clear();
         out.extend_from_slice(m.payload(t));
         Ok(())
@@ -676,31 +674,21 @@ fn transform(
         if !named(m, input, CATALOG) {
             return Err(bad_input("the root is not a catalog"));
         }
-        let items = m
-            .get_ref(input, E_CHILDREN)
-            .ok_or_else(|| bad_input("a catalog without items"))?;
+        let items = input_ref(m, input, E_CHILDREN, "a catalog without items")?;
         let n = m.array_len(items);
         // Read what grouping and sorting need.
         let mut recs = Vec::with_capacity(n);
         for index in 0..n {
             m.scope(|m| {
-                let item = m
-                    .get_ref(items, index)
-                    .ok_or_else(|| bad_input("a missing item"))?;
+                let item = input_ref(m, items, index, "a missing item")?;
                 if !named(m, item, ITEM) {
                     return Err(bad_input("a catalog child is not an item"));
                 }
-                let attrs = m
-                    .get_ref(item, E_ATTRS)
-                    .ok_or_else(|| bad_input("an item without attributes"))?;
+                let attrs = input_ref(m, item, E_ATTRS, "an item without attributes")?;
                 let mut attr = |m: &mut Mutator<'_>, i: usize, key: usize| {
                     m.scope(|m| {
-                        let a = m
-                            .get_ref(attrs, i)
-                            .ok_or_else(|| bad_input("a missing attribute"))?;
-                        let k = m
-                            .get_ref(a, A_KEY)
-                            .ok_or_else(|| bad_input("an attribute without key"))?;
+                        let a = input_ref(m, attrs, i, "a missing attribute")?;
+                        let k = input_ref(m, a, A_KEY, "an attribute without key")?;
                         if m.payload(k) != NAMES[key].as_bytes() {
                             return Err(bad_input(format!("attribute {i} is not {}", NAMES[key])));
                         }
@@ -711,12 +699,8 @@ fn transform(
                 let id = attr(m, 0, ID)?;
                 let cat = attr(m, 1, CATEGORY)?;
                 let price = attr(m, 2, PRICE)?;
-                let kids = m
-                    .get_ref(item, E_CHILDREN)
-                    .ok_or_else(|| bad_input("an item without children"))?;
-                let qty = m
-                    .get_ref(kids, ITEM_QTY)
-                    .ok_or_else(|| bad_input("an item without qty"))?;
+                let kids = input_ref(m, item, E_CHILDREN, "an item without children")?;
+                let qty = input_ref(m, kids, ITEM_QTY, "an item without qty")?;
                 if !named(m, qty, QTY) {
                     return Err(bad_input("an item's second child is not qty"));
                 }
@@ -747,16 +731,7 @@ fn transform(
         // Group by category, sort each group, build it.
         let mut children = Vec::new();
         let mut grand = 0u64;
-        for c in 0..CATEGORIES {
-            let mut group: Vec<&Rec> = recs
-                .iter()
-                .filter(|r| r.category == c && r.value > 0)
-                .collect();
-            if group.is_empty() {
-                continue;
-            }
-            group.sort_by_key(|r| (std::cmp::Reverse(r.value), r.id));
-            let total: u64 = group.iter().map(|r| r.value).sum();
+        for (c, group, total) in groups(&recs, |r| (r.category, r.value, r.id)) {
             grand += total;
             kept += group.len() as u64;
             let g = try_escape(m, |m| {
@@ -807,23 +782,15 @@ fn build_entry(
     buf: &mut Vec<u8>,
 ) -> Result<Handle, WorkloadError> {
     try_escape(m, |m| {
-        let item = m
-            .get_ref(items, r.index)
-            .ok_or_else(|| bad_input("a missing item"))?;
-        let kids = m
-            .get_ref(item, E_CHILDREN)
-            .ok_or_else(|| bad_input("an item without children"))?;
+        let item = input_ref(m, items, r.index, "a missing item")?;
+        let kids = input_ref(m, item, E_CHILDREN, "an item without children")?;
         // The title: the name, upper-cased.
-        let name = m
-            .get_ref(kids, ITEM_NAME)
-            .ok_or_else(|| bad_input("an item without name"))?;
+        let name = input_ref(m, kids, ITEM_NAME, "an item without name")?;
         read_text(m, name, E_TEXT, buf)?;
         buf.make_ascii_uppercase();
         let title = text_elem(m, cx, TITLE, buf)?;
         // The labels: the tags joined with commas.
-        let tags = m
-            .get_ref(kids, ITEM_TAGS)
-            .ok_or_else(|| bad_input("an item without tags"))?;
+        let tags = input_ref(m, kids, ITEM_TAGS, "an item without tags")?;
         if !named(m, tags, TAGS) {
             return Err(bad_input("an item's third child is not tags"));
         }
@@ -832,9 +799,7 @@ fn build_entry(
             let mut joined = Vec::new();
             for i in 0..m.array_len(list) {
                 m.scope(|m| {
-                    let tag = m
-                        .get_ref(list, i)
-                        .ok_or_else(|| bad_input("a missing tag"))?;
+                    let tag = input_ref(m, list, i, "a missing tag")?;
                     read_text(m, tag, E_TEXT, buf)?;
                     if i > 0 {
                         joined.push(b',');
@@ -846,15 +811,9 @@ fn build_entry(
             children.push(text_elem(m, cx, LABELS, &joined)?);
         }
         // `ref` shares the input's id text; `value` is new.
-        let attrs = m
-            .get_ref(item, E_ATTRS)
-            .ok_or_else(|| bad_input("an item without attributes"))?;
-        let id_attr = m
-            .get_ref(attrs, 0)
-            .ok_or_else(|| bad_input("a missing attribute"))?;
-        let id = m
-            .get_ref(id_attr, A_VALUE)
-            .ok_or_else(|| bad_input("an attribute without value"))?;
+        let attrs = input_ref(m, item, E_ATTRS, "an item without attributes")?;
+        let id_attr = input_ref(m, attrs, 0, "a missing attribute")?;
+        let id = input_ref(m, id_attr, A_VALUE, "an attribute without value")?;
         let value = byte_array(m, &dec(r.value))?;
         elem(m, cx, ENTRY, &[(REF, id), (VALUE, value)], &children, None)
     })
@@ -908,8 +867,7 @@ mod tests {
 
     #[test]
     fn generator_and_numbers() {
-        assert_eq!(doc_items(3), doc_items(3));
-        assert_ne!(doc_items(3), doc_items(4));
+        scaffold::assert_deterministic(doc_items);
         assert_eq!(parse_dec(b"0"), Some(0));
         assert_eq!(parse_dec(b"120034"), Some(120_034));
         assert_eq!(parse_dec(b""), None);
@@ -923,16 +881,9 @@ mod tests {
     }
 
     #[test]
-    fn size_range_is_enforced() {
-        scaffold::assert_size_range(documents, 12_000, &[0, MAX_SIZE + 1], |_| {
-            "out of range (allowed: 1..=100000)".into()
-        });
-    }
-
-    #[test]
     fn stored_default_checksum_is_the_reference() {
         assert_eq!(
-            expected_checksum(u64::from(DEFAULT_SIZE) * 1000),
+            expected_checksum(u64::from(SIZE.default()) * 1000),
             DEFAULT_EXPECTED
         );
     }

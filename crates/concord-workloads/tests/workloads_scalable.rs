@@ -106,14 +106,14 @@ fn queue_churn_small_with_1_and_2_mutators() {
 #[test]
 fn bad_sizes_are_rejected() {
     assert_rejected(&Search, 0, "search size 0");
-    assert_rejected(&Search, search::MAX_SIZE + 1, "out of range");
+    assert_rejected(&Search, search::SIZE.range().end() + 1, "out of range");
     assert_rejected(&Transform::standard(), 0, "transform size 0");
     assert_rejected(&Render, 3, "render image side (size) 3");
-    assert_rejected(&Render, render::MAX_SIZE + 1, "out of range");
+    assert_rejected(&Render, render::SIZE.range().end() + 1, "out of range");
     assert_rejected(&QueueChurn::standard(), 0, "queue-churn duration (size) 0");
     assert_rejected(
         &QueueChurn::standard(),
-        queue_churn::MAX_SECONDS + 1,
+        queue_churn::SIZE.range().end() + 1,
         "out of range",
     );
     // Other parameters.
