@@ -459,7 +459,12 @@ fn ablation_fixture_draws_each_fix_stealing_and_the_monitor() {
     assert_eq!(count(monitor, "<svg"), 1);
     // Only the configurations that used the monitor, as task queue or for parking (the
     // others' records say null).
-    for name in ["vanilla", "+task-affinity", "+lockfree-queue", "+futex-parking"] {
+    for name in [
+        "vanilla",
+        "+task-affinity",
+        "+lockfree-queue",
+        "+futex-parking",
+    ] {
         assert!(has_label(monitor, name), "{name}");
     }
     assert!(!has_label(monitor, "modern") && !has_label(monitor, "optimized"));

@@ -144,11 +144,16 @@ fn pool_model(workers: usize, jobs: &[u32], late: &StdArc<StdAtomicUsize>) {
 fn check_pool(workers: usize, jobs: &'static [u32], preemptions: usize) -> usize {
     // Outside loom: a plain counter shared by every execution of the model.
     let late = StdArc::new(StdAtomicUsize::new(0));
+    let counter = late.clone();
+    check(preemptions, move || pool_model(workers, jobs, &counter));
+    late.load(StdRelaxed)
+}
+
+/// Explore `model` with loom, at most `preemptions` preemptions per execution.
+fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(preemptions);
-    let counter = late.clone();
-    b.check(move || pool_model(workers, jobs, &counter));
-    late.load(StdRelaxed)
+    b.check(model);
 }
 
 #[test]
@@ -177,9 +182,7 @@ fn participant_count_changes_between_jobs() {
 #[test]
 #[should_panic(expected = "deadlock")]
 fn a_wrong_wake_mask_deadlocks() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
-    b.check(|| {
+    check(1, || {
         // Leaked, as in `naive_reset_flag_deadlocks`.
         let pool: &'static Pool = Box::leak(Box::new(Pool::new(2)));
         let initial = pool.parker.current();
@@ -205,9 +208,7 @@ fn a_wrong_wake_mask_deadlocks() {
 #[test]
 #[should_panic(expected = "deadlock")]
 fn naive_reset_flag_deadlocks() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
+    check(2, || {
         struct Naive {
             go: AtomicU32,
             done: Countdown,

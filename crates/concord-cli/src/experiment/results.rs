@@ -13,8 +13,8 @@
 //! ([`write_atomic`]), so the directory is consistent whenever the process stops: a file that
 //! `experiment.json` names is complete.
 
-use std::fs::{self, File};
-use std::io::{self, Write as _};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -30,33 +30,7 @@ pub const EXPERIMENT_FILE: &str = "experiment.json";
 /// The folder of the runs' files, relative to the results directory.
 pub const RUNS_DIR: &str = "runs";
 
-/// Writes `bytes` to `path` atomically: into a temporary file next to it (same directory, so
-/// the same file system), flushed to disk, then renamed over `path`. Readers see the old
-/// content or the new one, never a part; on failure the temporary file is removed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
-}
+pub use concord::os::fs::write_atomic;
 
 /// A label as a file-name part: ASCII letters, digits, `.`, `_` and `-` stay, `=` becomes `-`,
 /// anything else `_` (`vanilla@gc-threads=2` → `vanilla_gc-threads-2`); no leading dot (no

@@ -17,11 +17,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::{ms_since, GcContext, RootSlots, Tracked};
+use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
-use crate::object::{ObjectKind, WORD};
+use crate::object::WORD;
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
 use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
@@ -29,9 +29,6 @@ use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
 /// Bytes per compaction region (equal to the space alignment, so regions never straddle spaces).
 pub const REGION_SIZE: usize = 64 * 1024;
 const BLOCKS_PER_REGION: usize = REGION_SIZE / BYTES_PER_BITMAP_WORD;
-/// Reference arrays longer than this are marked in chunks.
-const ARRAY_CHUNK: usize = 256;
-const ROOT_CHUNK: usize = 4096;
 
 /// What a full collection did.
 #[derive(Debug, Default)]
@@ -125,24 +122,18 @@ impl ParallelTask for Marker<'_> {
         match item {
             MarkItem::Object(obj) => {
                 // SAFETY: marked objects are valid object starts.
-                let h = unsafe { raw::header(obj) };
-                let n = h.ref_count();
-                if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
-                    q.push(MarkItem::ArrayChunk {
-                        array: obj,
-                        start: ARRAY_CHUNK,
-                    });
-                    self.scan_slots(obj, 0, ARRAY_CHUNK, q);
-                } else {
-                    self.scan_slots(obj, 0, n, q);
+                let (now, rest) = first_slots(unsafe { raw::header(obj) });
+                if let Some(start) = rest {
+                    q.push(MarkItem::ArrayChunk { array: obj, start });
                 }
+                self.scan_slots(obj, 0, now, q);
             }
             MarkItem::ArrayChunk { array, start } => {
                 // SAFETY: as above.
                 let n = unsafe { raw::header(array) }.ref_count();
-                let end = (start + ARRAY_CHUNK).min(n);
-                if end < n {
-                    q.push(MarkItem::ArrayChunk { array, start: end });
+                let (end, next) = chunk_slots(start, n);
+                if let Some(start) = next {
+                    q.push(MarkItem::ArrayChunk { array, start });
                 }
                 self.scan_slots(array, start, end, q);
             }

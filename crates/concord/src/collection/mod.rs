@@ -12,6 +12,7 @@ pub mod scavenge;
 pub mod verify;
 
 use crate::memory::HeapMemory;
+use crate::object::{Header, ObjectKind};
 use crate::parallel::{PhasePolicy, WorkerPool};
 
 /// A range of root slots (words holding an object address or 0) owned by a stopped mutator.
@@ -67,6 +68,32 @@ pub struct GcContext<'a> {
 /// collection does not collect (old objects in a scavenge) are left alone. Collectors only read
 /// headers and bitmaps to do this; they never write object memory for it.
 pub type Tracked<'a> = &'a mut [usize];
+
+/// Reference arrays longer than twice this are scanned in chunks of this many slots, so one
+/// huge array is shared among workers (HotSpot `ParGCArrayScanChunk`).
+pub const ARRAY_CHUNK: usize = 256;
+/// Handle-stack slots per `ThreadRoots` task.
+pub(crate) const ROOT_CHUNK: usize = 4096;
+
+/// How to scan an object with `h` as header: the slots `0..now` at once, and for a huge reference
+/// array the start of the rest, to be queued as a chunk item that other workers can steal.
+#[inline(always)]
+pub(crate) fn first_slots(h: Header) -> (usize, Option<usize>) {
+    let n = h.ref_count();
+    if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
+        (ARRAY_CHUNK, Some(ARRAY_CHUNK))
+    } else {
+        (n, None)
+    }
+}
+
+/// The chunk of an `n`-slot reference array that starts at `start`: its end, and the start of
+/// the next chunk if there is one.
+#[inline(always)]
+pub(crate) fn chunk_slots(start: usize, n: usize) -> (usize, Option<usize>) {
+    let end = (start + ARRAY_CHUNK).min(n);
+    (end, (end < n).then_some(end))
+}
 
 pub(crate) fn ms_since(t: std::time::Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3

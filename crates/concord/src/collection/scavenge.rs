@@ -14,20 +14,14 @@ use std::time::Instant;
 
 use super::age_table::AgeTable;
 use super::plab::Plab;
-use super::{ms_since, GcContext, RootSlots, Tracked};
+use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::card_table::CARD_SIZE;
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
-use crate::object::{Header, ObjectKind, WORD};
+use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
 use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
-
-/// Reference arrays longer than this are scanned in chunks of this many slots, so one huge
-/// array is shared among workers (HotSpot `ParGCArrayScanChunk`).
-pub const ARRAY_CHUNK: usize = 256;
-/// Handle-stack slots per `ThreadRoots` task.
-const ROOT_CHUNK: usize = 4096;
 
 /// Tunables of one scavenge.
 #[derive(Clone, Copy, Debug)]
@@ -139,16 +133,11 @@ impl Scavenger<'_> {
     /// Push the slots of `obj` that refer into the collected set.
     #[inline(always)]
     fn push_contents(&self, obj: usize, h: Header, q: &mut WorkQueue<Item>) {
-        let n = h.ref_count();
-        if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
-            q.push(Item::ArrayChunk {
-                array: obj,
-                start: ARRAY_CHUNK,
-            });
-            self.push_slots(obj, 0, ARRAY_CHUNK, q);
-        } else {
-            self.push_slots(obj, 0, n, q);
+        let (now, rest) = first_slots(h);
+        if let Some(start) = rest {
+            q.push(Item::ArrayChunk { array: obj, start });
         }
+        self.push_slots(obj, 0, now, q);
     }
 
     #[inline(always)]
@@ -363,9 +352,9 @@ impl ParallelTask for Scavenger<'_> {
             Item::ArrayChunk { array, start } => {
                 // SAFETY: `array` is a copied (or self-forwarded) reference array.
                 let len = unsafe { raw::header(array) }.ref_count();
-                let end = (start + ARRAY_CHUNK).min(len);
-                if end < len {
-                    q.push(Item::ArrayChunk { array, start: end });
+                let (end, next) = chunk_slots(start, len);
+                if let Some(start) = next {
+                    q.push(Item::ArrayChunk { array, start });
                 }
                 self.push_slots(array, start, end, q);
             }

@@ -14,6 +14,7 @@
 
 pub mod affinity;
 pub mod cpu;
+pub mod fs;
 pub mod futex;
 pub mod gc_affinity;
 pub mod mutator_sched;

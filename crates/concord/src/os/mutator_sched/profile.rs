@@ -5,7 +5,7 @@
 //! the profile when the scheduler finishes.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -209,26 +209,9 @@ pub fn parse_profile(text: &str) -> Result<ProfileFile, String> {
 
 /// Write a profile atomically: to a temporary file beside `path`, synced, then renamed over it.
 pub fn write_profile(path: &Path, profile: &ProfileFile) -> io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let json = serde_json::to_vec_pretty(profile).map_err(io::Error::other)?;
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&json)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut json = serde_json::to_vec_pretty(profile).map_err(io::Error::other)?;
+    json.push(b'\n');
+    crate::os::fs::write_atomic(path, &json)
 }
 
 /// What happened with `profile:PATH`.
