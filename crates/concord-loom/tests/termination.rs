@@ -6,7 +6,7 @@
 //! pops), an item may create a child once, and workers drain, steal once from each other worker
 //! and then offer termination. Whoever is told "all done" checks that no item exists anywhere;
 //! loom explores the interleavings (and reports a deadlock if a protocol strands a waiter).
-//! The waiting constants are tiny so that each wait is a couple of yields.
+//! The waiting loops are shrunk so that each wait is a couple of steps.
 
 use std::time::Duration;
 
@@ -16,13 +16,23 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-/// One spin and one yield, then a "sleep" (a yield under loom).
-const TINY: Backoff = Backoff {
-    hard_spins: 1,
-    spin_to_yield_ratio: 0,
-    yields_before_sleep: 1,
-    sleep: Duration::ZERO,
-};
+/// The kind's waiting loop, shrunk to a step or two before each "sleep" (a yield under loom):
+/// HotSpot 8's shape for `fixed`, the staged one for the others.
+fn tiny(kind: TerminationKind) -> Backoff {
+    match kind {
+        TerminationKind::Fixed => Backoff::HotSpot {
+            hard_spins: 1,
+            spin_to_yield_ratio: 0,
+            yields_before_sleep: 0,
+            sleep: Duration::ZERO,
+        },
+        _ => Backoff::Staged {
+            spin_rounds: 1,
+            yields: 1,
+            sleep: Duration::ZERO,
+        },
+    }
+}
 
 struct Phase {
     term: Terminator,
@@ -44,7 +54,7 @@ impl Phase {
     ) -> Self {
         let pending: usize = seeds.iter().sum();
         Self {
-            term: Terminator::with_backoff(kind, seeds.len(), TINY),
+            term: Terminator::with_backoff(kind, seeds.len(), tiny(kind)),
             withdrawals,
             deques: seeds.iter().map(|&s| AtomicUsize::new(s)).collect(),
             pending: AtomicUsize::new(pending),

@@ -1,58 +1,112 @@
-//! How a worker waits inside the termination protocol between two looks at the other deques:
-//! HotSpot 8's `ParallelTaskTerminator::offer_termination` loop, with its constants as data.
+//! How a worker waits inside the termination protocol between two looks at the other deques.
 //!
-//! Each step either hard-spins (a number of `PAUSE` instructions that doubles from
-//! `hard_spins >> spin_to_yield_ratio` up to `hard_spins`), or, after `spin_to_yield_ratio`
-//! such spins, yields the CPU and starts spinning afresh. After `yields_before_sleep` steps the
-//! next step tells the caller to sleep instead (for `sleep`), and counting starts again.
+//! Two shapes, with their constants as data:
+//!
+//! * [`Backoff::HotSpot`] is HotSpot 8's `ParallelTaskTerminator::offer_termination` loop. Each
+//!   step either hard-spins (a number of `PAUSE` instructions that doubles from
+//!   `hard_spins >> spin_to_yield_ratio` up to `hard_spins`), or, after `spin_to_yield_ratio`
+//!   such spins, yields the CPU and starts spinning afresh. After `yields_before_sleep` steps the
+//!   next step tells the caller to sleep instead (for `sleep`), and counting starts again.
+//! * [`Backoff::Staged`] spins first (doubling from 1 `PAUSE`, `spin_rounds` times), then yields
+//!   `yields` times, then tells the caller to sleep before every further look: it gives the CPU
+//!   back soon, which matters when GC threads outnumber CPUs.
 
 use std::time::Duration;
 
 use crate::sync::{hint, thread};
 
-/// The constants of the waiting loop (HotSpot's `WorkStealing*` flags).
+/// The shape and constants of the waiting loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    /// Longest hard spin, in `PAUSE`s (`WorkStealingHardSpins`).
-    pub hard_spins: u32,
-    /// Hard spins between two yields; also sets the first spin to
-    /// `hard_spins >> spin_to_yield_ratio` (`WorkStealingSpinToYieldRatio`).
-    pub spin_to_yield_ratio: u32,
-    /// Steps (spins and yields) before a sleep (`WorkStealingYieldsBeforeSleep`).
-    pub yields_before_sleep: u32,
-    /// How long a sleep lasts (`WorkStealingSleepMillis`).
-    pub sleep: Duration,
+pub enum Backoff {
+    /// HotSpot 8's loop (its `WorkStealing*` flags).
+    HotSpot {
+        /// Longest hard spin, in `PAUSE`s (`WorkStealingHardSpins`).
+        hard_spins: u32,
+        /// Hard spins between two yields; also sets the first spin to
+        /// `hard_spins >> spin_to_yield_ratio` (`WorkStealingSpinToYieldRatio`).
+        spin_to_yield_ratio: u32,
+        /// Steps (spins and yields) before a sleep (`WorkStealingYieldsBeforeSleep`).
+        yields_before_sleep: u32,
+        /// How long a sleep lasts (`WorkStealingSleepMillis`).
+        sleep: Duration,
+    },
+    /// Spin, then yield, then sleep before every look.
+    Staged {
+        /// Spin rounds, each twice as long as the last, starting at one `PAUSE`.
+        spin_rounds: u32,
+        /// Yields after the spins.
+        yields: u32,
+        /// How long each sleep lasts once spinning and yielding are used up.
+        sleep: Duration,
+    },
 }
 
 impl Backoff {
     /// OpenJDK 8's defaults: `WorkStealingHardSpins` 4096, `WorkStealingSpinToYieldRatio` 10,
     /// `WorkStealingYieldsBeforeSleep` 5000, `WorkStealingSleepMillis` 1.
-    pub const HOTSPOT8: Backoff = Backoff {
+    pub const HOTSPOT8: Backoff = Backoff::HotSpot {
         hard_spins: 4096,
         spin_to_yield_ratio: 10,
         yields_before_sleep: 5000,
         sleep: Duration::from_millis(1),
     };
 
-    /// Concord's short loop: spins of 2 to 32 `PAUSE`s, a yield after every 5 spins, a 50 µs
-    /// sleep after 500 steps. It gives the CPU back sooner than HotSpot 8's, which matters when
-    /// GC threads outnumber CPUs.
-    pub const SHORT: Backoff = Backoff {
-        hard_spins: 32,
-        spin_to_yield_ratio: 5,
-        yields_before_sleep: 500,
+    /// Concord's short loop: 6 spin rounds (1 to 32 `PAUSE`s), 500 yields, then 50 µs sleeps.
+    pub const SHORT: Backoff = Backoff::Staged {
+        spin_rounds: 6,
+        yields: 500,
         sleep: Duration::from_micros(50),
     };
 
+    /// This backoff with sleeps of `sleep`.
+    pub const fn with_sleep(self, sleep: Duration) -> Backoff {
+        match self {
+            Backoff::HotSpot {
+                hard_spins,
+                spin_to_yield_ratio,
+                yields_before_sleep,
+                ..
+            } => Backoff::HotSpot {
+                hard_spins,
+                spin_to_yield_ratio,
+                yields_before_sleep,
+                sleep,
+            },
+            Backoff::Staged {
+                spin_rounds,
+                yields,
+                ..
+            } => Backoff::Staged {
+                spin_rounds,
+                yields,
+                sleep,
+            },
+        }
+    }
+
+    /// How long a sleep lasts.
+    pub fn sleep(self) -> Duration {
+        match self {
+            Backoff::HotSpot { sleep, .. } | Backoff::Staged { sleep, .. } => sleep,
+        }
+    }
+
     /// A fresh waiting state for one offer.
     pub fn start(self) -> Waiting {
-        let first = (self.hard_spins >> self.spin_to_yield_ratio.min(31)).max(1);
+        let first_spin = match self {
+            Backoff::HotSpot {
+                hard_spins,
+                spin_to_yield_ratio,
+                ..
+            } => (hard_spins >> spin_to_yield_ratio.min(31)).max(1),
+            Backoff::Staged { .. } => 1,
+        };
         Waiting {
             backoff: self,
             steps: 0,
             spins_since_yield: 0,
-            spin_limit: first,
-            first_spin: first,
+            spin_limit: first_spin,
+            first_spin,
         }
     }
 }
@@ -66,7 +120,7 @@ pub enum Pause {
     Sleep,
 }
 
-/// The state of HotSpot 8's waiting loop during one offer.
+/// The state of the waiting loop during one offer.
 #[derive(Clone, Debug)]
 pub struct Waiting {
     backoff: Backoff,
@@ -79,29 +133,57 @@ pub struct Waiting {
 impl Waiting {
     /// Wait one step: hard-spin or yield, or say that it is time to sleep.
     pub fn step(&mut self) -> Pause {
-        let b = self.backoff;
-        if self.steps > b.yields_before_sleep {
-            self.steps = 0;
-            return Pause::Sleep;
-        }
-        self.steps += 1;
-        if self.spins_since_yield > b.spin_to_yield_ratio {
-            thread::yield_now();
-            self.spins_since_yield = 0;
-            self.spin_limit = self.first_spin;
-        } else {
-            self.spin_limit = self.spin_limit.saturating_mul(2).min(b.hard_spins.max(1));
-            for _ in 0..self.spin_limit {
-                hint::spin_loop();
+        match self.backoff {
+            Backoff::HotSpot {
+                hard_spins,
+                spin_to_yield_ratio,
+                yields_before_sleep,
+                ..
+            } => {
+                if self.steps > yields_before_sleep {
+                    self.steps = 0;
+                    return Pause::Sleep;
+                }
+                self.steps += 1;
+                if self.spins_since_yield > spin_to_yield_ratio {
+                    thread::yield_now();
+                    self.spins_since_yield = 0;
+                    self.spin_limit = self.first_spin;
+                } else {
+                    self.spin_limit = self.spin_limit.saturating_mul(2).min(hard_spins.max(1));
+                    spin(self.spin_limit);
+                    self.spins_since_yield += 1;
+                }
+                Pause::Waited
             }
-            self.spins_since_yield += 1;
+            Backoff::Staged {
+                spin_rounds,
+                yields,
+                ..
+            } => {
+                if self.steps < spin_rounds {
+                    spin(1 << self.steps.min(31));
+                } else if self.steps - spin_rounds < yields {
+                    thread::yield_now();
+                } else {
+                    return Pause::Sleep;
+                }
+                self.steps += 1;
+                Pause::Waited
+            }
         }
-        Pause::Waited
     }
 
     /// How long a sleep lasts.
     pub fn sleep_time(&self) -> Duration {
-        self.backoff.sleep
+        self.backoff.sleep()
+    }
+}
+
+/// Spin for `pauses` `PAUSE` instructions.
+fn spin(pauses: u32) {
+    for _ in 0..pauses {
+        hint::spin_loop();
     }
 }
 
@@ -145,13 +227,19 @@ mod tests {
     }
 
     #[test]
-    fn short_schedule_yields_early() {
+    fn staged_schedule_spins_yields_then_sleeps_every_time() {
         let mut w = Backoff::SHORT.start();
         let mut steps = 0;
         while w.step() == Pause::Waited {
             steps += 1;
         }
-        assert_eq!(steps, 501);
+        assert_eq!(steps, 6 + 500);
+        // Once used up, every further step says sleep.
+        assert_eq!(w.step(), Pause::Sleep);
+        assert_eq!(w.step(), Pause::Sleep);
         assert_eq!(w.sleep_time(), Duration::from_micros(50));
+        let napping = Backoff::SHORT.with_sleep(Duration::from_millis(1));
+        assert_eq!(napping.sleep(), Duration::from_millis(1));
+        assert_eq!(napping.start().step(), Pause::Waited);
     }
 }

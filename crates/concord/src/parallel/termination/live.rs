@@ -5,7 +5,7 @@
 
 use super::Backoff;
 
-/// Concord's short waiting loop: gives the CPU back sooner when GC threads outnumber CPUs.
+/// Concord's staged waiting loop: gives the CPU back sooner when GC threads outnumber CPUs.
 pub const BACKOFF: Backoff = Backoff::SHORT;
 
 /// Failed steals before an offer: `2·N_live`.

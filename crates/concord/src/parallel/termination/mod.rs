@@ -14,7 +14,7 @@
 //! * [`live`] (000 §4.2): enter after `2·N_live` failed steals, where `N_live` is the number of
 //!   workers not inside the protocol — towards the end of a phase there are few workers left to
 //!   steal from, so fewer attempts are needed; it waits in the same loop with shorter constants
-//!   ([`Backoff::SHORT`]).
+//!   ([`Backoff::SHORT`]: spins, then yields, then short sleeps).
 //! * [`owst`] (HotSpot's `OWSTTaskTerminator`, JDK 9–17): enter after `2·N` failed steals. Only
 //!   one waiter, the *spin master*, spins, yields and peeks; the others block on a condition
 //!   variable with a short timeout and peek when they wake. A spin master that sees `k` items
@@ -90,7 +90,7 @@ impl Terminator {
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
             backoff,
-            owst: owst::OwstState::new(backoff.sleep),
+            owst: owst::OwstState::new(backoff.sleep()),
         }
     }
 
@@ -276,10 +276,10 @@ mod tests {
     /// An OWST terminator whose sleepers only wake when notified and whose master never naps,
     /// so who wakes whom is deterministic.
     fn owst_no_timeouts(n: usize) -> Terminator {
-        let backoff = Backoff {
-            yields_before_sleep: u32::MAX,
+        let backoff = Backoff::Staged {
+            spin_rounds: 6,
+            yields: u32::MAX,
             sleep: Duration::from_secs(3600),
-            ..owst::MASTER_BACKOFF
         };
         Terminator::with_backoff(TerminationKind::Owst, n, backoff)
     }
@@ -392,9 +392,10 @@ mod tests {
                 (TerminationKind::Owst, false),
             ];
             for (kind, w1_first) in cases {
-                let backoff = Backoff {
-                    yields_before_sleep: u32::MAX,
-                    ..owst::MASTER_BACKOFF
+                let backoff = Backoff::Staged {
+                    spin_rounds: 6,
+                    yields: u32::MAX,
+                    sleep: owst::MASTER_BACKOFF.sleep(),
                 };
                 let t = Terminator::with_backoff(kind, 3, backoff);
                 let peeking = AtomicBool::new(false);

@@ -16,10 +16,7 @@ use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// How the spin master waits between peeks before it naps, and how long naps and sleeps last
 /// (HotSpot's `WorkStealingSleepMillis`, 1 ms).
-pub const MASTER_BACKOFF: Backoff = Backoff {
-    sleep: Duration::from_millis(1),
-    ..Backoff::SHORT
-};
+pub const MASTER_BACKOFF: Backoff = Backoff::SHORT.with_sleep(Duration::from_millis(1));
 
 /// Failed steals before an offer: `2·N`.
 pub fn failure_threshold(workers: usize) -> usize {
