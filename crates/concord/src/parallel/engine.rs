@@ -106,7 +106,9 @@ pub fn run_phase<T: ParallelTask>(
         .map(|p| Mutex::new(Some(p)))
         .collect();
     let results: Vec<ResultSlot<T>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
+    let mut queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
+    // The `monitor` queue's tasks go to the pool's task manager, published with the job.
+    let tasks = queue.take_task_fifo();
     let terminator = Terminator::new(policy.termination, n);
 
     let job = |id: usize| {
@@ -133,7 +135,7 @@ pub fn run_phase<T: ParallelTask>(
         );
         *results[id].lock().unwrap() = Some((local, stats));
     };
-    match queue.task_fifo(n, policy.task_affinity) {
+    match tasks {
         Some(tasks) => pool.run_with_tasks(n, tasks, job),
         None => pool.run(n, job),
     }

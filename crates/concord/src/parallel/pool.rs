@@ -21,6 +21,20 @@ use crate::telemetry::MonitorRecord;
 
 type Job = dyn Fn(usize) + Sync;
 
+/// A collection record's view of the task manager's monitor counters (here rather than in
+/// `monitor.rs`, which `concord-loom` compiles without the telemetry room).
+impl From<MonitorStats> for MonitorRecord {
+    fn from(s: MonitorStats) -> Self {
+        MonitorRecord {
+            acquisitions: s.acquisitions,
+            contended: s.contended,
+            barges: s.barges,
+            heir_wakeups: s.heir_wakeups,
+            futile_wakeups: s.futile_wakeups,
+        }
+    }
+}
+
 /// How the workers park: the per-kind state (the task manager's monitor is always there).
 enum Parking {
     Futex {
@@ -249,21 +263,6 @@ impl WorkerPool {
     /// The GC task manager's monitor counters so far (all uses: parking and task queue).
     pub fn task_manager_stats(&self) -> MonitorStats {
         self.shared.task_manager.stats()
-    }
-
-    /// What the GC task manager's monitor did since `before` (a [`task_manager_stats`]
-    /// snapshot), as a collection record reports it.
-    ///
-    /// [`task_manager_stats`]: Self::task_manager_stats
-    pub fn task_manager_record_since(&self, before: &MonitorStats) -> MonitorRecord {
-        let s = self.task_manager_stats().since(before);
-        MonitorRecord {
-            acquisitions: s.acquisitions,
-            contended: s.contended,
-            barges: s.barges,
-            heir_wakeups: s.heir_wakeups,
-            futile_wakeups: s.futile_wakeups,
-        }
     }
 
     /// Run `job(worker_id)` on workers `0..n` (clamped to the pool size) and wait for all.

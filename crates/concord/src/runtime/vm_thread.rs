@@ -455,7 +455,7 @@ impl Operation<'_> {
             verified,
             monitor: self
                 .uses_task_manager_monitor()
-                .then(|| heap.pool.task_manager_record_since(&before.monitor)),
+                .then(|| after.monitor.since(&before.monitor).into()),
         };
         fill(&mut r);
         r.derive();

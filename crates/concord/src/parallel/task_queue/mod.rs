@@ -78,15 +78,16 @@ pub struct TaskSource<'p, R> {
 
 enum SourceKind<'p> {
     Claim(claim::ClaimLists),
-    /// The task manager's queue, in the pool.
-    Monitor(&'p WorkerPool),
+    /// The task manager's queue, in the pool, and this phase's tasks until they are installed
+    /// there.
+    Monitor(&'p WorkerPool, Option<monitor_fifo::TaskFifo>),
     LockFree(lockfree::LockFreeQueues),
 }
 
 impl<'p, R: Sync> TaskSource<'p, R> {
     /// Hand `tasks` to `workers` workers of `pool` under `kind`, honouring affinity if
     /// `affinity`. For `monitor` the tasks live in the pool's task manager: the phase must be run
-    /// with [`WorkerPool::run_with_tasks`] and [`task_fifo`](Self::task_fifo).
+    /// with [`WorkerPool::run_with_tasks`] and [`take_task_fifo`](Self::take_task_fifo).
     pub fn new(
         kind: TaskQueueKind,
         affinity: bool,
@@ -99,7 +100,10 @@ impl<'p, R: Sync> TaskSource<'p, R> {
             TaskQueueKind::Claim => {
                 SourceKind::Claim(claim::ClaimLists::new(&tasks, workers, affinity))
             }
-            TaskQueueKind::Monitor => SourceKind::Monitor(pool),
+            TaskQueueKind::Monitor => SourceKind::Monitor(
+                pool,
+                Some(monitor_fifo::TaskFifo::new(&tasks, workers, affinity)),
+            ),
             TaskQueueKind::LockFree => {
                 SourceKind::LockFree(lockfree::LockFreeQueues::new(&tasks, workers, affinity))
             }
@@ -108,14 +112,10 @@ impl<'p, R: Sync> TaskSource<'p, R> {
     }
 
     /// For the `monitor` discipline: the queue of this phase's tasks, to be installed in the
-    /// pool's task manager; `None` for the others.
-    pub fn task_fifo(&self, workers: usize, affinity: bool) -> Option<monitor_fifo::TaskFifo> {
-        match self.kind {
-            SourceKind::Monitor(_) => Some(monitor_fifo::TaskFifo::new(
-                &self.tasks,
-                workers.max(1),
-                affinity,
-            )),
+    /// pool's task manager (once); `None` for the others.
+    pub fn take_task_fifo(&mut self) -> Option<monitor_fifo::TaskFifo> {
+        match &mut self.kind {
+            SourceKind::Monitor(_, fifo) => fifo.take(),
             _ => None,
         }
     }
@@ -133,7 +133,7 @@ impl<'p, R: Sync> TaskSource<'p, R> {
     fn index_for(&self, worker: usize) -> Option<usize> {
         match &self.kind {
             SourceKind::Claim(lists) => lists.claim(worker),
-            SourceKind::Monitor(pool) => pool.get_task(worker),
+            SourceKind::Monitor(pool, _) => pool.get_task(worker),
             SourceKind::LockFree(queues) => queues.dequeue(worker),
         }
     }
@@ -145,7 +145,7 @@ impl<R: Sync> RootTaskSource<R> for TaskSource<'_, R> {
     }
 
     fn task_done(&self, _worker: usize) {
-        if let SourceKind::Monitor(pool) = self.kind {
+        if let SourceKind::Monitor(pool, _) = &self.kind {
             pool.task_completed();
         }
     }
@@ -169,8 +169,8 @@ mod tests {
         workers: usize,
         pool: &'p WorkerPool,
     ) -> TaskSource<'p, usize> {
-        let source = TaskSource::new(kind, affinity, tasks, workers, pool);
-        if let Some(fifo) = source.task_fifo(workers, affinity) {
+        let mut source = TaskSource::new(kind, affinity, tasks, workers, pool);
+        if let Some(fifo) = source.take_task_fifo() {
             pool.install_tasks(fifo);
         }
         source
