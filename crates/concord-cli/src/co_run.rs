@@ -9,7 +9,9 @@
 //! parent runs the `--interfere` load meanwhile, waits for every child, and reports each
 //! instance and the aggregate; a child that fails or is killed is reported with its exit
 //! status and the tail of its stderr. A signal to the parent (Ctrl-C, SIGTERM) kills and reaps
-//! the children, so none is left behind.
+//! the children; and since the parent holds each child's stdin open until it has reaped it, a
+//! child whose stdin closes early knows the parent died some other way (SIGKILL, a second
+//! signal's immediate exit) and exits too, so none is left behind.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -69,6 +71,14 @@ pub fn run_instance(
         if line.trim() != GO {
             bail!("instance {n}: the parent process is gone (no start signal)");
         }
+        // The parent keeps the pipe open until it has reaped this process; end of input means
+        // it died, and an instance must not outlive it.
+        std::thread::spawn(move || {
+            let mut rest = Vec::new();
+            let _ = std::io::stdin().lock().read_to_end(&mut rest);
+            log::error!("instance {n}: the parent process is gone; stopping");
+            std::process::exit(1);
+        });
         Ok(())
     })?;
     let mut v = summary.json();
@@ -205,29 +215,41 @@ pub fn co_run(count: usize, interfere: Option<Interference>) -> Result<CoRun> {
     }
     drop(ready_tx);
     // Wait until every child is ready or gone, then start them together.
-    let mut ready = 0;
-    while ready
-        + children
+    let mut ready = vec![false; count];
+    loop {
+        let settled = children
             .iter_mut()
-            .map(Running::poll)
-            .filter(|&gone| gone)
-            .count()
-        < count
-    {
-        if interrupt::interrupted() {
+            .map(|c| ready[c.number - 1] || c.poll())
+            .filter(|&settled| settled)
+            .count();
+        if settled == count || interrupt::interrupted() {
             break;
         }
         match ready_rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(_) => ready += 1,
+            Ok(number) => ready[number - 1] = true,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let load = interfere.map(Interference::start).transpose()?;
+    let load = if interrupt::interrupted() {
+        // Stopped before the start: no workload runs at all.
+        children.iter_mut().for_each(Running::kill);
+        None
+    } else {
+        match interfere.map(Interference::start).transpose() {
+            Ok(load) => load,
+            Err(e) => {
+                children.iter_mut().for_each(Running::kill);
+                return Err(e);
+            }
+        }
+    };
     for child in &mut children {
-        if let Some(mut stdin) = child.stdin.take() {
-            // A child that is gone cannot hear it; its exit status tells why.
-            let _ = writeln!(stdin, "{GO}");
+        if let Some(stdin) = child.stdin.as_mut() {
+            // A child that is gone cannot hear it; its exit status tells why. The pipe stays
+            // open until the child is reaped: a child that sees it close knows this process
+            // died (even by SIGKILL, or by a second signal's immediate exit) and stops too.
+            let _ = writeln!(stdin, "{GO}").and_then(|()| stdin.flush());
         }
     }
     while !children.iter_mut().all(Running::poll) {
@@ -457,13 +479,24 @@ mod tests {
         let mut json = summary.json();
         json["pauses_ms"] = json!(summary.pauses_ms);
         let back = Summary::from_json(&json).unwrap();
-        assert_eq!(back.json(), {
-            let mut j = summary.json();
-            j.as_object_mut()
-                .unwrap()
-                .retain(|k, _| back.json().get(k).is_some());
-            j
-        });
+        let (original, round_trip) = (summary.json(), back.json());
+        let mut dropped: Vec<&String> = original
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| round_trip.get(k.as_str()).is_none())
+            .collect();
+        dropped.sort();
+        // Only the workload's details and the scheduling report are left behind (they stay in
+        // the instance's own JSON); every other field survives unchanged.
+        let mut expected: Vec<&String> = summary.details.iter().map(|(k, _)| k).collect();
+        let report = "mutator_sched_report".to_string();
+        expected.push(&report);
+        expected.sort();
+        assert_eq!(dropped, expected);
+        for (k, v) in round_trip.as_object().unwrap() {
+            assert_eq!(Some(v), original.get(k), "{k}");
+        }
         assert_eq!(back.pauses_ms, summary.pauses_ms);
         assert_eq!(back.line(), summary.line());
         json.as_object_mut().unwrap().remove("gc_count");

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::Args;
-use concord::config::{parse_size, GcThreads};
+use concord::config::{parse_bool, parse_size, GcThreads};
 use concord_workloads::WorkloadParams;
 
 use crate::interference::Interference;
@@ -48,16 +48,6 @@ impl FromStr for Size {
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
-    }
-}
-
-/// A boolean flag value: true/false, yes/no, on/off, 1/0, any case (as the configuration
-/// builder reads them).
-pub fn parse_bool(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "on" | "1" => Ok(true),
-        "false" | "no" | "off" | "0" => Ok(false),
-        _ => Err("is not a boolean (allowed: true, false, yes, no, on, off, 1, 0)".to_string()),
     }
 }
 

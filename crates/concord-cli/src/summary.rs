@@ -80,8 +80,7 @@ impl Summary {
             gc_count: stats.records.len(),
             young_count: stats.count(CollectionKind::Young),
             full_count: stats.count(CollectionKind::Full),
-            // An empty f64 sum is -0.0; a run without collections shows 0.
-            pause_total_ms: stats.pause_total_ms() + 0.0,
+            pause_total_ms: stats.pause_total_ms(),
             pause_p50_ms: stats.pause_percentile_ms(50.0),
             pause_p99_ms: stats.pause_percentile_ms(99.0),
             pause_max_ms: stats.pause_max_ms(),

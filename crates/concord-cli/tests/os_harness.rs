@@ -208,29 +208,8 @@ fn children_of(parent: u32) -> Vec<u32> {
 
 #[test]
 fn sigterm_to_the_parent_leaves_no_instance_behind() {
-    let mut child = command(&argv("run binary-trees 18 --heap 64m --co-run 2"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let parent = child.id();
-    let start = Instant::now();
-    let instances = loop {
-        let c = children_of(parent);
-        if c.len() == 2 {
-            break c;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no instances started"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &parent.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let (mut child, instances) = co_run_with_two_instances("");
+    signal(child.id(), "-TERM");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     for pid in instances {
@@ -239,6 +218,64 @@ fn sigterm_to_the_parent_leaves_no_instance_behind() {
             "instance {pid} outlived its parent"
         );
     }
+}
+
+/// A parent that cannot clean up (SIGKILL) still leaves nothing behind: each instance sees
+/// its stdin close and exits, also once its workload runs (1000 rounds would take many
+/// minutes).
+#[test]
+fn sigkill_to_the_parent_leaves_no_instance_behind() {
+    let (mut child, instances) = co_run_with_two_instances(" --rounds 1000");
+    // Let the instances get past the start signal into their workload (on a slow machine
+    // they may still be starting, which must end the same way).
+    std::thread::sleep(Duration::from_millis(500));
+    signal(child.id(), "-KILL");
+    child.wait().unwrap();
+    let start = Instant::now();
+    // Orphans are reaped by init once they exit; wait for that (a hang guard, not a timing).
+    let alive = |pid: &u32| Path::new(&format!("/proc/{pid}")).exists();
+    while instances.iter().any(alive) {
+        if start.elapsed() > Duration::from_secs(60) {
+            instances.iter().for_each(|&pid| signal(pid, "-KILL"));
+            panic!("instances {instances:?} outlived their killed parent");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `concord run binary-trees 18 --co-run 2` (plus `extra` flags) started, with both instance
+/// pids.
+fn co_run_with_two_instances(extra: &str) -> (std::process::Child, Vec<u32>) {
+    let mut child = command(&argv(&format!(
+        "run binary-trees 18 --heap 64m --co-run 2{extra}"
+    )))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let parent = child.id();
+    let start = Instant::now();
+    loop {
+        let c = children_of(parent);
+        if c.len() == 2 {
+            return (child, c);
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no instances started");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Send `signal` (`-TERM`, `-KILL`) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
 }
 
 #[test]

@@ -392,15 +392,13 @@ fn has_label(html: &str, label: &str) -> bool {
     html.contains(&format!(">\n{label}\n</text>"))
 }
 
-/// Headless Chromium, as `.ci/run` installs it (Debian's `chromium`).
-fn chromium() -> Option<&'static str> {
-    [
-        "/usr/bin/chromium",
-        "/usr/bin/chromium-browser",
-        "/usr/bin/google-chrome",
-    ]
-    .into_iter()
-    .find(|p| Path::new(p).exists())
+/// Headless Chromium, found on `PATH` under the names `.ci/run` looks for (it installs
+/// Debian's `chromium` when neither is there).
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
 }
 
 /// Renders every kind's page in headless Chromium and checks the screenshot is not blank.
@@ -417,7 +415,7 @@ fn pages_render_in_headless_chromium() {
         render(&fixture(&format!("results-{kind}")), &page);
         let shot = dir.join(format!("{kind}.png"));
         let profile = dir.join(format!("profile-{kind}"));
-        let o = Command::new(browser)
+        let o = Command::new(&browser)
             .args([
                 "--headless",
                 "--no-sandbox",

@@ -19,7 +19,7 @@
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
-use crate::scaffold::{detail, in_tree, round_up_mib};
+use crate::scaffold::{detail, in_tree, result, round_up_mib};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -228,7 +228,6 @@ impl Workload for GcBench {
         let p = self.params;
         let checksum = run_copies(heap, params, NAME, |m, _copy, _round| run_one_copy(m, &p))?;
         let per_copy = p.expected_checksum();
-        let expected = per_copy * params.mutators as u64 * params.rounds as u64;
         let depths: Vec<String> = p.depths().map(|d| d.to_string()).collect();
         let details = vec![
             detail("copies", params.mutators),
@@ -239,11 +238,9 @@ impl Workload for GcBench {
             detail("short-lived tree depths", depths.join(" ")),
             detail("checksum per copy and round", per_copy),
         ];
-        Ok(WorkloadResult {
-            checksum,
-            expected_checksum: Some(expected),
-            details,
-        })
+        // The copies' checksums are added with wrapping, so the expected sum wraps too.
+        let expected = per_copy.wrapping_mul(params.mutators as u64);
+        Ok(result(checksum, Some(expected), params, details))
     }
 }
 

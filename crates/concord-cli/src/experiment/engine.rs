@@ -148,9 +148,12 @@ pub fn execute(
                 if let Some(problem) = result.problem {
                     entry.status = "failed".to_string();
                     entry.error = Some(problem);
+                } else {
+                    // A run with a wrong result is recorded but not counted in the medians,
+                    // as the report leaves it out too.
+                    runs[a].push(result.figures);
+                    details[a].push(result.details);
                 }
-                runs[a].push(result.figures);
-                details[a].push(result.details);
                 result.line
             }
             Err(e) => {

@@ -304,7 +304,13 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
             continue;
         };
         // Only the buckets from the first to the last that holds a sample.
-        let used = |i: usize| histograms.iter().flatten().any(|b| b[i].1 > 0);
+        // A run from another version may have other buckets: a missing bucket counts as empty.
+        let used = |i: usize| {
+            histograms
+                .iter()
+                .flatten()
+                .any(|b| b.get(i).is_some_and(|x| x.1 > 0))
+        };
         let first = (0..bounds.len()).find(|&i| used(i)).unwrap_or(0);
         let last = (0..bounds.len()).rfind(|&i| used(i)).unwrap_or(0);
         let categories: Vec<String> = bounds[first..=last]
@@ -320,7 +326,8 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
                     .map(|b| {
                         let hist = hist.as_ref()?;
                         let dead: u64 = hist.iter().map(|x| x.1).sum();
-                        (dead > 0).then(|| 100.0 * hist[b].1 as f64 / dead as f64)
+                        let here = hist.get(b).map_or(0, |x| x.1);
+                        (dead > 0).then(|| 100.0 * here as f64 / dead as f64)
                     })
                     .map(|v| (v, None))
                     .collect();

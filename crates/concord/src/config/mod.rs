@@ -19,7 +19,7 @@ mod size;
 mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
-pub use options::{option_docs, ConfigBuilder, NON_CONFIG_ENV_VARS};
+pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
 pub use size::{format_size, parse_size, SizeError, GIB, KIB, MIB};
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
@@ -309,15 +309,6 @@ impl GcConfig {
             verify: false,
             gc_log: None,
             gc_records: None,
-        }
-    }
-
-    /// The GC thread setting: [`GcThreads::Dynamic`] or the fixed count.
-    pub fn gc_threads_setting(&self) -> GcThreads {
-        if self.dynamic_gc_threads {
-            GcThreads::Dynamic
-        } else {
-            GcThreads::Fixed(self.gc_threads)
         }
     }
 

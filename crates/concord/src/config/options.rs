@@ -198,7 +198,7 @@ static OPTIONS: [OptionSpec; 26] = [
               to the OS from there, as HotSpot does (default true for preset vanilla, else \
               false).",
         set: |c, v| {
-            c.pin_start = boolean(v)?;
+            c.pin_start = parse_bool(v)?;
             Ok(())
         },
     },
@@ -221,7 +221,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Root tasks prefer the worker they are tagged with: on/off (default on for preset \
               optimized, else off).",
         set: |c, v| {
-            c.phase.task_affinity = boolean(v)?;
+            c.phase.task_affinity = parse_bool(v)?;
             Ok(())
         },
     },
@@ -385,7 +385,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Verify the whole heap after every collection: true/false, yes/no, on/off, 1/0 \
               (default false).",
         set: |c, v| {
-            c.verify = boolean(v)?;
+            c.verify = parse_bool(v)?;
             Ok(())
         },
     },
@@ -417,7 +417,7 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Profile object lifespans (bytes allocated between an object's allocation and its \
               death, 001 §2) and report their histogram: true/false (default false).",
         set: |c, v| {
-            c.lifespans = boolean(v)?;
+            c.lifespans = parse_bool(v)?;
             Ok(())
         },
     },
@@ -509,8 +509,9 @@ pub(super) fn thread_count(text: &str) -> Result<usize, String> {
     int_in(text, &GC_THREADS_RANGE)
 }
 
-/// A boolean: true/false, yes/no, on/off, 1/0, any case.
-fn boolean(text: &str) -> Result<bool, String> {
+/// A boolean as configuration values and flags spell it: true/false, yes/no, on/off, 1/0, any
+/// case.
+pub fn parse_bool(text: &str) -> Result<bool, String> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "on" | "1" => Ok(true),
         "false" | "no" | "off" | "0" => Ok(false),

@@ -74,6 +74,19 @@ pub fn current_thread_affinity() -> io::Result<Vec<u32>> {
 /// answers `EINVAL` when none of `cpus` is usable (offline, nonexistent, or outside the
 /// cgroup's cpuset) and `EPERM` when we lack the right.
 pub fn set_thread_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
+    if tid > 0 && !thread_exists(tid) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("thread {tid} is not a thread of this process"),
+        ));
+    }
+    set_own_thread_affinity(tid, cpus)
+}
+
+/// [`set_thread_affinity`] for a thread the caller started itself (a GC worker, whose id the
+/// pool recorded), without the `/proc/self/task` check: no file is touched, so it may run
+/// inside a pause.
+pub(crate) fn set_own_thread_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
     if tid <= 0 {
         return Err(invalid_input(format!(
             "thread id {tid} is not a kernel thread id"
@@ -90,19 +103,14 @@ pub fn set_thread_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
             CPU_ID_LIMIT - 1
         )));
     }
-    if !thread_exists(tid) {
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("thread {tid} is not a thread of this process"),
-        ));
-    }
     let words = (max as usize / BITS_PER_WORD + 1).max(INITIAL_MASK_WORDS);
     let mut mask = vec![0u64; words];
     for &cpu in cpus {
         mask[cpu as usize / BITS_PER_WORD] |= 1u64 << (cpu as usize % BITS_PER_WORD);
     }
     // SAFETY: `mask` is a readable, 8-byte aligned buffer of exactly the byte size passed, laid
-    // out as a cpu_set_t of that size; `tid` was checked to be a thread of this process.
+    // out as a cpu_set_t of that size; `tid` is a thread of this process (checked by
+    // `set_thread_affinity`, or started by the caller).
     let rc = unsafe {
         libc::sched_setaffinity(
             tid,

@@ -217,7 +217,8 @@ impl GcStats {
 
     /// Sum of pause times, ms.
     pub fn pause_total_ms(&self) -> f64 {
-        self.records.iter().map(|r| r.pause_ms).sum()
+        // Folded from +0.0: an empty float `sum` is -0.0, which would print as "-0.0 ms".
+        self.records.iter().fold(0.0, |total, r| total + r.pause_ms)
     }
 
     /// Longest pause, ms (0 without collections).

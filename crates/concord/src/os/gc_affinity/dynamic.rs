@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::plan::{combined_loads, plan_rebalance, LoadDegree, Thresholds};
 use super::{AffinityReport, FailureLog, SplitMix, WorkerMove};
-use crate::os::affinity::{set_thread_affinity, thread_affinity};
+use crate::os::affinity::{set_own_thread_affinity, thread_affinity};
 use crate::os::cpu::{LoadSampler, LoadSnapshot};
 use crate::os::procfs::read_task_stat;
 
@@ -102,7 +102,8 @@ impl DynamicBalancer {
         };
         for m in &plan.moves {
             let tid = tids[m.worker];
-            match set_thread_affinity(tid, &[m.to]) {
+            // The pool's own worker: no `/proc` check inside the pause.
+            match set_own_thread_affinity(tid, &[m.to]) {
                 Ok(()) => {
                     self.pinned().insert(tid, m.to);
                     report.moves.push(WorkerMove {

@@ -188,14 +188,6 @@ impl GcAffinityController {
         }
     }
 
-    /// Use other high/low factors (dynamic only).
-    pub fn with_thresholds(mut self, thresholds: Thresholds) -> Self {
-        if let Placement::Dynamic(d) = &mut self.placement {
-            d.thresholds = thresholds;
-        }
-        self
-    }
-
     /// Seed the random choice of target CPUs, for reproducible runs (dynamic only).
     pub fn with_seed(mut self, seed: u64) -> Self {
         if let Placement::Dynamic(d) = &mut self.placement {
@@ -258,7 +250,9 @@ impl GcAffinityController {
     /// last ran on (`WorkerPool::worker_last_cpus`, sampled by the workers themselves, so no
     /// `/proc` file is read); the first `active` take part. Under `Dynamic` plans with the
     /// sampler's latest busy fractions and applies the moves; otherwise returns an empty
-    /// report.
+    /// report. The `tids` must be threads of this process that the caller started: the moves
+    /// skip the `/proc/self/task` check that [`crate::os::affinity::set_thread_affinity`]
+    /// makes, so that nothing is read from a file inside the pause.
     pub fn before_collection_from(
         &self,
         tids: &[i32],
