@@ -245,6 +245,8 @@ fn sigkill_to_the_parent_leaves_no_instance_behind() {
 
 /// `concord run binary-trees 18 --co-run 2` (plus `extra` flags) started, with both instance
 /// pids.
+// The child goes back to the caller, which waits on it (clippy cannot see that).
+#[allow(clippy::zombie_processes)]
 fn co_run_with_two_instances(extra: &str) -> (std::process::Child, Vec<u32>) {
     let mut child = command(&argv(&format!(
         "run binary-trees 18 --heap 64m --co-run 2{extra}"
