@@ -7,11 +7,14 @@
 
 use std::fmt::Display;
 use std::ops::RangeInclusive;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
 
 use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
+use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
 pub(super) const HEAP_RANGE: RangeInclusive<usize> = MIN_HEAP..=MAX_HEAP;
@@ -99,6 +102,35 @@ fn inconsistent(key: ConfigKey, message: String) -> ConfigError {
     ConfigError::Inconsistent { key, message }
 }
 
+/// Whether `a` and `b` name one file: the same file where both exist (links and hard links
+/// too), else the same name in the same directory (`./x` and `x`, through linked
+/// directories).
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return (ma.dev(), ma.ino()) == (mb.dev(), mb.ino());
+    }
+    file_identity(a) == file_identity(b)
+}
+
+/// `path` as an absolute name: its directory resolved where it exists, else the path with
+/// `.` left out.
+fn file_identity(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => path
+            .components()
+            .filter(|c| *c != Component::CurDir)
+            .collect(),
+    }
+}
+
 impl GcConfig {
     /// Checks every field's range and the rules between fields;
     /// the error names the field by its option key (`heap`, `young`, ...).
@@ -184,7 +216,50 @@ impl GcConfig {
             }
         }
 
+        self.validate_distinct_outputs(key_of)?;
+
         self.validate_generations(key_of, &is_default)
+    }
+
+    /// No two outputs (GC log, records, mutator profile) may be one file: they would be
+    /// written over each other. Paths are compared as files: `./x` and `x`, a link and its
+    /// target, two hard links.
+    fn validate_distinct_outputs(
+        &self,
+        key_of: &dyn Fn(&'static str) -> ConfigKey,
+    ) -> Result<(), ConfigError> {
+        let profile = match &self.mutator_sched {
+            MutatorSched::Profile(path) => Some(path.as_path()),
+            _ => None,
+        };
+        let outputs: Vec<(&'static str, &Path)> = [
+            ("gc-log", self.gc_log.as_deref()),
+            ("gc-records", self.gc_records.as_deref()),
+            ("mutator-sched", profile),
+        ]
+        .into_iter()
+        .filter_map(|(key, path)| Some((key, path?)))
+        .collect();
+        let shown = |key: &str, path: &Path| match key {
+            "mutator-sched" => format!("profile:{}", path.display()),
+            _ => path.display().to_string(),
+        };
+        for (i, &(key, path)) in outputs.iter().enumerate() {
+            if let Some(&(earlier, earlier_path)) =
+                outputs[..i].iter().find(|(_, p)| same_file(p, path))
+            {
+                return Err(ConfigError::InvalidValue {
+                    key: key_of(key),
+                    value: shown(key, path),
+                    reason: format!(
+                        "names the same file as {} ('{}'); give each output a file of its own",
+                        key_of(earlier),
+                        shown(earlier, earlier_path)
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The argument of a `profile` or `adaptive` mutator scheduling policy built in code, in the
@@ -385,6 +460,50 @@ mod tests {
             error_of(&config),
             "gc-records: '' is empty (expected a file path)"
         );
+    }
+
+    #[test]
+    fn two_outputs_may_not_be_one_file() {
+        let dir = std::env::temp_dir().join(format!("concord-same-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let x = dir.join("x");
+        let mut config = base();
+        config.gc_log = Some(x.clone());
+        config.gc_records = Some(x.clone());
+        let err = error_of(&config);
+        assert_eq!(
+            err,
+            format!(
+                "gc-records: '{0}' names the same file as gc-log ('{0}'); give each output a \
+                 file of its own",
+                x.display()
+            )
+        );
+        // `./x` and `x`, or through `sub/..`: the same file, existing or not.
+        config.gc_records = Some(dir.join(".").join("sub").join("..").join("x"));
+        assert!(error_of(&config).contains("names the same file as gc-log"));
+        // A link to it, and a hard link, once it exists.
+        std::fs::write(&x, "").unwrap();
+        std::os::unix::fs::symlink(&x, dir.join("link")).unwrap();
+        std::fs::hard_link(&x, dir.join("hard")).unwrap();
+        for other in ["link", "hard"] {
+            config.gc_records = Some(dir.join(other));
+            assert!(error_of(&config).contains("same file"), "{other}");
+        }
+        // The mutator profile counts too.
+        config.gc_records = Some(dir.join("records"));
+        config.mutator_sched = MutatorSched::Profile(dir.join("sub/../records"));
+        let err = error_of(&config);
+        assert!(
+            err.starts_with("mutator-sched: 'profile:")
+                && err.contains("same file as gc-records"),
+            "{err}"
+        );
+        // Different files are fine.
+        config.mutator_sched = MutatorSched::Profile(dir.join("profile"));
+        config.validate().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

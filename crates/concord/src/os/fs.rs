@@ -1,60 +1,361 @@
-//! Files written whole: the one atomic write the collector and its tools use for outputs a
-//! reader must never see half written (profiles, results directories).
+//! Files that readers must never see half written: the collector's outputs (GC log, records,
+//! mutator profile) and its tools' results directories.
+//!
+//! A [`StagedFile`] is written under a hidden temporary name next to its path (same directory,
+//! so the same file system) and renamed over the path only when it is committed, so an
+//! existing file stays as it was until the new one is complete, and a writer that gives up
+//! (or is dropped) leaves nothing behind. Paths that are not regular files — a device such as
+//! `/dev/null` or `/dev/full`, a FIFO, anything under `/dev` or `/proc` such as
+//! `/dev/stdout` — cannot be replaced by a rename and are written in place.
+//!
+//! Every temporary file of the process is known here, so a program that must exit at once
+//! (a second Ctrl-C) removes them all with [`remove_temporary_files`] first.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
-use std::path::Path;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
-/// Writes `bytes` to `path` atomically: into a temporary file next to it (same directory, so
-/// the same file system), flushed to disk, then renamed over `path`. Readers see the old
-/// content or the new one, never a part; on failure the temporary file is removed and `path`
-/// is left as it was.
+/// The temporary files of this process that exist now, and whether new ones are refused.
+struct Temporaries {
+    paths: Vec<PathBuf>,
+    /// Set by [`remove_temporary_files`]: the process is about to exit.
+    closed: bool,
+}
+
+static TEMPORARIES: Mutex<Temporaries> = Mutex::new(Temporaries {
+    paths: Vec::new(),
+    closed: false,
+});
+
+/// Distinguishes the temporary files of one process.
+static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
+/// Every change of the set is a push or a removal that a panic cannot leave half done.
+fn temporaries() -> MutexGuard<'static, Temporaries> {
+    TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn exiting() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the process is exiting; no file is written any more",
+    )
+}
+
+/// Removes every temporary file this process has open for a [`StagedFile`] or
+/// [`write_atomic`], and refuses new ones (and commits) from now on: for a program about to
+/// exit without finishing its outputs. Returns how many files were removed.
+pub fn remove_temporary_files() -> usize {
+    let mut t = temporaries();
+    t.closed = true;
+    let paths = std::mem::take(&mut t.paths);
+    paths.iter().filter(|p| fs::remove_file(p).is_ok()).count()
+}
+
+/// A file written under a temporary name and put in place by [`commit`](Self::commit), or
+/// written in place where a rename cannot replace the path (see the module documentation).
+#[derive(Debug)]
+pub struct StagedFile {
+    /// The file the content is for, symbolic links resolved.
+    target: PathBuf,
+    /// The hidden file being written; `None` when writing in place.
+    temporary: Option<PathBuf>,
+    file: File,
+    /// Whether `file` is a regular file (it can be cut back after a failed append).
+    regular: bool,
+    /// Bytes written by whole appends.
+    complete: u64,
+}
+
+impl StagedFile {
+    /// Starts the file for `path`: creates a hidden temporary file next to it (or opens it in
+    /// place, see the module documentation). `path` itself is not touched. Fails when its
+    /// directory does not exist or takes no new file, or when an existing `path` may not be
+    /// written.
+    pub fn create(path: &Path) -> io::Result<StagedFile> {
+        if path.file_name().is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path names no file",
+            ));
+        }
+        let existing = fs::metadata(path).ok();
+        if let Some(meta) = &existing {
+            if meta.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "it is a directory",
+                ));
+            }
+            // A rename would replace a file the user may not write; refuse as opening would.
+            check_writable(path)?;
+            let special = path.starts_with("/dev") || path.starts_with("/proc");
+            if special || !meta.is_file() {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .truncate(meta.is_file())
+                    .append(!meta.is_file())
+                    .open(path)?;
+                return Ok(StagedFile {
+                    target: path.to_path_buf(),
+                    temporary: None,
+                    file,
+                    regular: meta.is_file(),
+                    complete: 0,
+                });
+            }
+        }
+        let target = resolve_links(path);
+        let temporary = temporary_name(&target)?;
+        let file = create_temporary(&temporary)?;
+        if let Some(meta) = existing {
+            // The replacement keeps the mode of the file it replaces.
+            let _ = file.set_permissions(meta.permissions());
+        }
+        Ok(StagedFile {
+            target,
+            temporary: Some(temporary),
+            file,
+            regular: true,
+            complete: 0,
+        })
+    }
+
+    /// The file the content is for (symbolic links resolved).
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Appends `bytes` whole or not at all: when the write fails part way (a full disk), the
+    /// file is cut back to what earlier appends wrote, so it never ends in a fragment (a
+    /// device or FIFO written in place cannot be cut back).
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.file.write_all(bytes) {
+            Ok(()) => {
+                self.complete += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                if self.regular {
+                    // Best effort: the write error is what the caller must hear about.
+                    let _ = self.file.set_len(self.complete);
+                    let _ = self.file.seek(SeekFrom::Start(self.complete));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts the file in place: syncs it and renames it over the path. On failure the
+    /// temporary file is removed and the path left as it was.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some(temporary) = self.temporary.take() else {
+            return Ok(());
+        };
+        let committed = self
+            .file
+            .sync_all()
+            .and_then(|()| rename_temporary(&temporary, &self.target));
+        if committed.is_err() {
+            discard_temporary(&temporary);
+        }
+        committed
+    }
+}
+
+impl Drop for StagedFile {
+    /// An uncommitted file is discarded: the path stays as it was.
+    fn drop(&mut self) {
+        if let Some(temporary) = self.temporary.take() {
+            discard_temporary(&temporary);
+        }
+    }
+}
+
+/// Checks that a new file for `path` can be made: its directory exists and takes a new file
+/// (a temporary one is created and removed again). `path` itself is not touched.
+pub fn check_creatable(path: &Path) -> io::Result<()> {
+    StagedFile::create(path).map(drop)
+}
+
+/// Writes `bytes` to `path` atomically through a [`StagedFile`]: readers see the old content
+/// or the new one, never a part; on failure `path` is left as it was and no temporary file
+/// remains.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
+    let mut file = StagedFile::create(path)?;
+    file.append(bytes)?;
+    file.commit()
+}
+
+/// `path` with a symbolic link at its end resolved, so a commit replaces the file the link
+/// points to, not the link.
+fn resolve_links(path: &Path) -> PathBuf {
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return path.to_path_buf();
+    }
+    if let Ok(real) = fs::canonicalize(path) {
+        return real;
+    }
+    // A dangling link: the file it names, relative to the link's directory.
+    match fs::read_link(path) {
+        Ok(to) => path.parent().map_or(to.clone(), |dir| dir.join(&to)),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+/// `.NAME.PID.N.tmp` in the directory of `target`.
+fn temporary_name(target: &Path) -> io::Result<PathBuf> {
+    let name = target
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+    let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
+    Ok(dir.join(format!(
+        ".{}.{}.{n}.tmp",
         name.to_string_lossy(),
         std::process::id()
-    ));
-    let written = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
+    )))
+}
+
+/// Creates the temporary file `path` and registers it (refused once the process is exiting).
+fn create_temporary(path: &Path) -> io::Result<File> {
+    let mut t = temporaries();
+    if t.closed {
+        return Err(exiting());
     }
-    written
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    t.paths.push(path.to_path_buf());
+    Ok(file)
+}
+
+/// Renames the temporary file `from` to `to`; it is no longer temporary then.
+fn rename_temporary(from: &Path, to: &Path) -> io::Result<()> {
+    let mut t = temporaries();
+    if t.closed {
+        return Err(exiting());
+    }
+    fs::rename(from, to)?;
+    t.paths.retain(|p| p != from);
+    Ok(())
+}
+
+/// Removes the temporary file `path`.
+fn discard_temporary(path: &Path) {
+    let mut t = temporaries();
+    let _ = fs::remove_file(path);
+    t.paths.retain(|p| p != path);
+}
+
+/// Whether this process may write the existing file `path` (`access(2)` with `W_OK`).
+fn check_writable(path: &Path) -> io::Result<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path holds a NUL byte"))?;
+    // SAFETY: `c_path` is a valid NUL-terminated string that outlives the call.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("concord-fs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn replaces_the_whole_file_and_leaves_no_temporary_file() {
-        let dir = std::env::temp_dir().join(format!("concord-fs-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("atomic");
         let path = dir.join("out.json");
         fs::write(&path, "old").unwrap();
         write_atomic(&path, b"new content").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new content");
-        assert_eq!(
-            fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file left"
-        );
+        assert_eq!(entries(&dir), ["out.json"], "no temporary file left");
         // A directory that does not exist: an error, and nothing written.
         let missing = dir.join("no-such-dir").join("x");
         assert!(write_atomic(&missing, b"x").is_err());
         assert!(write_atomic(Path::new("/"), b"x").is_err(), "no file name");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_staged_file_leaves_the_old_file_until_it_is_committed() {
+        let dir = scratch("staged");
+        let path = dir.join("gc.log");
+        fs::write(&path, "old\n").unwrap();
+        let mut staged = StagedFile::create(&path).unwrap();
+        staged.append(b"new line\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old\n");
+        assert_eq!(entries(&dir).len(), 2, "the temporary file sits beside it");
+        staged.commit().unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new line\n");
+        assert_eq!(entries(&dir), ["gc.log"]);
+        // Dropped without a commit: the file stays, the temporary file goes.
+        let mut staged = StagedFile::create(&path).unwrap();
+        staged.append(b"lost\n").unwrap();
+        drop(staged);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new line\n");
+        assert_eq!(entries(&dir), ["gc.log"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_is_followed_and_its_target_replaced() {
+        let dir = scratch("link");
+        let real = dir.join("real.log");
+        fs::write(&real, "old").unwrap();
+        let link = dir.join("link.log");
+        std::os::unix::fs::symlink("real.log", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn devices_are_written_in_place_and_their_errors_reported() {
+        let mut null = StagedFile::create(Path::new("/dev/null")).unwrap();
+        null.append(b"anything\n").unwrap();
+        null.commit().unwrap();
+        assert!(Path::new("/dev/null").exists(), "a device is never replaced");
+        let mut full = StagedFile::create(Path::new("/dev/full")).unwrap();
+        let err = full.append(b"x\n").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+    }
+
+    #[test]
+    fn unwritable_targets_and_directories_are_refused() {
+        let dir = scratch("refused");
+        assert!(StagedFile::create(&dir).is_err(), "a directory");
+        assert!(check_creatable(&dir.join("missing/x")).is_err());
+        check_creatable(&dir.join("new")).unwrap();
+        assert!(entries(&dir).is_empty(), "the probe leaves nothing");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

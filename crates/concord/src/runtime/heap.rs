@@ -1,6 +1,6 @@
 //! The heap: memory, GC workers, the VM thread, and what a program builds first.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -16,13 +16,14 @@ use crate::memory::HeapMemory;
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::gc_affinity::GcAffinityController;
-use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler};
-use crate::os::policy::GcAffinity;
+use crate::os::fs::check_creatable;
+use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler, ProfileAction};
+use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
 use crate::telemetry::records_file::RecordsFile;
-use crate::telemetry::{CollectionKind, GcStats};
+use crate::telemetry::{CollectionKind, GcStats, OutputError, OutputFailure, OutputKind};
 
 /// Errors the runtime reports to a mutator.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +69,14 @@ pub enum HeapError {
     /// The per-collection records file could not be created.
     #[error("could not create the GC records file {path}")]
     GcRecords {
+        /// The path asked for.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// `mutator-sched profile:PATH` would record a profile where no file can be created.
+    #[error("cannot record the mutator scheduling profile {path}: its directory takes no new file")]
+    Profile {
         /// The path asked for.
         path: String,
         /// What the OS said.
@@ -197,16 +206,22 @@ impl HeapInner {
 /// A garbage-collected heap: reserved memory, GC worker threads and a VM thread.
 ///
 /// Threads that use the heap attach with [`Heap::attach`]; the heap outlives them (mutators
-/// borrow it). Dropping the heap stops its threads and releases its memory.
+/// borrow it). [`Heap::finish`] stops its threads, puts its outputs in place and reports any
+/// it could not write; dropping the heap does the same, logging such failures.
 pub struct Heap {
     inner: Arc<HeapInner>,
     vm_thread: Option<JoinHandle<()>>,
+    /// Whether the outputs were put in place (by `finish`, `close_outputs` or `drop`).
+    outputs_closed: AtomicBool,
 }
 
 impl Heap {
     /// Validate `config`, reserve the heap and start the VM thread and the GC workers.
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
         config.validate()?;
+        // Before anything else, so a bad path is refused at once; nothing is replaced until
+        // the heap finishes.
+        let (gc_log, gc_records) = open_outputs(&config)?;
         let g = config.generation_sizes();
         let sizes = SpaceSizes {
             old: g.old,
@@ -248,28 +263,6 @@ impl Heap {
             config.fifo_cpu_threshold,
         );
         let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone())?;
-        let gc_log = match &config.gc_log {
-            Some(path) => Some(
-                GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
-                    HeapError::GcLog {
-                        path: path.display().to_string(),
-                        source,
-                    }
-                })?,
-            ),
-            None => None,
-        };
-        let gc_records = match &config.gc_records {
-            Some(path) => {
-                Some(
-                    RecordsFile::create(path).map_err(|source| HeapError::GcRecords {
-                        path: path.display().to_string(),
-                        source,
-                    })?,
-                )
-            }
-            None => None,
-        };
         // Lifespan profiler: enabled by configuration.
         let lifespans = config.lifespans.then(LifespanProfiler::default);
         let inner = Arc::new(HeapInner {
@@ -304,6 +297,7 @@ impl Heap {
         Ok(Heap {
             inner,
             vm_thread: Some(vm_thread),
+            outputs_closed: AtomicBool::new(false),
         })
     }
 
@@ -364,9 +358,60 @@ impl Heap {
     }
 }
 
-impl Drop for Heap {
-    fn drop(&mut self) {
-        // Stops the adaptive sampler and writes the profile of a profiling run.
+// ---- outputs (GC log, records, mutator profile) ----
+impl Heap {
+    /// Stops the heap's threads, puts its outputs in place (the GC log, the records file, a
+    /// recorded mutator profile) and returns the statistics of the run. An error lists every
+    /// output that could not be written completely — which, why, and what it lacks — and
+    /// still holds the statistics. Dropping a heap does the same and logs the failures as
+    /// warnings.
+    ///
+    /// Outputs are written beside their paths and replace them only here: a heap that could
+    /// not be created leaves existing files as they were, while the outputs of a heap that ran
+    /// are put in place whatever became of the program (an out-of-memory error included),
+    /// with the lines written before a failed write.
+    pub fn finish(mut self) -> Result<GcStats, OutputError> {
+        self.stop_threads();
+        self.close_outputs()
+    }
+
+    /// Puts the outputs in place now, while mutators may still run: for a program that must
+    /// exit before its work is done (a signal). The statistics returned are the collections
+    /// the outputs hold; later collections are neither written nor in them, and a collection
+    /// in progress is not waited for. Also finishes the mutator scheduler (a recorded profile
+    /// is written). Later calls (and `finish`) find nothing more to write.
+    pub fn close_outputs(&self) -> Result<GcStats, OutputError> {
+        if self.outputs_closed.swap(true, Ordering::SeqCst) {
+            return Ok(self.stats());
+        }
+        let sched = self.inner.mutator_sched.finish();
+        // Taken out first: the VM thread writes nothing more, so the records of the snapshot
+        // that it has not written yet are written here, and outputs and statistics agree.
+        let gc_log = lock(&self.inner.gc_log).take();
+        let gc_records = lock(&self.inner.gc_records).take();
+        let stats = self.stats();
+        let mut failures = Vec::new();
+        if let Some(mut log) = gc_log {
+            stats.records.iter().for_each(|r| log.write_record(r));
+            failures.extend(log.finish().err());
+        }
+        if let Some(mut records) = gc_records {
+            stats.records.iter().for_each(|r| records.write_record(r));
+            failures.extend(records.finish().err());
+        }
+        failures.extend(profile_failure(&sched));
+        if failures.is_empty() {
+            Ok(stats)
+        } else {
+            Err(OutputError {
+                failures,
+                stats: Box::new(stats),
+            })
+        }
+    }
+
+    /// Stops the mutator scheduler (a recorded profile is written), then the VM thread.
+    fn stop_threads(&mut self) {
         self.inner.mutator_sched.finish();
         self.inner.safepoint.shutdown();
         if let Some(t) = self.vm_thread.take() {
@@ -374,6 +419,64 @@ impl Drop for Heap {
         }
     }
 }
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        self.stop_threads();
+        if let Err(e) = self.close_outputs() {
+            for failure in &e.failures {
+                log::warn!("{failure}");
+            }
+        }
+    }
+}
+
+/// Starts the outputs `config` asks for (beside their paths; nothing is replaced yet), and
+/// checks that a mutator profile to be recorded can be written.
+fn open_outputs(config: &GcConfig) -> Result<(Option<GcLog>, Option<RecordsFile>), HeapError> {
+    if let MutatorSched::Profile(path) = &config.mutator_sched {
+        // An existing profile is read, not written.
+        if !path.exists() {
+            check_creatable(path).map_err(|source| HeapError::Profile {
+                path: path.display().to_string(),
+                source,
+            })?;
+        }
+    }
+    let gc_log = match &config.gc_log {
+        Some(path) => Some(
+            GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
+                HeapError::GcLog {
+                    path: path.display().to_string(),
+                    source,
+                }
+            })?,
+        ),
+        None => None,
+    };
+    let gc_records = match &config.gc_records {
+        Some(path) => Some(
+            RecordsFile::create(path).map_err(|source| HeapError::GcRecords {
+                path: path.display().to_string(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    Ok((gc_log, gc_records))
+}
+
+/// The profile `mutator-sched profile:PATH` should have written and could not.
+fn profile_failure(report: &MutatorSchedReport) -> Option<OutputFailure> {
+    let profile = report.profile.as_ref()?;
+    (profile.action == ProfileAction::WriteFailed).then(|| OutputFailure {
+        output: OutputKind::MutatorProfile,
+        path: profile.path.clone(),
+        error: profile.error.clone().unwrap_or_default(),
+        lost: "the profile of this run was not written".to_string(),
+    })
+}
+// ---- end outputs ----
 
 /// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
 /// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given

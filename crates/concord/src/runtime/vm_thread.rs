@@ -51,30 +51,20 @@ pub(crate) fn run(heap: &HeapInner) {
 }
 
 /// Append the operation's records to the GC log and the records file, if configured.
-fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
-    append(&heap.gc_log, "GC log", records, GcLog::write_record);
-    append(
-        &heap.gc_records,
-        "GC records",
-        records,
-        RecordsFile::write_record,
-    );
+pub(crate) fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
+    append(&heap.gc_log, records, GcLog::write_record);
+    append(&heap.gc_records, records, RecordsFile::write_record);
 }
 
-/// Write `records` to the output in `slot`. A write failure is reported once and that output
-/// stops; the collector carries on.
+/// Write `records` to the output in `slot`, if it is still open. A write failure stops that
+/// output (it reports itself when the heap finishes); the collector carries on.
 fn append<W>(
     slot: &std::sync::Mutex<Option<W>>,
-    what: &str,
     records: &[CollectionRecord],
-    write: fn(&mut W, &CollectionRecord) -> std::io::Result<()>,
+    write: fn(&mut W, &CollectionRecord),
 ) {
-    let mut guard = lock(slot);
-    if let Some(out) = guard.as_mut() {
-        if let Err(e) = records.iter().try_for_each(|r| write(out, r)) {
-            log::warn!("writing the {what} failed ({e}); it stops here");
-            *guard = None;
-        }
+    if let Some(out) = lock(slot).as_mut() {
+        records.iter().for_each(|r| write(out, r));
     }
 }
 

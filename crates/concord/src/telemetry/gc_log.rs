@@ -2,34 +2,42 @@
 //! `[1.234s][info][gc] GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms`.
 //!
 //! Lines are formatted and written by the VM thread after mutators have been resumed, never
-//! while the world is stopped.
+//! while the world is stopped; each line is written whole or not at all.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
+use super::output::{OutputFailure, OutputKind, RecordLines};
 use super::record::{CollectionKind, CollectionRecord};
 
 const MB: usize = 1024 * 1024;
 
-/// An open GC log file.
+/// A GC log being written (see [`super::output`]: staged beside its path, put in place when
+/// the heap finishes).
+#[derive(Debug)]
 pub struct GcLog {
-    out: BufWriter<File>,
+    out: RecordLines,
 }
 
 impl GcLog {
-    /// Create (truncate) the log at `path` and write the header line.
+    /// Start the log for `path` and write the header line. `path` itself is replaced only by
+    /// [`GcLog::finish`].
     pub fn create(path: &Path, collector: &str) -> io::Result<Self> {
-        let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "[0.000s][info][gc] Using {collector}")?;
-        out.flush()?;
-        Ok(Self { out })
+        let header = format!("[0.000s][info][gc] Using {collector}");
+        Ok(Self {
+            out: RecordLines::create(OutputKind::GcLog, path, Some(&header))?,
+        })
     }
 
-    /// Append one collection's line and flush.
-    pub fn write_record(&mut self, r: &CollectionRecord) -> io::Result<()> {
-        writeln!(self.out, "{}", format_record(r))?;
-        self.out.flush()
+    /// Append one collection's line (once per collection). After a failed write the log
+    /// stops; [`GcLog::finish`] reports it.
+    pub fn write_record(&mut self, r: &CollectionRecord) {
+        self.out.write(r, |r| Ok(format_record(r)));
+    }
+
+    /// Put the log in place; an error says what it is missing.
+    pub fn finish(self) -> Result<(), OutputFailure> {
+        self.out.finish()
     }
 }
 

@@ -1,13 +1,15 @@
 //! The telemetry room: per-collection records (in memory and as JSON lines), the HotSpot-style
-//! GC log and summaries.
+//! GC log, summaries, and how the files among them are written and their failures reported.
 
 pub mod gc_log;
 pub mod lifespan;
+pub mod output;
 pub mod phase;
 pub mod record;
 pub mod records_file;
 
 pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
+pub use output::{OutputError, OutputFailure, OutputKind};
 pub use phase::{PhaseTimes, WorkerPhaseStats};
 pub use record::{
     CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcStats, MonitorRecord,

@@ -1,30 +1,36 @@
 //! The per-collection records as JSON lines (`gc-records`): one [`CollectionRecord`] object per
-//! line, written by the VM thread after mutators have been resumed, like the GC log.
+//! line, written by the VM thread after mutators have been resumed, like the GC log, and put
+//! in place when the heap finishes (see [`super::output`]).
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
+use super::output::{OutputFailure, OutputKind, RecordLines};
 use super::record::CollectionRecord;
 
-/// An open records file.
+/// A records file being written.
+#[derive(Debug)]
 pub struct RecordsFile {
-    out: BufWriter<File>,
+    out: RecordLines,
 }
 
 impl RecordsFile {
-    /// Create (truncate) the file at `path`.
+    /// Start the file for `path`; `path` itself is replaced only by [`RecordsFile::finish`].
     pub fn create(path: &Path) -> io::Result<Self> {
         Ok(Self {
-            out: BufWriter::new(File::create(path)?),
+            out: RecordLines::create(OutputKind::GcRecords, path, None)?,
         })
     }
 
-    /// Append one collection's record as a line and flush, so a crash loses at most the line
-    /// being written.
-    pub fn write_record(&mut self, r: &CollectionRecord) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, r)?;
-        writeln!(self.out)?;
-        self.out.flush()
+    /// Append one collection's record as a line (once per collection). After a failed write
+    /// the file stops; [`RecordsFile::finish`] reports it.
+    pub fn write_record(&mut self, r: &CollectionRecord) {
+        self.out
+            .write(r, |r| serde_json::to_string(r).map_err(io::Error::other));
+    }
+
+    /// Put the file in place; an error says what it is missing.
+    pub fn finish(self) -> Result<(), OutputFailure> {
+        self.out.finish()
     }
 }

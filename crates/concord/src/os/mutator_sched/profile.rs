@@ -243,6 +243,9 @@ pub struct ProfileOutcome {
     pub decision: Option<ProfileDecision>,
     /// Threads written to it ([`ProfileAction::Recorded`]).
     pub threads_recorded: usize,
+    /// Why it could not be written ([`ProfileAction::WriteFailed`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl ProfileOutcome {
@@ -252,6 +255,7 @@ impl ProfileOutcome {
             action,
             decision,
             threads_recorded: 0,
+            error: None,
         }
     }
 }
@@ -382,6 +386,7 @@ impl Shared {
             }
             Err(e) => {
                 outcome.action = ProfileAction::WriteFailed;
+                outcome.error = Some(e.to_string());
                 let message = format!("cannot write profile {}: {e}", path.display());
                 self.fail(st, message.clone());
                 self.notice(st, log::Level::Warn, message);
