@@ -8,18 +8,20 @@
 //! JSON (with its pid and every pause) on stdout. Its GC log and records go to `PATH.N`. The
 //! parent runs the `--interfere` load meanwhile, waits for every child, and reports each
 //! instance and the aggregate; a child that fails or is killed is reported with its exit
-//! status and the tail of its stderr. A signal to the parent (Ctrl-C, SIGTERM) kills and reaps
-//! the children; and since the parent holds each child's stdin open until it has reaped it, a
-//! child whose stdin closes early knows the parent died some other way (SIGKILL, a second
-//! signal's immediate exit) and exits too, so none is left behind.
+//! status and the tail of its stderr (one whose outputs could not be written completely fails
+//! so). A signal to the parent (Ctrl-C, SIGTERM) stops the children by closing their stdin:
+//! each stops as on its own first Ctrl-C, puts its outputs in place and exits, and is reaped.
+//! Since the parent holds each child's stdin open until it has reaped it, a child whose stdin
+//! closes early also knows when the parent died some other way (SIGKILL, a second signal's
+//! immediate exit) and stops the same way, so none is left behind.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -27,6 +29,7 @@ use anyhow::{bail, Context, Result};
 use concord::GcConfig;
 use concord_workloads::{Workload, WorkloadParams};
 use serde_json::{json, Value};
+use signal_hook::consts::SIGHUP;
 
 use crate::experiment::run_on_heap;
 use crate::interference::Interference;
@@ -54,15 +57,18 @@ pub fn instance_config(config: &GcConfig, n: usize) -> GcConfig {
 }
 
 /// The child's side: runs instance `n` once its parent says go, and prints its summary JSON
-/// (with `pid`, `instance` and every pause, `pauses_ms`) as one line on stdout.
+/// (with `pid`, `instance` and every pause, `pauses_ms`) as one line on stdout; outputs it
+/// could not write completely are reported on stderr and make the exit status 1. A signal, or
+/// the parent closing the pipe (it stops the instances, or it died), stops the run as the
+/// first Ctrl-C does: outputs put in place, exit status 128 + the signal.
 pub fn run_instance(
-    workload: &dyn Workload,
+    workload: &Arc<dyn Workload>,
     params: &WorkloadParams,
     config: &GcConfig,
     n: usize,
-) -> Result<()> {
+) -> Result<ExitCode> {
     let config = instance_config(config, n);
-    let summary = run_on_heap(workload, params, &config, || {
+    let ready = || {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{READY}")?;
         out.flush()?;
@@ -71,22 +77,35 @@ pub fn run_instance(
         if line.trim() != GO {
             bail!("instance {n}: the parent process is gone (no start signal)");
         }
-        // The parent keeps the pipe open until it has reaped this process; end of input means
-        // it died, and an instance must not outlive it.
+        // The parent keeps the pipe open until it has reaped this process or wants it to stop;
+        // end of input means stop (the parent may be dead: an instance must not outlive it).
         std::thread::spawn(move || {
             let mut rest = Vec::new();
             let _ = std::io::stdin().lock().read_to_end(&mut rest);
-            log::error!("instance {n}: the parent process is gone; stopping");
-            std::process::exit(1);
+            if !interrupt::interrupted() {
+                log::error!("instance {n}: the parent process stops the run");
+            }
+            interrupt::raise(SIGHUP);
         });
         Ok(())
-    })?;
-    let mut v = summary.json();
+    };
+    let run = run_on_heap(workload, params, &config, ready, true)?;
+    let mut v = run.summary.json();
     v["pid"] = json!(std::process::id());
     v["instance"] = json!(n);
-    v["pauses_ms"] = json!(summary.pauses_ms);
-    println!("{v}");
-    Ok(())
+    v["pauses_ms"] = json!(run.summary.pauses_ms);
+    // The parent may be gone: a closed pipe is no reason to fail here.
+    let _ = writeln!(std::io::stdout(), "{v}");
+    for failure in &run.output_failures {
+        eprintln!("concord: {failure}");
+    }
+    Ok(if run.interrupted.is_some() {
+        interrupt::exit_code()
+    } else if run.output_failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// One instance that ran to the end.
@@ -152,6 +171,21 @@ impl Running {
     }
 }
 
+/// How long stopped instances get to put their outputs in place before they are killed.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+
+/// Stops every child and reaps it: closing its stdin tells it to stop as the first Ctrl-C does
+/// (its outputs are put in place, no temporary file stays); one still running after
+/// [`STOP_GRACE`] is killed.
+fn stop_all(children: &mut [Running]) {
+    children.iter_mut().for_each(|c| drop(c.stdin.take()));
+    let start = std::time::Instant::now();
+    while !children.iter_mut().all(Running::poll) && start.elapsed() < STOP_GRACE {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    children.iter_mut().for_each(Running::kill);
+}
+
 /// Starts child `number`: this executable with `args` and the instance flag; a thread per
 /// output stream; `ready` hears when its heap is built.
 fn start_child(
@@ -208,7 +242,7 @@ pub fn co_run(count: usize, interfere: Option<Interference>) -> Result<CoRun> {
         match start_child(&exe, &args, number, ready_tx.clone()) {
             Ok(child) => children.push(child),
             Err(e) => {
-                children.iter_mut().for_each(Running::kill);
+                stop_all(&mut children);
                 return Err(e);
             }
         }
@@ -233,13 +267,13 @@ pub fn co_run(count: usize, interfere: Option<Interference>) -> Result<CoRun> {
     }
     let load = if interrupt::interrupted() {
         // Stopped before the start: no workload runs at all.
-        children.iter_mut().for_each(Running::kill);
+        stop_all(&mut children);
         None
     } else {
         match interfere.map(Interference::start).transpose() {
             Ok(load) => load,
             Err(e) => {
-                children.iter_mut().for_each(Running::kill);
+                stop_all(&mut children);
                 return Err(e);
             }
         }
@@ -254,7 +288,7 @@ pub fn co_run(count: usize, interfere: Option<Interference>) -> Result<CoRun> {
     }
     while !children.iter_mut().all(Running::poll) {
         if interrupt::interrupted() {
-            children.iter_mut().for_each(Running::kill);
+            stop_all(&mut children);
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -475,7 +509,9 @@ mod tests {
         ])
         .unwrap();
         config.verify = true;
-        let summary = run_on_heap(workload.as_ref(), &params, &config, || Ok(())).unwrap();
+        let summary = run_on_heap(&workload, &params, &config, || Ok(()), false)
+            .unwrap()
+            .summary;
         let mut json = summary.json();
         json["pauses_ms"] = json!(summary.pauses_ms);
         let back = Summary::from_json(&json).unwrap();

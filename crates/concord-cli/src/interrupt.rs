@@ -1,17 +1,34 @@
-//! Ctrl-C (SIGINT), SIGTERM and SIGHUP for commands that stop cleanly: the first signal sets
-//! a flag that the command looks at (an experiment finishes its current run, co-running
-//! instances are stopped), a second one exits at once with status 130. Messages go above the
-//! progress bar when one is on screen.
+//! SIGINT (Ctrl-C), SIGTERM and SIGHUP for commands that stop cleanly. The first signal is
+//! noted and the command looks at it: `run` stops waiting for its workload and reports the run
+//! so far, an experiment finishes its current run, co-running instances are stopped; the
+//! command then exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). A
+//! second signal exits at once with 128 + its number, after removing the temporary files of
+//! outputs not yet put in place, so none is left behind. Messages go above the progress bar
+//! when one is on screen.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
 
 use indicatif::ProgressBar;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
-/// Set by the first signal.
+/// The first signal's number, 0 before it.
+static FIRST: AtomicI32 = AtomicI32::new(0);
+/// Set with `FIRST`, for loops that only ask whether to stop.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The progress bar on screen, if any, so that the handler can print above it.
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+/// Wakes [`wait_until`] when a signal comes or the awaited work is done.
+static WAKE: Mutex<()> = Mutex::new(());
+static WOKEN: Condvar = Condvar::new();
+static INSTALL: Once = Once::new();
+
+/// Poisoning is ignored: the guarded values are replaced whole.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The flag the first signal sets.
 pub fn flag() -> &'static AtomicBool {
@@ -23,30 +40,99 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Shows messages above `bar` while it is on screen (`None`: plain stderr again).
-pub fn set_bar(bar: Option<ProgressBar>) {
-    if let Ok(mut slot) = BAR.lock() {
-        *slot = bar;
+/// The first signal, if one came.
+pub fn signal() -> Option<i32> {
+    match FIRST.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
     }
 }
 
-/// Installs the handler; the first signal prints `first` (what happens now). A process can
-/// install it once; a second call keeps the first handler.
+/// The exit status of a command the first signal stopped: 128 + its number (130, as for
+/// Ctrl-C, when the stop came from elsewhere).
+pub fn exit_code() -> ExitCode {
+    let status = 128 + signal().unwrap_or(SIGINT);
+    ExitCode::from(u8::try_from(status).unwrap_or(130))
+}
+
+/// `SIGTERM`, `SIGINT`, `SIGHUP`.
+pub fn name(sig: i32) -> &'static str {
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// Shows messages above `bar` while it is on screen (`None`: plain stderr again).
+pub fn set_bar(bar: Option<ProgressBar>) {
+    *lock(&BAR) = bar;
+}
+
+/// Installs the handler; the first signal prints `first` (what happens now). Later calls keep
+/// the first handler.
 pub fn install(first: &'static str) {
-    let installed = ctrlc::set_handler(move || {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            eprintln!("\nconcord: interrupted again: quitting now");
-            std::process::exit(130);
-        }
-        let msg = format!("concord: interrupted: {first} (press Ctrl-C again to quit at once)");
-        let bar = BAR.lock().ok().and_then(|b| b.clone());
-        match bar {
-            Some(bar) => bar.println(msg),
-            None => eprintln!("\n{msg}"),
+    INSTALL.call_once(|| {
+        let started = Signals::new([SIGINT, SIGTERM, SIGHUP]).and_then(|mut signals| {
+            std::thread::Builder::new()
+                .name("concord-signals".into())
+                .spawn(move || signals.forever().for_each(|sig| receive(sig, first)))
+        });
+        if let Err(e) = started {
+            log::warn!("cannot catch signals ({e}); Ctrl-C and SIGTERM will stop at once");
         }
     });
-    match installed {
-        Ok(()) | Err(ctrlc::Error::MultipleHandlers) => {}
-        Err(e) => log::warn!("cannot catch Ctrl-C ({e}); Ctrl-C will stop at once"),
+}
+
+/// Acts as if signal `sig` had come (a co-running instance whose parent is gone); nothing
+/// when a signal came already.
+pub fn raise(sig: i32) {
+    note(sig);
+}
+
+/// Waits until `done()` holds or a signal comes; whoever makes `done()` true calls [`wake`].
+pub fn wait_until(done: impl Fn() -> bool) {
+    let mut guard = lock(&WAKE);
+    while !done() && !interrupted() {
+        guard = WOKEN.wait(guard).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Wakes [`wait_until`] to look again.
+pub fn wake() {
+    let _guard = lock(&WAKE);
+    WOKEN.notify_all();
+}
+
+/// Notes `sig` as the first signal; false when one came already.
+fn note(sig: i32) -> bool {
+    let first = FIRST
+        .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if first {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        wake();
+    }
+    first
+}
+
+/// The signal thread's reaction to `sig`.
+fn receive(sig: i32, first: &str) {
+    if !note(sig) {
+        // Outputs not yet in place are abandoned; their temporary files must not stay.
+        concord::os::fs::remove_temporary_files();
+        eprintln!("\nconcord: {} again: quitting now", name(sig));
+        std::process::exit(128 + sig);
+    }
+    let again = if sig == SIGINT {
+        "press Ctrl-C again to quit at once"
+    } else {
+        "a second signal quits at once"
+    };
+    let message = format!("concord: interrupted by {}: {first} ({again})", name(sig));
+    match lock(&BAR).clone() {
+        Some(bar) => bar.println(message),
+        None => eprintln!("\n{message}"),
     }
 }

@@ -14,6 +14,7 @@ use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
 use crate::experiment::{find_workload, run_on_heap};
 use crate::flags::{count_in, RunFlags, WorkloadArgs};
 use crate::interference::Interference;
+use crate::interrupt;
 
 /// Flags of `concord run`.
 #[derive(Args, Debug, Clone)]
@@ -71,15 +72,38 @@ pub struct Harness {
 /// The harness keys a configuration file may hold (kebab-case and snake_case).
 const HARNESS_KEYS: [&str; 3] = ["interfere", "co-run", "co_run"];
 
+/// A `--config` file, read once: the harness keys, and the rest as TOML text for the
+/// configuration builder.
+pub struct ConfigFile {
+    /// The file's name as given.
+    name: String,
+    /// Everything but the harness keys.
+    rest: String,
+    /// The harness keys.
+    harness: Harness,
+}
+
+/// Reads `--config`, if given (once: it may be a pipe such as `/dev/stdin`).
+pub fn read_config(args: &RunArgs) -> Result<Option<ConfigFile>> {
+    args.config
+        .as_deref()
+        .map(read_config_file)
+        .transpose()
+}
+
 /// Read the configuration file: the harness keys, and the rest as TOML text for the
 /// configuration builder.
-fn read_config_file(path: &std::path::Path) -> Result<(String, Harness)> {
+fn read_config_file(path: &std::path::Path) -> Result<ConfigFile> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("--config: cannot read {name}: {e}"))?;
     // A file that does not parse is left to the builder, whose message names the problem.
     let Ok(mut table) = text.parse::<toml::Table>() else {
-        return Ok((text, Harness::default()));
+        return Ok(ConfigFile {
+            name,
+            rest: text,
+            harness: Harness::default(),
+        });
     };
     let mut harness = Harness::default();
     for key in HARNESS_KEYS {
@@ -105,7 +129,11 @@ fn read_config_file(path: &std::path::Path) -> Result<(String, Harness)> {
             }
         }
     }
-    Ok((table.to_string(), harness))
+    Ok(ConfigFile {
+        name,
+        rest: table.to_string(),
+        harness,
+    })
 }
 
 /// `CONCORD_INTERFERE`, read by `run` only (the bench commands take `--interfere` alone).
@@ -114,11 +142,8 @@ const INTERFERE_VAR: &str = "CONCORD_INTERFERE";
 const HARNESS_VARS: [&str; 2] = [INTERFERE_VAR, "CONCORD_CO_RUN"];
 
 /// The harness of `args`: flags and environment, then the file, then defaults.
-pub fn harness(args: &RunArgs) -> Result<Harness> {
-    let file = match &args.config {
-        Some(path) => read_config_file(path)?.1,
-        None => Harness::default(),
-    };
+pub fn harness(args: &RunArgs, file: Option<&ConfigFile>) -> Result<Harness> {
+    let file = file.map(|f| f.harness).unwrap_or_default();
     let env = match std::env::var(INTERFERE_VAR) {
         Ok(text) if !text.trim().is_empty() => Some(
             text.parse::<Interference>()
@@ -135,12 +160,16 @@ pub fn harness(args: &RunArgs) -> Result<Harness> {
     })
 }
 
-/// Resolve the configuration for `args` (TOML < env < flags; workload default heap last).
-pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcConfig> {
+/// Resolve the configuration for `args` and its `--config` file (TOML < env < flags; workload
+/// default heap last).
+pub fn build_config(
+    args: &RunArgs,
+    file: Option<&ConfigFile>,
+    default_heap: usize,
+) -> Result<concord::GcConfig> {
     let mut b = ConfigBuilder::new();
-    if let Some(path) = &args.config {
-        let (rest, _) = read_config_file(path)?;
-        b.apply_toml_str(&rest, &path.display().to_string())?;
+    if let Some(file) = file {
+        b.apply_toml_str(&file.rest, &file.name)?;
     }
     b.apply_env(
         std::env::vars_os()
@@ -170,16 +199,21 @@ pub fn build_config(args: &RunArgs, default_heap: usize) -> Result<concord::GcCo
     Ok(b.build()?)
 }
 
-/// Run `concord run`.
+/// Run `concord run`. Everything is checked before the heap is built (workload parameters,
+/// configuration, harness), so bad input touches no file.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let workload = find_workload(&args.workload.workload)?;
     let params = args.run.params(args.workload.size, 1);
-    let config = build_config(&args, workload.default_heap(&params))?;
+    workload
+        .validate(&params)
+        .map_err(|e| anyhow::anyhow!("workload {}: {e}", workload.name()))?;
+    let file = read_config(&args)?;
+    let config = build_config(&args, file.as_ref(), workload.default_heap(&params))?;
     if let Some(n) = args.co_run_instance {
-        run_instance(workload.as_ref(), &params, &config, n as usize)?;
-        return Ok(ExitCode::SUCCESS);
+        interrupt::install("the instance stops");
+        return run_instance(&workload, &params, &config, n as usize);
     }
-    let harness = harness(&args)?;
+    let harness = harness(&args, file.as_ref())?;
     let interference = harness.interfere.map(|l| {
         let place = if harness.co_run > 1 {
             "in the parent process"
@@ -201,7 +235,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
         if outcome.interrupted {
             eprintln!("concord: interrupted: the co-running instances were stopped");
-            return Ok(ExitCode::from(130));
+            return Ok(interrupt::exit_code());
         }
         eprint!("{}", outcome.failure_report());
         if !outcome.instances.is_empty() || args.json {
@@ -214,20 +248,30 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
         return Ok(exit_code(outcome.all_ok()));
     }
+    interrupt::install("the run stops; the summary of the run so far follows");
     let load = harness.interfere.map(Interference::start).transpose()?;
-    let result = run_on_heap(workload.as_ref(), &params, &config, || Ok(()));
+    let result = run_on_heap(&workload, &params, &config, || Ok(()), true);
     if let Some(load) = load {
         load.stop();
     }
-    let mut summary = result?;
+    let run = result?;
+    let mut summary = run.summary;
     summary.interference = interference;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary.json())?);
     } else {
         print!("{}", summary.readable());
     }
+    for failure in &run.output_failures {
+        eprintln!("concord: {failure}");
+    }
+    if run.interrupted.is_some() {
+        return Ok(interrupt::exit_code());
+    }
     Ok(exit_code(
-        summary.checksum_ok != Some(false) && summary.verified != Some(false),
+        run.output_failures.is_empty()
+            && summary.checksum_ok != Some(false)
+            && summary.verified != Some(false),
     ))
 }
 
@@ -260,7 +304,12 @@ mod tests {
     }
 
     fn config(flags: &[&str]) -> Result<concord::GcConfig> {
-        build_config(&args(flags), 64 << 20)
+        build_config(&args(flags), None, 64 << 20)
+    }
+
+    /// The harness of `a`, its `--config` file read as `run` reads it.
+    fn harness_of(a: &RunArgs) -> Result<Harness> {
+        harness(a, read_config(a)?.as_ref())
     }
 
     #[test]
@@ -384,23 +433,29 @@ mod tests {
         let path = file.display().to_string();
         let a = args(&["--config", &path]);
         assert_eq!(
-            harness(&a).unwrap(),
+            harness_of(&a).unwrap(),
             Harness {
                 interfere: Some(Interference::Busy(2)),
                 co_run: 3
             }
         );
         // The heap keys of the same file still apply.
-        assert_eq!(build_config(&a, 64 << 20).unwrap().heap_size, 32 << 20);
+        let file_read = read_config(&a).unwrap();
+        assert_eq!(
+            build_config(&a, file_read.as_ref(), 64 << 20)
+                .unwrap()
+                .heap_size,
+            32 << 20
+        );
         let a = args(&["--config", &path, "--co-run", "1"]);
-        assert_eq!(harness(&a).unwrap().co_run, 1);
+        assert_eq!(harness_of(&a).unwrap().co_run, 1);
         std::fs::write(&file, "co-run = 0\n").unwrap();
-        let err = harness(&args(&["--config", &path]))
+        let err = harness_of(&args(&["--config", &path]))
             .unwrap_err()
             .to_string();
         assert!(err.contains("co-run in") && err.contains("1..=64"), "{err}");
         std::fs::write(&file, "interfere = \"spin:1\"\n").unwrap();
-        let err = harness(&args(&["--config", &path]))
+        let err = harness_of(&args(&["--config", &path]))
             .unwrap_err()
             .to_string();
         assert!(
@@ -416,7 +471,7 @@ mod tests {
         assert_eq!(a.run.interfere, Some(Interference::Busy(3)));
         assert_eq!(a.co_run, Some(2));
         assert_eq!(
-            harness(&a).unwrap(),
+            harness(&a, None).unwrap(),
             Harness {
                 interfere: Some(Interference::Busy(3)),
                 co_run: 2
@@ -424,7 +479,7 @@ mod tests {
         );
         let a = args(&[]);
         assert_eq!((a.run.interfere, a.co_run), (None, None));
-        assert_eq!(harness(&a).unwrap().co_run, 1);
+        assert_eq!(harness(&a, None).unwrap().co_run, 1);
         for bad in [
             &["--interfere", "busy:0"][..],
             &["--interfere", "spin:2"],

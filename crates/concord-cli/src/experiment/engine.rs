@@ -2,7 +2,8 @@
 //! [`Runner`](super::runner::Runner) with the arm's interference load around it; after every
 //! run its summary and records go into the results directory and `experiment.json` is
 //! rewritten, so the directory is consistent whenever the process stops. A failed run is
-//! recorded and the experiment goes on; a stop request (Ctrl-C) ends it after the current run.
+//! recorded and the experiment goes on; a stop request (Ctrl-C, SIGTERM) ends it after the
+//! current run.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,10 +52,11 @@ impl Executed {
             .collect()
     }
 
-    /// The exit status: 130 if interrupted, else 1 if a run failed, else success.
+    /// The exit status: 128 + the signal if interrupted (130 for Ctrl-C, 143 for SIGTERM),
+    /// else 1 if a run failed, else success.
     pub fn exit_code(&self) -> ExitCode {
         if self.file.interrupted {
-            ExitCode::from(130)
+            crate::interrupt::exit_code()
         } else if self.failed().is_empty() {
             ExitCode::SUCCESS
         } else {
@@ -117,17 +119,14 @@ pub fn execute(
         let stem = format!("{n:0digits$}-{}", plan.file_label(a));
         let summary_rel = format!("{RUNS_DIR}/{stem}.summary.json");
         let records_rel = format!("{RUNS_DIR}/{stem}.records.jsonl");
+        // The heap writes the records beside their path and puts them in place when it
+        // finishes: the file exists only when complete (or cut short by a failed write, which
+        // fails the run).
         let files = RunFiles {
-            records: dir.path(&format!("{RUNS_DIR}/.{stem}.records.jsonl.tmp")),
+            records: dir.path(&records_rel),
         };
         let result = run_arm(arm.interference, || arm.runner.run(&files));
-        let records = if files.records.exists() {
-            std::fs::rename(&files.records, dir.path(&records_rel))
-                .with_context(|| format!("cannot rename '{}'", files.records.display()))?;
-            Some(records_rel)
-        } else {
-            None
-        };
+        let records = files.records.exists().then_some(records_rel);
         let mut entry = RunEntry {
             configuration: arm.id.clone(),
             value: arm.value.clone(),

@@ -5,22 +5,25 @@
 //! commands plug in their own (a real JVM, a pause benchmark).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use concord::{GcConfig, Heap};
-use concord_workloads::{Workload, WorkloadParams};
+use concord::telemetry::{OutputError, OutputFailure};
+use concord::{GcConfig, GcStats, Heap};
+use concord_workloads::{Workload, WorkloadParams, WorkloadResult};
 use serde_json::Value;
 
 use super::figures::Figures;
+use crate::interrupt;
 use crate::summary::Summary;
 
 /// Where a run may write its files.
 #[derive(Clone, Debug)]
 pub struct RunFiles {
-    /// Per-collection records (JSON lines), under a temporary name: the engine moves the file
-    /// into place if the run wrote it.
+    /// Per-collection records (JSON lines). The heap writes them beside this path and puts
+    /// them in place when it finishes, so the file exists only once complete.
     pub records: PathBuf,
 }
 
@@ -73,37 +76,115 @@ impl Runner for HeapRunner {
     fn run(&self, files: &RunFiles) -> Result<RunResult> {
         let mut config = self.config.clone();
         config.gc_records = Some(files.records.clone());
-        let summary = run_on_heap(self.workload.as_ref(), &self.params, &config, || Ok(()))?;
-        Ok(RunResult::of(&summary))
+        let run = run_on_heap(&self.workload, &self.params, &config, || Ok(()), false)?;
+        let mut result = RunResult::of(&run.summary);
+        // A run whose records could not be written completely is a failed run.
+        let problems: Vec<String> = result
+            .problem
+            .take()
+            .into_iter()
+            .chain(run.output_failures.iter().map(ToString::to_string))
+            .collect();
+        result.problem = (!problems.is_empty()).then(|| problems.join("; "));
+        Ok(result)
     }
+}
+
+/// What a run on a heap came to.
+pub struct HeapRun {
+    /// Its summary (of the run so far when a signal stopped it).
+    pub summary: Summary,
+    /// The outputs the heap could not write completely (see [`concord::Heap::finish`]).
+    pub output_failures: Vec<OutputFailure>,
+    /// The signal that stopped the run before the workload finished.
+    pub interrupted: Option<i32>,
 }
 
 /// Runs `workload` once on a fresh heap built from `config` and summarizes the run. `ready`
 /// is called once the heap is built, right before the workload starts (a co-running instance
 /// waits there for the others). The wall time covers the workload only, not building or
-/// dropping the heap.
+/// finishing the heap. The heap's outputs are put in place at the end, also when the workload
+/// failed (its error is returned then, and output failures are logged).
+///
+/// With `interruptible`, the workload runs on its own thread and the first signal
+/// ([`crate::interrupt`]) ends the wait for it: the outputs are put in place with the
+/// collections so far and the summary covers the run so far (no result: the workload did not
+/// finish, and it is left running for the process to end).
 pub fn run_on_heap(
-    workload: &dyn Workload,
+    workload: &Arc<dyn Workload>,
     params: &WorkloadParams,
     config: &GcConfig,
     ready: impl FnOnce() -> Result<()>,
-) -> Result<Summary> {
-    let heap = Heap::new(config.clone())?;
+    interruptible: bool,
+) -> Result<HeapRun> {
+    let heap = Arc::new(Heap::new(config.clone())?);
     ready()?;
     let start = Instant::now();
-    let result = workload.run(&heap, params);
+    let result = if interruptible {
+        let done = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (heap, workload, params, done) =
+                (heap.clone(), workload.clone(), params.clone(), done.clone());
+            std::thread::Builder::new()
+                .name("concord-workload".into())
+                .spawn(move || {
+                    let result = workload.run(&heap, &params);
+                    done.store(true, Ordering::SeqCst);
+                    interrupt::wake();
+                    result
+                })?
+        };
+        interrupt::wait_until(|| done.load(Ordering::SeqCst));
+        if let (false, Some(signal)) = (done.load(Ordering::SeqCst), interrupt::signal()) {
+            let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+            let (stats, output_failures) = split(heap.close_outputs());
+            let partial = WorkloadResult {
+                checksum: 0,
+                expected_checksum: None,
+                details: vec![(
+                    "interrupted".to_string(),
+                    format!(
+                        "by {} after {wall_ms:.1} ms: the workload did not finish, the figures \
+                         cover the run so far",
+                        interrupt::name(signal)
+                    ),
+                )],
+            };
+            let summary = Summary::new(workload.name(), config, params, wall_ms, &stats, &partial);
+            return Ok(HeapRun {
+                summary,
+                output_failures,
+                interrupted: Some(signal),
+            });
+        }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    } else {
+        workload.run(&heap, params)
+    };
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    let stats = heap.stats();
-    drop(heap);
-    let result = result.map_err(|e| anyhow::anyhow!("workload {} failed: {e}", workload.name()))?;
-    Ok(Summary::new(
-        workload.name(),
-        config,
-        params,
-        wall_ms,
-        &stats,
-        &result,
-    ))
+    let heap = Arc::into_inner(heap).expect("the workload's thread has ended");
+    let (stats, output_failures) = split(heap.finish());
+    let result = result.map_err(|e| {
+        for failure in &output_failures {
+            log::error!("{failure}");
+        }
+        anyhow::anyhow!("workload {} failed: {e}", workload.name())
+    })?;
+    Ok(HeapRun {
+        summary: Summary::new(workload.name(), config, params, wall_ms, &stats, &result),
+        output_failures,
+        interrupted: None,
+    })
+}
+
+/// The statistics of a finished heap and the outputs it could not write.
+fn split(finished: Result<GcStats, OutputError>) -> (GcStats, Vec<OutputFailure>) {
+    match finished {
+        Ok(stats) => (stats, Vec::new()),
+        Err(e) => (*e.stats, e.failures),
+    }
 }
 
 /// What is wrong with the result of a run, if anything: a checksum mismatch or a failed heap

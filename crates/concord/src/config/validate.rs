@@ -112,11 +112,20 @@ fn same_file(a: &Path, b: &Path) -> bool {
     file_identity(a) == file_identity(b)
 }
 
-/// `path` as an absolute name: its directory resolved where it exists, else the path with
-/// `.` left out.
+/// `path` as an absolute name: its directory resolved where it exists (and a dangling link
+/// followed to the file it would create), else the path with `.` left out.
 fn file_identity(path: &Path) -> PathBuf {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return real;
+    /// Links followed at most, as the kernel's `ELOOP` limit.
+    const MAX_LINKS: usize = 40;
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if let Ok(real) = std::fs::canonicalize(&path) {
+            return real;
+        }
+        match std::fs::read_link(&path) {
+            Ok(to) => path = path.parent().map_or(to.clone(), |dir| dir.join(&to)),
+            Err(_) => break,
+        }
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -483,9 +492,11 @@ mod tests {
         // `./x` and `x`, or through `sub/..`: the same file, existing or not.
         config.gc_records = Some(dir.join(".").join("sub").join("..").join("x"));
         assert!(error_of(&config).contains("names the same file as gc-log"));
-        // A link to it, and a hard link, once it exists.
-        std::fs::write(&x, "").unwrap();
+        // A link to it, dangling while it does not exist, and a hard link once it does.
         std::os::unix::fs::symlink(&x, dir.join("link")).unwrap();
+        config.gc_records = Some(dir.join("link"));
+        assert!(error_of(&config).contains("same file"), "dangling link");
+        std::fs::write(&x, "").unwrap();
         std::fs::hard_link(&x, dir.join("hard")).unwrap();
         for other in ["link", "hard"] {
             config.gc_records = Some(dir.join(other));

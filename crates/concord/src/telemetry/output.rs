@@ -125,8 +125,7 @@ impl RecordLines {
     }
 
     /// Appends the line `format(r)` for collection `r`, unless it is written already or an
-    /// earlier write failed (then `r` is counted as lost). The first failure (of the format or
-    /// the write) is logged once.
+    /// earlier write failed (then `r` is counted as lost).
     pub fn write(
         &mut self,
         r: &CollectionRecord,
@@ -146,7 +145,8 @@ impl RecordLines {
         match written {
             Ok(()) => self.written_through = Some(r.id),
             Err(error) => {
-                log::warn!(
+                // Reported in full when the heap finishes; noted here for those watching.
+                log::info!(
                     "writing the {} {} failed at GC({}) ({error}); it stops there",
                     self.kind,
                     self.path.display(),

@@ -1,0 +1,285 @@
+//! The files `concord run` and the bench commands write, end to end: rejected input touches no
+//! existing file, two outputs naming one file are refused, an output that could not be written
+//! completely (a device that is full, a file size limit reached mid-run, a profile directory
+//! that does not exist) fails the run with a message saying what was lost — also for
+//! co-running instances and for the per-run records of `compare` — and `--config` is read
+//! once.
+
+mod common;
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{command, concord, read_json, scratch, small, text};
+use serde_json::Value;
+
+/// The names in `dir`, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `command` whose process may write files of at most `bytes` (RLIMIT_FSIZE, as on a disk
+/// that fills up); a write past it fails with EFBIG instead of killing the process.
+fn with_file_size_limit(mut command: Command, bytes: u64) -> Command {
+    // SAFETY: between fork and exec only async-signal-safe calls are made (setrlimit,
+    // signal), on values owned by the closure.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    command
+}
+
+/// The ids of a records file, every line checked to be a whole JSON object.
+fn record_ids(text: &str) -> Vec<u64> {
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            v["id"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn rejected_input_leaves_existing_outputs_as_they_were() {
+    let dir = scratch("outputs-rejected");
+    let (log, records) = (dir.join("keep.log"), dir.join("keep.jsonl"));
+    for (workload, size) in [("binary-trees", "99"), ("gcbench", "12"), ("search", "0")] {
+        std::fs::write(&log, "keep log\n").unwrap();
+        std::fs::write(&records, "keep records\n").unwrap();
+        let o = concord(&[
+            "run",
+            workload,
+            size,
+            "--gc-log",
+            log.to_str().unwrap(),
+            "--gc-records",
+            records.to_str().unwrap(),
+        ]);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{workload} {size}: {stderr}");
+        assert!(
+            stderr.contains(&format!("workload {workload}: bad parameter")),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "keep log\n");
+        assert_eq!(std::fs::read_to_string(&records).unwrap(), "keep records\n");
+        assert_eq!(entries(&dir), ["keep.jsonl", "keep.log"], "nothing else made");
+    }
+}
+
+#[test]
+fn two_outputs_naming_one_file_are_refused() {
+    let dir = scratch("outputs-same-file");
+    let x = dir.join("x");
+    std::os::unix::fs::symlink(&x, dir.join("link")).unwrap();
+    let d = dir.to_str().unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--gc-log".into(), format!("{d}/x"), "--gc-records".into(), format!("{d}/x")],
+            "--gc-records: ",
+        ),
+        (
+            vec!["--gc-log".into(), format!("{d}/x"), "--gc-records".into(), format!("{d}/./x")],
+            "--gc-records: ",
+        ),
+        (
+            vec!["--gc-log".into(), format!("{d}/link"), "--gc-records".into(), format!("{d}/x")],
+            "--gc-records: ",
+        ),
+        (
+            vec![
+                "--gc-records".into(),
+                format!("{d}/x"),
+                "--mutator-sched".into(),
+                format!("profile:{d}/x"),
+            ],
+            "--mutator-sched: 'profile:",
+        ),
+    ];
+    for (flags, blamed) in cases {
+        let mut args = small("run", "8", &[]);
+        args.extend(flags.iter().map(String::as_str));
+        let o = concord(&args);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(blamed), "{stderr}");
+        assert!(
+            stderr.contains("names the same file as --gc-")
+                && stderr.contains("give each output a file of its own"),
+            "{stderr}"
+        );
+        assert_eq!(entries(&dir), ["link"], "nothing written");
+    }
+}
+
+#[test]
+fn a_device_that_is_full_fails_the_run_and_says_what_was_lost() {
+    let o = concord(&small("run", "12", &["--gc-records", "/dev/full", "--json"]));
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    // The summary still comes; the message names the output, the error and the loss.
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = summary["gc_count"].as_u64().unwrap();
+    assert!(n > 0);
+    let lost = if n == 1 {
+        "the records of GC(0) are lost".to_string()
+    } else {
+        format!("the records of GC(0)..GC({}) ({n} collections) are lost", n - 1)
+    };
+    assert!(
+        stderr.contains(&format!(
+            "concord: GC records /dev/full: No space left on device (os error 28); {lost}"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_file_size_limit_reached_mid_run_keeps_whole_lines_and_fails_the_run() {
+    let dir = scratch("outputs-full-disk");
+    let records = dir.join("r.jsonl");
+    let args = small(
+        "run",
+        "14",
+        &["--gc-records", records.to_str().unwrap(), "--json"],
+    );
+    let o = with_file_size_limit(command(&args), 16 << 10)
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = summary["gc_count"].as_u64().unwrap();
+    // Whole records up to the one that did not fit, and nothing after them.
+    let ids = record_ids(&std::fs::read_to_string(&records).unwrap());
+    let k = ids.len() as u64;
+    assert!(k > 0 && k < n, "{k} of {n} records written");
+    assert_eq!(ids, (0..k).collect::<Vec<_>>());
+    assert!(
+        stderr.contains("GC records ")
+            && stderr.contains("File too large")
+            && stderr.contains(&format!(
+                "the records of GC({k})..GC({}) ({} collections) are lost",
+                n - 1,
+                n - k
+            )),
+        "{stderr}"
+    );
+    assert_eq!(entries(&dir), ["r.jsonl"], "no temporary file");
+}
+
+#[test]
+fn a_profile_that_cannot_be_recorded_is_refused_up_front() {
+    let o = concord(&small(
+        "run",
+        "8",
+        &["--mutator-sched", "profile:/nonexistent-concord-dir/p"],
+    ));
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "cannot record the mutator scheduling profile /nonexistent-concord-dir/p: its \
+             directory takes no new file: No such file or directory"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn co_running_instances_report_failed_writes_and_the_parent_fails() {
+    let dir = scratch("outputs-co-run");
+    let records = dir.join("r.jsonl");
+    let args = small(
+        "run",
+        "14",
+        &["--co-run", "2", "--gc-records", records.to_str().unwrap()],
+    );
+    let o = with_file_size_limit(command(&args), 16 << 10)
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    for n in 1..=2 {
+        assert!(
+            stderr.contains(&format!("concord: instance {n} (pid ")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("GC records {}.{n}: File too large", records.display())),
+            "{stderr}"
+        );
+        record_ids(&std::fs::read_to_string(dir.join(format!("r.jsonl.{n}"))).unwrap());
+    }
+    assert_eq!(entries(&dir), ["r.jsonl.1", "r.jsonl.2"], "no temporary file");
+}
+
+#[test]
+fn compare_fails_a_run_whose_records_could_not_be_written() {
+    let dir = scratch("outputs-compare");
+    let out = dir.join("out");
+    let mut args = small("compare", "14", &["--preset", "optimized", "--json"]);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = with_file_size_limit(command(&args), 16 << 10)
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let e = read_json(&out.join("experiment.json"));
+    let run = &e["runs"][0];
+    assert_eq!(run["status"], "failed", "{run}");
+    let error = run["error"].as_str().unwrap();
+    assert!(
+        error.contains("GC records ") && error.contains("File too large") && error.contains("lost"),
+        "{error}"
+    );
+    // The records written before the limit are there, whole; no temporary file.
+    record_ids(&std::fs::read_to_string(out.join(run["records"].as_str().unwrap())).unwrap());
+    assert!(
+        entries(&out.join("runs")).iter().all(|n| !n.starts_with('.')),
+        "{:?}",
+        entries(&out.join("runs"))
+    );
+}
+
+#[test]
+fn the_config_file_is_read_once() {
+    // From a pipe, which can be read only once: the heap keys and the harness keys both apply.
+    let args = ["run", "binary-trees", "8", "--config", "/dev/stdin", "--json"];
+    let mut child = command(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"heap = \"16m\"\ninterfere = \"busy:1\"\n")
+        .unwrap();
+    drop(stdin);
+    let o: Output = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["heap_size"], 16 << 20, "{summary}");
+    assert_eq!(
+        summary["interference"], "busy:1 (1 busy-loop thread in this process)",
+        "{summary}"
+    );
+}
