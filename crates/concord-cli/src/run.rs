@@ -85,10 +85,7 @@ pub struct ConfigFile {
 
 /// Reads `--config`, if given (once: it may be a pipe such as `/dev/stdin`).
 pub fn read_config(args: &RunArgs) -> Result<Option<ConfigFile>> {
-    args.config
-        .as_deref()
-        .map(read_config_file)
-        .transpose()
+    args.config.as_deref().map(read_config_file).transpose()
 }
 
 /// Read the configuration file: the harness keys, and the rest as TOML text for the

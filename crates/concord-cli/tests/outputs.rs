@@ -80,7 +80,11 @@ fn rejected_input_leaves_existing_outputs_as_they_were() {
         );
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "keep log\n");
         assert_eq!(std::fs::read_to_string(&records).unwrap(), "keep records\n");
-        assert_eq!(entries(&dir), ["keep.jsonl", "keep.log"], "nothing else made");
+        assert_eq!(
+            entries(&dir),
+            ["keep.jsonl", "keep.log"],
+            "nothing else made"
+        );
     }
 }
 
@@ -92,15 +96,30 @@ fn two_outputs_naming_one_file_are_refused() {
     let d = dir.to_str().unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["--gc-log".into(), format!("{d}/x"), "--gc-records".into(), format!("{d}/x")],
+            vec![
+                "--gc-log".into(),
+                format!("{d}/x"),
+                "--gc-records".into(),
+                format!("{d}/x"),
+            ],
             "--gc-records: ",
         ),
         (
-            vec!["--gc-log".into(), format!("{d}/x"), "--gc-records".into(), format!("{d}/./x")],
+            vec![
+                "--gc-log".into(),
+                format!("{d}/x"),
+                "--gc-records".into(),
+                format!("{d}/./x"),
+            ],
             "--gc-records: ",
         ),
         (
-            vec!["--gc-log".into(), format!("{d}/link"), "--gc-records".into(), format!("{d}/x")],
+            vec![
+                "--gc-log".into(),
+                format!("{d}/link"),
+                "--gc-records".into(),
+                format!("{d}/x"),
+            ],
             "--gc-records: ",
         ),
         (
@@ -131,7 +150,11 @@ fn two_outputs_naming_one_file_are_refused() {
 
 #[test]
 fn a_device_that_is_full_fails_the_run_and_says_what_was_lost() {
-    let o = concord(&small("run", "12", &["--gc-records", "/dev/full", "--json"]));
+    let o = concord(&small(
+        "run",
+        "12",
+        &["--gc-records", "/dev/full", "--json"],
+    ));
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     // The summary still comes; the message names the output, the error and the loss.
@@ -141,7 +164,10 @@ fn a_device_that_is_full_fails_the_run_and_says_what_was_lost() {
     let lost = if n == 1 {
         "the records of GC(0) are lost".to_string()
     } else {
-        format!("the records of GC(0)..GC({}) ({n} collections) are lost", n - 1)
+        format!(
+            "the records of GC(0)..GC({}) ({n} collections) are lost",
+            n - 1
+        )
     };
     assert!(
         stderr.contains(&format!(
@@ -223,12 +249,19 @@ fn co_running_instances_report_failed_writes_and_the_parent_fails() {
             "{stderr}"
         );
         assert!(
-            stderr.contains(&format!("GC records {}.{n}: File too large", records.display())),
+            stderr.contains(&format!(
+                "GC records {}.{n}: File too large",
+                records.display()
+            )),
             "{stderr}"
         );
         record_ids(&std::fs::read_to_string(dir.join(format!("r.jsonl.{n}"))).unwrap());
     }
-    assert_eq!(entries(&dir), ["r.jsonl.1", "r.jsonl.2"], "no temporary file");
+    assert_eq!(
+        entries(&dir),
+        ["r.jsonl.1", "r.jsonl.2"],
+        "no temporary file"
+    );
 }
 
 #[test]
@@ -253,7 +286,9 @@ fn compare_fails_a_run_whose_records_could_not_be_written() {
     // The records written before the limit are there, whole; no temporary file.
     record_ids(&std::fs::read_to_string(out.join(run["records"].as_str().unwrap())).unwrap());
     assert!(
-        entries(&out.join("runs")).iter().all(|n| !n.starts_with('.')),
+        entries(&out.join("runs"))
+            .iter()
+            .all(|n| !n.starts_with('.')),
         "{:?}",
         entries(&out.join("runs"))
     );
@@ -262,7 +297,14 @@ fn compare_fails_a_run_whose_records_could_not_be_written() {
 #[test]
 fn the_config_file_is_read_once() {
     // From a pipe, which can be read only once: the heap keys and the harness keys both apply.
-    let args = ["run", "binary-trees", "8", "--config", "/dev/stdin", "--json"];
+    let args = [
+        "run",
+        "binary-trees",
+        "8",
+        "--config",
+        "/dev/stdin",
+        "--json",
+    ];
     let mut child = command(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

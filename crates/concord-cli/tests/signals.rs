@@ -102,7 +102,10 @@ fn hidden(dir: &Path) -> Vec<String> {
 /// The `GC(n)` ids of a GC log after its header, every line checked to be whole.
 fn log_ids(log: &str) -> Vec<u64> {
     let mut lines = log.lines();
-    assert!(lines.next().unwrap().contains("[info][gc] Using Concord"), "{log}");
+    assert!(
+        lines.next().unwrap().contains("[info][gc] Using Concord"),
+        "{log}"
+    );
     lines
         .map(|l| {
             let id = l
@@ -168,10 +171,18 @@ fn a_signal_stops_run_with_a_partial_summary_and_complete_outputs() {
         assert_eq!(exit.code(), Some(status), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
         assert!(!stderr.contains(never), "{stderr}");
-        let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        let summary: Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
         let interrupted = summary["interrupted"].as_str().unwrap();
-        let name = if signal == libc::SIGTERM { "SIGTERM" } else { "SIGINT" };
-        assert!(interrupted.starts_with(&format!("by {name} after ")), "{interrupted}");
+        let name = if signal == libc::SIGTERM {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        };
+        assert!(
+            interrupted.starts_with(&format!("by {name} after ")),
+            "{interrupted}"
+        );
         assert_eq!(summary["checksum_ok"], Value::Null);
         let n = summary["gc_count"].as_u64().unwrap();
         assert!(n >= 1);
@@ -180,10 +191,18 @@ fn a_signal_stops_run_with_a_partial_summary_and_complete_outputs() {
         assert_eq!(ids, (0..n).collect::<Vec<_>>());
         let record_ids: Vec<u64> = written
             .iter()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["id"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(record_ids, ids);
-        assert!(hidden(&dir).is_empty(), "temporary files: {:?}", hidden(&dir));
+        assert!(
+            hidden(&dir).is_empty(),
+            "temporary files: {:?}",
+            hidden(&dir)
+        );
     }
 }
 
@@ -251,7 +270,9 @@ fn a_second_signal_quits_at_once_and_leaves_no_temporary_file() {
     wait_for(&stderr, &mut child, |l| l.starts_with("[1/100]"));
     send(&child, libc::SIGTERM);
     // The second signal only once the first was seen (signals of one kind do not queue).
-    wait_for(&stderr, &mut child, |l| l.contains("interrupted by SIGTERM"));
+    wait_for(&stderr, &mut child, |l| {
+        l.contains("interrupted by SIGTERM")
+    });
     send(&child, libc::SIGTERM);
     let exit = child.wait().unwrap();
     let messages: Vec<String> = stderr.iter().collect();
@@ -259,13 +280,22 @@ fn a_second_signal_quits_at_once_and_leaves_no_temporary_file() {
     // Whether the second signal came during the next run (quitting at once) or after the
     // first had already ended the experiment, nothing temporary stays and the directory is
     // consistent.
-    let quit_at_once = messages.iter().any(|l| l.contains("SIGTERM again: quitting now"));
+    let quit_at_once = messages
+        .iter()
+        .any(|l| l.contains("SIGTERM again: quitting now"));
     let printed = stdout.join().unwrap();
     assert_eq!(printed.is_empty(), quit_at_once, "{printed}");
-    assert!(hidden(&out.join("runs")).is_empty(), "{:?}", hidden(&out.join("runs")));
+    assert!(
+        hidden(&out.join("runs")).is_empty(),
+        "{:?}",
+        hidden(&out.join("runs"))
+    );
     assert!(hidden(&out).is_empty(), "{:?}", hidden(&out));
     let e = read_json(&out.join("experiment.json"));
     for run in e["runs"].as_array().unwrap() {
-        assert!(out.join(run["summary"].as_str().unwrap()).is_file(), "{run}");
+        assert!(
+            out.join(run["summary"].as_str().unwrap()).is_file(),
+            "{run}"
+        );
     }
 }

@@ -55,14 +55,18 @@ fn collect_times(heap: &Heap, collections: usize) {
 fn log_ids(text: &str) -> Vec<u64> {
     let mut lines = text.lines();
     assert!(
-        lines.next().unwrap().ends_with("[info][gc] Using Concord (optimized)"),
+        lines
+            .next()
+            .unwrap()
+            .ends_with("[info][gc] Using Concord (optimized)"),
         "{text}"
     );
     lines
         .map(|l| {
             assert!(l.starts_with('[') && l.ends_with("ms"), "a whole line: {l}");
             let id = l.split("GC(").nth(1).and_then(|r| r.split(')').next());
-            id.and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("{l}"))
+            id.and_then(|id| id.parse().ok())
+                .unwrap_or_else(|| panic!("{l}"))
         })
         .collect()
 }
@@ -87,7 +91,11 @@ fn an_existing_log_is_kept_until_the_heap_finishes() {
     assert_eq!(log_ids(&std::fs::read_to_string(&log).unwrap()), ids);
     let lines = std::fs::read_to_string(&records).unwrap();
     assert_eq!(lines.lines().count(), ids.len());
-    assert_eq!(entries(&dir), ["gc.log", "records.jsonl"], "no temporary file");
+    assert_eq!(
+        entries(&dir),
+        ["gc.log", "records.jsonl"],
+        "no temporary file"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -144,10 +152,14 @@ fn a_failed_write_is_reported_with_what_was_lost() {
         )
     );
     assert!(
-        e.to_string().starts_with("GC records /dev/full: No space left"),
+        e.to_string()
+            .starts_with("GC records /dev/full: No space left"),
         "{e}"
     );
-    assert!(Path::new("/dev/full").exists(), "a device is written, never replaced");
+    assert!(
+        Path::new("/dev/full").exists(),
+        "a device is written, never replaced"
+    );
 }
 
 #[test]
@@ -203,11 +215,19 @@ fn outputs_closed_while_mutators_run_hold_the_collections_of_the_stats() {
         let ids: Vec<u64> = stats.records.iter().map(|r| r.id).collect();
         assert!(!ids.is_empty());
         let text = std::fs::read_to_string(&log).unwrap();
-        assert_eq!(log_ids(&text), ids, "the log holds exactly the stats' collections");
+        assert_eq!(
+            log_ids(&text),
+            ids,
+            "the log holds exactly the stats' collections"
+        );
         let lines = std::fs::read_to_string(&records).unwrap();
         let record_ids: Vec<u64> = lines
             .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(record_ids, ids);
         stop.store(true, Ordering::Relaxed);

@@ -19,7 +19,11 @@ fn removing_the_temporary_files_leaves_the_old_files_and_refuses_new_ones() {
     heap.collect(CollectionKind::Young);
     let mut staged = StagedFile::create(&dir.join("other")).unwrap();
     staged.append(b"x\n").unwrap();
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3, "two temporary files");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        3,
+        "two temporary files"
+    );
 
     assert_eq!(remove_temporary_files(), 2);
     let names: Vec<_> = std::fs::read_dir(&dir)

@@ -507,8 +507,7 @@ mod tests {
         config.mutator_sched = MutatorSched::Profile(dir.join("sub/../records"));
         let err = error_of(&config);
         assert!(
-            err.starts_with("mutator-sched: 'profile:")
-                && err.contains("same file as gc-records"),
+            err.starts_with("mutator-sched: 'profile:") && err.contains("same file as gc-records"),
             "{err}"
         );
         // Different files are fine.

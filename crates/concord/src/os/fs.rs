@@ -231,10 +231,7 @@ fn create_temporary(path: &Path) -> io::Result<File> {
     if t.closed {
         return Err(exiting());
     }
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
+    let file = OpenOptions::new().write(true).create_new(true).open(path)?;
     t.paths.push(path.to_path_buf());
     Ok(file)
 }
@@ -333,7 +330,10 @@ mod tests {
         let link = dir.join("link.log");
         std::os::unix::fs::symlink("real.log", &link).unwrap();
         write_atomic(&link, b"new").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -343,7 +343,10 @@ mod tests {
         let mut null = StagedFile::create(Path::new("/dev/null")).unwrap();
         null.append(b"anything\n").unwrap();
         null.commit().unwrap();
-        assert!(Path::new("/dev/null").exists(), "a device is never replaced");
+        assert!(
+            Path::new("/dev/null").exists(),
+            "a device is never replaced"
+        );
         let mut full = StagedFile::create(Path::new("/dev/full")).unwrap();
         let err = full.append(b"x\n").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");

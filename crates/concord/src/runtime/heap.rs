@@ -15,8 +15,8 @@ use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::HeapMemory;
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
-use crate::os::gc_affinity::GcAffinityController;
 use crate::os::fs::check_creatable;
+use crate::os::gc_affinity::GcAffinityController;
 use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler, ProfileAction};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::WorkerPool;
@@ -75,7 +75,9 @@ pub enum HeapError {
         source: std::io::Error,
     },
     /// `mutator-sched profile:PATH` would record a profile where no file can be created.
-    #[error("cannot record the mutator scheduling profile {path}: its directory takes no new file")]
+    #[error(
+        "cannot record the mutator scheduling profile {path}: its directory takes no new file"
+    )]
     Profile {
         /// The path asked for.
         path: String,

@@ -165,7 +165,11 @@ impl RecordLines {
     /// missing from it, if anything.
     pub fn finish(self) -> Result<(), OutputFailure> {
         let RecordLines {
-            kind, path, file, failed, ..
+            kind,
+            path,
+            file,
+            failed,
+            ..
         } = self;
         let committed = file.commit();
         let failure = |error: String, lost: String| OutputFailure {
