@@ -9,21 +9,10 @@ mod common;
 
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{command, concord, read_json, scratch, small, text};
+use common::{command, concord, entries, read_json, scratch, small, text};
 use serde_json::Value;
-
-/// The names in `dir`, sorted.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
 
 /// `command` whose process may write files of at most `bytes` (RLIMIT_FSIZE, as on a disk
 /// that fills up); a write past it fails with EFBIG instead of killing the process.
@@ -44,6 +33,20 @@ fn with_file_size_limit(mut command: Command, bytes: u64) -> Command {
         });
     }
     command
+}
+
+/// `concord ARGS` run to the end where files may grow to 16 KiB at most (a few records).
+fn concord_with_small_files(args: &[&str]) -> Output {
+    with_file_size_limit(command(args), 16 << 10)
+        .output()
+        .unwrap()
+}
+
+/// The stderr of `o`, which must have ended with exit status `status`.
+fn stderr_of(o: &Output, status: i32) -> String {
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(status), "{stderr}");
+    stderr
 }
 
 /// The ids of a records file, every line checked to be a whole JSON object.
@@ -155,8 +158,7 @@ fn a_device_that_is_full_fails_the_run_and_says_what_was_lost() {
         "12",
         &["--gc-records", "/dev/full", "--json"],
     ));
-    let stderr = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let stderr = stderr_of(&o, 1);
     // The summary still comes; the message names the output, the error and the loss.
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
     let n = summary["gc_count"].as_u64().unwrap();
@@ -186,11 +188,8 @@ fn a_file_size_limit_reached_mid_run_keeps_whole_lines_and_fails_the_run() {
         "14",
         &["--gc-records", records.to_str().unwrap(), "--json"],
     );
-    let o = with_file_size_limit(command(&args), 16 << 10)
-        .output()
-        .unwrap();
-    let stderr = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let o = concord_with_small_files(&args);
+    let stderr = stderr_of(&o, 1);
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
     let n = summary["gc_count"].as_u64().unwrap();
     // Whole records up to the one that did not fit, and nothing after them.
@@ -218,8 +217,7 @@ fn a_profile_that_cannot_be_recorded_is_refused_up_front() {
         "8",
         &["--mutator-sched", "profile:/nonexistent-concord-dir/p"],
     ));
-    let stderr = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let stderr = stderr_of(&o, 2);
     assert!(
         stderr.contains(
             "cannot record the mutator scheduling profile /nonexistent-concord-dir/p: its \
@@ -238,11 +236,8 @@ fn co_running_instances_report_failed_writes_and_the_parent_fails() {
         "14",
         &["--co-run", "2", "--gc-records", records.to_str().unwrap()],
     );
-    let o = with_file_size_limit(command(&args), 16 << 10)
-        .output()
-        .unwrap();
-    let stderr = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let o = concord_with_small_files(&args);
+    let stderr = stderr_of(&o, 1);
     for n in 1..=2 {
         assert!(
             stderr.contains(&format!("concord: instance {n} (pid ")),
@@ -268,13 +263,15 @@ fn co_running_instances_report_failed_writes_and_the_parent_fails() {
 fn compare_fails_a_run_whose_records_could_not_be_written() {
     let dir = scratch("outputs-compare");
     let out = dir.join("out");
-    let mut args = small("compare", "14", &["--preset", "optimized", "--json"]);
+    let mut args = small(
+        "compare",
+        "14",
+        &["--preset", "optimized", "--repeat", "1", "--json"],
+    );
     args.extend(["--out", out.to_str().unwrap()]);
-    let o = with_file_size_limit(command(&args), 16 << 10)
-        .output()
-        .unwrap();
-    let stderr = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let o = concord_with_small_files(&args);
+    let stderr = stderr_of(&o, 1);
+    assert!(stderr.contains("1 of 1 runs FAILED"), "{stderr}");
     let e = read_json(&out.join("experiment.json"));
     let run = &e["runs"][0];
     assert_eq!(run["status"], "failed", "{run}");

@@ -17,7 +17,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{command, read_json, scratch};
+use common::{command, entries, read_json, scratch};
 use serde_json::Value;
 
 /// How long a test waits for an event that comes in well under a second on a sound build: a
@@ -92,9 +92,8 @@ fn wait_for(lines: &Receiver<String>, child: &mut Child, wanted: impl Fn(&str) -
 
 /// The names in `dir` that start with a dot (temporary files).
 fn hidden(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    entries(dir)
+        .into_iter()
         .filter(|n| n.starts_with('.'))
         .collect()
 }
