@@ -218,7 +218,8 @@ pub struct Heap {
 }
 
 impl Heap {
-    /// Validate `config`, reserve the heap and start the VM thread and the GC workers.
+    /// Validate `config`, start its outputs (beside their paths: see [`Heap::finish`]),
+    /// reserve the heap and start the VM thread and the GC workers.
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
         config.validate()?;
         // Before anything else, so a bad path is refused at once; nothing is replaced until

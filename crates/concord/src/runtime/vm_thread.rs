@@ -51,7 +51,7 @@ pub(crate) fn run(heap: &HeapInner) {
 }
 
 /// Append the operation's records to the GC log and the records file, if configured.
-pub(crate) fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
+fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
     append(&heap.gc_log, records, GcLog::write_record);
     append(&heap.gc_records, records, RecordsFile::write_record);
 }
