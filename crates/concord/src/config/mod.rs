@@ -71,6 +71,9 @@ pub struct GcConfig {
     pub preset: Preset,
     /// Maximum heap size in bytes (reserved up front; young + old).
     pub heap_size: usize,
+    /// Build a heap larger than the memory the process can have (physical memory, or the
+    /// cgroup memory limit if smaller); otherwise [`crate::Heap::new`] refuses it.
+    pub allow_heap_beyond_memory: bool,
     /// Young generation size in bytes (eden + two survivors). `None`: `heap_size / (new_ratio + 1)`.
     pub young_size: Option<usize>,
     /// Old:young size ratio used when `young_size` is not given (HotSpot `NewRatio`, default 2).
@@ -286,6 +289,7 @@ impl GcConfig {
         GcConfig {
             preset,
             heap_size: DEFAULT_HEAP_SIZE,
+            allow_heap_beyond_memory: false,
             young_size: None,
             new_ratio: 2,
             survivor_ratio: 8,
