@@ -5,10 +5,13 @@
 //!   never an abort ("memory allocation of N bytes failed"). Each limit is tried in a child
 //!   process, since the limit binds the whole process: this test binary, run again with
 //!   [`CHILD_ENV`] set, running only [`child_builds_a_heap_under_the_limit`].
+//! * A heap larger than the memory the process can have (physical memory, or the cgroup
+//!   memory limit) is refused, with a message saying how to allow it.
 
 use std::process::Command;
 
-use concord::config::{GIB, MIB};
+use concord::config::{format_size, GIB, MAX_HEAP, MIB};
+use concord::os::memory::memory_limit;
 use concord::{CollectionKind, GcConfig, Heap, HeapError, ObjectType, Preset};
 
 /// Set in a child process: `HEAP,GC_THREADS,PRESET,EXTRA,ROOM`: the heap to build, the
@@ -206,4 +209,47 @@ fn try_limits(heap: usize, gc_threads: usize, preset: &str) {
 fn a_heap_is_built_or_refused_cleanly_at_every_address_space_limit() {
     try_limits(64 * MIB, 1, "optimized");
     try_limits(GIB, 4, "vanilla");
+}
+
+// ---- heaps larger than the memory the process can have ----
+
+/// A heap larger than physical memory (or the cgroup memory limit) is refused with a message
+/// naming both sizes, where the limit came from and how to override it; allowed, it is built.
+#[test]
+fn a_heap_beyond_the_memory_of_the_process_is_refused_unless_allowed() {
+    let limit = memory_limit()
+        .unwrap()
+        .expect("/proc/meminfo gives physical memory");
+    let Ok(limit_bytes) = usize::try_from(limit.bytes) else {
+        unreachable!("Concord runs on 64-bit targets only");
+    };
+    if limit_bytes >= MAX_HEAP {
+        // No heap a configuration accepts is beyond this machine: the largest is built.
+        let heap = Heap::new(config(MAX_HEAP, 1, Preset::Vanilla)).unwrap();
+        assert_eq!(heap.capacity(), MAX_HEAP);
+        return;
+    }
+    let heap_size = (limit_bytes + 1).next_multiple_of(GIB).min(MAX_HEAP);
+    let mut c = config(heap_size, 1, Preset::Vanilla);
+    let Err(e) = Heap::new(c.clone()) else {
+        panic!("a heap of {heap_size} bytes was built beyond {limit}");
+    };
+    let message = e.to_string();
+    let HeapError::BeyondMemory { heap, limit: got } = e else {
+        panic!("refused for another reason: {message}");
+    };
+    assert_eq!((heap, &got), (heap_size, &limit));
+    for part in [
+        format!("the heap ({})", format_size(heap_size)),
+        limit.to_string(),
+        "allow-heap-beyond-memory = true".to_string(),
+        "--allow-heap-beyond-memory".to_string(),
+        "CONCORD_ALLOW_HEAP_BEYOND_MEMORY=true".to_string(),
+    ] {
+        assert!(message.contains(&part), "{part:?} not in {message:?}");
+    }
+    // Allowed: only address space is taken, so the heap is built.
+    c.allow_heap_beyond_memory = true;
+    let heap = Heap::new(c).unwrap();
+    assert_eq!(heap.capacity(), heap_size);
 }

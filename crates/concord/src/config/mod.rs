@@ -20,7 +20,7 @@ mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
 pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
-pub use size::{format_size, parse_size, SizeError, GIB, KIB, MIB};
+pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
 pub const SPACE_ALIGNMENT: usize = 64 * KIB;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::cpu::cgroup::limit_dirs;
 use super::procfs::{parse_error, read_optional, KernelFileError};
-use crate::config::format_size;
+use crate::config::format_size_rounded;
 
 /// cgroup v1 reports "no limit" as the largest page-aligned `i64` (`9223372036854771712` with
 /// 4 KiB pages); anything from here up is no limit.
@@ -65,7 +65,7 @@ impl fmt::Display for MemoryLimit {
     /// `physical memory (23.5G, MemTotal in /proc/meminfo)`, `the cgroup v2 memory limit (8G,
     /// /sys/fs/cgroup/box/memory.max)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let size = format_size(usize::try_from(self.bytes).unwrap_or(usize::MAX));
+        let size = format_size_rounded(usize::try_from(self.bytes).unwrap_or(usize::MAX));
         let file = self.file.display();
         match self.kind {
             MemoryLimitKind::Physical => write!(f, "physical memory ({size}, MemTotal in {file})"),

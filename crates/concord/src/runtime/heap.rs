@@ -10,7 +10,7 @@ use super::mutator::Mutator;
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
 use crate::collection::verify::VerifyReport;
-use crate::config::{format_size, GcConfig, MIB};
+use crate::config::{format_size, format_size_rounded, GcConfig, MIB};
 use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
@@ -59,7 +59,11 @@ pub enum HeapError {
     },
     /// The OS refused memory the heap needs besides its address range: a side table sized from
     /// the heap (the card table, a bitmap, a compaction table) or the stacks of its threads.
-    #[error("could not allocate {what} ({}) for a heap of {}", format_size(*.size), format_size(*.heap))]
+    #[error(
+        "could not allocate {what} ({}) for a heap of {}",
+        format_size_rounded(*.size),
+        format_size(*.heap)
+    )]
     Allocate {
         /// What could not be allocated ("the mark bitmap", "stacks for 6 threads").
         what: String,
@@ -236,9 +240,7 @@ impl Heap {
     /// Validate `config`, reserve the heap and start the VM thread and the GC workers.
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
         config.validate()?;
-        if !config.allow_heap_beyond_memory {
-            refuse_heap_beyond(config.heap_size, memory_limit())?;
-        }
+        Heap::check_memory(&config)?;
         let g = config.generation_sizes();
         let sizes = SpaceSizes {
             old: g.old,
@@ -343,6 +345,18 @@ impl Heap {
             inner,
             vm_thread: Some(vm_thread),
         })
+    }
+
+    /// Whether the machine can hold a heap built from `config`: an error
+    /// ([`HeapError::BeyondMemory`]) when its heap is larger than the memory the process can
+    /// have (physical memory, or the cgroup memory limit if smaller) and `config` does not
+    /// allow that. [`Heap::new`] checks this first; a front end may check it before it starts
+    /// anything else.
+    pub fn check_memory(config: &GcConfig) -> Result<(), HeapError> {
+        if config.allow_heap_beyond_memory {
+            return Ok(());
+        }
+        refuse_heap_beyond(config.heap_size, memory_limit())
     }
 
     pub(crate) fn inner(&self) -> &HeapInner {
