@@ -1482,7 +1482,7 @@ mod tests {
         assert!(
             err.starts_with(
                 "unknown configuration key 'heapsize' in concord.toml (known keys: preset, heap, \
-                 young, new-ratio,"
+                 allow-heap-beyond-memory, young, new-ratio,"
             ),
             "{err}"
         );
@@ -1796,7 +1796,10 @@ mod tests {
             err.starts_with("unknown environment variable 'CONCORD_HEAPSIZE'"),
             "{err}"
         );
-        assert!(err.contains("CONCORD_HEAP, CONCORD_YOUNG"), "{err}");
+        assert!(
+            err.contains("CONCORD_HEAP, CONCORD_ALLOW_HEAP_BEYOND_MEMORY, CONCORD_YOUNG"),
+            "{err}"
+        );
         assert!(err.contains("CONCORD_LOG"), "{err}");
     }
 

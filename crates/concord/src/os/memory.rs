@@ -139,20 +139,20 @@ pub fn parse_limit_in_bytes(text: &str) -> Result<Option<u64>, KernelFileError> 
 
 /// The limit the cgroup directory `dir` sets, if any.
 fn cgroup_limit_in(dir: &Path, v2: bool) -> Result<Option<MemoryLimit>, KernelFileError> {
-    let (name, kind, parse): (_, _, fn(&str) -> Result<Option<u64>, KernelFileError>) = if v2 {
-        ("memory.max", MemoryLimitKind::CgroupV2, parse_memory_max)
+    let (file, kind) = if v2 {
+        (dir.join("memory.max"), MemoryLimitKind::CgroupV2)
     } else {
-        (
-            "memory.limit_in_bytes",
-            MemoryLimitKind::CgroupV1,
-            parse_limit_in_bytes,
-        )
+        (dir.join("memory.limit_in_bytes"), MemoryLimitKind::CgroupV1)
     };
-    let file = dir.join(name);
     let Some(text) = read_optional(&file)? else {
         return Ok(None);
     };
-    Ok(parse(&text)?.map(|bytes| MemoryLimit { bytes, kind, file }))
+    let bytes = if v2 {
+        parse_memory_max(&text)?
+    } else {
+        parse_limit_in_bytes(&text)?
+    };
+    Ok(bytes.map(|bytes| MemoryLimit { bytes, kind, file }))
 }
 
 /// The smallest of physical memory and the cgroup memory limits on our cgroup and its
