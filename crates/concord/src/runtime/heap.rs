@@ -65,7 +65,8 @@ pub enum HeapError {
         format_size(*.heap)
     )]
     Allocate {
-        /// What could not be allocated ("the mark bitmap", "stacks for 6 threads").
+        /// What could not be allocated ("the mark bitmap", "room for 5 threads' stacks and
+        /// malloc arenas").
         what: String,
         /// Bytes asked for.
         size: usize,
