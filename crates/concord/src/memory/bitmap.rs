@@ -28,11 +28,6 @@ impl Bitmap {
         })
     }
 
-    /// Bytes of memory the bitmap's words take.
-    pub fn size_bytes(&self) -> usize {
-        self.words.size_bytes()
-    }
-
     #[inline(always)]
     fn bit(&self, addr: usize) -> usize {
         debug_assert!(

@@ -38,11 +38,6 @@ impl CardTable {
         })
     }
 
-    /// Bytes of memory the cards take.
-    pub fn size_bytes(&self) -> usize {
-        self.cards.size_bytes()
-    }
-
     /// Index of the card holding `addr`.
     #[inline(always)]
     pub fn index(&self, addr: usize) -> usize {

@@ -72,19 +72,6 @@ impl CompactionTables {
     pub fn lists(&self) -> MutexGuard<'_, RegionLists> {
         self.lists.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Bytes of memory the tables take once written throughout.
-    pub fn size_bytes(&self) -> usize {
-        let lists = self.lists();
-        let list_bytes = (lists.used.capacity() + lists.live.capacity() + lists.movers.capacity())
-            * size_of::<usize>();
-        self.region_live.size_bytes()
-            + self.block_prefix.size_bytes()
-            + self.region_dest.size_bytes()
-            + self.region_pending.size_bytes()
-            + self.last_start_upto.size_bytes()
-            + list_bytes
-    }
 }
 
 /// An empty list of region indices with room for `regions` of them.

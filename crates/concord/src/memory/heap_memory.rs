@@ -135,16 +135,6 @@ impl HeapMemory {
         })
     }
 
-    /// Bytes of memory the side tables (card table, bitmaps, compaction tables) take once
-    /// written throughout.
-    pub fn side_table_bytes(&self) -> usize {
-        self.cards.size_bytes()
-            + self.old_starts.size_bytes()
-            + self.mark_begin.size_bytes()
-            + self.mark_live.size_bytes()
-            + self.compaction.size_bytes()
-    }
-
     /// The reservation (for committing old-generation memory).
     pub fn reservation(&self) -> &Reservation {
         &self.reservation

@@ -60,11 +60,6 @@ impl<T: SideTableElement> SideTable<T> {
             elements: PhantomData,
         })
     }
-
-    /// Bytes of memory the table occupies once every entry has been written.
-    pub fn size_bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
 }
 
 impl<T: SideTableElement> Deref for SideTable<T> {
@@ -89,7 +84,6 @@ mod tests {
     fn tables_start_zero_and_hold_what_is_written() {
         let t = SideTable::<AtomicU32>::new("test table", 10_000).unwrap();
         assert_eq!(t.len(), 10_000);
-        assert_eq!(t.size_bytes(), 40_000);
         assert!(t.iter().all(|x| x.load(Ordering::Relaxed) == 0));
         t[9_999].store(5, Ordering::Relaxed);
         assert_eq!(t[9_999].load(Ordering::Relaxed), 5);
