@@ -10,7 +10,7 @@
 
 use std::process::Command;
 
-use concord::config::{format_size, GIB, MAX_HEAP, MIB};
+use concord::config::{format_size, format_size_rounded, GIB, MAX_HEAP, MIB};
 use concord::os::memory::memory_limit;
 use concord::{CollectionKind, GcConfig, Heap, HeapError, ObjectType, Preset};
 
@@ -232,7 +232,7 @@ fn a_heap_beyond_the_memory_of_the_process_is_refused_unless_allowed() {
     let heap_size = (limit_bytes + 1).next_multiple_of(GIB).min(MAX_HEAP);
     let mut c = config(heap_size, 1, Preset::Vanilla);
     let Err(e) = Heap::new(c.clone()) else {
-        panic!("a heap of {heap_size} bytes was built beyond {limit}");
+        panic!("a heap of {heap_size} bytes was built beyond {limit:?}");
     };
     let message = e.to_string();
     let HeapError::BeyondMemory { heap, limit: got } = e else {
@@ -241,7 +241,12 @@ fn a_heap_beyond_the_memory_of_the_process_is_refused_unless_allowed() {
     assert_eq!((heap, &got), (heap_size, &limit));
     for part in [
         format!("the heap ({})", format_size(heap_size)),
-        limit.to_string(),
+        format!(
+            "{} ({}, {})",
+            limit.what(),
+            format_size_rounded(limit_bytes),
+            limit.source()
+        ),
         "allow-heap-beyond-memory = true".to_string(),
         "--allow-heap-beyond-memory".to_string(),
         "CONCORD_ALLOW_HEAP_BEYOND_MEMORY=true".to_string(),

@@ -1,17 +1,15 @@
 //! How much memory the machine gives this process: physical memory (`MemTotal` in
 //! `/proc/meminfo`) and the cgroup memory limit (v2 `memory.max`, v1
-//! `memory.limit_in_bytes`) of our cgroup and its ancestors, whichever is smallest. A heap
-//! larger than that cannot be backed and is refused when it is built (unless allowed).
+//! `memory.limit_in_bytes`) of our cgroup and its ancestors, whichever is smallest: more than
+//! that cannot be backed.
 //!
-//! Also the address space a thread takes when it starts ([`thread_start_room`]), which a heap
-//! makes sure of before it starts its threads.
+//! Also the address space a thread takes when it starts ([`thread_start_room`]), which must be
+//! free before threads are started under an address-space limit.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::cpu::cgroup::limit_dirs;
 use super::procfs::{parse_error, read_optional, KernelFileError};
-use crate::config::format_size_rounded;
 
 /// cgroup v1 reports "no limit" as the largest page-aligned `i64` (`9223372036854771712` with
 /// 4 KiB pages); anything from here up is no limit.
@@ -61,16 +59,23 @@ pub struct MemoryLimit {
     pub file: PathBuf,
 }
 
-impl fmt::Display for MemoryLimit {
-    /// `physical memory (23.5G, MemTotal in /proc/meminfo)`, `the cgroup v2 memory limit (8G,
-    /// /sys/fs/cgroup/box/memory.max)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let size = format_size_rounded(usize::try_from(self.bytes).unwrap_or(usize::MAX));
-        let file = self.file.display();
+impl MemoryLimit {
+    /// What sets the limit, in words: `physical memory`, `the cgroup v2 memory limit`.
+    pub fn what(&self) -> &'static str {
         match self.kind {
-            MemoryLimitKind::Physical => write!(f, "physical memory ({size}, MemTotal in {file})"),
-            MemoryLimitKind::CgroupV2 => write!(f, "the cgroup v2 memory limit ({size}, {file})"),
-            MemoryLimitKind::CgroupV1 => write!(f, "the cgroup v1 memory limit ({size}, {file})"),
+            MemoryLimitKind::Physical => "physical memory",
+            MemoryLimitKind::CgroupV2 => "the cgroup v2 memory limit",
+            MemoryLimitKind::CgroupV1 => "the cgroup v1 memory limit",
+        }
+    }
+
+    /// Where the figure was read: `MemTotal in /proc/meminfo`, or the cgroup file.
+    pub fn source(&self) -> String {
+        match self.kind {
+            MemoryLimitKind::Physical => format!("MemTotal in {}", self.file.display()),
+            MemoryLimitKind::CgroupV1 | MemoryLimitKind::CgroupV2 => {
+                self.file.display().to_string()
+            }
         }
     }
 }
@@ -227,12 +232,10 @@ mod tests {
         let limit = memory_limit_at(&paths(&s)).unwrap().unwrap();
         assert_eq!(limit.bytes, 24_684_084 * 1024);
         assert_eq!(limit.kind, MemoryLimitKind::Physical);
+        assert_eq!(limit.what(), "physical memory");
         assert_eq!(
-            limit.to_string(),
-            format!(
-                "physical memory (23.5G, MemTotal in {})",
-                limit.file.display()
-            )
+            limit.source(),
+            format!("MemTotal in {}", s.0.join("meminfo").display())
         );
     }
 
@@ -251,10 +254,8 @@ mod tests {
         assert_eq!(limit.bytes, 8 * GIB);
         assert_eq!(limit.kind, MemoryLimitKind::CgroupV2);
         assert_eq!(limit.file, s.0.join("cg/box/memory.max"));
-        assert_eq!(
-            limit.to_string(),
-            format!("the cgroup v2 memory limit (8G, {})", limit.file.display())
-        );
+        assert_eq!(limit.what(), "the cgroup v2 memory limit");
+        assert_eq!(limit.source(), limit.file.display().to_string());
         // A limit above physical memory does not count.
         s.write("cg/box/memory.max", "68719476736\n");
         let limit = memory_limit_at(&paths(&s)).unwrap().unwrap();
@@ -276,6 +277,7 @@ mod tests {
         assert_eq!(limit.bytes, 2 * GIB);
         assert_eq!(limit.kind, MemoryLimitKind::CgroupV1);
         assert_eq!(limit.file, s.0.join("cg/memory/job/memory.limit_in_bytes"));
+        assert_eq!(limit.what(), "the cgroup v1 memory limit");
         // The unlimited value (this machine's, under cgroup v1) is no limit.
         s.write(
             "cg/memory/job/memory.limit_in_bytes",
@@ -313,6 +315,6 @@ mod tests {
     #[test]
     fn the_process_limit_is_readable() {
         let limit = memory_limit().unwrap().expect("/proc/meminfo exists");
-        assert!(limit.bytes >= 64 << 20, "{limit}");
+        assert!(limit.bytes >= 64 << 20, "{limit:?}");
     }
 }

@@ -77,10 +77,13 @@ pub enum HeapError {
     },
     /// The heap is larger than the memory the process can have, and that was not allowed.
     #[error(
-        "the heap ({}) is larger than {limit}: use a smaller heap, or set \
+        "the heap ({}) is larger than {} ({}, {}): use a smaller heap, or set \
          allow-heap-beyond-memory = true (--allow-heap-beyond-memory, \
          CONCORD_ALLOW_HEAP_BEYOND_MEMORY=true) to build it anyway",
-        format_size(*.heap)
+        format_size(*.heap),
+        .limit.what(),
+        format_size_rounded(usize::try_from(.limit.bytes).unwrap_or(usize::MAX)),
+        .limit.source()
     )]
     BeyondMemory {
         /// The heap size asked for.
