@@ -103,6 +103,10 @@ pub struct RunFlags {
     /// Maximum heap size, e.g. 64m, 1g (default: the workload's own default heap).
     #[arg(long, value_name = "SIZE")]
     pub heap: Option<Size>,
+    /// Build a heap larger than physical memory or the cgroup memory limit, which is
+    /// otherwise refused.
+    #[arg(long = "allow-heap-beyond-memory")]
+    pub allow_heap_beyond_memory: bool,
     /// Young generation size (default: heap / 3).
     #[arg(long, value_name = "SIZE")]
     pub young: Option<Size>,
@@ -198,6 +202,9 @@ impl RunFlags {
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| (k, v)))
             .collect();
+        if self.allow_heap_beyond_memory {
+            settings.push(("allow-heap-beyond-memory", "true".to_string()));
+        }
         if self.verify {
             settings.push(("verify", "true".to_string()));
         }
@@ -321,6 +328,7 @@ mod tests {
             "yes",
             "--pin-start",
             "--verify",
+            "--allow-heap-beyond-memory",
         ]);
         assert_eq!(b.workload.workload, "binary-trees");
         assert_eq!(b.workload.size, Some(12));
@@ -332,6 +340,7 @@ mod tests {
                 ("gc-threads", "dynamic".to_string()),
                 ("task-affinity", "on".to_string()),
                 ("pin-start", "true".to_string()),
+                ("allow-heap-beyond-memory", "true".to_string()),
                 ("verify", "true".to_string()),
             ]
         );

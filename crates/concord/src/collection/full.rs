@@ -14,11 +14,11 @@
 //!    lower region whose source memory overlaps its destination has been moved (dependency
 //!    waits on per-region done flags), so workers slide in parallel without clobbering.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
-use crate::memory::bitmap::BYTES_PER_BITMAP_WORD;
+use crate::memory::compaction::{CompactionTables, RegionLists, BLOCKS_PER_REGION};
 use crate::memory::HeapMemory;
 use crate::object::raw::{self, slot_addr};
 use crate::object::WORD;
@@ -26,9 +26,7 @@ use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
 use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
 
-/// Bytes per compaction region (equal to the space alignment, so regions never straddle spaces).
-pub const REGION_SIZE: usize = 64 * 1024;
-const BLOCKS_PER_REGION: usize = REGION_SIZE / BYTES_PER_BITMAP_WORD;
+pub use crate::memory::compaction::REGION_SIZE;
 
 /// What a full collection did.
 #[derive(Debug, Default)]
@@ -144,14 +142,11 @@ impl ParallelTask for Marker<'_> {
 // ---------------------------------------------------------------------------------------------
 // Summary: where every live word goes
 
+/// Where live words go: the heap's compaction tables (live words per region, per block the
+/// live words of its region before it, each region's destination) read with the bitmaps.
 struct Summary<'a> {
     mem: &'a HeapMemory,
-    /// Live words per region.
-    region_live: Vec<AtomicUsize>,
-    /// Per block: live words of its region before the block.
-    block_prefix: Vec<AtomicU32>,
-    /// Destination address of each region's first live word.
-    region_dest: Vec<usize>,
+    tables: &'a CompactionTables,
 }
 
 impl Summary<'_> {
@@ -169,9 +164,9 @@ impl Summary<'_> {
     fn new_addr(&self, addr: usize) -> usize {
         let live = &self.mem.mark_live;
         let block = live.word_index(addr);
-        let before = self.block_prefix[block].load(Ordering::Relaxed) as usize
+        let before = self.tables.block_prefix[block].load(Ordering::Relaxed) as usize
             + live.count_in_word_below(addr);
-        self.region_dest[self.region_of(addr)] + before * WORD
+        self.tables.region_dest[self.region_of(addr)].load(Ordering::Relaxed) + before * WORD
     }
 
     /// Objects starting in region `r`, in address order.
@@ -233,36 +228,35 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
     );
     let t_mark = ms_since(t0);
 
-    // 2. Summary.
+    // 2. Summary. Its tables were allocated with the heap: nothing here allocates memory that
+    // grows with the heap, so a collection cannot fail for want of it.
     let t1 = Instant::now();
-    let regions = mem.capacity() / REGION_SIZE;
-    let mut summary = Summary {
-        mem,
-        region_live: (0..regions).map(|_| AtomicUsize::new(0)).collect(),
-        block_prefix: (0..regions * BLOCKS_PER_REGION)
-            .map(|_| AtomicU32::new(0))
-            .collect(),
-        region_dest: vec![0; regions],
-    };
-    let used_regions: Vec<usize> = used_before
-        .iter()
-        .flat_map(|&(lo, hi)| {
-            let first = (lo - mem.base()) / REGION_SIZE;
-            let last = (hi - mem.base()).div_ceil(REGION_SIZE);
-            first..last
-        })
-        .collect();
+    let tables = &mem.compaction;
+    let mut lists = tables.lists();
+    let RegionLists {
+        used: used_regions,
+        live: live_regions,
+        movers,
+    } = &mut *lists;
+    // Spaces are region aligned, so no region is listed twice and the list stays in its room.
+    used_regions.clear();
+    used_regions.extend(used_before.iter().flat_map(|&(lo, hi)| {
+        let first = (lo - mem.base()) / REGION_SIZE;
+        let last = (hi - mem.base()).div_ceil(REGION_SIZE);
+        first..last
+    }));
+    let summary = Summary { mem, tables };
     {
-        let s = &summary;
+        let used_regions = &*used_regions;
         parallel_for(ctx, used_regions.len(), |i| {
             let r = used_regions[i];
             let first_block = r * BLOCKS_PER_REGION;
             let mut running = 0usize;
             for b in first_block..first_block + BLOCKS_PER_REGION {
-                s.block_prefix[b].store(running as u32, Ordering::Relaxed);
+                tables.block_prefix[b].store(running as u32, Ordering::Relaxed);
                 running += mem.mark_live.word(b).count_ones() as usize;
             }
-            s.region_live[r].store(running, Ordering::Relaxed);
+            tables.region_live[r].store(running, Ordering::Relaxed);
         });
     }
     // Destinations, space by space in address order. Target cursors start at each bottom.
@@ -275,7 +269,7 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             (hi - mem.base()).div_ceil(REGION_SIZE),
         );
         let live: usize = (r0..r1)
-            .map(|r| summary.region_live[r].load(Ordering::Relaxed))
+            .map(|r| tables.region_live[r].load(Ordering::Relaxed))
             .sum::<usize>()
             * WORD;
         live_bytes += live;
@@ -287,8 +281,10 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         }
         let mut dest = cursor[k];
         for r in r0..r1 {
-            summary.region_dest[r] = dest;
-            dest += summary.region_live[r].load(Ordering::Relaxed) * WORD;
+            // Relaxed: the workers that read it are started after this (the pool's dispatch
+            // orders it).
+            tables.region_dest[r].store(dest, Ordering::Relaxed);
+            dest += tables.region_live[r].load(Ordering::Relaxed) * WORD;
         }
         cursor[k] = dest;
     }
@@ -304,11 +300,14 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
     let t2 = Instant::now();
     let s = &summary;
     let root_chunks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
-    let live_regions: Vec<usize> = used_regions
-        .iter()
-        .copied()
-        .filter(|&r| s.region_live[r].load(Ordering::Relaxed) > 0)
-        .collect();
+    live_regions.clear();
+    live_regions.extend(
+        used_regions
+            .iter()
+            .copied()
+            .filter(|&r| tables.region_live[r].load(Ordering::Relaxed) > 0),
+    );
+    let live_regions = &*live_regions;
     parallel_for(ctx, root_chunks.len() + live_regions.len(), |i| {
         if i < root_chunks.len() {
             for slot in root_chunks[i].slot_addrs() {
@@ -352,30 +351,35 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
 
     // 4. Compact.
     let t3 = Instant::now();
-    let done: Vec<AtomicBool> = (0..regions).map(|_| AtomicBool::new(true)).collect();
-    let movers: Vec<usize> = live_regions
-        .iter()
-        .copied()
-        .filter(|&r| s.objects_in_region(r).next().is_some())
-        .collect();
-    for &r in &movers {
-        done[r].store(false, Ordering::Relaxed);
+    // Every region is done (not pending) between collections; only movers wait to be moved.
+    let pending = &tables.region_pending;
+    movers.clear();
+    movers.extend(
+        live_regions
+            .iter()
+            .copied()
+            .filter(|&r| s.objects_in_region(r).next().is_some()),
+    );
+    let movers = &*movers;
+    for &r in movers {
+        pending[r].store(true, Ordering::Relaxed);
     }
     // The last live object start at or below each region's end, carried over regions without
     // one, so finding the object that overlaps a destination address never scans the bitmap
     // backwards across a large dead area (which made compaction quadratic in dead space).
-    let mut last_start_upto: Vec<Option<usize>> = vec![None; regions];
+    // (0: no object start at or below; heap addresses are never 0.)
+    let last_start_upto = &tables.last_start_upto;
     {
-        let mut carry = None;
+        let mut carry = 0;
         let mut next_live = live_regions.iter().copied().peekable();
-        for (r, slot) in last_start_upto.iter_mut().enumerate() {
+        for (r, slot) in last_start_upto.iter().enumerate() {
             if next_live.next_if_eq(&r).is_some() {
                 let lo = s.region_base(r);
                 if let Some(a) = mem.mark_begin.find_prev(lo + REGION_SIZE - WORD, lo) {
-                    carry = Some(a);
+                    carry = a;
                 }
             }
-            *slot = carry;
+            slot.store(carry, Ordering::Relaxed);
         }
     }
     let moved = AtomicUsize::new(0);
@@ -391,22 +395,25 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         // Wait for every lower region whose source memory our destination overlaps.
         // Sources overlapping [region_dest, dest_end) belong to objects starting at or after
         // the last object start at or below region_dest.
-        let d_lo = s.region_dest[r];
+        let d_lo = tables.region_dest[r].load(Ordering::Relaxed);
         let d_region = s.region_of(d_lo);
         let overlapping = mem
             .mark_begin
             .find_prev(d_lo, s.region_base(d_region))
-            .or_else(|| d_region.checked_sub(1).and_then(|p| last_start_upto[p]));
+            .or_else(|| {
+                let p = d_region.checked_sub(1)?;
+                Some(last_start_upto[p].load(Ordering::Relaxed)).filter(|&a| a != 0)
+            });
         let first_dep = s.region_of(overlapping.unwrap_or(d_lo));
         let hi_dep = s.region_of(dest_end - WORD).min(r.saturating_sub(1));
         if r > 0 {
-            for flag in &done[first_dep..=hi_dep.max(first_dep)] {
+            for flag in &pending[first_dep..=hi_dep.max(first_dep)] {
                 if first_dep > hi_dep {
                     break;
                 }
                 let mut spins = 0u32;
                 // Acquire pairs with the Release store of the region's mover.
-                while !flag.load(Ordering::Acquire) {
+                while flag.load(Ordering::Acquire) {
                     spins += 1;
                     if spins < 64 {
                         std::hint::spin_loop();
@@ -430,7 +437,7 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         }
         moved.fetch_add(bytes, Ordering::Relaxed);
         // Release publishes the moved objects to workers waiting on this region.
-        done[r].store(true, Ordering::Release);
+        pending[r].store(false, Ordering::Release);
     });
     let t_compact = ms_since(t3);
 

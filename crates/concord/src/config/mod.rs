@@ -20,7 +20,7 @@ mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
 pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
-pub use size::{format_size, parse_size, SizeError, GIB, KIB, MIB};
+pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
 pub const SPACE_ALIGNMENT: usize = 64 * KIB;
@@ -71,6 +71,9 @@ pub struct GcConfig {
     pub preset: Preset,
     /// Maximum heap size in bytes (reserved up front; young + old).
     pub heap_size: usize,
+    /// Build a heap larger than the memory the process can have (physical memory, or the
+    /// cgroup memory limit if smaller); otherwise [`crate::Heap::new`] refuses it.
+    pub allow_heap_beyond_memory: bool,
     /// Young generation size in bytes (eden + two survivors). `None`: `heap_size / (new_ratio + 1)`.
     pub young_size: Option<usize>,
     /// Old:young size ratio used when `young_size` is not given (HotSpot `NewRatio`, default 2).
@@ -286,6 +289,7 @@ impl GcConfig {
         GcConfig {
             preset,
             heap_size: DEFAULT_HEAP_SIZE,
+            allow_heap_beyond_memory: false,
             young_size: None,
             new_ratio: 2,
             survivor_ratio: 8,

@@ -123,7 +123,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 26] = [
+static OPTIONS: [OptionSpec; 27] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -142,6 +142,18 @@ static OPTIONS: [OptionSpec; 26] = [
         doc: "Maximum heap size, young plus old, e.g. 512m or 2g (4m..=1024g, default 256m).",
         set: |c, v| {
             c.heap_size = size_in(v, &HEAP_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "allow-heap-beyond-memory",
+        env: "CONCORD_ALLOW_HEAP_BEYOND_MEMORY",
+        kind: ValueKind::Bool,
+        doc: "Build a heap larger than the memory the process can have (physical memory, or \
+              the cgroup memory limit if smaller), which is otherwise refused: true/false \
+              (default false).",
+        set: |c, v| {
+            c.allow_heap_beyond_memory = parse_bool(v)?;
             Ok(())
         },
     },
@@ -902,6 +914,7 @@ mod tests {
         let values = [
             ("preset", "vanilla"),
             ("heap", "64m"),
+            ("allow-heap-beyond-memory", "yes"),
             ("young", "16m"),
             ("new-ratio", "3"),
             ("survivor-ratio", "6"),
@@ -931,6 +944,7 @@ mod tests {
         let check = |config: GcConfig| {
             assert_eq!(config.preset, Preset::Vanilla);
             assert_eq!(config.heap_size, 64 * MIB);
+            assert!(config.allow_heap_beyond_memory);
             assert_eq!(config.young_size, Some(16 * MIB));
             assert_eq!(config.new_ratio, 3);
             assert_eq!(config.survivor_ratio, 6);
@@ -1468,7 +1482,7 @@ mod tests {
         assert!(
             err.starts_with(
                 "unknown configuration key 'heapsize' in concord.toml (known keys: preset, heap, \
-                 young, new-ratio,"
+                 allow-heap-beyond-memory, young, new-ratio,"
             ),
             "{err}"
         );
@@ -1782,7 +1796,10 @@ mod tests {
             err.starts_with("unknown environment variable 'CONCORD_HEAPSIZE'"),
             "{err}"
         );
-        assert!(err.contains("CONCORD_HEAP, CONCORD_YOUNG"), "{err}");
+        assert!(
+            err.contains("CONCORD_HEAP, CONCORD_ALLOW_HEAP_BEYOND_MEMORY, CONCORD_YOUNG"),
+            "{err}"
+        );
         assert!(err.contains("CONCORD_LOG"), "{err}");
     }
 

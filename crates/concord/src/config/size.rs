@@ -181,10 +181,19 @@ pub fn format_size(bytes: usize) -> String {
             .expect("a multiple of KIB is divisible by KIB");
         return format!("{}{name}", bytes / unit);
     }
+    format_size_rounded(bytes)
+}
+
+/// Formats a byte count for people: in the largest unit not above it, exactly when it is a
+/// whole number of that unit (`24G`), else with one decimal, approximately (`23.5G`).
+pub fn format_size_rounded(bytes: usize) -> String {
     let Some(index) = UNITS.iter().position(|&(_, unit)| bytes >= unit) else {
         return format!("{bytes}B");
     };
     let (name, unit) = UNITS[index];
+    if bytes & (unit - 1) == 0 {
+        return format!("{}{name}", bytes / unit);
+    }
     // Tenths of the unit, rounded to nearest.
     let tenths = (bytes as u128 * 10 + unit as u128 / 2) / unit as u128;
     if tenths >= 10_240 && index > 0 {
@@ -324,6 +333,11 @@ mod tests {
         assert_eq!(format_size(KIB + 512 + 1), "1.5K");
         assert_eq!(format_size(MIB - 1), "1.0M");
         assert_eq!(format_size(GIB + 1), "1.0G");
+        // Rounded: in the largest unit not above, whole units exactly.
+        assert_eq!(format_size_rounded(24_684_084 * KIB), "23.5G");
+        assert_eq!(format_size_rounded(1536 * KIB), "1.5M");
+        assert_eq!(format_size_rounded(24 * GIB), "24G");
+        assert_eq!(format_size_rounded(100), "100B");
         assert_eq!(
             format_size(usize::MAX),
             format!("{}.0G", usize::MAX / GIB + 1)

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::side_table::{SideTable, SideTableError};
 use crate::object::WORD;
 
 /// Heap bytes covered by one bitmap word (64 heap words).
@@ -12,18 +13,19 @@ pub const BYTES_PER_BITMAP_WORD: usize = 64 * WORD;
 pub struct Bitmap {
     base: usize,
     size: usize,
-    words: Box<[AtomicU64]>,
+    words: SideTable<AtomicU64>,
 }
 
 impl Bitmap {
-    /// A cleared bitmap covering `[base, base + size)`; `base` must be word aligned.
-    pub fn new(base: usize, size: usize) -> Self {
+    /// A cleared bitmap covering `[base, base + size)`; `base` must be word aligned. `what`
+    /// names it if the memory cannot be had.
+    pub fn new(what: &'static str, base: usize, size: usize) -> Result<Self, SideTableError> {
         let n = size.div_ceil(BYTES_PER_BITMAP_WORD);
-        Self {
+        Ok(Self {
             base,
             size,
-            words: zeroed_atomic_u64s(n),
-        }
+            words: SideTable::new(what, n)?,
+        })
     }
 
     #[inline(always)]
@@ -191,14 +193,6 @@ impl Bitmap {
     }
 }
 
-/// `n` zeroed atomics, allocated with `calloc` so large maps are backed lazily by zero pages.
-pub(crate) fn zeroed_atomic_u64s(n: usize) -> Box<[AtomicU64]> {
-    let zeros: Box<[u64]> = vec![0u64; n].into_boxed_slice();
-    // SAFETY: AtomicU64 has the same size, alignment and bit validity as u64 on the 64-bit
-    // targets this crate supports, so the boxed slice can be reinterpreted in place.
-    unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU64]) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,7 +205,7 @@ mod tests {
 
     #[test]
     fn mark_is_claimed_once() {
-        let bm = Bitmap::new(BASE, 1 << 16);
+        let bm = Bitmap::new("test bitmap", BASE, 1 << 16).unwrap();
         assert!(bm.mark(BASE + 8));
         assert!(!bm.mark(BASE + 8));
         assert!(bm.is_marked(BASE + 8));
@@ -222,7 +216,7 @@ mod tests {
 
     #[test]
     fn ranges_searches_and_counts_agree_with_a_naive_model() {
-        let bm = Bitmap::new(BASE, 1 << 16);
+        let bm = Bitmap::new("test bitmap", BASE, 1 << 16).unwrap();
         let mut set = Vec::new();
         // A few ranges crossing bitmap-word boundaries.
         for (lo, hi) in [

@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
+use super::side_table::{SideTable, SideTableError};
+
 /// log2 of the card size (HotSpot's 512-byte cards).
 pub const CARD_SHIFT: u32 = 9;
 /// Bytes per card.
@@ -16,19 +18,24 @@ pub const DIRTY: u8 = 1;
 pub struct CardTable {
     base: usize,
     size: usize,
-    cards: Box<[AtomicU8]>,
+    /// Starts page aligned (a side table), which word-at-a-time scans rely on.
+    cards: SideTable<AtomicU8>,
 }
+
+// A fresh side table is all zero bytes: every card starts clean.
+const _: () = assert!(CLEAN == 0);
 
 impl CardTable {
     /// A clean table for `[base, base + size)`; `base` must be card aligned.
-    pub fn new(base: usize, size: usize) -> Self {
+    pub fn new(base: usize, size: usize) -> Result<Self, SideTableError> {
         assert_eq!(base % CARD_SIZE, 0, "card table base must be card aligned");
         // Round up to a multiple of 8 cards so word-at-a-time scans never run off the end.
         let n = size.div_ceil(CARD_SIZE).next_multiple_of(8);
-        let zeros: Box<[u8]> = vec![CLEAN; n].into_boxed_slice();
-        // SAFETY: AtomicU8 has the same size, alignment and bit validity as u8.
-        let cards = unsafe { Box::from_raw(Box::into_raw(zeros) as *mut [AtomicU8]) };
-        Self { base, size, cards }
+        Ok(Self {
+            base,
+            size,
+            cards: SideTable::new("card table", n)?,
+        })
     }
 
     /// Index of the card holding `addr`.
@@ -77,9 +84,10 @@ impl CardTable {
         let mut i = from;
         while i < to {
             if i.is_multiple_of(8) && i + 8 <= to {
-                // SAFETY: `cards` has a multiple-of-8 length and `i` is 8-aligned and in
-                // bounds, so the 8 bytes form one aligned u64 inside the allocation; AtomicU8
-                // and AtomicU64 have the same in-memory representation as u8/u64.
+                // SAFETY: `cards` starts page aligned and has a multiple-of-8 length, and `i` is
+                // 8-aligned and in bounds, so the 8 bytes form one aligned u64 inside the
+                // table; AtomicU8 and AtomicU64 have the same in-memory representation as
+                // u8/u64.
                 let word = unsafe { &*(self.cards.as_ptr().add(i) as *const AtomicU64) };
                 if word.load(Ordering::Relaxed) == 0 {
                     i += 8;
@@ -128,7 +136,7 @@ mod tests {
     #[test]
     fn barrier_dirties_the_right_card_and_scans_find_it() {
         let base = 0x4000_0000;
-        let ct = CardTable::new(base, 1 << 20);
+        let ct = CardTable::new(base, 1 << 20).unwrap();
         assert_eq!(ct.find_dirty(0, 2048), None);
         ct.dirty(base + 5 * CARD_SIZE + 17);
         ct.dirty(base + 100 * CARD_SIZE);

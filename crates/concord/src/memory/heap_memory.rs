@@ -1,11 +1,17 @@
 //! The heap's memory: one reservation holding old, eden and two survivor spaces, plus the card
-//! table and the side bitmaps the collectors use.
+//! table, the side bitmaps and the compaction tables the collectors use.
+//!
+//! Everything here whose size grows with the heap is mapped from the OS when the heap is built,
+//! and a refusal is a [`HeapMemoryError`] naming what could not be had: a collection never
+//! allocates memory sized from the heap.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::bitmap::Bitmap;
 use super::card_table::CardTable;
+use super::compaction::CompactionTables;
+use super::side_table::SideTableError;
 use super::space::Space;
 use crate::os::vm::Reservation;
 
@@ -36,7 +42,25 @@ pub struct SpaceSizes {
     pub survivor: usize,
 }
 
-/// Reservation, spaces, card table and bitmaps of one heap.
+/// The heap's memory could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum HeapMemoryError {
+    /// The OS refused the address space (or committing the young generation in it), or the
+    /// sizes were not usable.
+    #[error("could not reserve {size} bytes of address space")]
+    Reserve {
+        /// Bytes asked for.
+        size: usize,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// A side table could not be allocated.
+    #[error(transparent)]
+    SideTable(#[from] SideTableError),
+}
+
+/// Reservation, spaces, card table, bitmaps and compaction tables of one heap.
 pub struct HeapMemory {
     reservation: Reservation,
     /// The old generation.
@@ -57,29 +81,38 @@ pub struct HeapMemory {
     pub mark_begin: Bitmap,
     /// Full collection: bit at every word of every marked object.
     pub mark_live: Bitmap,
+    /// Full collection: per-region and per-block summary tables.
+    pub compaction: CompactionTables,
 }
 
 impl HeapMemory {
-    /// Reserve the heap; commit the young generation now and the old generation on demand.
-    pub fn new(sizes: SpaceSizes) -> io::Result<Self> {
+    /// Reserve the heap and allocate its side tables; commit the young generation now and the
+    /// old generation on demand.
+    pub fn new(sizes: SpaceSizes) -> Result<Self, HeapMemoryError> {
+        let total = sizes.old + sizes.eden + 2 * sizes.survivor;
+        let refused = |source| HeapMemoryError::Reserve {
+            size: total,
+            source,
+        };
         for (what, s) in [
             ("old", sizes.old),
             ("eden", sizes.eden),
             ("survivor", sizes.survivor),
         ] {
             if s == 0 || s % HEAP_ALIGNMENT != 0 {
-                return Err(io::Error::new(
+                return Err(refused(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     format!("{what} size {s} must be a positive multiple of {HEAP_ALIGNMENT}"),
-                ));
+                )));
             }
         }
-        let total = sizes.old + sizes.eden + 2 * sizes.survivor;
-        let reservation = Reservation::new(total, HEAP_ALIGNMENT)?;
+        let reservation = Reservation::new(total, HEAP_ALIGNMENT).map_err(refused)?;
         let base = reservation.base();
         let young_start = base + sizes.old;
         let end = base + total;
-        reservation.commit(young_start, end - young_start)?;
+        reservation
+            .commit(young_start, end - young_start)
+            .map_err(refused)?;
         let eden_end = young_start + sizes.eden;
         let s0_end = eden_end + sizes.survivor;
         Ok(Self {
@@ -93,10 +126,11 @@ impl HeapMemory {
             base,
             young_start,
             end,
-            cards: CardTable::new(base, total),
-            old_starts: Bitmap::new(base, sizes.old),
-            mark_begin: Bitmap::new(base, total),
-            mark_live: Bitmap::new(base, total),
+            cards: CardTable::new(base, total)?,
+            old_starts: Bitmap::new("old-generation object-start bitmap", base, sizes.old)?,
+            mark_begin: Bitmap::new("mark bitmap", base, total)?,
+            mark_live: Bitmap::new("live-word bitmap", base, total)?,
+            compaction: CompactionTables::new(total)?,
             reservation,
         })
     }

@@ -1,4 +1,5 @@
-//! The memory room: the reserved heap range, its spaces, the card table and side bitmaps.
+//! The memory room: the reserved heap range, its spaces, the card table, the side bitmaps and
+//! the full collector's compaction tables (all side tables mapped from the OS at heap creation).
 //!
 //! ```text
 //! base                                                                     base + heap_size
@@ -10,8 +11,11 @@
 
 pub mod bitmap;
 pub mod card_table;
+pub mod compaction;
+pub mod side_table;
 pub mod space;
 
 pub mod heap_memory;
 
-pub use heap_memory::{HeapMemory, SpaceId};
+pub use heap_memory::{HeapMemory, HeapMemoryError, SpaceId};
+pub use side_table::SideTableError;

@@ -10,13 +10,16 @@
 //! * [`procfs`] holds the one reader of each kernel file (`/proc/stat`, a thread's `stat`, CPU
 //!   lists);
 //! * [`cpu::usable_cpu_count`] is the one count of usable CPUs (the affinity mask capped by the
-//!   cgroup CPU quota).
+//!   cgroup CPU quota);
+//! * [`memory::memory_limit`] is the one figure of the memory the process can have (physical
+//!   memory capped by the cgroup memory limit).
 
 pub mod affinity;
 pub mod cpu;
 pub mod fs;
 pub mod futex;
 pub mod gc_affinity;
+pub mod memory;
 pub mod mutator_sched;
 pub mod periodic;
 pub mod policy;

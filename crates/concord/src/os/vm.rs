@@ -1,4 +1,5 @@
-//! Virtual memory: reserve an address range without backing it, then commit parts of it.
+//! Virtual memory: reserve an address range without backing it, then commit parts of it; and
+//! zero-filled read-write mappings for the collector's side tables.
 
 use std::io;
 
@@ -137,6 +138,66 @@ impl Drop for Reservation {
     }
 }
 
+/// A private, anonymous, read-write mapping whose pages read as zero until written, unmapped
+/// on drop. Side tables sized from the heap live in these rather than in `Vec`s, so that a
+/// refusal by the OS (`ulimit -v`, strict overcommit) is an error instead of an abort, and
+/// pages never written cost no memory.
+#[derive(Debug)]
+pub struct ZeroedMapping {
+    base: usize,
+    len: usize,
+}
+
+impl ZeroedMapping {
+    /// Map `len` bytes (rounded up to pages; at least one page) of zeroed, writable memory.
+    pub fn new(len: usize) -> io::Result<Self> {
+        let page = page_size();
+        let len = len
+            .max(1)
+            .checked_next_multiple_of(page)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "mapping size overflows"))?;
+        // No MAP_NORESERVE: under strict overcommit the kernel then refuses the table here, at
+        // heap creation, rather than killing the process when a collection first writes it.
+        // SAFETY: an anonymous mapping at a kernel-chosen address touches no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            base: raw as usize,
+            len,
+        })
+    }
+
+    /// First address (page aligned).
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Mapped bytes (a whole number of pages).
+    pub fn size(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for ZeroedMapping {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping; whoever borrowed memory from it borrowed `self` too.
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.len);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +218,23 @@ mod tests {
         r.commit(r.base(), 1 << 20).unwrap();
         // SAFETY: committed again; an uncommitted page comes back zeroed.
         unsafe { assert_eq!((r.base() as *const u64).read(), 0) };
+    }
+
+    #[test]
+    fn zeroed_mappings_are_zero_writable_and_refused_cleanly() {
+        let m = ZeroedMapping::new(3 * page_size() + 1).unwrap();
+        assert_eq!(m.size(), 4 * page_size());
+        assert_eq!(m.base() % page_size(), 0);
+        // SAFETY: the mapping is readable and writable over its whole length.
+        unsafe {
+            let last = (m.base() + m.size() - 8) as *mut u64;
+            assert_eq!(last.read(), 0, "fresh memory is zero");
+            last.write(7);
+            assert_eq!(last.read(), 7);
+        }
+        assert_eq!(ZeroedMapping::new(0).unwrap().size(), page_size());
+        // More than the address space can hold: an error, not an abort.
+        assert!(ZeroedMapping::new(usize::MAX / 2).is_err());
+        assert!(ZeroedMapping::new(usize::MAX).is_err());
     }
 }

@@ -10,15 +10,18 @@ use super::mutator::Mutator;
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
 use crate::collection::verify::VerifyReport;
-use crate::config::GcConfig;
+use crate::config::{format_size, format_size_rounded, GcConfig, MIB};
 use crate::memory::heap_memory::SpaceSizes;
-use crate::memory::HeapMemory;
+use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::fs::check_creatable;
 use crate::os::gc_affinity::GcAffinityController;
+use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
 use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler, ProfileAction};
 use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::procfs::KernelFileError;
+use crate::os::vm::{page_size, Reservation};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::GcLog;
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
@@ -54,6 +57,40 @@ pub enum HeapError {
         size: usize,
         /// What the OS said.
         source: std::io::Error,
+    },
+    /// The OS refused memory the heap needs besides its address range: a side table sized from
+    /// the heap (the card table, a bitmap, a compaction table) or the stacks of its threads.
+    #[error(
+        "could not allocate {what} ({}) for a heap of {}",
+        format_size_rounded(*.size),
+        format_size(*.heap)
+    )]
+    Allocate {
+        /// What could not be allocated ("the mark bitmap", "room for 5 threads' stacks and
+        /// malloc arenas").
+        what: String,
+        /// Bytes asked for.
+        size: usize,
+        /// The heap they are for.
+        heap: usize,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The heap is larger than the memory the process can have, and that was not allowed.
+    #[error(
+        "the heap ({}) is larger than {} ({}, {}): use a smaller heap, or set \
+         allow-heap-beyond-memory = true (--allow-heap-beyond-memory, \
+         CONCORD_ALLOW_HEAP_BEYOND_MEMORY=true) to build it anyway",
+        format_size(*.heap),
+        .limit.what(),
+        format_size_rounded(usize::try_from(.limit.bytes).unwrap_or(usize::MAX)),
+        .limit.source()
+    )]
+    BeyondMemory {
+        /// The heap size asked for.
+        heap: usize,
+        /// The memory the process can have, and where that figure came from.
+        limit: MemoryLimit,
     },
     /// A GC or VM thread could not be started.
     #[error("could not start a GC thread: {0}")]
@@ -222,8 +259,9 @@ impl Heap {
     /// reserve the heap and start the VM thread and the GC workers.
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {
         config.validate()?;
-        // Before anything else, so a bad path is refused at once; nothing is replaced until
-        // the heap finishes.
+        Heap::check_memory(&config)?;
+        // Before anything else that touches files, so a bad path is refused at once; nothing
+        // is replaced until the heap finishes.
         let (gc_log, gc_records) = open_outputs(&config)?;
         let g = config.generation_sizes();
         let sizes = SpaceSizes {
@@ -231,10 +269,16 @@ impl Heap {
             eden: g.eden,
             survivor: g.survivor,
         };
-        let mem = HeapMemory::new(sizes).map_err(|source| HeapError::Reserve {
-            size: g.total(),
-            source,
+        let mem = HeapMemory::new(sizes).map_err(|e| match e {
+            HeapMemoryError::Reserve { size, source } => HeapError::Reserve { size, source },
+            HeapMemoryError::SideTable(t) => HeapError::Allocate {
+                what: format!("the {}", t.what),
+                size: t.size,
+                heap: g.total(),
+                source: t.source,
+            },
         })?;
+        ensure_room_for_threads(&config, g.total())?;
         // What this process may use, read once on the thread creating the heap.
         let cpus = CpuView::detect().unwrap_or_else(|e| {
             log::warn!("could not read the affinity mask ({e})");
@@ -302,6 +346,18 @@ impl Heap {
             vm_thread: Some(vm_thread),
             outputs_closed: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the machine can hold a heap built from `config`: an error
+    /// ([`HeapError::BeyondMemory`]) when its heap is larger than the memory the process can
+    /// have (physical memory, or the cgroup memory limit if smaller) and `config` does not
+    /// allow that. [`Heap::new`] checks this first; a front end may check it before it starts
+    /// anything else.
+    pub fn check_memory(config: &GcConfig) -> Result<(), HeapError> {
+        if config.allow_heap_beyond_memory {
+            return Ok(());
+        }
+        refuse_heap_beyond(config.heap_size, memory_limit())
     }
 
     pub(crate) fn inner(&self) -> &HeapInner {
@@ -434,6 +490,27 @@ impl Drop for Heap {
     }
 }
 
+/// Refuse a heap of `heap` bytes when it is larger than the memory the process can have
+/// (`limit`, as [`memory_limit`] read it). A limit that cannot be read refuses nothing.
+fn refuse_heap_beyond(
+    heap: usize,
+    limit: Result<Option<MemoryLimit>, KernelFileError>,
+) -> Result<(), HeapError> {
+    match limit {
+        Ok(Some(limit)) if heap as u64 > limit.bytes => {
+            Err(HeapError::BeyondMemory { heap, limit })
+        }
+        Ok(_) => Ok(()),
+        Err(e) => {
+            log::warn!(
+                "cannot tell how much memory this process can have ({e}); the heap size is not \
+                 checked against it"
+            );
+            Ok(())
+        }
+    }
+}
+
 /// Starts the outputs `config` asks for (beside their paths; nothing is replaced yet), and
 /// checks that a mutator profile to be recorded can be written.
 fn open_outputs(config: &GcConfig) -> Result<(Option<GcLog>, Option<RecordsFile>), HeapError> {
@@ -480,6 +557,30 @@ fn profile_failure(report: &MutatorSchedReport) -> Option<OutputFailure> {
     })
 }
 // ---- end outputs ----
+
+/// Threads a heap may start besides its GC workers: the VM thread and the two samplers (CPU
+/// load for dynamic GC affinity, threads for adaptive mutator scheduling).
+const HELPER_THREADS: usize = 3;
+/// Address space left for the first collections' small allocations.
+const ROOM_FOR_COLLECTIONS: usize = 4 * MIB;
+
+/// Make sure the threads the heap is about to start will have their memory: a thread that
+/// starts without it aborts the process ([`thread_start_room`]), so that much address space is
+/// reserved once, and given back, before any is started. Under `ulimit -v` this turns what
+/// would be an abort into an error. (Without such a limit the reservation costs nothing: it is
+/// never backed.)
+fn ensure_room_for_threads(config: &GcConfig, heap: usize) -> Result<(), HeapError> {
+    let threads = config.gc_threads + HELPER_THREADS;
+    let size = thread_start_room(threads) + ROOM_FOR_COLLECTIONS;
+    Reservation::new(size, page_size())
+        .map(drop)
+        .map_err(|source| HeapError::Allocate {
+            what: format!("room for {threads} threads' stacks and malloc arenas"),
+            size,
+            heap,
+            source,
+        })
+}
 
 /// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
 /// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given

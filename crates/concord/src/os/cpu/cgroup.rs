@@ -1,6 +1,9 @@
 //! The cgroup CPU bandwidth limit: how many CPUs' worth of time this process's cgroup (or an
 //! ancestor) allows, from cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`,
 //! found through `/proc/self/cgroup`.
+//!
+//! [`limit_dirs`], the walk from `/proc/self/cgroup` to the directories that may hold a limit,
+//! serves the memory limit ([`crate::os::memory`]) too.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -166,21 +169,49 @@ fn limit_in(dir: &Path, v2: bool) -> Result<Option<CpuQuota>, KernelFileError> {
 /// The tightest CPU bandwidth limit on our cgroup and its ancestors, from `proc_cgroup` (the
 /// text of `/proc/self/cgroup`) and the cgroup file systems under `cgroup_root` (normally
 /// `/sys/fs/cgroup`). Looks at v2 (`cpu.max`, also under `unified/` on hybrid systems) and v1
-/// (`cpu.cfs_quota_us` / `cpu.cfs_period_us` under `cpu/`, `cpu,cpuacct/` or `cpuacct,cpu/`).
-/// Missing files mean no limit. Ancestors are read because a parent's limit binds too, and
-/// because inside a container without a cgroup namespace our full path may not exist under
-/// the container's mount, whose root is then our cgroup.
+/// (`cpu.cfs_quota_us` / `cpu.cfs_period_us` under `cpu/`, `cpu,cpuacct/` or `cpuacct,cpu/`),
+/// in our cgroup and its ancestors ([`limit_dirs`]). Missing files mean no limit.
 pub fn cpu_quota_from(
     proc_cgroup: &str,
     cgroup_root: &Path,
 ) -> Result<Option<CpuQuota>, KernelFileError> {
     let mut best: Option<CpuQuota> = None;
+    let v1_mounts = ["cpu", "cpu,cpuacct", "cpuacct,cpu"];
+    for (dir, v2) in limit_dirs(proc_cgroup, cgroup_root, "cpu", &v1_mounts) {
+        if let Some(q) = limit_in(&dir, v2)? {
+            let tighter = match &best {
+                Some(b) => q.cpus() < b.cpus(),
+                None => true,
+            };
+            if tighter {
+                best = Some(q);
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// The cgroup directories that may set a limit of `controller` on this process, each with
+/// whether it belongs to the v2 hierarchy: for every line of `proc_cgroup` (the text of
+/// `/proc/self/cgroup`) of the v2 hierarchy, or of a v1 hierarchy that lists `controller`, our
+/// cgroup's directory and its ancestors (deepest first) under each place that hierarchy may be
+/// mounted in `cgroup_root`: the root itself and `unified/` for v2, `v1_mounts` for v1.
+/// Ancestors are included because a parent's limit binds too, and because inside a container
+/// without a cgroup namespace our full path may not exist under the container's mount, whose
+/// root is then our cgroup.
+pub fn limit_dirs(
+    proc_cgroup: &str,
+    cgroup_root: &Path,
+    controller: &str,
+    v1_mounts: &[&str],
+) -> Vec<(PathBuf, bool)> {
+    let mut dirs = Vec::new();
     for line in parse_proc_cgroup(proc_cgroup) {
         let v2 = line.hierarchy == 0 && line.controllers.is_empty();
         let mounts: Vec<PathBuf> = if v2 {
             vec![cgroup_root.to_path_buf(), cgroup_root.join("unified")]
-        } else if line.controllers.iter().any(|c| c == "cpu") {
-            ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
+        } else if line.controllers.iter().any(|c| c == controller) {
+            v1_mounts
                 .iter()
                 .map(|name| cgroup_root.join(name))
                 .collect()
@@ -188,20 +219,10 @@ pub fn cpu_quota_from(
             continue;
         };
         for mount in &mounts {
-            for dir in cgroup_dirs(mount, &line.path) {
-                if let Some(q) = limit_in(&dir, v2)? {
-                    let tighter = match &best {
-                        Some(b) => q.cpus() < b.cpus(),
-                        None => true,
-                    };
-                    if tighter {
-                        best = Some(q);
-                    }
-                }
-            }
+            dirs.extend(cgroup_dirs(mount, &line.path).into_iter().map(|d| (d, v2)));
         }
     }
-    Ok(best)
+    dirs
 }
 
 /// The limit on the cgroup `paths.proc_self_cgroup` names (see [`cpu_quota_from`]); no file,
