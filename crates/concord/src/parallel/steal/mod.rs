@@ -142,6 +142,7 @@ fn longer(queues: &impl VictimQueues, a: usize, b: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::adaptive::random_live as random_live_for_test;
     use super::*;
     use crate::parallel::policy::TerminationKind;
 
@@ -271,6 +272,29 @@ mod tests {
         q.0[3] = 0;
         assert_eq!(v.select(0, &q, &t), None);
         assert_eq!(v.last_victim, None);
+    }
+
+    #[test]
+    fn adaptive_finds_the_few_live_workers_among_many_uniformly() {
+        // 1000 workers, all but three inside termination: the random draws mostly miss and
+        // the scan must still pick uniformly among the live ones (never a terminating one).
+        let n = 1000;
+        let t = term(n);
+        let live = [3, 500, 997];
+        for w in (1..n).filter(|w| !live.contains(w)) {
+            t.set_in_termination_for_test(w, true);
+        }
+        let q = Lens(vec![1; n]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 21);
+        let mut picks = std::collections::HashMap::new();
+        for _ in 0..3000 {
+            let first = random_live_for_test(&mut v, n, 0, None, &t);
+            *picks.entry(first.expect("three live workers")).or_insert(0) += 1;
+            let w = v.select(0, &q, &t).expect("live workers have work");
+            assert!(live.contains(&w), "picked {w}, inside termination");
+        }
+        assert_eq!(picks.len(), 3, "{picks:?}");
+        assert!(picks.values().all(|&c| c > 800), "not uniform: {picks:?}");
     }
 
     #[test]
