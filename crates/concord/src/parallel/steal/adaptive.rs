@@ -47,15 +47,17 @@ pub(super) fn random_live(
     term: &Terminator,
 ) -> Option<usize> {
     let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
-    for _ in 0..LIVE_DRAWS {
+    for draw in 1..=LIVE_DRAWS {
         let w = v.rng.below(n);
         if eligible(w) {
+            v.live_lookups += draw as u64;
             return Some(w);
         }
     }
     // Reservoir sampling in one pass: the k-th eligible worker replaces the pick with
     // probability 1/k, so the pick is uniform among those eligible when the scan saw them
     // (the live set may change under us).
+    v.live_lookups += (LIVE_DRAWS + n) as u64;
     let mut pick = None;
     let mut eligible_seen = 0;
     for w in (0..n).filter(|&w| eligible(w)) {
