@@ -45,13 +45,14 @@
 //! wake every millisecond to peek. With a few workers per CPU that is what the protocols are
 //! for; with far more (see [`crate::parallel::oversubscription`]) the waiters take the CPUs from
 //! the workers that still have work or have yet to start, and a phase takes seconds instead of
-//! microseconds. The engine then sets a watch [`gate`] ([`Terminator::with_watchers`]): only as
-//! many `fixed`/`live` waiters as there are CPUs wait actively, the others block on a futex until
-//! a place frees up or the phase ends; `owst` sleepers sleep until woken, without a timeout
-//! (its single spin master still watches). Left at its default the gate is open and every kind
-//! behaves exactly as described above.
+//! microseconds. The engine then sets a watch gate (`gate.rs`, [`Terminator::with_watchers`]):
+//! only as many `fixed`/`live` waiters as there are CPUs wait actively, the others block on a
+//! futex until a place frees up or the phase ends; `owst` sleepers sleep until woken, without a
+//! timeout (its single spin master still watches). Left at its default the gate is open and
+//! every kind behaves exactly as described above.
+//!
 //! The `concord-loom` crate model-checks this file and its variants (the withdraw race of
-//! `fixed`/`live`, and OWST's hand-over of the spin master).
+//! `fixed`/`live`, OWST's hand-over of the spin master, and the closed gate).
 
 mod backoff;
 pub mod fixed;
@@ -119,7 +120,7 @@ impl Terminator {
         self
     }
 
-    /// How many waiters may wait actively at once.
+    /// How many `fixed`/`live` waiters may wait actively at once.
     pub fn watchers(&self) -> usize {
         self.gate.places()
     }
