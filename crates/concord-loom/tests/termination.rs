@@ -1,6 +1,8 @@
 //! Loom models of the termination protocols (`concord::parallel::termination`): the withdraw
 //! race of `fixed` and `live` (a waiter that sees work takes its offer back while the last
-//! worker completes the count), and OWST's spin master handing work to sleepers.
+//! worker completes the count), OWST's spin master handing work to sleepers, and the watch gate
+//! of far-oversubscribed phases (waiters beyond the watch places sleep on a futex and must be
+//! woken for a freed place or for the end).
 //!
 //! Each model is a small phase: per-worker deques are counters (only the owner pushes, anybody
 //! pops), an item may create a child once, and workers drain, steal once from each other worker
@@ -50,11 +52,12 @@ impl Phase {
         kind: TerminationKind,
         seeds: &[usize],
         budget: usize,
+        watchers: usize,
         withdrawals: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     ) -> Self {
         let pending: usize = seeds.iter().sum();
         Self {
-            term: Terminator::with_backoff(kind, seeds.len(), tiny(kind)),
+            term: Terminator::with_backoff(kind, seeds.len(), tiny(kind)).with_watchers(watchers),
             withdrawals,
             deques: seeds.iter().map(|&s| AtomicUsize::new(s)).collect(),
             pending: AtomicUsize::new(pending),
@@ -114,8 +117,19 @@ impl Phase {
 }
 
 /// Check the phase under every interleaving loom explores with `preemptions`, and that some of
-/// them took the withdraw path.
+/// them took the withdraw path. Every worker may wait actively (an open gate).
 fn model(kind: TerminationKind, seeds: &'static [usize], budget: usize, preemptions: usize) {
+    gated_model(kind, seeds, budget, seeds.len(), preemptions);
+}
+
+/// [`model`] with at most `watchers` waiters waiting actively at once.
+fn gated_model(
+    kind: TerminationKind,
+    seeds: &'static [usize],
+    budget: usize,
+    watchers: usize,
+    preemptions: usize,
+) {
     let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let withdrawals = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = executions.clone();
@@ -124,7 +138,7 @@ fn model(kind: TerminationKind, seeds: &'static [usize], budget: usize, preempti
     b.preemption_bound = Some(preemptions);
     b.check(move || {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let phase = Arc::new(Phase::new(kind, seeds, budget, withdrawn.clone()));
+        let phase = Arc::new(Phase::new(kind, seeds, budget, watchers, withdrawn.clone()));
         let others: Vec<_> = (1..seeds.len())
             .map(|me| {
                 let phase = phase.clone();
@@ -139,7 +153,7 @@ fn model(kind: TerminationKind, seeds: &'static [usize], budget: usize, preempti
     });
     let n = executions.load(std::sync::atomic::Ordering::Relaxed);
     let w = withdrawals.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!("{kind} {seeds:?}: {n} executions, {w} withdrawals");
+    eprintln!("{kind} {seeds:?} ({watchers} watching): {n} executions, {w} withdrawals");
     assert!(w > 0, "{kind}: loom never took the withdraw path");
 }
 
@@ -163,4 +177,22 @@ fn owst_spin_master_and_sleeper() {
 #[test]
 fn owst_two_workers_withdraw() {
     model(TerminationKind::Owst, &[1, 0], 1, 3);
+}
+
+#[test]
+fn fixed_behind_a_closed_gate() {
+    // One watch place for three workers: while worker 0 works, one idle worker watches and the
+    // other sleeps on the gate; the watcher may withdraw for worker 0's child and hand its
+    // place over, and the last arrival must wake whoever sleeps.
+    gated_model(TerminationKind::Fixed, &[1, 0, 0], 1, 1, 2);
+}
+
+#[test]
+fn live_behind_a_closed_gate() {
+    gated_model(TerminationKind::Live, &[1, 0, 0], 1, 1, 2);
+}
+
+#[test]
+fn owst_with_untimed_sleepers() {
+    gated_model(TerminationKind::Owst, &[1, 0, 0], 1, 1, 2);
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
+use super::oversubscription::termination_watchers;
 use super::policy::PhasePolicy;
 use super::pool::WorkerPool;
 use super::steal::{VictimQueues, VictimSelector};
@@ -109,7 +110,8 @@ pub fn run_phase<T: ParallelTask>(
     let mut queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
     // The `monitor` queue's tasks go to the pool's task manager, published with the job.
     let tasks = queue.take_task_fifo();
-    let terminator = Terminator::new(policy.termination, n);
+    let terminator = Terminator::new(policy.termination, n)
+        .with_watchers(termination_watchers(n, pool.usable_cpus()));
 
     let job = |id: usize| {
         let (deque, mut local) = slots[id]

@@ -4,11 +4,13 @@
 //! function. [`run_phase`] hands root tasks out through a [`task_queue`], lets each worker drain
 //! its own deque, then steal from others ([`steal`]) until the [`termination`] protocol agrees
 //! that every deque is empty. Worker threads live in a [`pool::WorkerPool`] and sleep between
-//! collections ([`parking`]). Nothing here knows about objects: the `collection` room supplies
-//! the items and what to do with them.
+//! collections ([`parking`]). A phase with far more workers than CPUs lets only a few of them
+//! wait actively for its end ([`oversubscription`]). Nothing here knows about objects: the
+//! `collection` room supplies the items and what to do with them.
 
 pub mod engine;
 pub mod monitor;
+pub mod oversubscription;
 pub mod parking;
 pub mod policy;
 pub mod pool;

@@ -71,6 +71,9 @@ struct Shared {
     started: (Mutex<usize>, Condvar),
 }
 
+/// Most workers a pool can have: a job's participant count travels in the futex epoch word.
+pub const MAX_WORKERS: usize = MAX_PAYLOAD as usize;
+
 /// [`WorkerPool::worker_last_cpus`]' marker for "not known yet".
 const NO_CPU: u32 = u32::MAX;
 /// An empty first-task slot.
@@ -144,19 +147,24 @@ pub struct WorkerPool {
     threads: Vec<JoinHandle<()>>,
     /// Serialises `run` calls (one collection at a time).
     dispatch: Mutex<()>,
+    /// The usable CPUs of the thread that created the pool, when it did.
+    usable_cpus: usize,
 }
 
 impl WorkerPool {
-    /// Start `n` workers named `{name}-{i}` that park as `parking` says. `on_start(i)` runs
-    /// first on worker `i`'s thread. Returns once every worker has started, so their thread
-    /// ids and CPUs are known before the first job.
+    /// Start `n` workers (1..=[`MAX_WORKERS`]) named `{name}-{i}` that park as `parking` says.
+    /// `on_start(i)` runs first on worker `i`'s thread. Returns once every worker has started,
+    /// so their thread ids and CPUs are known before the first job.
     pub fn new(
         n: usize,
         name: &str,
         parking: ParkingKind,
         on_start: impl Fn(usize) + Send + Sync + Clone + 'static,
     ) -> io::Result<Self> {
-        assert!(n >= 1, "a worker pool needs at least one worker");
+        assert!(
+            (1..=MAX_WORKERS).contains(&n),
+            "a worker pool has 1..={MAX_WORKERS} workers, not {n}"
+        );
         let parking = match parking {
             ParkingKind::Futex => Parking::Futex {
                 parker: EpochParker::default(),
@@ -191,6 +199,7 @@ impl WorkerPool {
             shared,
             threads: Vec::with_capacity(n),
             dispatch: Mutex::new(()),
+            usable_cpus: crate::os::cpu::usable_cpu_count(),
         };
         for id in 0..n {
             let shared = pool.shared.clone();
@@ -219,6 +228,12 @@ impl WorkerPool {
     /// Number of worker threads.
     pub fn size(&self) -> usize {
         self.threads.len()
+    }
+
+    /// How many CPUs the workers may use: the affinity mask of the thread that created the
+    /// pool, capped by the cgroup CPU limit ([`crate::os::cpu::usable_cpu_count`]), at least 1.
+    pub fn usable_cpus(&self) -> usize {
+        self.usable_cpus
     }
 
     /// Kernel thread ids of the workers, by worker id.
@@ -308,7 +323,7 @@ impl WorkerPool {
     }
 
     fn dispatch(&self, n: usize, tasks: Option<TaskFifo>, job: &(dyn Fn(usize) + Sync + '_)) {
-        let n = n.clamp(1, self.size().min(MAX_PAYLOAD as usize));
+        let n = n.clamp(1, self.size());
         let _one_at_a_time = self.dispatch.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: erasing the lifetime is sound because this function does not return before
         // every worker has finished with the job (countdown below), and the pointer is cleared
@@ -418,6 +433,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "a worker pool has 1..=1023 workers, not 1024")]
+    fn a_pool_refuses_more_workers_than_a_job_can_name() {
+        // Before, a pool of 1024 ran jobs on 1023 of them, and a phase waiting for 1024 hung.
+        let _ = WorkerPool::new(MAX_WORKERS + 1, "test-gc", ParkingKind::Futex, |_| {});
     }
 
     #[test]

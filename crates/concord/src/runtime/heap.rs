@@ -597,7 +597,7 @@ fn start_gc_workers(
         None
     };
     let allowed = allowed.to_vec();
-    WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |id| {
+    let pool = WorkerPool::new(config.gc_threads, "concord-gc", config.parking, move |id| {
         if let Some(cpu) = birth_cpu {
             // Failure only loses the experiment's starting condition, not correctness.
             if set_current_thread_affinity(&[cpu]).is_ok() {
@@ -609,5 +609,15 @@ fn start_gc_workers(
         // A failure is reported once by the controller; the worker runs unbound.
         let _ = affinity.bind_at_start(id);
     })
-    .map_err(HeapError::Thread)
+    .map_err(HeapError::Thread)?;
+    // Once per heap: its pool is started once.
+    use crate::parallel::oversubscription::warning;
+    if let Some(text) = warning(
+        config.gc_threads,
+        pool.usable_cpus(),
+        config.dynamic_gc_threads,
+    ) {
+        log::warn!("{text}");
+    }
+    Ok(pool)
 }

@@ -8,8 +8,12 @@
 
 use super::{longer, Terminator, VictimQueues, VictimSelector};
 
-/// Random draws among all workers before falling back to an exact scan of the live ones.
-const LIVE_DRAWS: usize = 2;
+/// Random draws among all workers before falling back to a scan of the live ones. A scan looks
+/// at every worker, so it should be rare: 32 draws find a live worker with probability above
+/// 7/8 while at least one worker in sixteen is live. (With 2 draws and a two-pass scan, a phase
+/// of a thousand workers on one CPU spent seconds here, most workers being inside the
+/// termination protocol: a cost that grew with the cube of the workers.)
+const LIVE_DRAWS: usize = 32;
 
 pub(super) fn select(
     v: &mut VictimSelector,
@@ -32,10 +36,10 @@ pub(super) fn select(
     pick
 }
 
-/// Uniform among live workers other than `me` and `avoid`; `None` if there are none. A couple
-/// of plain random draws first (cheap while most workers are live), then an exact scan, so a
-/// live worker is found whenever one exists.
-fn random_live(
+/// Uniform among live workers other than `me` and `avoid`; `None` if there are none. Plain
+/// random draws first (cheap while many workers are live), then one scan, so a live worker is
+/// found whenever one exists.
+pub(super) fn random_live(
     v: &mut VictimSelector,
     n: usize,
     me: usize,
@@ -43,24 +47,24 @@ fn random_live(
     term: &Terminator,
 ) -> Option<usize> {
     let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
-    for _ in 0..LIVE_DRAWS {
+    for draw in 1..=LIVE_DRAWS {
         let w = v.rng.below(n);
         if eligible(w) {
+            v.live_lookups += draw as u64;
             return Some(w);
         }
     }
-    let count = (0..n).filter(|&w| eligible(w)).count();
-    if count == 0 {
-        return None;
-    }
-    // The live set may change under us; take the k-th still eligible, else the last seen.
-    let k = v.rng.below(count);
-    let mut last = None;
-    for (i, w) in (0..n).filter(|&w| eligible(w)).enumerate() {
-        if i == k {
-            return Some(w);
+    // Reservoir sampling in one pass: the k-th eligible worker replaces the pick with
+    // probability 1/k, so the pick is uniform among those eligible when the scan saw them
+    // (the live set may change under us).
+    v.live_lookups += (LIVE_DRAWS + n) as u64;
+    let mut pick = None;
+    let mut eligible_seen = 0;
+    for w in (0..n).filter(|&w| eligible(w)) {
+        eligible_seen += 1;
+        if v.rng.below(eligible_seen) == 0 {
+            pick = Some(w);
         }
-        last = Some(w);
     }
-    last
+    pick
 }

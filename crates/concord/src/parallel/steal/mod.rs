@@ -37,6 +37,8 @@ pub struct VictimSelector {
     policy: StealPolicy,
     last_victim: Option<usize>,
     rng: XorShift,
+    /// Workers whose liveness this selector has looked up (adaptive stealing's cost).
+    live_lookups: u64,
 }
 
 impl VictimSelector {
@@ -46,7 +48,14 @@ impl VictimSelector {
             policy,
             last_victim: None,
             rng: XorShift::new(seed),
+            live_lookups: 0,
         }
+    }
+
+    /// How many workers' liveness ([`Terminator::is_live`]) this selector has looked up so far:
+    /// what `adaptive` stealing pays for its candidates.
+    pub fn live_lookups(&self) -> u64 {
+        self.live_lookups
     }
 
     /// The policy this selector follows.
@@ -142,6 +151,7 @@ fn longer(queues: &impl VictimQueues, a: usize, b: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::adaptive::random_live as random_live_for_test;
     use super::*;
     use crate::parallel::policy::TerminationKind;
 
@@ -271,6 +281,51 @@ mod tests {
         q.0[3] = 0;
         assert_eq!(v.select(0, &q, &t), None);
         assert_eq!(v.last_victim, None);
+    }
+
+    #[test]
+    fn adaptive_looks_at_few_workers_while_many_are_live() {
+        // 1000 workers, one in four live (outside termination). Random draws find a live one
+        // after four looks on average; the scan of all 1000 is needed about once in 10,000
+        // candidates. (Before: two draws, then two scans, more than 2000 looks per pick.)
+        let n = 1000;
+        let t = term(n);
+        for w in (1..n).filter(|w| w % 4 != 0) {
+            t.set_in_termination_for_test(w, true);
+        }
+        let q = Lens(vec![1; n]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 33);
+        let picks = 2000;
+        for _ in 0..picks {
+            let w = v.select(0, &q, &t).expect("live workers have work");
+            assert_eq!(w % 4, 0, "picked {w}, inside termination");
+            v.forget();
+        }
+        let per_pick = v.live_lookups() / picks;
+        assert!(per_pick < 40, "{per_pick} liveness look-ups per pick");
+    }
+
+    #[test]
+    fn adaptive_finds_the_few_live_workers_among_many_uniformly() {
+        // 1000 workers, all but three inside termination: the random draws mostly miss and
+        // the scan must still pick uniformly among the live ones (never a terminating one).
+        let n = 1000;
+        let t = term(n);
+        let live = [3, 500, 997];
+        for w in (1..n).filter(|w| !live.contains(w)) {
+            t.set_in_termination_for_test(w, true);
+        }
+        let q = Lens(vec![1; n]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 21);
+        let mut picks = std::collections::HashMap::new();
+        for _ in 0..3000 {
+            let first = random_live_for_test(&mut v, n, 0, None, &t);
+            *picks.entry(first.expect("three live workers")).or_insert(0) += 1;
+            let w = v.select(0, &q, &t).expect("live workers have work");
+            assert!(live.contains(&w), "picked {w}, inside termination");
+        }
+        assert_eq!(picks.len(), 3, "{picks:?}");
+        assert!(picks.values().all(|&c| c > 800), "not uniform: {picks:?}");
     }
 
     #[test]

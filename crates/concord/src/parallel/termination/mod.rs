@@ -38,11 +38,25 @@
 //!
 //! Peeking is therefore only needed for speed (to resume stealing while a straggler still has
 //! work), never for safety: a stale or wrong peek can at worst cause a needless withdrawal.
+//!
+//! # Far more workers than CPUs
+//!
+//! Every kind waits actively: `fixed` and `live` waiters spin, yield and nap, `owst` sleepers
+//! wake every millisecond to peek. With a few workers per CPU that is what the protocols are
+//! for; with far more (see [`crate::parallel::oversubscription`]) the waiters take the CPUs from
+//! the workers that still have work or have yet to start, and a phase takes seconds instead of
+//! microseconds. The engine then sets a watch gate (`gate.rs`, [`Terminator::with_watchers`]):
+//! only as many `fixed`/`live` waiters as there are CPUs wait actively, the others block on a
+//! futex until a place frees up or the phase ends; `owst` sleepers sleep until woken, without a
+//! timeout (its single spin master still watches). Left at its default the gate is open and
+//! every kind behaves exactly as described above.
+//!
 //! The `concord-loom` crate model-checks this file and its variants (the withdraw race of
-//! `fixed`/`live`, and OWST's hand-over of the spin master).
+//! `fixed`/`live`, OWST's hand-over of the spin master, and the closed gate).
 
 mod backoff;
 pub mod fixed;
+mod gate;
 pub mod live;
 pub mod owst;
 
@@ -66,6 +80,8 @@ pub struct Terminator {
     backoff: Backoff,
     /// `owst` only: the spin master and the sleepers' condition.
     owst: owst::OwstState,
+    /// How many `fixed`/`live` waiters may wait actively at once (open unless set).
+    gate: gate::Gate,
 }
 
 impl Terminator {
@@ -91,7 +107,33 @@ impl Terminator {
                 .collect(),
             backoff,
             owst: owst::OwstState::new(backoff.sleep()),
+            gate: gate::Gate::new(n, n),
         }
+    }
+
+    /// This protocol with at most `watchers` waiters waiting actively at once (the module docs'
+    /// "Far more workers than CPUs"); `watchers` at or above the number of workers changes
+    /// nothing.
+    pub fn with_watchers(mut self, watchers: usize) -> Self {
+        self.gate = gate::Gate::new(watchers, self.n);
+        self.owst.set_sleep_untimed(watchers < self.n);
+        self
+    }
+
+    /// How many `fixed`/`live` waiters may wait actively at once.
+    pub fn watchers(&self) -> usize {
+        self.gate.places()
+    }
+
+    /// Times a waiter blocked on the watch gate because every watch place was taken.
+    pub fn gate_blocks(&self) -> u64 {
+        self.gate.blocks()
+    }
+
+    /// Most `fixed`/`live` waiters that waited actively at the same time behind a closed gate
+    /// (0 while the gate is open: then nothing is counted).
+    pub fn peak_watchers(&self) -> usize {
+        self.gate.peak()
     }
 
     /// Which protocol this is.
@@ -167,12 +209,28 @@ impl Terminator {
         self.offered.fetch_add(1, Ordering::SeqCst) + 1 == self.n
     }
 
-    /// The waiting loop of `fixed` and `live`: peek, wait a step of the backoff, until the
-    /// count reaches `n` (true) or work shows up and the offer is taken back (false).
+    /// The offer of `fixed` and `live`: count in, then wait as a watcher once the gate lets us
+    /// (at once while it is open).
     fn offer_spinning(&self, visible_work: &impl Fn() -> usize) -> bool {
         if self.enter() {
+            self.gate.open();
             return true;
         }
+        if self.gate.watch_or_block(|| self.terminated()) {
+            return true;
+        }
+        let done = self.watch(visible_work);
+        if !done {
+            // Withdrawn: the place goes to a blocked waiter. At the end there is nothing to
+            // hand over: the last arrival has woken everyone.
+            self.gate.leave();
+        }
+        done
+    }
+
+    /// A watcher's wait: peek, wait a step of the backoff, until the count reaches `n` (true)
+    /// or work shows up and the offer is taken back (false).
+    fn watch(&self, visible_work: &impl Fn() -> usize) -> bool {
         let mut waiting = self.backoff.start();
         loop {
             if self.terminated() {
@@ -534,9 +592,9 @@ mod tests {
     /// A simulated phase: per-worker deques of abstract items (only the owner pushes, anybody
     /// pops), items that spawn a random number of children from a finite budget, and workers
     /// that drain, steal a random number of times and offer termination. Whoever is told "all
-    /// done" checks that no item exists anywhere.
-    fn simulate(kind: TerminationKind, n: usize, seed: u64) -> (u64, u64) {
-        let t = Terminator::new(kind, n);
+    /// done" checks that no item exists anywhere. At most `watchers` waiters wait actively.
+    fn simulate(kind: TerminationKind, n: usize, watchers: usize, seed: u64) -> (u64, u64) {
+        let t = Terminator::new(kind, n).with_watchers(watchers);
         let deques: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
         let pending = AtomicUsize::new(0);
         let budget = AtomicUsize::new(40 * n);
@@ -621,20 +679,108 @@ mod tests {
         (entries.into_inner(), exits.into_inner())
     }
 
+    /// Stress every kind with at most `watchers(n)` active waiters.
+    fn stress(watchers: impl Fn(usize) -> usize) {
+        for &kind in TerminationKind::ALL {
+            let mut withdrawals = 0;
+            for n in 2..=8 {
+                for round in 0..25u64 {
+                    let seed = round * 1_000 + n as u64;
+                    let (entries, exits) = simulate(kind, n, watchers(n), seed);
+                    assert_eq!(entries, exits + n as u64, "{kind}: each worker ends once");
+                    withdrawals += exits;
+                }
+            }
+            // Not a correctness condition, just evidence the withdraw path was exercised.
+            eprintln!("{kind}: {withdrawals} withdrawals");
+        }
+    }
+
     #[test]
     fn stress_termination_never_leaves_work_behind() {
-        within(300, || {
-            for &kind in TerminationKind::ALL {
-                let mut withdrawals = 0;
-                for n in 2..=8 {
-                    for round in 0..25u64 {
-                        let (entries, exits) = simulate(kind, n, round * 1_000 + n as u64);
-                        assert_eq!(entries, exits + n as u64, "{kind}: each worker ends once");
-                        withdrawals += exits;
+        within(300, || stress(|n| n));
+    }
+
+    #[test]
+    fn stress_termination_behind_a_closed_gate_never_leaves_work_behind() {
+        // One or two watchers: blocked waiters take over the places of watchers that leave.
+        within(300, || stress(|n| 1 + n % 2));
+    }
+
+    #[test]
+    fn the_gate_is_open_unless_there_are_fewer_watchers_than_workers() {
+        for &kind in TerminationKind::ALL {
+            let t = Terminator::new(kind, 4);
+            assert_eq!(t.watchers(), 4);
+            let t = Terminator::new(kind, 4).with_watchers(9);
+            assert_eq!(t.watchers(), 9);
+            assert!(!t.owst.sleep_untimed());
+            let t = Terminator::new(kind, 4).with_watchers(0);
+            assert_eq!(t.watchers(), 1, "{kind}: at least one watcher");
+            assert!(t.owst.sleep_untimed());
+        }
+    }
+
+    #[test]
+    fn a_closed_gate_lets_only_its_watchers_wait_actively() {
+        within(120, || {
+            for kind in [TerminationKind::Fixed, TerminationKind::Live] {
+                let n = 12;
+                let t = Terminator::new(kind, n).with_watchers(2);
+                std::thread::scope(|s| {
+                    for me in 0..n - 1 {
+                        let t = &t;
+                        s.spawn(move || assert!(t.offer(me, || 0, &mut Counts::default())));
                     }
-                }
-                // Not a correctness condition, just evidence the withdraw path was exercised.
-                eprintln!("{kind}: {withdrawals} withdrawals");
+                    // Two watch; the nine others sleep on the gate until the last one arrives
+                    // (each blocks at least once: no watcher leaves before the end).
+                    wait_until(|| {
+                        t.offered.load(Ordering::SeqCst) == n - 1
+                            && t.gate_blocks() >= (n - 3) as u64
+                    });
+                    assert_eq!(t.peak_watchers(), 2, "{kind}");
+                    assert!(t.offer(n - 1, || 0, &mut Counts::default()));
+                });
+                assert_eq!(t.peak_watchers(), 2, "{kind}");
+                assert_eq!(t.offered.load(Ordering::SeqCst), n);
+            }
+        });
+    }
+
+    #[test]
+    fn a_watcher_that_sees_work_hands_its_place_to_a_blocked_waiter() {
+        within(120, || {
+            for kind in [TerminationKind::Fixed, TerminationKind::Live] {
+                let t = Terminator::new(kind, 3).with_watchers(1);
+                let published = AtomicUsize::new(0);
+                std::thread::scope(|s| {
+                    // Worker 0 watches first; only it ever sees the item.
+                    let watcher = s.spawn(|| {
+                        let mut st = Counts::default();
+                        let visible = || published.load(Ordering::SeqCst);
+                        assert!(!t.offer(0, visible, &mut st));
+                        published.store(0, Ordering::SeqCst);
+                        // The place it left went to the sleeper, which was woken for it.
+                        wait_until(|| t.gate.watching() == 1);
+                        assert!(t.offer(0, visible, &mut st));
+                        st
+                    });
+                    wait_until(|| t.gate.watching() == 1);
+                    let sleeper = s.spawn(|| {
+                        let mut st = Counts::default();
+                        assert!(t.offer(1, || 0, &mut st));
+                        st
+                    });
+                    wait_until(|| t.gate_blocks() >= 1);
+                    published.store(1, Ordering::SeqCst);
+                    // Worker 0 withdraws, worker 1 takes its place, worker 0 comes back and
+                    // sleeps on the gate in turn.
+                    wait_until(|| t.gate_blocks() >= 2);
+                    assert!(t.offer(2, || 0, &mut Counts::default()));
+                    assert_eq!(watcher.join().unwrap().termination_exits, 1, "{kind}");
+                    assert_eq!(sleeper.join().unwrap().termination_exits, 0, "{kind}");
+                });
+                assert_eq!(t.peak_watchers(), 1, "{kind}");
             }
         });
     }

@@ -33,6 +33,9 @@ pub(super) struct OwstState {
     wakeups: AtomicU64,
     /// A sleeper's timeout, and a master's nap.
     nap: Duration,
+    /// Sleepers sleep until woken, without a timeout (only the master naps): set when workers
+    /// far outnumber CPUs ([`Terminator::with_watchers`]).
+    sleep_untimed: bool,
 }
 
 /// How a spin master's turn ended.
@@ -52,7 +55,12 @@ impl OwstState {
             wake: Condvar::new(),
             wakeups: AtomicU64::new(0),
             nap,
+            sleep_untimed: false,
         }
+    }
+
+    pub(super) fn set_sleep_untimed(&mut self, untimed: bool) {
+        self.sleep_untimed = untimed;
     }
 
     pub(super) fn wakeups(&self) -> u64 {
@@ -71,6 +79,24 @@ impl OwstState {
             .wait_timeout(guard, self.nap)
             .unwrap_or_else(|e| e.into_inner())
             .0
+    }
+
+    /// A sleeper's wait: a nap, or until woken when sleepers sleep untimed. Never strands
+    /// anyone: the last arrival wakes all, and a master that sees work wakes as many sleepers
+    /// as it sees items; between those, while nobody is master, withdrawn workers come back
+    /// and take the role.
+    fn sleep<'a>(&self, guard: MutexGuard<'a, Option<usize>>) -> MutexGuard<'a, Option<usize>> {
+        if self.sleep_untimed {
+            self.wake.wait(guard).unwrap_or_else(|e| e.into_inner())
+        } else {
+            self.nap(guard)
+        }
+    }
+
+    /// Whether sleepers sleep without a timeout (tests).
+    #[cfg(test)]
+    pub(super) fn sleep_untimed(&self) -> bool {
+        self.sleep_untimed
     }
 
     /// The current spin master (tests).
@@ -102,7 +128,7 @@ impl Terminator {
                     Mastery::Demoted(guard) => master = guard,
                 }
             } else {
-                master = owst.nap(master);
+                master = owst.sleep(master);
                 if self.terminated() {
                     return true;
                 }
