@@ -206,8 +206,10 @@ fn gc_overhead_limit_lets_go_after_an_explicit_full_collection() {
     assert_eq!(recover_from_overhead_limit(true), 0);
 }
 
-/// The same when the program only allocates on: its young collections empty eden, so the
-/// count is reset by them too.
+/// The same when the program only allocates on: the collections its allocations trigger leave
+/// room, so they reset the count, whatever their kind. (This one passed before as well: there
+/// the first collection after the data went was a full one not explicitly requested, which did
+/// reset the count; it guards the rule that any collection leaving room does.)
 #[test]
 fn gc_overhead_limit_lets_go_when_young_collections_empty_eden() {
     assert_eq!(recover_from_overhead_limit(false), 0);
@@ -234,8 +236,9 @@ fn explicit_collections_of_an_empty_heap_do_not_trip_the_overhead_limit() {
 /// A full collection moved a space's live data to the old generation only if all of it fit;
 /// otherwise all of it stayed in place. With eden full of live data that did not fit in what
 /// old had left, every later allocation needed a full collection of its own (each served one
-/// object in old): filling an 8 MiB heap to 80 % took about two thousand full collections.
-/// Now old takes what fits and the rest is compacted within eden, which leaves room there.
+/// object in old): filling an 8 MiB heap to 80 % with 1 KiB arrays took 97 full collections
+/// (in the random-graph probe, 2,844 for one seed). Now old takes what fits and the rest is
+/// compacted within eden, which leaves room there: 2 full collections.
 #[test]
 fn full_collection_moves_into_old_what_fits_of_eden() {
     with_watchdog(Duration::from_secs(120), || {
@@ -261,7 +264,7 @@ fn full_collection_moves_into_old_what_fits_of_eden() {
         }
         let fulls = heap.stats().count(CollectionKind::Full);
         assert!(
-            fulls <= 20,
+            fulls <= 10,
             "{fulls} full collections to fill the heap to {kept} of {capacity} bytes"
         );
         // Everything kept is intact.

@@ -90,17 +90,23 @@ pub struct Scale {
     pub steps: usize,
     /// The most mutator threads a seed may choose.
     pub max_threads: usize,
+    /// The command that runs one seed at this scale again, `{seed}` standing for the seed.
+    pub reproduce: &'static str,
 }
 
 /// The suite's short runs.
 pub const SHORT: Scale = Scale {
     steps: 1_500,
     max_threads: 3,
+    reproduce: "RANDOM_GRAPH_SEED={seed} cargo test -p concord --test random_graph \
+                random_graph_short",
 };
 /// The long campaign's runs.
 pub const LONG: Scale = Scale {
     steps: 12_000,
     max_threads: 4,
+    reproduce: "cargo run -p concord --profile stress --example stress_random_graph -- \
+                --seed {seed} --seconds 0",
 };
 
 /// The option flags a seed chose, as `--key value` pairs (what `concord run` would take).
@@ -265,8 +271,8 @@ pub fn run_seed_watched(seed: u64, scale: Scale, limit: Duration) -> (Flags, Rep
         })
         .expect("spawn the run's thread");
     let reproduce = format!(
-        "seed {seed} ({threads} mutators, {shown}); reproduce with {SEED_VAR}={seed} cargo test \
-         -p concord --test random_graph"
+        "seed {seed} ({threads} mutators, {shown}); reproduce with {}",
+        scale.reproduce.replace("{seed}", &seed.to_string())
     );
     match rx.recv_timeout(limit) {
         Ok(report) => {
