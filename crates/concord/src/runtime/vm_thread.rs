@@ -197,16 +197,22 @@ impl Operation<'_> {
     /// collections before it, so what is left would buy a few more allocations at the price of
     /// a full collection each (HotSpot refuses there too). Once a collection leaves more free,
     /// the count is reset and allocations are served again.
+    ///
+    /// A large object that the old generation cannot hold after collecting goes to eden if it
+    /// fits there (a full collection may have filled old with young data it could not all
+    /// take; HotSpot also allocates large objects in eden): out of memory only when neither has
+    /// room.
     fn serve(&self, allocations: &[(usize, bool, u64)]) -> Vec<Option<usize>> {
         let refuse = self.gc_overhead_limit_exceeded();
         allocations
             .iter()
             .map(|&(bytes, old, _)| {
                 if refuse {
-                    None
-                } else {
-                    self.heap.allocate_shared(bytes, old, true)
+                    return None;
                 }
+                self.heap
+                    .allocate_shared(bytes, old, true)
+                    .or_else(|| old.then(|| self.heap.allocate_shared(bytes, false, false))?)
             })
             .collect()
     }

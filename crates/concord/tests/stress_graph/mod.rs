@@ -454,6 +454,8 @@ struct Graph {
     /// Live bytes the shadow may hold, and an estimate of what it holds (exact after a check).
     budget: usize,
     live_estimate: usize,
+    /// Bytes allocated by the current step (not yet in the estimate).
+    step_bytes: usize,
     large_object_threshold: usize,
     counters: ThreadCounters,
 }
@@ -470,6 +472,7 @@ impl Graph {
             next_id: ((t as u64) << 48) | 1,
             budget,
             live_estimate: 0,
+            step_bytes: 0,
             large_object_threshold: 0,
             counters: ThreadCounters::default(),
         }
@@ -487,12 +490,22 @@ impl Graph {
         let mut steps = |graph: &mut Self, m: &mut Mutator<'_>, n: usize| {
             for i in 0..n {
                 if let Err(e) = m.scope(|m| graph.step(m)) {
+                    let last = ctx.heap.stats().records.pop();
                     panic!(
                         "thread {}: step {i}: allocation failed with about {} of {} bytes live \
-                         in this thread's graph: {e}",
+                         in this thread's graph: {e}; last collection: {}",
                         graph.t,
                         graph.live_estimate,
-                        ctx.heap.capacity()
+                        ctx.heap.capacity(),
+                        last.map_or("none".to_string(), |r| format!(
+                            "{:?} ({:?}), old {} -> {} bytes, young {} -> {} bytes",
+                            r.kind,
+                            r.cause,
+                            r.old_before,
+                            r.old_after,
+                            r.young_before,
+                            r.young_after
+                        ))
                     );
                 }
                 graph.counters.steps += 1;
@@ -540,7 +553,8 @@ impl Graph {
     /// A random shape; large (at least the large-object threshold) now and then.
     fn random_shape(&mut self) -> Shape {
         let rng = &mut self.rng;
-        if rng.chance(1) && self.live_estimate + 4 * self.large_object_threshold < self.budget {
+        let planned = self.live_estimate + self.step_bytes + 4 * self.large_object_threshold;
+        if rng.chance(1) && planned < self.budget {
             let bytes = rng.range(self.large_object_threshold, 2 * self.large_object_threshold);
             return if rng.chance(50) {
                 Shape::ByteArray { len: bytes }
@@ -594,6 +608,7 @@ impl Graph {
         fresh: &mut Vec<(u64, Node)>,
     ) -> Result<(Handle, u64), GcError> {
         let id = self.fresh_id();
+        self.step_bytes += shape.heap_bytes();
         let (h, payload) = match shape {
             Shape::Fixed { refs, payload, tag } => {
                 let ty = ObjectType::new(refs, payload)
@@ -704,6 +719,7 @@ impl Graph {
     /// One random operation. Allocation happens before anything is linked, so a failure
     /// leaves the graph as it was.
     fn step(&mut self, m: &mut Mutator<'_>) -> Result<(), GcError> {
+        self.step_bytes = 0;
         let over_budget = self.live_estimate > self.budget;
         if over_budget {
             self.live_estimate = self.shadow_live_bytes();
