@@ -6,9 +6,10 @@
 //! 2. **Summary**: per 64 KiB region, live words and, per 512-byte block, live words before the
 //!    block. Each space's live data is assigned a destination: the lowest-addressed space below
 //!    it that holds all of it (the old generation if it fits); else the lowest space with room
-//!    takes its regions up to a clean region boundary and the rest stays in its own space. A
-//!    live word's new address is then `region_dest + block_prefix + popcount(bits below it)`:
-//!    no forwarding pointers, headers stay intact.
+//!    takes its first regions as far as they fit (an object straddling the split goes with the
+//!    region it starts in) and the rest is compacted within its own space. A live word's new
+//!    address is then `region_dest + block_prefix + popcount(bits below it)`: no forwarding
+//!    pointers, headers stay intact.
 //! 3. **Adjust**: every reference in live objects and roots is rewritten to its new address; the
 //!    card table and the old generation's object-start bitmap are rebuilt for the new layout.
 //! 4. **Compact**: regions are claimed in address order; a region moves its objects once every
