@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::with_watchdog;
+
 use concord::{CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectType, Preset};
 
 const MIB: usize = 1 << 20;
@@ -19,29 +21,6 @@ fn config(heap: usize, threads: usize) -> GcConfig {
     c.gc_threads = threads;
     c.verify = true;
     c
-}
-
-/// Run `f` on its own thread and fail (instead of hanging the test run) if it takes longer
-/// than `limit`.
-fn with_watchdog<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let worker = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(v) => {
-            worker.join().unwrap();
-            v
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // The closure panicked: re-raise its panic.
-            match worker.join() {
-                Err(p) => std::panic::resume_unwind(p),
-                Ok(()) => unreachable!("sender dropped without a value"),
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no progress within {limit:?}: hang?"),
-    }
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -392,10 +371,17 @@ fn out_of_memory_is_clean(chunk: usize, large_object_threshold: usize) {
         let mut m = heap.attach();
         let outer = m.alloc_ref_array(4096).unwrap();
         let (kept, err) = fill_until_oom(&mut m, outer, chunk);
+        // Plain out of memory, or the GC overhead limit when the collections before the
+        // failing one all left less than 2 % of the heap free.
         match &err {
             GcError::OutOfMemory {
                 requested,
                 heap_size,
+            }
+            | GcError::GcOverheadLimit {
+                requested,
+                heap_size,
+                ..
             } => {
                 assert_eq!(*heap_size, capacity);
                 assert!(

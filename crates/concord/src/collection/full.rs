@@ -4,9 +4,11 @@
 //! 1. **Mark** (work stealing, like a scavenge): a begin bit per live object and a live bit per
 //!    live word, in side bitmaps.
 //! 2. **Summary**: per 64 KiB region, live words and, per 512-byte block, live words before the
-//!    block. Each space's live data is assigned a destination: the old generation if it fits,
-//!    else the lowest-addressed space at or below it with room (its own, at worst). A live word's
-//!    new address is then `region_dest + block_prefix + popcount(bits below it)`: no forwarding
+//!    block. Each space's live data is assigned a destination: the lowest-addressed space below
+//!    it that holds all of it (the old generation if it fits); else the lowest space with room
+//!    takes its first regions as far as they fit (an object straddling the split goes with the
+//!    region it starts in) and the rest is compacted within its own space. A live word's new
+//!    address is then `region_dest + block_prefix + popcount(bits below it)`: no forwarding
 //!    pointers, headers stay intact.
 //! 3. **Adjust**: every reference in live objects and roots is rewritten to its new address; the
 //!    card table and the old generation's object-start bitmap are rebuilt for the new layout.
@@ -184,6 +186,48 @@ impl Summary<'_> {
     }
 }
 
+/// Where to split `regions` between a lower space with `room` free bytes (`start..split`) and
+/// their own space (`split..end`): the latest split whose live data fits in `room` together
+/// with the tail of the live object that straddles it, if any (an object moves with the region
+/// it starts in). Returns `(split, tail bytes)`; `(start, 0)` when nothing fits. The tail is at
+/// most `max_tail`, so the own part's first destination, its cursor less the tail, stays in
+/// the heap.
+fn split_point(
+    s: &Summary<'_>,
+    regions: std::ops::Range<usize>,
+    room: usize,
+    max_tail: usize,
+) -> (usize, usize) {
+    let mut best = (regions.start, 0);
+    let mut total = 0;
+    for split in regions.start + 1..regions.end {
+        total += s.tables.region_live[split - 1].load(Ordering::Relaxed) * WORD;
+        if total > room {
+            break;
+        }
+        let tail = straddling_tail(s, s.region_base(split));
+        if total + tail <= room && tail <= max_tail {
+            best = (split, tail);
+        }
+    }
+    best
+}
+
+/// Bytes at and above `at` of the live object that covers `at` without starting there (0 if
+/// the word at `at` is dead or starts an object).
+fn straddling_tail(s: &Summary<'_>, at: usize) -> usize {
+    let mem = s.mem;
+    if !mem.mark_live.is_marked(at) || mem.mark_begin.is_marked(at) {
+        return 0;
+    }
+    let start = mem
+        .mark_begin
+        .find_prev(at, mem.base())
+        .expect("a live word lies in a marked object");
+    // SAFETY: `start` is a live object start (its begin bit is set).
+    start + unsafe { raw::header(start) }.size_bytes() - at
+}
+
 /// Run `f(i)` for every `i in 0..n` on the context's workers, each index exactly once.
 fn parallel_for(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize) + Sync) {
     let next = AtomicUsize::new(0);
@@ -263,30 +307,55 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
     let mut cursor: Vec<usize> = spaces.iter().map(|(_, s)| s.bottom()).collect();
     let mut live_bytes = 0;
     let mut young_bytes_left = 0;
+    let region_bytes = |r: usize| tables.region_live[r].load(Ordering::Relaxed) * WORD;
     for (j, &(lo, hi)) in used_before.iter().enumerate() {
         let (r0, r1) = (
             (lo - mem.base()) / REGION_SIZE,
             (hi - mem.base()).div_ceil(REGION_SIZE),
         );
-        let live: usize = (r0..r1)
-            .map(|r| tables.region_live[r].load(Ordering::Relaxed))
-            .sum::<usize>()
-            * WORD;
+        let live: usize = (r0..r1).map(region_bytes).sum();
         live_bytes += live;
-        let k = (0..=j)
-            .find(|&k| cursor[k] + live <= spaces[k].1.end())
-            .unwrap_or(j);
-        if k > 0 {
-            young_bytes_left += live;
-        }
+        // Regions `r0..split` go to space `k`, the rest stays in space `j`; `tail` bytes of an
+        // object straddling the split move with the region it starts in.
+        let (k, split, tail) = match (0..j).find(|&k| cursor[k] + live <= spaces[k].1.end()) {
+            Some(k) => (k, r1, 0),
+            // No lower space holds all of it: fill the lowest one with room as far as it goes
+            // and compact the rest within its own space (as PSParallelCompact splits a space).
+            // Moving nothing instead left eden full of live data after a full collection while
+            // old had room, and then every allocation needed a full collection of its own.
+            None => (0..j)
+                .find(|&k| cursor[k] < spaces[k].1.end())
+                .map(|k| {
+                    let room = spaces[k].1.end() - cursor[k];
+                    let (split, tail) = split_point(&summary, r0..r1, room, cursor[j] - mem.base());
+                    (k, split, tail)
+                })
+                .unwrap_or((j, r1, 0)),
+        };
         let mut dest = cursor[k];
-        for r in r0..r1 {
+        for r in r0..split {
             // Relaxed: the workers that read it are started after this (the pool's dispatch
             // orders it).
             tables.region_dest[r].store(dest, Ordering::Relaxed);
-            dest += tables.region_live[r].load(Ordering::Relaxed) * WORD;
+            dest += region_bytes(r);
         }
-        cursor[k] = dest;
+        let moved_down = dest + tail - cursor[k];
+        cursor[k] += moved_down;
+        // Below the cursor by the straddling object's tail: the tail's words are counted in
+        // the live words before every object of these regions, but are not moved with them.
+        let mut dest = cursor[j] - tail;
+        for r in split..r1 {
+            tables.region_dest[r].store(dest, Ordering::Relaxed);
+            dest += region_bytes(r);
+        }
+        let stayed = dest - cursor[j];
+        cursor[j] = dest;
+        if k > 0 {
+            young_bytes_left += moved_down;
+        }
+        if j > 0 {
+            young_bytes_left += stayed;
+        }
     }
     if !mem.old.ensure_committed(cursor[0], mem.reservation()) {
         panic!("full collection: the OS refused to commit old-generation memory for compaction");

@@ -1,4 +1,7 @@
 //! Promotion-local allocation buffers: a GC worker's private bump region in to-space or old.
+//!
+//! Buffers are cut in whole words: the configured size is rounded down (as TLAB sizes are),
+//! so every object copied into a buffer, and every buffer cut after it, stays word aligned.
 
 use crate::memory::space::Space;
 use crate::object::WORD;
@@ -13,6 +16,14 @@ pub struct Plab {
     pub refilled_bytes: usize,
     /// Bytes left unused when buffers were retired.
     pub wasted_bytes: usize,
+}
+
+/// The bytes of a buffer cut for a configured PLAB size: `plab_size` rounded down to whole
+/// words. (The configuration accepts any size in its range, e.g. 4100 bytes; a buffer of that
+/// size would leave the space's top, and so every later object, off word alignment.)
+#[inline]
+pub const fn buffer_bytes(plab_size: usize) -> usize {
+    plab_size & !(WORD - 1)
 }
 
 impl Plab {
@@ -40,8 +51,9 @@ impl Plab {
         }
     }
 
-    /// Allocate `bytes` in `space`, refilling the buffer with `plab_size` bytes when the object
-    /// is small relative to it, or allocating the object directly when it is large.
+    /// Allocate `bytes` (a word multiple) in `space`, refilling the buffer with `plab_size`
+    /// bytes rounded down to words ([`buffer_bytes`]) when the object is small relative to it,
+    /// or allocating the object directly when it is large.
     pub fn allocate_slow(
         &mut self,
         bytes: usize,
@@ -49,6 +61,8 @@ impl Plab {
         space: &Space,
         rsv: &Reservation,
     ) -> Option<usize> {
+        debug_assert_eq!(bytes % WORD, 0, "object sizes are whole words");
+        let plab_size = buffer_bytes(plab_size);
         if bytes * 4 > plab_size {
             return space.par_allocate(bytes, rsv);
         }
@@ -101,6 +115,36 @@ mod tests {
         assert_eq!(p.allocate(8).unwrap(), b + 8);
         p.retire();
         assert_eq!(p.wasted_bytes, 4096 - 32);
+    }
+
+    /// Every size the configuration accepts (1 KiB..=1 MiB, any byte count) gives word-aligned
+    /// buffers: the rounding itself, and two buffers cut in a row from one space (the second
+    /// one starts where the first ended, so a buffer of 4100 bytes used to start the next one,
+    /// and every object copied into it, off word alignment).
+    #[test]
+    fn every_accepted_plab_size_cuts_word_aligned_buffers() {
+        let range = crate::config::PLAB_RANGE;
+        let r = Reservation::new(4 << 20, 1 << 16).unwrap();
+        let s = Space::new("to", r.base(), r.base() + (4 << 20), r.base());
+        for size in range.clone() {
+            let cut = buffer_bytes(size);
+            assert_eq!(cut % WORD, 0, "{size}");
+            assert!(cut <= size && size - cut < WORD, "{size} -> {cut}");
+            assert!(
+                range.contains(&cut),
+                "{size} -> {cut} leaves the allowed range"
+            );
+
+            s.set_top(s.bottom(), &r);
+            let mut p = Plab::default();
+            let first = p.allocate_slow(WORD, size, &s, &r).unwrap();
+            assert_eq!(p.end - first, cut, "{size}: buffer length");
+            // A refill cuts the next buffer right after the first one.
+            let next = p.allocate_slow(WORD, size, &s, &r).unwrap();
+            assert_eq!(next, first + cut);
+            assert_eq!(next % WORD, 0, "{size}: second buffer at {next:#x}");
+            assert_eq!(s.top() % WORD, 0, "{size}: space top {:#x}", s.top());
+        }
     }
 
     #[test]

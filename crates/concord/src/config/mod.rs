@@ -21,6 +21,9 @@ mod validate;
 pub use error::{ConfigError, ConfigKey, Origin};
 pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
+/// For the PLAB tests, which cut a buffer of every accepted size.
+#[cfg(test)]
+pub(crate) use validate::PLAB_RANGE;
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
 pub const SPACE_ALIGNMENT: usize = 64 * KIB;
@@ -117,11 +120,14 @@ pub struct GcConfig {
     pub initial_tenuring_threshold: u32,
     /// Percentage of a survivor space the tenuring threshold aims to fill (HotSpot `TargetSurvivorRatio`).
     pub target_survivor_ratio: u32,
-    /// Fixed TLAB size in bytes; `None` sizes TLABs from eden and the number of attached mutators.
+    /// Fixed TLAB size in bytes, rounded down to whole words when TLABs are cut; `None` sizes
+    /// TLABs from eden and the number of attached mutators.
     pub tlab_size: Option<usize>,
-    /// Promotion-local buffer size for survivor space, bytes.
+    /// Promotion-local buffer size for survivor space, bytes (1 KiB..=1 MiB); buffers are cut
+    /// rounded down to whole 8-byte words, as TLABs are.
     pub young_plab_size: usize,
-    /// Promotion-local buffer size for the old generation, bytes.
+    /// Promotion-local buffer size for the old generation, bytes (1 KiB..=1 MiB); rounded down
+    /// to whole words like `young_plab_size`.
     pub old_plab_size: usize,
     /// Objects at least this large (bytes) are allocated directly in the old generation.
     pub large_object_threshold: usize,

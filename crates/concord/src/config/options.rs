@@ -345,8 +345,8 @@ static OPTIONS: [OptionSpec; 27] = [
         key: "tlab-size",
         env: "CONCORD_TLAB_SIZE",
         kind: ValueKind::OptionalSize,
-        doc: "Fixed TLAB size (1k..=half of eden; default auto: sized from eden and the number \
-              of mutators).",
+        doc: "Fixed TLAB size (1k..=half of eden, rounded down to whole 8-byte words; default \
+              auto: sized from eden and the number of mutators).",
         set: |c, v| {
             c.tlab_size = optional_size(v)?;
             if c.tlab_size.is_some_and(|size| size < MIN_TLAB_SIZE) {
@@ -359,7 +359,8 @@ static OPTIONS: [OptionSpec; 27] = [
         key: "young-plab-size",
         env: "CONCORD_YOUNG_PLAB_SIZE",
         kind: ValueKind::Size,
-        doc: "Promotion-local buffer size for survivor space (1k..=1m, default 32k).",
+        doc: "Promotion-local buffer size for survivor space (1k..=1m, rounded down to whole \
+              8-byte words as TLAB sizes are; default 32k).",
         set: |c, v| {
             c.young_plab_size = size_in(v, &PLAB_RANGE)?;
             Ok(())
@@ -369,7 +370,8 @@ static OPTIONS: [OptionSpec; 27] = [
         key: "old-plab-size",
         env: "CONCORD_OLD_PLAB_SIZE",
         kind: ValueKind::Size,
-        doc: "Promotion-local buffer size for the old generation (1k..=1m, default 8k).",
+        doc: "Promotion-local buffer size for the old generation (1k..=1m, rounded down to \
+              whole 8-byte words as TLAB sizes are; default 8k).",
         set: |c, v| {
             c.old_plab_size = size_in(v, &PLAB_RANGE)?;
             Ok(())

@@ -28,8 +28,8 @@ pub(super) const GC_THREADS_RANGE: RangeInclusive<usize> = 1..=MAX_GC_THREADS;
 pub(super) const TENURING_RANGE: RangeInclusive<u32> = 0..=15;
 /// Allowed `target_survivor_ratio` percentages.
 pub(super) const TARGET_SURVIVOR_RANGE: RangeInclusive<u32> = 1..=100;
-/// Allowed PLAB sizes (young and old).
-pub(super) const PLAB_RANGE: RangeInclusive<usize> = KIB..=MIB;
+/// Allowed PLAB sizes (young and old); buffers are cut rounded down to whole words.
+pub(crate) const PLAB_RANGE: RangeInclusive<usize> = KIB..=MIB;
 /// The smallest fixed TLAB size; the largest is half of eden.
 pub(super) const MIN_TLAB_SIZE: usize = KIB;
 /// The smallest large-object threshold.

@@ -39,6 +39,27 @@ pub enum GcError {
         /// Heap capacity.
         heap_size: usize,
     },
+    /// The GC overhead limit: the collections run for this request left less than
+    /// [`GC_HEAP_FREE_LIMIT_PERCENT`] % of the heap free, and so did the last
+    /// `full_collections` full collections in a row (at least
+    /// [`GC_OVERHEAD_LIMIT_COLLECTIONS`]). The heap is full of live data: serving the request
+    /// from the little that is left would cost a full collection every few allocations, so the
+    /// collector gives up (as HotSpot's `GCOverheadLimit` does). Any collection that leaves more
+    /// free lifts the limit, so dropping data makes allocation work again.
+    #[error(
+        "out of memory: the collector gave up because collections freed too little (the last \
+         {full_collections} full collections each left less than {}% of the heap free); \
+         {requested} bytes could not be allocated (heap {heap_size} bytes)",
+        GC_HEAP_FREE_LIMIT_PERCENT
+    )]
+    GcOverheadLimit {
+        /// Bytes asked for.
+        requested: usize,
+        /// Heap capacity.
+        heap_size: usize,
+        /// Consecutive full collections that each left less than the limit free.
+        full_collections: u32,
+    },
     /// The requested object shape cannot be represented.
     #[error(transparent)]
     Layout(#[from] crate::object::LayoutError),
@@ -130,16 +151,20 @@ pub(crate) struct Policy {
     pub avg_promoted: f64,
     pub dev_promoted: f64,
     pub samples: u64,
-    /// Consecutive full collections that freed less than `GC_HEAP_FREE_LIMIT` of the heap.
+    /// Consecutive full collections that left less than [`GC_HEAP_FREE_LIMIT_PERCENT`] % of the
+    /// heap free (the GC overhead limit's count). Any collection that leaves more free resets it.
     pub futile_full_collections: u32,
 }
 
-/// A full collection that frees less than this fraction of the heap is futile (after HotSpot's
-/// `GCHeapFreeLimit`, 2 %).
-pub(crate) const GC_HEAP_FREE_LIMIT: f64 = 0.02;
-/// After this many futile full collections in a row, failed allocations report out of memory
-/// instead of collecting again (HotSpot's `GCOverheadLimitThreshold`).
-pub(crate) const FUTILE_FULL_COLLECTION_LIMIT: u32 = 5;
+/// A collection that leaves less than this percentage of the allocatable heap (eden and old)
+/// free counts towards the GC overhead limit; one that leaves more resets the count, whatever
+/// its kind or trigger (HotSpot's `GCHeapFreeLimit`, 2 %, which it checks after every full
+/// collection against the free space of eden and old).
+pub const GC_HEAP_FREE_LIMIT_PERCENT: usize = 2;
+/// After this many such full collections in a row, allocation requests that need a collection
+/// are refused with [`GcError::GcOverheadLimit`] until a collection leaves more free (HotSpot's
+/// `AdaptiveSizePolicyGCTimeLimitThreshold`, 5).
+pub const GC_OVERHEAD_LIMIT_COLLECTIONS: u32 = 5;
 
 impl Policy {
     /// Promotion the next scavenge should be ready for (average + 3 deviations).

@@ -6,7 +6,9 @@ mod mutator;
 mod safepoint;
 mod vm_thread;
 
-pub use heap::{GcError, Heap, HeapError};
+pub use heap::{
+    GcError, Heap, HeapError, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS,
+};
 pub use mutator::{Handle, Mutator};
 
 /// Lock a runtime mutex, ignoring poisoning: a panic elsewhere aborts the collector (GC

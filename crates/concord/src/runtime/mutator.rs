@@ -316,17 +316,10 @@ impl<'h> Mutator<'h> {
         self.before_stop();
         let result = self.heap.safepoint.request_allocation(size, old);
         self.after_stop();
-        match result {
-            Some(a) => {
-                // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
-                unsafe { raw::set_header(a, h) };
-                Ok(a)
-            }
-            None => Err(GcError::OutOfMemory {
-                requested: size,
-                heap_size: self.heap.mem.capacity(),
-            }),
-        }
+        let a = result?;
+        // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
+        unsafe { raw::set_header(a, h) };
+        Ok(a)
     }
 
     fn try_allocate_outside_tlab(&mut self, size: usize, old: bool) -> Option<usize> {

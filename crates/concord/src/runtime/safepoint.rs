@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::heap::GcError;
 use super::mutator::MutatorShared;
 use crate::telemetry::CollectionKind;
 
@@ -44,9 +45,12 @@ pub(crate) struct SpState {
     next_ticket: u64,
     /// Scratch: the operation that served the request being returned (read under the lock).
     served_op: u64,
-    /// Allocations made by the VM thread for waiting mutators: (ticket, address or `None`).
-    alloc_results: Vec<(u64, Option<usize>)>,
+    /// Allocations made by the VM thread for waiting mutators: (ticket, address or why not).
+    alloc_results: Vec<(u64, AllocationResult)>,
 }
+
+/// What the VM thread answers an `Allocation` request: the zeroed memory, or why there is none.
+pub(crate) type AllocationResult = Result<usize, GcError>;
 
 /// The result of a collection request, as seen by the mutator that made it.
 #[derive(Clone, Debug)]
@@ -157,8 +161,9 @@ impl Safepoint {
 
     /// Ask the VM thread to collect and then allocate `bytes` inside the same safepoint, so no
     /// other thread can take the space first (HotSpot's `VM_ParallelGCFailedAllocation`).
-    /// Returns the zeroed memory, or `None` if even a full collection did not make room.
-    pub fn request_allocation(&self, bytes: usize, old: bool) -> Option<usize> {
+    /// Returns the zeroed memory, or the error to report if even a full collection did not
+    /// make room.
+    pub fn request_allocation(&self, bytes: usize, old: bool) -> AllocationResult {
         let ticket = {
             let mut st = self.lock();
             st.next_ticket += 1;
@@ -241,7 +246,7 @@ impl Safepoint {
         &self,
         op: u64,
         verify: Option<Option<String>>,
-        allocations: Vec<(u64, Option<usize>)>,
+        allocations: Vec<(u64, AllocationResult)>,
     ) {
         let mut st = self.lock();
         // Each allocation was requested by a stopped mutator that resumes running right now

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::heap::{HeapInner, FUTILE_FULL_COLLECTION_LIMIT, GC_HEAP_FREE_LIMIT};
+use super::heap::{GcError, HeapInner, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS};
 use super::lock;
-use super::safepoint::Request;
+use super::safepoint::{AllocationResult, Request};
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
@@ -114,7 +114,7 @@ impl Operation<'_> {
     fn execute(
         &mut self,
         requests: &[Request],
-    ) -> (Option<Option<String>>, Vec<(u64, Option<usize>)>) {
+    ) -> (Option<Option<String>>, Vec<(u64, AllocationResult)>) {
         let mem = &self.heap.mem;
         let mut verify_failure: Option<Option<String>> = None;
         let wants_full = requests.contains(&Request::Collect(CollectionKind::Full));
@@ -162,38 +162,91 @@ impl Operation<'_> {
             }
         }
         // Serve the failed allocations inside the safepoint; a full collection is the last
-        // resort before reporting that one cannot be satisfied. When full collections keep
-        // freeing next to nothing, stop thrashing and report out of memory (GC overhead limit).
-        if !allocations.is_empty() && self.gc_overhead_limit_exceeded() {
-            let results = allocations
-                .iter()
-                .map(|&(_, _, ticket)| (ticket, None))
-                .collect();
-            return (verify_failure, results);
-        }
-        let mut results: Vec<(u64, Option<usize>)> = allocations
-            .iter()
-            .map(|&(bytes, old, ticket)| (ticket, self.heap.allocate_shared(bytes, old, true)))
-            .collect();
-        if results.iter().any(|r| r.1.is_none()) && !self.full_ran {
+        // resort before reporting that one cannot be satisfied.
+        let mut results = self.serve(&allocations);
+        if results.iter().any(Option::is_none) && !self.full_ran {
             // The compaction reclaims the unreferenced memory just handed out as well, so
             // every request of this operation is allocated again afterwards.
             self.full(GcCause::AllocationFailure, &mut verify_failure);
-            results = allocations
-                .iter()
-                .map(|&(bytes, old, ticket)| (ticket, self.heap.allocate_shared(bytes, old, true)))
-                .collect();
+            results = self.serve(&allocations);
         }
         if requests.contains(&Request::Verify) {
             self.verify(&mut verify_failure);
         }
+        let results = results
+            .into_iter()
+            .zip(&allocations)
+            .map(|(a, &(bytes, _, ticket))| (ticket, a.ok_or_else(|| self.no_room(bytes))))
+            .collect();
         (verify_failure, results)
     }
 
-    /// Whether the last full collections were futile (see `FUTILE_FULL_COLLECTION_LIMIT`).
+    /// Allocate what `allocations` (bytes, old, ticket) ask for, after this operation's
+    /// collections. Under the GC overhead limit nothing is handed out: the collection just run
+    /// left less than `GC_HEAP_FREE_LIMIT_PERCENT` of the heap free, as did the full
+    /// collections before it, so what is left would buy a few more allocations at the price of
+    /// a full collection each (HotSpot refuses there too). Once a collection leaves more free,
+    /// the count is reset and allocations are served again.
+    ///
+    /// A large object that the old generation cannot hold after collecting goes to eden if it
+    /// fits there (a full collection may have filled old with young data it could not all
+    /// take; HotSpot also allocates large objects in eden): out of memory only when neither has
+    /// room.
+    fn serve(&self, allocations: &[(usize, bool, u64)]) -> Vec<Option<usize>> {
+        let refuse = self.gc_overhead_limit_exceeded();
+        allocations
+            .iter()
+            .map(|&(bytes, old, _)| {
+                if refuse {
+                    return None;
+                }
+                self.heap
+                    .allocate_shared(bytes, old, true)
+                    .or_else(|| old.then(|| self.heap.allocate_shared(bytes, false, false))?)
+            })
+            .collect()
+    }
+
+    /// Whether the last `GC_OVERHEAD_LIMIT_COLLECTIONS` full collections, and every collection
+    /// since, left less than `GC_HEAP_FREE_LIMIT_PERCENT` of the heap free.
     fn gc_overhead_limit_exceeded(&self) -> bool {
-        let policy = self.heap.policy();
-        policy.futile_full_collections >= FUTILE_FULL_COLLECTION_LIMIT
+        self.heap.policy().futile_full_collections >= GC_OVERHEAD_LIMIT_COLLECTIONS
+    }
+
+    /// The error for an allocation of `bytes` that was not served even after a full
+    /// collection: the GC overhead limit when the last full collections all left next to
+    /// nothing free, else plain out of memory.
+    fn no_room(&self, bytes: usize) -> GcError {
+        let heap_size = self.heap.mem.capacity();
+        if self.gc_overhead_limit_exceeded() {
+            GcError::GcOverheadLimit {
+                requested: bytes,
+                heap_size,
+                full_collections: self.heap.policy().futile_full_collections,
+            }
+        } else {
+            GcError::OutOfMemory {
+                requested: bytes,
+                heap_size,
+            }
+        }
+    }
+
+    /// The GC overhead limit's count after a collection of `kind` (HotSpot's
+    /// `check_gc_overhead_limit`): a collection of any kind and cause that leaves at least
+    /// `GC_HEAP_FREE_LIMIT_PERCENT` of eden and old free resets it; a full collection that
+    /// leaves less counts. (A young collection that leaves less, after a promotion failure, is
+    /// followed by a full one, which decides.)
+    fn count_futile_collections(&self, kind: CollectionKind) {
+        let mem = &self.heap.mem;
+        let free = mem.eden.free() + mem.old.free();
+        let allocatable = mem.eden.capacity() + mem.old.capacity();
+        let mut policy = self.heap.policy();
+        if free * 100 >= allocatable * GC_HEAP_FREE_LIMIT_PERCENT {
+            policy.futile_full_collections = 0;
+        } else if kind == CollectionKind::Full {
+            policy.futile_full_collections += 1;
+        }
     }
 
     /// Expected promotion of the next scavenge, bounded by what young holds.
@@ -285,6 +338,7 @@ impl Operation<'_> {
                 policy.sample_promotion(out.bytes_promoted);
             }
         }
+        self.count_futile_collections(CollectionKind::Young);
         // After a promotion failure the heap is only made whole by the full collection that
         // follows, which verifies it then.
         let verified = if out.promotion_failed {
@@ -312,18 +366,7 @@ impl Operation<'_> {
         let before = self.snapshot();
         let (out, pause) = self.pause(full_collect);
         self.full_ran = true;
-        {
-            let mem = &self.heap.mem;
-            let freed = before.used.saturating_sub(mem.used()) as f64 / mem.capacity() as f64;
-            let mut policy = self.heap.policy();
-            // Explicit collections say nothing about whether the program still fits.
-            if cause == GcCause::Explicit {
-            } else if freed < GC_HEAP_FREE_LIMIT {
-                policy.futile_full_collections += 1;
-            } else {
-                policy.futile_full_collections = 0;
-            }
-        }
+        self.count_futile_collections(CollectionKind::Full);
         let common = Common {
             pause,
             before,

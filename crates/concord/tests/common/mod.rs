@@ -1,6 +1,9 @@
 //! Helpers shared by integration tests. Each test binary uses some of them, hence the
 //! `dead_code` allowances.
 
+use std::sync::mpsc;
+use std::time::Duration;
+
 use concord::config::GenerationSizes;
 use concord::{GcStats, Handle, Mutator, ObjectType};
 
@@ -91,4 +94,31 @@ pub fn assert_verified(stats: &GcStats) {
         stats.verify_failures
     );
     assert_eq!(stats.verified(), Some(true));
+}
+
+/// Run `f` on its own thread and fail (instead of hanging the test run) if it takes longer
+/// than `limit`.
+#[allow(dead_code)]
+pub fn with_watchdog<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => {
+            worker.join().unwrap();
+            v
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            // The closure panicked: re-raise its panic.
+            match worker.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(()) => unreachable!("sender dropped without a value"),
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no progress within {limit:?}: hang?"),
+    }
 }
