@@ -28,6 +28,7 @@ use concord::GcConfig;
 use concord_workloads::{Workload, WorkloadParams};
 use serde_json::{json, Value};
 
+use crate::console::{errln, outln};
 use crate::experiment::run_on_heap;
 use crate::interference::Interference;
 use crate::interrupt;
@@ -63,9 +64,7 @@ pub fn run_instance(
 ) -> Result<()> {
     let config = instance_config(config, n);
     let summary = run_on_heap(workload, params, &config, || {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{READY}")?;
-        out.flush()?;
+        outln!("{READY}")?;
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
         if line.trim() != GO {
@@ -85,7 +84,7 @@ pub fn run_instance(
     v["pid"] = json!(std::process::id());
     v["instance"] = json!(n);
     v["pauses_ms"] = json!(summary.pauses_ms);
-    println!("{v}");
+    outln!("{v}")?;
     Ok(())
 }
 
@@ -294,7 +293,7 @@ fn collect(child: Running, outcome: &mut CoRun) {
     }
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
         let line = line.strip_prefix("concord: ").unwrap_or(line);
-        eprintln!("concord: instance {number}: {line}");
+        errln!("concord: instance {number}: {line}");
     }
     let parsed = serde_json::from_str::<Value>(stdout.trim())
         .map_err(|e| format!("its summary is not JSON ({e})"))

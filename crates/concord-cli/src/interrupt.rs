@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use indicatif::ProgressBar;
 
+use crate::console::errln;
+
 /// Set by the first signal.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The progress bar on screen, if any, so that the handler can print above it.
@@ -35,14 +37,14 @@ pub fn set_bar(bar: Option<ProgressBar>) {
 pub fn install(first: &'static str) {
     let installed = ctrlc::set_handler(move || {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            eprintln!("\nconcord: interrupted again: quitting now");
+            errln!("\nconcord: interrupted again: quitting now");
             std::process::exit(130);
         }
         let msg = format!("concord: interrupted: {first} (press Ctrl-C again to quit at once)");
         let bar = BAR.lock().ok().and_then(|b| b.clone());
         match bar {
             Some(bar) => bar.println(msg),
-            None => eprintln!("\n{msg}"),
+            None => errln!("\n{msg}"),
         }
     });
     match installed {

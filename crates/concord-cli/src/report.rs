@@ -20,6 +20,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use crate::console::outln;
+
 /// Arguments of `concord report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
@@ -58,7 +60,7 @@ pub fn after_experiment(dir: &Path) -> String {
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let (output, exp) = write(&args.dir, args.output.as_deref())?;
     let failed = exp.failed_runs().count();
-    println!(
+    outln!(
         "concord report: wrote {} ({} configuration{}, {} run{}{}{})",
         output.display(),
         exp.configurations.len(),
@@ -79,6 +81,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         } else {
             format!(", {} note(s) on the page", exp.notes.len())
         }
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

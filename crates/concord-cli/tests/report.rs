@@ -329,7 +329,17 @@ fn workload_measurements_get_columns_in_the_summary() {
 fn bad_input_exits_2_with_a_clear_message() {
     let dir = scratch("bad");
     let missing = dir.join("missing");
-    assert_exit_2(&["report", missing.to_str().unwrap()], "no such directory");
+    assert_exit_2(
+        &["report", missing.to_str().unwrap()],
+        "missing: no such file or directory (expected a results directory",
+    );
+    // A file is not a directory; it is there, so "no such …" would mislead.
+    let file = dir.join("some-file.txt");
+    fs::write(&file, "text\n").unwrap();
+    assert_exit_2(
+        &["report", file.to_str().unwrap()],
+        "some-file.txt is a file, not a directory (expected a results directory",
+    );
     let empty = dir.join("empty");
     fs::create_dir_all(&empty).unwrap();
     assert_exit_2(

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use concord::{GcConfig, Heap};
-use concord_workloads::{Workload, WorkloadParams};
+use concord::{GcConfig, Heap, HeapError};
+use concord_workloads::{Workload, WorkloadError, WorkloadParams};
 use serde_json::Value;
 
 use super::figures::Figures;
 use crate::summary::Summary;
+use crate::RunFailed;
 
 /// Where a run may write its files.
 #[derive(Clone, Debug)]
@@ -82,20 +83,34 @@ impl Runner for HeapRunner {
 /// is called once the heap is built, right before the workload starts (a co-running instance
 /// waits there for the others). The wall time covers the workload only, not building or
 /// dropping the heap.
+///
+/// A heap the OS cannot provide and a workload that fails (out of memory, corrupt data) are
+/// [`RunFailed`]; a configuration, an output file or a workload parameter that is refused is
+/// bad input.
 pub fn run_on_heap(
     workload: &dyn Workload,
     params: &WorkloadParams,
     config: &GcConfig,
     ready: impl FnOnce() -> Result<()>,
 ) -> Result<Summary> {
-    let heap = Heap::new(config.clone())?;
-    ready()?;
+    let heap = Heap::new(config.clone()).map_err(|e| match e {
+        HeapError::Config(_) | HeapError::GcLog { .. } | HeapError::GcRecords { .. } => e.into(),
+        // What the OS would not give: address space, memory, threads.
+        _ => RunFailed::wrap(e),
+    })?;
+    ready().map_err(RunFailed::wrap)?;
     let start = Instant::now();
     let result = workload.run(&heap, params);
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let stats = heap.stats();
     drop(heap);
-    let result = result.map_err(|e| anyhow::anyhow!("workload {} failed: {e}", workload.name()))?;
+    let result = result.map_err(|e| {
+        let failed = anyhow::anyhow!("workload {} failed: {e}", workload.name());
+        match e {
+            WorkloadError::BadParameter(_) => failed,
+            _ => RunFailed::wrap(failed),
+        }
+    })?;
     Ok(Summary::new(
         workload.name(),
         config,
