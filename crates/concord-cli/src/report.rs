@@ -36,12 +36,29 @@ pub struct ReportArgs {
 /// Read the results directory `dir` and write its page to `output` (default
 /// `DIR/report.html`). Returns where the page is and what was read.
 fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::Experiment)> {
+    if let Some(path) = output {
+        refuse_special_file(path)?;
+    }
     let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
     crate::experiment::results::write_atomic(&output, html.as_bytes())
-        .with_context(|| format!("cannot write {}", output.display()))?;
+        .with_context(|| format!("cannot write {}", output.display()))
+        .map_err(crate::RunFailed::wrap)?;
     Ok((output, exp))
+}
+
+/// Refuses an output path that exists and is not a regular file: the page is renamed into
+/// place, which would replace a device (`-o /dev/full`) or a directory entry of another kind.
+fn refuse_special_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => anyhow::bail!(
+            "--output: {} exists and is not a regular file (the page replaces the file it is \
+             written to)",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// For the bench commands: write `DIR/report.html` now and say where it is, or why not (a

@@ -325,6 +325,32 @@ fn workload_measurements_get_columns_in_the_summary() {
     assert!(table.contains("<td class=\"n\">901.0</td>"), "{table}");
 }
 
+/// The page is renamed into place; over a FIFO (as over a device such as /dev/full) that would
+/// replace it, so an output that is not a regular file is refused before anything is written.
+/// (A FIFO in a scratch directory, so that the old behaviour harms nothing.)
+#[test]
+fn an_output_that_is_not_a_regular_file_is_refused() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("fifo-output");
+    let fifo = dir.join("page.fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let results = fixture("results-compare");
+    assert_exit_2(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "-o",
+            fifo.to_str().unwrap(),
+        ],
+        "is not a regular file",
+    );
+    assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     let dir = scratch("bad");
