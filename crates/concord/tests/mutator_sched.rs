@@ -6,7 +6,7 @@
 //! life blocked or sleeping, and is back under SCHED_OTHER before it exits.
 
 mod common;
-use common::drop_cap_sys_nice_on_this_thread;
+use common::{forbid_fifo_on_this_thread, in_child_process};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -430,40 +430,35 @@ fn profile_run_without_mutators_writes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Runs in a child process of its own: it sets RLIMIT_RTPRIO for the whole process.
 #[test]
 fn refused_fifo_falls_back_to_cfs() {
-    // On a thread without CAP_SYS_NICE (and normally RLIMIT_RTPRIO 0) SCHED_FIFO is refused.
-    thread::spawn(|| {
-        let tid = sched::current_tid();
-        if !drop_cap_sys_nice_on_this_thread() {
-            eprintln!("skipped: cannot drop CAP_SYS_NICE here");
-            return;
-        }
-        let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
-        s.on_attach(tid);
-        let report = s.report();
-        if !report.fifo_denied {
-            // An RLIMIT_RTPRIO allows it after all; then it must have been applied.
-            assert_eq!(policy_of(tid), SchedPolicy::Fifo);
-            s.on_detach(tid);
-            assert_eq!(policy_of(tid), SchedPolicy::Other);
-            return;
-        }
-        assert_eq!(policy_of(tid), SchedPolicy::Other);
-        assert_eq!(s.current(), SchedChoice::Cfs);
-        assert_eq!(report.applied, SchedChoice::Cfs);
-        let warnings = notices_with(&report, "falling back to CFS");
-        assert_eq!(warnings.len(), 1, "{:?}", report.notices);
-        assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
-        // Later attaches are not tried again and produce no second warning.
-        s.on_detach(tid);
-        s.on_attach(tid);
-        assert_eq!(policy_of(tid), SchedPolicy::Other);
-        s.on_detach(tid);
-        let report = s.finish();
-        assert_eq!(notices_with(&report, "falling back").len(), 1);
-        assert_eq!(report.fifo_sets, 0);
-    })
-    .join()
-    .unwrap();
+    // On a thread without CAP_SYS_NICE, with RLIMIT_RTPRIO 0, SCHED_FIFO is refused.
+    in_child_process("refused_fifo_falls_back_to_cfs", || {
+        thread::spawn(refused_fifo_on_this_thread).join().unwrap()
+    });
+}
+
+/// The body of [`refused_fifo_falls_back_to_cfs`].
+fn refused_fifo_on_this_thread() {
+    forbid_fifo_on_this_thread();
+    let tid = sched::current_tid();
+    let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
+    s.on_attach(tid);
+    let report = s.report();
+    assert!(report.fifo_denied, "{report:?}");
+    assert_eq!(policy_of(tid), SchedPolicy::Other);
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    assert_eq!(report.applied, SchedChoice::Cfs);
+    let warnings = notices_with(&report, "falling back to CFS");
+    assert_eq!(warnings.len(), 1, "{:?}", report.notices);
+    assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
+    // Later attaches are not tried again and produce no second warning.
+    s.on_detach(tid);
+    s.on_attach(tid);
+    assert_eq!(policy_of(tid), SchedPolicy::Other);
+    s.on_detach(tid);
+    let report = s.finish();
+    assert_eq!(notices_with(&report, "falling back").len(), 1);
+    assert_eq!(report.fifo_sets, 0);
 }
