@@ -119,7 +119,8 @@ fn out_of_memory_is_a_failed_run_from_run_and_from_compare() {
     let o = common::concord(&argv("run queue-churn --heap 4m"));
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("out of memory"), "{stderr}");
+    // (Out of memory, or the GC overhead limit: either way the run failed.)
+    assert!(stderr.contains("workload queue-churn failed: "), "{stderr}");
 
     let out = scratch("oom-compare").join("out");
     let mut args = argv("compare queue-churn --heap 4m --repeat 1 --no-report --out");
@@ -127,7 +128,7 @@ fn out_of_memory_is_a_failed_run_from_run_and_from_compare() {
     let o = common::concord(&args);
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("out of memory"), "{stderr}");
+    assert!(stderr.contains("workload queue-churn failed: "), "{stderr}");
     let runs = read_json(&out.join("experiment.json"))["runs"].clone();
     assert!(runs
         .as_array()
@@ -224,4 +225,22 @@ fn a_run_without_collections_prints_no_negative_zero() {
     let readable = text(&o.stdout);
     assert!(readable.contains("0 collections"), "{readable}");
     assert!(!readable.contains("-0"), "{readable}");
+}
+
+/// A heap the OS will not give (address space limited by `ulimit -v`) is a failed run: the
+/// input was valid.
+#[test]
+fn a_heap_the_os_refuses_is_a_failed_run() {
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 400000 && exec \"$0\" run binary-trees 4 --heap 1g",
+            env!("CARGO_BIN_EXE_concord"),
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not reserve"), "{stderr}");
 }
