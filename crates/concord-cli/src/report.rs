@@ -37,7 +37,7 @@ pub struct ReportArgs {
 /// `DIR/report.html`). Returns where the page is and what was read.
 fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::Experiment)> {
     if let Some(path) = output {
-        refuse_special_file(path)?;
+        check_output(path)?;
     }
     let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
@@ -48,9 +48,22 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
     Ok((output, exp))
 }
 
-/// Refuses an output path that exists and is not a regular file: the page is renamed into
-/// place, which would replace a device (`-o /dev/full`) or a directory entry of another kind.
-fn refuse_special_file(path: &Path) -> anyhow::Result<()> {
+/// Checks `--output` before anything is read or written (bad input): its directory must
+/// exist, and the path, if it exists, must be a regular file: the page is renamed into place,
+/// which would replace a device (`-o /dev/full`) or a directory entry of another kind. A write
+/// that fails after that is a failed run.
+fn check_output(path: &Path) -> anyhow::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        anyhow::bail!(
+            "--output: cannot write {}: {} is not a directory",
+            path.display(),
+            parent.display()
+        );
+    }
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => anyhow::bail!(
             "--output: {} exists and is not a regular file (the page replaces the file it is \
