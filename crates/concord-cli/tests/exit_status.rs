@@ -11,36 +11,36 @@ use std::process::{Output, Stdio};
 
 use common::{argv, assert_exit_2, command, read_json, scratch, small, text};
 
+/// `concord ARGS` with its stdout and stderr where given.
+fn run_with(args: &[&str], stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Output {
+    command(args)
+        .stdout(stdout)
+        .stderr(stderr)
+        .output()
+        .expect("the concord binary runs")
+}
+
+/// `/dev/full`, where every write fails with ENOSPC.
+fn dev_full() -> std::fs::File {
+    OpenOptions::new().write(true).open("/dev/full").unwrap()
+}
+
 /// `concord ARGS` with its stdout the write end of a pipe whose read end is already closed,
 /// so its first write to stdout fails with EPIPE whenever it comes.
 fn with_closed_stdout(args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    command(args)
-        .stdout(writer)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("the concord binary runs")
+    run_with(args, writer, Stdio::piped())
 }
 
-/// `concord ARGS` with stdout on `/dev/full`, where every write fails with ENOSPC.
+/// `concord ARGS` with stdout on `/dev/full`.
 fn with_full_stdout(args: &[&str]) -> Output {
-    let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
-    command(args)
-        .stdout(full)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("the concord binary runs")
+    run_with(args, dev_full(), Stdio::piped())
 }
 
 /// `concord ARGS` with stderr on `/dev/full`.
 fn with_full_stderr(args: &[&str]) -> Output {
-    let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
-    command(args)
-        .stdout(Stdio::piped())
-        .stderr(full)
-        .output()
-        .expect("the concord binary runs")
+    run_with(args, Stdio::piped(), dev_full())
 }
 
 const NO_SPACE: &str = "concord: cannot write to standard output: No space left on device";
