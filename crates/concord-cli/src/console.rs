@@ -33,6 +33,12 @@ impl fmt::Display for StdoutError {
 
 impl std::error::Error for StdoutError {}
 
+impl From<io::Error> for StdoutError {
+    fn from(e: io::Error) -> Self {
+        StdoutError(e)
+    }
+}
+
 /// Writes `text` to standard output and flushes it, so that a failure shows now and not in
 /// the flush at exit (which Rust ignores).
 pub fn write_out(text: fmt::Arguments<'_>) -> Result<(), StdoutError> {

@@ -55,10 +55,19 @@ impl fmt::Display for RunFailed {
 
 impl std::error::Error for RunFailed {}
 
+/// The failed write to stdout behind `error`, if that is what it is (also inside a
+/// [`RunFailed`]).
+fn stdout_error(error: &anyhow::Error) -> Option<&StdoutError> {
+    error.chain().find_map(|e| {
+        e.downcast_ref::<StdoutError>()
+            .or_else(|| stdout_error(&e.downcast_ref::<RunFailed>()?.0))
+    })
+}
+
 /// The exit status of a command that ended with `error`, after saying why on stderr (a closed
 /// stdout pipe ends quietly, as `cat` does).
 fn failure_status(error: &anyhow::Error) -> ExitCode {
-    if let Some(stdout) = error.chain().find_map(|e| e.downcast_ref::<StdoutError>()) {
+    if let Some(stdout) = stdout_error(error) {
         if stdout.is_closed_pipe() {
             return ExitCode::from(console::CLOSED_PIPE_STATUS);
         }
@@ -140,4 +149,19 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_stdout_is_found_inside_a_failed_run() {
+        let closed = || StdoutError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        let plain = anyhow::Error::new(closed()).context("printing the summary");
+        assert!(stdout_error(&plain).is_some_and(StdoutError::is_closed_pipe));
+        let wrapped = RunFailed::wrap(anyhow::Error::new(closed()));
+        assert!(stdout_error(&wrapped).is_some_and(StdoutError::is_closed_pipe));
+        assert!(stdout_error(&RunFailed::wrap(anyhow::anyhow!("out of memory"))).is_none());
+    }
 }
