@@ -31,6 +31,7 @@ use concord_workloads::{Workload, WorkloadParams};
 use serde_json::{json, Value};
 use signal_hook::consts::SIGHUP;
 
+use crate::console::{errln, outln};
 use crate::experiment::run_on_heap;
 use crate::interference::Interference;
 use crate::interrupt;
@@ -69,9 +70,7 @@ pub fn run_instance(
 ) -> Result<ExitCode> {
     let config = instance_config(config, n);
     let ready = || {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{READY}")?;
-        out.flush()?;
+        outln!("{READY}")?;
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
         if line.trim() != GO {
@@ -97,7 +96,7 @@ pub fn run_instance(
     // The parent may be gone: a closed pipe is no reason to fail here.
     let _ = writeln!(std::io::stdout(), "{v}");
     for failure in &run.output_failures {
-        eprintln!("concord: {failure}");
+        errln!("concord: {failure}");
     }
     Ok(if run.interrupted.is_some() {
         interrupt::exit_code()
@@ -328,7 +327,7 @@ fn collect(child: Running, outcome: &mut CoRun) {
     }
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
         let line = line.strip_prefix("concord: ").unwrap_or(line);
-        eprintln!("concord: instance {number}: {line}");
+        errln!("concord: instance {number}: {line}");
     }
     let parsed = serde_json::from_str::<Value>(stdout.trim())
         .map_err(|e| format!("its summary is not JSON ({e})"))

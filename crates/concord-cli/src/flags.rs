@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::Args;
-use concord::config::{parse_bool, parse_size, GcThreads};
+use concord::config::{format_size, parse_bool, parse_size, GcThreads, SizeError, MAX_HEAP};
 use concord_workloads::WorkloadParams;
 
 use crate::interference::Interference;
@@ -37,7 +37,13 @@ impl FromStr for Size {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Size, String> {
-        let bytes = parse_size(text).map_err(|e| format!("is not a size ({e})"))?;
+        let bytes = parse_size(text).map_err(|e| match e {
+            // A number too long for 64 bits is a size all the same, only too large.
+            SizeError::Overflow => {
+                format!("is too large (allowed: at most {})", format_size(MAX_HEAP))
+            }
+            e => format!("is not a size ({e})"),
+        })?;
         Ok(Size {
             bytes,
             text: text.trim().to_ascii_lowercase(),
@@ -60,6 +66,15 @@ pub fn count_in(min: u32, max: u32) -> impl Fn(&str) -> Result<u32, String> + Cl
     }
 }
 
+/// A parser of the workload's size: a whole number; the workload checks its own range.
+pub fn workload_size(text: &str) -> Result<u32, String> {
+    text.trim().parse::<u32>().map_err(|_| {
+        "is not a workload size (allowed: a whole number in the workload's range, e.g. \
+         binary-trees 18)"
+            .to_string()
+    })
+}
+
 /// The message of a flag value that its parser rejected, in the form of the configuration
 /// builder's: `--flag: 'value' why (allowed: …)`; `None` for any other command-line error
 /// (clap's own message says those best).
@@ -74,8 +89,12 @@ pub fn value_error(e: &clap::Error) -> Option<String> {
     };
     let arg = text(ContextKind::InvalidArg)?;
     let value = text(ContextKind::InvalidValue)?;
-    // `--heap <SIZE>`, `--pin-start[=<BOOL>]`: the flag alone.
-    let flag = arg.split([' ', '[', '=']).next().unwrap_or(&arg);
+    // `--heap <SIZE>`, `--pin-start[=<BOOL>]`: the flag alone; `[SIZE]` (a positional): its name.
+    let flag = arg
+        .trim_start_matches(['[', '<'])
+        .split([' ', '[', '=', ']', '>'])
+        .next()
+        .unwrap_or(&arg);
     let reason = std::error::Error::source(e)?.to_string();
     Some(if reason.starts_with("is ") {
         format!("{flag}: '{value}' {reason}")
@@ -92,6 +111,7 @@ pub struct WorkloadArgs {
     #[arg(default_value = "gcbench")]
     pub workload: String,
     /// Workload size where it has one (binary-trees: tree depth, default 18).
+    #[arg(value_parser = workload_size, allow_negative_numbers = true)]
     pub size: Option<u32>,
 }
 
@@ -101,28 +121,39 @@ pub struct WorkloadArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct RunFlags {
     /// Maximum heap size, e.g. 64m, 1g (default: the workload's own default heap).
-    #[arg(long, value_name = "SIZE")]
+    // Hyphen values reach the parser, so that `--heap -1` is a size error, not clap's tip.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub heap: Option<Size>,
     /// Build a heap larger than physical memory or the cgroup memory limit, which is
     /// otherwise refused.
     #[arg(long = "allow-heap-beyond-memory")]
     pub allow_heap_beyond_memory: bool,
     /// Young generation size (default: heap / 3).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub young: Option<Size>,
     /// GC worker threads, N or dynamic (default: the preset's, HotSpot's rule ncpus <= 8 ?
     /// ncpus : 3 + 5*ncpus/8, dynamic for modern; ablation and os-bench: twice the usable CPUs).
-    #[arg(long = "gc-threads", value_name = "N|dynamic")]
+    #[arg(
+        long = "gc-threads",
+        value_name = "N|dynamic",
+        allow_negative_numbers = true
+    )]
     pub gc_threads: Option<GcThreads>,
     // The switch overrides, boxed so that the flag structs stay small.
     #[command(flatten)]
     pub switches: Box<SwitchFlags>,
     /// Mutator threads (default 1; ablation and os-bench 2; sched-bench: of the scalable
     /// workload, 4).
-    #[arg(long, value_name = "N", value_parser = count_in(1, 256))]
+    #[arg(long, value_name = "N", value_parser = count_in(1, 256), allow_negative_numbers = true)]
     pub mutators: Option<u32>,
     /// Repeat the workload this many times in one heap, in every run.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = count_in(1, 100_000))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        value_parser = count_in(1, 100_000),
+        allow_negative_numbers = true
+    )]
     pub rounds: u32,
     /// Verify the whole heap after every collection.
     #[arg(long)]
@@ -174,7 +205,11 @@ pub struct SwitchFlags {
     #[arg(long = "mutator-sched", value_name = "POLICY")]
     pub mutator_sched: Option<String>,
     /// profile and adaptive may choose FIFO only with more usable CPUs than this (default 8).
-    #[arg(long = "fifo-cpu-threshold", value_name = "N")]
+    #[arg(
+        long = "fifo-cpu-threshold",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub fifo_cpu_threshold: Option<String>,
 }
 
@@ -270,7 +305,13 @@ pub struct WorkloadBench {
 #[derive(Args, Debug, Clone)]
 pub struct BenchFlags {
     /// Rounds: each runs every configuration once, in order.
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = count_in(1, 1000))]
+    #[arg(
+        long,
+        default_value_t = 3,
+        value_name = "N",
+        value_parser = count_in(1, 1000),
+        allow_negative_numbers = true
+    )]
     pub repeat: u32,
     /// Write every run's summary and per-collection records here, with experiment.json (a new
     /// or empty directory; default results/<UTC timestamp>/ in the current directory).

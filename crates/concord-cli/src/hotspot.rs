@@ -315,7 +315,8 @@ pub fn parse_gc_log(text: &str) -> Vec<HotspotPause> {
 
 /// Sum of the pause durations, in milliseconds.
 pub fn total_pause_ms(pauses: &[HotspotPause]) -> f64 {
-    pauses.iter().map(|p| p.ms).sum()
+    // Folded from +0.0: an empty float `sum` is -0.0, which prints as "-0.0".
+    pauses.iter().fold(0.0, |total, p| total + p.ms)
 }
 
 /// Longest pause in milliseconds, `0.0` if there is none.
@@ -775,6 +776,9 @@ random text
     #[test]
     fn helpers_on_empty_and_small_lists() {
         assert_eq!(total_pause_ms(&[]), 0.0);
+        // Not -0.0 (equal to 0.0, but printed "-0.0").
+        assert!(total_pause_ms(&[]).is_sign_positive());
+        assert_eq!(format!("{:.1}", total_pause_ms(&[])), "0.0");
         assert_eq!(max_pause_ms(&[]), 0.0);
         let pauses = parse_gc_log(
             "GC(0) Pause Young (A) 1M->1M(2M) 1.5ms\nGC(1) Pause Full (B) 1M->1M(2M) 2.5ms\n",

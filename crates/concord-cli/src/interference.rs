@@ -12,7 +12,7 @@ use std::fmt;
 use std::hint::black_box;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
@@ -87,20 +87,33 @@ pub struct ActiveLoad {
 const SPIN_BATCH: u32 = 1024;
 
 impl ActiveLoad {
-    /// Starts `threads` busy-loop threads named `concord-busy-{i}`. If one cannot be started,
-    /// the ones already running are stopped and the error is returned.
+    /// Starts `threads` busy-loop threads named `concord-busy-{i}` and returns once every one
+    /// of them runs, so that what follows starts under the full load. If one cannot be
+    /// started, the ones already running are stopped and the error is returned.
     fn busy(threads: usize) -> Result<ActiveLoad> {
         let mut load = ActiveLoad {
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::with_capacity(threads),
         };
+        let (running, started) = mpsc::channel::<()>();
         for i in 0..threads {
             let stop = load.stop.clone();
+            let running = running.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("concord-busy-{i}"))
-                .spawn(move || spin(&stop, i as u64))
+                .spawn(move || {
+                    let _ = running.send(());
+                    spin(&stop, i as u64)
+                })
                 .with_context(|| format!("cannot start busy-loop thread {i} of {threads}"))?;
             load.threads.push(handle);
+        }
+        drop(running);
+        // Every thread says so once it runs (a thread that died first closes the channel).
+        for _ in 0..threads {
+            if started.recv().is_err() {
+                break;
+            }
         }
         Ok(load)
     }
@@ -124,11 +137,12 @@ impl Drop for ActiveLoad {
 }
 
 /// The body of a busy-loop thread: a linear congruential generator, so the thread computes and
-/// never blocks, with a look at `stop` after every batch. Returns the batches it ran.
+/// never blocks, with a look at `stop` after every batch (the first batch always runs).
+/// Returns the batches it ran.
 fn spin(stop: &AtomicBool, seed: u64) -> u64 {
     let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut batches = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    loop {
         for _ in 0..SPIN_BATCH {
             x = x
                 .wrapping_mul(6_364_136_223_846_793_005)
@@ -136,14 +150,14 @@ fn spin(stop: &AtomicBool, seed: u64) -> u64 {
         }
         x = black_box(x);
         batches += 1;
+        if stop.load(Ordering::Relaxed) {
+            return batches;
+        }
     }
-    batches
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]
@@ -171,8 +185,9 @@ mod tests {
     fn busy_threads_spin_until_stopped() {
         let load = Interference::Busy(2).start().unwrap();
         assert_eq!(load.threads.len(), 2);
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(load.stop() > 0);
+        // Started means running, and running until stopped.
+        assert!(load.threads.iter().all(|t| !t.is_finished()));
+        assert!(load.stop() >= 2, "every thread ran a batch at least");
         // Dropping stops them too.
         drop(Interference::Busy(1).start().unwrap());
     }

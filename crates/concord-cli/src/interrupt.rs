@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, Once};
 
+use crate::console::errln;
 use indicatif::ProgressBar;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -122,7 +123,7 @@ fn receive(sig: i32, first: &str) {
     if !note(sig) {
         // Outputs not yet in place are abandoned; their temporary files must not stay.
         concord::os::fs::remove_temporary_files();
-        eprintln!("\nconcord: {} again: quitting now", name(sig));
+        errln!("\nconcord: {} again: quitting now", name(sig));
         std::process::exit(128 + sig);
     }
     let again = if sig == SIGINT {
@@ -133,6 +134,6 @@ fn receive(sig: i32, first: &str) {
     let message = format!("concord: interrupted by {}: {first} ({again})", name(sig));
     match lock(&BAR).clone() {
         Some(bar) => bar.println(message),
-        None => eprintln!("\n{message}"),
+        None => errln!("\n{message}"),
     }
 }

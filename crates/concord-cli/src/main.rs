@@ -6,9 +6,15 @@
 //! `ablation`, `os-bench`, `sched-bench`; [`bench`], [`experiment`]), `report` (an HTML page of
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
 //! Concord, alternating, with ratios).
+//!
+//! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
+//! verification, an output that could not be written: a [`RunFailed`] error, or a command's
+//! own verdict); 2 bad input, rejected before anything ran (every other error); 130 / 143
+//! stopped by a signal; 141 standard output was a closed pipe ([`console`]).
 
 mod bench;
 mod co_run;
+mod console;
 mod experiment;
 mod flags;
 mod hotspot;
@@ -20,9 +26,75 @@ mod run;
 mod summary;
 mod vs_hotspot;
 
+use std::fmt;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use console::{errln, StdoutError};
+
+/// An error of a run that started from valid input and failed: out of memory, a wrong result,
+/// an output that could not be written, a JVM that failed. `main` exits with status 1 for it;
+/// any other error is bad input (status 2).
+#[derive(Debug)]
+pub struct RunFailed(anyhow::Error);
+
+impl RunFailed {
+    /// `error` as the failure of a run.
+    pub fn wrap(error: impl Into<anyhow::Error>) -> anyhow::Error {
+        anyhow::Error::new(RunFailed(error.into()))
+    }
+}
+
+impl fmt::Display for RunFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The whole chain: `anyhow` shows the causes of this error, and it has none of its own.
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for RunFailed {}
+
+/// The failed write to stdout behind `error`, if that is what it is (also inside a
+/// [`RunFailed`]).
+fn stdout_error(error: &anyhow::Error) -> Option<&StdoutError> {
+    error.chain().find_map(|e| {
+        e.downcast_ref::<StdoutError>()
+            .or_else(|| stdout_error(&e.downcast_ref::<RunFailed>()?.0))
+    })
+}
+
+/// The exit status of a command that ended with `error`, after saying why on stderr (a closed
+/// stdout pipe ends quietly, as `cat` does).
+fn failure_status(error: &anyhow::Error) -> ExitCode {
+    if let Some(stdout) = stdout_error(error) {
+        if stdout.is_closed_pipe() {
+            return ExitCode::from(console::CLOSED_PIPE_STATUS);
+        }
+        errln!("concord: {stdout}");
+        return ExitCode::FAILURE;
+    }
+    errln!("concord: {error:#}");
+    if error.chain().any(|e| e.is::<RunFailed>()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::from(2)
+    }
+}
+
+/// The exit status after clap refused the command line or was asked for help or the version
+/// (which go to stdout, checked like every other write there).
+fn parse_failure(e: &clap::Error) -> ExitCode {
+    if let Some(message) = flags::value_error(e) {
+        errln!("concord: {message}");
+        return ExitCode::from(2);
+    }
+    let status = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    match console::print_clap(e) {
+        Ok(()) => status,
+        Err(stdout) => failure_status(&anyhow::Error::new(stdout)),
+    }
+}
 
 /// Concord: a parallel, generational garbage collector that cooperates with the OS.
 #[derive(Parser, Debug)]
@@ -64,13 +136,7 @@ fn main() -> ExitCode {
     logger::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => match flags::value_error(&e) {
-            Some(message) => {
-                eprintln!("concord: {message}");
-                return ExitCode::from(2);
-            }
-            None => e.exit(),
-        },
+        Err(e) => return parse_failure(&e),
     };
     let result = match cli.command {
         Command::Run(args) => run::run(args),
@@ -82,11 +148,20 @@ fn main() -> ExitCode {
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("concord: {e:#}");
-            ExitCode::from(2)
-        }
+    result.unwrap_or_else(|e| failure_status(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_stdout_is_found_inside_a_failed_run() {
+        let closed = || StdoutError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        let plain = anyhow::Error::new(closed()).context("printing the summary");
+        assert!(stdout_error(&plain).is_some_and(StdoutError::is_closed_pipe));
+        let wrapped = RunFailed::wrap(anyhow::Error::new(closed()));
+        assert!(stdout_error(&wrapped).is_some_and(StdoutError::is_closed_pipe));
+        assert!(stdout_error(&RunFailed::wrap(anyhow::anyhow!("out of memory"))).is_none());
     }
 }

@@ -20,6 +20,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use crate::console::outln;
+
 /// Arguments of `concord report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
@@ -34,12 +36,42 @@ pub struct ReportArgs {
 /// Read the results directory `dir` and write its page to `output` (default
 /// `DIR/report.html`). Returns where the page is and what was read.
 fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::Experiment)> {
+    if let Some(path) = output {
+        check_output(path)?;
+    }
     let exp = model::Experiment::load(dir)?;
     let html = page::render(&exp)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
     crate::experiment::results::write_atomic(&output, html.as_bytes())
-        .with_context(|| format!("cannot write {}", output.display()))?;
+        .with_context(|| format!("cannot write {}", output.display()))
+        .map_err(crate::RunFailed::wrap)?;
     Ok((output, exp))
+}
+
+/// Checks `--output` before anything is read or written (bad input): its directory must
+/// exist, and the path, if it exists, must be a regular file: the page is renamed into place,
+/// which would replace a device (`-o /dev/full`) or a directory entry of another kind. A write
+/// that fails after that is a failed run.
+fn check_output(path: &Path) -> anyhow::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        anyhow::bail!(
+            "--output: cannot write {}: {} is not a directory",
+            path.display(),
+            parent.display()
+        );
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => anyhow::bail!(
+            "--output: {} exists and is not a regular file (the page replaces the file it is \
+             written to)",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// For the bench commands: write `DIR/report.html` now and say where it is, or why not (a
@@ -58,7 +90,7 @@ pub fn after_experiment(dir: &Path) -> String {
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let (output, exp) = write(&args.dir, args.output.as_deref())?;
     let failed = exp.failed_runs().count();
-    println!(
+    outln!(
         "concord report: wrote {} ({} configuration{}, {} run{}{}{})",
         output.display(),
         exp.configurations.len(),
@@ -79,6 +111,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         } else {
             format!(", {} note(s) on the page", exp.notes.len())
         }
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

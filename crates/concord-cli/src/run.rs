@@ -11,6 +11,7 @@ use clap::Args;
 use concord::config::ConfigBuilder;
 
 use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
+use crate::console::{err, errln, out, outln};
 use crate::experiment::{find_workload, run_on_heap};
 use crate::flags::{count_in, RunFlags, WorkloadArgs};
 use crate::interference::Interference;
@@ -32,7 +33,8 @@ pub struct RunArgs {
         long = "co-run",
         value_name = "M",
         env = "CONCORD_CO_RUN",
-        value_parser = count_in(1, MAX_CO_RUN)
+        value_parser = count_in(1, MAX_CO_RUN),
+        allow_negative_numbers = true
     )]
     pub co_run: Option<u32>,
     /// Internal: run as co-running instance N of a parent `concord run --co-run M`.
@@ -231,16 +233,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             i.json["interference"] = serde_json::json!(interference);
         }
         if outcome.interrupted {
-            eprintln!("concord: interrupted: the co-running instances were stopped");
+            errln!("concord: interrupted: the co-running instances were stopped");
             return Ok(interrupt::exit_code());
         }
-        eprint!("{}", outcome.failure_report());
+        err!("{}", outcome.failure_report());
         if !outcome.instances.is_empty() || args.json {
             if args.json {
                 let json = outcome.json(harness.co_run);
-                println!("{}", serde_json::to_string_pretty(&json)?);
+                outln!("{}", serde_json::to_string_pretty(&json)?)?;
             } else {
-                print!("{}", outcome.readable(harness.co_run));
+                out!("{}", outcome.readable(harness.co_run))?;
             }
         }
         return Ok(exit_code(outcome.all_ok()));
@@ -255,12 +257,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut summary = run.summary;
     summary.interference = interference;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary.json())?);
+        outln!("{}", serde_json::to_string_pretty(&summary.json())?)?;
     } else {
-        print!("{}", summary.readable());
+        out!("{}", summary.readable())?;
     }
     for failure in &run.output_failures {
-        eprintln!("concord: {failure}");
+        errln!("concord: {failure}");
     }
     if run.interrupted.is_some() {
         return Ok(interrupt::exit_code());

@@ -225,10 +225,32 @@ fn sigterm_to_the_parent_leaves_no_instance_behind() {
 /// minutes).
 #[test]
 fn sigkill_to_the_parent_leaves_no_instance_behind() {
-    let (mut child, instances) = co_run_with_two_instances(" --rounds 1000");
-    // Let the instances get past the start signal into their workload (on a slow machine
-    // they may still be starting, which must end the same way).
-    std::thread::sleep(Duration::from_millis(500));
+    let logs = scratch("sigkill-co-run");
+    let (mut child, instances) = co_run_with_two_instances(&format!(
+        " --rounds 1000 --gc-log {}",
+        logs.join("gc.log").display()
+    ));
+    // Wait until both instances are past the start signal, in their workload: each has logged
+    // a collection (its GC log, whatever the file is called while it is written, is in `logs`).
+    let collecting = |n: u32| {
+        std::fs::read_dir(&logs).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(&format!("gc.log.{n}"))
+                && std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("Pause"))
+        })
+    };
+    let start = Instant::now();
+    while !(collecting(1) && collecting(2)) {
+        // A hang guard, not a timing.
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the instances {instances:?} never collected (they stop as their stdin closes)");
+        }
+        // The interval between looks at the files.
+        std::thread::sleep(Duration::from_millis(10));
+    }
     signal(child.id(), "-KILL");
     child.wait().unwrap();
     let start = Instant::now();

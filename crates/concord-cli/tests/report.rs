@@ -325,11 +325,47 @@ fn workload_measurements_get_columns_in_the_summary() {
     assert!(table.contains("<td class=\"n\">901.0</td>"), "{table}");
 }
 
+/// The page is renamed into place; over a FIFO (as over a device such as /dev/full) that would
+/// replace it, so an output that is not a regular file is refused before anything is written.
+/// (A FIFO in a scratch directory, so that the old behaviour harms nothing.)
+#[test]
+fn an_output_that_is_not_a_regular_file_is_refused() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("fifo-output");
+    let fifo = dir.join("page.fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let results = fixture("results-compare");
+    assert_exit_2(
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "-o",
+            fifo.to_str().unwrap(),
+        ],
+        "is not a regular file",
+    );
+    assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     let dir = scratch("bad");
     let missing = dir.join("missing");
-    assert_exit_2(&["report", missing.to_str().unwrap()], "no such directory");
+    assert_exit_2(
+        &["report", missing.to_str().unwrap()],
+        "missing: no such file or directory (expected a results directory",
+    );
+    // A file is not a directory; it is there, so "no such …" would mislead.
+    let file = dir.join("some-file.txt");
+    fs::write(&file, "text\n").unwrap();
+    assert_exit_2(
+        &["report", file.to_str().unwrap()],
+        "some-file.txt is a file, not a directory (expected a results directory",
+    );
     let empty = dir.join("empty");
     fs::create_dir_all(&empty).unwrap();
     assert_exit_2(

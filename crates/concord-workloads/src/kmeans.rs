@@ -691,7 +691,11 @@ mod tests {
         });
         std::thread::scope(|s| {
             let h = s.spawn(|| r.wait().is_err());
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Abandoned while the other thread waits: it counted itself under the lock, which
+            // it gives up only by waiting on the condition variable.
+            while r.state.lock().unwrap().arrived == 0 {
+                std::thread::yield_now();
+            }
             r.abandon();
             assert!(h.join().unwrap());
         });

@@ -6,7 +6,7 @@
 //! life blocked or sleeping, and is back under SCHED_OTHER before it exits.
 
 mod common;
-use common::drop_cap_sys_nice_on_this_thread;
+use common::{forbid_fifo_on_this_thread, in_child_process};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -48,23 +48,6 @@ fn expected_for(s: &MutatorScheduler, wanted: SchedChoice) -> SchedPolicy {
     } else {
         SchedPolicy::Other
     }
-}
-
-/// A mutator that attaches, stays attached for `attached`, and detaches; joined, it gives the
-/// policy it ran under while attached and after detaching.
-fn short_lived(
-    s: &Arc<MutatorScheduler>,
-    attached: Duration,
-) -> thread::JoinHandle<(SchedPolicy, SchedPolicy)> {
-    let s = s.clone();
-    thread::spawn(move || {
-        let tid = sched::current_tid();
-        s.on_attach(tid);
-        thread::sleep(attached);
-        let during = policy_of(tid);
-        s.on_detach(tid);
-        (during, policy_of(tid))
-    })
 }
 
 /// A mutator thread that attaches, reports its tid and policy, blocks until released, then
@@ -175,104 +158,139 @@ fn nested_attach_keeps_fifo_until_the_last_detach() {
     assert_eq!(s.finish().attaches, 2);
 }
 
+/// A sampling period the adaptive tests never reach: they take every sample themselves
+/// ([`MutatorScheduler::sample_now`]), so what each sample sees does not depend on timing.
+const NEVER: Duration = Duration::from_secs(3600);
+
+/// `n` mutators attached at once.
+fn sleepers(s: &Arc<MutatorScheduler>, n: usize) -> Vec<Sleeper> {
+    (0..n).map(|_| sleeper(s)).collect()
+}
+
 #[test]
 fn adaptive_switches_on_churn_and_back_when_threads_stay() {
-    let period = Duration::from_millis(50);
-    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(period), 2, 0));
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(NEVER), 2, 0));
     assert_eq!(s.current(), SchedChoice::Cfs);
 
-    // Churn: a new pair of short-lived mutators every 20 ms, each attached for 40 ms, so two
-    // samples 50 ms apart never see the same thread.
-    let churn_until = Instant::now() + Duration::from_millis(500);
-    let mut churn = Vec::new();
-    while Instant::now() < churn_until {
-        for _ in 0..2 {
-            churn.push(short_lived(&s, Duration::from_millis(40)));
+    // Churn: every sample sees a new pair of mutators, the previous pair gone.
+    let mut pair = sleepers(&s, 2);
+    s.sample_now(); // the first sample has nothing to compare with
+    for _ in 0..2 {
+        for t in pair.drain(..) {
+            assert_eq!(t.finish(), SchedPolicy::Other);
         }
-        thread::sleep(Duration::from_millis(20));
-    }
-    for t in churn {
-        let (_, after) = t.join().unwrap();
-        assert_eq!(after, SchedPolicy::Other);
+        pair = sleepers(&s, 2);
+        s.sample_now();
     }
     let after_churn = s.report();
+    let denied = after_churn.fifo_denied;
+    let under_fifo = if denied {
+        SchedPolicy::Other
+    } else {
+        SchedPolicy::Fifo
+    };
+    for t in &pair {
+        assert_eq!(policy_of(t.tid), under_fifo);
+    }
 
-    // Stable: the same three mutators for many periods.
-    let stable: Vec<Sleeper> = (0..3).map(|_| sleeper(&s)).collect();
-    thread::sleep(Duration::from_millis(600));
+    // Stable: the same pair at the next sample.
+    s.sample_now();
     let report = s.report();
-    for t in &stable {
+    for t in &pair {
         assert_eq!(policy_of(t.tid), SchedPolicy::Other);
     }
-    for t in stable {
+    for t in pair {
         assert_eq!(t.finish(), SchedPolicy::Other);
     }
     let started = Instant::now();
     let final_report = s.finish();
+    // With an hour's period, a stop that waited for the next tick would take that hour.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(60),
         "finish must stop the sampler promptly"
     );
 
-    assert!(report.samples >= 10, "{report:?}");
-    let last = report.decisions.last().expect("decisions recorded");
-    assert_eq!(last.applied, SchedChoice::Cfs);
-    assert_eq!(last.decision.similarity, 1.0);
-    let fifo_chosen = after_churn
+    assert_eq!(report.samples, 4, "{report:?}");
+    let decided: Vec<(SchedChoice, f64)> = report
         .decisions
         .iter()
-        .any(|d| d.decision.choice == SchedChoice::Fifo && d.decision.similarity < 0.5);
-    assert!(fifo_chosen, "{after_churn:?}");
-    if report.fifo_denied {
+        .map(|d| (d.decision.choice, d.decision.similarity))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            (SchedChoice::Fifo, 0.0),
+            (SchedChoice::Fifo, 0.0),
+            (SchedChoice::Cfs, 1.0)
+        ]
+    );
+    let applied: Vec<SchedChoice> = report.decisions.iter().map(|d| d.applied).collect();
+    if denied {
         assert!(!notices_with(&report, "falling back to CFS").is_empty());
-        assert!(report
-            .decisions
-            .iter()
-            .all(|d| d.applied == SchedChoice::Cfs));
+        assert_eq!(applied, [SchedChoice::Cfs; 3]);
     } else {
-        // Into FIFO during the churn, back to CFS once the threads stay.
-        assert!(report.switches >= 2, "{report:?}");
+        // Into FIFO with the churn, back to CFS once the threads stay.
+        assert_eq!(
+            applied,
+            [SchedChoice::Fifo, SchedChoice::Fifo, SchedChoice::Cfs]
+        );
+        assert_eq!(report.switches, 2, "{report:?}");
         assert!(after_churn.fifo_sets > 0, "{after_churn:?}");
-        assert!(report
-            .decisions
-            .iter()
-            .any(|d| d.applied == SchedChoice::Fifo));
     }
     assert!(final_report.switches >= report.switches);
     let json = serde_json::to_value(&final_report).unwrap();
-    assert_eq!(json["requested"], "adaptive:0.05");
+    assert_eq!(json["requested"], "adaptive:3600");
     assert!(json["decisions"][0]["similarity"].is_number());
 }
 
 #[test]
 fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
-    let s = Arc::new(MutatorScheduler::new(
-        MutatorSched::Adaptive(Duration::from_millis(30)),
-        2,
-        8,
-    ));
-    let mut churn = Vec::new();
-    for _ in 0..12 {
-        churn.push(short_lived(&s, Duration::from_millis(25)));
-        thread::sleep(Duration::from_millis(15));
+    // 2 usable CPUs, FIFO chosen automatically only on more than 8.
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(NEVER), 2, 8));
+    let mut t = sleeper(&s);
+    s.sample_now();
+    for _ in 0..3 {
+        assert_eq!(t.finish(), SchedPolicy::Other);
+        t = sleeper(&s);
+        assert_eq!(t.policy_attached, SchedPolicy::Other);
+        s.sample_now();
     }
-    for t in churn {
-        assert_eq!(t.join().unwrap(), (SchedPolicy::Other, SchedPolicy::Other));
-    }
+    assert_eq!(t.finish(), SchedPolicy::Other);
     let report = s.finish();
     assert_eq!(report.fifo_sets, 0);
     assert_eq!(report.switches, 0);
-    assert!(report
-        .decisions
-        .iter()
-        .all(|d| d.applied == SchedChoice::Cfs));
-    if report
-        .decisions
-        .iter()
-        .any(|d| d.decision.choice == SchedChoice::Fifo)
-    {
-        let notes = notices_with(&report, "staying with CFS");
-        assert_eq!(notes.len(), 1, "said once: {:?}", report.notices);
+    assert_eq!(report.decisions.len(), 3, "{report:?}");
+    for d in &report.decisions {
+        assert_eq!(d.decision.choice, SchedChoice::Fifo);
+        assert_eq!(d.applied, SchedChoice::Cfs);
+    }
+    let notes = notices_with(&report, "staying with CFS");
+    assert_eq!(notes.len(), 1, "said once: {:?}", report.notices);
+}
+
+/// The sampler thread takes the samples by itself, one every period.
+#[test]
+fn the_adaptive_sampler_thread_samples_every_period() {
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::Adaptive(Duration::from_millis(10)),
+        2,
+        0,
+    ));
+    let stable = sleepers(&s, 2);
+    let start = Instant::now();
+    while s.report().decisions.len() < 3 {
+        // A hang guard, not a timing.
+        assert!(start.elapsed() < Duration::from_secs(60), "no samples");
+        thread::sleep(Duration::from_millis(10));
+    }
+    for t in stable {
+        assert_eq!(t.finish(), SchedPolicy::Other);
+    }
+    let report = s.finish();
+    // The same threads throughout (one of them, at most, attached after a sample).
+    for d in &report.decisions {
+        assert!(d.decision.similarity >= 0.5, "{d:?}");
+        assert_eq!(d.applied, SchedChoice::Cfs, "{d:?}");
     }
 }
 
@@ -430,40 +448,35 @@ fn profile_run_without_mutators_writes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Runs in a child process of its own: it sets RLIMIT_RTPRIO for the whole process.
 #[test]
 fn refused_fifo_falls_back_to_cfs() {
-    // On a thread without CAP_SYS_NICE (and normally RLIMIT_RTPRIO 0) SCHED_FIFO is refused.
-    thread::spawn(|| {
-        let tid = sched::current_tid();
-        if !drop_cap_sys_nice_on_this_thread() {
-            eprintln!("skipped: cannot drop CAP_SYS_NICE here");
-            return;
-        }
-        let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
-        s.on_attach(tid);
-        let report = s.report();
-        if !report.fifo_denied {
-            // An RLIMIT_RTPRIO allows it after all; then it must have been applied.
-            assert_eq!(policy_of(tid), SchedPolicy::Fifo);
-            s.on_detach(tid);
-            assert_eq!(policy_of(tid), SchedPolicy::Other);
-            return;
-        }
-        assert_eq!(policy_of(tid), SchedPolicy::Other);
-        assert_eq!(s.current(), SchedChoice::Cfs);
-        assert_eq!(report.applied, SchedChoice::Cfs);
-        let warnings = notices_with(&report, "falling back to CFS");
-        assert_eq!(warnings.len(), 1, "{:?}", report.notices);
-        assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
-        // Later attaches are not tried again and produce no second warning.
-        s.on_detach(tid);
-        s.on_attach(tid);
-        assert_eq!(policy_of(tid), SchedPolicy::Other);
-        s.on_detach(tid);
-        let report = s.finish();
-        assert_eq!(notices_with(&report, "falling back").len(), 1);
-        assert_eq!(report.fifo_sets, 0);
-    })
-    .join()
-    .unwrap();
+    // On a thread without CAP_SYS_NICE, with RLIMIT_RTPRIO 0, SCHED_FIFO is refused.
+    in_child_process("refused_fifo_falls_back_to_cfs", || {
+        thread::spawn(refused_fifo_on_this_thread).join().unwrap()
+    });
+}
+
+/// The body of [`refused_fifo_falls_back_to_cfs`].
+fn refused_fifo_on_this_thread() {
+    forbid_fifo_on_this_thread();
+    let tid = sched::current_tid();
+    let s = MutatorScheduler::new(MutatorSched::Fifo, 2, 0);
+    s.on_attach(tid);
+    let report = s.report();
+    assert!(report.fifo_denied, "{report:?}");
+    assert_eq!(policy_of(tid), SchedPolicy::Other);
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    assert_eq!(report.applied, SchedChoice::Cfs);
+    let warnings = notices_with(&report, "falling back to CFS");
+    assert_eq!(warnings.len(), 1, "{:?}", report.notices);
+    assert!(warnings[0].contains("CAP_SYS_NICE / RLIMIT_RTPRIO"));
+    // Later attaches are not tried again and produce no second warning.
+    s.on_detach(tid);
+    s.on_attach(tid);
+    assert_eq!(policy_of(tid), SchedPolicy::Other);
+    s.on_detach(tid);
+    let report = s.finish();
+    assert_eq!(notices_with(&report, "falling back").len(), 1);
+    assert_eq!(report.fifo_sets, 0);
 }

@@ -110,38 +110,41 @@ fn one_usable_cpu_with_static_and_dynamic_affinity() {
     .unwrap();
 }
 
+/// Runs in a child process of its own: it sets RLIMIT_RTPRIO for the whole process.
 #[test]
 fn refused_fifo_gives_one_notice_and_a_working_collector() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    std::thread::spawn(|| {
-        if !common::drop_cap_sys_nice_on_this_thread() {
-            eprintln!("skipped: cannot drop CAP_SYS_NICE here");
-            return;
-        }
-        let mut c = config();
-        c.mutator_sched = MutatorSched::Fifo;
-        c.fifo_cpu_threshold = 0;
-        let heap = Heap::new(c).unwrap();
-        assert_eq!(churn(&heap), expected_sum());
-        let stats = heap.stats();
-        assert_eq!(stats.verified(), Some(true));
-        let report = stats
-            .mutator_sched
-            .expect("the heap reports its scheduling");
-        if report.fifo_denied {
-            assert!(
-                report
-                    .notices
-                    .iter()
-                    .any(|n| n.contains("falling back to CFS") && n.contains("CAP_SYS_NICE")),
-                "{:?}",
-                report.notices
-            );
-        } else {
-            // An RLIMIT_RTPRIO above 0 allows FIFO without the capability; then it applied.
-            assert_eq!(report.applied.to_string(), "fifo");
-        }
-    })
-    .join()
-    .unwrap();
+    common::in_child_process(
+        "refused_fifo_gives_one_notice_and_a_working_collector",
+        || {
+            std::thread::spawn(refused_fifo_in_this_process)
+                .join()
+                .unwrap()
+        },
+    );
+}
+
+/// The body of [`refused_fifo_gives_one_notice_and_a_working_collector`], on a thread that
+/// may not use SCHED_FIFO.
+fn refused_fifo_in_this_process() {
+    common::forbid_fifo_on_this_thread();
+    let mut c = config();
+    c.mutator_sched = MutatorSched::Fifo;
+    c.fifo_cpu_threshold = 0;
+    let heap = Heap::new(c).unwrap();
+    assert_eq!(churn(&heap), expected_sum());
+    let stats = heap.stats();
+    assert_eq!(stats.verified(), Some(true));
+    let report = stats
+        .mutator_sched
+        .expect("the heap reports its scheduling");
+    assert!(report.fifo_denied, "{report:?}");
+    assert_eq!(report.applied.to_string(), "cfs");
+    let fallbacks: Vec<&String> = report
+        .notices
+        .iter()
+        .filter(|n| n.contains("falling back to CFS"))
+        .collect();
+    assert_eq!(fallbacks.len(), 1, "{:?}", report.notices);
+    assert!(fallbacks[0].contains("CAP_SYS_NICE"), "{fallbacks:?}");
 }

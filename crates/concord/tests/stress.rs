@@ -241,6 +241,8 @@ fn worker(
             }
         }
         if sleeper {
+            // Part of the load, not a wait for anything: a mutator blocked in a system call
+            // while the others allocate and collect.
             m.blocking(|| std::thread::sleep(Duration::from_millis(1)));
         }
     }

@@ -39,7 +39,7 @@ use std::fmt;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -712,10 +712,17 @@ struct Shared {
     bytes: AtomicUsize,
     /// Old-to-young references the verifier found (summed over its runs).
     old_to_young: AtomicUsize,
-    /// Mutators arrived at each meeting point.
-    arrived: [AtomicUsize; 2],
-    /// The first mutator that panicked (`usize::MAX`: none).
-    failed: AtomicUsize,
+    /// Mutators arrived at each meeting point, and the first mutator that panicked, if one
+    /// did; waiters sleep on `changed`.
+    meeting: Mutex<Meeting>,
+    changed: Condvar,
+}
+
+/// The state of [`Shared::meet`].
+#[derive(Default)]
+struct Meeting {
+    arrived: [usize; 2],
+    failed: Option<usize>,
 }
 
 impl Shared {
@@ -724,22 +731,32 @@ impl Shared {
             objects: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             old_to_young: AtomicUsize::new(0),
-            arrived: [AtomicUsize::new(0), AtomicUsize::new(0)],
-            failed: AtomicUsize::new(usize::MAX),
+            meeting: Mutex::new(Meeting::default()),
+            changed: Condvar::new(),
         }
+    }
+
+    fn meeting(&self) -> std::sync::MutexGuard<'_, Meeting> {
+        self.meeting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first mutator that panicked, if one did.
+    fn failed(&self) -> Option<usize> {
+        self.meeting().failed
     }
 
     /// Waits until every mutator reached meeting point `point`; gives up if one of them
     /// panicked (a `Barrier` would wait for it forever).
     fn meet(&self, point: usize, ctx: &str) {
-        self.arrived[point].fetch_add(1, Ordering::SeqCst);
-        while self.arrived[point].load(Ordering::SeqCst) < MUTATORS {
-            let failed = self.failed.load(Ordering::SeqCst);
-            assert!(
-                failed == usize::MAX,
-                "{ctx}: gave up waiting: mutator {failed} failed first"
-            );
-            std::thread::sleep(Duration::from_micros(200));
+        let mut m = self.meeting();
+        m.arrived[point] += 1;
+        self.changed.notify_all();
+        while m.arrived[point] < MUTATORS {
+            if let Some(failed) = m.failed {
+                drop(m);
+                panic!("{ctx}: gave up waiting: mutator {failed} failed first");
+            }
+            m = self.changed.wait(m).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
@@ -750,12 +767,9 @@ struct FailureFlag<'a>(&'a Shared, usize);
 impl Drop for FailureFlag<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            let _ = self.0.failed.compare_exchange(
-                usize::MAX,
-                self.1,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            );
+            let mut m = self.0.meeting();
+            m.failed.get_or_insert(self.1);
+            self.0.changed.notify_all();
         }
     }
 }
@@ -907,8 +921,8 @@ fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> String {
             .collect();
         let mut panics: Vec<_> = threads.into_iter().map(|t| t.join().err()).collect();
         // Re-raise the panic of the mutator that failed first (the others gave up after it).
-        let first = shared.failed.load(Ordering::SeqCst);
-        if let Some(p) = panics.get_mut(first).and_then(Option::take) {
+        let first = shared.failed();
+        if let Some(p) = first.and_then(|f| panics.get_mut(f)).and_then(Option::take) {
             std::panic::resume_unwind(p);
         }
         if let Some(p) = panics.into_iter().flatten().next() {
@@ -1051,6 +1065,7 @@ fn run_isolated(name: &str, body: impl FnOnce()) {
             let _ = child.wait();
             break None;
         }
+        // The interval between looks at the child (the limit is a hang guard, not a timing).
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut text = String::new();

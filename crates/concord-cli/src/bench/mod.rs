@@ -20,6 +20,7 @@ use concord::config::GcThreads;
 use concord_workloads::{Workload, WorkloadParams};
 use serde_json::Value;
 
+use crate::console::{err, out, outln};
 use crate::experiment::output::{epilogue, outcome_json};
 use crate::experiment::{default_heap, heap_arm, run_plan, Arm, Column, Executed, Plan, Variant};
 use crate::flags::{BenchFlags, WorkloadBench};
@@ -107,10 +108,12 @@ pub fn conclude(
     if bench.json {
         let mut v = outcome_json(plan, &executed, &dir);
         json_more(&executed, &mut v);
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        eprint!("{after}");
+        // The epilogue goes to stderr whether or not stdout took the JSON.
+        let printed = outln!("{}", serde_json::to_string_pretty(&v)?);
+        err!("{after}");
+        printed?;
     } else {
-        print!("{}{after}", text(&executed).render(plan, &executed));
+        out!("{}{after}", text(&executed).render(plan, &executed))?;
     }
     Ok(executed.exit_code())
 }

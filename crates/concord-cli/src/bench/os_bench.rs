@@ -22,7 +22,13 @@ use crate::interference::{Interference, MAX_BUSY_THREADS};
 #[derive(Args, Debug, Clone)]
 pub struct OsBenchArgs {
     /// Busy-loop threads in the configurations with interference.
-    #[arg(long, default_value_t = 1, value_name = "K", value_parser = count_in(1, MAX_BUSY_THREADS as u32))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "K",
+        value_parser = count_in(1, MAX_BUSY_THREADS as u32),
+        allow_negative_numbers = true
+    )]
     pub busy: u32,
     #[command(flatten)]
     pub common: WorkloadBench,

@@ -24,7 +24,7 @@ use crate::flags::{count_in, BenchFlags, RunFlags};
 #[derive(Args, Debug, Clone)]
 pub struct SchedBenchArgs {
     /// Tree depth of the scalable workload, binary-trees (default 18; 10 with --small).
-    #[arg(long, value_name = "N", value_parser = count_in(4, 30))]
+    #[arg(long, value_name = "N", value_parser = count_in(4, 30), allow_negative_numbers = true)]
     pub depth: Option<u32>,
     /// Small sizes for a quick check: binary-trees 10 and the reduced GCBench (stretch tree 12,
     /// long-lived tree 10, trees 4..10).
@@ -35,7 +35,8 @@ pub struct SchedBenchArgs {
     #[arg(
         long = "adaptive-period",
         value_name = "SECONDS",
-        default_value = "0.25"
+        default_value = "0.25",
+        allow_negative_numbers = true
     )]
     pub adaptive_period: String,
     /// Do not profile object lifespans (they cost a little allocation time in every

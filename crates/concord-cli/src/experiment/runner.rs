@@ -11,13 +11,14 @@ use std::time::Instant;
 
 use anyhow::Result;
 use concord::telemetry::{OutputError, OutputFailure};
-use concord::{GcConfig, GcStats, Heap};
-use concord_workloads::{Workload, WorkloadParams, WorkloadResult};
+use concord::{GcConfig, GcStats, Heap, HeapError};
+use concord_workloads::{Workload, WorkloadError, WorkloadParams, WorkloadResult};
 use serde_json::Value;
 
 use super::figures::Figures;
 use crate::interrupt;
 use crate::summary::Summary;
+use crate::RunFailed;
 
 /// Where a run may write its files.
 #[derive(Clone, Debug)]
@@ -110,6 +111,10 @@ pub struct HeapRun {
 /// ([`crate::interrupt`]) ends the wait for it: the outputs are put in place with the
 /// collections so far and the summary covers the run so far (no result: the workload did not
 /// finish, and it is left running for the process to end).
+///
+/// A heap the OS cannot provide and a workload that fails (out of memory, corrupt data) are
+/// [`RunFailed`]; a configuration, an output file, a heap beyond the machine's memory or a
+/// workload parameter that is refused is bad input.
 pub fn run_on_heap(
     workload: &Arc<dyn Workload>,
     params: &WorkloadParams,
@@ -117,8 +122,16 @@ pub fn run_on_heap(
     ready: impl FnOnce() -> Result<()>,
     interruptible: bool,
 ) -> Result<HeapRun> {
-    let heap = Arc::new(Heap::new(config.clone())?);
-    ready()?;
+    let heap = Arc::new(Heap::new(config.clone()).map_err(|e| match e {
+        HeapError::Config(_)
+        | HeapError::GcLog { .. }
+        | HeapError::GcRecords { .. }
+        | HeapError::Profile { .. }
+        | HeapError::BeyondMemory { .. } => e.into(),
+        // What the OS would not give: address space, memory, threads.
+        _ => RunFailed::wrap(e),
+    })?);
+    ready().map_err(RunFailed::wrap)?;
     let start = Instant::now();
     let result = if interruptible {
         let done = Arc::new(AtomicBool::new(false));
@@ -170,7 +183,11 @@ pub fn run_on_heap(
         for failure in &output_failures {
             log::error!("{failure}");
         }
-        anyhow::anyhow!("workload {} failed: {e}", workload.name())
+        let failed = anyhow::anyhow!("workload {} failed: {e}", workload.name());
+        match e {
+            WorkloadError::BadParameter(_) => failed,
+            _ => RunFailed::wrap(failed),
+        }
     })?;
     Ok(HeapRun {
         summary: Summary::new(workload.name(), config, params, wall_ms, &stats, &result),

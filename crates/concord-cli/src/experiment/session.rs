@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::engine::{execute, Executed, RunEvent};
 use super::plan::Plan;
 use super::results::{command_line, ResultsDir, Timestamp};
+use crate::console::errln;
 use crate::interrupt;
 
 /// Progress on stderr: a bar with runs done / total and an ETA when stderr is a terminal,
@@ -48,10 +49,10 @@ impl Progress {
             }
             (None, None) => {}
             (None, Some(Ok(line))) => {
-                eprintln!("[{}/{}] {what}: {line}", event.n, event.total)
+                errln!("[{}/{}] {what}: {line}", event.n, event.total)
             }
             (None, Some(Err(e))) => {
-                eprintln!("[{}/{}] {what}: FAILED: {e}", event.n, event.total)
+                errln!("[{}/{}] {what}: FAILED: {e}", event.n, event.total)
             }
         }
     }

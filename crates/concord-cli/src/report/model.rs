@@ -284,11 +284,17 @@ pub struct Experiment {
 impl Experiment {
     /// Read `dir`. Errors only for a missing or invalid `experiment.json`.
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
-        if !dir.is_dir() {
-            bail!(
-                "{} is not a results directory (no such directory)",
-                dir.display()
-            );
+        const WANTED: &str =
+            "expected a results directory written by compare, sweep, ablation, os-bench or sched-bench";
+        match std::fs::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{}: no such file or directory ({WANTED})", dir.display())
+            }
+            Err(e) => bail!("cannot read {}: {e}", dir.display()),
+            Ok(meta) if !meta.is_dir() => {
+                bail!("{} is a file, not a directory ({WANTED})", dir.display())
+            }
+            Ok(_) => {}
         }
         let path = dir.join(EXPERIMENT_FILE);
         if !path.is_file() {

@@ -19,7 +19,7 @@ use super::validate::{
     HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset};
+use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset, SizeError};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
@@ -477,6 +477,10 @@ fn size(text: &str) -> Result<usize, String> {
 
 /// A size in `range`.
 fn size_in(text: &str, range: &RangeInclusive<usize>) -> Result<usize, String> {
+    // A number too long for 64 bits is out of the range like any other too large one.
+    if parse_size(text) == Err(SizeError::Overflow) {
+        return Err(size_out_of_range(range));
+    }
     let size = size(text)?;
     if range.contains(&size) {
         Ok(size)
@@ -1548,6 +1552,17 @@ mod tests {
         let cases = [
             ("heap", "2m", "is out of range (allowed: 4M..=1024G)"),
             ("heap", "2048g", "is out of range (allowed: 4M..=1024G)"),
+            // Too long for 64 bits: the same range, not the largest `usize`.
+            (
+                "heap",
+                "99999999999999999999",
+                "is out of range (allowed: 4M..=1024G)",
+            ),
+            (
+                "young",
+                "99999999999999999999",
+                "is not a size (too large: no size setting allows more than 1024G)",
+            ),
             ("heap", "-5m", "is not a size (sizes cannot be negative)"),
             (
                 "heap",

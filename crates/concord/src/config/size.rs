@@ -34,7 +34,7 @@ pub enum SizeError {
     },
     /// Not a number followed by an optional k, m or g suffix.
     Malformed,
-    /// The size does not fit in `usize`.
+    /// The size does not fit in `usize`, far beyond the largest heap ([`super::MAX_HEAP`]).
     Overflow,
 }
 
@@ -56,9 +56,11 @@ impl fmt::Display for SizeError {
                 )
             }
             SizeError::Malformed => write!(f, "{EXPECTED}"),
-            SizeError::Overflow => {
-                write!(f, "too large: the largest size is {} bytes", usize::MAX)
-            }
+            SizeError::Overflow => write!(
+                f,
+                "too large: no size setting allows more than {}",
+                format_size(super::MAX_HEAP)
+            ),
         }
     }
 }
@@ -307,10 +309,14 @@ mod tests {
             parse_size(&format!("{just_too_big}g")),
             Err(SizeError::Overflow)
         );
-        assert!(parse_size(&format!("{max}g"))
-            .unwrap_err()
-            .to_string()
-            .contains("too large"));
+        // The message names the real limit, the largest heap, not the largest `usize`.
+        assert_eq!(
+            parse_size(&format!("{max}g")).unwrap_err().to_string(),
+            format!(
+                "too large: no size setting allows more than {}",
+                format_size(crate::config::MAX_HEAP)
+            )
+        );
     }
 
     #[test]

@@ -69,6 +69,37 @@ pub fn wake_bitset(word: &AtomicU32, count: u32, bits: u32) -> usize {
     usize::try_from(woken).unwrap_or(0)
 }
 
+/// Waits until thread `tid` of this process sleeps in the futex system call: its state is
+/// `S` and its current system call `futex` (a thread woken but not yet running is `R`, still
+/// in the call). For tests that must wake a thread that really sleeps. Panics after a minute,
+/// a hang guard.
+#[cfg(test)]
+pub(crate) fn wait_until_blocked_in_futex(tid: i32) {
+    let task = format!("/proc/self/task/{tid}");
+    let in_futex = || {
+        let sleeping = std::fs::read_to_string(format!("{task}/stat")).is_ok_and(|stat| {
+            // pid (comm) state …: the name may hold spaces, so look after the last ')'.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                == Some("S")
+        });
+        sleeping
+            && std::fs::read_to_string(format!("{task}/syscall"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+                == Some(libc::SYS_futex)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !in_futex() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "thread {tid} never blocked in a futex"
+        );
+        // The interval between looks.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,13 +111,16 @@ mod tests {
         let word = Arc::new(AtomicU32::new(0));
         wait(&word, 1, None); // value differs: returns at once
         let w = word.clone();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let t = std::thread::spawn(move || {
+            tid_tx.send(crate::os::sched::current_tid()).unwrap();
             // Acquire: pairs with the Release store below.
             while w.load(Ordering::Acquire) == 0 {
-                wait(&w, 0, Some(Duration::from_millis(100)));
+                wait(&w, 0, None);
             }
         });
-        std::thread::sleep(Duration::from_millis(10));
+        // The wake below must find the waiter asleep (it has no timeout to fall back on).
+        wait_until_blocked_in_futex(tid_rx.recv().unwrap());
         // Release: pairs with the waiter's Acquire load.
         word.store(1, Ordering::Release);
         wake(&word, u32::MAX);
@@ -97,31 +131,30 @@ mod tests {
     fn bitset_wakes_only_matching_waiters() {
         let word = Arc::new(AtomicU32::new(0));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let waiters: Vec<_> = [0b01u32, 0b10]
             .into_iter()
             .map(|bits| {
-                let (w, stop) = (word.clone(), stop.clone());
+                let (w, stop, tid_tx) = (word.clone(), stop.clone(), tid_tx.clone());
                 std::thread::spawn(move || {
+                    tid_tx.send(crate::os::sched::current_tid()).unwrap();
                     while !stop.load(Ordering::Acquire) {
                         wait_bitset(&w, 0, bits);
                     }
                 })
             })
             .collect();
+        let tids: Vec<i32> = (0..2).map(|_| tid_rx.recv().unwrap()).collect();
+        let both_asleep = || tids.iter().for_each(|&t| wait_until_blocked_in_futex(t));
         // Each waiter can be woken by its own bit, and only by it: once both sleep, a wake for
         // a bit nobody carries wakes nobody, and one for both bits wakes both.
         for bits in [0b01, 0b10] {
-            while wake_bitset(&word, 1, bits) != 1 {
-                std::thread::yield_now();
-            }
+            both_asleep();
+            assert_eq!(wake_bitset(&word, 1, bits), 1, "bits {bits:#b}");
         }
-        loop {
-            std::thread::sleep(Duration::from_millis(2));
-            assert_eq!(wake_bitset(&word, u32::MAX, 0b100), 0);
-            if wake_bitset(&word, u32::MAX, 0b11) == 2 {
-                break;
-            }
-        }
+        both_asleep();
+        assert_eq!(wake_bitset(&word, u32::MAX, 0b100), 0);
+        assert_eq!(wake_bitset(&word, u32::MAX, 0b11), 2);
         stop.store(true, Ordering::Release);
         while waiters.iter().any(|w| !w.is_finished()) {
             wake_bitset(&word, u32::MAX, u32::MAX);

@@ -465,9 +465,12 @@ mod tests {
     fn futex_parking_wakes_only_the_participants() {
         let pool = WorkerPool::new(4, "test-gc", ParkingKind::Futex, |_| {}).unwrap();
         // Let every worker go to sleep on the futex first (a worker still on its way to sleep
-        // sees the new epoch without being woken, and counts it like a wake-up).
+        // sees the new epoch without being woken, and counts it like a wake-up): wait until
+        // each is blocked in the futex system call.
         pool.run(4, |_| {});
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        for tid in pool.worker_tids() {
+            crate::os::futex::wait_until_blocked_in_futex(tid);
+        }
         let before = pool.worker_wakeups();
         for _ in 0..200 {
             pool.run(2, |_| {});

@@ -32,10 +32,7 @@ pub(super) fn start_sampler(shared: &Arc<Shared>, period: Duration) -> std::io::
         }
     };
     let shared = shared.clone();
-    let mut previous = None;
-    Periodic::spawn("concord-msched", period, on_start, move || {
-        shared.sample(&mut previous)
-    })
+    Periodic::spawn("concord-msched", period, on_start, move || shared.sample())
 }
 
 /// How two successive samples of mutator thread ids are compared.
@@ -139,7 +136,7 @@ pub struct AdaptiveSample {
 
 impl Shared {
     /// One adaptive sample: compare the live mutators with the previous sample and switch.
-    pub(super) fn sample(&self, previous: &mut Option<HashSet<i32>>) {
+    pub(super) fn sample(&self) {
         let registered: Vec<i32> = lock(&self.state).members.keys().copied().collect();
         // /proc is read without the lock; a thread registered meanwhile is seen next time.
         let (live, dead): (Vec<i32>, Vec<i32>) = registered
@@ -156,7 +153,7 @@ impl Shared {
             st.members.remove(&tid);
         }
         st.samples += 1;
-        let prev = previous.replace(current.clone());
+        let prev = st.previous_sample.replace(current.clone());
         let Some(prev) = prev else { return };
         // An empty side (no mutators yet, or none left) says nothing about thread lifetimes.
         if prev.is_empty() || current.is_empty() {

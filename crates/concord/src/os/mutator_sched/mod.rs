@@ -25,7 +25,7 @@ mod adaptive;
 mod fifo;
 mod profile;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -173,6 +173,8 @@ struct State {
     attaches: u64,
     fifo_sets: u64,
     samples: u64,
+    /// The live mutator thread ids at the last adaptive sample.
+    previous_sample: Option<HashSet<i32>>,
     switches: u64,
     decisions: Vec<AdaptiveSample>,
     notices: Vec<String>,
@@ -226,6 +228,7 @@ impl MutatorScheduler {
                 attaches: 0,
                 fifo_sets: 0,
                 samples: 0,
+                previous_sample: None,
                 switches: 0,
                 decisions: Vec::new(),
                 notices: Vec::new(),
@@ -273,6 +276,15 @@ impl MutatorScheduler {
     /// The policy asked for.
     pub fn requested(&self) -> &MutatorSched {
         &self.shared.config.policy
+    }
+
+    /// Takes one adaptive sample now, as the sampler thread does once every period; nothing
+    /// for the other policies. For a caller that decides when samples are taken (a test that
+    /// must not depend on timing chooses a period it never reaches).
+    pub fn sample_now(&self) {
+        if matches!(self.shared.config.policy, MutatorSched::Adaptive(_)) {
+            self.shared.sample();
+        }
     }
 
     /// The policy mutator threads are put under now.
