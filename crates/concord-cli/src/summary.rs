@@ -202,7 +202,10 @@ impl Summary {
         if let Some(load) = &self.interference {
             let _ = writeln!(s, "  load      {load}");
         }
+        let interrupted = self.details.iter().any(|(k, _)| k == "interrupted");
         let check = match (self.expected_checksum, self.checksum_ok) {
+            // A stopped workload has no result; its checksum field is a placeholder.
+            _ if interrupted => "none: the workload did not finish".to_string(),
             (Some(e), Some(true)) => format!("checksum {} (expected {e}): ok", self.checksum),
             (Some(e), _) => format!("checksum {} (expected {e}): MISMATCH", self.checksum),
             (None, _) => format!("checksum {}", self.checksum),
@@ -515,4 +518,40 @@ pub fn switches(config: &GcConfig) -> Vec<(&'static str, String)> {
         config.mutator_sched.to_string(),
     ];
     SWITCH_KEYS.into_iter().zip(values).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use concord::{GcConfig, GcStats, Preset};
+    use concord_workloads::{WorkloadParams, WorkloadResult};
+
+    use super::Summary;
+
+    fn summary(details: Vec<(String, String)>) -> Summary {
+        let result = WorkloadResult {
+            checksum: 0,
+            expected_checksum: Some(42),
+            details,
+        };
+        Summary::new(
+            "gcbench",
+            &GcConfig::for_preset(Preset::Optimized),
+            &WorkloadParams::default(),
+            1.0,
+            &GcStats::default(),
+            &result,
+        )
+    }
+
+    #[test]
+    fn an_interrupted_run_shows_no_result_and_a_finished_one_its_checksum() {
+        let stopped = summary(vec![("interrupted".into(), "by SIGTERM".into())]).readable();
+        assert!(
+            stopped.contains("result    none: the workload did not finish"),
+            "{stopped}"
+        );
+        assert!(!stopped.contains("checksum 0"), "{stopped}");
+        let finished = summary(Vec::new()).readable();
+        assert!(finished.contains("result    checksum 0 (expected 42): MISMATCH"));
+    }
 }

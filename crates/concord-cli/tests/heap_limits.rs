@@ -67,8 +67,28 @@ fn heaps_beyond_the_machine_are_refused_unless_allowed() {
             assert!(stderr.contains(&part), "{part:?} not in {stderr}");
         }
     }
-    // Allowed, the heap is only reserved address space: the run works.
     let heap = format_size(beyond);
+    // The bench commands refuse it before they create their results directory.
+    let out_dir = std::env::temp_dir().join(format!("concord-beyond-{}", std::process::id()));
+    let out_arg = out_dir.display().to_string();
+    let argv = [
+        "compare",
+        "binary-trees",
+        "4",
+        "--heap",
+        &heap,
+        "--repeat",
+        "1",
+        "--no-report",
+        "--out",
+        &out_arg,
+    ];
+    let out = concord(&argv);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{argv:?}: {stderr}");
+    assert!(stderr.contains("is larger than"), "{stderr}");
+    assert!(!out_dir.exists(), "{} was created", out_dir.display());
+    // Allowed, the heap is only reserved address space: the run works.
     let argv = ["run", "binary-trees", "4", "--heap", &heap];
     let mut allowed_by_flag = argv.to_vec();
     allowed_by_flag.push("--allow-heap-beyond-memory");

@@ -86,6 +86,8 @@ pub fn heap_arm(
         .validate(&params)
         .map_err(|e| anyhow::anyhow!("workload {}: {e}", workload.name()))?;
     let config = build_config(settings).with_context(|| format!("configuration '{label}'"))?;
+    // Refused here, before the results directory exists, rather than once per run.
+    concord::Heap::check_memory(&config).with_context(|| format!("configuration '{label}'"))?;
     Ok(Arm {
         id: label.clone(),
         what: what.map_or_else(|| describe(&config), str::to_string),

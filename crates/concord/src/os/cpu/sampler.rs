@@ -128,7 +128,7 @@ pub struct LoadSampler {
 
 impl LoadSampler {
     /// Sample `/proc/stat` every `period` (at least 1 ms). The first snapshot is available
-    /// one period after the start.
+    /// one period after the start, or later if no CPU clock ticked in that period.
     pub fn start(period: Duration) -> io::Result<Self> {
         Self::start_from(PathBuf::from(PROC_STAT), period)
     }
@@ -142,6 +142,10 @@ impl LoadSampler {
         let published = Arc::new(Published::default());
         let out = published.clone();
         let tick = move || match read_proc_stat(&path) {
+            // No clock tick on any CPU since the last sample (the counters move every 10 ms at
+            // the usual 100 Hz): such a window says nothing, so the last snapshot stays and the
+            // window grows until one passes.
+            Ok(cur) if cur == prev => {}
             Ok(cur) => {
                 let snap = LoadSnapshot::between(&prev, prev_at, &cur);
                 *lock(&out.latest) = Some(Arc::new(snap));
