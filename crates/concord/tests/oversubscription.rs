@@ -6,10 +6,12 @@
 //! numbers are the same on any machine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::with_watchdog;
 use concord::os::affinity::{current_thread_affinity, set_current_thread_affinity};
 use concord::parallel::task_queue::{Affinity, RootTask};
 use concord::parallel::{run_phase, ParallelTask, ParkingKind, PhasePolicy, WorkQueue, WorkerPool};
@@ -19,21 +21,10 @@ use concord::{CollectionKind, GcConfig, Heap, Preset};
 /// guard: a correct collector needs a small fraction of it, see the test's comment).
 fn on_one_cpu<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
     let cpu = current_thread_affinity().expect("affinity mask")[0];
-    let (tx, rx) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
+    with_watchdog(Duration::from_secs(secs), move || {
         set_current_thread_affinity(&[cpu]).expect("pin to one CPU");
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => handle.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("not finished after {secs}s"),
-    }
+        f()
+    })
 }
 
 /// Each root seeds a tree: item `d > 0` splits into two items `d - 1`.
