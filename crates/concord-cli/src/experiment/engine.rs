@@ -16,6 +16,7 @@ use super::plan::Plan;
 use super::results::{write_atomic, ExperimentFile, ResultsDir, RunEntry, RUNS_DIR};
 use super::runner::{RunFiles, RunResult};
 use crate::interference::Interference;
+use crate::RunFailed;
 
 /// What happened to one run, for progress reports.
 pub struct RunEvent<'a> {
@@ -101,7 +102,9 @@ pub fn execute(
     let digits = total.to_string().len().max(3);
     let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); arms.len()];
     let mut details: Vec<Vec<Vec<(String, String)>>> = vec![Vec::new(); arms.len()];
-    dir.write_experiment(&file)?;
+    // Once the results directory exists, a file of it that cannot be written is a failed run
+    // (exit 1), not bad input.
+    dir.write_experiment(&file).map_err(RunFailed::wrap)?;
     for (i, &(round, a)) in schedule.iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
             file.interrupted = true;
@@ -163,7 +166,7 @@ pub fn execute(
         };
         file.runs.push(entry);
         let entry = file.runs.last().expect("just pushed");
-        dir.write_experiment(&file)?;
+        dir.write_experiment(&file).map_err(RunFailed::wrap)?;
         report(&RunEvent {
             n,
             total,
@@ -176,7 +179,7 @@ pub fn execute(
         });
     }
     file.complete = file.runs.len() == total;
-    dir.write_experiment(&file)?;
+    dir.write_experiment(&file).map_err(RunFailed::wrap)?;
     Ok(Executed {
         outcome: Outcome::of(runs),
         file,
@@ -215,6 +218,21 @@ mod tests {
         fn run(&self, _files: &RunFiles) -> Result<RunResult> {
             anyhow::bail!("the JVM exited with status 1")
         }
+    }
+
+    #[test]
+    fn an_experiment_file_that_cannot_be_written_is_a_failed_run() {
+        let plan = plan_of(&[("a", 0)], &[""]);
+        let out = scratch("unwritable");
+        let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::of_unix(0), "concord compare".into());
+        // A directory where experiment.json goes: the first write fails.
+        std::fs::create_dir(out.join("experiment.json")).unwrap();
+        let err = execute(&plan, &dir, file, &AtomicBool::new(false), &mut |_| {})
+            .err()
+            .expect("the write fails");
+        assert!(err.downcast_ref::<RunFailed>().is_some(), "{err:#}");
+        std::fs::remove_dir_all(&out).unwrap();
     }
 
     #[test]
