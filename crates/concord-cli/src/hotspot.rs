@@ -494,7 +494,7 @@ fn parse_pause_line(line: &str) -> Option<HotspotPause> {
 }
 
 /// Splits `[a][b][c] message` into the trimmed decorations and the message.
-fn split_decorations(mut line: &str) -> (Vec<&str>, &str) {
+pub(crate) fn split_decorations(mut line: &str) -> (Vec<&str>, &str) {
     let mut decorations = Vec::new();
     while let Some(rest) = line.strip_prefix('[') {
         let Some((decoration, after)) = rest.split_once(']') else {
@@ -509,7 +509,7 @@ fn split_decorations(mut line: &str) -> (Vec<&str>, &str) {
 /// JVM uptime in seconds from the decorations: `uptime` (`0.123s`) is preferred, then
 /// `uptimemillis` (`123ms`), then `uptimenanos` (`123ns`). Wall-clock decorations
 /// (`timemillis`, `timenanos`) look alike but are far larger and are skipped.
-fn uptime_from_decorations(decorations: &[&str]) -> Option<f64> {
+pub(crate) fn uptime_from_decorations(decorations: &[&str]) -> Option<f64> {
     // Anything above ten years of uptime must be time since the epoch.
     const MAX_UPTIME_S: f64 = 10.0 * 365.0 * 24.0 * 3600.0;
     let number = |d: &str, suffix: &str| -> Option<f64> {
@@ -533,7 +533,7 @@ fn uptime_from_decorations(decorations: &[&str]) -> Option<f64> {
 }
 
 /// `4.321ms` (also `1.2s` and `850us`) in milliseconds.
-fn parse_duration_ms(text: &str) -> Option<f64> {
+pub(crate) fn parse_duration_ms(text: &str) -> Option<f64> {
     let (value, ms): (&str, fn(f64) -> f64) = if let Some(v) = text.strip_suffix("ms") {
         (v, |v| v)
     } else if let Some(v) = text.strip_suffix("us") {

@@ -15,6 +15,7 @@
 mod bench;
 mod co_run;
 mod console;
+mod diagnose;
 mod experiment;
 mod flags;
 mod hotspot;
@@ -130,6 +131,10 @@ enum Command {
     /// Write a self-contained HTML report (tables and plots) of a results directory written by
     /// compare, sweep, ablation, os-bench or sched-bench.
     Report(report::ReportArgs),
+    /// Read a GC log (Concord, HotSpot unified logging or JDK 8) and tell which pauses the OS
+    /// caused: real against user+sys per GC thread, time to safepoint, counts over
+    /// 250/500/1000/2000 ms and advice.
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 fn main() -> ExitCode {
@@ -147,6 +152,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
+        Command::Diagnose(args) => diagnose::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }

@@ -1,0 +1,663 @@
+//! `concord diagnose <gc-log> [--json]`: reads a GC log and says which pauses the OS caused
+//! (paper 002), with advice that fits what it saw.
+//!
+//! Formats, detected from the text: unified logging (HotSpot 9+ `-Xlog:gc*`, also
+//! `gc+cpu` and `safepoint`; Concord's own `--gc-log` is one instance, [`unified`]) and JDK 8
+//! (`-XX:+PrintGCDetails`, [`jdk8`]).
+//!
+//! The verdict. A pause is an OS stall when it is at least [`STALL_FLOOR_MS`] long and one of:
+//! - *off-CPU*: its wall time `real` exceeds [`OFF_CPU_FACTOR`] × (user + sys) / GC threads
+//!   plus [`CPU_RESOLUTION_MS`] (the logs round CPU times to 10 ms): the GC threads did not
+//!   run for most of the pause, blocked in the kernel (a log `write()` behind writeback,
+//!   swap-in) or off the CPU (002 Fig. 4: real 11.45 s for user 0.18 s + sys 0.01 s). The
+//!   thread count comes from `--gc-threads`, else from the log (`Parallel Workers: N`,
+//!   `Using N workers`, `GC Workers: N`, `ParallelGCThreads=N`), else it is taken as 1, which
+//!   flags only pauses whose real exceeds twice the whole CPU time, never a busy parallel one;
+//! - *outside the collection*: the threads were stopped (the `safepoint` line, JDK 8's
+//!   `Total time for which application threads were stopped`) for more than twice the
+//!   collection and [`STALL_FLOOR_MS`] beyond it: the pause went on after the collection,
+//!   typically writing the GC log (002 Fig. 8), or before it, reaching the safepoint;
+//! - *kernel*: sys is at least [`STALL_FLOOR_MS`] and above user: the GC threads spent the
+//!   pause in the kernel (page faults, THP compaction, direct reclaim, swapping; 002 §3).
+//!
+//! A collector that works on one thread (Serial, CMS's foreground full collection) needs
+//! `--gc-threads 1`, or its long pauses look off-CPU. Pause lengths in the summary (total,
+//! longest, the counts over 250/500/1000/2000 ms) are the time the threads were stopped where
+//! the log has it, which is what a request waits, else the collection's real time.
+
+mod jdk8;
+mod unified;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::console::outln;
+use crate::flags::count_in;
+
+/// Pauses shorter than this are never called a stall: a few milliseconds of scheduling noise
+/// are not what 002 is about.
+pub const STALL_FLOOR_MS: f64 = 50.0;
+/// How far real must exceed (user + sys) / threads to count as off-CPU.
+pub const OFF_CPU_FACTOR: f64 = 2.0;
+/// The resolution of logged CPU times (`User=0.01s`, `user=0.18`).
+pub const CPU_RESOLUTION_MS: f64 = 10.0;
+/// The pause lengths counted in the summary, as 002's tables do.
+pub const OVER_MS: [u32; 4] = [250, 500, 1000, 2000];
+/// The most GC threads `--gc-threads` accepts.
+const MAX_GC_THREADS: u32 = 4096;
+
+/// Flags of `concord diagnose`.
+#[derive(Args, Debug, Clone)]
+pub struct DiagnoseArgs {
+    /// The GC log: HotSpot unified logging (-Xlog:gc*,gc+cpu,safepoint), JDK 8
+    /// (-XX:+PrintGCDetails) or Concord's --gc-log.
+    pub log: PathBuf,
+    /// Print the diagnosis as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// GC threads of the logged JVM, used when judging real against user+sys (default: what
+    /// the log says, else 1).
+    #[arg(long = "gc-threads", value_name = "N", value_parser = count_in(1, MAX_GC_THREADS))]
+    pub gc_threads: Option<u32>,
+}
+
+/// One pause read from a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pause {
+    /// The collection's number (`GC(7)`); in a JDK 8 log, its position.
+    pub id: u64,
+    /// Uptime in seconds as logged: at the pause's end in unified logs, at its start in JDK 8
+    /// logs; `None` when the log has no uptime.
+    pub time_s: Option<f64>,
+    /// What the log calls it, e.g. `Pause Young (Allocation Failure)`.
+    pub what: String,
+    /// The pause's wall time.
+    pub real_ms: f64,
+    /// CPU time of the GC threads in user mode, when logged.
+    pub user_ms: Option<f64>,
+    /// CPU time of the GC threads in the kernel, when logged.
+    pub sys_ms: Option<f64>,
+    /// Time from the safepoint request until every thread stopped, when logged.
+    pub time_to_safepoint_ms: Option<f64>,
+    /// The whole time the threads were stopped for this pause, when logged.
+    pub stopped_ms: Option<f64>,
+}
+
+/// What a parser found in a log.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    /// Every pause, in log order.
+    pub pauses: Vec<Pause>,
+    /// GC threads named in the log (the largest number seen).
+    pub gc_threads: Option<u32>,
+    /// Whether the log says it was written by Concord.
+    pub concord: bool,
+}
+
+impl Parsed {
+    fn note_gc_threads(&mut self, threads: Option<u32>) {
+        if let Some(n) = threads.filter(|n| *n > 0) {
+            self.gc_threads = Some(self.gc_threads.map_or(n, |m| m.max(n)));
+        }
+    }
+}
+
+/// The time a safepoint stopped the threads, and how much of it went to reaching the
+/// safepoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stop {
+    stopped_ms: f64,
+    time_to_safepoint_ms: Option<f64>,
+}
+
+/// A safepoint line: JDK 17's `Safepoint "…", …, Reaching safepoint: N ns, …, Total: N ns`
+/// or JDK 8–16's `Total time for which application threads were stopped: X seconds, Stopping
+/// threads took: Y seconds`.
+fn stop_of(text: &str) -> Option<Stop> {
+    if let Some(at) = text.find("Total time for which application threads were stopped: ") {
+        let rest = &text[at..];
+        return Some(Stop {
+            stopped_ms: field(rest, "stopped: ", " seconds").and_then(seconds_ms)?,
+            time_to_safepoint_ms: field(rest, "Stopping threads took: ", " seconds")
+                .and_then(seconds_ms),
+        });
+    }
+    if !text.starts_with("Safepoint \"") {
+        return None;
+    }
+    let ns_ms = |key| {
+        field(text, key, " ns")?
+            .parse::<f64>()
+            .ok()
+            .map(|ns| ns / 1e6)
+    };
+    Some(Stop {
+        stopped_ms: ns_ms("Total: ")?,
+        time_to_safepoint_ms: ns_ms("Reaching safepoint: "),
+    })
+}
+
+/// Gives the last pause its stop, the first safepoint logged after it; later safepoints
+/// (not collections) and safepoints before any pause belong to no pause.
+fn attach_stop(pauses: &mut [Pause], stop: Stop) {
+    if let Some(last) = pauses.last_mut().filter(|p| p.stopped_ms.is_none()) {
+        last.stopped_ms = Some(stop.stopped_ms);
+        last.time_to_safepoint_ms = stop.time_to_safepoint_ms;
+    }
+}
+
+/// The text between `key` and the next `end` in `text`.
+fn field<'a>(text: &'a str, key: &str, end: &str) -> Option<&'a str> {
+    let rest = &text[text.find(key)? + key.len()..];
+    Some(rest[..rest.find(end)?].trim())
+}
+
+/// `0.18` (seconds, as written in a log) in milliseconds.
+fn seconds_ms(text: &str) -> Option<f64> {
+    let v: f64 = text.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v * 1e3)
+}
+
+/// The GC thread count a log line states, if it states one.
+fn gc_threads_in(line: &str) -> Option<u32> {
+    let after = |key: &str| {
+        let rest = &line[line.find(key)? + key.len()..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        rest[..end].parse().ok()
+    };
+    after("Parallel Workers: ")
+        .or_else(|| after("ParallelGCThreads="))
+        .or_else(|| after("GC Workers: "))
+        .or_else(|| after("Using ").filter(|_| line.contains(" workers")))
+}
+
+/// The format a log was read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Concord's `--gc-log` (unified logging).
+    Concord,
+    /// HotSpot 9+ unified logging.
+    Unified,
+    /// JDK 8 `-XX:+PrintGCDetails`.
+    Jdk8,
+}
+
+impl Format {
+    /// The name in the JSON `format` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Concord => "concord",
+            Format::Unified => "hotspot-unified",
+            Format::Jdk8 => "jdk8",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Format::Concord => "Concord GC log",
+            Format::Unified => "HotSpot unified logging (-Xlog:gc*)",
+            Format::Jdk8 => "JDK 8 (-XX:+PrintGCDetails)",
+        }
+    }
+}
+
+/// Reads `text` in whichever format finds pauses in it (the one that finds more); `None`
+/// when neither finds any.
+pub fn detect(text: &str) -> Option<(Format, Parsed)> {
+    let unified = unified::parse(text);
+    let jdk8 = jdk8::parse(text);
+    let (format, parsed) = if unified.pauses.len() >= jdk8.pauses.len() {
+        let format = if unified.concord {
+            Format::Concord
+        } else {
+            Format::Unified
+        };
+        (format, unified)
+    } else {
+        (Format::Jdk8, jdk8)
+    };
+    (!parsed.pauses.is_empty()).then_some((format, parsed))
+}
+
+/// Why a pause counts as an OS stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Real far above (user + sys) / threads.
+    OffCpu,
+    /// Stopped far longer than the collection.
+    OutsideCollection,
+    /// Most CPU time in the kernel.
+    Kernel,
+}
+
+impl Cause {
+    fn name(self) -> &'static str {
+        match self {
+            Cause::OffCpu => "off-cpu",
+            Cause::OutsideCollection => "outside-collection",
+            Cause::Kernel => "kernel",
+        }
+    }
+}
+
+/// The stall verdict on one pause: its causes and a sentence on each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stall {
+    /// Every cause that applies, in the order of [`Cause`].
+    pub causes: Vec<Cause>,
+    /// Why, with the figures.
+    pub reason: String,
+}
+
+/// The verdict on `pause` for a JVM with `threads` GC threads; `None` if it is no OS stall.
+pub fn verdict(pause: &Pause, threads: u32) -> Option<Stall> {
+    let mut causes = Vec::new();
+    let mut reasons = Vec::new();
+    let longest = pause.real_ms.max(pause.stopped_ms.unwrap_or(0.0));
+    if longest < STALL_FLOOR_MS {
+        return None;
+    }
+    if let (Some(user), Some(sys)) = (pause.user_ms, pause.sys_ms) {
+        let busy_ms = (user + sys) / f64::from(threads);
+        if pause.real_ms >= STALL_FLOOR_MS
+            && pause.real_ms > OFF_CPU_FACTOR * busy_ms + CPU_RESOLUTION_MS
+        {
+            causes.push(Cause::OffCpu);
+            reasons.push(format!(
+                "real {:.0} ms but user+sys {:.0} ms over {threads} GC thread(s) keeps them \
+                 busy {busy_ms:.0} ms: the GC threads waited off the CPU",
+                pause.real_ms,
+                user + sys
+            ));
+        }
+    }
+    if let Some(stopped) = pause.stopped_ms {
+        if stopped >= pause.real_ms + STALL_FLOOR_MS && stopped > OFF_CPU_FACTOR * pause.real_ms {
+            causes.push(Cause::OutsideCollection);
+            let safepoint = pause
+                .time_to_safepoint_ms
+                .map(|t| format!(" ({t:.3} ms of it reaching the safepoint)"))
+                .unwrap_or_default();
+            reasons.push(format!(
+                "threads stopped {stopped:.0} ms for a {:.0} ms collection{safepoint}: the \
+                 pause went on outside the collection",
+                pause.real_ms
+            ));
+        }
+    }
+    if let (Some(user), Some(sys)) = (pause.user_ms, pause.sys_ms) {
+        if sys >= STALL_FLOOR_MS && sys > user {
+            causes.push(Cause::Kernel);
+            reasons.push(format!(
+                "sys {sys:.0} ms above user {user:.0} ms: the GC threads worked in the kernel"
+            ));
+        }
+    }
+    (!causes.is_empty()).then(|| Stall {
+        causes,
+        reason: reasons.join("; "),
+    })
+}
+
+/// The whole diagnosis of a log.
+#[derive(Debug)]
+pub struct Diagnosis {
+    /// The format the log was read as.
+    pub format: Format,
+    /// GC threads used for the verdicts, and where the number came from.
+    pub threads: u32,
+    /// `flag`, `log` or `assumed`.
+    pub threads_from: &'static str,
+    /// Every pause with its verdict.
+    pub pauses: Vec<(Pause, Option<Stall>)>,
+}
+
+impl Diagnosis {
+    /// Diagnoses `text`; an error when it holds no pause of any known format.
+    pub fn of(text: &str, gc_threads: Option<u32>) -> Option<Diagnosis> {
+        let (format, parsed) = detect(text)?;
+        let (threads, threads_from) = match (gc_threads, parsed.gc_threads) {
+            (Some(n), _) => (n, "flag"),
+            (None, Some(n)) => (n, "log"),
+            (None, None) => (1, "assumed"),
+        };
+        let pauses = parsed
+            .pauses
+            .into_iter()
+            .map(|p| {
+                let stall = verdict(&p, threads);
+                (p, stall)
+            })
+            .collect();
+        Some(Diagnosis {
+            format,
+            threads,
+            threads_from,
+            pauses,
+        })
+    }
+
+    /// The longest pause of each, as a request sees it: the stop when logged, else real.
+    fn length(pause: &Pause) -> f64 {
+        pause.real_ms.max(pause.stopped_ms.unwrap_or(0.0))
+    }
+
+    /// Sum of the pauses, ms.
+    pub fn total_ms(&self) -> f64 {
+        self.pauses
+            .iter()
+            .fold(0.0, |sum, (p, _)| sum + Self::length(p))
+    }
+
+    /// Longest pause, ms.
+    pub fn max_ms(&self) -> f64 {
+        self.pauses
+            .iter()
+            .map(|(p, _)| Self::length(p))
+            .fold(0.0, f64::max)
+    }
+
+    /// Pauses longer than `ms`.
+    pub fn over(&self, ms: u32) -> usize {
+        let limit = f64::from(ms);
+        self.pauses
+            .iter()
+            .filter(|(p, _)| Self::length(p) > limit)
+            .count()
+    }
+
+    fn stalls(&self) -> impl Iterator<Item = (&Pause, &Stall)> {
+        self.pauses
+            .iter()
+            .filter_map(|(p, s)| s.as_ref().map(|s| (p, s)))
+    }
+
+    fn any(&self, cause: Cause) -> bool {
+        self.stalls().any(|(_, s)| s.causes.contains(&cause))
+    }
+
+    /// Advice for what was seen, one item per finding.
+    pub fn advice(&self) -> Vec<String> {
+        let mut advice = Vec::new();
+        let cpu_logged = self.pauses.iter().any(|(p, _)| p.user_ms.is_some());
+        if !cpu_logged {
+            advice.push(format!(
+                "the log has no user/sys times, so off-CPU waits cannot be told apart: {}",
+                match self.format {
+                    Format::Concord => "this Concord log has no [gc,cpu] lines",
+                    Format::Unified => "log them with -Xlog:gc*,gc+cpu,safepoint",
+                    Format::Jdk8 => "log them with -XX:+PrintGCDetails",
+                }
+            ));
+        }
+        if self.any(Cause::OffCpu) || self.any(Cause::OutsideCollection) {
+            let how = match self.format {
+                Format::Jdk8 => {
+                    "put the log on tmpfs (-Xloggc:/dev/shm/gc.log), or on JDK 17+ log \
+                     asynchronously (-Xlog:async)"
+                }
+                Format::Unified => {
+                    "log asynchronously (-Xlog:async, JDK 17+) or put the log on tmpfs \
+                     (-Xlog:gc*:file=/dev/shm/gc.log)"
+                }
+                Format::Concord => "log asynchronously or put the log on tmpfs (/dev/shm)",
+            };
+            advice.push(format!(
+                "take the GC log's write() off the pause: {how}; and look for background I/O \
+                 (writeback, log rotation) and swapping at those times (sar -d, vmstat si/so)"
+            ));
+        }
+        if self.any(Cause::Kernel) {
+            advice.push(
+                "the kernel worked inside the pause (page faults, THP compaction, reclaim, \
+                 swapping): set transparent huge pages to madvise or never (or defrag to \
+                 never) under memory pressure, pre-touch the heap (-XX:+AlwaysPreTouch), and \
+                 leave memory headroom"
+                    .to_string(),
+            );
+        }
+        let long_own = self
+            .pauses
+            .iter()
+            .any(|(p, s)| s.is_none() && Self::length(p) > f64::from(OVER_MS[0]));
+        if long_own && cpu_logged {
+            advice.push(format!(
+                "pauses over {} ms with CPU time to match are the collector's own work: a \
+                 smaller young generation or more GC threads shortens them",
+                OVER_MS[0]
+            ));
+        }
+        if advice.is_empty() {
+            advice.push("no pause shows an OS stall".to_string());
+        }
+        advice
+    }
+
+    /// The diagnosis as the JSON object `--json` prints.
+    pub fn to_json(&self) -> Value {
+        let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
+        let stalled: Vec<Value> = self
+            .stalls()
+            .map(|(p, s)| {
+                json!({
+                    "id": p.id,
+                    "time_s": opt(p.time_s),
+                    "real_ms": p.real_ms,
+                    "user_ms": opt(p.user_ms),
+                    "sys_ms": opt(p.sys_ms),
+                    "causes": s.causes.iter().map(|c| c.name()).collect::<Vec<_>>(),
+                    "reason": s.reason,
+                })
+            })
+            .collect();
+        let records: Vec<Value> = self
+            .pauses
+            .iter()
+            .map(|(p, s)| {
+                json!({
+                    "id": p.id,
+                    "time_s": opt(p.time_s),
+                    "what": p.what,
+                    "real_ms": p.real_ms,
+                    "user_ms": opt(p.user_ms),
+                    "sys_ms": opt(p.sys_ms),
+                    "time_to_safepoint_ms": opt(p.time_to_safepoint_ms),
+                    "stopped_ms": opt(p.stopped_ms),
+                    "stalled": s.is_some(),
+                })
+            })
+            .collect();
+        let over: serde_json::Map<String, Value> = OVER_MS
+            .iter()
+            .map(|ms| (ms.to_string(), json!(self.over(*ms))))
+            .collect();
+        json!({
+            "format": self.format.name(),
+            "gc_threads": self.threads,
+            "gc_threads_from": self.threads_from,
+            "pauses": self.pauses.len(),
+            "pause_total_ms": self.total_ms(),
+            "pause_max_ms": self.max_ms(),
+            "over_ms": over,
+            "stalled": stalled,
+            "records": records,
+            "advice": self.advice(),
+        })
+    }
+}
+
+/// Reads the log at `path`: an error names what is wrong with it.
+fn read_log(path: &Path) -> Result<String> {
+    let meta =
+        fs::metadata(path).with_context(|| format!("cannot open the GC log {}", path.display()))?;
+    if meta.is_dir() {
+        bail!(
+            "{} is a directory; give a GC log file (HotSpot -Xlog:gc*, JDK 8 \
+             -XX:+PrintGCDetails or concord run --gc-log)",
+            path.display()
+        );
+    }
+    let bytes =
+        fs::read(path).with_context(|| format!("cannot read the GC log {}", path.display()))?;
+    const GZIP: &[u8] = &[0x1f, 0x8b];
+    const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+    if bytes.starts_with(GZIP) || bytes.starts_with(ZSTD) {
+        bail!(
+            "{} is compressed; decompress it first (zcat or zstdcat) and diagnose the text",
+            path.display()
+        );
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `concord diagnose`.
+pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
+    let text = read_log(&args.log)?;
+    let Some(diagnosis) = Diagnosis::of(&text, args.gc_threads) else {
+        bail!(
+            "{}: no GC pauses found; not a GC log this command reads (allowed: HotSpot unified \
+             logging -Xlog:gc*, JDK 8 -XX:+PrintGCDetails, concord run --gc-log)",
+            args.log.display()
+        );
+    };
+    if args.json {
+        outln!("{:#}", diagnosis.to_json())?;
+    } else {
+        print_text(&args.log, &diagnosis)?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `Some(12.3)` as `12.3` with `decimals`, `None` as `-`.
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn print_text(path: &Path, d: &Diagnosis) -> Result<()> {
+    let threads_from = match d.threads_from {
+        "flag" => "from --gc-threads",
+        "log" => "from the log",
+        _ => "not in the log, assumed; --gc-threads N to set",
+    };
+    outln!("{}: {}", path.display(), d.format.describe())?;
+    outln!("GC threads: {} ({threads_from})", d.threads)?;
+    outln!(
+        "{:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}  verdict",
+        "id",
+        "time_s",
+        "real_ms",
+        "user_ms",
+        "sys_ms",
+        "ttsp_ms",
+        "stopped_ms"
+    )?;
+    for (p, stall) in &d.pauses {
+        let verdict = match stall {
+            Some(s) => format!(
+                "STALL ({}): {}",
+                s.causes
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.reason
+            ),
+            None if p.user_ms.is_none() && p.stopped_ms.is_none() => "no CPU times".to_string(),
+            None => "ok".to_string(),
+        };
+        outln!(
+            "{:>6} {:>10} {:>10.3} {:>8} {:>8} {:>9} {:>10}  {verdict}",
+            p.id,
+            cell(p.time_s, 3),
+            p.real_ms,
+            cell(p.user_ms, 0),
+            cell(p.sys_ms, 0),
+            cell(p.time_to_safepoint_ms, 3),
+            cell(p.stopped_ms, 3),
+        )?;
+    }
+    let stalls = d.stalls().count();
+    outln!()?;
+    outln!(
+        "{} pauses, total {:.1} ms, max {:.1} ms; {stalls} OS stall(s)",
+        d.pauses.len(),
+        d.total_ms(),
+        d.max_ms()
+    )?;
+    let over: Vec<String> = OVER_MS
+        .iter()
+        .map(|ms| format!(">{ms} ms: {}", d.over(*ms)))
+        .collect();
+    outln!("{}", over.join("  "))?;
+    outln!("advice:")?;
+    for a in d.advice() {
+        outln!("- {a}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pause(real: f64, user: f64, sys: f64, stopped: Option<f64>) -> Pause {
+        Pause {
+            id: 0,
+            time_s: Some(1.0),
+            what: "Pause Young".into(),
+            real_ms: real,
+            user_ms: Some(user),
+            sys_ms: Some(sys),
+            time_to_safepoint_ms: None,
+            stopped_ms: stopped,
+        }
+    }
+
+    #[test]
+    fn fig4_is_off_cpu_and_busy_parallel_pauses_are_not() {
+        let fig4 = verdict(&pause(11_450.0, 180.0, 10.0, None), 1).unwrap();
+        assert_eq!(fig4.causes, [Cause::OffCpu]);
+        // 4 threads busy the whole pause: user+sys = 4 × real.
+        assert_eq!(verdict(&pause(300.0, 1_150.0, 50.0, None), 4), None);
+        // The same CPU time over 4 threads explains 300 ms; over 16 it does not.
+        assert!(verdict(&pause(300.0, 1_150.0, 50.0, None), 16).is_some());
+        // Short pauses are never stalls.
+        assert_eq!(verdict(&pause(40.0, 0.0, 0.0, None), 8), None);
+    }
+
+    #[test]
+    fn a_stop_far_beyond_the_collection_and_sys_heavy_pauses_are_stalls() {
+        // 002 Fig. 8: a 123 ms collection, 1595 ms stopped.
+        let fig8 = verdict(&pause(123.0, 400.0, 0.0, Some(1_595.0)), 4).unwrap();
+        assert_eq!(fig8.causes, [Cause::OutsideCollection]);
+        let kernel = verdict(&pause(400.0, 100.0, 700.0, None), 2).unwrap();
+        assert_eq!(kernel.causes, [Cause::Kernel]);
+    }
+
+    #[test]
+    fn thread_counts_are_read_from_each_jvm_s_words() {
+        assert_eq!(
+            gc_threads_in("[0.008s][info][gc,init] Parallel Workers: 2"),
+            Some(2)
+        );
+        assert_eq!(
+            gc_threads_in("GC(0) Using 3 workers of 8 for evacuation"),
+            Some(3)
+        );
+        assert_eq!(
+            gc_threads_in("CommandLine flags: -XX:ParallelGCThreads=8 -Xmx1g"),
+            Some(8)
+        );
+        assert_eq!(
+            gc_threads_in("      [Parallel Time: 118.3 ms, GC Workers: 8]"),
+            Some(8)
+        );
+        assert_eq!(gc_threads_in("[0.007s][info][gc] Using Parallel"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! Reads unified-logging GC logs: HotSpot 9+ `-Xlog:gc*` (with the `gc+cpu` and `safepoint`
+//! tags when they were logged) and Concord's own `--gc-log`, which is one instance of the
+//! format.
+//!
+//! A pause is a message `GC(<id>) Pause <what> … <duration>` whose last word is a duration
+//! (`9.696ms`); `gc,start` lines end with the cause instead and are not counted twice. The
+//! `gc,cpu` line `GC(<id>) User=0.01s Sys=0.00s Real=0.01s` gives the pause's CPU times, and
+//! the `safepoint` line logged after a pause gives its time to safepoint and the whole time
+//! the threads were stopped.
+
+use super::{attach_stop, gc_threads_in, seconds_ms, stop_of, Parsed, Pause};
+use crate::hotspot::{parse_duration_ms, split_decorations, uptime_from_decorations};
+
+/// The pauses and GC thread count of a unified log (no pauses: not such a log).
+pub fn parse(text: &str) -> Parsed {
+    let mut log = Parsed::default();
+    for line in text.lines() {
+        let (decorations, message) = split_decorations(line.trim());
+        if decorations.is_empty() {
+            continue;
+        }
+        log.note_gc_threads(gc_threads_in(message));
+        if message.starts_with("Using Concord") {
+            log.concord = true;
+        }
+        if let Some(pause) = pause_line(&decorations, message) {
+            log.pauses.push(pause);
+        } else if let Some((id, user_ms, sys_ms)) = cpu_line(message) {
+            if let Some(pause) = log.pauses.iter_mut().rev().find(|p| p.id == id) {
+                pause.user_ms = Some(user_ms);
+                pause.sys_ms = Some(sys_ms);
+            }
+        } else if let Some(stop) = stop_of(message) {
+            attach_stop(&mut log.pauses, stop);
+        }
+    }
+    log
+}
+
+/// `GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms` as a pause.
+fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
+    let (id, rest) = gc_id(message)?;
+    let rest = rest.trim();
+    if !rest.starts_with("Pause ") {
+        return None;
+    }
+    let (head, duration) = rest.rsplit_once(' ')?;
+    let real_ms = parse_duration_ms(duration)?;
+    // The description without the heap sizes (`77M->8M(248M)`).
+    let what = match head.rsplit_once(' ') {
+        Some((what, sizes)) if sizes.contains("->") => what,
+        _ => head,
+    };
+    Some(Pause {
+        id,
+        time_s: uptime_from_decorations(decorations),
+        what: what.trim().to_string(),
+        real_ms,
+        user_ms: None,
+        sys_ms: None,
+        time_to_safepoint_ms: None,
+        stopped_ms: None,
+    })
+}
+
+/// `GC(3) User=0.01s Sys=0.00s Real=0.01s` as (id, user ms, sys ms).
+fn cpu_line(message: &str) -> Option<(u64, f64, f64)> {
+    let (id, rest) = gc_id(message)?;
+    let mut user = None;
+    let mut sys = None;
+    for word in rest.split_whitespace() {
+        if let Some(v) = word.strip_prefix("User=") {
+            user = seconds_ms(v.strip_suffix('s')?);
+        } else if let Some(v) = word.strip_prefix("Sys=") {
+            sys = seconds_ms(v.strip_suffix('s')?);
+        }
+    }
+    Some((id, user?, sys?))
+}
+
+/// `GC(<id>) rest` as (id, rest).
+fn gc_id(message: &str) -> Option<(u64, &str)> {
+    let (id, rest) = message.strip_prefix("GC(")?.split_once(')')?;
+    Some((id.parse().ok()?, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_cpu_and_safepoint_lines_make_one_pause() {
+        let log = parse(
+            "[0.008s][info][gc,init] Parallel Workers: 2\n\
+             [0.969s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)\n\
+             [0.983s][info][gc          ] GC(0) Pause Young (Allocation Failure) 16M->3M(61M) 13.953ms\n\
+             [0.983s][info][gc,cpu      ] GC(0) User=0.02s Sys=0.01s Real=0.01s\n\
+             [0.983s][info][safepoint   ] Safepoint \"ParallelGCFailedAllocation\", Time since last: 941269790 ns, Reaching safepoint: 5298 ns, Cleanup: 150324 ns, At safepoint: 14091502 ns, Total: 14247124 ns\n\
+             [1.000s][info][safepoint   ] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 7000 ns, Cleanup: 1 ns, At safepoint: 1 ns, Total: 9000000 ns\n",
+        );
+        assert_eq!(log.gc_threads, Some(2));
+        assert_eq!(log.pauses.len(), 1);
+        let p = &log.pauses[0];
+        assert_eq!(
+            (p.id, p.what.as_str()),
+            (0, "Pause Young (Allocation Failure)")
+        );
+        assert_eq!(p.time_s, Some(0.983));
+        assert_eq!(
+            (p.real_ms, p.user_ms, p.sys_ms),
+            (13.953, Some(20.0), Some(10.0))
+        );
+        assert_eq!(p.time_to_safepoint_ms, Some(0.005298));
+        assert_eq!(p.stopped_ms, Some(14.247124));
+    }
+
+    #[test]
+    fn pauses_without_sizes_count_and_other_lines_do_not() {
+        let log = parse(
+            "[1.0s][info][gc] GC(4) Pause Remark 1.500ms\n\
+             [1.1s][info][gc] GC(4) Concurrent Mark Cycle 12.345ms\n\
+             [1.2s][info][gc,phases] GC(5) Marking Phase 6.360ms\n\
+             GC(6) Pause Young (Normal) 3M->1M(8M) 2.000ms\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert_eq!(log.pauses[0].what, "Pause Remark");
+    }
+}
