@@ -141,10 +141,15 @@ fn stop_of(text: &str) -> Option<Stop> {
     })
 }
 
-/// Gives the last pause its stop, the first safepoint logged after it; later safepoints
-/// (not collections) and safepoints before any pause belong to no pause.
+/// Gives the last pause its stop, the first safepoint logged after it that lasted at least
+/// as long as the collection (a shorter one cannot hold it); later safepoints (not
+/// collections) and safepoints before any pause belong to no pause.
 fn attach_stop(pauses: &mut [Pause], stop: Stop) {
-    if let Some(last) = pauses.last_mut().filter(|p| p.stopped_ms.is_none()) {
+    // The collection is logged to the microsecond, the stop to the nanosecond.
+    const ROUNDING_MS: f64 = 0.001;
+    let holds =
+        |p: &&mut Pause| p.stopped_ms.is_none() && stop.stopped_ms + ROUNDING_MS >= p.real_ms;
+    if let Some(last) = pauses.last_mut().filter(holds) {
         last.stopped_ms = Some(stop.stopped_ms);
         last.time_to_safepoint_ms = stop.time_to_safepoint_ms;
     }

@@ -89,17 +89,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pause_cpu_and_safepoint_lines_make_one_pause() {
+    fn pause_cpu_and_safepoint_lines_make_one_pause_each() {
         let log = parse(
             "[0.008s][info][gc,init] Parallel Workers: 2\n\
              [0.969s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)\n\
              [0.983s][info][gc          ] GC(0) Pause Young (Allocation Failure) 16M->3M(61M) 13.953ms\n\
              [0.983s][info][gc,cpu      ] GC(0) User=0.02s Sys=0.01s Real=0.01s\n\
              [0.983s][info][safepoint   ] Safepoint \"ParallelGCFailedAllocation\", Time since last: 941269790 ns, Reaching safepoint: 5298 ns, Cleanup: 150324 ns, At safepoint: 14091502 ns, Total: 14247124 ns\n\
-             [1.000s][info][safepoint   ] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 7000 ns, Cleanup: 1 ns, At safepoint: 1 ns, Total: 9000000 ns\n",
+             [1.000s][info][safepoint   ] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 7000 ns, Cleanup: 1 ns, At safepoint: 1 ns, Total: 9000000 ns\n\
+             [1.100s][info][gc          ] GC(1) Pause Young (Allocation Failure) 16M->3M(61M) 12.000ms\n\
+             [1.100s][info][safepoint   ] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 7000 ns, Cleanup: 1 ns, At safepoint: 1 ns, Total: 9000000 ns\n",
         );
         assert_eq!(log.gc_threads, Some(2));
-        assert_eq!(log.pauses.len(), 1);
+        assert_eq!(log.pauses.len(), 2);
+        // A 9 ms safepoint cannot have held GC(1)'s 12 ms collection.
+        assert_eq!(log.pauses[1].stopped_ms, None);
         let p = &log.pauses[0];
         assert_eq!(
             (p.id, p.what.as_str()),
