@@ -7,7 +7,7 @@
 //! `[Times: …]` too but are not pauses. JDK 8 numbers no collections, so a pause's id is its
 //! position in the log.
 
-use super::{attach_stop, gc_threads_in, seconds_ms, stop_of, Parsed, Pause};
+use super::{attach_stop, gc_threads_in, number_after, seconds_ms, stop_of, Parsed, Pause};
 
 /// The pauses and GC thread count of a JDK 8 log (no pauses: not such a log).
 pub fn parse(text: &str) -> Parsed {
@@ -89,15 +89,6 @@ fn uptime_of(stamps: &str) -> Option<f64> {
         .split(": ")
         .map(|s| s.trim().trim_end_matches(':'))
         .find_map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
-}
-
-/// The number right after `key` in `text`, as written.
-fn number_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let rest = &text[text.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
 }
 
 /// The duration of the last `, 0.0142796 secs]` in `record`, in milliseconds.

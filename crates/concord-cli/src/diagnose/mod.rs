@@ -167,15 +167,18 @@ fn seconds_ms(text: &str) -> Option<f64> {
     (v.is_finite() && v >= 0.0).then_some(v * 1e3)
 }
 
+/// The number right after `key` in `text`, as written.
+fn number_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// The GC thread count a log line states, if it states one.
 fn gc_threads_in(line: &str) -> Option<u32> {
-    let after = |key: &str| {
-        let rest = &line[line.find(key)? + key.len()..];
-        let end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        rest[..end].parse().ok()
-    };
+    let after = |key: &str| number_after(line, key)?.parse().ok();
     after("Parallel Workers: ")
         .or_else(|| after("ParallelGCThreads="))
         .or_else(|| after("GC Workers: "))
