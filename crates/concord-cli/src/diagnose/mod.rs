@@ -318,16 +318,16 @@ pub fn verdict(pause: &Pause, threads: u32) -> Option<Stall> {
 pub struct Diagnosis {
     /// The format the log was read as.
     pub format: Format,
-    /// GC threads used for the verdicts, and where the number came from.
+    /// GC threads used for the verdicts.
     pub threads: u32,
-    /// `flag`, `log` or `assumed`.
+    /// Where `threads` came from: `flag`, `log` or `assumed`.
     pub threads_from: &'static str,
     /// Every pause with its verdict.
     pub pauses: Vec<(Pause, Option<Stall>)>,
 }
 
 impl Diagnosis {
-    /// Diagnoses `text`; an error when it holds no pause of any known format.
+    /// Diagnoses `text`; `None` when it holds no pause of any known format.
     pub fn of(text: &str, gc_threads: Option<u32>) -> Option<Diagnosis> {
         let (format, parsed) = detect(text)?;
         let (threads, threads_from) = match (gc_threads, parsed.gc_threads) {
@@ -351,7 +351,7 @@ impl Diagnosis {
         })
     }
 
-    /// The longest pause of each, as a request sees it: the stop when logged, else real.
+    /// A pause's length as a request sees it: the stop when logged, else real.
     fn length(pause: &Pause) -> f64 {
         pause.real_ms.max(pause.stopped_ms.unwrap_or(0.0))
     }
