@@ -41,7 +41,8 @@ impl GcLog {
     }
 }
 
-/// The log line for a record.
+/// The log line for a record. Its timestamp is the pause's end, as HotSpot's is (the line is
+/// logged when the pause is over), so tools place the pause at `[t - pause, t]`.
 pub fn format_record(r: &CollectionRecord) -> String {
     let what = match r.kind {
         CollectionKind::Young => "Pause Young",
@@ -49,7 +50,7 @@ pub fn format_record(r: &CollectionRecord) -> String {
     };
     format!(
         "[{:.3}s][info][gc] GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
-        r.start_ms / 1e3,
+        (r.start_ms + r.pause_ms) / 1e3,
         r.id,
         what,
         r.cause.as_str(),
@@ -58,4 +59,22 @@ pub fn format_record(r: &CollectionRecord) -> String {
         r.heap_capacity / MB,
         r.pause_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gc_line_is_stamped_with_the_pause_end() {
+        let mut r = CollectionRecord::test_young(3);
+        r.start_ms = 1_000.0;
+        r.pause_ms = 250.0;
+        let line = format_record(&r);
+        assert!(
+            line.starts_with("[1.250s][info][gc] GC(3) Pause Young"),
+            "{line}"
+        );
+        assert!(line.ends_with(" 250.000ms"), "{line}");
+    }
 }

@@ -331,16 +331,15 @@ impl GcStats {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(ms: f64) -> CollectionRecord {
+impl CollectionRecord {
+    /// A young collection `id` with every figure zero, for tests.
+    pub(crate) fn test_young(id: u64) -> CollectionRecord {
         CollectionRecord {
-            id: 0,
+            id,
             kind: CollectionKind::Young,
             cause: GcCause::AllocationFailure,
             start_ms: 0.0,
-            pause_ms: ms,
+            pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
             heap_before: 0,
             heap_after: 0,
@@ -362,6 +361,17 @@ mod tests {
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ms: f64) -> CollectionRecord {
+        let mut r = CollectionRecord::test_young(0);
+        r.pause_ms = ms;
+        r
     }
 
     #[test]
