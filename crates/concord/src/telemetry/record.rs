@@ -57,6 +57,9 @@ pub struct CollectionRecord {
     pub pause_ms: f64,
     /// Time the VM thread waited for mutators to reach the safepoint, milliseconds.
     pub time_to_safepoint_ms: f64,
+    /// Time spent writing this collection's GC log lines inside the pause (`gc-log-mode =
+    /// sync`; included in `pause_ms`), milliseconds; 0 otherwise.
+    pub log_write_ms: f64,
     /// Heap bytes in use before.
     pub heap_before: usize,
     /// Heap bytes in use after.
@@ -207,6 +210,20 @@ pub struct GcStats {
     /// `Heap::stats`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutator_sched: Option<crate::os::mutator_sched::MutatorSchedReport>,
+    /// What became of the GC log, when there is one (filled when the heap's outputs close).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_log: Option<GcLogStats>,
+}
+
+/// What became of a GC log's lines.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct GcLogStats {
+    /// How it was written.
+    pub mode: crate::config::GcLogMode,
+    /// Lines dropped (async buffer full, or still unwritten when the final flush ran out).
+    pub dropped: u64,
+    /// The longest single write of its lines, ms.
+    pub write_max_ms: f64,
 }
 
 impl GcStats {
@@ -341,6 +358,7 @@ impl CollectionRecord {
             start_ms: 0.0,
             pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
+            log_write_ms: 0.0,
             heap_before: 0,
             heap_after: 0,
             heap_capacity: 0,
