@@ -19,9 +19,7 @@ use super::validate::{
     HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{
-    parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError,
-};
+use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 

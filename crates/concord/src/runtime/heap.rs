@@ -573,11 +573,12 @@ fn open_outputs(
     }
     let gc_log = match &config.gc_log {
         Some(path) => Some(
-            GcLog::create(path, &format!("Concord ({})", config.preset), log_options)
-                .map_err(|source| HeapError::GcLog {
+            GcLog::create(path, &format!("Concord ({})", config.preset), log_options).map_err(
+                |source| HeapError::GcLog {
                     path: path.display().to_string(),
                     source,
-                })?,
+                },
+            )?,
         ),
         None => None,
     };

@@ -325,7 +325,10 @@ mod tests {
         r.start_ms = 1_000.0;
         r.pause_ms = 250.0;
         let line = format_record(&r);
-        assert!(line.starts_with("[1.250s][info][gc] GC(3) Pause Young"), "{line}");
+        assert!(
+            line.starts_with("[1.250s][info][gc] GC(3) Pause Young"),
+            "{line}"
+        );
         assert!(line.ends_with(" 250.000ms"), "{line}");
     }
 
@@ -473,7 +476,10 @@ mod tests {
         // Nothing could be written: the pipe stayed full.
         assert_eq!(report.dropped, 5);
         let failure = result.unwrap_err();
-        assert!(failure.error.contains("still blocked in a write"), "{failure}");
+        assert!(
+            failure.error.contains("still blocked in a write"),
+            "{failure}"
+        );
         assert!(failure.lost.starts_with("5 lines"), "{failure}");
         // Closing the read end fails the writer's write, and its thread ends.
         drop(reader);
