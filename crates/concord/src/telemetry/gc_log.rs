@@ -94,13 +94,13 @@ impl GcLog {
         match &mut self.mode {
             Mode::Sync { out, write_max_ms } => {
                 let start = Instant::now();
-                out.write(r, |r| Ok(format_record(r)));
+                out.write(r, |r| Ok(format_collection(r)));
                 let ms = start.elapsed().as_secs_f64() * 1e3;
                 *write_max_ms = write_max_ms.max(ms);
                 ms
             }
             Mode::Async(log) => {
-                log.push(r.id, format_record(r));
+                log.push(r.id, format_collection(r));
                 0.0
             }
         }
@@ -126,7 +126,7 @@ impl GcLog {
 /// The state the VM thread and the writer share.
 #[derive(Debug, Default)]
 struct Buffer {
-    /// Lines waiting for the writer, with their collection's id.
+    /// Each collection's lines waiting for the writer, with its id.
     lines: VecDeque<(u64, String)>,
     /// Bytes of `lines`.
     bytes: usize,
@@ -136,7 +136,7 @@ struct Buffer {
     dropped: u64,
     /// The longest single write so far, ms.
     write_max_ms: f64,
-    /// Lines the writer has taken and not yet written.
+    /// Log lines the writer has taken and not yet written.
     in_flight: u64,
     /// Set by `finish`: write what is left and stop.
     closing: bool,
@@ -162,8 +162,9 @@ struct AsyncLog {
     path: std::path::PathBuf,
     capacity: usize,
     flush_timeout: Duration,
-    /// The writer, which hands the output back when it has written everything.
-    writer: JoinHandle<()>,
+    /// The writer, which hands the output back when it has written everything; taken when
+    /// the log is closed.
+    writer: Option<JoinHandle<()>>,
     done: mpsc::Receiver<RecordLines>,
 }
 
@@ -189,7 +190,7 @@ impl AsyncLog {
             path: path.to_path_buf(),
             capacity: options.buffer,
             flush_timeout: options.flush_timeout,
-            writer,
+            writer: Some(writer),
             done,
         })
     }
@@ -199,8 +200,9 @@ impl AsyncLog {
     fn push(&self, id: u64, line: String) {
         let mut b = self.shared.lock();
         if b.bytes + line.len() + 1 > self.capacity {
-            b.dropped += 1;
-            b.dropped_unreported += 1;
+            let lines = line.lines().count() as u64;
+            b.dropped += lines;
+            b.dropped_unreported += lines;
         } else {
             b.bytes += line.len() + 1;
             b.lines.push_back((id, line));
@@ -209,20 +211,26 @@ impl AsyncLog {
         self.shared.wake.notify_one();
     }
 
-    fn finish(self) -> (GcLogReport, Result<(), OutputFailure>) {
+    /// Tells the writer to write what is buffered and stop, and waits for it at most the
+    /// flush timeout: the output back, or `None` when the writer is still blocked in a write.
+    fn close(&mut self) -> Option<RecordLines> {
+        let writer = self.writer.take()?;
         self.shared.lock().closing = true;
         self.shared.wake.notify_one();
-        let written = self.done.recv_timeout(self.flush_timeout);
+        let out = self.done.recv_timeout(self.flush_timeout).ok()?;
+        let _ = writer.join();
+        Some(out)
+    }
+
+    fn finish(mut self) -> (GcLogReport, Result<(), OutputFailure>) {
+        let written = self.close();
         let mut b = self.shared.lock();
         let result = match written {
-            Ok(out) => {
-                let _ = self.writer.join();
-                out.finish()
-            }
-            Err(_) => {
+            Some(out) => out.finish(),
+            None => {
                 // The writer is stuck in a write: what it still holds is lost, and so is the
                 // file if it is a staged one (devices and FIFOs are written in place).
-                let lost = b.lines.len() as u64 + b.in_flight;
+                let lost = line_count(&b.lines) + b.in_flight;
                 b.dropped += lost;
                 b.lines.clear();
                 Err(OutputFailure {
@@ -247,6 +255,14 @@ impl AsyncLog {
     }
 }
 
+impl Drop for AsyncLog {
+    /// A log dropped without `finish` (the heap could not be created) stops its writer, whose
+    /// output is dropped then, and so leaves no temporary file.
+    fn drop(&mut self) {
+        drop(self.close());
+    }
+}
+
 /// The writer thread: writes the buffered lines, and a line counting the dropped ones as soon
 /// as there are some, until the log is closed and everything buffered is written.
 fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> RecordLines {
@@ -257,7 +273,7 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
                 b = shared.wake.wait(b).unwrap_or_else(|p| p.into_inner());
             }
             b.bytes = 0;
-            b.in_flight = b.lines.len() as u64;
+            b.in_flight = line_count(&b.lines);
             let dropped = std::mem::take(&mut b.dropped_unreported);
             (std::mem::take(&mut b.lines), dropped, b.closing)
         };
@@ -267,10 +283,11 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
             write(&mut out);
             write_max_ms = write_max_ms.max(begin.elapsed().as_secs_f64() * 1e3);
         };
-        for (id, line) in lines {
-            let mut line = Some(line);
-            timed(&mut |out| out.write_line(id, || Ok(line.take().unwrap_or_default())));
-            shared.lock().in_flight -= 1;
+        for (id, text) in lines {
+            let count = text.lines().count() as u64;
+            let mut text = Some(text);
+            timed(&mut |out| out.write_line(id, || Ok(text.take().unwrap_or_default())));
+            shared.lock().in_flight -= count;
         }
         if dropped > 0 {
             let notice = dropped_notice(start.elapsed().as_secs_f64(), dropped);
@@ -284,29 +301,78 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
     }
 }
 
+/// The log lines in `entries` (each entry is one collection's lines).
+fn line_count(entries: &VecDeque<(u64, String)>) -> u64 {
+    entries
+        .iter()
+        .map(|(_, text)| text.lines().count() as u64)
+        .sum()
+}
+
 /// HotSpot's line for messages its async logging dropped.
 fn dropped_notice(seconds: f64, dropped: u64) -> String {
     format!("[{seconds:.3}s][warning][gc] {dropped} messages dropped due to async logging")
 }
 
-/// The log line for a record. Its timestamp is the pause's end, as HotSpot's is (the line is
-/// logged when the pause is over), so tools place the pause at `[t - pause, t]`.
+/// The `[gc]` line for a record. Its timestamp is the pause's end, as HotSpot's is (the line
+/// is logged when the pause is over), so tools place the pause at `[t - pause, t]`.
 pub fn format_record(r: &CollectionRecord) -> String {
-    let what = match r.kind {
-        CollectionKind::Young => "Pause Young",
-        CollectionKind::Full => "Pause Full",
-    };
     format!(
         "[{:.3}s][info][gc] GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
         (r.start_ms + r.pause_ms) / 1e3,
         r.id,
-        what,
+        pause_name(r),
         r.cause.as_str(),
         r.heap_before / MB,
         r.heap_after / MB,
         r.heap_capacity / MB,
         r.pause_ms
     )
+}
+
+/// A collection's lines in HotSpot 17's `-Xlog:gc*` form, one string without a final newline:
+/// `[gc,start]` at the pause's start, then at its end `[gc,heap]` (young and old
+/// generations before->after), `[gc,phases]` (the collection's phases) and the `[gc]` line.
+pub fn format_collection(r: &CollectionRecord) -> String {
+    let start = r.start_ms / 1e3;
+    let end = (r.start_ms + r.pause_ms) / 1e3;
+    let mut lines = vec![format!(
+        "[{start:.3}s][info][gc,start] GC({}) {} ({})",
+        r.id,
+        pause_name(r),
+        r.cause.as_str()
+    )];
+    for (generation, before, after) in [
+        ("Young", r.young_before, r.young_after),
+        ("Old", r.old_before, r.old_after),
+    ] {
+        lines.push(format!(
+            "[{end:.3}s][info][gc,heap] GC({}) {generation}: {}K->{}K",
+            r.id,
+            before / 1024,
+            after / 1024
+        ));
+    }
+    let p = &r.phases;
+    let phases = [("Init", p.init_ms), ("Parallel", p.parallel_ms)]
+        .into_iter()
+        .chain(p.steps.iter().copied())
+        .chain([("Final", p.final_ms)]);
+    for (phase, ms) in phases {
+        lines.push(format!(
+            "[{end:.3}s][info][gc,phases] GC({}) {phase}: {ms:.3}ms",
+            r.id
+        ));
+    }
+    lines.push(format_record(r));
+    lines.join("\n")
+}
+
+fn pause_name(r: &CollectionRecord) -> &'static str {
+    match r.kind {
+        CollectionKind::Young => "Pause Young",
+        CollectionKind::Full => "Pause Full",
+    }
 }
 
 #[cfg(test)]
@@ -382,6 +448,34 @@ mod tests {
     }
 
     #[test]
+    fn a_collection_is_logged_with_hotspot_17_tags() {
+        let mut r = CollectionRecord::test_young(4);
+        r.start_ms = 2_000.0;
+        r.pause_ms = 5.0;
+        r.young_before = 4096 * 1024;
+        r.young_after = 512 * 1024;
+        r.old_before = 1024 * 1024;
+        r.old_after = 1536 * 1024;
+        r.phases.init_ms = 1.0;
+        r.phases.parallel_ms = 3.5;
+        r.phases.final_ms = 0.5;
+        let text = format_collection(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "[2.000s][info][gc,start] GC(4) Pause Young (Allocation Failure)",
+                "[2.005s][info][gc,heap] GC(4) Young: 4096K->512K",
+                "[2.005s][info][gc,heap] GC(4) Old: 1024K->1536K",
+                "[2.005s][info][gc,phases] GC(4) Init: 1.000ms",
+                "[2.005s][info][gc,phases] GC(4) Parallel: 3.500ms",
+                "[2.005s][info][gc,phases] GC(4) Final: 0.500ms",
+                "[2.005s][info][gc] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) 5.000ms",
+            ]
+        );
+    }
+
+    #[test]
     fn a_sync_log_has_written_each_line_when_the_call_returns() {
         let (path, mut reader) = fifo("sync");
         let long = Duration::from_secs(3600);
@@ -390,7 +484,10 @@ mod tests {
         for id in 0..3 {
             log.write_record(&CollectionRecord::test_young(id));
             let text = available(&mut reader);
-            assert!(text.contains(&format!("GC({id}) Pause Young")), "{text:?}");
+            assert!(
+                text.contains(&format!("[gc] GC({id}) Pause Young")),
+                "{text:?}"
+            );
             assert!(text.ends_with("ms\n"), "{text:?}");
         }
         let (report, result) = log.finish();
@@ -448,9 +545,10 @@ mod tests {
         let (report, result) = log.finish();
         assert!(result.is_ok(), "{result:?}");
         let text = drain.join().unwrap();
-        let logged = text.matches("Pause Young").count() as u64;
+        let logged = text.matches("GC(").count() as u64;
         assert!(report.dropped > 0);
-        assert_eq!(logged + report.dropped, records);
+        let lines_per_collection = 7;
+        assert_eq!(logged + report.dropped, records * lines_per_collection);
         let notices: u64 = text
             .lines()
             .filter_map(|l| l.strip_suffix(" messages dropped due to async logging"))
@@ -473,14 +571,14 @@ mod tests {
             log.write_record(&CollectionRecord::test_young(id));
         }
         let (report, result) = log.finish();
-        // Nothing could be written: the pipe stayed full.
-        assert_eq!(report.dropped, 5);
+        // Nothing could be written: the pipe stayed full (7 lines per collection).
+        assert_eq!(report.dropped, 5 * 7);
         let failure = result.unwrap_err();
         assert!(
             failure.error.contains("still blocked in a write"),
             "{failure}"
         );
-        assert!(failure.lost.starts_with("5 lines"), "{failure}");
+        assert!(failure.lost.starts_with("35 lines"), "{failure}");
         // Closing the read end fails the writer's write, and its thread ends.
         drop(reader);
     }
