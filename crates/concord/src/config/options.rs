@@ -931,6 +931,8 @@ mod tests {
             .unwrap()
             .iter()
             .flat_map(|(name, value)| match value.as_table() {
+                // A duration serializes as `{ secs, nanos }`: one field all the same.
+                Some(_) if name == "gc_log_flush_timeout" => vec![name.clone()],
                 Some(nested) => nested.keys().cloned().collect(),
                 None => vec![name.clone()],
             })
@@ -984,6 +986,9 @@ mod tests {
             ("large-object-threshold", "1m"),
             ("verify", "yes"),
             ("gc-log", "/tmp/gc.log"),
+            ("gc-log-mode", "async"),
+            ("gc-log-buffer", "8k"),
+            ("gc-log-flush-timeout", "250"),
             ("gc-records", "/tmp/records.jsonl"),
             ("lifespans", "on"),
         ];
@@ -1018,6 +1023,12 @@ mod tests {
             assert_eq!(config.large_object_threshold, MIB);
             assert!(config.verify);
             assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
+            assert_eq!(config.gc_log_mode, GcLogMode::Async);
+            assert_eq!(config.gc_log_buffer, 8 * KIB);
+            assert_eq!(
+                config.gc_log_flush_timeout,
+                std::time::Duration::from_millis(250)
+            );
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
             assert!(config.lifespans);
         };
@@ -1534,7 +1545,10 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.ends_with("verify, gc-log, gc-records, lifespans)"),
+            err.ends_with(
+                "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, gc-records, \
+                 lifespans)"
+            ),
             "{err}"
         );
     }
