@@ -165,6 +165,26 @@ pub struct RunFlags {
     /// 1..=1024).
     #[arg(long, value_name = "busy:K")]
     pub interfere: Option<Interference>,
+    /// How the GC log is written: sync (inside the pause, counted in it) or async (by a
+    /// writer thread through a bounded buffer; dropped lines are counted) (default: vanilla
+    /// sync, modern and optimized async).
+    #[arg(long = "gc-log-mode", value_name = "sync|async")]
+    pub gc_log_mode: Option<String>,
+    /// Bytes of lines an async GC log buffers before it drops them (1k..=64m, default 64k).
+    #[arg(
+        long = "gc-log-buffer",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
+    pub gc_log_buffer: Option<Size>,
+    /// Milliseconds an async GC log's writer gets at exit to write what is buffered
+    /// (0..=60000, default 1000).
+    #[arg(
+        long = "gc-log-flush-timeout",
+        value_name = "MS",
+        allow_negative_numbers = true
+    )]
+    pub gc_log_flush_timeout: Option<String>,
 }
 
 /// The switch flags; each overrides the preset's value.
@@ -219,7 +239,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 12] = [
+        let given: [(&'static str, Option<String>); 15] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -232,6 +252,12 @@ impl RunFlags {
             ("gc-affinity", s.gc_affinity.clone()),
             ("mutator-sched", s.mutator_sched.clone()),
             ("fifo-cpu-threshold", s.fifo_cpu_threshold.clone()),
+            ("gc-log-mode", self.gc_log_mode.clone()),
+            (
+                "gc-log-buffer",
+                self.gc_log_buffer.as_ref().map(Size::to_string),
+            ),
+            ("gc-log-flush-timeout", self.gc_log_flush_timeout.clone()),
         ];
         let mut settings: Vec<(&'static str, String)> = given
             .into_iter()

@@ -55,6 +55,12 @@ pub struct Summary {
     pub affinity_moves: usize,
     /// What the mutator scheduling policy did.
     pub mutator_sched: Option<MutatorSchedReport>,
+    /// How the GC log was written (`sync`/`async`), when there was one.
+    pub gc_log_mode: Option<String>,
+    /// GC log lines dropped (0 without a log).
+    pub gc_log_dropped: u64,
+    /// The longest single write of GC log lines, ms (0 without a log).
+    pub gc_log_write_max_ms: f64,
 }
 
 impl Summary {
@@ -102,6 +108,9 @@ impl Summary {
             lifespans: stats.lifespans.clone(),
             affinity_moves: stats.affinity_moves(),
             mutator_sched: stats.mutator_sched.clone(),
+            gc_log_mode: stats.gc_log.map(|l| l.mode.to_string()),
+            gc_log_dropped: stats.gc_log.map_or(0, |l| l.dropped),
+            gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
         }
     }
 
@@ -145,6 +154,9 @@ impl Summary {
             "expected_checksum": self.expected_checksum,
             "checksum_ok": self.checksum_ok,
             "interference": self.interference,
+            "gc_log_mode": self.gc_log_mode,
+            "gc_log_dropped": self.gc_log_dropped,
+            "gc_log_write_max_ms": self.gc_log_write_max_ms,
         });
         for (k, val) in &self.switches {
             v[k.replace('-', "_")] = json!(val);
@@ -408,6 +420,12 @@ impl Summary {
             lifespans: None,
             affinity_moves: instances.iter().map(|s| s.affinity_moves).sum(),
             mutator_sched: None,
+            gc_log_mode: instances.iter().find_map(|s| s.gc_log_mode.clone()),
+            gc_log_dropped: instances.iter().map(|s| s.gc_log_dropped).sum(),
+            gc_log_write_max_ms: instances
+                .iter()
+                .map(|s| s.gc_log_write_max_ms)
+                .fold(0.0, f64::max),
         }
     }
 }
@@ -500,6 +518,9 @@ impl Summary {
             lifespans: None,
             affinity_moves: v["affinity_moves"].as_u64().unwrap_or(0) as usize,
             mutator_sched: None,
+            gc_log_mode: v["gc_log_mode"].as_str().map(str::to_string),
+            gc_log_dropped: v["gc_log_dropped"].as_u64().unwrap_or(0),
+            gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),
         })
     }
 }

@@ -98,7 +98,7 @@ fn hidden(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The `GC(n)` ids of a GC log after its header, every line checked to be whole.
+/// The `GC(n)` ids of a GC log's `[gc]` lines after its header, every line checked to be whole.
 fn log_ids(log: &str) -> Vec<u64> {
     let mut lines = log.lines();
     assert!(
@@ -106,6 +106,11 @@ fn log_ids(log: &str) -> Vec<u64> {
         "{log}"
     );
     lines
+        .inspect(|l| {
+            let whole = l.ends_with("ms") || l.ends_with('K') || l.ends_with(')');
+            assert!(l.starts_with('[') && whole, "a whole line: {l:?}");
+        })
+        .filter(|l| l.contains("[info][gc] GC("))
         .map(|l| {
             let id = l
                 .split_once("[info][gc] GC(")

@@ -51,7 +51,13 @@ fn collect_times(heap: &Heap, collections: usize) {
     }
 }
 
-/// The `GC(n)` ids of a GC log's lines after the header, each line checked for its form.
+/// Whether `line` is a whole GC log line: `[gc,heap]` lines end in a size, the others in a
+/// time or a cause.
+fn whole_line(line: &str) -> bool {
+    line.starts_with('[') && (line.ends_with("ms") || line.ends_with('K') || line.ends_with(')'))
+}
+
+/// The `GC(n)` ids of a GC log's `[gc]` lines after the header, each line checked for its form.
 fn log_ids(text: &str) -> Vec<u64> {
     let mut lines = text.lines();
     assert!(
@@ -62,8 +68,10 @@ fn log_ids(text: &str) -> Vec<u64> {
         "{text}"
     );
     lines
+        .inspect(|l| assert!(whole_line(l), "a whole line: {l}"))
+        .filter(|l| l.contains("][gc] GC("))
         .map(|l| {
-            assert!(l.starts_with('[') && l.ends_with("ms"), "a whole line: {l}");
+            assert!(l.ends_with("ms"), "a whole line: {l}");
             let id = l.split("GC(").nth(1).and_then(|r| r.split(')').next());
             id.and_then(|id| id.parse().ok())
                 .unwrap_or_else(|| panic!("{l}"))

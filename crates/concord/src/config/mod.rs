@@ -135,9 +135,61 @@ pub struct GcConfig {
     pub verify: bool,
     /// Write a HotSpot unified-logging style GC log here.
     pub gc_log: Option<PathBuf>,
+    /// How the GC log is written: inside the pause (sync) or by a writer thread (async).
+    pub gc_log_mode: GcLogMode,
+    /// Bytes of lines an async GC log buffers before it drops them.
+    pub gc_log_buffer: usize,
+    /// How long finishing an async GC log waits for its writer.
+    pub gc_log_flush_timeout: std::time::Duration,
     /// Write one JSON line per collection (phases, per-worker counters) here. The heap keeps the
     /// records in [`crate::Heap::stats`]; the `concord` front end writes them to this file.
     pub gc_records: Option<PathBuf>,
+}
+
+/// How the GC log is written (paper 002): `sync` writes each collection's lines inside its
+/// pause (HotSpot 8), `async` hands them to a writer thread through a bounded buffer (HotSpot
+/// 17's `-Xlog:async`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GcLogMode {
+    /// Written and flushed by the VM thread before the world resumes.
+    Sync,
+    /// Buffered; written by the log's own thread; dropped and counted when the buffer is full.
+    Async,
+}
+
+impl GcLogMode {
+    /// The allowed names.
+    pub const ALLOWED: &'static str = "sync, async";
+
+    /// The mode's name as users write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GcLogMode::Sync => "sync",
+            GcLogMode::Async => "async",
+        }
+    }
+}
+
+impl std::str::FromStr for GcLogMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "sync" => Ok(GcLogMode::Sync),
+            "async" => Ok(GcLogMode::Async),
+            _ => Err(format!(
+                "is not a GC log mode (allowed: {})",
+                GcLogMode::ALLOWED
+            )),
+        }
+    }
+}
+
+impl fmt::Display for GcLogMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Preset {
@@ -318,6 +370,13 @@ impl GcConfig {
             large_object_threshold: 64 * KIB,
             verify: false,
             gc_log: None,
+            // HotSpot 8 writes its log inside the pause; HotSpot 17 has `-Xlog:async`.
+            gc_log_mode: match preset {
+                Preset::Vanilla => GcLogMode::Sync,
+                Preset::Modern | Preset::Optimized => GcLogMode::Async,
+            },
+            gc_log_buffer: 64 * KIB,
+            gc_log_flush_timeout: std::time::Duration::from_secs(1),
             gc_records: None,
         }
     }

@@ -19,7 +19,7 @@ use super::validate::{
     HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{parse_size, ConfigError, ConfigKey, GcConfig, Origin, Preset, SizeError};
+use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
@@ -88,6 +88,8 @@ enum Switch {
     GcAffinity,
     /// [`MutatorSched`].
     MutatorSched,
+    /// [`GcLogMode`].
+    GcLogMode,
 }
 
 impl Switch {
@@ -100,6 +102,7 @@ impl Switch {
             Switch::Parking => ParkingKind::allowed(),
             Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
+            Switch::GcLogMode => GcLogMode::ALLOWED.to_string(),
         }
     }
 }
@@ -123,7 +126,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 27] = [
+static OPTIONS: [OptionSpec; 30] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -414,6 +417,41 @@ static OPTIONS: [OptionSpec; 27] = [
         },
     },
     OptionSpec {
+        key: "gc-log-mode",
+        env: "CONCORD_GC_LOG_MODE",
+        kind: ValueKind::Switch(Switch::GcLogMode),
+        doc: "How the GC log is written: sync (by the VM thread inside the pause, which then \
+              includes the write, as HotSpot 8) or async (through a bounded buffer by a writer \
+              thread; lines are dropped and counted when it is full, as HotSpot 17's \
+              -Xlog:async) (default vanilla sync, modern and optimized async).",
+        set: |c, v| {
+            c.gc_log_mode = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-log-buffer",
+        env: "CONCORD_GC_LOG_BUFFER",
+        kind: ValueKind::Size,
+        doc: "Bytes of lines an async GC log buffers before it drops them (1k..=64m, default \
+              64k).",
+        set: |c, v| {
+            c.gc_log_buffer = size_in(v, &GC_LOG_BUFFER_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-log-flush-timeout",
+        env: "CONCORD_GC_LOG_FLUSH_TIMEOUT",
+        kind: ValueKind::Integer,
+        doc: "Milliseconds an async GC log's writer gets at exit to write what is buffered; \
+              lines still unwritten then count as dropped (0..=60000, default 1000).",
+        set: |c, v| {
+            c.gc_log_flush_timeout = std::time::Duration::from_millis(int_in(v, &(0..=60_000u64))?);
+            Ok(())
+        },
+    },
+    OptionSpec {
         key: "gc-records",
         env: "CONCORD_GC_RECORDS",
         kind: ValueKind::Path,
@@ -469,6 +507,9 @@ fn parse_preset(text: &str) -> Result<Preset, String> {
     text.parse()
         .map_err(|_| "is not a preset (allowed: vanilla, modern, optimized)".to_string())
 }
+
+/// The sizes `gc-log-buffer` allows.
+const GC_LOG_BUFFER_RANGE: RangeInclusive<usize> = 1024..=64 * 1024 * 1024;
 
 /// A size.
 fn size(text: &str) -> Result<usize, String> {
@@ -890,6 +931,8 @@ mod tests {
             .unwrap()
             .iter()
             .flat_map(|(name, value)| match value.as_table() {
+                // A duration serializes as `{ secs, nanos }`: one field all the same.
+                Some(_) if name == "gc_log_flush_timeout" => vec![name.clone()],
                 Some(nested) => nested.keys().cloned().collect(),
                 None => vec![name.clone()],
             })
@@ -943,6 +986,9 @@ mod tests {
             ("large-object-threshold", "1m"),
             ("verify", "yes"),
             ("gc-log", "/tmp/gc.log"),
+            ("gc-log-mode", "async"),
+            ("gc-log-buffer", "8k"),
+            ("gc-log-flush-timeout", "250"),
             ("gc-records", "/tmp/records.jsonl"),
             ("lifespans", "on"),
         ];
@@ -977,6 +1023,12 @@ mod tests {
             assert_eq!(config.large_object_threshold, MIB);
             assert!(config.verify);
             assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
+            assert_eq!(config.gc_log_mode, GcLogMode::Async);
+            assert_eq!(config.gc_log_buffer, 8 * KIB);
+            assert_eq!(
+                config.gc_log_flush_timeout,
+                std::time::Duration::from_millis(250)
+            );
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
             assert!(config.lifespans);
         };
@@ -1493,7 +1545,10 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.ends_with("verify, gc-log, gc-records, lifespans)"),
+            err.ends_with(
+                "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, gc-records, \
+                 lifespans)"
+            ),
             "{err}"
         );
     }

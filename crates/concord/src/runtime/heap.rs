@@ -23,10 +23,12 @@ use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::procfs::KernelFileError;
 use crate::os::vm::{page_size, Reservation};
 use crate::parallel::WorkerPool;
-use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::gc_log::{GcLog, GcLogOptions};
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
 use crate::telemetry::records_file::RecordsFile;
-use crate::telemetry::{CollectionKind, GcStats, OutputError, OutputFailure, OutputKind};
+use crate::telemetry::{
+    CollectionKind, GcLogStats, GcStats, OutputError, OutputFailure, OutputKind,
+};
 
 /// Errors the runtime reports to a mutator.
 #[derive(Debug, thiserror::Error)]
@@ -287,7 +289,9 @@ impl Heap {
         Heap::check_memory(&config)?;
         // Before anything else that touches files, so a bad path is refused at once; nothing
         // is replaced until the heap finishes.
-        let (gc_log, gc_records) = open_outputs(&config)?;
+        // Time 0 of the records and of the GC log's timestamps.
+        let start = Instant::now();
+        let (gc_log, gc_records) = open_outputs(&config, start)?;
         let g = config.generation_sizes();
         let sizes = SpaceSizes {
             old: g.old,
@@ -349,7 +353,7 @@ impl Heap {
             mem,
             pool,
             safepoint: Safepoint::new(),
-            start: Instant::now(),
+            start,
             stats: Mutex::new(GcStats::default()),
             gc_log: Mutex::new(gc_log),
             gc_records: Mutex::new(gc_records),
@@ -475,9 +479,19 @@ impl Heap {
         let gc_records = lock(&self.inner.gc_records).take();
         let stats = self.stats();
         let mut failures = Vec::new();
+        let mut stats = stats;
         if let Some(mut log) = gc_log {
-            stats.records.iter().for_each(|r| log.write_record(r));
-            failures.extend(log.finish().err());
+            stats.records.iter().for_each(|r| {
+                log.write_record(r);
+            });
+            let mode = log.mode();
+            let (report, result) = log.finish();
+            stats.gc_log = Some(GcLogStats {
+                mode,
+                dropped: report.dropped,
+                write_max_ms: report.write_max_ms,
+            });
+            failures.extend(result.err());
         }
         if let Some(mut records) = gc_records {
             stats.records.iter().for_each(|r| records.write_record(r));
@@ -538,7 +552,16 @@ fn refuse_heap_beyond(
 
 /// Starts the outputs `config` asks for (beside their paths; nothing is replaced yet), and
 /// checks that a mutator profile to be recorded can be written.
-fn open_outputs(config: &GcConfig) -> Result<(Option<GcLog>, Option<RecordsFile>), HeapError> {
+fn open_outputs(
+    config: &GcConfig,
+    start: Instant,
+) -> Result<(Option<GcLog>, Option<RecordsFile>), HeapError> {
+    let log_options = GcLogOptions {
+        mode: config.gc_log_mode,
+        buffer: config.gc_log_buffer,
+        flush_timeout: config.gc_log_flush_timeout,
+        start,
+    };
     if let MutatorSched::Profile(path) = &config.mutator_sched {
         // An existing profile is read, not written.
         if !path.exists() {
@@ -550,12 +573,12 @@ fn open_outputs(config: &GcConfig) -> Result<(Option<GcLog>, Option<RecordsFile>
     }
     let gc_log = match &config.gc_log {
         Some(path) => Some(
-            GcLog::create(path, &format!("Concord ({})", config.preset)).map_err(|source| {
-                HeapError::GcLog {
+            GcLog::create(path, &format!("Concord ({})", config.preset), log_options).map_err(
+                |source| HeapError::GcLog {
                     path: path.display().to_string(),
                     source,
-                }
-            })?,
+                },
+            )?,
         ),
         None => None,
     };

@@ -1,5 +1,6 @@
 //! The VM thread: waits for requests, stops the world, decides which collections to run, runs
-//! them, records them, resumes the world, and only then writes the GC log (000 §2.1).
+//! them, records them, resumes the world, and only then writes the GC log (000 §2.1) — except
+//! a sync GC log (`gc-log-mode = sync`, paper 002's baseline), written before the world resumes.
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use crate::os::gc_affinity::AffinityReport;
 use crate::os::policy::GcAffinity;
 use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
-use crate::telemetry::gc_log::GcLog;
+use crate::telemetry::gc_log::GcLogMode;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause, PhaseTimes, WorkerPhaseStats};
 
@@ -34,7 +35,8 @@ pub(crate) fn run(heap: &HeapInner) {
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
-        let Operation { records, .. } = op_state;
+        let Operation { mut records, .. } = op_state;
+        write_sync_log(heap, &mut records);
         {
             let mut stats = lock(&heap.stats);
             stats.records.extend(records.iter().cloned());
@@ -50,9 +52,26 @@ pub(crate) fn run(heap: &HeapInner) {
     }
 }
 
-/// Append the operation's records to the GC log and the records file, if configured.
+/// With a sync GC log, writes the operation's lines while the world is still stopped (002's
+/// baseline, HotSpot 8's): each record's `log_write_ms` is its write, included in its pause.
+fn write_sync_log(heap: &HeapInner, records: &mut [CollectionRecord]) {
+    let mut log = lock(&heap.gc_log);
+    let Some(log) = log.as_mut().filter(|log| log.mode() == GcLogMode::Sync) else {
+        return;
+    };
+    for r in records {
+        let ms = log.write_record(r);
+        r.log_write_ms = ms;
+        r.pause_ms += ms;
+    }
+}
+
+/// Append the operation's records to the GC log (an async one: a sync one has them already)
+/// and the records file, if configured.
 fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
-    append(&heap.gc_log, records, GcLog::write_record);
+    append(&heap.gc_log, records, |log, r| {
+        log.write_record(r);
+    });
     append(&heap.gc_records, records, RecordsFile::write_record);
 }
 
@@ -61,7 +80,7 @@ fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
 fn append<W>(
     slot: &std::sync::Mutex<Option<W>>,
     records: &[CollectionRecord],
-    write: fn(&mut W, &CollectionRecord),
+    write: impl Fn(&mut W, &CollectionRecord),
 ) {
     if let Some(out) = lock(slot).as_mut() {
         records.iter().for_each(|r| write(out, r));
@@ -468,6 +487,7 @@ impl Operation<'_> {
             start_ms: pause.start.duration_since(heap.start).as_secs_f64() * 1e3,
             pause_ms: pause.pause_ms,
             time_to_safepoint_ms: self.ttsp.as_secs_f64() * 1e3,
+            log_write_ms: 0.0,
             heap_before: before.used,
             heap_after: after.used,
             heap_capacity: heap.mem.old.capacity() + heap.mem.young_capacity(),

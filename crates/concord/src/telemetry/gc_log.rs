@@ -1,61 +1,585 @@
 //! A GC log in HotSpot's unified-logging `gc` format, so GCViewer, GCToolKit or gceasy read it:
 //! `[1.234s][info][gc] GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms`.
 //!
-//! Lines are formatted and written by the VM thread after mutators have been resumed, never
-//! while the world is stopped; each line is written whole or not at all.
+//! Two ways of writing it (`gc-log-mode`, paper 002):
+//! - [`GcLogMode::Sync`], HotSpot 8's: the VM thread writes and flushes each collection's
+//!   lines inside the pause, before the world resumes; a `write()` stalled behind writeback
+//!   lengthens the pause, and the pause time includes it.
+//! - [`GcLogMode::Async`], HotSpot 17's `-Xlog:async`: the VM thread only appends to a bounded
+//!   in-memory buffer and a writer thread of the log's own does the `write()`s. When the
+//!   buffer is full, lines are dropped and counted, never waited for, and the log says how
+//!   many in a line of its own as soon as it can. At exit the flush is bounded; what could not
+//!   be written counts as dropped.
+//!
+//! Each line is written whole or not at all (see [`super::output`]).
 
+use std::collections::VecDeque;
 use std::io;
 use std::path::Path;
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::output::{OutputFailure, OutputKind, RecordLines};
 use super::record::{CollectionKind, CollectionRecord};
+pub use crate::config::GcLogMode;
 
 const MB: usize = 1024 * 1024;
+
+/// How a GC log is written: its mode, the async buffer's size and the bound of the final
+/// flush.
+#[derive(Clone, Copy, Debug)]
+pub struct GcLogOptions {
+    /// Sync or async.
+    pub mode: GcLogMode,
+    /// Bytes of lines the async buffer holds before it drops them.
+    pub buffer: usize,
+    /// How long finishing an async log waits for its writer.
+    pub flush_timeout: Duration,
+    /// The heap's start, time 0 of the log's timestamps.
+    pub start: Instant,
+}
+
+/// What became of a log's lines, for the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GcLogReport {
+    /// Lines dropped: the async buffer was full, or the final flush ran out of time.
+    pub dropped: u64,
+    /// The longest single write of the log's lines, ms.
+    pub write_max_ms: f64,
+}
 
 /// A GC log being written (see [`super::output`]: staged beside its path, put in place when
 /// the heap finishes).
 #[derive(Debug)]
 pub struct GcLog {
-    out: RecordLines,
+    mode: Mode,
+}
+
+#[derive(Debug)]
+enum Mode {
+    Sync { out: RecordLines, write_max_ms: f64 },
+    Async(AsyncLog),
 }
 
 impl GcLog {
-    /// Start the log for `path` and write the header line. `path` itself is replaced only by
-    /// [`GcLog::finish`].
-    pub fn create(path: &Path, collector: &str) -> io::Result<Self> {
+    /// Start the log for `path` and write the header line (an async log starts its writer
+    /// thread). `path` itself is replaced only by [`GcLog::finish`].
+    pub fn create(path: &Path, collector: &str, options: GcLogOptions) -> io::Result<Self> {
         let header = format!("[0.000s][info][gc] Using {collector}");
-        Ok(Self {
-            out: RecordLines::create(OutputKind::GcLog, path, Some(&header))?,
-        })
+        let out = RecordLines::create(OutputKind::GcLog, path, Some(&header))?;
+        let mode = match options.mode {
+            GcLogMode::Sync => Mode::Sync {
+                out,
+                write_max_ms: 0.0,
+            },
+            GcLogMode::Async => Mode::Async(AsyncLog::start(path, out, options)?),
+        };
+        Ok(Self { mode })
     }
 
-    /// Append one collection's line (once per collection). After a failed write the log
-    /// stops; [`GcLog::finish`] reports it.
-    pub fn write_record(&mut self, r: &CollectionRecord) {
-        self.out.write(r, |r| Ok(format_record(r)));
+    /// The mode the log is written in.
+    pub fn mode(&self) -> GcLogMode {
+        match self.mode {
+            Mode::Sync { .. } => GcLogMode::Sync,
+            Mode::Async(_) => GcLogMode::Async,
+        }
     }
 
-    /// Put the log in place; an error says what it is missing.
-    pub fn finish(self) -> Result<(), OutputFailure> {
-        self.out.finish()
+    /// Log one collection (once per collection) and return the time this call spent writing,
+    /// ms: the write itself in sync mode, 0 in async mode (the line only joins the buffer, or
+    /// is dropped when the buffer is full). After a failed write the log stops; [`GcLog::finish`]
+    /// reports it.
+    pub fn write_record(&mut self, r: &CollectionRecord) -> f64 {
+        match &mut self.mode {
+            Mode::Sync { out, write_max_ms } => {
+                let start = Instant::now();
+                out.write(r, |r| Ok(format_collection(r)));
+                let ms = start.elapsed().as_secs_f64() * 1e3;
+                *write_max_ms = write_max_ms.max(ms);
+                ms
+            }
+            Mode::Async(log) => {
+                log.push(r.id, format_collection(r));
+                0.0
+            }
+        }
+    }
+
+    /// Put the log in place (an async log's writer gets at most its flush timeout to write
+    /// what is buffered) and say what became of its lines; the error says what the file is
+    /// missing.
+    pub fn finish(self) -> (GcLogReport, Result<(), OutputFailure>) {
+        match self.mode {
+            Mode::Sync { out, write_max_ms } => (
+                GcLogReport {
+                    dropped: 0,
+                    write_max_ms,
+                },
+                out.finish(),
+            ),
+            Mode::Async(log) => log.finish(),
+        }
     }
 }
 
-/// The log line for a record.
+/// The state the VM thread and the writer share.
+#[derive(Debug, Default)]
+struct Buffer {
+    /// Each collection's lines waiting for the writer, with its id.
+    lines: VecDeque<(u64, String)>,
+    /// Bytes of `lines`.
+    bytes: usize,
+    /// Lines dropped since the writer last reported it.
+    dropped_unreported: u64,
+    /// Lines dropped in all.
+    dropped: u64,
+    /// The longest single write so far, ms.
+    write_max_ms: f64,
+    /// Log lines the writer has taken and not yet written.
+    in_flight: u64,
+    /// Set by `finish`: write what is left and stop.
+    closing: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    buffer: Mutex<Buffer>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Buffer> {
+        // The buffer is consistent after every statement: a panicking holder leaves it usable.
+        self.buffer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// An async log: the bounded buffer and its writer thread.
+#[derive(Debug)]
+struct AsyncLog {
+    shared: Arc<Shared>,
+    path: std::path::PathBuf,
+    capacity: usize,
+    flush_timeout: Duration,
+    /// The writer, which hands the output back when it has written everything; taken when
+    /// the log is closed.
+    writer: Option<JoinHandle<()>>,
+    done: mpsc::Receiver<RecordLines>,
+}
+
+impl AsyncLog {
+    fn start(path: &Path, out: RecordLines, options: GcLogOptions) -> io::Result<Self> {
+        let shared = Arc::new(Shared {
+            buffer: Mutex::new(Buffer::default()),
+            wake: Condvar::new(),
+        });
+        let (done_tx, done) = mpsc::channel();
+        let writer_shared = Arc::clone(&shared);
+        let start = options.start;
+        let writer = std::thread::Builder::new()
+            .name("concord-gc-log".into())
+            .spawn(move || {
+                let out = write_until_closed(&writer_shared, out, start);
+                // The receiver is gone only when `finish` gave up waiting: then nothing is
+                // put in place, and dropping the output removes its temporary file.
+                let _ = done_tx.send(out);
+            })?;
+        Ok(AsyncLog {
+            shared,
+            path: path.to_path_buf(),
+            capacity: options.buffer,
+            flush_timeout: options.flush_timeout,
+            writer: Some(writer),
+            done,
+        })
+    }
+
+    /// Buffers `line`, or drops and counts it when the buffer has no room: never waits for
+    /// the writer.
+    fn push(&self, id: u64, line: String) {
+        let mut b = self.shared.lock();
+        if b.bytes + line.len() + 1 > self.capacity {
+            let lines = line.lines().count() as u64;
+            b.dropped += lines;
+            b.dropped_unreported += lines;
+        } else {
+            b.bytes += line.len() + 1;
+            b.lines.push_back((id, line));
+        }
+        drop(b);
+        self.shared.wake.notify_one();
+    }
+
+    /// Tells the writer to write what is buffered and stop, and waits for it at most the
+    /// flush timeout: the output back, or `None` when the writer is still blocked in a write.
+    fn close(&mut self) -> Option<RecordLines> {
+        let writer = self.writer.take()?;
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
+        let out = self.done.recv_timeout(self.flush_timeout).ok()?;
+        let _ = writer.join();
+        Some(out)
+    }
+
+    fn finish(mut self) -> (GcLogReport, Result<(), OutputFailure>) {
+        let written = self.close();
+        let mut b = self.shared.lock();
+        let result = match written {
+            Some(out) => out.finish(),
+            None => {
+                // The writer is stuck in a write: what it still holds is lost, and so is the
+                // file if it is a staged one (devices and FIFOs are written in place).
+                let lost = line_count(&b.lines) + b.in_flight;
+                b.dropped += lost;
+                b.lines.clear();
+                Err(OutputFailure {
+                    output: OutputKind::GcLog,
+                    path: self.path.clone(),
+                    error: format!(
+                        "its writer was still blocked in a write after {:?}",
+                        self.flush_timeout
+                    ),
+                    lost: format!(
+                        "{lost} lines that were not written yet are dropped, and a file \
+                         staged beside the path is not put in place"
+                    ),
+                })
+            }
+        };
+        let report = GcLogReport {
+            dropped: b.dropped,
+            write_max_ms: b.write_max_ms,
+        };
+        (report, result)
+    }
+}
+
+impl Drop for AsyncLog {
+    /// A log dropped without `finish` (the heap could not be created) stops its writer, whose
+    /// output is dropped then, and so leaves no temporary file.
+    fn drop(&mut self) {
+        drop(self.close());
+    }
+}
+
+/// The writer thread: writes the buffered lines, and a line counting the dropped ones as soon
+/// as there are some, until the log is closed and everything buffered is written.
+fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> RecordLines {
+    loop {
+        let (lines, dropped, closing) = {
+            let mut b = shared.lock();
+            while b.lines.is_empty() && b.dropped_unreported == 0 && !b.closing {
+                b = shared.wake.wait(b).unwrap_or_else(|p| p.into_inner());
+            }
+            b.bytes = 0;
+            b.in_flight = line_count(&b.lines);
+            let dropped = std::mem::take(&mut b.dropped_unreported);
+            (std::mem::take(&mut b.lines), dropped, b.closing)
+        };
+        let mut write_max_ms: f64 = 0.0;
+        let mut timed = |write: &mut dyn FnMut(&mut RecordLines)| {
+            let begin = Instant::now();
+            write(&mut out);
+            write_max_ms = write_max_ms.max(begin.elapsed().as_secs_f64() * 1e3);
+        };
+        for (id, text) in lines {
+            let count = text.lines().count() as u64;
+            let mut text = Some(text);
+            timed(&mut |out| out.write_line(id, || Ok(text.take().unwrap_or_default())));
+            shared.lock().in_flight -= count;
+        }
+        if dropped > 0 {
+            let notice = dropped_notice(start.elapsed().as_secs_f64(), dropped);
+            timed(&mut |out| out.write_notice(&notice));
+        }
+        let mut b = shared.lock();
+        b.write_max_ms = b.write_max_ms.max(write_max_ms);
+        if closing && b.lines.is_empty() && b.dropped_unreported == 0 {
+            return out;
+        }
+    }
+}
+
+/// The log lines in `entries` (each entry is one collection's lines).
+fn line_count(entries: &VecDeque<(u64, String)>) -> u64 {
+    entries
+        .iter()
+        .map(|(_, text)| text.lines().count() as u64)
+        .sum()
+}
+
+/// HotSpot's line for messages its async logging dropped.
+fn dropped_notice(seconds: f64, dropped: u64) -> String {
+    format!("[{seconds:.3}s][warning][gc] {dropped} messages dropped due to async logging")
+}
+
+/// The `[gc]` line for a record. Its timestamp is the pause's end, as HotSpot's is (the line
+/// is logged when the pause is over), so tools place the pause at `[t - pause, t]`.
 pub fn format_record(r: &CollectionRecord) -> String {
-    let what = match r.kind {
-        CollectionKind::Young => "Pause Young",
-        CollectionKind::Full => "Pause Full",
-    };
     format!(
         "[{:.3}s][info][gc] GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
-        r.start_ms / 1e3,
+        (r.start_ms + r.pause_ms) / 1e3,
         r.id,
-        what,
+        pause_name(r),
         r.cause.as_str(),
         r.heap_before / MB,
         r.heap_after / MB,
         r.heap_capacity / MB,
         r.pause_ms
     )
+}
+
+/// A collection's lines in HotSpot 17's `-Xlog:gc*` form, one string without a final newline:
+/// `[gc,start]` at the pause's start, then at its end `[gc,heap]` (young and old
+/// generations before->after), `[gc,phases]` (the collection's phases) and the `[gc]` line.
+pub fn format_collection(r: &CollectionRecord) -> String {
+    let start = r.start_ms / 1e3;
+    let end = (r.start_ms + r.pause_ms) / 1e3;
+    let mut lines = vec![format!(
+        "[{start:.3}s][info][gc,start] GC({}) {} ({})",
+        r.id,
+        pause_name(r),
+        r.cause.as_str()
+    )];
+    for (generation, before, after) in [
+        ("Young", r.young_before, r.young_after),
+        ("Old", r.old_before, r.old_after),
+    ] {
+        lines.push(format!(
+            "[{end:.3}s][info][gc,heap] GC({}) {generation}: {}K->{}K",
+            r.id,
+            before / 1024,
+            after / 1024
+        ));
+    }
+    let p = &r.phases;
+    let phases = [("Init", p.init_ms), ("Parallel", p.parallel_ms)]
+        .into_iter()
+        .chain(p.steps.iter().copied())
+        .chain([("Final", p.final_ms)]);
+    for (phase, ms) in phases {
+        lines.push(format!(
+            "[{end:.3}s][info][gc,phases] GC({}) {phase}: {ms:.3}ms",
+            r.id
+        ));
+    }
+    lines.push(format_record(r));
+    lines.join("\n")
+}
+
+fn pause_name(r: &CollectionRecord) -> &'static str {
+    match r.kind {
+        CollectionKind::Young => "Pause Young",
+        CollectionKind::Full => "Pause Full",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::fs::{File, OpenOptions};
+    use std::io::{Read, Write};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::PathBuf;
+
+    #[test]
+    fn gc_line_is_stamped_with_the_pause_end() {
+        let mut r = CollectionRecord::test_young(3);
+        r.start_ms = 1_000.0;
+        r.pause_ms = 250.0;
+        let line = format_record(&r);
+        assert!(
+            line.starts_with("[1.250s][info][gc] GC(3) Pause Young"),
+            "{line}"
+        );
+        assert!(line.ends_with(" 250.000ms"), "{line}");
+    }
+
+    /// A FIFO in a fresh directory, with its read end open (non-blocking) so that the log can
+    /// open it for writing.
+    fn fifo(name: &str) -> (PathBuf, File) {
+        let dir = std::env::temp_dir().join(format!("concord-gclog-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gc.log");
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap();
+        (path, reader)
+    }
+
+    /// Fills the pipe behind `path` until a write would block: the log's next write blocks
+    /// until someone reads.
+    fn fill_pipe(path: &Path) {
+        let mut filler = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .unwrap();
+        let chunk = [b'x'; 4096];
+        while filler.write(&chunk).is_ok() {}
+    }
+
+    fn options(mode: GcLogMode, buffer: usize, flush_timeout: Duration) -> GcLogOptions {
+        GcLogOptions {
+            mode,
+            buffer,
+            flush_timeout,
+            start: Instant::now(),
+        }
+    }
+
+    /// Everything readable from `reader` now.
+    fn available(reader: &mut File) -> String {
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while let Ok(n @ 1..) = reader.read(&mut chunk) {
+            bytes.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_collection_is_logged_with_hotspot_17_tags() {
+        let mut r = CollectionRecord::test_young(4);
+        r.start_ms = 2_000.0;
+        r.pause_ms = 5.0;
+        r.young_before = 4096 * 1024;
+        r.young_after = 512 * 1024;
+        r.old_before = 1024 * 1024;
+        r.old_after = 1536 * 1024;
+        r.phases.init_ms = 1.0;
+        r.phases.parallel_ms = 3.5;
+        r.phases.final_ms = 0.5;
+        let text = format_collection(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "[2.000s][info][gc,start] GC(4) Pause Young (Allocation Failure)",
+                "[2.005s][info][gc,heap] GC(4) Young: 4096K->512K",
+                "[2.005s][info][gc,heap] GC(4) Old: 1024K->1536K",
+                "[2.005s][info][gc,phases] GC(4) Init: 1.000ms",
+                "[2.005s][info][gc,phases] GC(4) Parallel: 3.500ms",
+                "[2.005s][info][gc,phases] GC(4) Final: 0.500ms",
+                "[2.005s][info][gc] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) 5.000ms",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sync_log_has_written_each_line_when_the_call_returns() {
+        let (path, mut reader) = fifo("sync");
+        let long = Duration::from_secs(3600);
+        let mut log = GcLog::create(&path, "test", options(GcLogMode::Sync, 1024, long)).unwrap();
+        assert!(available(&mut reader).ends_with("Using test\n"));
+        for id in 0..3 {
+            log.write_record(&CollectionRecord::test_young(id));
+            let text = available(&mut reader);
+            assert!(
+                text.contains(&format!("[gc] GC({id}) Pause Young")),
+                "{text:?}"
+            );
+            assert!(text.ends_with("ms\n"), "{text:?}");
+        }
+        let (report, result) = log.finish();
+        assert!(result.is_ok());
+        assert_eq!(report.dropped, 0);
+    }
+
+    #[test]
+    fn an_async_log_drops_and_counts_instead_of_waiting_for_a_blocked_writer() {
+        let (path, mut reader) = fifo("async");
+        let long = Duration::from_secs(3600);
+        let mut log = GcLog::create(&path, "test", options(GcLogMode::Async, 1024, long)).unwrap();
+        available(&mut reader);
+        // Nobody reads: the writer blocks on its first write, so the 1 KiB buffer fills up.
+        fill_pipe(&path);
+        let records = 2_000;
+        // A watchdog, not a timing assertion: a log that waited for its writer would block
+        // here for ever.
+        let (done_tx, done) = mpsc::channel();
+        let pusher = std::thread::spawn(move || {
+            for id in 0..records {
+                assert_eq!(log.write_record(&CollectionRecord::test_young(id)), 0.0);
+            }
+            done_tx.send(()).unwrap();
+            log
+        });
+        done.recv_timeout(Duration::from_secs(600))
+            .expect("the async log waited for its blocked writer");
+        let log = pusher.join().unwrap();
+        // Now drain the pipe until the log is finished.
+        let drain = std::thread::spawn(move || {
+            let mut text = String::new();
+            loop {
+                let chunk = available(&mut reader);
+                text.push_str(&chunk);
+                if text.contains("messages dropped due to async logging\n")
+                    && text.ends_with('\n')
+                    && chunk.is_empty()
+                {
+                    // Read until the writer closes its end (end of file reads 0 bytes).
+                    let mut rest = Vec::new();
+                    let mut blocking = reader;
+                    // SAFETY: clearing O_NONBLOCK on a descriptor this test owns.
+                    unsafe {
+                        use std::os::fd::AsRawFd;
+                        libc::fcntl(blocking.as_raw_fd(), libc::F_SETFL, 0);
+                    }
+                    blocking.read_to_end(&mut rest).unwrap();
+                    text.push_str(&String::from_utf8(rest).unwrap());
+                    return text;
+                }
+                std::thread::yield_now();
+            }
+        });
+        let (report, result) = log.finish();
+        assert!(result.is_ok(), "{result:?}");
+        let text = drain.join().unwrap();
+        let logged = text.matches("GC(").count() as u64;
+        assert!(report.dropped > 0);
+        let lines_per_collection = 7;
+        assert_eq!(logged + report.dropped, records * lines_per_collection);
+        let notices: u64 = text
+            .lines()
+            .filter_map(|l| l.strip_suffix(" messages dropped due to async logging"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(notices, report.dropped, "{text}");
+        // Whole lines only: the filler's bytes, then the log's lines, each complete.
+        let log_text = text.trim_start_matches('x');
+        assert!(log_text.lines().all(|l| l.starts_with('[')), "{log_text}");
+    }
+
+    #[test]
+    fn an_async_flush_that_runs_out_of_time_counts_the_unwritten_lines_as_dropped() {
+        let (path, mut reader) = fifo("timeout");
+        let opts = options(GcLogMode::Async, 64 * 1024, Duration::ZERO);
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        available(&mut reader);
+        fill_pipe(&path);
+        for id in 0..5 {
+            log.write_record(&CollectionRecord::test_young(id));
+        }
+        let (report, result) = log.finish();
+        // Nothing could be written: the pipe stayed full (7 lines per collection).
+        assert_eq!(report.dropped, 5 * 7);
+        let failure = result.unwrap_err();
+        assert!(
+            failure.error.contains("still blocked in a write"),
+            "{failure}"
+        );
+        assert!(failure.lost.starts_with("35 lines"), "{failure}");
+        // Closing the read end fails the writer's write, and its thread ends.
+        drop(reader);
+    }
 }

@@ -131,33 +131,61 @@ impl RecordLines {
         r: &CollectionRecord,
         format: impl FnOnce(&CollectionRecord) -> io::Result<String>,
     ) {
-        if self.written_through.is_some_and(|id| r.id <= id) {
+        self.write_line(r.id, || format(r));
+    }
+
+    /// Appends the line `format()` for collection `id` (see [`RecordLines::write`]); for a
+    /// writer that holds formatted lines rather than records.
+    pub fn write_line(&mut self, id: u64, format: impl FnOnce() -> io::Result<String>) {
+        if self.written_through.is_some_and(|written| id <= written) {
             return;
         }
         if let Some(failed) = &mut self.failed {
-            failed.last_lost = failed.last_lost.max(r.id);
+            failed.last_lost = failed.last_lost.max(id);
             return;
         }
-        let written = format(r).and_then(|mut line| {
+        let written = format().and_then(|mut line| {
             line.push('\n');
             self.file.append(line.as_bytes())
         });
         match written {
-            Ok(()) => self.written_through = Some(r.id),
+            Ok(()) => self.written_through = Some(id),
             Err(error) => {
                 // Reported in full when the heap finishes; noted here for those watching.
                 log::info!(
                     "writing the {} {} failed at GC({}) ({error}); it stops there",
                     self.kind,
                     self.path.display(),
-                    r.id
+                    id
                 );
                 self.failed = Some(Failed {
                     error,
-                    first_lost: r.id,
-                    last_lost: r.id,
+                    first_lost: id,
+                    last_lost: id,
                 });
             }
+        }
+    }
+
+    /// Appends a line that belongs to no collection (a notice such as the count of dropped
+    /// log messages), unless an earlier write failed. A failure stops the output; the next
+    /// collection's lines are the first counted as lost.
+    pub fn write_notice(&mut self, line: &str) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(error) = self.file.append(format!("{line}\n").as_bytes()) {
+            let next = self.written_through.map_or(0, |id| id + 1);
+            log::info!(
+                "writing the {} {} failed ({error}); it stops there",
+                self.kind,
+                self.path.display()
+            );
+            self.failed = Some(Failed {
+                error,
+                first_lost: next,
+                last_lost: next,
+            });
         }
     }
 

@@ -57,6 +57,9 @@ pub struct CollectionRecord {
     pub pause_ms: f64,
     /// Time the VM thread waited for mutators to reach the safepoint, milliseconds.
     pub time_to_safepoint_ms: f64,
+    /// Time spent writing this collection's GC log lines inside the pause (`gc-log-mode =
+    /// sync`; included in `pause_ms`), milliseconds; 0 otherwise.
+    pub log_write_ms: f64,
     /// Heap bytes in use before.
     pub heap_before: usize,
     /// Heap bytes in use after.
@@ -207,6 +210,20 @@ pub struct GcStats {
     /// `Heap::stats`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutator_sched: Option<crate::os::mutator_sched::MutatorSchedReport>,
+    /// What became of the GC log, when there is one (filled when the heap's outputs close).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_log: Option<GcLogStats>,
+}
+
+/// What became of a GC log's lines.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct GcLogStats {
+    /// How it was written.
+    pub mode: crate::config::GcLogMode,
+    /// Lines dropped (async buffer full, or still unwritten when the final flush ran out).
+    pub dropped: u64,
+    /// The longest single write of its lines, ms.
+    pub write_max_ms: f64,
 }
 
 impl GcStats {
@@ -331,17 +348,17 @@ impl GcStats {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(ms: f64) -> CollectionRecord {
+impl CollectionRecord {
+    /// A young collection `id` with every figure zero, for tests.
+    pub(crate) fn test_young(id: u64) -> CollectionRecord {
         CollectionRecord {
-            id: 0,
+            id,
             kind: CollectionKind::Young,
             cause: GcCause::AllocationFailure,
             start_ms: 0.0,
-            pause_ms: ms,
+            pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
+            log_write_ms: 0.0,
             heap_before: 0,
             heap_after: 0,
             heap_capacity: 0,
@@ -362,6 +379,17 @@ mod tests {
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ms: f64) -> CollectionRecord {
+        let mut r = CollectionRecord::test_young(0);
+        r.pause_ms = ms;
+        r
     }
 
     #[test]
