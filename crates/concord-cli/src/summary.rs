@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use concord::config::format_size;
 use concord::os::mutator_sched::MutatorSchedReport;
+use concord::os::thp::ThpReport;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -55,6 +56,8 @@ pub struct Summary {
     pub affinity_moves: usize,
     /// What the mutator scheduling policy did.
     pub mutator_sched: Option<MutatorSchedReport>,
+    /// The heap's THP mode and the huge pages it got.
+    pub thp: Option<ThpReport>,
 }
 
 impl Summary {
@@ -102,6 +105,7 @@ impl Summary {
             lifespans: stats.lifespans.clone(),
             affinity_moves: stats.affinity_moves(),
             mutator_sched: stats.mutator_sched.clone(),
+            thp: stats.thp.clone(),
         }
     }
 
@@ -158,6 +162,16 @@ impl Summary {
         v["affinity_moves"] = json!(self.affinity_moves);
         if let Some(report) = &self.mutator_sched {
             v["mutator_sched_report"] = json!(report);
+        }
+        if let Some(thp) = &self.thp {
+            v["thp"] = json!({
+                "mode": thp.mode,
+                "advice": thp.advice,
+                "switches": thp.switches,
+                "enabled": thp.system.enabled,
+                "defrag": thp.system.defrag,
+            });
+            v["heap_huge_bytes"] = json!(thp.heap_huge_bytes);
         }
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
@@ -284,6 +298,22 @@ impl Summary {
                 let _ = writeln!(s, "            {notice}");
             }
         }
+        if let Some(thp) = &self.thp {
+            let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+            let advice = json!(thp.advice).as_str().unwrap_or("none").to_string();
+            let huge = thp
+                .heap_huge_bytes
+                .map_or("unknown".to_string(), |b| format_size(b as usize));
+            let _ = writeln!(
+                s,
+                "  THP       {} (advice {advice}, {} switches; system enabled {}, defrag {}), \
+                 heap in huge pages {huge}",
+                thp.mode,
+                thp.switches,
+                or_unknown(&thp.system.enabled),
+                or_unknown(&thp.system.defrag),
+            );
+        }
         if let Some(report) = &self.lifespans {
             for line in report.to_string().lines() {
                 let _ = writeln!(s, "  {line}");
@@ -408,6 +438,7 @@ impl Summary {
             lifespans: None,
             affinity_moves: instances.iter().map(|s| s.affinity_moves).sum(),
             mutator_sched: None,
+            thp: None,
         }
     }
 }
@@ -500,6 +531,7 @@ impl Summary {
             lifespans: None,
             affinity_moves: v["affinity_moves"].as_u64().unwrap_or(0) as usize,
             mutator_sched: None,
+            thp: None,
         })
     }
 }
