@@ -4,18 +4,21 @@
 //! how much of the heap huge pages back (`AnonHugePages` in `/proc/self/smaps`).
 
 use std::fmt;
+use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::procfs::{
-    parse_sysfs_choice, read_mem_available, read_optional, read_self_smaps, KernelFileError,
+    field_value, parse_error, parse_sysfs_choice, parse_task_stat, read_mem_available,
+    read_optional, read_self_smaps, read_text, KernelFileError,
 };
+use super::sched::clock_ticks_per_second;
 use super::vm::{HugePageAdvice, Reservation};
 
 /// The size of a transparent huge page on x86-64 and arm64 with 4 KiB pages: a heap that may
@@ -276,6 +279,203 @@ pub fn mem_available() -> Result<u64, KernelFileError> {
     read_mem_available(Path::new("/proc/meminfo"))
 }
 
+// ------------------------------------------------------------------------------------------
+// The system-wide tuner of 002 Fig. 3
+// ------------------------------------------------------------------------------------------
+
+/// What the tuner looks at over one adjustment period.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TunerInputs {
+    /// `MemAvailable`, bytes.
+    pub mem_available: u64,
+    /// Pages scanned by direct reclaim per second over the period (`pgscan_direct`).
+    pub direct_scan_per_s: f64,
+    /// khugepaged's CPU use over the period, percent of one CPU (`None`: no khugepaged).
+    pub khugepaged_cpu_percent: Option<f64>,
+}
+
+/// The tuner's thresholds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TunerLimits {
+    /// Below this much available memory, THP is turned off (002's footprint threshold).
+    pub min_available: u64,
+    /// Above this direct-scan rate (pages/s), direct compaction on huge-page faults is off.
+    pub max_direct_scan_per_s: f64,
+    /// Above this khugepaged CPU use (percent of one CPU), background collapsing is off.
+    pub max_khugepaged_cpu_percent: f64,
+}
+
+/// Values for the three THP files; `None` leaves a file as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ThpSettings {
+    /// `enabled`.
+    pub enabled: Option<String>,
+    /// `defrag`.
+    pub defrag: Option<String>,
+    /// `khugepaged/defrag`.
+    pub khugepaged_defrag: Option<String>,
+}
+
+impl ThpSettings {
+    /// `(file, value)` of the files set, in [`THP_FILES`] order.
+    pub fn files(&self) -> Vec<(&'static str, &str)> {
+        [&self.enabled, &self.defrag, &self.khugepaged_defrag]
+            .into_iter()
+            .zip(THP_FILES)
+            .filter_map(|(v, f)| Some((f, v.as_deref()?)))
+            .collect()
+    }
+}
+
+impl From<&SystemThp> for ThpSettings {
+    fn from(s: &SystemThp) -> ThpSettings {
+        ThpSettings {
+            enabled: s.enabled.clone(),
+            defrag: s.defrag.clone(),
+            khugepaged_defrag: s.khugepaged_defrag.clone(),
+        }
+    }
+}
+
+/// 002 Fig. 3's decision for one period, with `found` the settings the tuner started from
+/// (their "on" values are kept: `madvise` stays `madvise`; `never` found means `always` and
+/// `madvise` for on):
+///
+/// 1. available memory below `min_available`: `enabled = never`, and the finer knobs are left
+///    alone (they mean nothing with THP off);
+/// 2. otherwise THP on, and direct compaction (`defrag`) off (`never`) while direct page
+///    scanning is above its limit, on otherwise;
+/// 3. background collapsing (`khugepaged/defrag`) `0` while khugepaged uses more CPU than its
+///    limit, `1` otherwise (unknown khugepaged use counts as none).
+pub fn tuner_decision(
+    inputs: &TunerInputs,
+    limits: &TunerLimits,
+    found: &SystemThp,
+) -> ThpSettings {
+    let on = |found: &Option<String>, default: &str| match found.as_deref() {
+        Some("never") | None => default.to_string(),
+        Some(v) => v.to_string(),
+    };
+    if inputs.mem_available < limits.min_available {
+        return ThpSettings {
+            enabled: Some("never".into()),
+            ..ThpSettings::default()
+        };
+    }
+    let direct_on = inputs.direct_scan_per_s <= limits.max_direct_scan_per_s;
+    let background_on = inputs
+        .khugepaged_cpu_percent
+        .is_none_or(|cpu| cpu <= limits.max_khugepaged_cpu_percent);
+    ThpSettings {
+        enabled: Some(on(&found.enabled, "always")),
+        defrag: Some(if direct_on {
+            on(&found.defrag, "madvise")
+        } else {
+            "never".into()
+        }),
+        khugepaged_defrag: Some(if background_on { "1" } else { "0" }.into()),
+    }
+}
+
+/// Where the tuner reads and writes (real paths by default; tests point elsewhere).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunerPaths {
+    /// The THP directory (`/sys/kernel/mm/transparent_hugepage`).
+    pub thp_dir: PathBuf,
+    /// The proc directory (`/proc`): `meminfo`, `vmstat` and khugepaged's `<pid>/stat`.
+    pub proc_dir: PathBuf,
+}
+
+impl Default for TunerPaths {
+    fn default() -> Self {
+        TunerPaths {
+            thp_dir: PathBuf::from(SYSFS_THP_DIR),
+            proc_dir: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// Cumulative counters the tuner turns into rates.
+#[derive(Clone, Copy, Debug)]
+pub struct TunerSample {
+    /// When they were read.
+    pub at: Instant,
+    /// `MemAvailable`, bytes.
+    pub mem_available: u64,
+    /// `pgscan_direct` of `vmstat`, pages.
+    pub pgscan_direct: u64,
+    /// khugepaged's user + system CPU time, clock ticks (`None`: not found).
+    pub khugepaged_ticks: Option<u64>,
+}
+
+/// khugepaged's CPU ticks: the process named `khugepaged` under `proc_dir`.
+fn khugepaged_ticks(proc_dir: &Path) -> Option<u64> {
+    fs::read_dir(proc_dir).ok()?.flatten().find_map(|entry| {
+        let name = entry.file_name();
+        name.to_str()?.parse::<u32>().ok()?;
+        let comm = fs::read_to_string(entry.path().join("comm")).ok()?;
+        if comm.trim_end() != "khugepaged" {
+            return None;
+        }
+        let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+        Some(parse_task_stat(&stat).ok()?.cpu_ticks())
+    })
+}
+
+impl TunerSample {
+    /// Read the counters under `paths`.
+    pub fn read(paths: &TunerPaths) -> Result<TunerSample, KernelFileError> {
+        let mem_available = read_mem_available(&paths.proc_dir.join("meminfo"))?;
+        let vmstat_path = paths.proc_dir.join("vmstat");
+        let vmstat = read_text(&vmstat_path)?;
+        let pgscan_direct = field_value(&vmstat, "pgscan_direct")
+            .ok_or_else(|| parse_error("/proc/vmstat", &vmstat, "no pgscan_direct line"))?;
+        Ok(TunerSample {
+            at: Instant::now(),
+            mem_available,
+            pgscan_direct,
+            khugepaged_ticks: khugepaged_ticks(&paths.proc_dir),
+        })
+    }
+
+    /// The inputs of the period from `earlier` to `self`.
+    pub fn inputs_since(&self, earlier: &TunerSample) -> TunerInputs {
+        let seconds = self.at.duration_since(earlier.at).as_secs_f64().max(1e-3);
+        let khugepaged_cpu_percent = match (self.khugepaged_ticks, earlier.khugepaged_ticks) {
+            (Some(now), Some(then)) => Some(
+                100.0 * now.saturating_sub(then) as f64 / clock_ticks_per_second() as f64 / seconds,
+            ),
+            _ => None,
+        };
+        TunerInputs {
+            mem_available: self.mem_available,
+            direct_scan_per_s: self.pgscan_direct.saturating_sub(earlier.pgscan_direct) as f64
+                / seconds,
+            khugepaged_cpu_percent,
+        }
+    }
+}
+
+/// Whether this process may write every THP file under `dir` (`access(W_OK)`).
+pub fn thp_files_writable(dir: &Path) -> bool {
+    THP_FILES.iter().all(|name| {
+        let Ok(path) = std::ffi::CString::new(dir.join(name).as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        // SAFETY: `path` is a NUL-terminated string that lives across the call.
+        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+    })
+}
+
+/// Write `settings` to the THP files under `dir`; the first failure names its file.
+pub fn write_thp_settings(dir: &Path, settings: &ThpSettings) -> Result<(), KernelFileError> {
+    for (name, value) in settings.files() {
+        let path = dir.join(name);
+        fs::write(&path, value).map_err(|source| KernelFileError::Io { path, source })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,5 +581,142 @@ mod tests {
         // Other modes never re-check.
         let fixed = ThpState::new(ThpMode::Never, GIB, Some(NoHuge));
         assert_eq!(fixed.recheck(&r, tail, 0, Some(64 * GIB)).unwrap(), None);
+    }
+
+    fn found(enabled: &str, defrag: &str) -> SystemThp {
+        SystemThp {
+            enabled: Some(enabled.into()),
+            defrag: Some(defrag.into()),
+            khugepaged_defrag: Some("1".into()),
+        }
+    }
+
+    #[test]
+    fn tuner_follows_the_three_components_of_fig_3() {
+        let limits = TunerLimits {
+            min_available: 4 * GIB,
+            max_direct_scan_per_s: 1000.0,
+            max_khugepaged_cpu_percent: 10.0,
+        };
+        let inputs = |avail, scan, cpu| TunerInputs {
+            mem_available: avail,
+            direct_scan_per_s: scan,
+            khugepaged_cpu_percent: cpu,
+        };
+        let set = |e: Option<&str>, d: Option<&str>, k: Option<&str>| ThpSettings {
+            enabled: e.map(Into::into),
+            defrag: d.map(Into::into),
+            khugepaged_defrag: k.map(Into::into),
+        };
+        let calm = found("madvise", "madvise");
+        // (inputs, found, decision)
+        let fixtures = [
+            // Plenty of memory, no scanning, idle khugepaged: the found "on" values.
+            (
+                inputs(8 * GIB, 0.0, Some(0.5)),
+                &calm,
+                set(Some("madvise"), Some("madvise"), Some("1")),
+            ),
+            // (1) Low memory: THP off, the finer knobs left alone.
+            (
+                inputs(4 * GIB - 1, 1e6, Some(90.0)),
+                &calm,
+                set(Some("never"), None, None),
+            ),
+            // (2) Heavy direct scanning: no direct compaction.
+            (
+                inputs(8 * GIB, 1000.5, Some(0.0)),
+                &calm,
+                set(Some("madvise"), Some("never"), Some("1")),
+            ),
+            // (3) khugepaged hogging a CPU: no background collapsing.
+            (
+                inputs(8 * GIB, 10.0, Some(10.5)),
+                &calm,
+                set(Some("madvise"), Some("madvise"), Some("0")),
+            ),
+            // Both, and no khugepaged found counts as idle.
+            (
+                inputs(4 * GIB, 5000.0, Some(50.0)),
+                &calm,
+                set(Some("madvise"), Some("never"), Some("0")),
+            ),
+            (
+                inputs(4 * GIB, 0.0, None),
+                &calm,
+                set(Some("madvise"), Some("madvise"), Some("1")),
+            ),
+            // Found off: on means always (and defrag madvise).
+            (
+                inputs(8 * GIB, 0.0, None),
+                &found("never", "never"),
+                set(Some("always"), Some("madvise"), Some("1")),
+            ),
+            (
+                inputs(8 * GIB, 0.0, None),
+                &found("always", "defer"),
+                set(Some("always"), Some("defer"), Some("1")),
+            ),
+        ];
+        for (i, (inputs, found, expected)) in fixtures.iter().enumerate() {
+            assert_eq!(
+                &tuner_decision(inputs, &limits, found),
+                expected,
+                "fixture {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn tuner_reads_counters_and_writes_settings_in_a_fixture_tree() {
+        let root = std::env::temp_dir().join(format!("concord-thp-tuner-{}", std::process::id()));
+        let paths = TunerPaths {
+            thp_dir: root.join("thp"),
+            proc_dir: root.join("proc"),
+        };
+        fs::create_dir_all(paths.thp_dir.join("khugepaged")).unwrap();
+        fs::create_dir_all(paths.proc_dir.join("77")).unwrap();
+        fs::write(paths.proc_dir.join("meminfo"), "MemAvailable: 2048 kB\n").unwrap();
+        fs::write(paths.proc_dir.join("vmstat"), "pgscan_direct 100\n").unwrap();
+        fs::write(paths.proc_dir.join("77/comm"), "khugepaged\n").unwrap();
+        let stat = "77 (khugepaged) S 2 0 0 0 -1 0 0 0 0 0 30 20 0 0 39 19 1 0 9 0 0 0 0 0 0 0 \
+                    0 0 0 0 0 0 0 0 0 0 0 0 1 0 0 0";
+        fs::write(paths.proc_dir.join("77/stat"), stat).unwrap();
+        let before = TunerSample::read(&paths).unwrap();
+        assert_eq!(before.mem_available, 2 << 20);
+        assert_eq!(before.khugepaged_ticks, Some(50));
+        let mut after = before;
+        after.at = before.at + Duration::from_secs(2);
+        after.pgscan_direct = 2100;
+        after.khugepaged_ticks = Some(50 + clock_ticks_per_second());
+        let inputs = after.inputs_since(&before);
+        assert_eq!(inputs.direct_scan_per_s, 1000.0);
+        assert_eq!(inputs.khugepaged_cpu_percent, Some(50.0));
+        fs::write(paths.proc_dir.join("vmstat"), "pgscan_kswapd 1\n").unwrap();
+        assert!(TunerSample::read(&paths).is_err());
+
+        for (name, text) in [
+            ("enabled", "always [madvise] never\n"),
+            ("defrag", "always defer defer+madvise [madvise] never\n"),
+            ("khugepaged/defrag", "1\n"),
+        ] {
+            fs::write(paths.thp_dir.join(name), text).unwrap();
+        }
+        assert!(thp_files_writable(&paths.thp_dir));
+        assert!(!thp_files_writable(&root.join("nowhere")));
+        let found = SystemThp::read_from(&paths.thp_dir);
+        let off = ThpSettings {
+            enabled: Some("never".into()),
+            ..ThpSettings::default()
+        };
+        write_thp_settings(&paths.thp_dir, &off).unwrap();
+        assert_eq!(
+            SystemThp::read_from(&paths.thp_dir).enabled.as_deref(),
+            Some("never")
+        );
+        assert_eq!(SystemThp::read_from(&paths.thp_dir).defrag, found.defrag);
+        write_thp_settings(&paths.thp_dir, &ThpSettings::from(&found)).unwrap();
+        assert_eq!(SystemThp::read_from(&paths.thp_dir), found);
+        fs::remove_dir_all(&root).unwrap();
     }
 }
