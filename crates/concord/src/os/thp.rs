@@ -1,7 +1,9 @@
 //! Transparent huge pages (paper 002 §3): the heap's THP mode, the system's THP settings in
 //! `/sys/kernel/mm/transparent_hugepage`, 002's launch-time rule for `dynamic` (huge pages
-//! only while the machine's available memory is well above what the heap still needs), and
-//! how much of the heap huge pages back (`AnonHugePages` in `/proc/self/smaps`).
+//! only while the machine's available memory is well above what the heap still needs), how
+//! much of the heap huge pages back (`AnonHugePages` in `/proc/self/smaps`), and the pieces of
+//! 002 Fig. 3's system-wide tuner: its inputs (`MemAvailable`, `pgscan_direct`, khugepaged's
+//! CPU use), its decision as a pure function, and the writes of the THP files.
 
 use std::fmt;
 use std::fs;
