@@ -24,6 +24,7 @@ mod logger;
 mod report;
 mod run;
 mod summary;
+mod thp_tuner;
 mod vs_hotspot;
 
 use std::fmt;
@@ -130,6 +131,9 @@ enum Command {
     /// Write a self-contained HTML report (tables and plots) of a results directory written by
     /// compare, sweep, ablation, os-bench or sched-bench.
     Report(report::ReportArgs),
+    /// 002 Fig. 3's system-wide THP tuner: every period, sets the THP files from MemAvailable,
+    /// the direct page-scan rate and khugepaged's CPU use; restores them when it stops.
+    ThpTuner(thp_tuner::ThpTunerArgs),
 }
 
 fn main() -> ExitCode {
@@ -147,6 +151,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
+        Command::ThpTuner(args) => thp_tuner::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }
