@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use concord::config::format_size;
 use concord::os::mutator_sched::MutatorSchedReport;
-use concord::os::thp::ThpReport;
+use concord::os::thp::{SystemThp, ThpReport};
+use concord::os::vm::HugePageAdvice;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -531,9 +532,31 @@ impl Summary {
             lifespans: None,
             affinity_moves: v["affinity_moves"].as_u64().unwrap_or(0) as usize,
             mutator_sched: None,
-            thp: None,
+            thp: thp_from_json(v),
         })
     }
+}
+
+/// The `thp` and `heap_huge_bytes` of a summary JSON, as [`Summary::json`] writes them.
+fn thp_from_json(v: &Value) -> Option<ThpReport> {
+    let thp = &v["thp"];
+    let text = |key: &str| thp[key].as_str().map(str::to_string);
+    let advice = match thp["advice"].as_str() {
+        Some("huge") => Some(HugePageAdvice::Huge),
+        Some("no-huge") => Some(HugePageAdvice::NoHuge),
+        _ => None,
+    };
+    Some(ThpReport {
+        mode: thp["mode"].as_str()?.parse().ok()?,
+        advice,
+        switches: thp["switches"].as_u64()?,
+        system: SystemThp {
+            enabled: text("enabled"),
+            defrag: text("defrag"),
+            khugepaged_defrag: None,
+        },
+        heap_huge_bytes: v["heap_huge_bytes"].as_u64(),
+    })
 }
 
 /// The switches of `config`, in the order of DESIGN.md's table.
