@@ -280,7 +280,8 @@ mod tests {
         survivor: 1 << 20,
     };
 
-    /// Whether every mapping of the heap carries VmFlag `flag`, and none carries `other`.
+    /// Asserts that every mapping of the heap carries VmFlag `flag` (`hg`, `nh`) and not the
+    /// other one; `None`: neither.
     fn heap_flags_are(mem: &HeapMemory, flag: Option<&str>) {
         let vmas = read_self_smaps(mem.base(), mem.end()).unwrap();
         assert!(!vmas.is_empty());

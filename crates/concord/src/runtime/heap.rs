@@ -653,6 +653,7 @@ fn start_thp_sampler(inner: &Arc<HeapInner>) -> Result<Option<Periodic>, HeapErr
         .map(Some)
         .map_err(HeapError::Thread)
 }
+
 /// Address space left for the first collections' small allocations.
 const ROOM_FOR_COLLECTIONS: usize = 4 * MIB;
 
