@@ -161,6 +161,14 @@ pub struct RunFlags {
     /// Profile object lifespans and report their histogram.
     #[arg(long)]
     pub lifespans: bool,
+    /// Transparent huge pages for the heap: system (no madvise call), never, madvise, always
+    /// or dynamic (huge pages while MemAvailable >= the heap's remaining footprint +
+    /// --thp-margin, re-checked every 2 s) (default: the preset's; dynamic for optimized).
+    #[arg(long, value_name = "MODE")]
+    pub thp: Option<String>,
+    /// Available memory dynamic THP wants beyond the heap's footprint (default 1g).
+    #[arg(long = "thp-margin", value_name = "SIZE", allow_hyphen_values = true)]
+    pub thp_margin: Option<Size>,
     /// Load during every run: busy:K starts K busy-loop threads in this process (K in
     /// 1..=1024).
     #[arg(long, value_name = "busy:K")]
@@ -239,7 +247,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 15] = [
+        let given: [(&'static str, Option<String>); 17] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -258,6 +266,8 @@ impl RunFlags {
                 self.gc_log_buffer.as_ref().map(Size::to_string),
             ),
             ("gc-log-flush-timeout", self.gc_log_flush_timeout.clone()),
+            ("thp", self.thp.clone()),
+            ("thp-margin", self.thp_margin.as_ref().map(Size::to_string)),
         ];
         let mut settings: Vec<(&'static str, String)> = given
             .into_iter()

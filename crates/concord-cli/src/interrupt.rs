@@ -9,6 +9,7 @@
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
 
 use crate::console::errln;
 use indicatif::ProgressBar;
@@ -98,6 +99,23 @@ pub fn wait_until(done: impl Fn() -> bool) {
     while !done() && !interrupted() {
         guard = WOKEN.wait(guard).unwrap_or_else(|p| p.into_inner());
     }
+}
+
+/// Sleeps for `period`, or less if a signal comes; whether one came.
+pub fn sleep(period: Duration) -> bool {
+    let deadline = Instant::now() + period;
+    let mut guard = lock(&WAKE);
+    while !interrupted() {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        guard = WOKEN
+            .wait_timeout(guard, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    interrupted()
 }
 
 /// Wakes [`wait_until`] to look again.

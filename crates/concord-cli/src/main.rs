@@ -25,6 +25,7 @@ mod logger;
 mod report;
 mod run;
 mod summary;
+mod thp_tuner;
 mod vs_hotspot;
 
 use std::fmt;
@@ -135,6 +136,9 @@ enum Command {
     /// caused: real against user+sys per GC thread, time to safepoint, counts over
     /// 250/500/1000/2000 ms and advice.
     Diagnose(diagnose::DiagnoseArgs),
+    /// 002 Fig. 3's system-wide THP tuner: every period, sets the THP files from MemAvailable,
+    /// the direct page-scan rate and khugepaged's CPU use; restores them when it stops.
+    ThpTuner(thp_tuner::ThpTunerArgs),
 }
 
 fn main() -> ExitCode {
@@ -153,6 +157,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::ThpTuner(args) => thp_tuner::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use concord::config::format_size;
 use concord::os::mutator_sched::MutatorSchedReport;
+use concord::os::thp::{SystemThp, ThpReport};
+use concord::os::vm::HugePageAdvice;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -61,6 +63,8 @@ pub struct Summary {
     pub gc_log_dropped: u64,
     /// The longest single write of GC log lines, ms (0 without a log).
     pub gc_log_write_max_ms: f64,
+    /// The heap's THP mode and the huge pages it got.
+    pub thp: Option<ThpReport>,
 }
 
 impl Summary {
@@ -111,6 +115,7 @@ impl Summary {
             gc_log_mode: stats.gc_log.map(|l| l.mode.to_string()),
             gc_log_dropped: stats.gc_log.map_or(0, |l| l.dropped),
             gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
+            thp: stats.thp.clone(),
         }
     }
 
@@ -170,6 +175,16 @@ impl Summary {
         v["affinity_moves"] = json!(self.affinity_moves);
         if let Some(report) = &self.mutator_sched {
             v["mutator_sched_report"] = json!(report);
+        }
+        if let Some(thp) = &self.thp {
+            v["thp"] = json!({
+                "mode": thp.mode,
+                "advice": thp.advice,
+                "switches": thp.switches,
+                "enabled": thp.system.enabled,
+                "defrag": thp.system.defrag,
+            });
+            v["heap_huge_bytes"] = json!(thp.heap_huge_bytes);
         }
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
@@ -295,6 +310,22 @@ impl Summary {
             for notice in &r.notices {
                 let _ = writeln!(s, "            {notice}");
             }
+        }
+        if let Some(thp) = &self.thp {
+            let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+            let advice = json!(thp.advice).as_str().unwrap_or("none").to_string();
+            let huge = thp
+                .heap_huge_bytes
+                .map_or("unknown".to_string(), |b| format_size(b as usize));
+            let _ = writeln!(
+                s,
+                "  THP       {} (advice {advice}, {} switches; system enabled {}, defrag {}), \
+                 heap in huge pages {huge}",
+                thp.mode,
+                thp.switches,
+                or_unknown(&thp.system.enabled),
+                or_unknown(&thp.system.defrag),
+            );
         }
         if let Some(report) = &self.lifespans {
             for line in report.to_string().lines() {
@@ -426,6 +457,7 @@ impl Summary {
                 .iter()
                 .map(|s| s.gc_log_write_max_ms)
                 .fold(0.0, f64::max),
+            thp: None,
         }
     }
 }
@@ -521,8 +553,31 @@ impl Summary {
             gc_log_mode: v["gc_log_mode"].as_str().map(str::to_string),
             gc_log_dropped: v["gc_log_dropped"].as_u64().unwrap_or(0),
             gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),
+            thp: thp_from_json(v),
         })
     }
+}
+
+/// The `thp` and `heap_huge_bytes` of a summary JSON, as [`Summary::json`] writes them.
+fn thp_from_json(v: &Value) -> Option<ThpReport> {
+    let thp = &v["thp"];
+    let text = |key: &str| thp[key].as_str().map(str::to_string);
+    let advice = match thp["advice"].as_str() {
+        Some("huge") => Some(HugePageAdvice::Huge),
+        Some("no-huge") => Some(HugePageAdvice::NoHuge),
+        _ => None,
+    };
+    Some(ThpReport {
+        mode: thp["mode"].as_str()?.parse().ok()?,
+        advice,
+        switches: thp["switches"].as_u64()?,
+        system: SystemThp {
+            enabled: text("enabled"),
+            defrag: text("defrag"),
+            khugepaged_defrag: None,
+        },
+        heap_huge_bytes: v["heap_huge_bytes"].as_u64(),
+    })
 }
 
 /// The switches of `config`, in the order of DESIGN.md's table.

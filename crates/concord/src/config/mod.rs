@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use crate::os::cpu::usable_cpu_count;
 use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, PhasePolicy};
 
 mod error;
@@ -45,6 +46,9 @@ pub const MIN_EDEN_SIZE: usize = 256 * KIB;
 pub const MIN_SURVIVOR_SIZE: usize = 64 * KIB;
 /// The most GC worker threads a configuration may ask for.
 pub const MAX_GC_THREADS: usize = 256;
+/// The default of [`GcConfig::thp_margin`]: `dynamic` THP wants this much available memory
+/// beyond the heap's footprint before it asks for huge pages.
+pub const DEFAULT_THP_MARGIN: usize = GIB;
 /// The default of [`GcConfig::fifo_cpu_threshold`]: 001 §4.4 enables its FIFO policies only
 /// with more than 8 cores, because with fewer, threads scheduled first keep the others from
 /// running.
@@ -111,6 +115,13 @@ pub struct GcConfig {
     /// process may use more CPUs than this (001 §4.4: FIFO pays off with more than 8 cores);
     /// with fewer they keep CFS. `fifo` itself is not affected.
     pub fifo_cpu_threshold: usize,
+    /// Transparent huge pages for the heap (002 §3): no call (`system`), `MADV_NOHUGEPAGE`
+    /// (`never`), `MADV_HUGEPAGE` on a 2 MiB-aligned heap (`madvise`, `always`), or 002's rule
+    /// re-checked every few seconds (`dynamic`).
+    pub thp: ThpMode,
+    /// `dynamic` THP asks for huge pages only while `MemAvailable` is at least the heap's
+    /// remaining footprint plus this many bytes.
+    pub thp_margin: usize,
     /// Profile object lifespans (bytes allocated between an object's allocation and its death,
     /// 001 §2) and report their histogram.
     pub lifespans: bool,
@@ -323,6 +334,7 @@ impl GcConfig {
     /// | `dynamic_gc_threads` | no | yes | no |
     /// | `pin_start` | yes | no | no |
     /// | `gc_affinity` | none | none | dynamic |
+    /// | `thp` | system | system | dynamic |
     pub fn for_preset(preset: Preset) -> GcConfig {
         let phase = match preset {
             Preset::Vanilla => PhasePolicy::VANILLA,
@@ -344,6 +356,12 @@ impl GcConfig {
             Preset::Vanilla | Preset::Modern => GcAffinity::None,
             Preset::Optimized => GcAffinity::Dynamic,
         };
+        // HotSpot 8 and 17 make no madvise call unless -XX:+UseTransparentHugePages is given;
+        // 002's fix decides from the memory available.
+        let thp = match preset {
+            Preset::Vanilla | Preset::Modern => ThpMode::System,
+            Preset::Optimized => ThpMode::Dynamic,
+        };
         GcConfig {
             preset,
             heap_size: DEFAULT_HEAP_SIZE,
@@ -360,6 +378,8 @@ impl GcConfig {
             // Not FIFO, not adaptive, in any preset: see the field's documentation.
             mutator_sched: MutatorSched::Cfs,
             fifo_cpu_threshold: DEFAULT_FIFO_CPU_THRESHOLD,
+            thp,
+            thp_margin: DEFAULT_THP_MARGIN,
             lifespans: false,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,

@@ -21,6 +21,7 @@ use super::validate::{
 };
 use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
 use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
@@ -90,6 +91,8 @@ enum Switch {
     MutatorSched,
     /// [`GcLogMode`].
     GcLogMode,
+    /// [`ThpMode`].
+    Thp,
 }
 
 impl Switch {
@@ -103,6 +106,7 @@ impl Switch {
             Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
             Switch::GcLogMode => GcLogMode::ALLOWED.to_string(),
+            Switch::Thp => ThpMode::allowed(),
         }
     }
 }
@@ -126,7 +130,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 30] = [
+static OPTIONS: [OptionSpec; 32] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -308,6 +312,31 @@ static OPTIONS: [OptionSpec; 30] = [
               usable CPUs than this, as in 001 §4.4 (0..=4096, default 8).",
         set: |c, v| {
             c.fifo_cpu_threshold = int_in(v, &FIFO_CPU_THRESHOLD_RANGE)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "thp",
+        env: "CONCORD_THP",
+        kind: ValueKind::Switch(Switch::Thp),
+        doc: "Transparent huge pages for the heap: system (no madvise call, the system setting \
+              decides), never (MADV_NOHUGEPAGE), madvise or always (MADV_HUGEPAGE on a 2 MiB \
+              aligned heap), or dynamic (huge pages only while MemAvailable is at least the \
+              heap's remaining footprint plus thp-margin, checked at launch and every 2 s, 002 \
+              §3) (default per preset: system, system, dynamic).",
+        set: |c, v| {
+            c.thp = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "thp-margin",
+        env: "CONCORD_THP_MARGIN",
+        kind: ValueKind::Size,
+        doc: "Available memory dynamic THP wants beyond the heap's footprint before it asks \
+              for huge pages (default 1g).",
+        set: |c, v| {
+            c.thp_margin = size(v)?;
             Ok(())
         },
     },
@@ -848,7 +877,7 @@ impl ConfigBuilder {
 mod tests {
     use std::time::Duration;
 
-    use super::super::{default_gc_threads, format_size, KIB, MIB};
+    use super::super::{default_gc_threads, format_size, GIB, KIB, MIB};
     use super::*;
     use crate::os::cpu::usable_cpu_count;
     use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
@@ -977,6 +1006,8 @@ mod tests {
             ("gc-affinity", "static"),
             ("mutator-sched", "adaptive:0.5"),
             ("fifo-cpu-threshold", "0"),
+            ("thp", "never"),
+            ("thp-margin", "2g"),
             ("max-tenuring-threshold", "10"),
             ("initial-tenuring-threshold", "4"),
             ("target-survivor-ratio", "80"),
@@ -1014,6 +1045,8 @@ mod tests {
                 MutatorSched::Adaptive(Duration::from_millis(500))
             );
             assert_eq!(config.fifo_cpu_threshold, 0);
+            assert_eq!(config.thp, ThpMode::Never);
+            assert_eq!(config.thp_margin, 2 * GIB);
             assert_eq!(config.max_tenuring_threshold, 10);
             assert_eq!(config.initial_tenuring_threshold, 4);
             assert_eq!(config.target_survivor_ratio, 80);

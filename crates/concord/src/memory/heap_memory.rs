@@ -13,7 +13,7 @@ use super::card_table::CardTable;
 use super::compaction::CompactionTables;
 use super::side_table::SideTableError;
 use super::space::Space;
-use crate::os::vm::Reservation;
+use crate::os::vm::{HugePageAdvice, Reservation};
 
 /// Alignment of the reservation and of every space boundary.
 pub const HEAP_ALIGNMENT: usize = 64 * 1024;
@@ -87,8 +87,19 @@ pub struct HeapMemory {
 
 impl HeapMemory {
     /// Reserve the heap and allocate its side tables; commit the young generation now and the
-    /// old generation on demand.
+    /// old generation on demand. No huge-page advice: the system setting decides.
     pub fn new(sizes: SpaceSizes) -> Result<Self, HeapMemoryError> {
+        Self::with_pages(sizes, HEAP_ALIGNMENT, None)
+    }
+
+    /// [`HeapMemory::new`] with the reservation aligned to `align` (a power of two, at least
+    /// [`HEAP_ALIGNMENT`]; 2 MiB lets huge pages start at the heap's base) and `advice` given
+    /// to the kernel on the whole reservation before anything is committed.
+    pub fn with_pages(
+        sizes: SpaceSizes,
+        align: usize,
+        advice: Option<HugePageAdvice>,
+    ) -> Result<Self, HeapMemoryError> {
         let total = sizes.old + sizes.eden + 2 * sizes.survivor;
         let refused = |source| HeapMemoryError::Reserve {
             size: total,
@@ -106,8 +117,13 @@ impl HeapMemory {
                 )));
             }
         }
-        let reservation = Reservation::new(total, HEAP_ALIGNMENT).map_err(refused)?;
+        let reservation = Reservation::new(total, align.max(HEAP_ALIGNMENT)).map_err(refused)?;
         let base = reservation.base();
+        if let Some(advice) = advice {
+            reservation
+                .advise(base, reservation.size(), advice)
+                .map_err(refused)?;
+        }
         let young_start = base + sizes.old;
         let end = base + total;
         reservation
@@ -138,6 +154,16 @@ impl HeapMemory {
     /// The reservation (for committing old-generation memory).
     pub fn reservation(&self) -> &Reservation {
         &self.reservation
+    }
+
+    /// The part of the old generation not yet committed, `(start, len)`: where pages will be
+    /// faulted in next, and what a change of huge-page advice still governs.
+    pub fn uncommitted_old(&self) -> (usize, usize) {
+        let committed_end = self.base + self.old.committed_bytes();
+        (
+            committed_end,
+            self.young_start.saturating_sub(committed_end),
+        )
     }
 
     /// First heap address.
@@ -239,5 +265,76 @@ impl HeapMemory {
     /// Bytes used in the whole heap.
     pub fn used(&self) -> usize {
         self.old.used() + self.young_used()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::procfs::read_self_smaps;
+    use crate::os::thp::{huge_bytes_in, SystemThp, HUGE_PAGE_SIZE};
+
+    const SIZES: SpaceSizes = SpaceSizes {
+        old: 4 << 20,
+        eden: 4 << 20,
+        survivor: 1 << 20,
+    };
+
+    /// Asserts that every mapping of the heap carries VmFlag `flag` (`hg`, `nh`) and not the
+    /// other one; `None`: neither.
+    fn heap_flags_are(mem: &HeapMemory, flag: Option<&str>) {
+        let vmas = read_self_smaps(mem.base(), mem.end()).unwrap();
+        assert!(!vmas.is_empty());
+        for vma in &vmas {
+            assert_eq!(vma.has_flag("hg"), flag == Some("hg"), "{vma:?}");
+            assert_eq!(vma.has_flag("nh"), flag == Some("nh"), "{vma:?}");
+            if flag == Some("nh") {
+                assert_ne!(vma.thp_eligible, Some(true), "{vma:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn huge_page_advice_is_on_the_whole_reservation() {
+        let plain = HeapMemory::new(SIZES).unwrap();
+        heap_flags_are(&plain, None);
+        let huge =
+            HeapMemory::with_pages(SIZES, HUGE_PAGE_SIZE, Some(HugePageAdvice::Huge)).unwrap();
+        assert_eq!(huge.base() % HUGE_PAGE_SIZE, 0);
+        heap_flags_are(&huge, Some("hg"));
+        let none =
+            HeapMemory::with_pages(SIZES, HEAP_ALIGNMENT, Some(HugePageAdvice::NoHuge)).unwrap();
+        heap_flags_are(&none, Some("nh"));
+        // Committing more of the old generation keeps the advice.
+        assert!(none
+            .old
+            .ensure_committed(none.base() + (1 << 20), none.reservation()));
+        heap_flags_are(&none, Some("nh"));
+        assert_eq!(
+            none.uncommitted_old().0,
+            none.base() + none.old.committed_bytes()
+        );
+    }
+
+    #[test]
+    #[ignore = "needs THP enabled = madvise or always system-wide \
+                (/sys/kernel/mm/transparent_hugepage/enabled); run with --ignored"]
+    fn a_huge_advised_heap_gets_huge_pages_when_the_system_allows_them() {
+        let enabled = SystemThp::read().enabled;
+        assert!(
+            matches!(enabled.as_deref(), Some("madvise" | "always")),
+            "THP enabled is {enabled:?}: this test needs madvise or always"
+        );
+        let huge =
+            HeapMemory::with_pages(SIZES, HUGE_PAGE_SIZE, Some(HugePageAdvice::Huge)).unwrap();
+        let eden = &huge.eden;
+        // SAFETY: eden is committed at construction; nothing else uses this heap.
+        unsafe { std::ptr::write_bytes(eden.bottom() as *mut u8, 1, eden.capacity()) };
+        assert!(huge_bytes_in(huge.base(), huge.end()).unwrap() >= HUGE_PAGE_SIZE as u64);
+        let none =
+            HeapMemory::with_pages(SIZES, HUGE_PAGE_SIZE, Some(HugePageAdvice::NoHuge)).unwrap();
+        // SAFETY: as above.
+        unsafe { std::ptr::write_bytes(none.eden.bottom() as *mut u8, 1, none.eden.capacity()) };
+        assert_eq!(huge_bytes_in(none.base(), none.end()).unwrap(), 0);
     }
 }

@@ -25,6 +25,7 @@ pub mod periodic;
 pub mod policy;
 pub mod procfs;
 pub mod sched;
+pub mod thp;
 pub mod vm;
 
 /// CPU ids must be below this (64 Ki CPUs; far above any machine Linux runs on today).

@@ -1,6 +1,8 @@
 //! Readers of the kernel's text files: the CPU-list syntax (sysfs, cgroup and `/proc` share it),
-//! `/proc/stat` (per-CPU times) and `/proc/self/task` (this process's threads: their ids, names
-//! and `stat` lines).
+//! `/proc/stat` (per-CPU times), `/proc/self/task` (this process's threads: their ids, names
+//! and `stat` lines), `key: value` files (`/proc/meminfo`, `/proc/vmstat`), `/proc/self/smaps`
+//! (how a range of this process's memory is backed) and sysfs choice files
+//! (`always [madvise] never`).
 //!
 //! Each file has one parser here, and every parser is defensive: odd content gives an error
 //! value, never a panic.
@@ -347,6 +349,150 @@ pub fn read_task_stat(tid: i32) -> io::Result<TaskStat> {
     })
 }
 
+// ------------------------------------------------------------------------------------------
+// key/value files: /proc/meminfo, /proc/vmstat
+// ------------------------------------------------------------------------------------------
+
+/// The number after `key` in a file of `key value` lines (`/proc/vmstat`) or `key: value kB`
+/// lines (`/proc/meminfo`; the value is returned as written, in kB). `None` when there is no
+/// such line or its value is not a number.
+pub fn field_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        let name = words.next()?;
+        (name.strip_suffix(':').unwrap_or(name) == key)
+            .then(|| words.next()?.parse().ok())
+            .flatten()
+    })
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, bytes.
+pub fn parse_mem_available(text: &str) -> Result<u64, KernelFileError> {
+    field_value(text, "MemAvailable")
+        .map(|kib| kib.saturating_mul(1024))
+        .ok_or_else(|| parse_error("/proc/meminfo", text, "no 'MemAvailable: N kB' line"))
+}
+
+/// Read `path` whole, naming it in the error.
+pub(crate) fn read_text(path: &Path) -> Result<String, KernelFileError> {
+    fs::read_to_string(path).map_err(|source| KernelFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `MemAvailable` from the `/proc/meminfo`-format file at `path`, bytes.
+pub fn read_mem_available(path: &Path) -> Result<u64, KernelFileError> {
+    parse_mem_available(&read_text(path)?)
+}
+
+// ------------------------------------------------------------------------------------------
+// sysfs choice files
+// ------------------------------------------------------------------------------------------
+
+/// The chosen value of a sysfs choice file (`always [madvise] never` → `madvise`); a file
+/// holding one plain value (`1`) is that value.
+pub fn parse_sysfs_choice(text: &str) -> Result<String, KernelFileError> {
+    let trimmed = text.trim();
+    let chosen = match trimmed.find('[') {
+        Some(open) => trimmed[open + 1..]
+            .split_once(']')
+            .map(|(inside, _)| inside.trim()),
+        None if !trimmed.is_empty() && !trimmed.contains(char::is_whitespace) => Some(trimmed),
+        None => None,
+    };
+    chosen
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            parse_error(
+                "sysfs setting",
+                text,
+                "expected 'a [chosen] b' or one value",
+            )
+        })
+}
+
+// ------------------------------------------------------------------------------------------
+// /proc/self/smaps
+// ------------------------------------------------------------------------------------------
+
+/// One mapping of `/proc/<pid>/smaps`, with the fields this crate uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SmapsVma {
+    /// First address.
+    pub start: usize,
+    /// One past the last address.
+    pub end: usize,
+    /// `Rss`, bytes.
+    pub rss_bytes: u64,
+    /// `AnonHugePages`: anonymous memory backed by transparent huge pages, bytes.
+    pub anon_huge_bytes: u64,
+    /// `THPeligible` (kernels since 5.0): whether huge pages may back the mapping.
+    pub thp_eligible: Option<bool>,
+    /// `VmFlags`, e.g. `hg` (`MADV_HUGEPAGE`) or `nh` (`MADV_NOHUGEPAGE`).
+    pub vm_flags: Vec<String>,
+}
+
+impl SmapsVma {
+    /// Whether `flag` (`hg`, `nh`) is among the mapping's `VmFlags`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.vm_flags.iter().any(|f| f == flag)
+    }
+}
+
+/// The `start-end` range of an smaps header line (`7f00-7f80 rw-p 0 00:00 0 [heap]`).
+fn smaps_header(line: &str) -> Option<(usize, usize)> {
+    let range = line.split_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    (start < end).then_some((start, end))
+}
+
+/// The mappings of an smaps text that overlap `[start, end)`, in order. Lines that are not
+/// understood are skipped.
+pub fn parse_smaps(text: &str, start: usize, end: usize) -> Vec<SmapsVma> {
+    let mut out = Vec::new();
+    let mut current: Option<SmapsVma> = None;
+    for line in text.lines() {
+        if let Some((s, e)) = smaps_header(line) {
+            out.extend(current.take());
+            current = (s < end && e > start).then(|| SmapsVma {
+                start: s,
+                end: e,
+                ..SmapsVma::default()
+            });
+            continue;
+        }
+        let Some(vma) = current.as_mut() else {
+            continue;
+        };
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let kib = || field_value(line, key).unwrap_or(0).saturating_mul(1024);
+        match key {
+            "Rss" => vma.rss_bytes = kib(),
+            "AnonHugePages" => vma.anon_huge_bytes = kib(),
+            "THPeligible" => vma.thp_eligible = Some(value.trim() == "1"),
+            "VmFlags" => vma.vm_flags = value.split_whitespace().map(str::to_string).collect(),
+            _ => {}
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// The mappings of this process that overlap `[start, end)` (`/proc/self/smaps`).
+pub fn read_self_smaps(start: usize, end: usize) -> Result<Vec<SmapsVma>, KernelFileError> {
+    Ok(parse_smaps(
+        &read_text(Path::new("/proc/self/smaps"))?,
+        start,
+        end,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,5 +669,75 @@ mod tests {
         assert_eq!(read_task_stat(tid).unwrap().comm, "sched (test) x");
         other.finish();
         assert!(thread_name(tid).is_err());
+    }
+
+    #[test]
+    fn key_value_files() {
+        let meminfo = "MemTotal:       24684084 kB\nMemAvailable:   1000 kB\nX: y kB\n";
+        assert_eq!(field_value(meminfo, "MemTotal"), Some(24_684_084));
+        assert_eq!(parse_mem_available(meminfo).unwrap(), 1000 * 1024);
+        assert_eq!(field_value(meminfo, "X"), None);
+        assert_eq!(field_value(meminfo, "Mem"), None);
+        assert!(parse_mem_available("MemTotal: 1 kB\n").is_err());
+        let vmstat = "pgscan_kswapd 5\npgscan_direct 1234\npgscan_direct_throttle 0\n";
+        assert_eq!(field_value(vmstat, "pgscan_direct"), Some(1234));
+        assert!(read_mem_available(Path::new("/proc/meminfo")).unwrap() > 0);
+    }
+
+    #[test]
+    fn sysfs_choices() {
+        assert_eq!(
+            parse_sysfs_choice("always [madvise] never\n").unwrap(),
+            "madvise"
+        );
+        assert_eq!(
+            parse_sysfs_choice("always defer defer+madvise madvise [never]").unwrap(),
+            "never"
+        );
+        assert_eq!(parse_sysfs_choice("1\n").unwrap(), "1");
+        for bad in ["", "always madvise", "[] never", "[always"] {
+            assert!(parse_sysfs_choice(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    const SMAPS: &str = "\
+1000-3000 rw-p 00000000 00:00 0
+Rss:                   8 kB
+AnonHugePages:         0 kB
+THPeligible:    0
+VmFlags: rd wr mr mw me ac nh
+200000-600000 rw-p 00000000 00:00 0 
+Size:               4096 kB
+Rss:                4096 kB
+AnonHugePages:      2048 kB
+THPeligible:    1
+VmFlags: rd wr mr mw me ac hg
+600000-800000 ---p 00000000 00:00 0
+Rss:                   0 kB
+AnonHugePages:         0 kB
+VmFlags: mr mw me nr
+7fff0000-7fff1000 r-xp 00000000 08:01 42    /usr/lib/x (deleted)
+Rss:                   4 kB
+AnonHugePages:      9999 kB
+";
+
+    #[test]
+    fn smaps_mappings_in_a_range() {
+        let all = parse_smaps(SMAPS, 0, usize::MAX);
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[0].thp_eligible, Some(false));
+        assert!(all[0].has_flag("nh") && !all[0].has_flag("hg"));
+        assert_eq!(all[1].anon_huge_bytes, 2048 * 1024);
+        assert_eq!(all[1].rss_bytes, 4096 * 1024);
+        assert!(all[1].has_flag("hg"));
+        assert_eq!(all[2].thp_eligible, None);
+        let heap = parse_smaps(SMAPS, 0x20_0000, 0x80_0000);
+        assert_eq!(
+            heap.iter().map(|v| (v.start, v.end)).collect::<Vec<_>>(),
+            [(0x20_0000, 0x60_0000), (0x60_0000, 0x80_0000)]
+        );
+        // Touching the end of a range is not overlapping it.
+        assert!(parse_smaps(SMAPS, 0x3000, 0x20_0000).is_empty());
+        assert!(parse_smaps("garbage\nRss: 4 kB\n", 0, usize::MAX).is_empty());
     }
 }

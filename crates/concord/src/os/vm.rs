@@ -39,6 +39,16 @@ unsafe fn map_inaccessible(addr: usize, len: usize, flags: libc::c_int) -> io::R
     Ok(raw as usize)
 }
 
+/// What to tell the kernel about transparent huge pages for a range (`madvise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HugePageAdvice {
+    /// `MADV_HUGEPAGE`: back it with huge pages where the system setting allows `madvise`.
+    Huge,
+    /// `MADV_NOHUGEPAGE`: never back it with huge pages.
+    NoHuge,
+}
+
 /// A reserved, initially inaccessible range of address space, unmapped on drop.
 #[derive(Debug)]
 pub struct Reservation {
@@ -114,6 +124,27 @@ impl Reservation {
         }
         // SAFETY: the range is inside our own reservation; MAP_FIXED replaces only it.
         unsafe { map_inaccessible(addr, len, libc::MAP_FIXED) }.map(|_| ())
+    }
+
+    /// Ask the kernel for (or against) transparent huge pages on `[addr, addr+len)`
+    /// (`madvise`): it applies to pages faulted in later, committed or not yet. Both must be
+    /// page aligned and inside the reservation.
+    pub fn advise(&self, addr: usize, len: usize, advice: HugePageAdvice) -> io::Result<()> {
+        self.check_range(addr, len);
+        if len == 0 {
+            return Ok(());
+        }
+        let flag = match advice {
+            HugePageAdvice::Huge => libc::MADV_HUGEPAGE,
+            HugePageAdvice::NoHuge => libc::MADV_NOHUGEPAGE,
+        };
+        // SAFETY: the range is inside our own reservation; this advice changes only how the
+        // kernel backs it, never its contents.
+        let rc = unsafe { libc::madvise(addr as *mut libc::c_void, len, flag) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     fn check_range(&self, addr: usize, len: usize) {

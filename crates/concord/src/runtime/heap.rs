@@ -19,8 +19,12 @@ use crate::os::fs::check_creatable;
 use crate::os::gc_affinity::GcAffinityController;
 use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
 use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler, ProfileAction};
+use crate::os::periodic::Periodic;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::procfs::KernelFileError;
+use crate::os::thp::{
+    mem_available, resident_bytes_in, ThpMode, ThpReport, ThpState, DYNAMIC_PERIOD, HUGE_PAGE_SIZE,
+};
 use crate::os::vm::{page_size, Reservation};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::{GcLog, GcLogOptions};
@@ -217,6 +221,8 @@ pub(crate) struct HeapInner {
     pub gc_affinity: Arc<GcAffinityController>,
     /// How mutator threads are scheduled (`mutator-sched`, 001).
     pub mutator_sched: MutatorScheduler,
+    /// The heap's THP mode and the huge-page advice in force.
+    pub thp: ThpState,
 }
 
 impl HeapInner {
@@ -277,6 +283,8 @@ impl HeapInner {
 pub struct Heap {
     inner: Arc<HeapInner>,
     vm_thread: Option<JoinHandle<()>>,
+    /// `dynamic` THP's sampler, re-checking 002's rule every [`DYNAMIC_PERIOD`].
+    thp_sampler: Option<Periodic>,
     /// Whether the outputs were put in place (by `finish`, `close_outputs` or `drop`).
     outputs_closed: AtomicBool,
 }
@@ -298,7 +306,18 @@ impl Heap {
             eden: g.eden,
             survivor: g.survivor,
         };
-        let mem = HeapMemory::new(sizes).map_err(|e| match e {
+        let footprint = g.total() as u64;
+        let margin = config.thp_margin as u64;
+        let advice = config
+            .thp
+            .launch_advice(mem_available().ok(), footprint, margin);
+        let align = if config.thp.wants_huge_alignment() {
+            HUGE_PAGE_SIZE
+        } else {
+            page_size()
+        };
+        let thp = ThpState::new(config.thp, margin, advice);
+        let mem = HeapMemory::with_pages(sizes, align, advice).map_err(|e| match e {
             HeapMemoryError::Reserve { size, source } => HeapError::Reserve { size, source },
             HeapMemoryError::SideTable(t) => HeapError::Allocate {
                 what: format!("the {}", t.what),
@@ -364,7 +383,9 @@ impl Heap {
             cpus,
             gc_affinity,
             mutator_sched,
+            thp,
         });
+        let thp_sampler = start_thp_sampler(&inner)?;
         let vm_inner = inner.clone();
         let vm_thread = std::thread::Builder::new()
             .name("concord-vm".into())
@@ -373,8 +394,16 @@ impl Heap {
         Ok(Heap {
             inner,
             vm_thread: Some(vm_thread),
+            thp_sampler,
             outputs_closed: AtomicBool::new(false),
         })
+    }
+
+    /// The heap's THP mode, the advice in force, the system's THP settings and the bytes of
+    /// the heap huge pages back now (read from `/proc/self/smaps`).
+    pub fn thp(&self) -> ThpReport {
+        let mem = &self.inner.mem;
+        self.inner.thp.report(mem.base(), mem.end())
     }
 
     /// Whether the machine can hold a heap built from `config`: an error
@@ -477,7 +506,8 @@ impl Heap {
         // that it has not written yet are written here, and outputs and statistics agree.
         let gc_log = lock(&self.inner.gc_log).take();
         let gc_records = lock(&self.inner.gc_records).take();
-        let stats = self.stats();
+        let mut stats = self.stats();
+        stats.thp = Some(self.thp());
         let mut failures = Vec::new();
         let mut stats = stats;
         if let Some(mut log) = gc_log {
@@ -510,6 +540,9 @@ impl Heap {
 
     /// Stops the mutator scheduler (a recorded profile is written), then the VM thread.
     fn stop_threads(&mut self) {
+        if let Some(mut sampler) = self.thp_sampler.take() {
+            sampler.stop();
+        }
         self.inner.mutator_sched.finish();
         self.inner.safepoint.shutdown();
         if let Some(t) = self.vm_thread.take() {
@@ -606,9 +639,44 @@ fn profile_failure(report: &MutatorSchedReport) -> Option<OutputFailure> {
 }
 // ---- end outputs ----
 
-/// Threads a heap may start besides its GC workers: the VM thread and the two samplers (CPU
-/// load for dynamic GC affinity, threads for adaptive mutator scheduling).
-const HELPER_THREADS: usize = 3;
+/// Threads a heap may start besides its GC workers: the VM thread and the three samplers (CPU
+/// load for dynamic GC affinity, threads for adaptive mutator scheduling, memory for dynamic
+/// THP).
+const HELPER_THREADS: usize = 4;
+
+/// For `dynamic` THP, start the thread that re-checks 002's rule every [`DYNAMIC_PERIOD`]:
+/// the heap's remaining footprint is its size less what is resident, and a change of advice
+/// goes on the old generation's part not yet committed. It holds the heap weakly and stops
+/// with the heap's threads.
+fn start_thp_sampler(inner: &Arc<HeapInner>) -> Result<Option<Periodic>, HeapError> {
+    if inner.thp.mode() != ThpMode::Dynamic {
+        return Ok(None);
+    }
+    let heap = Arc::downgrade(inner);
+    let tick = move || {
+        let Some(inner) = heap.upgrade() else { return };
+        let mem = &inner.mem;
+        let resident = resident_bytes_in(mem.base(), mem.end()).unwrap_or(0);
+        let footprint = (mem.capacity() as u64).saturating_sub(resident);
+        match inner.thp.recheck(
+            mem.reservation(),
+            mem.uncommitted_old(),
+            footprint,
+            mem_available().ok(),
+        ) {
+            Ok(Some(advice)) => log::info!(
+                "dynamic THP: {advice:?} on the old generation not yet committed \
+                 ({footprint} bytes of heap still to fault in)"
+            ),
+            Ok(None) => {}
+            Err(e) => log::warn!("dynamic THP: cannot change the heap's huge-page advice: {e}"),
+        }
+    };
+    Periodic::spawn("concord-thp", DYNAMIC_PERIOD, || {}, tick)
+        .map(Some)
+        .map_err(HeapError::Thread)
+}
+
 /// Address space left for the first collections' small allocations.
 const ROOM_FOR_COLLECTIONS: usize = 4 * MIB;
 

@@ -210,6 +210,10 @@ pub struct GcStats {
     /// `Heap::stats`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutator_sched: Option<crate::os::mutator_sched::MutatorSchedReport>,
+    /// The heap's THP mode and how much of it huge pages backed, filled when the heap's
+    /// outputs are closed (`Heap::finish`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thp: Option<crate::os::thp::ThpReport>,
     /// What became of the GC log, when there is one (filled when the heap's outputs close).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_log: Option<GcLogStats>,
