@@ -509,7 +509,6 @@ impl Heap {
         let mut stats = self.stats();
         stats.thp = Some(self.thp());
         let mut failures = Vec::new();
-        let mut stats = stats;
         if let Some(mut log) = gc_log {
             stats.records.iter().for_each(|r| {
                 log.write_record(r);
