@@ -54,6 +54,9 @@ pub struct GcLogReport {
 #[derive(Debug)]
 pub struct GcLog {
     mode: Mode,
+    /// The last collection handed to the log (written, buffered or dropped): closing the
+    /// heap hands over every record it has, and only the newer ones are the log's business.
+    last_id: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -75,7 +78,10 @@ impl GcLog {
             },
             GcLogMode::Async => Mode::Async(AsyncLog::start(path, out, options)?),
         };
-        Ok(Self { mode })
+        Ok(Self {
+            mode,
+            last_id: None,
+        })
     }
 
     /// The mode the log is written in.
@@ -91,6 +97,10 @@ impl GcLog {
     /// is dropped when the buffer is full). After a failed write the log stops; [`GcLog::finish`]
     /// reports it.
     pub fn write_record(&mut self, r: &CollectionRecord) -> f64 {
+        if self.last_id.is_some_and(|last| r.id <= last) {
+            return 0.0;
+        }
+        self.last_id = Some(r.id);
         match &mut self.mode {
             Mode::Sync { out, write_max_ms } => {
                 let start = Instant::now();
@@ -558,6 +568,27 @@ mod tests {
         // Whole lines only: the filler's bytes, then the log's lines, each complete.
         let log_text = text.trim_start_matches('x');
         assert!(log_text.lines().all(|l| l.starts_with('[')), "{log_text}");
+    }
+
+    /// Closing a heap hands the log every record it has; the ones already handed over must not
+    /// be buffered again (they filled the buffer and were counted as dropped).
+    #[test]
+    fn records_handed_over_again_are_neither_buffered_nor_counted_twice() {
+        let (path, mut reader) = fifo("again");
+        let opts = options(GcLogMode::Async, 64 * 1024, Duration::ZERO);
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        available(&mut reader);
+        // The writer stays blocked, so everything buffered is still there when `finish` gives
+        // up, and is counted: exactly what was handed over once.
+        fill_pipe(&path);
+        for _ in 0..2 {
+            for id in 0..5 {
+                log.write_record(&CollectionRecord::test_young(id));
+            }
+        }
+        let (report, _) = log.finish();
+        assert_eq!(report.dropped, 5 * 7);
+        drop(reader);
     }
 
     #[test]

@@ -12,7 +12,8 @@ use super::{longer, Terminator, VictimQueues, VictimSelector};
 /// at every worker, so it should be rare: 32 draws find a live worker with probability above
 /// 7/8 while at least one worker in sixteen is live. (With 2 draws and a two-pass scan, a phase
 /// of a thousand workers on one CPU spent seconds here, most workers being inside the
-/// termination protocol: a cost that grew with the cube of the workers.)
+/// termination protocol: a cost that grew with the cube of the workers.) Never more draws than
+/// workers: below that, the scan is the cheaper way to find out that nobody is live.
 const LIVE_DRAWS: usize = 32;
 
 pub(super) fn select(
@@ -47,7 +48,8 @@ pub(super) fn random_live(
     term: &Terminator,
 ) -> Option<usize> {
     let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
-    for draw in 1..=LIVE_DRAWS {
+    let draws = LIVE_DRAWS.min(n);
+    for draw in 1..=draws {
         let w = v.rng.below(n);
         if eligible(w) {
             v.live_lookups += draw as u64;
@@ -57,7 +59,7 @@ pub(super) fn random_live(
     // Reservoir sampling in one pass: the k-th eligible worker replaces the pick with
     // probability 1/k, so the pick is uniform among those eligible when the scan saw them
     // (the live set may change under us).
-    v.live_lookups += (LIVE_DRAWS + n) as u64;
+    v.live_lookups += (draws + n) as u64;
     let mut pick = None;
     let mut eligible_seen = 0;
     for w in (0..n).filter(|&w| eligible(w)) {

@@ -306,6 +306,22 @@ mod tests {
     }
 
     #[test]
+    fn adaptive_with_few_workers_and_none_live_draws_no_more_than_it_scans() {
+        // The usual end of a phase on a small machine: every other worker is terminating.
+        // Drawing more candidates than there are workers would only delay the scan.
+        let n = 4;
+        let t = term(n);
+        for w in 1..n {
+            t.set_in_termination_for_test(w, true);
+        }
+        let q = Lens(vec![1; n]);
+        let mut v = VictimSelector::new(StealPolicy::Adaptive, 5);
+        assert_eq!(v.select(0, &q, &t), None);
+        // Two candidates, each at most n draws and a scan of n (32 draws each before).
+        assert!(v.live_lookups() <= 4 * n as u64, "{}", v.live_lookups());
+    }
+
+    #[test]
     fn adaptive_finds_the_few_live_workers_among_many_uniformly() {
         // 1000 workers, all but three inside termination: the random draws mostly miss and
         // the scan must still pick uniformly among the live ones (never a terminating one).
