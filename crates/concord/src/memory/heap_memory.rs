@@ -166,6 +166,19 @@ impl HeapMemory {
         )
     }
 
+    /// The memory of the side tables (card table, bitmaps, compaction tables), `(start,
+    /// bytes)` each: what pretouching touches besides the heap.
+    pub fn side_table_ranges(&self) -> Vec<(usize, usize)> {
+        let mut ranges = vec![
+            self.cards.mapped_range(),
+            self.old_starts.mapped_range(),
+            self.mark_begin.mapped_range(),
+            self.mark_live.mapped_range(),
+        ];
+        ranges.extend(self.compaction.mapped_ranges());
+        ranges
+    }
+
     /// First heap address.
     #[inline(always)]
     pub fn base(&self) -> usize {
