@@ -17,6 +17,22 @@ use crate::os::vm::{page_size, pretouch, PretouchMethod};
 /// is split between two workers, and small enough that two workers share a 64 MiB heap.
 pub const PRETOUCH_CHUNK: usize = 4 << 20;
 
+/// What pretouching a heap did: the summary's `pretouch_ms` and its details.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct PretouchReport {
+    /// Wall time from committing the old generation to the last page faulted in, ms.
+    pub ms: f64,
+    /// Bytes touched: the heap and its side tables.
+    pub bytes: u64,
+    /// Bytes between two touches where the kernel lacks `MADV_POPULATE_WRITE` (the heap's
+    /// expected page size).
+    pub heap_stride: usize,
+    /// How the pages were faulted in.
+    pub method: PretouchMethod,
+    /// GC workers that shared the work.
+    pub workers: usize,
+}
+
 /// The chunks of memory still to touch, and what touching them found.
 pub struct PretouchPlan {
     /// `(start, len, stride)`, in address order within each range.
@@ -156,7 +172,11 @@ mod tests {
         plan.finish().unwrap();
         assert_eq!(resident(mem.base(), mem.end()), mem.capacity());
         for (start, len) in mem.side_table_ranges() {
-            assert_eq!(resident(start, start + len), len, "side table at {start:#x}");
+            assert_eq!(
+                resident(start, start + len),
+                len,
+                "side table at {start:#x}"
+            );
         }
         // Touching changed nothing: the heap and the tables still read as zero.
         // SAFETY: the whole heap is committed now.

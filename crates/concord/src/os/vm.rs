@@ -85,13 +85,8 @@ pub unsafe fn pretouch(addr: usize, len: usize, stride: usize) -> io::Result<Pre
         let hi = (addr + len).next_multiple_of(page);
         // SAFETY: populating changes no byte of the range (new pages read as zero, resident
         // ones are left alone); the caller vouches that the range is mapped read-write.
-        let rc = unsafe {
-            libc::madvise(
-                lo as *mut libc::c_void,
-                hi - lo,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
+        let rc =
+            unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_POPULATE_WRITE) };
         if rc != 0 {
             // EINVAL here: memory that is not read-write (e.g. not committed).
             return Err(io::Error::last_os_error());
@@ -402,7 +397,10 @@ mod tests {
             assert_eq!(((r.base() + 5 * page) as *const u64).read(), 99);
             assert_eq!(((r.base() + 40 * page) as *const u64).read(), 0);
         }
-        assert!(populate_write_supported(), "this kernel is older than 5.14?");
+        assert!(
+            populate_write_supported(),
+            "this kernel is older than 5.14?"
+        );
         // Memory that is not committed is an error, not a crash.
         let reserved = Reservation::new(4 * page, page).unwrap();
         // SAFETY: the populate call fails on PROT_NONE memory before anything is written.
