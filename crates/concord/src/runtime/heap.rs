@@ -464,6 +464,19 @@ impl Heap {
         s
     }
 
+    /// Bytes of the heap committed now (the young generation, and the old generation as far
+    /// as it was needed so far, or all of it after a pretouch).
+    pub fn committed_bytes(&self) -> usize {
+        let mem = &self.inner.mem;
+        mem.old.committed_bytes() + (mem.end() - mem.young_start())
+    }
+
+    /// Bytes of the heap resident in memory now (`mincore`): what has been faulted in.
+    pub fn resident_bytes(&self) -> std::io::Result<usize> {
+        let mem = &self.inner.mem;
+        crate::os::vm::resident_bytes(mem.base(), mem.capacity())
+    }
+
     /// What pretouching did at creation (`None` without `pretouch`).
     pub fn pretouch(&self) -> Option<PretouchReport> {
         self.inner.pretouch
