@@ -45,7 +45,7 @@ fn a_pretouched_heap_is_committed_and_resident_at_creation() {
         let mut m = heap.attach();
         let head = m.alloc(NODE).unwrap();
         m.write_u64(head, 0, 0);
-        let mut tail = m.dup(head);
+        let tail = m.dup(head);
         for i in 1..20_000u64 {
             m.scope(|m| {
                 let n = m.alloc(NODE).unwrap();
@@ -56,7 +56,7 @@ fn a_pretouched_heap_is_committed_and_resident_at_creation() {
         }
         m.collect(CollectionKind::Young);
         m.collect(CollectionKind::Full);
-        let (mut at, mut count) = (m.dup(head), 0u64);
+        let (at, mut count) = (m.dup(head), 0u64);
         loop {
             assert_eq!(m.read_u64(at, 0), count);
             count += 1;
