@@ -169,6 +169,11 @@ pub struct RunFlags {
     /// Available memory dynamic THP wants beyond the heap's footprint (default 1g).
     #[arg(long = "thp-margin", value_name = "SIZE", allow_hyphen_values = true)]
     pub thp_margin: Option<Size>,
+    /// Commit the whole heap at start and fault in every page of it and of its side tables on
+    /// the GC workers (HotSpot's AlwaysPreTouch), so first-touch page faults leave the pauses
+    /// (default off in every preset; the time it took is the summary's pretouch_ms).
+    #[arg(long)]
+    pub pretouch: bool,
     /// Load during every run: busy:K starts K busy-loop threads in this process (K in
     /// 1..=1024).
     #[arg(long, value_name = "busy:K")]
@@ -281,6 +286,9 @@ impl RunFlags {
         }
         if self.lifespans {
             settings.push(("lifespans", "true".to_string()));
+        }
+        if self.pretouch {
+            settings.push(("pretouch", "true".to_string()));
         }
         settings
     }

@@ -65,6 +65,8 @@ pub struct Summary {
     pub gc_log_write_max_ms: f64,
     /// The heap's THP mode and the huge pages it got.
     pub thp: Option<ThpReport>,
+    /// Time pretouching the heap took at start, ms (`--pretouch`; `None` without it).
+    pub pretouch_ms: Option<f64>,
 }
 
 impl Summary {
@@ -116,6 +118,7 @@ impl Summary {
             gc_log_dropped: stats.gc_log.map_or(0, |l| l.dropped),
             gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
             thp: stats.thp.clone(),
+            pretouch_ms: stats.pretouch.map(|p| p.ms),
         }
     }
 
@@ -186,6 +189,8 @@ impl Summary {
             });
             v["heap_huge_bytes"] = json!(thp.heap_huge_bytes);
         }
+        // null without --pretouch, so runs with and without it share the key.
+        v["pretouch_ms"] = json!(self.pretouch_ms);
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
         }
@@ -327,6 +332,12 @@ impl Summary {
                 or_unknown(&thp.system.defrag),
             );
         }
+        if let Some(ms) = self.pretouch_ms {
+            let _ = writeln!(
+                s,
+                "  pretouch  whole heap faulted in at start in {ms:.1} ms"
+            );
+        }
         if let Some(report) = &self.lifespans {
             for line in report.to_string().lines() {
                 let _ = writeln!(s, "  {line}");
@@ -458,6 +469,11 @@ impl Summary {
                 .map(|s| s.gc_log_write_max_ms)
                 .fold(0.0, f64::max),
             thp: None,
+            // Each instance pretouched its own heap; the longest is what start-up waited for.
+            pretouch_ms: instances
+                .iter()
+                .filter_map(|s| s.pretouch_ms)
+                .reduce(f64::max),
         }
     }
 }
@@ -554,6 +570,7 @@ impl Summary {
             gc_log_dropped: v["gc_log_dropped"].as_u64().unwrap_or(0),
             gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),
             thp: thp_from_json(v),
+            pretouch_ms: v["pretouch_ms"].as_f64(),
         })
     }
 }

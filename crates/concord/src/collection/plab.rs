@@ -16,6 +16,8 @@ pub struct Plab {
     pub refilled_bytes: usize,
     /// Bytes left unused when buffers were retired.
     pub wasted_bytes: usize,
+    /// Bytes of objects too large for a buffer, allocated directly in the space.
+    pub direct_bytes: usize,
 }
 
 /// The bytes of a buffer cut for a configured PLAB size: `plab_size` rounded down to whole
@@ -51,9 +53,12 @@ impl Plab {
         }
     }
 
-    /// Allocate `bytes` (a word multiple) in `space`, refilling the buffer with `plab_size`
-    /// bytes rounded down to words ([`buffer_bytes`]) when the object is small relative to it,
-    /// or allocating the object directly when it is large.
+    /// Allocate `bytes` (a word multiple) in `space` when the current buffer cannot hold it,
+    /// as HotSpot's `PSPromotionManager` does: an object larger than half a buffer is
+    /// allocated directly in the space with a shared CAS on its top, and the current buffer is
+    /// kept for the small objects still to come; a smaller one retires the buffer and refills
+    /// it with `plab_size` bytes rounded down to words ([`buffer_bytes`]), wasting less than
+    /// half a buffer.
     pub fn allocate_slow(
         &mut self,
         bytes: usize,
@@ -63,8 +68,10 @@ impl Plab {
     ) -> Option<usize> {
         debug_assert_eq!(bytes % WORD, 0, "object sizes are whole words");
         let plab_size = buffer_bytes(plab_size);
-        if bytes * 4 > plab_size {
-            return space.par_allocate(bytes, rsv);
+        if bytes > plab_size / 2 {
+            let at = space.par_allocate(bytes, rsv)?;
+            self.direct_bytes += bytes;
+            return Some(at);
         }
         let (buf, size) = match space.par_allocate(plab_size, rsv) {
             Some(buf) => (buf, plab_size),
@@ -110,11 +117,50 @@ mod tests {
         assert!(!p.undo(a, 8), "does not end at the top");
         assert_eq!(p.allocate(8).unwrap(), b);
         // A large object goes straight to the space, leaving the buffer alone.
-        let big = p.allocate_slow(2048, 4096, &s, &r).unwrap();
+        let big = p.allocate_slow(2056, 4096, &s, &r).unwrap();
         assert_eq!(big, r.base() + 4096);
         assert_eq!(p.allocate(8).unwrap(), b + 8);
+        assert_eq!(p.direct_bytes, 2056);
         p.retire();
         assert_eq!(p.wasted_bytes, 4096 - 32);
+    }
+
+    /// The sizes of `queue-churn`: 10 KiB objects (plus their header) are larger than half
+    /// of either default buffer (8 KiB old, 32 KiB young) but one: each is allocated directly
+    /// beside the buffer, which keeps serving small objects, never retired for them; and an
+    /// object of at most half a buffer refills it.
+    #[test]
+    fn objects_larger_than_half_a_plab_are_allocated_directly_without_retiring_it() {
+        let r = Reservation::new(4 << 20, 1 << 16).unwrap();
+        let s = Space::new("old", r.base(), r.base() + (4 << 20), r.base());
+        let mut p = Plab::default();
+        let small = p.allocate_slow(64, 8 << 10, &s, &r).unwrap();
+        let object = (10 << 10) + WORD;
+        let mut expected_at = small + (8 << 10);
+        for _ in 0..100 {
+            let at = p
+                .allocate(object)
+                .or_else(|| p.allocate_slow(object, 8 << 10, &s, &r))
+                .unwrap();
+            assert_eq!(
+                at, expected_at,
+                "directly in the space, one after the other"
+            );
+            expected_at += object;
+            // The buffer still serves small objects between them.
+            assert!(p.allocate(64).is_some());
+        }
+        assert_eq!(p.refilled_bytes, 8 << 10, "one buffer, never refilled");
+        assert_eq!(p.wasted_bytes, 0, "never retired");
+        assert_eq!(p.direct_bytes, 100 * object);
+        // Half a buffer or less: retire and refill.
+        let mut p = Plab::default();
+        p.allocate_slow(64, 8 << 10, &s, &r).unwrap();
+        p.allocate(6 << 10).unwrap();
+        p.allocate_slow(4 << 10, 8 << 10, &s, &r).unwrap();
+        assert_eq!(p.refilled_bytes, 16 << 10);
+        assert_eq!(p.wasted_bytes, (8 << 10) - 64 - (6 << 10));
+        assert_eq!(p.direct_bytes, 0);
     }
 
     /// Every size the configuration accepts (1 KiB..=1 MiB, any byte count) gives word-aligned

@@ -122,6 +122,12 @@ pub struct GcConfig {
     /// `dynamic` THP asks for huge pages only while `MemAvailable` is at least the heap's
     /// remaining footprint plus this many bytes.
     pub thp_margin: usize,
+    /// Commit the whole heap when it is created and fault in every page of it and of its side
+    /// tables, in parallel on the GC workers (HotSpot's `AlwaysPreTouch`), so that first-touch
+    /// page faults happen before the program runs instead of inside pauses and allocations.
+    /// Off in every preset, as in HotSpot: it costs start-up time and the whole heap's memory
+    /// at once.
+    pub pretouch: bool,
     /// Profile object lifespans (bytes allocated between an object's allocation and its death,
     /// 001 §2) and report their histogram.
     pub lifespans: bool,
@@ -380,6 +386,8 @@ impl GcConfig {
             fifo_cpu_threshold: DEFAULT_FIFO_CPU_THRESHOLD,
             thp,
             thp_margin: DEFAULT_THP_MARGIN,
+            // Off everywhere, as HotSpot's AlwaysPreTouch is by default.
+            pretouch: false,
             lifespans: false,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,

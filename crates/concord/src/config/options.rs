@@ -130,7 +130,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 32] = [
+static OPTIONS: [OptionSpec; 33] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -337,6 +337,18 @@ static OPTIONS: [OptionSpec; 32] = [
               for huge pages (default 1g).",
         set: |c, v| {
             c.thp_margin = size(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "pretouch",
+        env: "CONCORD_PRETOUCH",
+        kind: ValueKind::Bool,
+        doc: "Commit the whole heap at start and fault in every page of it and of its side \
+              tables on the GC workers (HotSpot's AlwaysPreTouch), so first-touch page faults \
+              leave the pauses: true/false, yes/no, on/off, 1/0 (default false in every preset).",
+        set: |c, v| {
+            c.pretouch = parse_bool(v)?;
             Ok(())
         },
     },
@@ -1008,6 +1020,7 @@ mod tests {
             ("fifo-cpu-threshold", "0"),
             ("thp", "never"),
             ("thp-margin", "2g"),
+            ("pretouch", "on"),
             ("max-tenuring-threshold", "10"),
             ("initial-tenuring-threshold", "4"),
             ("target-survivor-ratio", "80"),
@@ -1047,6 +1060,7 @@ mod tests {
             assert_eq!(config.fifo_cpu_threshold, 0);
             assert_eq!(config.thp, ThpMode::Never);
             assert_eq!(config.thp_margin, 2 * GIB);
+            assert!(config.pretouch);
             assert_eq!(config.max_tenuring_threshold, 10);
             assert_eq!(config.initial_tenuring_threshold, 4);
             assert_eq!(config.target_survivor_ratio, 80);
@@ -1771,6 +1785,38 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// `pretouch`: off in every preset; on from the command line, the environment or TOML,
+    /// the stronger source winning; a bad value names the key and what is allowed.
+    #[test]
+    fn pretouch_is_off_by_default_and_set_from_every_source() {
+        for preset in [Preset::Vanilla, Preset::Modern, Preset::Optimized] {
+            assert!(!GcConfig::for_preset(preset).pretouch, "{preset}");
+        }
+        assert!(cli(&[("pretouch", "true")]).build().unwrap().pretouch);
+        assert!(
+            from_env(&[("CONCORD_PRETOUCH", "yes")])
+                .build()
+                .unwrap()
+                .pretouch
+        );
+        assert!(toml("pretouch = true\n").build().unwrap().pretouch);
+        let mut builder = toml("pretouch = true\n");
+        builder
+            .apply_env(env(&[("CONCORD_PRETOUCH", "off")]))
+            .unwrap();
+        assert!(
+            !builder.build().unwrap().pretouch,
+            "the environment beats TOML"
+        );
+        let err = cli(&[("pretouch", "sometimes")])
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pretouch"), "{err}");
+        assert!(err.contains("sometimes"), "{err}");
+        assert!(err.contains("true"), "{err}");
     }
 
     #[test]

@@ -28,6 +28,11 @@ impl Bitmap {
         })
     }
 
+    /// The bitmap's memory, `(start, bytes)`, page aligned (for pretouching it).
+    pub fn mapped_range(&self) -> (usize, usize) {
+        self.words.mapped_range()
+    }
+
     #[inline(always)]
     fn bit(&self, addr: usize) -> usize {
         debug_assert!(

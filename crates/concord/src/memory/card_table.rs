@@ -38,6 +38,11 @@ impl CardTable {
         })
     }
 
+    /// The table's memory, `(start, bytes)`, page aligned (for pretouching it).
+    pub fn mapped_range(&self) -> (usize, usize) {
+        self.cards.mapped_range()
+    }
+
     /// Index of the card holding `addr`.
     #[inline(always)]
     pub fn index(&self, addr: usize) -> usize {

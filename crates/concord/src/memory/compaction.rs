@@ -68,6 +68,18 @@ impl CompactionTables {
         })
     }
 
+    /// The tables' memory, `(start, bytes)` each, page aligned (for pretouching it; the
+    /// region lists are small and left out).
+    pub fn mapped_ranges(&self) -> [(usize, usize); 5] {
+        [
+            self.region_live.mapped_range(),
+            self.block_prefix.mapped_range(),
+            self.region_dest.mapped_range(),
+            self.region_pending.mapped_range(),
+            self.last_start_upto.mapped_range(),
+        ]
+    }
+
     /// The region lists, for the one full collection that runs at a time.
     pub fn lists(&self) -> MutexGuard<'_, RegionLists> {
         self.lists.lock().unwrap_or_else(|p| p.into_inner())

@@ -166,6 +166,19 @@ impl HeapMemory {
         )
     }
 
+    /// The memory of the side tables (card table, bitmaps, compaction tables), `(start,
+    /// bytes)` each: what pretouching touches besides the heap.
+    pub fn side_table_ranges(&self) -> Vec<(usize, usize)> {
+        let mut ranges = vec![
+            self.cards.mapped_range(),
+            self.old_starts.mapped_range(),
+            self.mark_begin.mapped_range(),
+            self.mark_live.mapped_range(),
+        ];
+        ranges.extend(self.compaction.mapped_ranges());
+        ranges
+    }
+
     /// First heap address.
     #[inline(always)]
     pub fn base(&self) -> usize {
@@ -331,6 +344,21 @@ mod tests {
         // SAFETY: eden is committed at construction; nothing else uses this heap.
         unsafe { std::ptr::write_bytes(eden.bottom() as *mut u8, 1, eden.capacity()) };
         assert!(huge_bytes_in(huge.base(), huge.end()).unwrap() >= HUGE_PAGE_SIZE as u64);
+        // The old generation, committed on demand as promotions need it, gets huge pages too:
+        // every commit ends on a huge-page boundary (it used to end on 1 MiB ones, which
+        // split the mapping inside each huge page and left old with small pages only).
+        let old = &huge.old;
+        for _ in 0..16 {
+            // Written as soon as allocated, as promoted objects are.
+            let at = old.par_allocate(256 << 10, huge.reservation()).unwrap();
+            // SAFETY: par_allocate committed what it handed out; nothing else uses this heap.
+            unsafe { std::ptr::write_bytes(at as *mut u8, 1, 256 << 10) };
+        }
+        assert!(
+            huge_bytes_in(old.bottom(), old.end()).unwrap() >= HUGE_PAGE_SIZE as u64,
+            "old generation: {:?}",
+            read_self_smaps(old.bottom(), old.end())
+        );
         let none =
             HeapMemory::with_pages(SIZES, HUGE_PAGE_SIZE, Some(HugePageAdvice::NoHuge)).unwrap();
         // SAFETY: as above.

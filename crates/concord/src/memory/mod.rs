@@ -12,6 +12,7 @@
 pub mod bitmap;
 pub mod card_table;
 pub mod compaction;
+pub mod pretouch;
 pub mod side_table;
 pub mod space;
 

@@ -62,6 +62,14 @@ impl<T: SideTableElement> SideTable<T> {
     }
 }
 
+impl<T: SideTableElement> SideTable<T> {
+    /// The table's memory, `(start, bytes)`: page aligned, a whole number of pages (for
+    /// pretouching it).
+    pub fn mapped_range(&self) -> (usize, usize) {
+        (self.mapping.base(), self.mapping.size())
+    }
+}
+
 impl<T: SideTableElement> Deref for SideTable<T> {
     type Target = [T];
 

@@ -5,8 +5,12 @@ use std::sync::Mutex;
 
 use crate::os::vm::{page_size, Reservation};
 
-/// Commit granularity of spaces that grow on demand.
-const COMMIT_CHUNK: usize = 1 << 20;
+/// Commit granularity of spaces that grow on demand, and the alignment of the committed end:
+/// the 2 MiB huge page. Committing changes the protection of part of the reservation, which
+/// splits its mapping there; a huge page can only back a 2 MiB-aligned range that lies whole
+/// in one read-write mapping, so with 1 MiB steps every first touch of the old generation got
+/// small pages (and 512 page faults per 2 MiB) even where huge pages were asked for.
+const COMMIT_CHUNK: usize = 2 << 20;
 
 /// `[bottom, end)` with a shared bump pointer `top`. Allocation is lock free (CAS on `top`);
 /// memory above `committed` is only reserved and is committed, under a lock, as `top` grows.

@@ -171,6 +171,18 @@ impl SystemThp {
     }
 }
 
+/// Whether memory given `advice` (`None`: no madvise call) gets huge pages on a first write
+/// under the system's THP `enabled` setting: `always` gives them unless told not to,
+/// `madvise` only where asked for, `never` (or unknown) never.
+pub fn huge_pages_expected(advice: Option<HugePageAdvice>, enabled: Option<&str>) -> bool {
+    match (advice, enabled) {
+        (Some(HugePageAdvice::NoHuge), _) => false,
+        (Some(HugePageAdvice::Huge), Some("always" | "madvise")) => true,
+        (None, Some("always")) => true,
+        _ => false,
+    }
+}
+
 /// Bytes of `[start, end)` of this process backed by transparent huge pages (`AnonHugePages`
 /// summed over the mappings there).
 pub fn huge_bytes_in(start: usize, end: usize) -> Result<u64, KernelFileError> {
@@ -232,6 +244,11 @@ impl ThpState {
     /// The configured mode.
     pub fn mode(&self) -> ThpMode {
         self.mode
+    }
+
+    /// The advice in force (`None`: no madvise call was made).
+    pub fn advice(&self) -> Option<HugePageAdvice> {
+        *self.lock()
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<HugePageAdvice>> {
@@ -483,6 +500,21 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn huge_pages_are_expected_where_advice_and_system_setting_allow_them() {
+        use HugePageAdvice::{Huge, NoHuge};
+        for enabled in [Some("always"), Some("madvise"), Some("never"), None] {
+            assert!(!huge_pages_expected(Some(NoHuge), enabled), "{enabled:?}");
+        }
+        assert!(huge_pages_expected(Some(Huge), Some("always")));
+        assert!(huge_pages_expected(Some(Huge), Some("madvise")));
+        assert!(!huge_pages_expected(Some(Huge), Some("never")));
+        assert!(!huge_pages_expected(Some(Huge), None));
+        assert!(huge_pages_expected(None, Some("always")));
+        assert!(!huge_pages_expected(None, Some("madvise")));
+        assert!(!huge_pages_expected(None, Some("never")));
+    }
 
     #[test]
     fn modes_parse_and_name_what_is_allowed() {

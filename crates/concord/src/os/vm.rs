@@ -2,6 +2,7 @@
 //! zero-filled read-write mappings for the collector's side tables.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The system page size.
 pub fn page_size() -> usize {
@@ -47,6 +48,125 @@ pub enum HugePageAdvice {
     Huge,
     /// `MADV_NOHUGEPAGE`: never back it with huge pages.
     NoHuge,
+}
+
+/// How [`pretouch`] made a range resident.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PretouchMethod {
+    /// One `madvise(MADV_POPULATE_WRITE)` (Linux 5.14+): the kernel faults in every page of the
+    /// range for writing, huge or small as it would on a write, without a trap per page.
+    PopulateWrite,
+    /// The kernel does not know `MADV_POPULATE_WRITE`: one atomic write of the value already
+    /// there per `stride` bytes (HotSpot's `os::pretouch_memory` adds zero atomically), so
+    /// each write faults its page in.
+    Touch,
+}
+
+/// Fault in every page of `[addr, addr+len)` for writing, without changing its contents, so
+/// that later first writes take no page fault (HotSpot's `AlwaysPreTouch`). Tries
+/// `MADV_POPULATE_WRITE`; where the kernel is too old for it, stores back, atomically, the word
+/// it reads at every `stride` bytes (a power of two, at least 8: the page size the range will get;
+/// with a huge-page stride, a 2 MiB range the kernel backs with small pages anyway is only
+/// partly touched, which costs faults later, never correctness).
+///
+/// # Safety
+///
+/// `[addr, addr+len)` must be mapped readable and writable, and `addr` aligned to 8. Concurrent
+/// use of the range is allowed only through atomics (the fallback's adds race with nothing
+/// else then), which is the case for memory nobody uses yet.
+pub unsafe fn pretouch(addr: usize, len: usize, stride: usize) -> io::Result<PretouchMethod> {
+    if len == 0 {
+        return Ok(PretouchMethod::PopulateWrite);
+    }
+    let page = page_size();
+    if populate_write_supported() {
+        let lo = addr & !(page - 1);
+        let hi = (addr + len).next_multiple_of(page);
+        // SAFETY: populating changes no byte of the range (new pages read as zero, resident
+        // ones are left alone); the caller vouches that the range is mapped read-write.
+        let rc =
+            unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_POPULATE_WRITE) };
+        if rc != 0 {
+            // EINVAL here: memory that is not read-write (e.g. not committed).
+            return Err(io::Error::last_os_error());
+        }
+        return Ok(PretouchMethod::PopulateWrite);
+    }
+    // SAFETY: the caller's guarantees are `touch_pages`'s.
+    unsafe { touch_pages(addr, len, stride) };
+    Ok(PretouchMethod::Touch)
+}
+
+/// Whether the kernel knows `MADV_POPULATE_WRITE` (asked once: an empty range at an aligned
+/// address is accepted exactly when the advice is known, so `EINVAL` on a real range can then
+/// only mean memory that cannot be populated).
+fn populate_write_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        // SAFETY: an empty range: the kernel validates the advice and touches nothing.
+        let rc = unsafe {
+            libc::madvise(
+                page_size() as *mut libc::c_void,
+                0,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        rc == 0
+    })
+}
+
+/// [`pretouch`]'s fallback: an atomic compare-and-exchange of a word with itself at `addr` and at every `stride` boundary
+/// after it below `addr + len`.
+///
+/// # Safety
+///
+/// As [`pretouch`].
+unsafe fn touch_pages(addr: usize, len: usize, stride: usize) {
+    assert!(
+        stride.is_power_of_two() && stride >= 8,
+        "pretouch stride must be a power of two of at least 8"
+    );
+    let mut at = addr;
+    let end = addr + len;
+    while at < end {
+        // SAFETY: `at` is 8-aligned (addr is, stride is a multiple of 8) and inside the
+        // caller's read-write range; storing back the value read leaves the word as it was.
+        let word = unsafe { &*(at as *const AtomicU64) };
+        // Not `fetch_add(0)`: LLVM lowers an idempotent read-modify-write to a fenced load on
+        // x86, and a load maps the shared zero page instead of faulting a page in.
+        let mut seen = word.load(Ordering::Relaxed);
+        while let Err(now) =
+            word.compare_exchange_weak(seen, seen, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            seen = now;
+        }
+        at = (at | (stride - 1)) + 1;
+    }
+}
+
+/// Bytes of `[addr, addr+len)` resident in memory now (`mincore`), counted in whole pages.
+/// `addr` must be page aligned and the range mapped (else the error is `ENOMEM`).
+pub fn resident_bytes(addr: usize, len: usize) -> io::Result<usize> {
+    let page = page_size();
+    let pages = len.div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    if pages == 0 {
+        return Ok(0);
+    }
+    // SAFETY: mincore only writes `pages` bytes into `vec`, which has that many; it reads
+    // nothing of the range itself.
+    let rc = unsafe {
+        libc::mincore(
+            addr as *mut libc::c_void,
+            pages * page,
+            vec.as_mut_ptr() as *mut libc::c_uchar,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() * page)
 }
 
 /// A reserved, initially inaccessible range of address space, unmapped on drop.
@@ -249,6 +369,42 @@ mod tests {
         r.commit(r.base(), 1 << 20).unwrap();
         // SAFETY: committed again; an uncommitted page comes back zeroed.
         unsafe { assert_eq!((r.base() as *const u64).read(), 0) };
+    }
+
+    #[test]
+    fn pretouch_faults_pages_in_without_changing_them() {
+        let page = page_size();
+        let r = Reservation::new(64 * page, page).unwrap();
+        r.commit(r.base(), 64 * page).unwrap();
+        // SAFETY: committed above, private to this test.
+        unsafe { ((r.base() + 5 * page) as *mut u64).write(99) };
+        assert_eq!(resident_bytes(r.base(), 64 * page).unwrap(), page);
+        // The fallback at base-page stride, from an address inside a page: every page it
+        // overlaps is touched.
+        // SAFETY: as above.
+        unsafe { touch_pages(r.base() + 8, 16 * page - 8, page) };
+        assert_eq!(resident_bytes(r.base(), 16 * page).unwrap(), 16 * page);
+        assert_eq!(resident_bytes(r.base() + 16 * page, 48 * page).unwrap(), 0);
+        // SAFETY: as above.
+        let method = unsafe { pretouch(r.base() + 16 * page, 48 * page, page) }.unwrap();
+        assert!(matches!(
+            method,
+            PretouchMethod::PopulateWrite | PretouchMethod::Touch
+        ));
+        assert_eq!(resident_bytes(r.base(), 64 * page).unwrap(), 64 * page);
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(((r.base() + 5 * page) as *const u64).read(), 99);
+            assert_eq!(((r.base() + 40 * page) as *const u64).read(), 0);
+        }
+        assert!(
+            populate_write_supported(),
+            "this kernel is older than 5.14?"
+        );
+        // Memory that is not committed is an error, not a crash.
+        let reserved = Reservation::new(4 * page, page).unwrap();
+        // SAFETY: the populate call fails on PROT_NONE memory before anything is written.
+        assert!(unsafe { pretouch(reserved.base(), 4 * page, page) }.is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::vm_thread;
 use crate::collection::verify::VerifyReport;
 use crate::config::{format_size, format_size_rounded, GcConfig, MIB};
 use crate::memory::heap_memory::SpaceSizes;
+use crate::memory::pretouch::{PretouchPlan, PretouchReport};
 use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
@@ -23,9 +24,10 @@ use crate::os::periodic::Periodic;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::procfs::KernelFileError;
 use crate::os::thp::{
-    mem_available, resident_bytes_in, ThpMode, ThpReport, ThpState, DYNAMIC_PERIOD, HUGE_PAGE_SIZE,
+    huge_pages_expected, mem_available, resident_bytes_in, SystemThp, ThpMode, ThpReport, ThpState,
+    DYNAMIC_PERIOD, HUGE_PAGE_SIZE,
 };
-use crate::os::vm::{page_size, Reservation};
+use crate::os::vm::{page_size, HugePageAdvice, Reservation};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::{GcLog, GcLogOptions};
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
@@ -77,6 +79,18 @@ pub enum HeapError {
     /// The configuration was rejected.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// `pretouch`: the OS refused to commit the heap or to fault its pages in.
+    #[error(
+        "could not pretouch the heap ({}): set pretouch = false (the default) or use a smaller \
+         heap",
+        format_size(*.heap)
+    )]
+    Pretouch {
+        /// The heap size.
+        heap: usize,
+        /// What the OS said.
+        source: std::io::Error,
+    },
     /// The OS refused the address space.
     #[error("could not reserve {size} bytes of address space")]
     Reserve {
@@ -223,6 +237,8 @@ pub(crate) struct HeapInner {
     pub mutator_sched: MutatorScheduler,
     /// The heap's THP mode and the huge-page advice in force.
     pub thp: ThpState,
+    /// What pretouching did, when `config.pretouch`.
+    pub pretouch: Option<PretouchReport>,
 }
 
 impl HeapInner {
@@ -358,6 +374,11 @@ impl Heap {
             config.fifo_cpu_threshold,
         );
         let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone())?;
+        let pretouch = if config.pretouch {
+            Some(pretouch_heap(&mem, &pool, config.gc_threads, advice)?)
+        } else {
+            None
+        };
         // Lifespan profiler: enabled by configuration.
         let lifespans = config.lifespans.then(LifespanProfiler::default);
         let inner = Arc::new(HeapInner {
@@ -384,6 +405,7 @@ impl Heap {
             gc_affinity,
             mutator_sched,
             thp,
+            pretouch,
         });
         let thp_sampler = start_thp_sampler(&inner)?;
         let vm_inner = inner.clone();
@@ -438,7 +460,26 @@ impl Heap {
         s.bytes_allocated = self.inner.allocated.load(Ordering::Relaxed);
         s.lifespans = self.lifespans();
         s.mutator_sched = Some(self.inner.mutator_sched.report());
+        s.pretouch = self.inner.pretouch;
         s
+    }
+
+    /// Bytes of the heap committed now (the young generation, and the old generation as far
+    /// as it was needed so far, or all of it after a pretouch).
+    pub fn committed_bytes(&self) -> usize {
+        let mem = &self.inner.mem;
+        mem.old.committed_bytes() + (mem.end() - mem.young_start())
+    }
+
+    /// Bytes of the heap resident in memory now (`mincore`): what has been faulted in.
+    pub fn resident_bytes(&self) -> std::io::Result<usize> {
+        let mem = &self.inner.mem;
+        crate::os::vm::resident_bytes(mem.base(), mem.capacity())
+    }
+
+    /// What pretouching did at creation (`None` without `pretouch`).
+    pub fn pretouch(&self) -> Option<PretouchReport> {
+        self.inner.pretouch
     }
 
     /// Object lifespans so far, when the heap profiles them (`GcConfig::lifespans`). Samples
@@ -643,12 +684,22 @@ fn profile_failure(report: &MutatorSchedReport) -> Option<OutputFailure> {
 /// THP).
 const HELPER_THREADS: usize = 4;
 
-/// For `dynamic` THP, start the thread that re-checks 002's rule every [`DYNAMIC_PERIOD`]:
+/// For `dynamic` THP without `pretouch`, start the thread that re-checks 002's rule every
+/// [`DYNAMIC_PERIOD`]:
 /// the heap's remaining footprint is its size less what is resident, and a change of advice
 /// goes on the old generation's part not yet committed. It holds the heap weakly and stops
 /// with the heap's threads.
 fn start_thp_sampler(inner: &Arc<HeapInner>) -> Result<Option<Periodic>, HeapError> {
     if inner.thp.mode() != ThpMode::Dynamic {
+        return Ok(None);
+    }
+    if inner.pretouch.is_some() {
+        // Nothing is left uncommitted for a later decision to govern.
+        log::info!(
+            "dynamic THP with pretouch: the whole heap was faulted in at start under the \
+             launch-time decision ({:?}); it is not re-checked",
+            inner.thp.advice()
+        );
         return Ok(None);
     }
     let heap = Arc::downgrade(inner);
@@ -674,6 +725,49 @@ fn start_thp_sampler(inner: &Arc<HeapInner>) -> Result<Option<Periodic>, HeapErr
     Periodic::spawn("concord-thp", DYNAMIC_PERIOD, || {}, tick)
         .map(Some)
         .map_err(HeapError::Thread)
+}
+
+/// `pretouch`: commit the whole heap and fault in every page of it and of its side tables on
+/// the first `workers` GC workers, which claim 4 MiB chunks until none is left (HotSpot's
+/// `PretouchTask` on its GC workers: they exist already, sit idle until the first collection,
+/// and are as many as the machine should spend on the heap's memory).
+fn pretouch_heap(
+    mem: &HeapMemory,
+    pool: &WorkerPool,
+    workers: usize,
+    advice: Option<HugePageAdvice>,
+) -> Result<PretouchReport, HeapError> {
+    let started = Instant::now();
+    let refused = |source| HeapError::Pretouch {
+        heap: mem.capacity(),
+        source,
+    };
+    let enabled = SystemThp::read().enabled;
+    let heap_stride = if huge_pages_expected(advice, enabled.as_deref()) {
+        HUGE_PAGE_SIZE
+    } else {
+        page_size()
+    };
+    let plan = PretouchPlan::new(mem, heap_stride).map_err(refused)?;
+    let bytes = plan.bytes() as u64;
+    let workers = workers.clamp(1, pool.size());
+    pool.run(workers, |_| plan.work());
+    let method = plan.finish().map_err(refused)?;
+    let report = PretouchReport {
+        ms: started.elapsed().as_secs_f64() * 1e3,
+        bytes,
+        heap_stride,
+        method,
+        workers,
+    };
+    log::info!(
+        "pretouch: {} (heap and side tables) faulted in by {workers} GC workers in {:.1} ms \
+         ({method:?}, heap stride {})",
+        format_size(bytes as usize),
+        report.ms,
+        format_size(heap_stride)
+    );
+    Ok(report)
 }
 
 /// Address space left for the first collections' small allocations.

@@ -214,6 +214,9 @@ pub struct GcStats {
     /// outputs are closed (`Heap::finish`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thp: Option<crate::os::thp::ThpReport>,
+    /// What pretouching the heap did, when it was asked for (`GcConfig::pretouch`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pretouch: Option<crate::memory::pretouch::PretouchReport>,
     /// What became of the GC log, when there is one (filled when the heap's outputs close).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_log: Option<GcLogStats>,

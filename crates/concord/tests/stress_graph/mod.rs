@@ -550,12 +550,27 @@ impl Graph {
         id
     }
 
-    /// A random shape; large (at least the large-object threshold) now and then.
+    /// A random shape; large (at least the large-object threshold) now and then, medium (at
+    /// least half the threshold, below it) a little more often.
     fn random_shape(&mut self) -> Shape {
         let rng = &mut self.rng;
         let planned = self.live_estimate + self.step_bytes + 4 * self.large_object_threshold;
         if rng.chance(1) && planned < self.budget {
             let bytes = rng.range(self.large_object_threshold, 2 * self.large_object_threshold);
+            return if rng.chance(50) {
+                Shape::ByteArray { len: bytes }
+            } else {
+                Shape::RefArray { len: bytes / 8 }
+            };
+        }
+        // Medium objects, just below the large-object threshold: young objects (copied by
+        // scavenges) that are often larger than half a PLAB, so they take the direct
+        // allocation beside the PLAB when copied to a survivor or promoted.
+        if rng.chance(3) && planned < self.budget {
+            let bytes = rng.range(
+                self.large_object_threshold / 2,
+                self.large_object_threshold - 16,
+            );
             return if rng.chance(50) {
                 Shape::ByteArray { len: bytes }
             } else {
