@@ -330,8 +330,11 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs THP enabled = madvise or always system-wide \
-                (/sys/kernel/mm/transparent_hugepage/enabled); run with --ignored"]
+    #[cfg_attr(
+        concord_no_thp,
+        ignore = "needs THP enabled = madvise or always system-wide \
+                  (/sys/kernel/mm/transparent_hugepage/enabled), which the build did not see"
+    )]
     fn a_huge_advised_heap_gets_huge_pages_when_the_system_allows_them() {
         let enabled = SystemThp::read().enabled;
         assert!(
