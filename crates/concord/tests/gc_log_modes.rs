@@ -52,7 +52,11 @@ fn vanilla_writes_its_log_inside_the_pause_and_counts_it() {
         assert!(r.pause_ms >= r.log_write_ms, "{r:?}");
         assert!(log.write_max_ms >= r.log_write_ms);
     }
-    assert_eq!(text.matches("][gc] GC(").count(), COLLECTIONS, "{text}");
+    assert_eq!(
+        text.matches("][gc          ] GC(").count(),
+        COLLECTIONS,
+        "{text}"
+    );
 }
 
 #[test]
@@ -64,7 +68,11 @@ fn optimized_and_modern_write_their_log_from_a_writer_thread() {
         // 5 lines fit in the 64 KiB buffer whatever the writer's speed.
         assert_eq!(log.dropped, 0);
         assert!(stats.records.iter().all(|r| r.log_write_ms == 0.0));
-        assert_eq!(text.matches("][gc] GC(").count(), COLLECTIONS, "{text}");
+        assert_eq!(
+            text.matches("][gc          ] GC(").count(),
+            COLLECTIONS,
+            "{text}"
+        );
         assert!(text.lines().all(|l| l.starts_with('[')), "{text}");
     }
 }

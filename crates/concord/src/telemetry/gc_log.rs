@@ -324,12 +324,22 @@ fn dropped_notice(seconds: f64, dropped: u64) -> String {
     format!("[{seconds:.3}s][warning][gc] {dropped} messages dropped due to async logging")
 }
 
+/// The width HotSpot 17 pads a line's tag set to (`[gc,start    ]`): its decorations are as
+/// wide as the widest tag set the log has printed so far, which in a `-Xlog:gc*` log is
+/// `gc,metaspace` (12) from the JVM's start on, before the first collection.
+const TAG_WIDTH: usize = 12;
+
+/// A line's `[uptime][info][tags]` decorations, the tags padded as HotSpot 17 pads them.
+fn decorations(seconds: f64, tags: &str) -> String {
+    format!("[{seconds:.3}s][info][{tags:<TAG_WIDTH$}]")
+}
+
 /// The `[gc]` line for a record. Its timestamp is the pause's end, as HotSpot's is (the line
 /// is logged when the pause is over), so tools place the pause at `[t - pause, t]`.
 pub fn format_record(r: &CollectionRecord) -> String {
     format!(
-        "[{:.3}s][info][gc] GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
-        (r.start_ms + r.pause_ms) / 1e3,
+        "{} GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
+        decorations((r.start_ms + r.pause_ms) / 1e3, "gc"),
         r.id,
         pause_name(r),
         r.cause.as_str(),
@@ -340,14 +350,30 @@ pub fn format_record(r: &CollectionRecord) -> String {
     )
 }
 
+/// The `[gc,cpu]` line for a record, as HotSpot 17 logs it after the `[gc]` line:
+/// `GC(3) User=0.01s Sys=0.00s Real=0.00s`: the CPU time of all GC threads during the pause
+/// in user mode and in the kernel, and the pause's wall time, in seconds to two decimals.
+pub fn format_cpu(r: &CollectionRecord) -> String {
+    format!(
+        "{} GC({}) User={:.2}s Sys={:.2}s Real={:.2}s",
+        decorations((r.start_ms + r.pause_ms) / 1e3, "gc,cpu"),
+        r.id,
+        r.gc_user_ms / 1e3,
+        r.gc_sys_ms / 1e3,
+        r.pause_ms / 1e3
+    )
+}
+
 /// A collection's lines in HotSpot 17's `-Xlog:gc*` form, one string without a final newline:
 /// `[gc,start]` at the pause's start, then at its end `[gc,heap]` (young and old
-/// generations before->after), `[gc,phases]` (the collection's phases) and the `[gc]` line.
+/// generations before->after), `[gc,phases]` (the collection's phases), the `[gc]` line and
+/// `[gc,cpu]` (the GC threads' CPU time).
 pub fn format_collection(r: &CollectionRecord) -> String {
     let start = r.start_ms / 1e3;
     let end = (r.start_ms + r.pause_ms) / 1e3;
     let mut lines = vec![format!(
-        "[{start:.3}s][info][gc,start] GC({}) {} ({})",
+        "{} GC({}) {} ({})",
+        decorations(start, "gc,start"),
         r.id,
         pause_name(r),
         r.cause.as_str()
@@ -357,7 +383,8 @@ pub fn format_collection(r: &CollectionRecord) -> String {
         ("Old", r.old_before, r.old_after),
     ] {
         lines.push(format!(
-            "[{end:.3}s][info][gc,heap] GC({}) {generation}: {}K->{}K",
+            "{} GC({}) {generation}: {}K->{}K",
+            decorations(end, "gc,heap"),
             r.id,
             before / 1024,
             after / 1024
@@ -370,11 +397,13 @@ pub fn format_collection(r: &CollectionRecord) -> String {
         .chain([("Final", p.final_ms)]);
     for (phase, ms) in phases {
         lines.push(format!(
-            "[{end:.3}s][info][gc,phases] GC({}) {phase}: {ms:.3}ms",
+            "{} GC({}) {phase}: {ms:.3}ms",
+            decorations(end, "gc,phases"),
             r.id
         ));
     }
     lines.push(format_record(r));
+    lines.push(format_cpu(r));
     lines.join("\n")
 }
 
@@ -402,7 +431,7 @@ mod tests {
         r.pause_ms = 250.0;
         let line = format_record(&r);
         assert!(
-            line.starts_with("[1.250s][info][gc] GC(3) Pause Young"),
+            line.starts_with("[1.250s][info][gc          ] GC(3) Pause Young"),
             "{line}"
         );
         assert!(line.ends_with(" 250.000ms"), "{line}");
@@ -469,18 +498,22 @@ mod tests {
         r.phases.init_ms = 1.0;
         r.phases.parallel_ms = 3.5;
         r.phases.final_ms = 0.5;
+        r.gc_user_ms = 7.0;
+        r.gc_sys_ms = 12.0;
         let text = format_collection(&r);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines,
             [
-                "[2.000s][info][gc,start] GC(4) Pause Young (Allocation Failure)",
-                "[2.005s][info][gc,heap] GC(4) Young: 4096K->512K",
-                "[2.005s][info][gc,heap] GC(4) Old: 1024K->1536K",
-                "[2.005s][info][gc,phases] GC(4) Init: 1.000ms",
-                "[2.005s][info][gc,phases] GC(4) Parallel: 3.500ms",
-                "[2.005s][info][gc,phases] GC(4) Final: 0.500ms",
-                "[2.005s][info][gc] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) 5.000ms",
+                "[2.000s][info][gc,start    ] GC(4) Pause Young (Allocation Failure)",
+                "[2.005s][info][gc,heap     ] GC(4) Young: 4096K->512K",
+                "[2.005s][info][gc,heap     ] GC(4) Old: 1024K->1536K",
+                "[2.005s][info][gc,phases   ] GC(4) Init: 1.000ms",
+                "[2.005s][info][gc,phases   ] GC(4) Parallel: 3.500ms",
+                "[2.005s][info][gc,phases   ] GC(4) Final: 0.500ms",
+                "[2.005s][info][gc          ] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) \
+                 5.000ms",
+                "[2.005s][info][gc,cpu      ] GC(4) User=0.01s Sys=0.01s Real=0.01s",
             ]
         );
     }
@@ -495,10 +528,11 @@ mod tests {
             log.write_record(&CollectionRecord::test_young(id));
             let text = available(&mut reader);
             assert!(
-                text.contains(&format!("[gc] GC({id}) Pause Young")),
+                text.contains(&format!("[gc          ] GC({id}) Pause Young")),
                 "{text:?}"
             );
-            assert!(text.ends_with("ms\n"), "{text:?}");
+            // The collection's last line, whole.
+            assert!(text.ends_with("Real=0.00s\n"), "{text:?}");
         }
         let (report, result) = log.finish();
         assert!(result.is_ok());
@@ -557,7 +591,7 @@ mod tests {
         let text = drain.join().unwrap();
         let logged = text.matches("GC(").count() as u64;
         assert!(report.dropped > 0);
-        let lines_per_collection = 7;
+        let lines_per_collection = 8;
         assert_eq!(logged + report.dropped, records * lines_per_collection);
         let notices: u64 = text
             .lines()
@@ -587,7 +621,7 @@ mod tests {
             }
         }
         let (report, _) = log.finish();
-        assert_eq!(report.dropped, 5 * 7);
+        assert_eq!(report.dropped, 5 * 8);
         drop(reader);
     }
 
@@ -602,14 +636,14 @@ mod tests {
             log.write_record(&CollectionRecord::test_young(id));
         }
         let (report, result) = log.finish();
-        // Nothing could be written: the pipe stayed full (7 lines per collection).
-        assert_eq!(report.dropped, 5 * 7);
+        // Nothing could be written: the pipe stayed full (8 lines per collection).
+        assert_eq!(report.dropped, 5 * 8);
         let failure = result.unwrap_err();
         assert!(
             failure.error.contains("still blocked in a write"),
             "{failure}"
         );
-        assert!(failure.lost.starts_with("35 lines"), "{failure}");
+        assert!(failure.lost.starts_with("40 lines"), "{failure}");
         // Closing the read end fails the writer's write, and its thread ends.
         drop(reader);
     }

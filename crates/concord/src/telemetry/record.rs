@@ -60,6 +60,22 @@ pub struct CollectionRecord {
     /// Time spent writing this collection's GC log lines inside the pause (`gc-log-mode =
     /// sync`; included in `pause_ms`), milliseconds; 0 otherwise.
     pub log_write_ms: f64,
+    /// CPU time in user mode of all GC threads (the workers and the VM thread) during the
+    /// pause, ms (HotSpot's `[gc,cpu]` `User=`).
+    pub gc_user_ms: f64,
+    /// CPU time in the kernel of all GC threads during the pause, ms (`Sys=`): system calls,
+    /// page faults, THP compaction, direct reclaim.
+    pub gc_sys_ms: f64,
+    /// Page faults without I/O the GC threads took during the pause (first touch of memory the
+    /// collection copies into).
+    pub pause_minor_faults: u64,
+    /// Page faults with I/O (swap-in) the GC threads took during the pause.
+    pub pause_major_faults: u64,
+    /// Times the scheduler preempted a GC thread during the pause while it could still run.
+    pub gc_involuntary_switches: u64,
+    /// The VM thread's own share of the figures above (its setup and finishing phases; it
+    /// sleeps while the workers run). The workers' shares are in `workers[i].usage`.
+    pub vm_thread_usage: crate::os::rusage::ThreadUsage,
     /// Heap bytes in use before.
     pub heap_before: usize,
     /// Heap bytes in use after.
@@ -128,6 +144,21 @@ pub struct CpuOccupancy {
 }
 
 impl CollectionRecord {
+    /// Attribute the pause's resource usage: the VM thread's share `vm` plus every worker's
+    /// (`workers[i].usage`, filled before) make the record's totals.
+    pub fn attribute_usage(&mut self, vm: crate::os::rusage::ThreadUsage) {
+        let mut total = vm;
+        for w in &self.workers {
+            total.add(&w.usage);
+        }
+        self.vm_thread_usage = vm;
+        self.gc_user_ms = total.user_ms();
+        self.gc_sys_ms = total.sys_ms();
+        self.pause_minor_faults = total.minor_faults;
+        self.pause_major_faults = total.major_faults;
+        self.gc_involuntary_switches = total.involuntary_switches;
+    }
+
     /// Fill the matrices derived from the per-worker counters.
     pub fn derive(&mut self) {
         let n = self.workers.len();
@@ -258,6 +289,35 @@ impl GcStats {
         v[rank.min(v.len()) - 1]
     }
 
+    /// User CPU time of the GC threads over all pauses, ms.
+    pub fn gc_user_ms(&self) -> f64 {
+        self.records
+            .iter()
+            .fold(0.0, |total, r| total + r.gc_user_ms)
+    }
+
+    /// System CPU time of the GC threads over all pauses, ms.
+    pub fn gc_sys_ms(&self) -> f64 {
+        self.records
+            .iter()
+            .fold(0.0, |total, r| total + r.gc_sys_ms)
+    }
+
+    /// Minor page faults the GC threads took in all pauses.
+    pub fn pause_minor_faults(&self) -> u64 {
+        self.records.iter().map(|r| r.pause_minor_faults).sum()
+    }
+
+    /// Major page faults the GC threads took in all pauses.
+    pub fn pause_major_faults(&self) -> u64 {
+        self.records.iter().map(|r| r.pause_major_faults).sum()
+    }
+
+    /// Involuntary context switches of the GC threads in all pauses.
+    pub fn gc_involuntary_switches(&self) -> u64 {
+        self.records.iter().map(|r| r.gc_involuntary_switches).sum()
+    }
+
     /// Bytes copied by all collections.
     pub fn bytes_copied(&self) -> u64 {
         self.records.iter().map(|r| r.bytes_copied as u64).sum()
@@ -363,6 +423,12 @@ impl CollectionRecord {
             pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
             log_write_ms: 0.0,
+            gc_user_ms: 0.0,
+            gc_sys_ms: 0.0,
+            pause_minor_faults: 0,
+            pause_major_faults: 0,
+            gc_involuntary_switches: 0,
+            vm_thread_usage: Default::default(),
             heap_before: 0,
             heap_after: 0,
             heap_capacity: 0,
@@ -421,6 +487,41 @@ mod tests {
         assert_eq!(r.root_task_imbalance(), Some(1.5));
         assert_eq!(r.cpus_used(), 2);
         assert_eq!(rec(1.0).root_task_imbalance(), None);
+    }
+
+    #[test]
+    fn a_records_usage_is_the_vm_threads_share_plus_every_workers() {
+        use crate::os::rusage::ThreadUsage;
+        let usage = |ms: u64, minor: u64, switches: u64| ThreadUsage {
+            user_ns: ms * 1_000_000,
+            sys_ns: ms * 500_000,
+            minor_faults: minor,
+            major_faults: minor / 10,
+            voluntary_switches: 1,
+            involuntary_switches: switches,
+        };
+        let mut r = rec(5.0);
+        r.workers = (0..3)
+            .map(|w| WorkerPhaseStats {
+                worker: w,
+                usage: usage(w as u64 + 1, 10 * (w as u64 + 1), w as u64),
+                ..Default::default()
+            })
+            .collect();
+        r.attribute_usage(usage(4, 100, 7));
+        assert_eq!(r.gc_user_ms, 10.0);
+        assert_eq!(r.gc_sys_ms, 5.0);
+        assert_eq!(r.pause_minor_faults, 160);
+        assert_eq!(r.pause_major_faults, 16);
+        assert_eq!(r.gc_involuntary_switches, 10);
+        assert_eq!(r.vm_thread_usage, usage(4, 100, 7));
+        let stats = GcStats {
+            records: vec![r.clone(), r],
+            ..Default::default()
+        };
+        assert_eq!(stats.gc_user_ms(), 20.0);
+        assert_eq!(stats.pause_minor_faults(), 320);
+        assert_eq!(stats.gc_involuntary_switches(), 20);
     }
 
     #[test]
