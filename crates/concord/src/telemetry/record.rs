@@ -248,6 +248,52 @@ pub struct GcStats {
     /// What became of the GC log, when there is one (filled when the heap's outputs close).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_log: Option<GcLogStats>,
+    /// How long mutators waited for memory after a failed allocation.
+    pub alloc_stalls: AllocStalls,
+}
+
+/// Allocation stalls: each time a mutator's allocation failed (a TLAB refill or a large
+/// object that needed a collection), how long it waited from the failure until it had its
+/// memory back. That is what a request running on the mutator sees of a pause: the time to
+/// safepoint, the collection, a GC log written inside the pause (sync mode) and the wake-up.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct AllocStalls {
+    /// Every stall, ms, in the order they ended (exact figures: a stall costs 8 bytes, and
+    /// there are at most as many per collection as there are mutators).
+    pub stalls_ms: Vec<f64>,
+}
+
+impl AllocStalls {
+    /// Note one stall of `ms` milliseconds.
+    pub fn record(&mut self, ms: f64) {
+        self.stalls_ms.push(ms);
+    }
+
+    /// Number of stalls.
+    pub fn count(&self) -> usize {
+        self.stalls_ms.len()
+    }
+
+    /// The longest stall, ms (0 without stalls).
+    pub fn max_ms(&self) -> f64 {
+        self.stalls_ms.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// Stall percentile `p` in 0..=100 (nearest rank), ms; 0 without stalls.
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        nearest_rank(&self.stalls_ms, p)
+    }
+}
+
+/// Percentile `p` in 0..=100 of `values` by nearest rank; 0 for no values.
+pub fn nearest_rank(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
 }
 
 /// What became of a GC log's lines.
@@ -280,13 +326,8 @@ impl GcStats {
 
     /// Pause-time percentile `p` in 0..=100 (nearest rank), ms; 0 without collections.
     pub fn pause_percentile_ms(&self, p: f64) -> f64 {
-        let mut v: Vec<f64> = self.records.iter().map(|r| r.pause_ms).collect();
-        if v.is_empty() {
-            return 0.0;
-        }
-        v.sort_by(f64::total_cmp);
-        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-        v[rank.min(v.len()) - 1]
+        let pauses: Vec<f64> = self.records.iter().map(|r| r.pause_ms).collect();
+        nearest_rank(&pauses, p)
     }
 
     /// User CPU time of the GC threads over all pauses, ms.
@@ -537,5 +578,19 @@ mod tests {
         assert_eq!(s.pause_total_ms(), 5050.0);
         assert_eq!(GcStats::default().pause_percentile_ms(99.0), 0.0);
         assert_eq!(s.verified(), None);
+    }
+
+    #[test]
+    fn alloc_stall_figures_use_nearest_rank_too() {
+        let mut stalls = AllocStalls::default();
+        assert_eq!((stalls.count(), stalls.max_ms()), (0, 0.0));
+        assert_eq!(stalls.percentile_ms(99.0), 0.0);
+        for ms in (1..=200).rev() {
+            stalls.record(ms as f64 / 2.0);
+        }
+        assert_eq!(stalls.count(), 200);
+        assert_eq!(stalls.max_ms(), 100.0);
+        assert_eq!(stalls.percentile_ms(99.0), 99.0);
+        assert_eq!(stalls.percentile_ms(50.0), 50.0);
     }
 }
