@@ -602,6 +602,7 @@ fn open_outputs(
         buffer: config.gc_log_buffer,
         flush_timeout: config.gc_log_flush_timeout,
         start,
+        compress: config.gc_log_compress,
     };
     if let MutatorSched::Profile(path) = &config.mutator_sched {
         // An existing profile is read, not written.

@@ -20,7 +20,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::output::{OutputFailure, OutputKind, RecordLines};
+use super::output::{Encoding, OutputFailure, OutputKind, RecordLines};
 use super::record::{CollectionKind, CollectionRecord};
 pub use crate::config::GcLogMode;
 
@@ -38,6 +38,8 @@ pub struct GcLogOptions {
     pub flush_timeout: Duration,
     /// The heap's start, time 0 of the log's timestamps.
     pub start: Instant,
+    /// Write the log gzip-compressed (`gc-log-compress`).
+    pub compress: bool,
 }
 
 /// What became of a log's lines, for the summary.
@@ -70,7 +72,8 @@ impl GcLog {
     /// thread). `path` itself is replaced only by [`GcLog::finish`].
     pub fn create(path: &Path, collector: &str, options: GcLogOptions) -> io::Result<Self> {
         let header = format!("[0.000s][info][gc] Using {collector}");
-        let out = RecordLines::create(OutputKind::GcLog, path, Some(&header))?;
+        let encoding = Encoding::new(options.compress);
+        let out = RecordLines::create_encoded(OutputKind::GcLog, path, Some(&header), encoding)?;
         let mode = match options.mode {
             GcLogMode::Sync => Mode::Sync {
                 out,
@@ -473,6 +476,7 @@ mod tests {
             buffer,
             flush_timeout,
             start: Instant::now(),
+            compress: false,
         }
     }
 
@@ -602,6 +606,107 @@ mod tests {
         // Whole lines only: the filler's bytes, then the log's lines, each complete.
         let log_text = text.trim_start_matches('x');
         assert!(log_text.lines().all(|l| l.starts_with('[')), "{log_text}");
+    }
+
+    /// What a gzip stream's first `bytes` decode to (a cut stream decodes up to its last
+    /// flush).
+    fn gunzip_prefix(bytes: &[u8]) -> String {
+        let mut decoder = flate2::write::GzDecoder::new(Vec::new());
+        decoder.write_all(bytes).unwrap();
+        decoder.flush().unwrap();
+        String::from_utf8(decoder.get_ref().clone()).unwrap()
+    }
+
+    /// A whole gzip stream, decoded; panics if it does not end with a valid checksum.
+    fn gunzip(bytes: &[u8]) -> String {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
+
+    /// The header and every record's lines, as an uncompressed log holds them.
+    fn plain_log(records: &[CollectionRecord]) -> String {
+        let mut text = "[0.000s][info][gc] Using test\n".to_string();
+        for r in records {
+            text.push_str(&format_collection(r));
+            text.push('\n');
+        }
+        text
+    }
+
+    fn test_records(n: u64) -> Vec<CollectionRecord> {
+        (0..n)
+            .map(|id| {
+                let mut r = CollectionRecord::test_young(id);
+                r.start_ms = 10.0 * id as f64;
+                r.pause_ms = 1.5;
+                r.gc_user_ms = 2.0;
+                r.gc_sys_ms = 30.0;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_compressed_sync_log_decodes_to_every_collection_so_far_after_each_write() {
+        let (path, mut reader) = fifo("gzip-sync");
+        let long = Duration::from_secs(3600);
+        let opts = GcLogOptions {
+            compress: true,
+            ..options(GcLogMode::Sync, 1024, long)
+        };
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        let mut bytes = Vec::new();
+        let records = test_records(4);
+        for (i, r) in records.iter().enumerate() {
+            log.write_record(r);
+            let mut chunk = Vec::new();
+            let _ = reader.read_to_end(&mut chunk);
+            bytes.extend_from_slice(&chunk);
+            // Were the process to die now, the file would hold every collection so far.
+            assert_eq!(gunzip_prefix(&bytes), plain_log(&records[..=i]));
+        }
+        let (report, result) = log.finish();
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(report.dropped, 0);
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest);
+        bytes.extend_from_slice(&rest);
+        // Finished: a whole gzip stream, its checksum included.
+        assert_eq!(gunzip(&bytes), plain_log(&records));
+    }
+
+    #[test]
+    fn a_compressed_async_log_is_one_gzip_stream_of_the_same_lines() {
+        let dir = std::env::temp_dir().join(format!("concord-gzlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gc.log.gz");
+        let opts = GcLogOptions {
+            compress: true,
+            ..options(GcLogMode::Async, 1 << 20, Duration::from_secs(600))
+        };
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        let records = test_records(50);
+        records.iter().for_each(|r| {
+            log.write_record(r);
+        });
+        let (report, result) = log.finish();
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(report.dropped, 0);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip magic");
+        let text = gunzip(&bytes);
+        assert_eq!(text, plain_log(&records));
+        // Compressed: far smaller than the text.
+        assert!(
+            bytes.len() * 3 < text.len(),
+            "{} vs {}",
+            bytes.len(),
+            text.len()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Closing a heap hands the log every record it has; the ones already handed over must not
