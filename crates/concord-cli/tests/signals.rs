@@ -105,6 +105,8 @@ fn log_ids(log: &str) -> Vec<u64> {
         lines.next().unwrap().contains("[info][gc] Using Concord"),
         "{log}"
     );
+    let workers = lines.next().unwrap();
+    assert!(workers.contains("[gc,init] Parallel Workers: "), "{log}");
     lines
         .inspect(|l| {
             let whole = l.ends_with('s') || l.ends_with('K') || l.ends_with(')');

@@ -67,6 +67,8 @@ fn log_ids(text: &str) -> Vec<u64> {
             .ends_with("[info][gc] Using Concord (optimized)"),
         "{text}"
     );
+    let workers = lines.next().unwrap();
+    assert!(workers.contains("[gc,init] Parallel Workers: "), "{text}");
     lines
         .inspect(|l| assert!(whole_line(l), "a whole line: {l}"))
         .filter(|l| l.contains("][gc          ] GC("))

@@ -603,6 +603,7 @@ fn open_outputs(
         flush_timeout: config.gc_log_flush_timeout,
         start,
         compress: config.gc_log_compress,
+        gc_threads: config.gc_threads,
     };
     if let MutatorSched::Profile(path) = &config.mutator_sched {
         // An existing profile is read, not written.

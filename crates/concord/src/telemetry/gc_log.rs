@@ -40,6 +40,10 @@ pub struct GcLogOptions {
     pub start: Instant,
     /// Write the log gzip-compressed (`gc-log-compress`).
     pub compress: bool,
+    /// The GC worker threads (at most this many take part in a collection), named in the
+    /// log's header as HotSpot names its `Parallel Workers`, so that tools that judge a
+    /// pause's wall time against its CPU time (`concord diagnose`) know how many ran.
+    pub gc_threads: usize,
 }
 
 /// What became of a log's lines, for the summary.
@@ -68,10 +72,14 @@ enum Mode {
 }
 
 impl GcLog {
-    /// Start the log for `path` and write the header line (an async log starts its writer
-    /// thread). `path` itself is replaced only by [`GcLog::finish`].
+    /// Start the log for `path` and write the header lines, HotSpot 17's `Using …` and
+    /// `[gc,init] Parallel Workers: N` (an async log starts its writer thread). `path` itself
+    /// is replaced only by [`GcLog::finish`].
     pub fn create(path: &Path, collector: &str, options: GcLogOptions) -> io::Result<Self> {
-        let header = format!("[0.000s][info][gc] Using {collector}");
+        let header = format!(
+            "[0.000s][info][gc] Using {collector}\n[0.000s][info][gc,init] Parallel Workers: {}",
+            options.gc_threads
+        );
         let encoding = Encoding::new(options.compress);
         let out = RecordLines::create_encoded(OutputKind::GcLog, path, Some(&header), encoding)?;
         let mode = match options.mode {
@@ -477,6 +485,7 @@ mod tests {
             flush_timeout,
             start: Instant::now(),
             compress: false,
+            gc_threads: 2,
         }
     }
 
@@ -527,7 +536,8 @@ mod tests {
         let (path, mut reader) = fifo("sync");
         let long = Duration::from_secs(3600);
         let mut log = GcLog::create(&path, "test", options(GcLogMode::Sync, 1024, long)).unwrap();
-        assert!(available(&mut reader).ends_with("Using test\n"));
+        assert!(available(&mut reader)
+            .ends_with("Using test\n[0.000s][info][gc,init] Parallel Workers: 2\n"));
         for id in 0..3 {
             log.write_record(&CollectionRecord::test_young(id));
             let text = available(&mut reader);
@@ -628,7 +638,9 @@ mod tests {
 
     /// The header and every record's lines, as an uncompressed log holds them.
     fn plain_log(records: &[CollectionRecord]) -> String {
-        let mut text = "[0.000s][info][gc] Using test\n".to_string();
+        let mut text = "[0.000s][info][gc] Using test\n\
+                        [0.000s][info][gc,init] Parallel Workers: 2\n"
+            .to_string();
         for r in records {
             text.push_str(&format_collection(r));
             text.push('\n');
