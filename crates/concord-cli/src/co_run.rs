@@ -58,10 +58,11 @@ pub fn instance_config(config: &GcConfig, n: usize) -> GcConfig {
 }
 
 /// The child's side: runs instance `n` once its parent says go, and prints its summary JSON
-/// (with `pid`, `instance` and every pause, `pauses_ms`) as one line on stdout; outputs it
-/// could not write completely are reported on stderr and make the exit status 1. A signal, or
-/// the parent closing the pipe (it stops the instances, or it died), stops the run as the
-/// first Ctrl-C does: outputs put in place, exit status 128 + the signal.
+/// (with `pid`, `instance`, every pause, `pauses_ms`, and every allocation stall,
+/// `alloc_stalls_ms`) as one line on stdout; outputs it could not write completely are
+/// reported on stderr and make the exit status 1. A signal, or the parent closing the pipe (it
+/// stops the instances, or it died), stops the run as the first Ctrl-C does: outputs put in
+/// place, exit status 128 + the signal.
 pub fn run_instance(
     workload: &Arc<dyn Workload>,
     params: &WorkloadParams,
@@ -93,6 +94,7 @@ pub fn run_instance(
     v["pid"] = json!(std::process::id());
     v["instance"] = json!(n);
     v["pauses_ms"] = json!(run.summary.pauses_ms);
+    v["alloc_stalls_ms"] = json!(run.summary.alloc_stalls_ms);
     // The parent may be gone: a closed pipe is no reason to fail here.
     let _ = writeln!(std::io::stdout(), "{v}");
     for failure in &run.output_failures {
@@ -335,6 +337,7 @@ fn collect(child: Running, outcome: &mut CoRun) {
             let summary = Summary::from_json(&json)?;
             if let Some(map) = json.as_object_mut() {
                 map.remove("pauses_ms");
+                map.remove("alloc_stalls_ms");
             }
             Ok((summary, json))
         });
@@ -513,6 +516,7 @@ mod tests {
             .summary;
         let mut json = summary.json();
         json["pauses_ms"] = json!(summary.pauses_ms);
+        json["alloc_stalls_ms"] = json!(summary.alloc_stalls_ms);
         let back = Summary::from_json(&json).unwrap();
         let (original, round_trip) = (summary.json(), back.json());
         let mut dropped: Vec<&String> = original
@@ -533,6 +537,8 @@ mod tests {
             assert_eq!(Some(v), original.get(k), "{k}");
         }
         assert_eq!(back.pauses_ms, summary.pauses_ms);
+        assert_eq!(back.alloc_stalls_ms, summary.alloc_stalls_ms);
+        assert_eq!(back.attribution, summary.attribution);
         assert_eq!(back.line(), summary.line());
         json.as_object_mut().unwrap().remove("gc_count");
         let err = Summary::from_json(&json).err().unwrap();

@@ -198,6 +198,10 @@ pub struct RunFlags {
         allow_negative_numbers = true
     )]
     pub gc_log_flush_timeout: Option<String>,
+    /// Write the GC log gzip-compressed (zcat reads it; so does concord diagnose); each
+    /// collection's lines are flushed, so the log is readable up to the last collection.
+    #[arg(long = "gc-log-compress")]
+    pub gc_log_compress: bool,
 }
 
 /// The switch flags; each overrides the preset's value.
@@ -289,6 +293,9 @@ impl RunFlags {
         }
         if self.pretouch {
             settings.push(("pretouch", "true".to_string()));
+        }
+        if self.gc_log_compress {
+            settings.push(("gc-log-compress", "true".to_string()));
         }
         settings
     }

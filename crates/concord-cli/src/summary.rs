@@ -67,6 +67,61 @@ pub struct Summary {
     pub thp: Option<ThpReport>,
     /// Time pretouching the heap took at start, ms (`--pretouch`; `None` without it).
     pub pretouch_ms: Option<f64>,
+    /// Stall attribution over all pauses: what the GC threads used (their CPU time in user
+    /// mode and in the kernel, page faults, involuntary context switches).
+    pub attribution: PauseAttribution,
+    /// Allocation stalls: how many, the longest and the 99th percentile, ms.
+    pub alloc_stalls: usize,
+    pub alloc_stall_max_ms: f64,
+    pub alloc_stall_p99_ms: f64,
+    /// Every allocation stall, ms (for percentiles over several runs, like `pauses_ms`).
+    pub alloc_stalls_ms: Vec<f64>,
+}
+
+/// What the GC threads used during all pauses of a run (summed from the records).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PauseAttribution {
+    pub gc_user_ms: f64,
+    pub gc_sys_ms: f64,
+    pub pause_minor_faults: u64,
+    pub pause_major_faults: u64,
+    pub gc_involuntary_switches: u64,
+}
+
+impl PauseAttribution {
+    fn of(stats: &GcStats) -> Self {
+        PauseAttribution {
+            gc_user_ms: stats.gc_user_ms(),
+            gc_sys_ms: stats.gc_sys_ms(),
+            pause_minor_faults: stats.pause_minor_faults(),
+            pause_major_faults: stats.pause_major_faults(),
+            gc_involuntary_switches: stats.gc_involuntary_switches(),
+        }
+    }
+
+    /// The sum of several runs' figures.
+    fn sum(all: impl Iterator<Item = PauseAttribution>) -> Self {
+        all.fold(PauseAttribution::default(), |t, a| PauseAttribution {
+            gc_user_ms: t.gc_user_ms + a.gc_user_ms,
+            gc_sys_ms: t.gc_sys_ms + a.gc_sys_ms,
+            pause_minor_faults: t.pause_minor_faults + a.pause_minor_faults,
+            pause_major_faults: t.pause_major_faults + a.pause_major_faults,
+            gc_involuntary_switches: t.gc_involuntary_switches + a.gc_involuntary_switches,
+        })
+    }
+
+    /// The figures as read back from a summary JSON (0 where a field is missing, as in a
+    /// summary written before they existed).
+    fn from_json(v: &Value) -> Self {
+        let u = |key: &str| v[key].as_u64().unwrap_or(0);
+        PauseAttribution {
+            gc_user_ms: v["gc_user_ms"].as_f64().unwrap_or(0.0),
+            gc_sys_ms: v["gc_sys_ms"].as_f64().unwrap_or(0.0),
+            pause_minor_faults: u("pause_minor_faults"),
+            pause_major_faults: u("pause_major_faults"),
+            gc_involuntary_switches: u("gc_involuntary_switches"),
+        }
+    }
 }
 
 impl Summary {
@@ -119,6 +174,11 @@ impl Summary {
             gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
             thp: stats.thp.clone(),
             pretouch_ms: stats.pretouch.map(|p| p.ms),
+            attribution: PauseAttribution::of(stats),
+            alloc_stalls: stats.alloc_stalls.count(),
+            alloc_stall_max_ms: stats.alloc_stalls.max_ms(),
+            alloc_stall_p99_ms: stats.alloc_stalls.percentile_ms(99.0),
+            alloc_stalls_ms: stats.alloc_stalls.stalls_ms.clone(),
         }
     }
 
@@ -165,6 +225,14 @@ impl Summary {
             "gc_log_mode": self.gc_log_mode,
             "gc_log_dropped": self.gc_log_dropped,
             "gc_log_write_max_ms": self.gc_log_write_max_ms,
+            "gc_user_ms": self.attribution.gc_user_ms,
+            "gc_sys_ms": self.attribution.gc_sys_ms,
+            "pause_minor_faults": self.attribution.pause_minor_faults,
+            "pause_major_faults": self.attribution.pause_major_faults,
+            "gc_involuntary_switches": self.attribution.gc_involuntary_switches,
+            "alloc_stalls": self.alloc_stalls,
+            "alloc_stall_max_ms": self.alloc_stall_max_ms,
+            "alloc_stall_p99_ms": self.alloc_stall_p99_ms,
         });
         for (k, val) in &self.switches {
             v[k.replace('-', "_")] = json!(val);
@@ -264,6 +332,24 @@ impl Summary {
             s,
             "  pauses    p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             self.pause_p50_ms, self.pause_p99_ms, self.pause_max_ms
+        );
+        let a = &self.attribution;
+        let _ = writeln!(
+            s,
+            "  stalls    GC threads in pauses: user {:.1} ms, sys {:.1} ms, {} minor / {} major \
+             faults, {} involuntary switches",
+            a.gc_user_ms,
+            a.gc_sys_ms,
+            a.pause_minor_faults,
+            a.pause_major_faults,
+            a.gc_involuntary_switches
+        );
+        let _ = writeln!(
+            s,
+            "            {}, p99 {:.2} ms, max {:.2} ms",
+            plural(self.alloc_stalls, "allocation stall"),
+            self.alloc_stall_p99_ms,
+            self.alloc_stall_max_ms
         );
         let _ = writeln!(
             s,
@@ -391,6 +477,10 @@ impl Summary {
         let first = &instances[0];
         let sum = |f: fn(&Summary) -> u64| instances.iter().map(f).sum::<u64>();
         let pauses: Vec<f64> = instances.iter().flat_map(|s| s.pauses_ms.clone()).collect();
+        let stalls: Vec<f64> = instances
+            .iter()
+            .flat_map(|s| s.alloc_stalls_ms.clone())
+            .collect();
         let gc_count: usize = instances.iter().map(|s| s.gc_count).sum();
         let per_collection = |f: fn(&Summary) -> f64| {
             let weighted: f64 = instances.iter().map(|s| f(s) * s.gc_count as f64).sum();
@@ -474,6 +564,24 @@ impl Summary {
                 .iter()
                 .filter_map(|s| s.pretouch_ms)
                 .reduce(f64::max),
+            attribution: PauseAttribution::sum(instances.iter().map(|s| s.attribution)),
+            alloc_stalls: instances.iter().map(|s| s.alloc_stalls).sum(),
+            alloc_stall_max_ms: instances
+                .iter()
+                .map(|s| s.alloc_stall_max_ms)
+                .fold(0.0, f64::max),
+            alloc_stall_p99_ms: if stalls.len()
+                == instances.iter().map(|s| s.alloc_stalls).sum::<usize>()
+            {
+                percentile(&stalls, 99.0)
+            } else {
+                // An instance's list is missing (an older summary): its p99 bounds the rest.
+                instances
+                    .iter()
+                    .map(|s| s.alloc_stall_p99_ms)
+                    .fold(0.0, f64::max)
+            },
+            alloc_stalls_ms: stalls,
         }
     }
 }
@@ -491,7 +599,8 @@ pub const SWITCH_KEYS: [&str; 8] = [
 ];
 
 impl Summary {
-    /// A summary read back from its JSON ([`Summary::json`] with `pauses_ms` added, as a
+    /// A summary read back from its JSON ([`Summary::json`] with `pauses_ms` and
+    /// `alloc_stalls_ms` added, as a
     /// co-running instance prints it): what the aggregate and the one-line report need. The
     /// workload's details and the reports (lifespans, scheduling) stay in the JSON.
     pub fn from_json(v: &Value) -> Result<Summary, String> {
@@ -571,6 +680,14 @@ impl Summary {
             gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),
             thp: thp_from_json(v),
             pretouch_ms: v["pretouch_ms"].as_f64(),
+            attribution: PauseAttribution::from_json(v),
+            alloc_stalls: v["alloc_stalls"].as_u64().unwrap_or(0) as usize,
+            alloc_stall_max_ms: v["alloc_stall_max_ms"].as_f64().unwrap_or(0.0),
+            alloc_stall_p99_ms: v["alloc_stall_p99_ms"].as_f64().unwrap_or(0.0),
+            alloc_stalls_ms: v["alloc_stalls_ms"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
         })
     }
 }

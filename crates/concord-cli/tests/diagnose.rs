@@ -299,7 +299,18 @@ fn what_is_not_a_gc_log_is_refused_with_status_2() {
     assert_exit_2(&["diagnose", dir.to_str().unwrap()], "is a directory");
     let gz = dir.join("gc.log.gz");
     fs::write(&gz, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0]).unwrap();
-    assert_exit_2(&["diagnose", gz.to_str().unwrap()], "is compressed");
+    assert_exit_2(&["diagnose", gz.to_str().unwrap()], "does not decompress");
+    // Other compressed formats are named, with the tool that reads them.
+    let zst = dir.join("gc.log.zst");
+    fs::write(&zst, [0x28, 0xb5, 0x2f, 0xfd, 0, 0]).unwrap();
+    assert_exit_2(
+        &["diagnose", zst.to_str().unwrap()],
+        "is zstd-compressed, which diagnose does not read (it reads plain text and gzip); \
+         decompress it first (zstdcat)",
+    );
+    let xz = dir.join("gc.log.xz");
+    fs::write(&xz, [0xfd, b'7', b'z', b'X', b'Z', 0, 0]).unwrap();
+    assert_exit_2(&["diagnose", xz.to_str().unwrap()], "is xz-compressed");
     assert_exit_2(
         &["diagnose", &fixture(UNIFIED_STALLS), "--gc-threads", "0"],
         "--gc-threads",

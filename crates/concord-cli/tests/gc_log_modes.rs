@@ -26,7 +26,7 @@ fn the_summary_says_how_the_log_was_written() {
         assert_eq!(v["gc_log_dropped"], 0, "{v}");
         assert!(v["gc_log_write_max_ms"].as_f64().unwrap() >= 0.0, "{v}");
         let text = std::fs::read_to_string(log).unwrap();
-        let pauses = text.matches("][gc] GC(").count() as u64;
+        let pauses = text.matches("][gc          ] GC(").count() as u64;
         assert_eq!(Some(pauses), v["gc_count"].as_u64(), "{text}");
     }
     // Without a log: no mode, nothing dropped.

@@ -105,15 +105,17 @@ fn log_ids(log: &str) -> Vec<u64> {
         lines.next().unwrap().contains("[info][gc] Using Concord"),
         "{log}"
     );
+    let workers = lines.next().unwrap();
+    assert!(workers.contains("[gc,init] Parallel Workers: "), "{log}");
     lines
         .inspect(|l| {
-            let whole = l.ends_with("ms") || l.ends_with('K') || l.ends_with(')');
+            let whole = l.ends_with('s') || l.ends_with('K') || l.ends_with(')');
             assert!(l.starts_with('[') && whole, "a whole line: {l:?}");
         })
-        .filter(|l| l.contains("[info][gc] GC("))
+        .filter(|l| l.contains("[info][gc          ] GC("))
         .map(|l| {
             let id = l
-                .split_once("[info][gc] GC(")
+                .split_once("[info][gc          ] GC(")
                 .and_then(|(_, rest)| rest.split_once(')'))
                 .and_then(|(id, _)| id.parse().ok());
             assert!(l.ends_with("ms") && id.is_some(), "a whole line: {l:?}");

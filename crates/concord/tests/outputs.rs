@@ -51,10 +51,10 @@ fn collect_times(heap: &Heap, collections: usize) {
     }
 }
 
-/// Whether `line` is a whole GC log line: `[gc,heap]` lines end in a size, the others in a
-/// time or a cause.
+/// Whether `line` is a whole GC log line: `[gc,heap]` lines end in a size, `[gc,cpu]` lines
+/// in seconds, the others in a time or a cause.
 fn whole_line(line: &str) -> bool {
-    line.starts_with('[') && (line.ends_with("ms") || line.ends_with('K') || line.ends_with(')'))
+    line.starts_with('[') && (line.ends_with('s') || line.ends_with('K') || line.ends_with(')'))
 }
 
 /// The `GC(n)` ids of a GC log's `[gc]` lines after the header, each line checked for its form.
@@ -67,9 +67,11 @@ fn log_ids(text: &str) -> Vec<u64> {
             .ends_with("[info][gc] Using Concord (optimized)"),
         "{text}"
     );
+    let workers = lines.next().unwrap();
+    assert!(workers.contains("[gc,init] Parallel Workers: "), "{text}");
     lines
         .inspect(|l| assert!(whole_line(l), "a whole line: {l}"))
-        .filter(|l| l.contains("][gc] GC("))
+        .filter(|l| l.contains("][gc          ] GC("))
         .map(|l| {
             assert!(l.ends_with("ms"), "a whole line: {l}");
             let id = l.split("GC(").nth(1).and_then(|r| r.split(')').next());

@@ -500,7 +500,8 @@ impl Diagnosis {
     }
 }
 
-/// Reads the log at `path`: an error names what is wrong with it.
+/// Reads the log at `path`, gunzipping a gzip-compressed one (`concord run --gc-log-compress`,
+/// a rotated `gc.log.gz`): an error names what is wrong with it.
 fn read_log(path: &Path) -> Result<String> {
     let meta =
         fs::metadata(path).with_context(|| format!("cannot open the GC log {}", path.display()))?;
@@ -513,15 +514,58 @@ fn read_log(path: &Path) -> Result<String> {
     }
     let bytes =
         fs::read(path).with_context(|| format!("cannot read the GC log {}", path.display()))?;
-    const GZIP: &[u8] = &[0x1f, 0x8b];
-    const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
-    if bytes.starts_with(GZIP) || bytes.starts_with(ZSTD) {
-        bail!(
-            "{} is compressed; decompress it first (zcat or zstdcat) and diagnose the text",
-            path.display()
-        );
+    if bytes.starts_with(GZIP_MAGIC) {
+        return gunzip(path, &bytes);
+    }
+    for (magic, format, tool) in OTHER_COMPRESSIONS {
+        if bytes.starts_with(magic) {
+            bail!(
+                "{} is {format}-compressed, which diagnose does not read (it reads plain text \
+                 and gzip); decompress it first ({tool}) and diagnose the text",
+                path.display()
+            );
+        }
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The first bytes of a gzip stream.
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+
+/// Compressed formats recognised by their magic bytes and refused with a clear message:
+/// (magic, name, the command that decompresses it).
+const OTHER_COMPRESSIONS: [(&[u8], &str, &str); 3] = [
+    (&[0x28, 0xb5, 0x2f, 0xfd], "zstd", "zstdcat"),
+    (&[0xfd, b'7', b'z', b'X', b'Z', 0x00], "xz", "xzcat"),
+    (b"BZh", "bzip2", "bzcat"),
+];
+
+/// The text of a gzip-compressed log (one or more concatenated gzip members). A stream cut
+/// short (a log whose writer died before finishing it: each collection's lines end in a
+/// flush) gives what it holds up to the cut, with a warning; a stream that is corrupt before
+/// anything could be read is an error.
+fn gunzip(path: &Path, bytes: &[u8]) -> Result<String> {
+    use std::io::Write as _;
+    // Decoding into a writer keeps everything decoded before an error.
+    let mut decoder = flate2::write::MultiGzDecoder::new(Vec::new());
+    let decoded = decoder.write_all(bytes).and_then(|()| decoder.try_finish());
+    let text = String::from_utf8_lossy(decoder.get_ref()).into_owned();
+    match decoded {
+        Ok(()) => Ok(text),
+        Err(e) if !text.is_empty() => {
+            log::warn!(
+                "{}: the gzip stream ends early ({e}); diagnosing the {} lines before the cut",
+                path.display(),
+                text.lines().count()
+            );
+            Ok(text)
+        }
+        Err(e) => bail!(
+            "{} looks gzip-compressed but does not decompress ({e}); give a GC log, plain or \
+             gzip-compressed",
+            path.display()
+        ),
+    }
 }
 
 /// `concord diagnose`.
@@ -613,6 +657,35 @@ fn print_text(path: &Path, d: &Diagnosis) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gzip_chunks(chunks: &[&str]) -> (Vec<u8>, Vec<usize>) {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut cuts = Vec::new();
+        for chunk in chunks {
+            gz.write_all(chunk.as_bytes()).unwrap();
+            gz.flush().unwrap();
+            cuts.push(gz.get_ref().len());
+        }
+        (gz.finish().unwrap(), cuts)
+    }
+
+    #[test]
+    fn gzip_logs_are_read_whole_or_up_to_where_they_were_cut() {
+        let lines = ["[0.1s][info][gc] GC(0) Pause Young (x) 1M->0M(8M) 1.0ms\n"; 3];
+        let (whole, cuts) = gzip_chunks(&lines);
+        let path = Path::new("gc.log.gz");
+        assert_eq!(gunzip(path, &whole).unwrap(), lines.concat());
+        // Two members, as a log appended to after a restart: both are read.
+        let twice = [whole.clone(), whole.clone()].concat();
+        assert_eq!(gunzip(path, &twice).unwrap(), lines.concat().repeat(2));
+        // A writer that died after its second flush left the first two collections.
+        let cut = &whole[..cuts[1]];
+        assert_eq!(gunzip(path, cut).unwrap(), lines[..2].concat());
+        // The gzip magic and nothing that decodes: an error that says so.
+        let err = gunzip(path, &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap_err();
+        assert!(err.to_string().contains("does not decompress"), "{err}");
+    }
 
     fn pause(real: f64, user: f64, sys: f64, stopped: Option<f64>) -> Pause {
         Pause {

@@ -158,6 +158,8 @@ pub struct GcConfig {
     pub gc_log_buffer: usize,
     /// How long finishing an async GC log waits for its writer.
     pub gc_log_flush_timeout: std::time::Duration,
+    /// Write the GC log through a streaming gzip compressor (`gc-log-compress`).
+    pub gc_log_compress: bool,
     /// Write one JSON line per collection (phases, per-worker counters) here. The heap keeps the
     /// records in [`crate::Heap::stats`]; the `concord` front end writes them to this file.
     pub gc_records: Option<PathBuf>,
@@ -405,6 +407,7 @@ impl GcConfig {
             },
             gc_log_buffer: 64 * KIB,
             gc_log_flush_timeout: std::time::Duration::from_secs(1),
+            gc_log_compress: false,
             gc_records: None,
         }
     }

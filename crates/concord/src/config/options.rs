@@ -130,7 +130,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 33] = [
+static OPTIONS: [OptionSpec; 34] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -489,6 +489,19 @@ static OPTIONS: [OptionSpec; 33] = [
               lines still unwritten then count as dropped (0..=60000, default 1000).",
         set: |c, v| {
             c.gc_log_flush_timeout = std::time::Duration::from_millis(int_in(v, &(0..=60_000u64))?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-log-compress",
+        env: "CONCORD_GC_LOG_COMPRESS",
+        kind: ValueKind::Bool,
+        doc: "Write the GC log gzip-compressed (read it with zcat or gzip -dc; concord \
+              diagnose reads it as is): each collection's lines end in a sync flush, so the \
+              log is readable up to the last collection even if the process dies; the stream \
+              is finished at exit: true/false (default false).",
+        set: |c, v| {
+            c.gc_log_compress = parse_bool(v)?;
             Ok(())
         },
     },
@@ -1033,6 +1046,7 @@ mod tests {
             ("gc-log-mode", "async"),
             ("gc-log-buffer", "8k"),
             ("gc-log-flush-timeout", "250"),
+            ("gc-log-compress", "yes"),
             ("gc-records", "/tmp/records.jsonl"),
             ("lifespans", "on"),
         ];
@@ -1076,6 +1090,7 @@ mod tests {
                 config.gc_log_flush_timeout,
                 std::time::Duration::from_millis(250)
             );
+            assert!(config.gc_log_compress);
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
             assert!(config.lifespans);
         };
@@ -1593,8 +1608,8 @@ mod tests {
         );
         assert!(
             err.ends_with(
-                "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, gc-records, \
-                 lifespans)"
+                "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, \
+                 gc-log-compress, gc-records, lifespans)"
             ),
             "{err}"
         );

@@ -12,7 +12,9 @@
 //! * [`cpu::usable_cpu_count`] is the one count of usable CPUs (the affinity mask capped by the
 //!   cgroup CPU quota);
 //! * [`memory::memory_limit`] is the one figure of the memory the process can have (physical
-//!   memory capped by the cgroup memory limit).
+//!   memory capped by the cgroup memory limit);
+//! * [`rusage::ThreadUsage::current_thread`] is the one `getrusage` (a thread's CPU time, page
+//!   faults and context switches).
 
 pub mod affinity;
 pub mod cpu;
@@ -24,6 +26,7 @@ pub mod mutator_sched;
 pub mod periodic;
 pub mod policy;
 pub mod procfs;
+pub mod rusage;
 pub mod sched;
 pub mod thp;
 pub mod vm;

@@ -17,6 +17,7 @@ use super::parking::futex::{participant_bits, worker_bit, Countdown, EpochParker
 use super::parking::monitor::{self as monitor_parking, TaskManagerState};
 use super::policy::ParkingKind;
 use super::task_queue::monitor_fifo::TaskFifo;
+use crate::os::rusage::ThreadUsage;
 use crate::telemetry::MonitorRecord;
 
 type Job = dyn Fn(usize) + Sync;
@@ -67,6 +68,11 @@ struct Shared {
     wakeups: Box<[AtomicU64]>,
     /// Per worker, the times it came back from parking to a job it takes no part in.
     futile_wakeups: Box<[AtomicU64]>,
+    /// Per worker, what it used while running jobs (CPU time, page faults, context switches),
+    /// summed over all its jobs: each job's share is read by the worker itself with two
+    /// `getrusage` calls, at the start and at the end of its part. Written only by that worker
+    /// before it checks in, read by the dispatcher between jobs.
+    job_usage: Box<[Mutex<ThreadUsage>]>,
     /// Workers that have started (their tid and first CPU are known); `new` waits for all.
     started: (Mutex<usize>, Condvar),
 }
@@ -185,6 +191,7 @@ impl WorkerPool {
             first_tasks: (0..n).map(|_| AtomicUsize::new(NO_TASK)).collect(),
             wakeups: per_worker(0),
             futile_wakeups: per_worker(0),
+            job_usage: (0..n).map(|_| Mutex::new(ThreadUsage::default())).collect(),
             started: (Mutex::new(0), Condvar::new()),
         });
         // Workers start from the epoch before any job: one that starts late must still see
@@ -264,6 +271,17 @@ impl WorkerPool {
             .iter()
             .zip(self.shared.futile_wakeups.iter())
             .map(|(w, f)| (w.load(Ordering::Relaxed), f.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Per worker, what it used while running jobs so far (cumulative): the difference of two
+    /// readings taken around a collection is each worker's share of that collection's pause.
+    /// Cheap: no system call (the workers read their own usage when they run a job).
+    pub fn worker_usage(&self) -> Vec<ThreadUsage> {
+        self.shared
+            .job_usage
+            .iter()
+            .map(|u| *u.lock().unwrap_or_else(|p| p.into_inner()))
             .collect()
     }
 
@@ -375,9 +393,18 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
         // participant has checked in.
         let job = unsafe { (*shared.job.get()).expect("job published with the epoch") };
         let guard = AbortOnPanic;
+        // Read by the worker itself, on its own thread, so the dispatcher never reads another
+        // thread's usage on the pause path; both readings cost one system call each.
+        let before = ThreadUsage::current_thread_or_zero();
         // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);
+        let used = ThreadUsage::current_thread_or_zero().since(&before);
+        // Before checking in: the dispatcher reads the sums once every participant has.
+        shared.job_usage[id]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .add(&used);
         shared.note_cpu(id);
         shared.check_in();
     }
@@ -433,6 +460,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_job_that_touches_fresh_memory_is_charged_to_the_worker_that_ran_it() {
+        const PAGES: usize = 128;
+        let pool = WorkerPool::new(2, "test-gc", ParkingKind::Futex, |_| {}).unwrap();
+        let page = crate::os::vm::page_size();
+        let map = crate::os::vm::ZeroedMapping::new(PAGES * page).unwrap();
+        let before = pool.worker_usage();
+        pool.run(1, |_| {
+            for i in 0..PAGES {
+                // SAFETY: inside the fresh read-write mapping, untouched before this job.
+                unsafe { std::ptr::write_volatile((map.base() + i * page) as *mut u8, 1) };
+            }
+        });
+        let after = pool.worker_usage();
+        let ran = after[0].since(&before[0]);
+        assert!(ran.minor_faults >= 1, "{ran:?}");
+        // Worker 1 took no part: it is charged nothing.
+        assert_eq!(after[1].since(&before[1]), ThreadUsage::default());
     }
 
     #[test]

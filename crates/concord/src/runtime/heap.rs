@@ -246,6 +246,15 @@ impl HeapInner {
         self.allocated.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    /// A mutator waited `waited` for memory after a failed allocation (see
+    /// [`crate::telemetry::AllocStalls`]). Taken after the world runs again, so the lock is
+    /// only shared with mutators that stalled in the same pause.
+    pub fn note_alloc_stall(&self, waited: std::time::Duration) {
+        lock(&self.stats)
+            .alloc_stalls
+            .record(waited.as_secs_f64() * 1e3);
+    }
+
     /// Allocate one zeroed object's memory outside any TLAB: in eden unless `old` (or unless
     /// `old_fallback` and eden is full), else in the old generation, where its start is
     /// recorded for card scanning. The caller writes the header.
@@ -634,6 +643,8 @@ fn open_outputs(
         buffer: config.gc_log_buffer,
         flush_timeout: config.gc_log_flush_timeout,
         start,
+        compress: config.gc_log_compress,
+        gc_threads: config.gc_threads,
     };
     if let MutatorSched::Profile(path) = &config.mutator_sched {
         // An existing profile is read, not written.

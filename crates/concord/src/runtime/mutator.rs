@@ -10,6 +10,7 @@ use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::heap::{GcError, Heap, HeapInner};
 use super::safepoint::Request;
@@ -313,9 +314,12 @@ impl<'h> Mutator<'h> {
         }
         // Collect and allocate inside one safepoint: the VM thread escalates to a full
         // collection before it gives up, and nobody can take the space it frees first.
+        // The allocation failed here: from now until the memory is back, this thread stalls.
+        let failed_at = Instant::now();
         self.before_stop();
         let result = self.heap.safepoint.request_allocation(size, old);
         self.after_stop();
+        self.heap.note_alloc_stall(failed_at.elapsed());
         let a = result?;
         // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
         unsafe { raw::set_header(a, h) };

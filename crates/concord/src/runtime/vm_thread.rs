@@ -13,6 +13,7 @@ use crate::collection::verify::verify_heap;
 use crate::collection::{GcContext, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
 use crate::os::policy::GcAffinity;
+use crate::os::rusage::ThreadUsage;
 use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::GcLogMode;
@@ -108,11 +109,17 @@ struct Snapshot {
     monitor: MonitorStats,
 }
 
-/// When a collection's pause started, how long it took and where its workers were placed.
+/// When a collection's pause started, how long it took, where its workers were placed and
+/// what the GC threads used during it.
 struct Pause {
     start: Instant,
     pause_ms: f64,
     affinity: Option<AffinityReport>,
+    /// The VM thread's own usage during the collection.
+    vm_usage: ThreadUsage,
+    /// Each pool worker's usage during the collection, by worker id (what it read itself at
+    /// the start and end of each of its jobs).
+    worker_usage: Vec<ThreadUsage>,
 }
 
 /// What the record of every collection, young or full, carries.
@@ -400,18 +407,34 @@ impl Operation<'_> {
     }
 
     /// One parallel collection's pause: place the workers (000 Algorithm 1), then run `collect`
-    /// with the objects the lifespan profiler follows; timed from before the placement.
+    /// with the objects the lifespan profiler follows; timed from before the placement. The GC
+    /// threads' resource usage is taken around it: the VM thread reads its own (one
+    /// `getrusage` at each end), and the workers' sums, which they keep themselves, are read
+    /// without a system call.
     fn pause<R>(
         &self,
         collect: impl FnOnce(&GcContext<'_>, &[RootSlots], Tracked<'_>) -> R,
     ) -> (R, Pause) {
+        let pool = &self.heap.pool;
+        let workers_before = pool.worker_usage();
+        let vm_before = ThreadUsage::current_thread_or_zero();
         let start = Instant::now();
         let affinity = self.place_workers();
         let out = self.follow_lifespans(|tracked| collect(&self.ctx(), self.roots, tracked));
+        let pause_ms = start.elapsed().as_secs_f64() * 1e3;
+        let vm_usage = ThreadUsage::current_thread_or_zero().since(&vm_before);
+        let worker_usage = pool
+            .worker_usage()
+            .iter()
+            .zip(&workers_before)
+            .map(|(after, before)| after.since(before))
+            .collect();
         let pause = Pause {
             start,
-            pause_ms: start.elapsed().as_secs_f64() * 1e3,
+            pause_ms,
             affinity,
+            vm_usage,
+            worker_usage,
         };
         (out, pause)
     }
@@ -475,8 +498,21 @@ impl Operation<'_> {
             verified,
             tenuring_threshold,
             phases,
-            workers,
+            mut workers,
         } = common;
+        // Each worker's share of the whole collection (a full collection runs several jobs
+        // after the marking phase whose counters `workers` holds).
+        for w in workers.iter_mut() {
+            if let Some(used) = pause.worker_usage.get(w.worker) {
+                w.usage = *used;
+            }
+        }
+        debug_assert!(
+            pause.worker_usage[workers.len().min(pause.worker_usage.len())..]
+                .iter()
+                .all(|u| *u == ThreadUsage::default()),
+            "only the collection's active workers ran jobs during its pause"
+        );
         let after = self.snapshot();
         let id = (heap.collections.load(std::sync::atomic::Ordering::Relaxed) + self.records.len())
             as u64;
@@ -488,6 +524,12 @@ impl Operation<'_> {
             pause_ms: pause.pause_ms,
             time_to_safepoint_ms: self.ttsp.as_secs_f64() * 1e3,
             log_write_ms: 0.0,
+            gc_user_ms: 0.0,
+            gc_sys_ms: 0.0,
+            pause_minor_faults: 0,
+            pause_major_faults: 0,
+            gc_involuntary_switches: 0,
+            vm_thread_usage: ThreadUsage::default(),
             heap_before: before.used,
             heap_after: after.used,
             heap_capacity: heap.mem.old.capacity() + heap.mem.young_capacity(),
@@ -511,6 +553,7 @@ impl Operation<'_> {
                 .then(|| after.monitor.since(&before.monitor).into()),
         };
         fill(&mut r);
+        r.attribute_usage(pause.vm_usage);
         r.derive();
         self.records.push(r);
     }

@@ -20,7 +20,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::output::{OutputFailure, OutputKind, RecordLines};
+use super::output::{Encoding, OutputFailure, OutputKind, RecordLines};
 use super::record::{CollectionKind, CollectionRecord};
 pub use crate::config::GcLogMode;
 
@@ -38,6 +38,12 @@ pub struct GcLogOptions {
     pub flush_timeout: Duration,
     /// The heap's start, time 0 of the log's timestamps.
     pub start: Instant,
+    /// Write the log gzip-compressed (`gc-log-compress`).
+    pub compress: bool,
+    /// The GC worker threads (at most this many take part in a collection), named in the
+    /// log's header as HotSpot names its `Parallel Workers`, so that tools that judge a
+    /// pause's wall time against its CPU time (`concord diagnose`) know how many ran.
+    pub gc_threads: usize,
 }
 
 /// What became of a log's lines, for the summary.
@@ -66,11 +72,16 @@ enum Mode {
 }
 
 impl GcLog {
-    /// Start the log for `path` and write the header line (an async log starts its writer
-    /// thread). `path` itself is replaced only by [`GcLog::finish`].
+    /// Start the log for `path` and write the header lines, HotSpot 17's `Using …` and
+    /// `[gc,init] Parallel Workers: N` (an async log starts its writer thread). `path` itself
+    /// is replaced only by [`GcLog::finish`].
     pub fn create(path: &Path, collector: &str, options: GcLogOptions) -> io::Result<Self> {
-        let header = format!("[0.000s][info][gc] Using {collector}");
-        let out = RecordLines::create(OutputKind::GcLog, path, Some(&header))?;
+        let header = format!(
+            "[0.000s][info][gc] Using {collector}\n[0.000s][info][gc,init] Parallel Workers: {}",
+            options.gc_threads
+        );
+        let encoding = Encoding::new(options.compress);
+        let out = RecordLines::create_encoded(OutputKind::GcLog, path, Some(&header), encoding)?;
         let mode = match options.mode {
             GcLogMode::Sync => Mode::Sync {
                 out,
@@ -324,12 +335,22 @@ fn dropped_notice(seconds: f64, dropped: u64) -> String {
     format!("[{seconds:.3}s][warning][gc] {dropped} messages dropped due to async logging")
 }
 
+/// The width HotSpot 17 pads a line's tag set to (`[gc,start    ]`): its decorations are as
+/// wide as the widest tag set the log has printed so far, which in a `-Xlog:gc*` log is
+/// `gc,metaspace` (12) from the JVM's start on, before the first collection.
+const TAG_WIDTH: usize = 12;
+
+/// A line's `[uptime][info][tags]` decorations, the tags padded as HotSpot 17 pads them.
+fn decorations(seconds: f64, tags: &str) -> String {
+    format!("[{seconds:.3}s][info][{tags:<TAG_WIDTH$}]")
+}
+
 /// The `[gc]` line for a record. Its timestamp is the pause's end, as HotSpot's is (the line
 /// is logged when the pause is over), so tools place the pause at `[t - pause, t]`.
 pub fn format_record(r: &CollectionRecord) -> String {
     format!(
-        "[{:.3}s][info][gc] GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
-        (r.start_ms + r.pause_ms) / 1e3,
+        "{} GC({}) {} ({}) {}M->{}M({}M) {:.3}ms",
+        decorations((r.start_ms + r.pause_ms) / 1e3, "gc"),
         r.id,
         pause_name(r),
         r.cause.as_str(),
@@ -340,14 +361,30 @@ pub fn format_record(r: &CollectionRecord) -> String {
     )
 }
 
+/// The `[gc,cpu]` line for a record, as HotSpot 17 logs it after the `[gc]` line:
+/// `GC(3) User=0.01s Sys=0.00s Real=0.00s`: the CPU time of all GC threads during the pause
+/// in user mode and in the kernel, and the pause's wall time, in seconds to two decimals.
+pub fn format_cpu(r: &CollectionRecord) -> String {
+    format!(
+        "{} GC({}) User={:.2}s Sys={:.2}s Real={:.2}s",
+        decorations((r.start_ms + r.pause_ms) / 1e3, "gc,cpu"),
+        r.id,
+        r.gc_user_ms / 1e3,
+        r.gc_sys_ms / 1e3,
+        r.pause_ms / 1e3
+    )
+}
+
 /// A collection's lines in HotSpot 17's `-Xlog:gc*` form, one string without a final newline:
 /// `[gc,start]` at the pause's start, then at its end `[gc,heap]` (young and old
-/// generations before->after), `[gc,phases]` (the collection's phases) and the `[gc]` line.
+/// generations before->after), `[gc,phases]` (the collection's phases), the `[gc]` line and
+/// `[gc,cpu]` (the GC threads' CPU time).
 pub fn format_collection(r: &CollectionRecord) -> String {
     let start = r.start_ms / 1e3;
     let end = (r.start_ms + r.pause_ms) / 1e3;
     let mut lines = vec![format!(
-        "[{start:.3}s][info][gc,start] GC({}) {} ({})",
+        "{} GC({}) {} ({})",
+        decorations(start, "gc,start"),
         r.id,
         pause_name(r),
         r.cause.as_str()
@@ -357,7 +394,8 @@ pub fn format_collection(r: &CollectionRecord) -> String {
         ("Old", r.old_before, r.old_after),
     ] {
         lines.push(format!(
-            "[{end:.3}s][info][gc,heap] GC({}) {generation}: {}K->{}K",
+            "{} GC({}) {generation}: {}K->{}K",
+            decorations(end, "gc,heap"),
             r.id,
             before / 1024,
             after / 1024
@@ -370,11 +408,13 @@ pub fn format_collection(r: &CollectionRecord) -> String {
         .chain([("Final", p.final_ms)]);
     for (phase, ms) in phases {
         lines.push(format!(
-            "[{end:.3}s][info][gc,phases] GC({}) {phase}: {ms:.3}ms",
+            "{} GC({}) {phase}: {ms:.3}ms",
+            decorations(end, "gc,phases"),
             r.id
         ));
     }
     lines.push(format_record(r));
+    lines.push(format_cpu(r));
     lines.join("\n")
 }
 
@@ -402,7 +442,7 @@ mod tests {
         r.pause_ms = 250.0;
         let line = format_record(&r);
         assert!(
-            line.starts_with("[1.250s][info][gc] GC(3) Pause Young"),
+            line.starts_with("[1.250s][info][gc          ] GC(3) Pause Young"),
             "{line}"
         );
         assert!(line.ends_with(" 250.000ms"), "{line}");
@@ -444,6 +484,8 @@ mod tests {
             buffer,
             flush_timeout,
             start: Instant::now(),
+            compress: false,
+            gc_threads: 2,
         }
     }
 
@@ -469,18 +511,22 @@ mod tests {
         r.phases.init_ms = 1.0;
         r.phases.parallel_ms = 3.5;
         r.phases.final_ms = 0.5;
+        r.gc_user_ms = 7.0;
+        r.gc_sys_ms = 12.0;
         let text = format_collection(&r);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines,
             [
-                "[2.000s][info][gc,start] GC(4) Pause Young (Allocation Failure)",
-                "[2.005s][info][gc,heap] GC(4) Young: 4096K->512K",
-                "[2.005s][info][gc,heap] GC(4) Old: 1024K->1536K",
-                "[2.005s][info][gc,phases] GC(4) Init: 1.000ms",
-                "[2.005s][info][gc,phases] GC(4) Parallel: 3.500ms",
-                "[2.005s][info][gc,phases] GC(4) Final: 0.500ms",
-                "[2.005s][info][gc] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) 5.000ms",
+                "[2.000s][info][gc,start    ] GC(4) Pause Young (Allocation Failure)",
+                "[2.005s][info][gc,heap     ] GC(4) Young: 4096K->512K",
+                "[2.005s][info][gc,heap     ] GC(4) Old: 1024K->1536K",
+                "[2.005s][info][gc,phases   ] GC(4) Init: 1.000ms",
+                "[2.005s][info][gc,phases   ] GC(4) Parallel: 3.500ms",
+                "[2.005s][info][gc,phases   ] GC(4) Final: 0.500ms",
+                "[2.005s][info][gc          ] GC(4) Pause Young (Allocation Failure) 0M->0M(0M) \
+                 5.000ms",
+                "[2.005s][info][gc,cpu      ] GC(4) User=0.01s Sys=0.01s Real=0.01s",
             ]
         );
     }
@@ -490,15 +536,17 @@ mod tests {
         let (path, mut reader) = fifo("sync");
         let long = Duration::from_secs(3600);
         let mut log = GcLog::create(&path, "test", options(GcLogMode::Sync, 1024, long)).unwrap();
-        assert!(available(&mut reader).ends_with("Using test\n"));
+        assert!(available(&mut reader)
+            .ends_with("Using test\n[0.000s][info][gc,init] Parallel Workers: 2\n"));
         for id in 0..3 {
             log.write_record(&CollectionRecord::test_young(id));
             let text = available(&mut reader);
             assert!(
-                text.contains(&format!("[gc] GC({id}) Pause Young")),
+                text.contains(&format!("[gc          ] GC({id}) Pause Young")),
                 "{text:?}"
             );
-            assert!(text.ends_with("ms\n"), "{text:?}");
+            // The collection's last line, whole.
+            assert!(text.ends_with("Real=0.00s\n"), "{text:?}");
         }
         let (report, result) = log.finish();
         assert!(result.is_ok());
@@ -557,7 +605,7 @@ mod tests {
         let text = drain.join().unwrap();
         let logged = text.matches("GC(").count() as u64;
         assert!(report.dropped > 0);
-        let lines_per_collection = 7;
+        let lines_per_collection = 8;
         assert_eq!(logged + report.dropped, records * lines_per_collection);
         let notices: u64 = text
             .lines()
@@ -568,6 +616,109 @@ mod tests {
         // Whole lines only: the filler's bytes, then the log's lines, each complete.
         let log_text = text.trim_start_matches('x');
         assert!(log_text.lines().all(|l| l.starts_with('[')), "{log_text}");
+    }
+
+    /// What a gzip stream's first `bytes` decode to (a cut stream decodes up to its last
+    /// flush).
+    fn gunzip_prefix(bytes: &[u8]) -> String {
+        let mut decoder = flate2::write::GzDecoder::new(Vec::new());
+        decoder.write_all(bytes).unwrap();
+        decoder.flush().unwrap();
+        String::from_utf8(decoder.get_ref().clone()).unwrap()
+    }
+
+    /// A whole gzip stream, decoded; panics if it does not end with a valid checksum.
+    fn gunzip(bytes: &[u8]) -> String {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
+
+    /// The header and every record's lines, as an uncompressed log holds them.
+    fn plain_log(records: &[CollectionRecord]) -> String {
+        let mut text = "[0.000s][info][gc] Using test\n\
+                        [0.000s][info][gc,init] Parallel Workers: 2\n"
+            .to_string();
+        for r in records {
+            text.push_str(&format_collection(r));
+            text.push('\n');
+        }
+        text
+    }
+
+    fn test_records(n: u64) -> Vec<CollectionRecord> {
+        (0..n)
+            .map(|id| {
+                let mut r = CollectionRecord::test_young(id);
+                r.start_ms = 10.0 * id as f64;
+                r.pause_ms = 1.5;
+                r.gc_user_ms = 2.0;
+                r.gc_sys_ms = 30.0;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_compressed_sync_log_decodes_to_every_collection_so_far_after_each_write() {
+        let (path, mut reader) = fifo("gzip-sync");
+        let long = Duration::from_secs(3600);
+        let opts = GcLogOptions {
+            compress: true,
+            ..options(GcLogMode::Sync, 1024, long)
+        };
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        let mut bytes = Vec::new();
+        let records = test_records(4);
+        for (i, r) in records.iter().enumerate() {
+            log.write_record(r);
+            let mut chunk = Vec::new();
+            let _ = reader.read_to_end(&mut chunk);
+            bytes.extend_from_slice(&chunk);
+            // Were the process to die now, the file would hold every collection so far.
+            assert_eq!(gunzip_prefix(&bytes), plain_log(&records[..=i]));
+        }
+        let (report, result) = log.finish();
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(report.dropped, 0);
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest);
+        bytes.extend_from_slice(&rest);
+        // Finished: a whole gzip stream, its checksum included.
+        assert_eq!(gunzip(&bytes), plain_log(&records));
+    }
+
+    #[test]
+    fn a_compressed_async_log_is_one_gzip_stream_of_the_same_lines() {
+        let dir = std::env::temp_dir().join(format!("concord-gzlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gc.log.gz");
+        let opts = GcLogOptions {
+            compress: true,
+            ..options(GcLogMode::Async, 1 << 20, Duration::from_secs(600))
+        };
+        let mut log = GcLog::create(&path, "test", opts).unwrap();
+        let records = test_records(50);
+        records.iter().for_each(|r| {
+            log.write_record(r);
+        });
+        let (report, result) = log.finish();
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(report.dropped, 0);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip magic");
+        let text = gunzip(&bytes);
+        assert_eq!(text, plain_log(&records));
+        // Compressed: far smaller than the text.
+        assert!(
+            bytes.len() * 3 < text.len(),
+            "{} vs {}",
+            bytes.len(),
+            text.len()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Closing a heap hands the log every record it has; the ones already handed over must not
@@ -587,7 +738,7 @@ mod tests {
             }
         }
         let (report, _) = log.finish();
-        assert_eq!(report.dropped, 5 * 7);
+        assert_eq!(report.dropped, 5 * 8);
         drop(reader);
     }
 
@@ -602,14 +753,14 @@ mod tests {
             log.write_record(&CollectionRecord::test_young(id));
         }
         let (report, result) = log.finish();
-        // Nothing could be written: the pipe stayed full (7 lines per collection).
-        assert_eq!(report.dropped, 5 * 7);
+        // Nothing could be written: the pipe stayed full (8 lines per collection).
+        assert_eq!(report.dropped, 5 * 8);
         let failure = result.unwrap_err();
         assert!(
             failure.error.contains("still blocked in a write"),
             "{failure}"
         );
-        assert!(failure.lost.starts_with("35 lines"), "{failure}");
+        assert!(failure.lost.starts_with("40 lines"), "{failure}");
         // Closing the read end fails the writer's write, and its thread ends.
         drop(reader);
     }

@@ -7,10 +7,18 @@
 //! lines, never a fragment) and the collector carries on; when the heap finishes, every such
 //! output is reported as an [`OutputFailure`] saying which output, what went wrong and what
 //! was lost.
+//!
+//! An output may be written gzip-compressed ([`Encoding::Gzip`], 002 §4.4's compressed
+//! logging): one streaming compressor for the whole file, flushed (a deflate sync flush) after
+//! every append, so the bytes on disk always decode, with `zcat`, to the whole lines written so
+//! far, even if the process dies; the stream's end (its checksum) is written when the output
+//! finishes.
 
 use std::fmt;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
 
 use super::record::{CollectionRecord, GcStats};
 use crate::os::fs::StagedFile;
@@ -96,6 +104,54 @@ struct Failed {
     last_lost: u64,
 }
 
+/// How an output's text is encoded on its way to the file.
+#[derive(Debug)]
+pub(crate) enum Encoding {
+    /// As it is.
+    Plain,
+    /// One gzip stream, sync-flushed after every append (see the module documentation); the
+    /// compressor writes into a buffer that each append hands to the file whole.
+    Gzip(GzEncoder<Vec<u8>>),
+}
+
+impl Encoding {
+    /// Plain text, or a fresh gzip stream when `compress`.
+    pub fn new(compress: bool) -> Self {
+        if compress {
+            Encoding::Gzip(GzEncoder::new(Vec::new(), flate2::Compression::default()))
+        } else {
+            Encoding::Plain
+        }
+    }
+
+    /// Append `text` to `file`, encoded, whole or not at all (a gzip append is one sync-flushed
+    /// chunk; when the file refuses it, the file is cut back to the chunks before, which still
+    /// decode).
+    fn append(&mut self, file: &mut StagedFile, text: &[u8]) -> io::Result<()> {
+        match self {
+            Encoding::Plain => file.append(text),
+            Encoding::Gzip(gzip) => {
+                // Writing into a `Vec` cannot fail; the flush makes every byte so far decodable.
+                gzip.write_all(text)?;
+                gzip.flush()?;
+                let chunk = std::mem::take(gzip.get_mut());
+                file.append(&chunk)
+            }
+        }
+    }
+
+    /// Write the end of the stream (gzip's last block and checksum), if it has one.
+    fn finish(self, file: &mut StagedFile) -> io::Result<()> {
+        match self {
+            Encoding::Plain => Ok(()),
+            Encoding::Gzip(gzip) => {
+                let tail = gzip.finish()?;
+                file.append(&tail)
+            }
+        }
+    }
+}
+
 /// A file of one line per collection (plus an optional header): staged, stopped at the first
 /// failed write, and finished into an [`OutputFailure`] when it is incomplete.
 #[derive(Debug)]
@@ -103,6 +159,7 @@ pub(crate) struct RecordLines {
     kind: OutputKind,
     path: PathBuf,
     file: StagedFile,
+    encoding: Encoding,
     /// The id of the last collection written.
     written_through: Option<u64>,
     failed: Option<Failed>,
@@ -111,14 +168,25 @@ pub(crate) struct RecordLines {
 impl RecordLines {
     /// Starts the output at `path` and writes `header` (a whole line) if given.
     pub fn create(kind: OutputKind, path: &Path, header: Option<&str>) -> io::Result<Self> {
+        Self::create_encoded(kind, path, header, Encoding::Plain)
+    }
+
+    /// [`RecordLines::create`] with the text encoded as `encoding` says.
+    pub fn create_encoded(
+        kind: OutputKind,
+        path: &Path,
+        header: Option<&str>,
+        mut encoding: Encoding,
+    ) -> io::Result<Self> {
         let mut file = StagedFile::create(path)?;
         if let Some(header) = header {
-            file.append(format!("{header}\n").as_bytes())?;
+            encoding.append(&mut file, format!("{header}\n").as_bytes())?;
         }
         Ok(RecordLines {
             kind,
             path: path.to_path_buf(),
             file,
+            encoding,
             written_through: None,
             failed: None,
         })
@@ -146,7 +214,7 @@ impl RecordLines {
         }
         let written = format().and_then(|mut line| {
             line.push('\n');
-            self.file.append(line.as_bytes())
+            self.encoding.append(&mut self.file, line.as_bytes())
         });
         match written {
             Ok(()) => self.written_through = Some(id),
@@ -174,7 +242,10 @@ impl RecordLines {
         if self.failed.is_some() {
             return;
         }
-        if let Err(error) = self.file.append(format!("{line}\n").as_bytes()) {
+        if let Err(error) = self
+            .encoding
+            .append(&mut self.file, format!("{line}\n").as_bytes())
+        {
             let next = self.written_through.map_or(0, |id| id + 1);
             log::info!(
                 "writing the {} {} failed ({error}); it stops there",
@@ -195,10 +266,17 @@ impl RecordLines {
         let RecordLines {
             kind,
             path,
-            file,
+            mut file,
+            encoding,
             failed,
             ..
         } = self;
+        // After a failed write the compressor holds text the file does not: no end is written
+        // then (the stream would not check), and the file decodes up to its last whole chunk.
+        let ended = match failed {
+            None => encoding.finish(&mut file),
+            Some(_) => Ok(()),
+        };
         let committed = file.commit();
         let failure = |error: String, lost: String| OutputFailure {
             output: kind,
@@ -207,7 +285,14 @@ impl RecordLines {
             lost,
         };
         match (failed, committed) {
-            (None, Ok(())) => Ok(()),
+            (None, Ok(())) => ended.map_err(|e| {
+                failure(
+                    e.to_string(),
+                    "the end of its gzip stream is missing: every line is there, but zcat \
+                     reports an unexpected end of file"
+                        .to_string(),
+                )
+            }),
             (Some(f), Ok(())) => {
                 let what = match kind {
                     OutputKind::GcLog => "the log lines",

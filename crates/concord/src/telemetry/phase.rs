@@ -36,6 +36,10 @@ pub struct WorkerPhaseStats {
     /// CPUs this worker was seen on, sampled with `sched_getcpu` at task boundaries: CPU id →
     /// number of samples (a row of the worker × CPU occupancy matrix).
     pub cpus: BTreeMap<u32, u64>,
+    /// What this worker used during the collection's pause (all its parallel phases): CPU
+    /// time, page faults and context switches, read by the worker itself with
+    /// `getrusage(RUSAGE_THREAD)` when it starts and ends each part of the collection.
+    pub usage: crate::os::rusage::ThreadUsage,
 }
 
 impl WorkerPhaseStats {
@@ -70,6 +74,7 @@ impl WorkerPhaseStats {
         for (&cpu, &n) in &other.cpus {
             *self.cpus.entry(cpu).or_default() += n;
         }
+        self.usage.add(&other.usage);
     }
 }
 

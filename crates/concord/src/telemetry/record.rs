@@ -60,6 +60,22 @@ pub struct CollectionRecord {
     /// Time spent writing this collection's GC log lines inside the pause (`gc-log-mode =
     /// sync`; included in `pause_ms`), milliseconds; 0 otherwise.
     pub log_write_ms: f64,
+    /// CPU time in user mode of all GC threads (the workers and the VM thread) during the
+    /// pause, ms (HotSpot's `[gc,cpu]` `User=`).
+    pub gc_user_ms: f64,
+    /// CPU time in the kernel of all GC threads during the pause, ms (`Sys=`): system calls,
+    /// page faults, THP compaction, direct reclaim.
+    pub gc_sys_ms: f64,
+    /// Page faults without I/O the GC threads took during the pause (first touch of memory the
+    /// collection copies into).
+    pub pause_minor_faults: u64,
+    /// Page faults with I/O (swap-in) the GC threads took during the pause.
+    pub pause_major_faults: u64,
+    /// Times the scheduler preempted a GC thread during the pause while it could still run.
+    pub gc_involuntary_switches: u64,
+    /// The VM thread's own share of the figures above (its setup and finishing phases; it
+    /// sleeps while the workers run). The workers' shares are in `workers[i].usage`.
+    pub vm_thread_usage: crate::os::rusage::ThreadUsage,
     /// Heap bytes in use before.
     pub heap_before: usize,
     /// Heap bytes in use after.
@@ -128,6 +144,21 @@ pub struct CpuOccupancy {
 }
 
 impl CollectionRecord {
+    /// Attribute the pause's resource usage: the VM thread's share `vm` plus every worker's
+    /// (`workers[i].usage`, filled before) make the record's totals.
+    pub fn attribute_usage(&mut self, vm: crate::os::rusage::ThreadUsage) {
+        let mut total = vm;
+        for w in &self.workers {
+            total.add(&w.usage);
+        }
+        self.vm_thread_usage = vm;
+        self.gc_user_ms = total.user_ms();
+        self.gc_sys_ms = total.sys_ms();
+        self.pause_minor_faults = total.minor_faults;
+        self.pause_major_faults = total.major_faults;
+        self.gc_involuntary_switches = total.involuntary_switches;
+    }
+
     /// Fill the matrices derived from the per-worker counters.
     pub fn derive(&mut self) {
         let n = self.workers.len();
@@ -220,6 +251,52 @@ pub struct GcStats {
     /// What became of the GC log, when there is one (filled when the heap's outputs close).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_log: Option<GcLogStats>,
+    /// How long mutators waited for memory after a failed allocation.
+    pub alloc_stalls: AllocStalls,
+}
+
+/// Allocation stalls: each time a mutator's allocation failed (a TLAB refill or a large
+/// object that needed a collection), how long it waited from the failure until it had its
+/// memory back. That is what a request running on the mutator sees of a pause: the time to
+/// safepoint, the collection, a GC log written inside the pause (sync mode) and the wake-up.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct AllocStalls {
+    /// Every stall, ms, in the order they ended (exact figures: a stall costs 8 bytes, and
+    /// there are at most as many per collection as there are mutators).
+    pub stalls_ms: Vec<f64>,
+}
+
+impl AllocStalls {
+    /// Note one stall of `ms` milliseconds.
+    pub fn record(&mut self, ms: f64) {
+        self.stalls_ms.push(ms);
+    }
+
+    /// Number of stalls.
+    pub fn count(&self) -> usize {
+        self.stalls_ms.len()
+    }
+
+    /// The longest stall, ms (0 without stalls).
+    pub fn max_ms(&self) -> f64 {
+        self.stalls_ms.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// Stall percentile `p` in 0..=100 (nearest rank), ms; 0 without stalls.
+    pub fn percentile_ms(&self, p: f64) -> f64 {
+        nearest_rank(&self.stalls_ms, p)
+    }
+}
+
+/// Percentile `p` in 0..=100 of `values` by nearest rank; 0 for no values.
+pub fn nearest_rank(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
 }
 
 /// What became of a GC log's lines.
@@ -252,13 +329,37 @@ impl GcStats {
 
     /// Pause-time percentile `p` in 0..=100 (nearest rank), ms; 0 without collections.
     pub fn pause_percentile_ms(&self, p: f64) -> f64 {
-        let mut v: Vec<f64> = self.records.iter().map(|r| r.pause_ms).collect();
-        if v.is_empty() {
-            return 0.0;
-        }
-        v.sort_by(f64::total_cmp);
-        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-        v[rank.min(v.len()) - 1]
+        let pauses: Vec<f64> = self.records.iter().map(|r| r.pause_ms).collect();
+        nearest_rank(&pauses, p)
+    }
+
+    /// User CPU time of the GC threads over all pauses, ms.
+    pub fn gc_user_ms(&self) -> f64 {
+        self.records
+            .iter()
+            .fold(0.0, |total, r| total + r.gc_user_ms)
+    }
+
+    /// System CPU time of the GC threads over all pauses, ms.
+    pub fn gc_sys_ms(&self) -> f64 {
+        self.records
+            .iter()
+            .fold(0.0, |total, r| total + r.gc_sys_ms)
+    }
+
+    /// Minor page faults the GC threads took in all pauses.
+    pub fn pause_minor_faults(&self) -> u64 {
+        self.records.iter().map(|r| r.pause_minor_faults).sum()
+    }
+
+    /// Major page faults the GC threads took in all pauses.
+    pub fn pause_major_faults(&self) -> u64 {
+        self.records.iter().map(|r| r.pause_major_faults).sum()
+    }
+
+    /// Involuntary context switches of the GC threads in all pauses.
+    pub fn gc_involuntary_switches(&self) -> u64 {
+        self.records.iter().map(|r| r.gc_involuntary_switches).sum()
     }
 
     /// Bytes copied by all collections.
@@ -366,6 +467,12 @@ impl CollectionRecord {
             pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
             log_write_ms: 0.0,
+            gc_user_ms: 0.0,
+            gc_sys_ms: 0.0,
+            pause_minor_faults: 0,
+            pause_major_faults: 0,
+            gc_involuntary_switches: 0,
+            vm_thread_usage: Default::default(),
             heap_before: 0,
             heap_after: 0,
             heap_capacity: 0,
@@ -427,6 +534,41 @@ mod tests {
     }
 
     #[test]
+    fn a_records_usage_is_the_vm_threads_share_plus_every_workers() {
+        use crate::os::rusage::ThreadUsage;
+        let usage = |ms: u64, minor: u64, switches: u64| ThreadUsage {
+            user_ns: ms * 1_000_000,
+            sys_ns: ms * 500_000,
+            minor_faults: minor,
+            major_faults: minor / 10,
+            voluntary_switches: 1,
+            involuntary_switches: switches,
+        };
+        let mut r = rec(5.0);
+        r.workers = (0..3)
+            .map(|w| WorkerPhaseStats {
+                worker: w,
+                usage: usage(w as u64 + 1, 10 * (w as u64 + 1), w as u64),
+                ..Default::default()
+            })
+            .collect();
+        r.attribute_usage(usage(4, 100, 7));
+        assert_eq!(r.gc_user_ms, 10.0);
+        assert_eq!(r.gc_sys_ms, 5.0);
+        assert_eq!(r.pause_minor_faults, 160);
+        assert_eq!(r.pause_major_faults, 16);
+        assert_eq!(r.gc_involuntary_switches, 10);
+        assert_eq!(r.vm_thread_usage, usage(4, 100, 7));
+        let stats = GcStats {
+            records: vec![r.clone(), r],
+            ..Default::default()
+        };
+        assert_eq!(stats.gc_user_ms(), 20.0);
+        assert_eq!(stats.pause_minor_faults(), 320);
+        assert_eq!(stats.gc_involuntary_switches(), 20);
+    }
+
+    #[test]
     fn percentiles_use_nearest_rank() {
         let s = GcStats {
             records: (1..=100).map(|i| rec(i as f64)).collect(),
@@ -439,5 +581,19 @@ mod tests {
         assert_eq!(s.pause_total_ms(), 5050.0);
         assert_eq!(GcStats::default().pause_percentile_ms(99.0), 0.0);
         assert_eq!(s.verified(), None);
+    }
+
+    #[test]
+    fn alloc_stall_figures_use_nearest_rank_too() {
+        let mut stalls = AllocStalls::default();
+        assert_eq!((stalls.count(), stalls.max_ms()), (0, 0.0));
+        assert_eq!(stalls.percentile_ms(99.0), 0.0);
+        for ms in (1..=200).rev() {
+            stalls.record(ms as f64 / 2.0);
+        }
+        assert_eq!(stalls.count(), 200);
+        assert_eq!(stalls.max_ms(), 100.0);
+        assert_eq!(stalls.percentile_ms(99.0), 99.0);
+        assert_eq!(stalls.percentile_ms(50.0), 50.0);
     }
 }
