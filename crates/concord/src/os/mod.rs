@@ -12,7 +12,8 @@
 //! * [`cpu::usable_cpu_count`] is the one count of usable CPUs (the affinity mask capped by the
 //!   cgroup CPU quota);
 //! * [`memory::memory_limit`] is the one figure of the memory the process can have (physical
-//!   memory capped by the cgroup memory limit).
+//!   memory capped by the cgroup memory limit);
+//! * [`pipe`] holds the FIFO, unnamed-file and parent-death calls of the stall harnesses.
 
 pub mod affinity;
 pub mod cpu;
@@ -22,6 +23,7 @@ pub mod gc_affinity;
 pub mod memory;
 pub mod mutator_sched;
 pub mod periodic;
+pub mod pipe;
 pub mod policy;
 pub mod procfs;
 pub mod sched;
