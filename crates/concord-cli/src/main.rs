@@ -24,6 +24,7 @@ mod interrupt;
 mod logger;
 mod report;
 mod run;
+mod stall;
 mod summary;
 mod thp_tuner;
 mod vs_hotspot;
@@ -136,6 +137,9 @@ enum Command {
     /// caused: real against user+sys per GC thread, time to safepoint, counts over
     /// 250/500/1000/2000 ms and advice.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Take and touch SIZE of memory and hold it (002's BackgroundApp), capped to a safe
+    /// share of MemAvailable and giving memory back before the machine runs short.
+    Pressure(stall::pressure::PressureArgs),
     /// 002 Fig. 3's system-wide THP tuner: every period, sets the THP files from MemAvailable,
     /// the direct page-scan rate and khugepaged's CPU use; restores them when it stops.
     ThpTuner(thp_tuner::ThpTunerArgs),
@@ -158,6 +162,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::ThpTuner(args) => thp_tuner::run(args),
+        Command::Pressure(args) => stall::pressure::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }
