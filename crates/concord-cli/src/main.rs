@@ -122,6 +122,10 @@ enum Command {
     /// Compare mutator scheduling CFS, FIFO and adaptive on a scalable and a non-scalable
     /// workload, alternating; every run goes to a results directory.
     SchedBench(bench::sched_bench::SchedBenchArgs),
+    /// 002's pause experiments: queue-churn under loads (none, I/O, memory pressure, slow
+    /// log) × GC log modes × THP modes, alternating; max pause, p99 and pauses over
+    /// 250/500/1000/2000 ms per arm; every run goes to a results directory.
+    PauseBench(bench::pause_bench::PauseBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
     /// Run a workload under a few presets, alternating A B A B …, and compare medians; every
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         Command::OsBench(args) => bench::os_bench::run(args),
         Command::SchedBench(args) => bench::sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
+        Command::PauseBench(args) => bench::pause_bench::run(args),
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
