@@ -3,7 +3,7 @@
 //! each load (`none`, `io`: background writeback next to the GC log, `pressure`: a co-running
 //! process holding memory, `slow-log`: the GC log on a stalled device) × GC log mode (`sync`,
 //! `async`) × THP mode (`never`, `always`, `dynamic`), alternating every arm once per round;
-//! then per arm the max pause, p99, the pauses over 250 / 500 / 1000 / 2000 ms and the longest
+//! (`--thp` takes a comma-separated list here); then per arm the max pause, p99, the pauses over 250 / 500 / 1000 / 2000 ms and the longest
 //! log write, and in `concord report` a pause time series per load.
 //!
 //! Each run's GC log goes to the results directory beside its records (`runs/NNN-….gc.log`,
@@ -34,6 +34,8 @@ pub const LOADS: [&str; 4] = ["none", "io", "pressure", "slow-log"];
 pub const LOG_MODES: [&str; 2] = ["sync", "async"];
 /// The THP modes.
 pub const THP_MODES: [&str; 5] = ["never", "always", "dynamic", "madvise", "system"];
+/// The THP modes of the arms when `--thp` is not given.
+const DEFAULT_THP: &str = "never,always,dynamic";
 /// The slow log device's rate when `--slow-log` is not given: a page (4 KiB) every quarter
 /// second, 002's SLA.
 const DEFAULT_SLOW_LOG_RATE: u64 = 16 << 10;
@@ -63,14 +65,6 @@ pub struct PauseBenchArgs {
         value_name = "M,…"
     )]
     pub log_modes: Vec<String>,
-    /// THP modes, comma-separated: never, always, dynamic (also madvise, system).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "never,always,dynamic",
-        value_name = "T,…"
-    )]
-    pub thp: Vec<String>,
     /// Policy preset: vanilla, modern or optimized.
     #[arg(long, default_value = "optimized")]
     pub preset: String,
@@ -249,12 +243,21 @@ fn default_pressure() -> Result<u64> {
 
 /// Run `concord pause-bench`.
 pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
-    let why = "pause-bench's arms set it (see --log-modes, --thp and --loads)";
+    let why = "pause-bench's arms set it (see --log-modes and --loads)";
     args.run
-        .refuse("pause-bench", &["gc-log-mode", "thp", "interfere"], why)?;
+        .refuse("pause-bench", &["gc-log-mode", "interfere"], why)?;
     let load_names = choose("loads", &args.loads, &LOADS)?;
     let log_modes = choose("log-modes", &args.log_modes, &LOG_MODES)?;
-    let thp_modes = choose("thp", &args.thp, &THP_MODES)?;
+    // `--thp` (a run flag) is a list here: the THP modes of the arms.
+    let thp_list: Vec<String> = args
+        .run
+        .thp
+        .as_deref()
+        .unwrap_or(DEFAULT_THP)
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let thp_modes = choose("thp", &thp_list, &THP_MODES)?;
     let has = |l: &str| load_names.contains(&l);
     args.stall
         .check(has("io"), has("pressure"), "add io or pressure to --loads")?;
@@ -309,7 +312,8 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
         ("preset", args.preset.clone()),
         ("heap", default_heap(workload.as_ref(), &params)),
     ];
-    let common = args.run.settings_over(&defaults);
+    let mut common = args.run.settings_over(&defaults);
+    common.retain(|(k, _)| *k != "thp");
     let mut arms = Vec::new();
     for (group, load) in loads.iter().enumerate() {
         for mode in &log_modes {
