@@ -390,3 +390,125 @@ fn bad_stall_input_is_refused_with_what_is_allowed() {
     );
     assert_exit_2(&["pressure", "lots"], "'lots' is not a size");
 }
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = stat.rsplit_once(") ")?.1;
+            let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == pid).then(|| e.file_name().to_string_lossy().parse().ok())?
+        })
+        .collect()
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .map(|(_, after)| !after.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Ctrl-C during pause-bench lets the current run finish as in every bench; a second one
+/// quits at once, and neither the slow log's FIFO directory nor the pressure process stays.
+#[test]
+fn an_interrupted_pause_bench_leaves_no_load_behind() {
+    let out = scratch("stall-pause-bench-signals").join("out");
+    let mut child = command(&[
+        "pause-bench",
+        "--seconds",
+        "2",
+        "--heap",
+        "1536m",
+        "--loads",
+        "pressure,slow-log",
+        "--memory-pressure",
+        "128m",
+        "--log-modes",
+        "sync",
+        "--thp",
+        "never",
+        "--repeat",
+        "20",
+        "--no-report",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |wanted: &str| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(wanted) => return,
+                Ok(_) => {}
+                Err(e) => panic!("no line with '{wanted}': {e}"),
+            }
+        }
+    };
+    // Run 3 is under pressure: its process is a child of pause-bench.
+    wait_for("[2/40]");
+    let begin = Instant::now();
+    let pressure = loop {
+        if let Some(p) = children_of(pid).first() {
+            break *p;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(20),
+            "no pressure process"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let sigint = |p: u32| {
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped yet.
+        assert_eq!(unsafe { libc::kill(p as i32, libc::SIGINT) }, 0);
+    };
+    sigint(pid);
+    wait_for("interrupted by SIGINT: the current run finishes");
+    sigint(pid);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let e: Value =
+        serde_json::from_slice(&std::fs::read(out.join("experiment.json")).unwrap()).unwrap();
+    assert!(e["runs"].as_array().is_some_and(|r| !r.is_empty()), "{e}");
+    let prefix = format!("concord-slow-log.{pid}.");
+    let begin = Instant::now();
+    loop {
+        let fifo_dirs = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|d| d.file_name().to_string_lossy().starts_with(&prefix))
+            .count();
+        let pressure_alive = alive(pressure);
+        if fifo_dirs == 0 && !pressure_alive {
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "{fifo_dirs} FIFO directories left; pressure process alive: {pressure_alive}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

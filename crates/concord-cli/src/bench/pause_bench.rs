@@ -6,6 +6,9 @@
 //! (`--thp` takes a comma-separated list here); then per arm the max pause, p99, the pauses over 250 / 500 / 1000 / 2000 ms and the longest
 //! log write, and in `concord report` a pause time series per load.
 //!
+//! `--workload` runs another workload instead (binary-trees' short pauses show a log stall
+//! plainly, where queue-churn's first-touch pauses of seconds hide it).
+//!
 //! Each run's GC log goes to the results directory beside its records (`runs/NNN-….gc.log`,
 //! a regular file; under `slow-log` through the stalled device, copied there), so `concord
 //! diagnose` can read it; the loads' own figures are in the run's summary under `loads`.
@@ -34,6 +37,12 @@ pub const LOADS: [&str; 4] = ["none", "io", "pressure", "slow-log"];
 pub const LOG_MODES: [&str; 2] = ["sync", "async"];
 /// The THP modes.
 pub const THP_MODES: [&str; 5] = ["never", "always", "dynamic", "madvise", "system"];
+/// How long a queue-churn run lasts when `--seconds` is not given.
+const DEFAULT_SECONDS: u32 = 3;
+/// queue-churn's heap when `--heap` is not given: a little above its smallest (1408 MiB), so
+/// that eden (a third) fills every second or so and a short run has pauses to count. Its
+/// own default (three times the smallest) would often see none in a few seconds.
+const CHURN_HEAP: &str = "1536m";
 /// The THP modes of the arms when `--thp` is not given.
 const DEFAULT_THP: &str = "never,always,dynamic";
 /// The slow log device's rate when `--slow-log` is not given: a page (4 KiB) every quarter
@@ -45,9 +54,16 @@ const DEFAULT_IO_CAP: u64 = 1 << 30;
 /// Flags of `concord pause-bench`.
 #[derive(Args, Debug, Clone)]
 pub struct PauseBenchArgs {
-    /// How long each queue-churn run lasts, seconds.
-    #[arg(long, default_value_t = 2, value_name = "N", value_parser = count_in(1, 3600), allow_negative_numbers = true)]
-    pub seconds: u32,
+    /// How long each queue-churn run lasts, seconds (default 3).
+    #[arg(long, value_name = "N", value_parser = count_in(1, 3600), allow_negative_numbers = true)]
+    pub seconds: Option<u32>,
+    /// Another workload instead of queue-churn (e.g. binary-trees, whose short pauses show a
+    /// log stall plainly), with its size as --size.
+    #[arg(long, value_name = "NAME", default_value = "queue-churn")]
+    pub workload: String,
+    /// The size of a workload other than queue-churn (default: the workload's own).
+    #[arg(long, value_name = "N", value_parser = crate::flags::workload_size)]
+    pub size: Option<u32>,
     /// Loads, comma-separated: none, io (background writeback next to the GC log), pressure
     /// (a process holding memory), slow-log (the GC log on a stalled device).
     #[arg(
@@ -274,8 +290,23 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
             bail!("--{flag} sizes the {load} load, which --loads does not include (add {load} to --loads)");
         }
     }
-    let workload = find_workload(concord_workloads::queue_churn::NAME)?;
-    let params = args.run.params(Some(args.seconds), 1);
+    let workload = find_workload(&args.workload)?;
+    let churn = workload.name() == concord_workloads::queue_churn::NAME;
+    let size = if churn {
+        if args.size.is_some() {
+            bail!("--size is for other workloads; queue-churn's is --seconds");
+        }
+        Some(args.seconds.unwrap_or(DEFAULT_SECONDS))
+    } else {
+        if args.seconds.is_some() {
+            bail!(
+                "--seconds is queue-churn's duration; {} takes --size",
+                workload.name()
+            );
+        }
+        args.size
+    };
+    let params = args.run.params(size, 1);
     let mut loads = Vec::new();
     for name in &load_names {
         loads.push(match *name {
@@ -310,7 +341,14 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
     }
     let defaults = [
         ("preset", args.preset.clone()),
-        ("heap", default_heap(workload.as_ref(), &params)),
+        (
+            "heap",
+            if churn {
+                CHURN_HEAP.to_string()
+            } else {
+                default_heap(workload.as_ref(), &params)
+            },
+        ),
     ];
     let mut common = args.run.settings_over(&defaults);
     common.retain(|(k, _)| *k != "thp");
@@ -349,10 +387,10 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
         arms,
         args.bench.repeat,
     );
-    plan.size = Some(args.seconds);
+    plan.size = size;
     plan.groups = loads.iter().map(Load::title).collect();
     for (k, v) in [
-        ("seconds", json!(args.seconds)),
+        ("seconds", json!(churn.then_some(size))),
         ("preset", json!(args.preset)),
         ("loads", json!(load_names)),
         ("log_modes", json!(log_modes)),
@@ -376,9 +414,20 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
         };
         plan.parameters.insert(key.to_string(), value);
     }
+    let what = if churn {
+        format!(
+            "queue-churn {} s (10 KiB objects, 100 000 / 50 000)",
+            size.unwrap_or(DEFAULT_SECONDS)
+        )
+    } else {
+        match size {
+            Some(n) => format!("{} {n}", workload.name()),
+            None => workload.name().to_string(),
+        }
+    };
     let header = format!(
-        "concord pause-bench: queue-churn {} s (10 KiB objects, 100 000 / 50 000), preset {}, medians of {} alternating runs each",
-        args.seconds, args.preset, plan.repeat
+        "concord pause-bench: {what}, preset {}, medians of {} alternating runs each",
+        args.preset, plan.repeat
     );
     let note =
         "max / p99: pause ms; >250ms … >2s: pauses longer than that (002 Tables 1-3); log write: \

@@ -121,7 +121,8 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
     let for_parent = args.for_parent;
     let available = mem_available()?;
     let target = allowed(asked, available, floor);
-    if target < asked {
+    // Whole chunks are taken: only a cap below that is worth a notice.
+    if target < asked / CHUNK * CHUNK {
         errln!(
             "concord pressure: asked {}, but MemAvailable is {} and {} must stay available: \
              taking {} (at most {MAX_SHARE_PERCENT}% of MemAvailable, above the floor)",
@@ -279,8 +280,9 @@ impl MemoryPressure {
     /// Starts `concord pressure SIZE --for-parent` (this program) and waits until it holds its
     /// memory, so that what follows runs under the pressure.
     pub fn start(asked: u64, floor: Option<u64>) -> Result<MemoryPressure> {
-        let exe = std::env::current_exe().context("cannot find the concord program")?;
-        let mut command = Command::new(exe);
+        // The running program itself, even if its file was replaced meanwhile (a rebuild
+        // during a long bench): /proc/self/exe names the inode this process runs.
+        let mut command = Command::new("/proc/self/exe");
         command
             .arg("pressure")
             .arg(asked.to_string())
