@@ -93,10 +93,14 @@ pub struct SlowLog {
     /// The FIFO: the path the heap's GC log is written to.
     fifo: PathBuf,
     shared: Arc<Shared>,
-    drainer: Option<JoinHandle<io::Result<(Option<StagedFile>, f64)>>>,
+    drainer: Option<JoinHandle<io::Result<Drained>>>,
     background: Option<JoinHandle<()>>,
     report: SlowLogReport,
 }
+
+/// What the drainer hands back: the copy of the log (to put in place) and the seconds it ran
+/// throttled.
+type Drained = (Option<StagedFile>, f64);
 
 /// Distinguishes the FIFO directories of one process.
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -236,7 +240,7 @@ fn drain(
     rate: u64,
     mut copy: Option<StagedFile>,
     shared: &Shared,
-) -> io::Result<(Option<StagedFile>, f64)> {
+) -> io::Result<Drained> {
     let mut buf = vec![0u8; 64 * 1024];
     let depth = (rate as f64 * BURST.as_secs_f64()).max(1.0);
     let mut tokens = depth;
