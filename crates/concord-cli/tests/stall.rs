@@ -29,7 +29,7 @@ fn f(v: &Value) -> f64 {
 
 /// A write of the log waits for a page (4 KiB) of the device to drain: at 16 KiB/s a quarter
 /// of a second. The margins are generous: a stalled write must take at least 150 ms, and an
-/// async pause must stay below half the longest stall its writer thread saw.
+/// async pause must stay below half the longest stall a sync pause took.
 #[test]
 fn a_stalled_log_lengthens_sync_pauses_by_the_stall_and_async_pauses_not() {
     let dir = scratch("stall-slow-log");
@@ -62,8 +62,10 @@ fn a_stalled_log_lengthens_sync_pauses_by_the_stall_and_async_pauses_not() {
         let logged = text.matches("][gc] GC(").count() as u64;
         assert_eq!(Some(logged), v["gc_count"].as_u64(), "{text}");
         assert_eq!(v["gc_log_dropped"], 0, "{v}");
-        // The writing thread (VM thread or log writer) was stuck in write() for a page.
-        assert!(f(&v["gc_log_write_max_ms"]) >= 150.0, "{mode}: {v}");
+        // The writing thread was stuck in write(): the VM thread (sync) for a page; the log's
+        // writer thread (async) until the device drained or the run ended and released it.
+        let least = if mode == "sync" { 150.0 } else { 1.0 };
+        assert!(f(&v["gc_log_write_max_ms"]) >= least, "{mode}: {v}");
         stalls.push((v, records(&rec)));
     }
     let (sync, sync_records) = &stalls[0];
@@ -78,10 +80,10 @@ fn a_stalled_log_lengthens_sync_pauses_by_the_stall_and_async_pauses_not() {
     assert!(f(&sync["pause_max_ms"]) >= 150.0, "{sync}");
     let (asynchronous, async_records) = &stalls[1];
     assert!(async_records.iter().all(|r| f(&r["log_write_ms"]) == 0.0));
-    let writer_stall = f(&asynchronous["gc_log_write_max_ms"]);
+    let sync_stall = f(&sync["gc_log_write_max_ms"]);
     assert!(
-        f(&asynchronous["pause_max_ms"]) < writer_stall / 2.0,
-        "async pauses stay off the stall: {asynchronous}"
+        f(&asynchronous["pause_max_ms"]) < sync_stall / 2.0,
+        "async pauses stay far below the stall ({sync_stall} ms): {asynchronous}"
     );
     // Nothing of the device is left in the temporary directory.
     let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
