@@ -152,6 +152,7 @@ fn memory_pressure_holds_its_size_and_is_gone_after_the_run() {
     assert_eq!(p["asked_bytes"], 256 << 20, "{v}");
     assert_eq!(p["held_at_start_bytes"], 256 << 20, "{v}");
     assert_eq!(p["peak_bytes"], 256 << 20, "{v}");
+    assert_eq!(p["held_at_end_bytes"], 256 << 20, "{v}");
     let pid = p["pid"].as_u64().unwrap();
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists(),
@@ -513,4 +514,69 @@ fn an_interrupted_pause_bench_leaves_no_load_behind() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A `/proc/meminfo` with `available` bytes available.
+fn write_meminfo(path: &Path, available: u64) {
+    let text = format!(
+        "MemTotal:       {} kB\nMemAvailable:   {} kB\n",
+        16u64 << 20,
+        available / 1024
+    );
+    let staged = path.with_extension("new");
+    std::fs::write(&staged, text).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+/// When `MemAvailable` falls below the floor the pressure process gives memory back at once,
+/// and takes it again once there is room.
+#[test]
+fn pressure_gives_memory_back_below_the_floor_and_takes_it_again() {
+    let dir = scratch("stall-pressure-floor");
+    let meminfo = dir.join("meminfo");
+    write_meminfo(&meminfo, 8 << 30);
+    let mut child = command(&[
+        "pressure",
+        "256m",
+        "--floor",
+        "1g",
+        "--for-parent",
+        "--meminfo",
+        meminfo.to_str().unwrap(),
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        format!("ready {}", 256 << 20)
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // 900 MiB available, 124 MiB under the 1 GiB floor: it gives back two chunks to cover that
+    // and one more.
+    write_meminfo(&meminfo, 900 << 20);
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect("a notice");
+    assert!(
+        line.contains("is below the floor 1.0G: gave back 192M, holding 64M"),
+        "{line}"
+    );
+    // Room again: it takes its chunks back, up to what was asked.
+    write_meminfo(&meminfo, 8 << 30);
+    std::thread::sleep(Duration::from_millis(500));
+    drop(child.stdin.take());
+    let done = lines.next().unwrap().unwrap();
+    assert_eq!(
+        done,
+        format!("done {} {} {}", 256 << 20, 192 << 20, 256 << 20)
+    );
+    assert!(child.wait().unwrap().success());
 }

@@ -45,7 +45,7 @@ const END_WAIT: Duration = Duration::from_secs(10);
 const MEMINFO: &str = "/proc/meminfo";
 /// The line a child prints when it holds its memory: `ready BYTES`.
 const READY: &str = "ready";
-/// The line a child prints before it ends: `done PEAK GIVEN_BACK`.
+/// The line a child prints before it ends: `done PEAK GIVEN_BACK HELD_AT_END`.
 const DONE: &str = "done";
 
 /// Flags of `concord pressure`.
@@ -66,11 +66,15 @@ pub struct PressureArgs {
     /// parent, report on stdout).
     #[arg(long = "for-parent", hide = true)]
     pub for_parent: bool,
+    /// Internal: read MemAvailable and MemTotal from this file instead of /proc/meminfo (the
+    /// tests make the machine look short of memory).
+    #[arg(long, hide = true, value_name = "PATH", default_value = MEMINFO)]
+    pub meminfo: std::path::PathBuf,
 }
 
 /// The default floor: the larger of 1 GiB and a tenth of physical memory.
-pub fn default_floor() -> u64 {
-    let total = std::fs::read_to_string(MEMINFO)
+pub fn default_floor(meminfo: &Path) -> u64 {
+    let total = std::fs::read_to_string(meminfo)
         .ok()
         .and_then(|t| field_value(&t, "MemTotal"))
         .map_or(0, |kib| kib * 1024);
@@ -99,7 +103,8 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
     let floor = args
         .floor
         .as_ref()
-        .map_or_else(default_floor, |f| f.bytes() as u64);
+        .map_or_else(|| default_floor(&args.meminfo), |f| f.bytes() as u64);
+    let mem_available = || mem_available(&args.meminfo);
     let stop = Arc::new(AtomicBool::new(false));
     if args.for_parent {
         let parent = parent_id();
@@ -186,10 +191,10 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
             held.take();
         }
     }
-    let (peak, given_back) = (held.peak, held.given_back);
+    let (peak, given_back, at_end) = (held.peak, held.given_back, held.bytes());
     drop(held);
     if args.for_parent {
-        outln!("{DONE} {peak} {given_back}")?;
+        outln!("{DONE} {peak} {given_back} {at_end}")?;
     } else {
         outln!(
             "concord pressure: released {} (peak {}, given back early {})",
@@ -204,8 +209,8 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn mem_available() -> Result<u64> {
-    read_mem_available(Path::new(MEMINFO)).map_err(|e| RunFailed::wrap(anyhow::anyhow!("{e}")))
+fn mem_available(meminfo: &Path) -> Result<u64> {
+    read_mem_available(meminfo).map_err(|e| RunFailed::wrap(anyhow::anyhow!("{e}")))
 }
 
 /// The memory taken, in chunks of [`CHUNK`] bytes, every page touched.
@@ -251,6 +256,8 @@ pub struct PressureReport {
     pub peak: u64,
     /// Bytes it gave back early because MemAvailable fell below the floor.
     pub given_back: u64,
+    /// Bytes it held when it was stopped.
+    pub held_at_end: u64,
     /// Its process id.
     pub pid: u32,
 }
@@ -263,6 +270,7 @@ impl PressureReport {
             "held_at_start_bytes": self.held_at_start,
             "peak_bytes": self.peak,
             "given_back_bytes": self.given_back,
+            "held_at_end_bytes": self.held_at_end,
             "pid": self.pid,
         })
     }
@@ -353,6 +361,7 @@ impl MemoryPressure {
                 let mut words = rest.split_whitespace().map(|w| w.parse().unwrap_or(0));
                 self.report.peak = words.next().unwrap_or(0);
                 self.report.given_back = words.next().unwrap_or(0);
+                self.report.held_at_end = words.next().unwrap_or(0);
             }
         }
         if !matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -388,6 +397,6 @@ mod tests {
         // Never into the floor.
         assert_eq!(allowed(100 * G, 10 * G, 4 * G), 6 * G);
         assert_eq!(allowed(G, 2 * G, 2 * G), 0);
-        assert!(default_floor() >= G);
+        assert!(default_floor(Path::new(MEMINFO)) >= G);
     }
 }
