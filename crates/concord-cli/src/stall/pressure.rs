@@ -158,7 +158,10 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
         if mem_available()? < floor + CHUNK {
             break;
         }
-        held.take();
+        if !held.take() {
+            errln!("concord pressure: the allocator refused more memory");
+            break;
+        }
     }
     if args.for_parent {
         outln!("{READY} {}", held.bytes())?;
@@ -188,7 +191,8 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
                 human(held.bytes())
             );
         } else if held.bytes() < target && available > floor + CHUNK + REGROW_MARGIN {
-            held.take();
+            // A refusal now is tried again at the next check.
+            let _ = held.take();
         }
     }
     let (peak, given_back, at_end) = (held.peak, held.given_back, held.bytes());
@@ -227,13 +231,20 @@ impl Held {
     }
 
     /// Takes one chunk and writes to every page of it, so the kernel must provide them.
-    fn take(&mut self) {
-        let mut chunk = vec![0u8; CHUNK as usize];
+    /// Returns false when the allocator refuses the chunk (strict overcommit), which ends the
+    /// growing rather than the process.
+    fn take(&mut self) -> bool {
+        let mut chunk: Vec<u8> = Vec::new();
+        if chunk.try_reserve_exact(CHUNK as usize).is_err() {
+            return false;
+        }
+        chunk.resize(CHUNK as usize, 0);
         for (i, page) in chunk.chunks_mut(4096).enumerate() {
             page[0] = (i as u8) | 1;
         }
         self.chunks.push(std::hint::black_box(chunk));
         self.peak = self.peak.max(self.bytes());
+        true
     }
 
     /// Gives back up to `n` chunks; returns the bytes given back.
