@@ -32,10 +32,10 @@ use slow_log::SlowLog;
 /// size the loads that `--loads` picks.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StallFlags {
-    /// Write the GC log through a stalled log device: a one-page FIFO, full from the start,
-    /// drained at RATE bytes per second (e.g. 1k), so every log write() blocks in the kernel
-    /// for about its size / RATE; the log's bytes still reach --gc-log (pause-bench: the
-    /// slow-log load's rate, default 1k).
+    /// Write the GC log through a stalled log device: a one-page FIFO kept busy by a
+    /// background writer and drained at RATE bytes per second (16..=1g, e.g. 16k), so a log
+    /// write() blocks in the kernel until a page has drained, about 4 KiB / RATE; the log
+    /// still reaches --gc-log (pause-bench: the slow-log load's rate, default 16k).
     #[arg(long = "slow-log", value_name = "RATE", value_parser = slow_log::parse_rate)]
     pub slow_log: Option<u64>,
     /// Background writeback during the run: write and fsync files, at most CAP bytes at once,
