@@ -163,7 +163,8 @@ pub struct RunFlags {
     pub lifespans: bool,
     /// Transparent huge pages for the heap: system (no madvise call), never, madvise, always
     /// or dynamic (huge pages while MemAvailable >= the heap's remaining footprint +
-    /// --thp-margin, re-checked every 2 s) (default: the preset's; dynamic for optimized).
+    /// --thp-margin, re-checked every 2 s) (default: the preset's; dynamic for optimized;
+    /// pause-bench: a comma-separated list of the arms' modes, default never,always,dynamic).
     #[arg(long, value_name = "MODE")]
     pub thp: Option<String>,
     /// Available memory dynamic THP wants beyond the heap's footprint (default 1g).

@@ -3,9 +3,10 @@
 //! so far, an experiment finishes its current run, co-running instances are stopped; the
 //! command then exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). A
 //! second signal exits at once with 128 + its number, after removing the temporary files of
-//! outputs not yet put in place, so none is left behind. Messages go above the progress bar
-//! when one is on screen.
+//! outputs not yet put in place and the directories the stall harnesses made, so none is left
+//! behind. Messages go above the progress bar when one is on screen.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, Once};
@@ -26,6 +27,8 @@ static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 static WAKE: Mutex<()> = Mutex::new(());
 static WOKEN: Condvar = Condvar::new();
 static INSTALL: Once = Once::new();
+/// Directories a harness made for the run (a FIFO's), removed before a second signal quits.
+static ON_QUIT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Poisoning is ignored: the guarded values are replaced whole.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -124,6 +127,16 @@ pub fn wake() {
     WOKEN.notify_all();
 }
 
+/// Removes `dir` (and what it holds) if a second signal quits at once.
+pub fn remove_on_quit(dir: &Path) {
+    lock(&ON_QUIT).push(dir.to_path_buf());
+}
+
+/// `dir` is gone or no longer needs removing.
+pub fn forget_on_quit(dir: &Path) {
+    lock(&ON_QUIT).retain(|d| d != dir);
+}
+
 /// Notes `sig` as the first signal; false when one came already.
 fn note(sig: i32) -> bool {
     let first = FIRST
@@ -141,6 +154,9 @@ fn receive(sig: i32, first: &str) {
     if !note(sig) {
         // Outputs not yet in place are abandoned; their temporary files must not stay.
         concord::os::fs::remove_temporary_files();
+        for dir in lock(&ON_QUIT).drain(..) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         errln!("\nconcord: {} again: quitting now", name(sig));
         std::process::exit(128 + sig);
     }

@@ -24,6 +24,7 @@ mod interrupt;
 mod logger;
 mod report;
 mod run;
+mod stall;
 mod summary;
 mod thp_tuner;
 mod vs_hotspot;
@@ -121,6 +122,10 @@ enum Command {
     /// Compare mutator scheduling CFS, FIFO and adaptive on a scalable and a non-scalable
     /// workload, alternating; every run goes to a results directory.
     SchedBench(bench::sched_bench::SchedBenchArgs),
+    /// 002's pause experiments: queue-churn under loads (none, I/O, memory pressure, slow
+    /// log) × GC log modes × THP modes, alternating; max pause, p99 and pauses over
+    /// 250/500/1000/2000 ms per arm; every run goes to a results directory.
+    PauseBench(bench::pause_bench::PauseBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
     /// Run a workload under a few presets, alternating A B A B …, and compare medians; every
@@ -136,6 +141,9 @@ enum Command {
     /// caused: real against user+sys per GC thread, time to safepoint, counts over
     /// 250/500/1000/2000 ms and advice.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Take and touch SIZE of memory and hold it (002's BackgroundApp), capped to a safe
+    /// share of MemAvailable and giving memory back before the machine runs short.
+    Pressure(stall::pressure::PressureArgs),
     /// 002 Fig. 3's system-wide THP tuner: every period, sets the THP files from MemAvailable,
     /// the direct page-scan rate and khugepaged's CPU use; restores them when it stops.
     ThpTuner(thp_tuner::ThpTunerArgs),
@@ -153,11 +161,13 @@ fn main() -> ExitCode {
         Command::OsBench(args) => bench::os_bench::run(args),
         Command::SchedBench(args) => bench::sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
+        Command::PauseBench(args) => bench::pause_bench::run(args),
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::ThpTuner(args) => thp_tuner::run(args),
+        Command::Pressure(args) => stall::pressure::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }

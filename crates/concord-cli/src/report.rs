@@ -25,7 +25,7 @@ use crate::console::outln;
 /// Arguments of `concord report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Results directory written by compare, sweep, ablation, os-bench or sched-bench (holds
+    /// Results directory written by compare, sweep, ablation, os-bench, sched-bench or pause-bench (holds
     /// experiment.json)
     pub dir: PathBuf,
     /// Where to write the HTML page [default: DIR/report.html]

@@ -12,10 +12,11 @@ use concord::config::ConfigBuilder;
 
 use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
 use crate::console::{err, errln, out, outln};
-use crate::experiment::{find_workload, run_on_heap};
+use crate::experiment::{find_workload, run_on_heap_with};
 use crate::flags::{count_in, RunFlags, WorkloadArgs};
 use crate::interference::Interference;
 use crate::interrupt;
+use crate::stall::{self, StallFlags};
 
 /// Flags of `concord run`.
 #[derive(Args, Debug, Clone)]
@@ -58,6 +59,9 @@ pub struct RunArgs {
     /// Read configuration from this TOML file (keys as the flags, e.g. heap = "64m").
     #[arg(long, env = "CONCORD_CONFIG")]
     pub config: Option<PathBuf>,
+    // The stall harnesses of paper 002: slow log device, I/O load, memory pressure.
+    #[command(flatten)]
+    pub stall: StallFlags,
 }
 
 /// The run-harness settings (`interfere`, `co-run`): they describe the experiment, not the
@@ -207,7 +211,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .validate(&params)
         .map_err(|e| anyhow::anyhow!("workload {}: {e}", workload.name()))?;
     let file = read_config(&args)?;
-    let config = build_config(&args, file.as_ref(), workload.default_heap(&params))?;
+    let mut config = build_config(&args, file.as_ref(), workload.default_heap(&params))?;
+    let loads = args.stall.loads(args.gc_log.as_deref())?;
     if let Some(n) = args.co_run_instance {
         interrupt::install("the instance stops");
         return run_instance(&workload, &params, &config, n as usize);
@@ -221,6 +226,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         };
         format!("{l} ({} {place})", l.describe())
     });
+    if harness.co_run > 1 && !loads.is_empty() {
+        anyhow::bail!(
+            "--slow-log, --io-load and --memory-pressure cannot be used with --co-run (allowed: \
+             one instance, or --co-run without them)"
+        );
+    }
     if harness.co_run > 1 {
         log::info!(
             "starting {} instances of {} as separate processes",
@@ -248,27 +259,50 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return Ok(exit_code(outcome.all_ok()));
     }
     interrupt::install("the run stops; the summary of the run so far follows");
+    if !loads.is_empty() {
+        log::info!("loads during the run: {}", loads.describe());
+    }
+    let active = loads.start(args.gc_log.as_deref())?;
+    if let Some(fifo) = active.gc_log() {
+        config.gc_log = Some(fifo);
+    }
     let load = harness.interfere.map(Interference::start).transpose()?;
-    let result = run_on_heap(&workload, &params, &config, || Ok(()), true);
+    let result = run_on_heap_with(
+        &workload,
+        &params,
+        &config,
+        || Ok(()),
+        || active.release(),
+        true,
+    );
     if let Some(load) = load {
         load.stop();
     }
+    let (loads_report, load_problems) = active.finish();
     let run = result?;
     let mut summary = run.summary;
     summary.interference = interference;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&summary.json())?)?;
+        let mut json = summary.json();
+        if !loads.is_empty() {
+            json["loads"] = loads_report;
+        }
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        out!("{}", summary.readable())?;
+        out!("{}{}", summary.readable(), stall::readable(&loads_report))?;
     }
     for failure in &run.output_failures {
         errln!("concord: {failure}");
+    }
+    for problem in &load_problems {
+        errln!("concord: {problem}");
     }
     if run.interrupted.is_some() {
         return Ok(interrupt::exit_code());
     }
     Ok(exit_code(
         run.output_failures.is_empty()
+            && load_problems.is_empty()
             && summary.checksum_ok != Some(false)
             && summary.verified != Some(false),
     ))

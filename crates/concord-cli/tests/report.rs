@@ -526,6 +526,35 @@ fn os_bench_fixture_draws_interference_per_affinity_mode() {
     assert_eq!(count(section(&html, "summary"), "class=\"r base\""), 4);
 }
 
+/// `tests/fixtures/results-pause-bench`: queue-churn 1 s without a load and with the GC log
+/// on a stalled device (4 KiB/s), sync and async; the sync run's one pause took 1858 ms, of
+/// which 1712 ms was its log write.
+#[test]
+fn pause_bench_fixture_draws_a_pause_series_per_load_and_the_threshold_counts() {
+    let dir = scratch("kind-pause-bench");
+    let html = render(&fixture("results-pause-bench"), &dir.join("page.html"));
+    assert_self_contained(&html);
+    let series = section(&html, "pause-series");
+    assert_eq!(count(series, "<svg"), 2, "one time series per load");
+    assert!(series.contains("<h3>no load</h3>"));
+    assert!(series.contains("<h3>slow-log: the GC log on a one-page device drained at 4K/s</h3>"));
+    for mode in ["sync/never", "async/never"] {
+        assert!(has_label(series, mode), "{mode}");
+    }
+    let over = section(&html, "pauses-over");
+    assert_eq!(count(over, "<svg"), 1);
+    for label in [
+        "none:sync/never",
+        "slow-log:sync/never",
+        "&gt; 250 ms",
+        "&gt; 2000 ms",
+    ] {
+        assert!(over.contains(label), "{label}");
+    }
+    // The table keeps the groups: a baseline per load (its two ratio cells), as os-bench's.
+    assert_eq!(count(section(&html, "summary"), "class=\"r base\""), 4);
+}
+
 #[test]
 fn sched_bench_fixture_draws_lifespans_and_times_per_policy() {
     let dir = scratch("kind-sched-bench");

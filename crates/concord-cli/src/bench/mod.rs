@@ -1,12 +1,14 @@
 //! The bench commands, each a thin plan on the experiment engine ([`crate::experiment`]):
 //! `compare` (presets side by side), `sweep` (a parameter's values × presets), `ablation` (000
 //! Fig. 10: vanilla, each single fix, modern, optimized), `os-bench` (GC thread affinity with and
-//! without interference) and `sched-bench` (mutator scheduling policies, 001). Each builds its
+//! without interference), `sched-bench` (mutator scheduling policies, 001) and `pause-bench`
+//! (002: queue-churn under loads × GC log modes × THP modes). Each builds its
 //! arms, runs them through [`conclude`], and prints its own table.
 
 pub mod ablation;
 pub mod compare;
 pub mod os_bench;
+pub mod pause_bench;
 pub mod sched_bench;
 pub mod sweep;
 

@@ -20,6 +20,20 @@ pub struct Figures {
     /// Median and 90th percentile object lifespan, bytes, when the heap profiled them.
     pub lifespan_p50_bytes: Option<f64>,
     pub lifespan_p90_bytes: Option<f64>,
+    /// Pauses longer than each of [`PAUSE_THRESHOLDS_MS`] (002 Tables 1–3).
+    pub pauses_over: [f64; 4],
+    /// The longest single write of GC log lines, ms.
+    pub log_write_max_ms: f64,
+    /// GC log lines dropped.
+    pub log_dropped: f64,
+}
+
+/// The pause lengths 002 counts pauses over, ms (its SLA is 250 ms).
+pub const PAUSE_THRESHOLDS_MS: [f64; 4] = [250.0, 500.0, 1000.0, 2000.0];
+
+/// How many of `pauses` (ms) are longer than each of [`PAUSE_THRESHOLDS_MS`].
+pub fn pauses_over(pauses: &[f64]) -> [f64; 4] {
+    PAUSE_THRESHOLDS_MS.map(|t| pauses.iter().filter(|p| **p > t).count() as f64)
 }
 
 impl Figures {
@@ -47,6 +61,9 @@ impl Figures {
                 .as_ref()
                 .and_then(|l| l.p90_bytes)
                 .map(|b| b as f64),
+            pauses_over: pauses_over(&s.pauses_ms),
+            log_write_max_ms: s.gc_log_write_max_ms,
+            log_dropped: s.gc_log_dropped as f64,
         }
     }
 
@@ -67,6 +84,10 @@ impl Figures {
             cpus_used: m(|r| r.cpus_used),
             lifespan_p50_bytes: optional_median(runs.iter().map(|r| r.lifespan_p50_bytes)),
             lifespan_p90_bytes: optional_median(runs.iter().map(|r| r.lifespan_p90_bytes)),
+            pauses_over: [0, 1, 2, 3]
+                .map(|i| median(runs.iter().map(|r| r.pauses_over[i]).collect())),
+            log_write_max_ms: m(|r| r.log_write_max_ms),
+            log_dropped: m(|r| r.log_dropped),
         }
     }
 }
@@ -146,6 +167,10 @@ mod tests {
         assert_eq!(m.lifespan_p50_bytes, Some(2048.0));
         assert_eq!(m.lifespan_p90_bytes, None);
         assert_eq!(ratio(1.0, 0.0), 0.0);
+        assert_eq!(
+            pauses_over(&[100.0, 250.0, 251.0, 900.0, 2500.0]),
+            [3.0, 2.0, 1.0, 1.0]
+        );
         assert_eq!(
             Outcome::of(vec![vec![], vec![figures(1.0, 2.0)]]).medians[1].wall_ms,
             2.0

@@ -28,6 +28,6 @@ pub use arm::{default_heap, find_workload, heap_arm, Arm, Variant};
 pub use engine::Executed;
 pub use figures::{median, ratio, Outcome};
 pub use plan::Plan;
-pub use runner::run_on_heap;
+pub use runner::{run_on_heap, run_on_heap_with};
 pub use session::run_plan;
 pub use table::Column;

@@ -122,6 +122,20 @@ pub fn run_on_heap(
     ready: impl FnOnce() -> Result<()>,
     interruptible: bool,
 ) -> Result<HeapRun> {
+    run_on_heap_with(workload, params, config, ready, || {}, interruptible)
+}
+
+/// [`run_on_heap`], with `finished` called once the workload has finished (or a signal ended
+/// the wait for it), before the heap's outputs are put in place: a stalled log device drains
+/// at full speed from then on, so the final flush is not stalled.
+pub fn run_on_heap_with(
+    workload: &Arc<dyn Workload>,
+    params: &WorkloadParams,
+    config: &GcConfig,
+    ready: impl FnOnce() -> Result<()>,
+    finished: impl FnOnce(),
+    interruptible: bool,
+) -> Result<HeapRun> {
     let heap = Arc::new(Heap::new(config.clone()).map_err(|e| match e {
         HeapError::Config(_)
         | HeapError::GcLog { .. }
@@ -148,6 +162,7 @@ pub fn run_on_heap(
                 })?
         };
         interrupt::wait_until(|| done.load(Ordering::SeqCst));
+        finished();
         if let (false, Some(signal)) = (done.load(Ordering::SeqCst), interrupt::signal()) {
             let wall_ms = start.elapsed().as_secs_f64() * 1e3;
             let (stats, output_failures) = split(heap.close_outputs());
@@ -174,7 +189,9 @@ pub fn run_on_heap(
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     } else {
-        workload.run(&heap, params)
+        let result = workload.run(&heap, params);
+        finished();
+        result
     };
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let heap = Arc::into_inner(heap).expect("the workload's thread has ended");

@@ -44,6 +44,15 @@ pub enum Column {
     LifeP50,
     /// Median of the runs' 90th percentile object lifespans.
     LifeP90,
+    /// Median count of pauses over 250 ms, 500 ms, 1 s and 2 s (002 Tables 1–3).
+    Over250,
+    Over500,
+    Over1000,
+    Over2000,
+    /// Median longest single GC log write.
+    LogWrite,
+    /// Median GC log lines dropped.
+    Dropped,
 }
 
 impl Column {
@@ -76,6 +85,12 @@ impl Column {
             Column::Runs => "runs",
             Column::LifeP50 => "life p50",
             Column::LifeP90 => "life p90",
+            Column::Over250 => ">250ms",
+            Column::Over500 => ">500ms",
+            Column::Over1000 => ">1s",
+            Column::Over2000 => ">2s",
+            Column::LogWrite => "log write",
+            Column::Dropped => "dropped",
         }
     }
 
@@ -88,7 +103,9 @@ impl Column {
             Column::FailRate => 6,
             Column::Imbalance | Column::Wall => 8,
             Column::LifeP50 | Column::LifeP90 => 9,
-            Column::Cpus => 5,
+            Column::Cpus | Column::Over1000 | Column::Over2000 => 5,
+            Column::Over250 | Column::Over500 | Column::Dropped => 7,
+            Column::LogWrite => 9,
         }
     }
 
@@ -120,6 +137,12 @@ impl Column {
             Column::WallRatio => format!("{:.2}x", ratio(m.wall_ms, base.wall_ms)),
             Column::LifeP50 => bytes(m.lifespan_p50_bytes),
             Column::LifeP90 => bytes(m.lifespan_p90_bytes),
+            Column::Over250 => format!("{}", m.pauses_over[0]),
+            Column::Over500 => format!("{}", m.pauses_over[1]),
+            Column::Over1000 => format!("{}", m.pauses_over[2]),
+            Column::Over2000 => format!("{}", m.pauses_over[3]),
+            Column::LogWrite => format!("{:.2}", m.log_write_max_ms),
+            Column::Dropped => format!("{:.0}", m.log_dropped),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The figures of each kind of experiment, besides those every report has: `ablation` (000
 //! Fig. 10: each fix's GC time relative to vanilla; stealing per collection), `os-bench` (GC
 //! time and CPUs used per affinity mode, without and with interference), `sched-bench` (001:
-//! object lifespan histograms per policy; GC and wall time relative to CFS); and, for every
-//! kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
+//! object lifespan histograms per policy; GC and wall time relative to CFS), `pause-bench`
+//! (002 Fig. 4/6: a pause time series per load, one series per GC log mode × THP mode; 002
+//! Tables 1–3: pauses over 250/500/1000/2000 ms per arm); and, for every kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
 
 use std::fmt::Write as _;
 
@@ -22,6 +23,7 @@ pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry
         "ablation" => ablation(h, exp)?,
         "os-bench" => os_bench(h, exp)?,
         "sched-bench" => sched_bench(h, exp)?,
+        "pause-bench" => pause_bench(h, exp)?,
         _ => Vec::new(),
     };
     nav.push(monitor(h, exp)?);
@@ -154,6 +156,93 @@ fn ablation(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     Ok(vec![
         ("each-fix", "Each fix alone"),
         ("steals-per-collection", "Steals per collection"),
+    ])
+}
+
+/// 002's pictures: for each load, the pauses of every configuration's median run against
+/// time (Fig. 4/6), and the pauses over 250/500/1000/2000 ms per configuration (Tables 1–3).
+fn pause_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"pause-series\">Pauses over time, per load (002 Fig. 4/6)</h2>"
+    );
+    for group in groups(exp) {
+        let configs = in_group(exp, &group);
+        let title = group.clone().unwrap_or_default();
+        let series: Vec<plots::PauseSeries> = configs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let run = exp.representative(c)?;
+                let points = run
+                    .records
+                    .as_deref()?
+                    .iter()
+                    .map(|r| (r.start_ms, r.pause_ms, r.is_full()))
+                    .collect();
+                Some(plots::PauseSeries {
+                    label: c.name.clone(),
+                    color: plots::color(i),
+                    points,
+                })
+            })
+            .collect();
+        let _ = writeln!(h, "<h3>{}</h3>", esc(&title));
+        if series.iter().all(|s| s.points.is_empty()) {
+            empty(h, "No run of this load recorded a collection.");
+            continue;
+        }
+        figure(
+            h,
+            &plots::pause_timeline(&series)?,
+            &format!(
+                "Under <b>{}</b>: every stop-the-world pause of each configuration's median run (by GC time), at the time it started. \
+                 A sync log whose write() stalls puts the stall into the pause, so its series has spikes the async series lacks; \
+                 first-touch faults and THP compaction lift every mode alike.",
+                esc(&title)
+            ),
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<h2 id=\"pauses-over\">Pauses over 250 / 500 / 1000 / 2000 ms (002 Tables 1–3)</h2>"
+    );
+    let configs: Vec<&Configuration> = exp.configurations.iter().collect();
+    let categories: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
+    let thresholds = ["250", "500", "1000", "2000"];
+    let bars: Vec<BarSeries> = thresholds
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let stats = configs
+                .iter()
+                .map(|c| {
+                    stat(exp, c, |r| {
+                        r.summary.as_ref()?["pauses_over_ms"][*t].as_f64()
+                    })
+                })
+                .collect();
+            series(&format!("> {t} ms"), i, stats)
+        })
+        .collect();
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Pauses longer than each threshold",
+            "load:log mode/THP",
+            "pauses per run",
+            &categories,
+            &bars,
+        )
+        .legend("pauses")
+        .decimals(0),
+        "Pauses per run longer than 250, 500, 1000 and 2000 ms, median over runs with min–max whiskers (002 Tables 1–3; 250 ms is its SLA). \
+         Compare the sync and async bars of a load: what the async ones lack is the log writes that stalled inside the pause.",
+        "No run has pause counts.",
+    )?;
+    Ok(vec![
+        ("pause-series", "Pauses over time"),
+        ("pauses-over", "Pauses over thresholds"),
     ])
 }
 

@@ -285,7 +285,7 @@ impl Experiment {
     /// Read `dir`. Errors only for a missing or invalid `experiment.json`.
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
         const WANTED: &str =
-            "expected a results directory written by compare, sweep, ablation, os-bench or sched-bench";
+            "expected a results directory written by compare, sweep, ablation, os-bench, sched-bench or pause-bench";
         match std::fs::metadata(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 bail!("{}: no such file or directory ({WANTED})", dir.display())
@@ -299,7 +299,7 @@ impl Experiment {
         let path = dir.join(EXPERIMENT_FILE);
         if !path.is_file() {
             bail!(
-                "{} has no experiment.json: not a results directory written by a bench command (compare, sweep, ablation, os-bench, sched-bench)",
+                "{} has no experiment.json: not a results directory written by a bench command (compare, sweep, ablation, os-bench, sched-bench, pause-bench)",
                 dir.display()
             );
         }

@@ -15,6 +15,7 @@
 //!   memory capped by the cgroup memory limit);
 //! * [`rusage::ThreadUsage::current_thread`] is the one `getrusage` (a thread's CPU time, page
 //!   faults and context switches).
+//! * [`pipe`] holds the FIFO, unnamed-file and parent-death calls of the stall harnesses.
 
 pub mod affinity;
 pub mod cpu;
@@ -24,6 +25,7 @@ pub mod gc_affinity;
 pub mod memory;
 pub mod mutator_sched;
 pub mod periodic;
+pub mod pipe;
 pub mod policy;
 pub mod procfs;
 pub mod rusage;
