@@ -59,9 +59,23 @@ fn a_stalled_log_lengthens_sync_pauses_by_the_stall_and_async_pauses_not() {
         // The log went through the device whole, and reached its path.
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(f(&slow["log_bytes"]) as usize, text.len(), "{v}");
-        let logged = text.matches("][gc] GC(").count() as u64;
+        let logged = text.matches("][gc          ] GC(").count() as u64;
         assert_eq!(Some(logged), v["gc_count"].as_u64(), "{text}");
         assert_eq!(v["gc_log_dropped"], 0, "{v}");
+        // The log tells the stall itself: the `[safepoint]` line's stopped time holds the sync
+        // write that the `[gc]` line, formatted before it, does not; `diagnose` names it.
+        let diagnosis = json_of(&["diagnose", log.to_str().unwrap(), "--json"]);
+        let outside: Vec<&Value> = diagnosis["stalled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["causes"].to_string().contains("outside-collection"))
+            .collect();
+        if mode == "sync" {
+            assert!(!outside.is_empty(), "{mode}: {diagnosis}");
+        } else {
+            assert!(outside.is_empty(), "{mode}: {diagnosis}");
+        }
         // The writing thread was stuck in write(): the VM thread (sync) for a page; the log's
         // writer thread (async) until the device drained or the run ended and released it.
         let least = if mode == "sync" { 150.0 } else { 1.0 };

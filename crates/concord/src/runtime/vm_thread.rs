@@ -16,13 +16,16 @@ use crate::os::policy::GcAffinity;
 use crate::os::rusage::ThreadUsage;
 use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
-use crate::telemetry::gc_log::GcLogMode;
+use crate::telemetry::gc_log::{GcLogMode, SafepointTimes};
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{CollectionKind, CollectionRecord, GcCause, PhaseTimes, WorkerPhaseStats};
 
 /// The VM thread's main loop; returns when the heap shuts down.
 pub(crate) fn run(heap: &HeapInner) {
+    // When the previous safepoint ended (the heap's creation before the first).
+    let mut last_resumed = heap.start;
     while let Some((requests, op, mutators, ttsp)) = heap.safepoint.begin_operation() {
+        let stopped = Instant::now();
         // SAFETY: `begin_operation` returned with every mutator stopped; the slots stay valid
         // until `end_operation` resumes them.
         let roots: Vec<RootSlots> = mutators.iter().map(|m| unsafe { m.root_slots() }).collect();
@@ -48,8 +51,32 @@ pub(crate) fn run(heap: &HeapInner) {
         heap.collections
             .fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
         heap.safepoint.end_operation(op, verify, allocations);
+        let resumed = Instant::now();
         // The world runs again; logging is off the pause path.
         write_telemetry(heap, &records);
+        if let Some(first) = records.first() {
+            let requested = stopped.checked_sub(ttsp).unwrap_or(stopped);
+            let times = SafepointTimes {
+                name: safepoint_name(first.cause),
+                end_s: resumed.duration_since(heap.start).as_secs_f64(),
+                since_last: requested.saturating_duration_since(last_resumed),
+                reaching: ttsp,
+                at_safepoint: resumed - stopped,
+            };
+            if let Some(log) = lock(&heap.gc_log).as_mut() {
+                log.write_safepoint(&times);
+            }
+        }
+        last_resumed = resumed;
+    }
+}
+
+/// HotSpot's name of the VM operation that ran a collection for `cause` (the operation's
+/// first collection's).
+fn safepoint_name(cause: GcCause) -> &'static str {
+    match cause {
+        GcCause::Explicit => "ParallelGCSystemGC",
+        _ => "ParallelGCFailedAllocation",
     }
 }
 

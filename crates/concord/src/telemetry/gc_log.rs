@@ -1,5 +1,5 @@
 //! A GC log in HotSpot's unified-logging `gc` format, so GCViewer, GCToolKit or gceasy read it:
-//! `[1.234s][info][gc] GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms`.
+//! `[1.234s][info][gc          ] GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms`.
 //!
 //! Two ways of writing it (`gc-log-mode`, paper 002):
 //! - [`GcLogMode::Sync`], HotSpot 8's: the VM thread writes and flushes each collection's
@@ -10,6 +10,11 @@
 //!   buffer is full, lines are dropped and counted, never waited for, and the log says how
 //!   many in a line of its own as soon as it can. At exit the flush is bounded; what could not
 //!   be written counts as dropped.
+//!
+//! After each safepoint that ran collections, a `[safepoint]` line (HotSpot 17's
+//! `-Xlog:safepoint`) gives the time to safepoint and the whole time the world was stopped,
+//! which with a sync log includes the log's own writes (the `[gc]` line, formatted before
+//! them, cannot): so a stalled log write is visible in the log itself, to `concord diagnose`.
 //!
 //! Each line is written whole or not at all (see [`super::output`]).
 
@@ -121,9 +126,25 @@ impl GcLog {
                 ms
             }
             Mode::Async(log) => {
-                log.push(r.id, format_collection(r));
+                log.push(Some(r.id), format_collection(r));
                 0.0
             }
+        }
+    }
+
+    /// Log a safepoint's `[safepoint]` line, once the world runs again (as HotSpot 17 does):
+    /// its time at the safepoint includes what the pause spent writing a sync log, which the
+    /// `[gc]` line, formatted before the write, does not show. Written by the caller in sync
+    /// mode (off the pause, but still a `write()` of the VM thread), buffered in async mode.
+    pub fn write_safepoint(&mut self, s: &SafepointTimes) {
+        let line = format_safepoint(s);
+        match &mut self.mode {
+            Mode::Sync { out, write_max_ms } => {
+                let start = Instant::now();
+                out.write_notice(&line);
+                *write_max_ms = write_max_ms.max(start.elapsed().as_secs_f64() * 1e3);
+            }
+            Mode::Async(log) => log.push(None, line),
         }
     }
 
@@ -147,8 +168,9 @@ impl GcLog {
 /// The state the VM thread and the writer share.
 #[derive(Debug, Default)]
 struct Buffer {
-    /// Each collection's lines waiting for the writer, with its id.
-    lines: VecDeque<(u64, String)>,
+    /// Lines waiting for the writer: each collection's, with its id, and lines of no one
+    /// collection (`None`: a safepoint's).
+    lines: VecDeque<(Option<u64>, String)>,
     /// Bytes of `lines`.
     bytes: usize,
     /// Lines dropped since the writer last reported it.
@@ -218,7 +240,7 @@ impl AsyncLog {
 
     /// Buffers `line`, or drops and counts it when the buffer has no room: never waits for
     /// the writer.
-    fn push(&self, id: u64, line: String) {
+    fn push(&self, id: Option<u64>, line: String) {
         let mut b = self.shared.lock();
         if b.bytes + line.len() + 1 > self.capacity {
             let lines = line.lines().count() as u64;
@@ -307,7 +329,10 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
         for (id, text) in lines {
             let count = text.lines().count() as u64;
             let mut text = Some(text);
-            timed(&mut |out| out.write_line(id, || Ok(text.take().unwrap_or_default())));
+            timed(&mut |out| match id {
+                Some(id) => out.write_line(id, || Ok(text.take().unwrap_or_default())),
+                None => out.write_notice(text.as_deref().unwrap_or_default()),
+            });
             shared.lock().in_flight -= count;
         }
         if dropped > 0 {
@@ -323,7 +348,7 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
 }
 
 /// The log lines in `entries` (each entry is one collection's lines).
-fn line_count(entries: &VecDeque<(u64, String)>) -> u64 {
+fn line_count(entries: &VecDeque<(Option<u64>, String)>) -> u64 {
     entries
         .iter()
         .map(|(_, text)| text.lines().count() as u64)
@@ -416,6 +441,39 @@ pub fn format_collection(r: &CollectionRecord) -> String {
     lines.push(format_record(r));
     lines.push(format_cpu(r));
     lines.join("\n")
+}
+
+/// One safepoint (a VM operation: the world stopped for one or more collections), as HotSpot
+/// 17's `-Xlog:safepoint` reports it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SafepointTimes {
+    /// The operation, in HotSpot's names (`ParallelGCFailedAllocation`, `ParallelGCSystemGC`).
+    pub name: &'static str,
+    /// When the world ran again, seconds since the heap was created (the line's time stamp).
+    pub end_s: f64,
+    /// From the end of the previous safepoint to the request that began this one.
+    pub since_last: Duration,
+    /// Time to safepoint: from the request until every mutator had stopped.
+    pub reaching: Duration,
+    /// From then until the world ran again: the collections, and a sync log's writes.
+    pub at_safepoint: Duration,
+}
+
+/// The `[safepoint]` line of HotSpot 17: `Safepoint "ParallelGCFailedAllocation", Time since
+/// last: N ns, Reaching safepoint: N ns, Cleanup: N ns, At safepoint: N ns, Total: N ns`
+/// (Concord has no safepoint clean-up: 0 ns).
+pub fn format_safepoint(s: &SafepointTimes) -> String {
+    let ns = |d: Duration| d.as_nanos();
+    format!(
+        "{} Safepoint \"{}\", Time since last: {} ns, Reaching safepoint: {} ns, Cleanup: 0 ns, \
+         At safepoint: {} ns, Total: {} ns",
+        decorations(s.end_s, "safepoint"),
+        s.name,
+        ns(s.since_last),
+        ns(s.reaching),
+        ns(s.at_safepoint),
+        ns(s.reaching + s.at_safepoint)
+    )
 }
 
 fn pause_name(r: &CollectionRecord) -> &'static str {
@@ -719,6 +777,23 @@ mod tests {
             text.len()
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_safepoint_line_is_hotspot_17s() {
+        let s = SafepointTimes {
+            name: "ParallelGCFailedAllocation",
+            end_s: 2.75,
+            since_last: Duration::from_nanos(2_647_627),
+            reaching: Duration::from_nanos(3175),
+            at_safepoint: Duration::from_nanos(1_590_509_320),
+        };
+        assert_eq!(
+            format_safepoint(&s),
+            "[2.750s][info][safepoint   ] Safepoint \"ParallelGCFailedAllocation\", Time since \
+             last: 2647627 ns, Reaching safepoint: 3175 ns, Cleanup: 0 ns, At safepoint: \
+             1590509320 ns, Total: 1590512495 ns"
+        );
     }
 
     /// Closing a heap hands the log every record it has; the ones already handed over must not
