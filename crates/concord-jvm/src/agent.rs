@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,6 +20,7 @@ use std::time::Instant;
 
 use concord::os::affinity::set_thread_affinity;
 use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
+use concord::os::gc_affinity::dynamic::wake_cpu;
 use concord::os::gc_affinity::{static_cpu, AffinityReport, GcAffinityController};
 use concord::os::procfs::OpenStatFile;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
@@ -166,12 +168,23 @@ impl Agent {
         }
         let controller = match options.gc_affinity {
             GcAffinity::Dynamic if active => {
-                let sampler = match LoadSampler::start(DEFAULT_SAMPLE_PERIOD) {
+                let stat = options
+                    .proc_stat
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("/proc/stat"));
+                let sampler = match LoadSampler::start_from(stat.clone(), DEFAULT_SAMPLE_PERIOD) {
                     Ok(s) => Some(s),
+                    Err(e) if options.proc_stat.is_some() => {
+                        return Err(format!(
+                            "cannot read the proc-stat file '{}': {e}",
+                            stat.display()
+                        ))
+                    }
                     Err(e) => {
                         notices.push(format!(
-                            "cannot sample /proc/stat ({e}): dynamic affinity counts only the \
-                             GC threads as load"
+                            "cannot sample {} ({e}): dynamic affinity counts only the GC \
+                             threads as load",
+                            stat.display()
                         ));
                         None
                     }
@@ -451,14 +464,14 @@ impl Agent {
                 .map(|t: &GcThread| ThreadCpu {
                     tid: t.tid,
                     index: t.index,
-                    cpu: t.stat.processor().ok(),
+                    cpu: t.stat.processor().ok().map(|last| wake_cpu(t.tid, last)),
                 })
                 .collect();
             if let Some(controller) = lock(&self.controller).as_ref() {
                 if !threads.is_empty() {
                     let tids: Vec<i32> = cpus.iter().map(|c| c.tid).collect();
                     let last: Vec<Option<u32>> = cpus.iter().map(|c| c.cpu).collect();
-                    affinity = controller.before_collection_from(&tids, &last, tids.len());
+                    affinity = controller.before_collection_at(&tids, &last, tids.len());
                     self.affinity_moves
                         .fetch_add(affinity.moves.len() as u64, Ordering::Relaxed);
                     if let Some(f) = affinity.failures.first() {

@@ -9,6 +9,7 @@
 //! | `fifo-scope` | `mutators`, `all` | `mutators` |
 //! | `records` | a file path (JSON lines, one per GC event) | none |
 //! | `report` | a file path (JSON written at VM death) | none |
+//! | `proc-stat` | a `/proc/stat`-format file `dynamic` reads CPU busy times from (tests, experiments) | `/proc/stat` |
 //!
 //! A value never contains `,`. Every problem is an [`OptionError`] whose text names what was
 //! wrong and what is allowed.
@@ -63,7 +64,7 @@ impl FromStr for FifoScope {
 }
 
 /// The keys the agent understands, for error messages.
-pub const KEYS: &str = "gc-affinity, mutator-sched, fifo-scope, records, report";
+pub const KEYS: &str = "gc-affinity, mutator-sched, fifo-scope, records, report, proc-stat";
 
 /// A bad option string: what was wrong and what is allowed. Displayed as
 /// `<what was wrong>; allowed: <list>` (the agent prefixes `concord-jvm: `).
@@ -96,6 +97,9 @@ pub struct AgentOptions {
     pub records: Option<PathBuf>,
     /// The report written at VM death.
     pub report: Option<PathBuf>,
+    /// Where `dynamic` reads the CPUs' busy times (`None`: `/proc/stat`). Lets a test or an
+    /// experiment set the load Algorithm 1 sees.
+    pub proc_stat: Option<PathBuf>,
 }
 
 impl Default for AgentOptions {
@@ -106,6 +110,7 @@ impl Default for AgentOptions {
             fifo_scope: FifoScope::Mutators,
             records: None,
             report: None,
+            proc_stat: None,
         }
     }
 }
@@ -151,14 +156,15 @@ impl AgentOptions {
                 "fifo-scope" => {
                     options.fifo_scope = value.parse().map_err(|_| bad_value(FifoScope::ALLOWED))?
                 }
-                "records" | "report" => {
+                "records" | "report" | "proc-stat" => {
                     if value.is_empty() {
                         return Err(bad_value("a file path"));
                     }
                     let path = Some(PathBuf::from(value));
                     match key {
                         "records" => options.records = path,
-                        _ => options.report = path,
+                        "report" => options.report = path,
+                        _ => options.proc_stat = path,
                     }
                 }
                 _ => {
@@ -186,7 +192,12 @@ impl AgentOptions {
         if self.fifo_scope != FifoScope::Mutators {
             parts.push(format!("fifo-scope={}", self.fifo_scope));
         }
-        for (key, path) in [("records", &self.records), ("report", &self.report)] {
+        let paths = [
+            ("records", &self.records),
+            ("report", &self.report),
+            ("proc-stat", &self.proc_stat),
+        ];
+        for (key, path) in paths {
             if let Some(path) = path {
                 let text = path.to_str().filter(|t| !t.contains(',') && !t.is_empty());
                 let Some(text) = text else {
@@ -244,13 +255,14 @@ mod tests {
     #[test]
     fn every_key_parses_and_round_trips() {
         let text = "gc-affinity=dynamic,mutator-sched=fifo,fifo-scope=all,records=/tmp/r.jsonl,\
-                    report=/tmp/rep.json";
+                    report=/tmp/rep.json,proc-stat=/tmp/stat";
         let o = AgentOptions::parse(Some(text)).unwrap();
         assert_eq!(o.gc_affinity, GcAffinity::Dynamic);
         assert_eq!(o.mutator_sched, MutatorSched::Fifo);
         assert_eq!(o.fifo_scope, FifoScope::All);
         assert_eq!(o.records, Some(PathBuf::from("/tmp/r.jsonl")));
         assert_eq!(o.report, Some(PathBuf::from("/tmp/rep.json")));
+        assert_eq!(o.proc_stat, Some(PathBuf::from("/tmp/stat")));
         assert_eq!(o.to_option_string().unwrap(), text);
         let a = AgentOptions::parse(Some("mutator-sched=adaptive:0.5")).unwrap();
         assert_eq!(

@@ -10,7 +10,8 @@ pub struct ThreadCpu {
     pub tid: i32,
     /// Its number in `GC Thread#N`.
     pub index: usize,
-    /// `stat` field 39 (`None`: unreadable, e.g. the thread has ended).
+    /// Where it will run: `stat` field 39 (the CPU it last ran on), or the one CPU its mask
+    /// allows if that differs (`None`: unreadable, e.g. the thread has ended).
     pub cpu: Option<u32>,
 }
 
