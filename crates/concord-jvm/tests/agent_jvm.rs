@@ -117,7 +117,7 @@ fn static_affinity_shows_in_the_gc_threads_status() {
         let workers = gc_workers(jvm);
         let pinned: Vec<(i32, String)> = workers
             .iter()
-            .map(|&(tid, i)| (tid, jvm.cpus_allowed(tid)))
+            .map(|&(tid, _)| (tid, jvm.cpus_allowed(tid)))
             .collect();
         let ok = workers.len() == 2
             && workers
