@@ -22,7 +22,7 @@ use concord::os::affinity::set_thread_affinity;
 use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
 use concord::os::gc_affinity::dynamic::wake_cpu;
 use concord::os::gc_affinity::{static_cpu, AffinityReport, GcAffinityController};
-use concord::os::procfs::OpenStatFile;
+use concord::os::procfs::ThreadCounter;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
 
 use crate::options::{AgentOptions, FifoScope, GcAffinity, MutatorSched};
@@ -104,7 +104,8 @@ pub struct Agent {
     /// False for a non-HotSpot VM: the agent counts GC events and does nothing else.
     active: bool,
     controller: Mutex<Option<GcAffinityController>>,
-    process_stat: Option<OpenStatFile>,
+    /// `/proc/self/task` open, to see the thread count change inside the pause.
+    thread_counter: Option<ThreadCounter>,
     gc_threads: Mutex<GcThreads>,
     /// The thread count at the last scan (`u64::MAX`: none yet).
     scanned_num_threads: AtomicU64,
@@ -197,8 +198,8 @@ impl Agent {
             }
             _ => None,
         };
-        let process_stat = OpenStatFile::process()
-            .map_err(|e| notices.push(format!("cannot open /proc/self/stat: {e}")))
+        let thread_counter = ThreadCounter::open()
+            .map_err(|e| notices.push(format!("cannot open /proc/self/task: {e}")))
             .ok();
         if attached && options.mutator_sched == MutatorSched::Fifo {
             notices.push(match options.fifo_scope {
@@ -219,7 +220,7 @@ impl Agent {
             allowed_cpus,
             active,
             controller: Mutex::new(controller),
-            process_stat,
+            thread_counter,
             gc_threads: Mutex::new(Arc::new(Vec::new())),
             scanned_num_threads: AtomicU64::new(u64::MAX),
             current: Mutex::new(None),
@@ -343,7 +344,7 @@ impl Agent {
     fn rescan(&self) {
         let mut scan_state = lock(&self.scan_state);
         self.rescan_requested.store(false, Ordering::Relaxed);
-        let scan = match Scan::take(self.process_stat.as_ref()) {
+        let scan = match Scan::take(self.thread_counter.as_ref()) {
             Ok(s) => s,
             Err(e) => {
                 self.notice(format!("cannot list /proc/self/task: {e}"));
@@ -507,11 +508,7 @@ impl Agent {
         // helper rescans after the pause (one pending request at a time).
         let mut rescan = false;
         if self.active {
-            if let Some(n) = self
-                .process_stat
-                .as_ref()
-                .and_then(|p| p.num_threads().ok())
-            {
+            if let Some(n) = self.thread_counter.as_ref().and_then(|c| c.count().ok()) {
                 // Relaxed: see `rescan`.
                 if n != self.scanned_num_threads.load(Ordering::Relaxed)
                     && !self.rescan_requested.swap(true, Ordering::Relaxed)

@@ -5,13 +5,13 @@
 //!
 //! A full scan walks `/proc/self/task` and reads each `comm` (130–300 µs, with spikes to
 //! milliseconds), so it never runs inside a pause: the agent's helper thread rescans when the
-//! process's thread count (one read of a kept-open `/proc/self/stat`) has changed since the
+//! process's thread count (one `fstat` of a kept-open `/proc/self/task`) has changed since the
 //! last scan, and publishes the result for the next collection.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use concord::os::procfs::{process_thread_ids, thread_name, OpenStatFile};
+use concord::os::procfs::{process_thread_ids, thread_name, OpenStatFile, ThreadCounter};
 
 /// The name prefix of HotSpot's parallel GC workers (Parallel and G1).
 pub const GC_WORKER_PREFIX: &str = "GC Thread#";
@@ -49,9 +49,9 @@ pub struct Scan {
 }
 
 impl Scan {
-    /// Walk `/proc/self/task`; `process` is the kept-open `/proc/self/stat`.
-    pub fn take(process: Option<&OpenStatFile>) -> std::io::Result<Self> {
-        let num_threads = process.and_then(|p| p.num_threads().ok());
+    /// Walk `/proc/self/task`, counting the threads first with `counter`.
+    pub fn take(counter: Option<&ThreadCounter>) -> std::io::Result<Self> {
+        let num_threads = counter.and_then(|c| c.count().ok());
         let mut names = BTreeMap::new();
         for tid in process_thread_ids()? {
             if let Ok(name) = thread_name(tid) {
@@ -126,8 +126,8 @@ mod tests {
             })
             .unwrap();
         let tid = rx.recv().unwrap();
-        let process = OpenStatFile::process().unwrap();
-        let scan = Scan::take(Some(&process)).unwrap();
+        let counter = ThreadCounter::open().unwrap();
+        let scan = Scan::take(Some(&counter)).unwrap();
         assert!(scan.num_threads.unwrap() >= 2);
         assert_eq!(scan.gc_workers(), vec![(tid, 7)]);
         let (threads, new) = refresh_gc_threads(&[], &scan);

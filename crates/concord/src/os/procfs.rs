@@ -556,6 +556,29 @@ impl OpenStatFile {
     }
 }
 
+/// `/proc/self/task` kept open to count the process's threads with one `fstat`: the kernel
+/// reports the directory's link count as the thread count plus 2 (about 0.4 µs, against
+/// about 4 µs for reading field 20 of `/proc/self/stat`, which sums over all threads).
+#[derive(Debug)]
+pub struct ThreadCounter {
+    dir: fs::File,
+}
+
+impl ThreadCounter {
+    /// Open `/proc/self/task`.
+    pub fn open() -> io::Result<Self> {
+        Ok(Self {
+            dir: fs::File::open("/proc/self/task")?,
+        })
+    }
+
+    /// The number of threads of the process now.
+    pub fn count(&self) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(self.dir.metadata()?.nlink().saturating_sub(2))
+    }
+}
+
 /// Numbered field `field` (≥ 3) of a `stat` line, counted after the name's last `)`, without
 /// allocating.
 pub fn stat_field(line: &[u8], field: usize) -> Option<u64> {
@@ -837,6 +860,22 @@ AnonHugePages:      9999 kB
             other.processor().is_err(),
             "an ended thread's stat reads as an error"
         );
+    }
+
+    #[test]
+    fn the_task_directory_counts_threads() {
+        let counter = ThreadCounter::open().unwrap();
+        let process = OpenStatFile::process().unwrap();
+        let waiting = crate::os::WaitingThread::start("counted");
+        // Other tests start and end threads meanwhile: retry until two reads agree.
+        let agree = (0..1000).any(|_| {
+            let a = counter.count().unwrap();
+            let b = process.num_threads().unwrap();
+            a == b && a == counter.count().unwrap()
+        });
+        assert!(agree, "the link count never matched field 20");
+        assert!(counter.count().unwrap() >= 2);
+        waiting.finish();
     }
 
     #[test]
