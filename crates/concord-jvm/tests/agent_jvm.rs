@@ -235,14 +235,27 @@ fn policy_of(jvm: &LiveJvm, name: &str) -> SchedPolicy {
     thread_policy(tid).unwrap()
 }
 
-/// The policies of the Java threads `main` and `waiter`: JDK 17 leaves Java threads' kernel
-/// names at "java", like the launcher's primordial thread (tid = pid), which is left out.
+/// The policies of the Java threads `main` and `waiter`. The kernel name of `main` stays
+/// "java", as does the launcher's primordial thread (tid = pid), which is left out, and any
+/// JVM thread in the instant between its creation and its naming: `main` is the first "java"
+/// thread the primordial one starts, so the lowest such tid above the pid.
 fn java_thread_policies(jvm: &LiveJvm) -> Vec<SchedPolicy> {
     let pid = jvm.pid() as i32;
-    jvm.threads()
-        .into_iter()
-        .filter(|(tid, n)| *tid != pid && (n == "java" || n == "main" || n == "waiter"))
-        .map(|(tid, _)| thread_policy(tid).unwrap())
+    let threads = jvm.threads();
+    let main = threads
+        .iter()
+        .filter(|(tid, n)| *tid > pid && n == "java")
+        .map(|(tid, _)| *tid)
+        .min()
+        .expect("the main thread");
+    let waiter = threads
+        .iter()
+        .find(|(_, n)| n == "waiter")
+        .map(|(tid, _)| *tid)
+        .expect("the waiter thread (named before its run() starts)");
+    [main, waiter]
+        .iter()
+        .map(|&tid| thread_policy(tid).unwrap())
         .collect()
 }
 
