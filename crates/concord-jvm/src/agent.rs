@@ -22,6 +22,9 @@ use concord::os::affinity::set_thread_affinity;
 use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
 use concord::os::gc_affinity::dynamic::wake_cpu;
 use concord::os::gc_affinity::{static_cpu, AffinityReport, GcAffinityController};
+use concord::os::mutator_sched::{
+    MutatorSchedReport, MutatorScheduler, DEFAULT_FIFO_CPU_THRESHOLD,
+};
 use concord::os::procfs::ThreadCounter;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
 
@@ -104,6 +107,12 @@ pub struct Agent {
     /// False for a non-HotSpot VM: the agent counts GC events and does nothing else.
     active: bool,
     controller: Mutex<Option<GcAffinityController>>,
+    /// 001's policies over the Java threads (`None` for `cfs`): `ThreadStart`/`ThreadEnd`
+    /// attach and detach them, so Algorithm 2 sees exact lifetimes and Algorithm 1's profile
+    /// gets each thread's CPU time.
+    mutators: Option<MutatorScheduler>,
+    /// Its report, kept at `finish`.
+    mutators_report: Mutex<Option<MutatorSchedReport>>,
     /// `/proc/self/task` open, to see the thread count change inside the pause.
     thread_counter: Option<ThreadCounter>,
     gc_threads: Mutex<GcThreads>,
@@ -198,6 +207,15 @@ impl Agent {
             }
             _ => None,
         };
+        let mutators = match options.mutator_sched {
+            MutatorSched::Cfs => None,
+            _ if !active => None,
+            ref policy => Some(MutatorScheduler::new(
+                policy.clone(),
+                view.usable_cpus(),
+                DEFAULT_FIFO_CPU_THRESHOLD,
+            )),
+        };
         let thread_counter = ThreadCounter::open()
             .map_err(|e| notices.push(format!("cannot open /proc/self/task: {e}")))
             .ok();
@@ -220,6 +238,8 @@ impl Agent {
             allowed_cpus,
             active,
             controller: Mutex::new(controller),
+            mutators,
+            mutators_report: Mutex::new(None),
             thread_counter,
             gc_threads: Mutex::new(Arc::new(Vec::new())),
             scanned_num_threads: AtomicU64::new(u64::MAX),
@@ -251,14 +271,16 @@ impl Agent {
         &self.options
     }
 
-    /// Whether the mutator threads get FIFO.
-    fn wants_fifo(&self) -> bool {
-        self.active && self.options.mutator_sched == MutatorSched::Fifo
+    /// Whether the JVM's own threads get FIFO (`fifo` with `fifo-scope=all`).
+    fn wants_jvm_fifo(&self) -> bool {
+        self.active
+            && self.options.mutator_sched == MutatorSched::Fifo
+            && self.options.fifo_scope == FifoScope::All
     }
 
     /// Whether `ThreadStart`/`ThreadEnd` are needed.
     pub fn wants_thread_events(&self) -> bool {
-        self.wants_fifo()
+        self.mutators.is_some()
     }
 
     /// Add a notice (said once: an identical text is not repeated).
@@ -362,7 +384,7 @@ impl Agent {
             self.bind_static(&new);
         }
         *lock(&self.gc_threads) = Arc::new(threads);
-        if self.wants_fifo() && self.options.fifo_scope == FifoScope::All {
+        if self.wants_jvm_fifo() {
             for (tid, _) in scan.jvm_threads() {
                 if scan_state.fifo_tried.insert(tid) {
                     self.make_fifo(tid);
@@ -426,29 +448,31 @@ impl Agent {
         if !self.active {
             return;
         }
-        self.rescan();
-        if main_thread && self.wants_fifo() {
+        if let (true, Some(mutators)) = (main_thread, &self.mutators) {
+            // Before the rescan, so that fifo-scope=all does not count it twice.
             let tid = current_tid();
-            if lock(&self.scan_state).fifo_tried.insert(tid) {
-                self.make_fifo(tid);
-            }
+            lock(&self.scan_state).fifo_tried.insert(tid);
+            mutators.on_attach(tid);
         }
+        self.rescan();
     }
 
     /// `ThreadStart`, on the new thread.
     pub fn thread_started(&self) {
         self.java_threads_started.fetch_add(1, Ordering::Relaxed);
-        if self.wants_fifo() {
+        if let Some(mutators) = &self.mutators {
             let tid = current_tid();
-            if lock(&self.scan_state).fifo_tried.insert(tid) {
-                self.make_fifo(tid);
-            }
+            lock(&self.scan_state).fifo_tried.insert(tid);
+            mutators.on_attach(tid);
         }
     }
 
-    /// `ThreadEnd`, on the ending thread.
+    /// `ThreadEnd`, on the ending thread (still alive, so its CPU time can be read).
     pub fn thread_ended(&self) {
         self.java_threads_ended.fetch_add(1, Ordering::Relaxed);
+        if let Some(mutators) = &self.mutators {
+            mutators.on_detach(current_tid());
+        }
     }
 
     /// `GarbageCollectionStart`, on the VM thread inside the pause.
@@ -552,6 +576,10 @@ impl Agent {
         }
         // Stops the load sampler's thread.
         lock(&self.controller).take();
+        if let Some(mutators) = &self.mutators {
+            // Writes a recorded profile (profile:PATH) and stops the adaptive sampler.
+            *lock(&self.mutators_report) = Some(mutators.finish());
+        }
         let report = self.report();
         let Some((file, path)) = lock(&self.report_file).take() else {
             for n in &report.notices {
@@ -576,6 +604,13 @@ impl Agent {
         let gc_events = self.gc_events.load(Ordering::Relaxed);
         let seen = lock(&self.seen_gc_threads).clone();
         let mut notices = lock(&self.notices).clone();
+        let mutators = lock(&self.mutators_report)
+            .clone()
+            .or_else(|| self.mutators.as_ref().map(MutatorScheduler::report));
+        if let Some(m) = &mutators {
+            notices.extend(m.notices.iter().cloned());
+        }
+        let mutator_fifo = mutators.as_ref().map_or(0, |m| m.fifo_sets);
         if self.active && gc_events > 0 && seen.is_empty() {
             notices.push(
                 "no 'GC Thread#' workers in this JVM (a serial collector such as \
@@ -607,7 +642,8 @@ impl Agent {
             rescans: self.rescans.load(Ordering::Relaxed),
             java_threads_started: self.java_threads_started.load(Ordering::Relaxed),
             java_threads_ended: self.java_threads_ended.load(Ordering::Relaxed),
-            fifo_threads: lock(&self.fifo_threads).len(),
+            fifo_threads: lock(&self.fifo_threads).len() + mutator_fifo as usize,
+            mutator_sched_detail: mutators,
             notices,
         }
     }

@@ -212,19 +212,23 @@ impl AgentOptions {
         Ok(parts.join(","))
     }
 
-    /// Whether the agent carries the mutator policy out itself. `profile:PATH` and
-    /// `adaptive[:S]` are parsed (the grammar is shared with the CLI) but not supported by the
-    /// agent yet; it refuses them at load rather than pretend.
+    /// Combinations the agent refuses: `fifo-scope=all` goes with `mutator-sched=fifo` only
+    /// (the automatic policies decide for the Java threads they see start and end).
     pub fn check_supported(&self) -> Result<(), OptionError> {
-        match self.mutator_sched {
-            MutatorSched::Cfs | MutatorSched::Fifo => Ok(()),
-            ref other => Err(OptionError {
-                problem: format!(
-                    "mutator-sched '{other}' is not supported by the agent yet (001's profile \
-                     and adaptive policies run in Concord's own runtime only)"
-                ),
-                allowed: "cfs, fifo".into(),
-            }),
+        match (&self.mutator_sched, self.fifo_scope) {
+            (MutatorSched::Profile(_) | MutatorSched::Adaptive(_), FifoScope::All) => {
+                Err(OptionError {
+                    problem: format!(
+                        "fifo-scope 'all' does not go with mutator-sched '{}' (profile and \
+                         adaptive decide for the Java threads only)",
+                        self.mutator_sched
+                    ),
+                    allowed: "fifo-scope=all with mutator-sched=fifo; fifo-scope=mutators with \
+                              any policy"
+                        .into(),
+                })
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -301,15 +305,24 @@ mod tests {
     }
 
     #[test]
-    fn profile_and_adaptive_are_refused_by_the_agent() {
-        for text in ["mutator-sched=profile:/tmp/p", "mutator-sched=adaptive"] {
+    fn scope_all_goes_with_fifo_only() {
+        for text in [
+            "mutator-sched=profile:/tmp/p,fifo-scope=all",
+            "mutator-sched=adaptive,fifo-scope=all",
+        ] {
             let o = AgentOptions::parse(Some(text)).unwrap();
             let e = o.check_supported().unwrap_err();
-            assert!(e.problem.contains("not supported by the agent"), "{e}");
-            assert_eq!(e.allowed, "cfs, fifo");
+            assert!(e.problem.contains("does not go with"), "{e}");
         }
-        let o = AgentOptions::parse(Some("mutator-sched=fifo")).unwrap();
-        assert!(o.check_supported().is_ok());
+        for text in [
+            "mutator-sched=fifo,fifo-scope=all",
+            "mutator-sched=adaptive:1",
+        ] {
+            assert!(AgentOptions::parse(Some(text))
+                .unwrap()
+                .check_supported()
+                .is_ok());
+        }
     }
 
     #[test]

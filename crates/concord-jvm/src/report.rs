@@ -2,6 +2,7 @@
 //! [`Report`] at VM death (`report=PATH`).
 
 use concord::os::gc_affinity::AffinityReport;
+use concord::os::mutator_sched::MutatorSchedReport;
 
 /// A GC worker and the CPU it last ran on when the collection started.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -51,7 +52,7 @@ pub struct GcRecord {
 }
 
 /// The agent's report at VM death.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Report {
     /// `java.vm.version` (falls back to `java.version`).
     pub jdk: String,
@@ -65,7 +66,7 @@ pub struct Report {
     pub attached: bool,
     /// `none`, `static` or `dynamic`.
     pub gc_affinity: String,
-    /// `cfs` or `fifo`.
+    /// `cfs`, `fifo`, `profile:PATH` or `adaptive:SECONDS`.
     pub mutator_sched: String,
     /// `mutators` or `all`.
     pub fifo_scope: String,
@@ -95,12 +96,16 @@ pub struct Report {
     pub start_callback_us_max: f64,
     /// Walks of `/proc/self/task` (outside the pauses).
     pub rescans: u64,
-    /// `ThreadStart` events (only enabled with `mutator-sched=fifo`).
+    /// `ThreadStart` events (enabled unless `mutator-sched=cfs`).
     pub java_threads_started: u64,
     /// `ThreadEnd` events.
     pub java_threads_ended: u64,
-    /// Threads put on `SCHED_FIFO`.
+    /// Threads put on `SCHED_FIFO` (Java threads by the mutator policy, plus the JVM's own
+    /// with `fifo-scope=all`).
     pub fifo_threads: usize,
+    /// What Concord's mutator scheduler did (`None` for `cfs`): the policy applied, 001's
+    /// decisions (profile, adaptive samples and switches), refusals.
+    pub mutator_sched_detail: Option<MutatorSchedReport>,
     /// Things the user should know: refused calls, a non-HotSpot VM, no GC workers, …
     pub notices: Vec<String>,
 }

@@ -283,7 +283,11 @@ fn fifo_puts_java_threads_on_sched_fifo() {
         "main and waiter at least: {r}"
     );
     assert_eq!(r["mutator_sched"], "fifo");
-    assert!(r["notices"].as_array().unwrap().is_empty(), "{r}");
+    // On ≤ 8 CPUs Concord's scheduler says FIFO is applied as asked though 001 finds it
+    // pays off only above 8; nothing was refused.
+    let notices = r["notices"].to_string();
+    assert!(!notices.contains("refused"), "{r}");
+    assert_eq!(r["mutator_sched_detail"]["applied"], "fifo", "{r}");
 }
 
 #[test]
@@ -326,9 +330,9 @@ fn bad_options_stop_the_jvm_naming_the_option_and_the_allowed_values() {
         ("fifo-scope=most", "'fifo-scope'", "mutators, all"),
         ("mutator-sched=rr", "mutator-sched 'rr'", "cfs, fifo"),
         (
-            "mutator-sched=adaptive",
-            "not supported by the agent",
-            "cfs, fifo",
+            "mutator-sched=adaptive,fifo-scope=all",
+            "does not go with",
+            "fifo-scope=all with mutator-sched=fifo",
         ),
         (
             "report=/nonexistent-dir/r.json",
@@ -395,4 +399,55 @@ fn jcmd_attaches_the_agent_to_a_running_jvm() {
     assert!(r["gc_events"].as_u64().unwrap() >= 3, "{r}");
     assert_eq!(r["gc_threads"], 2, "{r}");
     assert_eq!(r["static_bindings"].as_array().unwrap().len(), 2, "{r}");
+}
+
+#[test]
+fn profile_records_the_java_threads_then_decides_from_them() {
+    let dir = scratch("profile");
+    let profile = dir.join("waves.profile");
+    let report = dir.join("report.json");
+    let options = format!(
+        "mutator-sched=profile:{},report={}",
+        profile.display(),
+        report.display()
+    );
+    // First run: no profile yet, so it runs under CFS and records one at VM death, with each
+    // Java thread's CPU time from ThreadStart to ThreadEnd.
+    let out = run(java(JDK17, Some(&options), &[], "ThreadWaves", &["5"]));
+    assert!(out.status.success(), "{out:?}");
+    let r = read_report(&report);
+    let detail = &r["mutator_sched_detail"]["profile"];
+    assert_eq!(detail["action"], "recorded", "{r}");
+    let written = concord::os::mutator_sched::load_profile(&profile)
+        .unwrap()
+        .expect("the profile file");
+    // main, the 20 wave threads, and the JVM's Java threads started after VMInit (HotSpot
+    // names a thread's kernel thread only after ThreadStart, so the names read "java").
+    assert!(written.threads.len() > 20, "{written:?}");
+    let busy = written.threads.iter().filter(|t| t.cpu_ns > 0).count();
+    assert!(busy > 20, "every wave thread burned CPU: {written:?}");
+    // Second run: the profile decides (and on this ≤ 8-CPU machine CFS stays applied).
+    let out = run(java(JDK17, Some(&options), &[], "ThreadWaves", &["5"]));
+    assert!(out.status.success(), "{out:?}");
+    let r = read_report(&report);
+    let detail = &r["mutator_sched_detail"]["profile"];
+    assert_eq!(detail["action"], "used", "{r}");
+    assert!(detail["decision"].is_object(), "{r}");
+}
+
+#[test]
+fn adaptive_samples_the_live_java_threads() {
+    let dir = scratch("adaptive");
+    let report = dir.join("report.json");
+    let options = format!("mutator-sched=adaptive:0.05,report={}", report.display());
+    let plain = run(java(JDK17, None, &[], "ThreadWaves", &["12"]));
+    let out = run(java(JDK17, Some(&options), &[], "ThreadWaves", &["12"]));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(plain.stdout, out.stdout);
+    let r = read_report(&report);
+    let detail = &r["mutator_sched_detail"];
+    assert!(detail["samples"].as_u64().unwrap() >= 2, "{r}");
+    assert!(r["java_threads_started"].as_u64().unwrap() >= 48, "{r}");
+    assert!(r["java_threads_ended"].as_u64().unwrap() >= 48, "{r}");
+    assert_eq!(r["mutator_sched"], "adaptive:0.05");
 }
