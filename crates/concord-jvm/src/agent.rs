@@ -570,7 +570,9 @@ impl Agent {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Some((tx, handle)) = lock(&self.helper).take() {
+        // Taken out first, so that the lock is not held while the helper finishes.
+        let helper = lock(&self.helper).take();
+        if let Some((tx, handle)) = helper {
             let _ = tx.send(Job::Stop);
             let _ = handle.join();
         }

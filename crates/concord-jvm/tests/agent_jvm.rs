@@ -390,6 +390,15 @@ fn jcmd_attaches_the_agent_to_a_running_jvm() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // A second load into the same JVM is refused (one agent state per process).
+    let again = std::process::Command::new(JDK17.tool("jcmd"))
+        .arg(jvm.pid().to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_lib())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("return code: -1"), "{said}");
     for _ in 0..3 {
         jvm.gc();
     }
