@@ -219,16 +219,18 @@ impl Agent {
         let thread_counter = ThreadCounter::open()
             .map_err(|e| notices.push(format!("cannot open /proc/self/task: {e}")))
             .ok();
-        if attached && options.mutator_sched == MutatorSched::Fifo {
-            notices.push(match options.fifo_scope {
-                FifoScope::Mutators => "attached to a running JVM: only Java threads started \
-                                        after the attach are put on FIFO"
-                    .to_string(),
-                FifoScope::All => "attached to a running JVM: the threads running now are put \
-                                   on FIFO from /proc/self/task, Java threads started later \
-                                   at ThreadStart"
-                    .to_string(),
-            });
+        if attached && options.mutator_sched != MutatorSched::Cfs {
+            notices.push(format!(
+                "attached to a running JVM: mutator-sched {} covers only the Java threads \
+                 started after the attach{}",
+                options.mutator_sched,
+                match options.fifo_scope {
+                    FifoScope::All =>
+                        " (the JVM's threads running now are put on FIFO from \
+                                       /proc/self/task)",
+                    FifoScope::Mutators => "",
+                }
+            ));
         }
         Ok(Self {
             options,
