@@ -27,9 +27,16 @@ pub fn worker_cpu(tid: i32) -> Option<u32> {
         return None;
     }
     let last = read_task_stat(tid).ok()?.processor;
+    Some(wake_cpu(tid, last))
+}
+
+/// Where thread `tid`, which last ran on CPU `last`, will run when it wakes: `last`, unless its
+/// affinity mask is a single other CPU (someone pinned it while it slept; a sleeping thread
+/// only migrates when it wakes). One `sched_getaffinity`, no file: fit for the pause path.
+pub fn wake_cpu(tid: i32, last: u32) -> u32 {
     match thread_affinity(tid).ok().as_deref() {
-        Some(&[only]) if only != last => Some(only),
-        _ => Some(last),
+        Some(&[only]) if only != last => only,
+        _ => last,
     }
 }
 
@@ -74,6 +81,23 @@ impl DynamicBalancer {
         active: usize,
         busy: Option<&LoadSnapshot>,
     ) -> AffinityReport {
+        self.rebalance_from(allowed, failures, tids, last_cpus, active, busy, true)
+    }
+
+    /// [`DynamicBalancer::rebalance`]; with `use_pins` false the CPUs given are taken as they
+    /// are (the caller found where each worker will wake, e.g. with [`wake_cpu`], which also
+    /// sees a mask someone else set since our pin).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rebalance_from(
+        &self,
+        allowed: &[u32],
+        failures: &FailureLog,
+        tids: &[i32],
+        last_cpus: &[Option<u32>],
+        active: usize,
+        busy: Option<&LoadSnapshot>,
+        use_pins: bool,
+    ) -> AffinityReport {
         let start = Instant::now();
         let active = active.min(tids.len()).min(last_cpus.len());
         let tids = &tids[..active];
@@ -84,6 +108,7 @@ impl DynamicBalancer {
                 .map(|(&tid, &last)| match tid {
                     // Not started yet: nowhere to count it.
                     ..=0 => None,
+                    _ if !use_pins => last,
                     _ => pinned.get(&tid).copied().or(last),
                 })
                 .collect()

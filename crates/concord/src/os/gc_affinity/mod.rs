@@ -272,6 +272,31 @@ impl GcAffinityController {
         }
     }
 
+    /// [`GcAffinityController::before_collection_from`] for workers this process did not
+    /// start and whose masks others may change (the HotSpot agent's `GC Thread#N`):
+    /// `wake_cpus[w]` is where worker `w` will run when it wakes, as the caller found it with
+    /// [`dynamic::wake_cpu`], and is used as it is, without the controller's memory of its own
+    /// pins.
+    pub fn before_collection_at(
+        &self,
+        tids: &[i32],
+        wake_cpus: &[Option<u32>],
+        active: usize,
+    ) -> AffinityReport {
+        match &self.placement {
+            Placement::Dynamic(d) => d.rebalance_from(
+                &self.allowed,
+                &self.failures,
+                tids,
+                wake_cpus,
+                active,
+                d.latest_busy().as_deref(),
+                false,
+            ),
+            _ => AffinityReport::default(),
+        }
+    }
+
     /// [`GcAffinityController::before_collection_from`] with each worker's CPU read from
     /// `/proc` ([`dynamic::worker_cpu`]); for callers that have only thread ids.
     pub fn before_collection(&self, tids: &[i32], active: usize) -> AffinityReport {
@@ -320,6 +345,7 @@ impl std::fmt::Debug for GcAffinityController {
 mod tests {
     use super::*;
     use crate::os::sched::current_tid;
+    use crate::os::WaitingThread;
 
     #[test]
     fn inactive_controllers_do_nothing() {
@@ -363,6 +389,24 @@ mod tests {
         // entry says.
         let r = ctrl.before_collection_from(&[0, current_tid()], &[Some(0), None], 2);
         assert_eq!(r.unknown_cpu_workers, vec![0, 1]);
+    }
+
+    #[test]
+    fn given_wake_cpus_override_remembered_pins() {
+        let (a, b) = (WaitingThread::start("pin-a"), WaitingThread::start("pin-b"));
+        let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![0, 1], None).with_seed(3);
+        let tids = [a.tid, b.tid];
+        // Both on CPU 0: one moves to CPU 1 and is remembered there.
+        let r = ctrl.before_collection_at(&tids, &[Some(0), Some(0)], 2);
+        assert_eq!(r.moves.len(), 1);
+        // Someone moved it back to CPU 0: with the CPUs taken as given it moves again; with the
+        // remembered pins it would count on CPU 1 and stay.
+        let remembered = ctrl.before_collection_from(&tids, &[Some(0), Some(0)], 2);
+        assert!(remembered.moves.is_empty(), "{remembered:?}");
+        let r = ctrl.before_collection_at(&tids, &[Some(0), Some(0)], 2);
+        assert_eq!(r.moves.len(), 1, "{r:?}");
+        a.finish();
+        b.finish();
     }
 
     #[test]
