@@ -493,6 +493,80 @@ pub fn read_self_smaps(start: usize, end: usize) -> Result<Vec<SmapsVma>, Kernel
     ))
 }
 
+// ------------------------------------------------------------------------------------------
+// stat files kept open: a thread's last CPU and the process's thread count, inside a pause
+// ------------------------------------------------------------------------------------------
+
+/// A `stat` file (`/proc/self/stat` or `/proc/self/task/<tid>/stat`) kept open, so that a
+/// field can be read again with one `pread` and no path lookup or allocation: about 2 µs
+/// instead of the 130–300 µs of walking `/proc/self/task` again. For callers that must read
+/// inside a stop-the-world pause (the HotSpot agent's GC callbacks).
+#[derive(Debug)]
+pub struct OpenStatFile {
+    file: fs::File,
+}
+
+/// Large enough for any `stat` line (about 300 bytes; the name is at most 64).
+const STAT_LINE_MAX: usize = 1024;
+
+impl OpenStatFile {
+    /// `/proc/self/task/<tid>/stat` of thread `tid` of this process.
+    pub fn thread(tid: i32) -> io::Result<Self> {
+        Ok(Self {
+            file: fs::File::open(task_dir(tid).join("stat"))?,
+        })
+    }
+
+    /// `/proc/self/stat`, the process as a whole.
+    pub fn process() -> io::Result<Self> {
+        Ok(Self {
+            file: fs::File::open("/proc/self/stat")?,
+        })
+    }
+
+    /// Another handle on the same file (a duplicated descriptor).
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(Self {
+            file: self.file.try_clone()?,
+        })
+    }
+
+    /// Numbered field `field` (1-based, as in proc(5); at least 3) read afresh. A thread that
+    /// has exited reads as an error (`ESRCH`) or an empty file, both reported as errors.
+    pub fn field(&self, field: usize) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; STAT_LINE_MAX];
+        let len = self.file.read_at(&mut buf, 0)?;
+        stat_field(&buf[..len], field).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("stat line has no numeric field {field}"),
+            )
+        })
+    }
+
+    /// Field 39: the CPU the thread last ran on.
+    pub fn processor(&self) -> io::Result<u32> {
+        self.field(39).map(|cpu| cpu as u32)
+    }
+
+    /// Field 20: the number of threads of the process (on the file of [`OpenStatFile::process`]).
+    pub fn num_threads(&self) -> io::Result<u64> {
+        self.field(20)
+    }
+}
+
+/// Numbered field `field` (≥ 3) of a `stat` line, counted after the name's last `)`, without
+/// allocating.
+pub fn stat_field(line: &[u8], field: usize) -> Option<u64> {
+    let close = line.iter().rposition(|&b| b == b')')?;
+    let text = std::str::from_utf8(&line[close + 1..]).ok()?;
+    text.split_ascii_whitespace()
+        .nth(field.checked_sub(3)?)?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -739,5 +813,33 @@ AnonHugePages:      9999 kB
         // Touching the end of a range is not overlapping it.
         assert!(parse_smaps(SMAPS, 0x3000, 0x20_0000).is_empty());
         assert!(parse_smaps("garbage\nRss: 4 kB\n", 0, usize::MAX).is_empty());
+    }
+
+    #[test]
+    fn open_stat_files_read_fields_again() {
+        let me = crate::os::sched::current_tid();
+        let stat = OpenStatFile::thread(me).unwrap();
+        let allowed = crate::os::affinity::current_thread_affinity().unwrap();
+        assert!(allowed.contains(&stat.processor().unwrap()));
+        assert_eq!(
+            stat.field(1).ok(),
+            None,
+            "fields before the name are not numbered here"
+        );
+        let process = OpenStatFile::process().unwrap();
+        let before = process.num_threads().unwrap();
+        let waiting = crate::os::WaitingThread::start("stat-counted");
+        assert_eq!(process.num_threads().unwrap(), before + 1);
+        waiting.finish();
+        assert_eq!(process.num_threads().unwrap(), before);
+    }
+
+    #[test]
+    fn stat_fields_count_after_the_last_parenthesis() {
+        let line = b"42 (a) b) c) R 1 2 3";
+        assert_eq!(stat_field(line, 4), Some(1));
+        assert_eq!(stat_field(line, 6), Some(3));
+        assert_eq!(stat_field(line, 7), None);
+        assert_eq!(stat_field(b"no name", 4), None);
     }
 }

@@ -1,0 +1,669 @@
+//! The agent's state and what each JVMTI event does with it.
+//!
+//! Inside the pause (`GarbageCollectionStart`/`Finish`, on the VM thread at a safepoint) the
+//! agent only reads each known GC worker's CPU from its kept-open `stat` file, runs 000
+//! Algorithm 1 over them (`gc-affinity=dynamic`), reads the process's thread count, and hands
+//! the record to its helper thread. Everything slow — walking `/proc/self/task` when the
+//! thread count changed, pinning newly seen workers (`static`), putting threads on FIFO
+//! (`fifo-scope=all`), writing records — runs on the helper thread (`concord-jvm`), outside
+//! the pause. No JNI call is made from a GC callback.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use concord::os::affinity::set_thread_affinity;
+use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
+use concord::os::gc_affinity::{static_cpu, AffinityReport, GcAffinityController};
+use concord::os::procfs::OpenStatFile;
+use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
+
+use crate::options::{AgentOptions, FifoScope, GcAffinity, MutatorSched};
+use crate::report::{percentile, GcRecord, Report, StaticBinding, ThreadCpu};
+use crate::threads::{refresh_gc_threads, GcThread, GcThreads, Scan};
+
+/// Lock, ignoring poisoning: a panic elsewhere was already caught and reported, and the data
+/// behind these locks stays consistent between statements.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the JVM told us about itself.
+#[derive(Clone, Debug, Default)]
+pub struct VmInfo {
+    /// `java.vm.version` (or `java.version`).
+    pub jdk: String,
+    /// `java.vm.name`.
+    pub vm_name: String,
+    /// `java.vm.vendor`.
+    pub vm_vendor: String,
+}
+
+impl VmInfo {
+    /// Whether the VM is HotSpot (Oracle's and OpenJDK builds name themselves so; OpenJ9 and
+    /// others do not).
+    pub fn is_hotspot(&self) -> bool {
+        let name = &self.vm_name;
+        name.contains("HotSpot")
+            || (name.starts_with("OpenJDK")
+                && (name.contains("Server VM")
+                    || name.contains("Client VM")
+                    || name.contains("Zero VM")))
+    }
+}
+
+/// The collection in progress (between `GarbageCollectionStart` and `Finish`).
+struct PendingGc {
+    gc_id: u64,
+    start_ns: u64,
+    start_us: f64,
+    cpus: Vec<ThreadCpu>,
+    affinity: AffinityReport,
+}
+
+/// Work for the helper thread.
+enum Job {
+    /// The thread count changed: walk `/proc/self/task` again.
+    Rescan,
+    /// Write one record line.
+    Record(Box<GcRecord>),
+    /// Flush and end.
+    Stop,
+}
+
+/// State only the scanner touches (the helper thread, or `VMInit` before it).
+#[derive(Default)]
+struct ScanState {
+    /// Threads already put on FIFO or refused (so each is tried once).
+    fifo_tried: BTreeSet<i32>,
+}
+
+/// Timing of the callbacks, in microseconds.
+#[derive(Default)]
+struct CallbackTimes {
+    /// Start plus finish callback, per collection.
+    total_us: Vec<f64>,
+    /// The start callback alone (where Algorithm 1 runs).
+    start_us: Vec<f64>,
+}
+
+/// The agent, one per JVM.
+pub struct Agent {
+    options: AgentOptions,
+    loaded_at: Instant,
+    attached: bool,
+    vm: VmInfo,
+    allowed_cpus: Vec<u32>,
+    /// False for a non-HotSpot VM: the agent counts GC events and does nothing else.
+    active: bool,
+    controller: Mutex<Option<GcAffinityController>>,
+    process_stat: Option<OpenStatFile>,
+    gc_threads: Mutex<GcThreads>,
+    /// The thread count at the last scan (`u64::MAX`: none yet).
+    scanned_num_threads: AtomicU64,
+    current: Mutex<Option<PendingGc>>,
+    times: Mutex<CallbackTimes>,
+    gc_events: AtomicU64,
+    affinity_moves: AtomicU64,
+    affinity_failures: AtomicU64,
+    rescans: AtomicU64,
+    rescan_requested: AtomicBool,
+    java_threads_started: AtomicU64,
+    java_threads_ended: AtomicU64,
+    seen_gc_threads: Mutex<BTreeSet<i32>>,
+    static_bindings: Mutex<Vec<StaticBinding>>,
+    fifo_threads: Mutex<BTreeSet<i32>>,
+    fifo_refused: AtomicBool,
+    scan_state: Mutex<ScanState>,
+    notices: Mutex<Vec<String>>,
+    helper: Mutex<Option<(Sender<Job>, JoinHandle<()>)>>,
+    records_file: Mutex<Option<(File, String)>>,
+    report_file: Mutex<Option<(File, String)>>,
+    /// Set after a caught panic: every callback returns at once.
+    disabled: AtomicBool,
+    finished: AtomicBool,
+}
+
+impl Agent {
+    /// An agent for `options` in a VM described by `vm`. Opens the output files now, so that
+    /// an unwritable path stops the JVM at start-up rather than losing the results at exit.
+    pub fn new(options: AgentOptions, vm: VmInfo, attached: bool) -> Result<Self, String> {
+        let open = |path: &Option<std::path::PathBuf>, what: &str| -> Result<_, String> {
+            path.as_ref()
+                .map(|p| {
+                    File::create(p)
+                        .map(|f| (f, p.display().to_string()))
+                        .map_err(|e| {
+                            format!("cannot create the {what} file '{}': {e}", p.display())
+                        })
+                })
+                .transpose()
+        };
+        let records_file = open(&options.records, "records")?;
+        let report_file = open(&options.report, "report")?;
+        let mut notices = Vec::new();
+        let active = vm.is_hotspot();
+        if !active {
+            notices.push(format!(
+                "not HotSpot ('{}'): the agent only counts GC events; gc-affinity and \
+                 mutator-sched stay passive",
+                vm.vm_name
+            ));
+        }
+        let view =
+            CpuView::detect().map_err(|e| format!("cannot read the CPU affinity mask: {e}"))?;
+        let allowed_cpus = view.allowed.clone();
+        if allowed_cpus.len() < 2 && options.gc_affinity != GcAffinity::None {
+            notices.push(format!(
+                "only CPU {:?} allowed: gc-affinity {} has nothing to balance",
+                allowed_cpus, options.gc_affinity
+            ));
+        }
+        let controller = match options.gc_affinity {
+            GcAffinity::Dynamic if active => {
+                let sampler = match LoadSampler::start(DEFAULT_SAMPLE_PERIOD) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        notices.push(format!(
+                            "cannot sample /proc/stat ({e}): dynamic affinity counts only the \
+                             GC threads as load"
+                        ));
+                        None
+                    }
+                };
+                Some(GcAffinityController::new(
+                    GcAffinity::Dynamic,
+                    allowed_cpus.clone(),
+                    sampler,
+                ))
+            }
+            _ => None,
+        };
+        let process_stat = OpenStatFile::process()
+            .map_err(|e| notices.push(format!("cannot open /proc/self/stat: {e}")))
+            .ok();
+        if attached && options.mutator_sched == MutatorSched::Fifo {
+            notices.push(match options.fifo_scope {
+                FifoScope::Mutators => "attached to a running JVM: only Java threads started \
+                                        after the attach are put on FIFO"
+                    .to_string(),
+                FifoScope::All => "attached to a running JVM: the threads running now are put \
+                                   on FIFO from /proc/self/task, Java threads started later \
+                                   at ThreadStart"
+                    .to_string(),
+            });
+        }
+        Ok(Self {
+            options,
+            loaded_at: Instant::now(),
+            attached,
+            vm,
+            allowed_cpus,
+            active,
+            controller: Mutex::new(controller),
+            process_stat,
+            gc_threads: Mutex::new(Arc::new(Vec::new())),
+            scanned_num_threads: AtomicU64::new(u64::MAX),
+            current: Mutex::new(None),
+            times: Mutex::default(),
+            gc_events: AtomicU64::new(0),
+            affinity_moves: AtomicU64::new(0),
+            affinity_failures: AtomicU64::new(0),
+            rescans: AtomicU64::new(0),
+            rescan_requested: AtomicBool::new(false),
+            java_threads_started: AtomicU64::new(0),
+            java_threads_ended: AtomicU64::new(0),
+            seen_gc_threads: Mutex::default(),
+            static_bindings: Mutex::default(),
+            fifo_threads: Mutex::default(),
+            fifo_refused: AtomicBool::new(false),
+            scan_state: Mutex::default(),
+            notices: Mutex::new(notices),
+            helper: Mutex::new(None),
+            records_file: Mutex::new(records_file),
+            report_file: Mutex::new(report_file),
+            disabled: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+        })
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
+    /// Whether the mutator threads get FIFO.
+    fn wants_fifo(&self) -> bool {
+        self.active && self.options.mutator_sched == MutatorSched::Fifo
+    }
+
+    /// Whether `ThreadStart`/`ThreadEnd` are needed.
+    pub fn wants_thread_events(&self) -> bool {
+        self.wants_fifo()
+    }
+
+    /// Add a notice (said once: an identical text is not repeated).
+    pub fn notice(&self, text: String) {
+        let mut notices = lock(&self.notices);
+        if !notices.contains(&text) {
+            notices.push(text);
+        }
+    }
+
+    /// Run `body` as callback `name`: a panic is caught (never unwinds into the JVM), said
+    /// once as a notice, and the agent goes passive.
+    pub fn guarded(&self, name: &str, body: impl FnOnce(&Self)) {
+        // Relaxed: a one-way flag; a callback that misses it just runs once more.
+        if self.disabled.load(Ordering::Relaxed) || self.finished.load(Ordering::Relaxed) {
+            return;
+        }
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(self)));
+        if let Err(payload) = caught {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            self.disabled.store(true, Ordering::Relaxed);
+            self.notice(format!(
+                "internal error in the {name} callback ({what}); the agent went passive"
+            ));
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.loaded_at.elapsed().as_nanos() as u64
+    }
+
+    /// Start the helper thread (at load).
+    pub fn start_helper(&'static self) -> Result<(), String> {
+        let (tx, rx) = channel();
+        let records = lock(&self.records_file).take();
+        let handle = std::thread::Builder::new()
+            .name("concord-jvm".into())
+            .spawn(move || self.helper_loop(rx, records))
+            .map_err(|e| format!("cannot start the agent's helper thread: {e}"))?;
+        *lock(&self.helper) = Some((tx, handle));
+        Ok(())
+    }
+
+    fn send(&self, job: Job) {
+        if let Some((tx, _)) = lock(&self.helper).as_ref() {
+            let _ = tx.send(job);
+        }
+    }
+
+    fn helper_loop(&self, rx: Receiver<Job>, records: Option<(File, String)>) {
+        let mut out = records.map(|(f, path)| (BufWriter::new(f), path));
+        let mut write_failed = false;
+        while let Ok(job) = rx.recv() {
+            match job {
+                Job::Rescan => self.guarded("rescan", |a| a.rescan()),
+                Job::Record(record) => {
+                    if let Some((w, path)) = out.as_mut() {
+                        let line = serde_json::to_string(&record).unwrap_or_default();
+                        if let Err(e) = writeln!(w, "{line}") {
+                            if !write_failed {
+                                write_failed = true;
+                                self.notice(format!("cannot write records to '{path}': {e}"));
+                            }
+                        }
+                    }
+                }
+                Job::Stop => break,
+            }
+        }
+        if let Some((mut w, path)) = out {
+            if let Err(e) = w.flush() {
+                self.notice(format!("cannot write records to '{path}': {e}"));
+            }
+        }
+    }
+
+    /// Walk `/proc/self/task`: publish the GC workers for the next pause, pin new ones
+    /// (`static`), put new threads on FIFO (`fifo-scope=all`).
+    fn rescan(&self) {
+        let mut scan_state = lock(&self.scan_state);
+        self.rescan_requested.store(false, Ordering::Relaxed);
+        let scan = match Scan::take(self.process_stat.as_ref()) {
+            Ok(s) => s,
+            Err(e) => {
+                self.notice(format!("cannot list /proc/self/task: {e}"));
+                return;
+            }
+        };
+        self.rescans.fetch_add(1, Ordering::Relaxed);
+        // Relaxed: compared at the next GC finish; a stale value only causes one more rescan.
+        self.scanned_num_threads
+            .store(scan.num_threads.unwrap_or(u64::MAX), Ordering::Relaxed);
+        let known = lock(&self.gc_threads).clone();
+        let (threads, new) = refresh_gc_threads(&known, &scan);
+        lock(&self.seen_gc_threads).extend(threads.iter().map(|t| t.tid));
+        if self.active && self.options.gc_affinity == GcAffinity::Static {
+            self.bind_static(&new);
+        }
+        *lock(&self.gc_threads) = Arc::new(threads);
+        if self.wants_fifo() && self.options.fifo_scope == FifoScope::All {
+            for (tid, _) in scan.jvm_threads() {
+                if scan_state.fifo_tried.insert(tid) {
+                    self.make_fifo(tid);
+                }
+            }
+        }
+    }
+
+    /// `static`: GC worker `GC Thread#i` to the `i`-th allowed CPU, once.
+    fn bind_static(&self, new: &[(i32, usize)]) {
+        if self.allowed_cpus.len() < 2 {
+            return;
+        }
+        for &(tid, index) in new {
+            let Some(cpu) = static_cpu(&self.allowed_cpus, index) else {
+                continue;
+            };
+            match set_thread_affinity(tid, &[cpu]) {
+                Ok(()) => {
+                    self.affinity_moves.fetch_add(1, Ordering::Relaxed);
+                    lock(&self.static_bindings).push(StaticBinding { tid, index, cpu });
+                }
+                Err(e) => {
+                    self.affinity_failures.fetch_add(1, Ordering::Relaxed);
+                    self.notice(format!(
+                        "cannot pin GC Thread#{index} (thread {tid}) to CPU {cpu}: {e}"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Put thread `tid` on SCHED_FIFO; a refusal is said once and FIFO stops there.
+    fn make_fifo(&self, tid: i32) {
+        // Relaxed: a one-way flag.
+        if self.fifo_refused.load(Ordering::Relaxed) {
+            return;
+        }
+        match set_fifo(tid, DEFAULT_FIFO_PRIORITY) {
+            Ok(()) => {
+                lock(&self.fifo_threads).insert(tid);
+            }
+            Err(e) if e.is_no_such_thread() => {}
+            Err(e) => {
+                self.fifo_refused.store(true, Ordering::Relaxed);
+                let hint = if e.is_permission_denied() {
+                    " (needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least 1)"
+                } else {
+                    ""
+                };
+                self.notice(format!(
+                    "SCHED_FIFO refused: {e}{hint}; mutator-sched stays passive (cfs) from here"
+                ));
+            }
+        }
+    }
+
+    /// `VMInit` on the main thread (or the attach itself): first scan, FIFO for the thread
+    /// that runs `main`.
+    pub fn vm_started(&self, main_thread: bool) {
+        if !self.active {
+            return;
+        }
+        self.rescan();
+        if main_thread && self.wants_fifo() {
+            let tid = current_tid();
+            if lock(&self.scan_state).fifo_tried.insert(tid) {
+                self.make_fifo(tid);
+            }
+        }
+    }
+
+    /// `ThreadStart`, on the new thread.
+    pub fn thread_started(&self) {
+        self.java_threads_started.fetch_add(1, Ordering::Relaxed);
+        if self.wants_fifo() {
+            let tid = current_tid();
+            if lock(&self.scan_state).fifo_tried.insert(tid) {
+                self.make_fifo(tid);
+            }
+        }
+    }
+
+    /// `ThreadEnd`, on the ending thread.
+    pub fn thread_ended(&self) {
+        self.java_threads_ended.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `GarbageCollectionStart`, on the VM thread inside the pause.
+    pub fn gc_started(&self) {
+        let t0 = Instant::now();
+        let start_ns = self.now_ns();
+        let gc_id = self.gc_events.fetch_add(1, Ordering::Relaxed);
+        let mut cpus = Vec::new();
+        let mut affinity = AffinityReport::default();
+        if self.active {
+            let threads: GcThreads = lock(&self.gc_threads).clone();
+            cpus = threads
+                .iter()
+                .map(|t: &GcThread| ThreadCpu {
+                    tid: t.tid,
+                    index: t.index,
+                    cpu: t.stat.processor().ok(),
+                })
+                .collect();
+            if let Some(controller) = lock(&self.controller).as_ref() {
+                if !threads.is_empty() {
+                    let tids: Vec<i32> = cpus.iter().map(|c| c.tid).collect();
+                    let last: Vec<Option<u32>> = cpus.iter().map(|c| c.cpu).collect();
+                    affinity = controller.before_collection_from(&tids, &last, tids.len());
+                    self.affinity_moves
+                        .fetch_add(affinity.moves.len() as u64, Ordering::Relaxed);
+                    if let Some(f) = affinity.failures.first() {
+                        self.affinity_failures
+                            .fetch_add(affinity.failures.len() as u64, Ordering::Relaxed);
+                        self.notice(format!(
+                            "cannot move GC thread {} to CPU {}: {}",
+                            f.tid, f.cpu, f.error
+                        ));
+                    }
+                }
+            }
+        }
+        let start_us = t0.elapsed().as_secs_f64() * 1e6;
+        *lock(&self.current) = Some(PendingGc {
+            gc_id,
+            start_ns,
+            start_us,
+            cpus,
+            affinity,
+        });
+    }
+
+    /// `GarbageCollectionFinish`, on the VM thread inside the pause.
+    pub fn gc_finished(&self) {
+        let t0 = Instant::now();
+        let end_ns = self.now_ns();
+        let Some(pending) = lock(&self.current).take() else {
+            self.notice("a GarbageCollectionFinish without its Start".into());
+            return;
+        };
+        // Workers are created lazily during collections: when the thread count moved, the
+        // helper rescans after the pause (one pending request at a time).
+        let mut rescan = false;
+        if self.active {
+            if let Some(n) = self
+                .process_stat
+                .as_ref()
+                .and_then(|p| p.num_threads().ok())
+            {
+                // Relaxed: see `rescan`.
+                if n != self.scanned_num_threads.load(Ordering::Relaxed)
+                    && !self.rescan_requested.swap(true, Ordering::Relaxed)
+                {
+                    rescan = true;
+                    self.send(Job::Rescan);
+                }
+            }
+        }
+        let finish_us = t0.elapsed().as_secs_f64() * 1e6;
+        let callback_us = pending.start_us + finish_us;
+        {
+            let mut times = lock(&self.times);
+            times.total_us.push(callback_us);
+            times.start_us.push(pending.start_us);
+        }
+        if self.options.records.is_some() {
+            self.send(Job::Record(Box::new(GcRecord {
+                gc_id: pending.gc_id,
+                start_ns: pending.start_ns,
+                end_ns,
+                callback_us,
+                start_callback_us: pending.start_us,
+                finish_callback_us: finish_us,
+                gc_threads: pending.cpus,
+                affinity: pending.affinity,
+                rescan_requested: rescan,
+            })));
+        }
+    }
+
+    /// `VMDeath` (or `Agent_OnUnload` if no `VMDeath` came): stop the helper, flush the
+    /// records, write the report. Runs once.
+    pub fn finish(&self) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some((tx, handle)) = lock(&self.helper).take() {
+            let _ = tx.send(Job::Stop);
+            let _ = handle.join();
+        }
+        // Stops the load sampler's thread.
+        lock(&self.controller).take();
+        let report = self.report();
+        let Some((file, path)) = lock(&self.report_file).take() else {
+            for n in &report.notices {
+                eprintln!("concord-jvm: notice: {n}");
+            }
+            return;
+        };
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| write_all(file, &bytes).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!("concord-jvm: cannot write the report '{path}': {e}");
+        }
+    }
+
+    /// The report as of now.
+    pub fn report(&self) -> Report {
+        let times = lock(&self.times);
+        let mut total = times.total_us.clone();
+        let mut start = times.start_us.clone();
+        drop(times);
+        let gc_events = self.gc_events.load(Ordering::Relaxed);
+        let seen = lock(&self.seen_gc_threads).clone();
+        let mut notices = lock(&self.notices).clone();
+        if self.active && gc_events > 0 && seen.is_empty() {
+            notices.push(
+                "no 'GC Thread#' workers in this JVM (a serial collector such as \
+                 -XX:+UseSerialGC?): gc-affinity stayed passive"
+                    .into(),
+            );
+        }
+        Report {
+            jdk: self.vm.jdk.clone(),
+            vm_name: self.vm.vm_name.clone(),
+            vm_vendor: self.vm.vm_vendor.clone(),
+            hotspot: self.active,
+            attached: self.attached,
+            gc_affinity: self.options.gc_affinity.name().to_string(),
+            mutator_sched: self.options.mutator_sched.to_string(),
+            fifo_scope: self.options.fifo_scope.name().to_string(),
+            allowed_cpus: self.allowed_cpus.clone(),
+            gc_events,
+            gc_threads: seen.len(),
+            gc_thread_ids: seen.into_iter().collect(),
+            affinity_moves: self.affinity_moves.load(Ordering::Relaxed),
+            affinity_failures: self.affinity_failures.load(Ordering::Relaxed),
+            static_bindings: lock(&self.static_bindings).clone(),
+            callback_us_p50: percentile(&mut total, 50.0),
+            callback_us_p99: percentile(&mut total, 99.0),
+            callback_us_max: percentile(&mut total, 100.0),
+            start_callback_us_p50: percentile(&mut start, 50.0),
+            start_callback_us_max: percentile(&mut start, 100.0),
+            rescans: self.rescans.load(Ordering::Relaxed),
+            java_threads_started: self.java_threads_started.load(Ordering::Relaxed),
+            java_threads_ended: self.java_threads_ended.load(Ordering::Relaxed),
+            fifo_threads: lock(&self.fifo_threads).len(),
+            notices,
+        }
+    }
+}
+
+fn write_all(file: File, bytes: &[u8]) -> std::io::Result<()> {
+    let mut w = BufWriter::new(file);
+    w.write_all(bytes)?;
+    w.write_all(b"\n")?;
+    w.flush()?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(name: &str) -> VmInfo {
+        VmInfo {
+            jdk: "17".into(),
+            vm_name: name.into(),
+            vm_vendor: "x".into(),
+        }
+    }
+
+    #[test]
+    fn hotspot_is_recognised_by_name() {
+        assert!(vm("OpenJDK 64-Bit Server VM").is_hotspot());
+        assert!(vm("Java HotSpot(TM) 64-Bit Server VM").is_hotspot());
+        assert!(!vm("Eclipse OpenJ9 VM").is_hotspot());
+        assert!(!vm("").is_hotspot());
+    }
+
+    #[test]
+    fn a_passive_agent_counts_events_and_reports() {
+        let agent = Agent::new(AgentOptions::default(), vm("Eclipse OpenJ9 VM"), false).unwrap();
+        agent.gc_started();
+        agent.gc_finished();
+        let r = agent.report();
+        assert_eq!(r.gc_events, 1);
+        assert!(!r.hotspot);
+        assert!(r.notices[0].contains("not HotSpot"), "{:?}", r.notices);
+        assert!(r.callback_us_max >= r.callback_us_p50);
+    }
+
+    #[test]
+    fn a_panicking_callback_is_caught_and_said_once() {
+        let agent = Agent::new(
+            AgentOptions::default(),
+            vm("OpenJDK 64-Bit Server VM"),
+            false,
+        )
+        .unwrap();
+        agent.guarded("test", |_| panic!("boom"));
+        agent.guarded("test", |_| unreachable!("passive after the first panic"));
+        let r = agent.report();
+        assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+        assert!(r.notices[0].contains("boom"));
+    }
+
+    #[test]
+    fn unwritable_outputs_fail_at_load() {
+        let options = AgentOptions::parse(Some("report=/nonexistent-dir/r.json")).unwrap();
+        let e = Agent::new(options, vm("OpenJDK 64-Bit Server VM"), false)
+            .err()
+            .unwrap();
+        assert!(e.contains("/nonexistent-dir/r.json"), "{e}");
+    }
+}

@@ -1,0 +1,312 @@
+//! The agent's option string (`-agentpath:libconcord_jvm.so=<options>`): comma-separated
+//! `key=value` pairs, all optional. The CLI (`concord jvm`) builds the same string with
+//! [`AgentOptions::to_option_string`], so the two sides share one grammar.
+//!
+//! | key | values | default |
+//! | --- | --- | --- |
+//! | `gc-affinity` | `none`, `static`, `dynamic` | `none` |
+//! | `mutator-sched` | `cfs`, `fifo`, `profile:PATH`, `adaptive`, `adaptive:SECONDS` | `cfs` |
+//! | `fifo-scope` | `mutators`, `all` | `mutators` |
+//! | `records` | a file path (JSON lines, one per GC event) | none |
+//! | `report` | a file path (JSON written at VM death) | none |
+//!
+//! A value never contains `,`. Every problem is an [`OptionError`] whose text names what was
+//! wrong and what is allowed.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+pub use concord::os::policy::{GcAffinity, MutatorSched};
+
+/// Which threads `mutator-sched fifo` puts on `SCHED_FIFO`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FifoScope {
+    /// Java threads only: the thread that receives `VMInit` (the main thread) and every
+    /// thread that starts afterwards (`ThreadStart`).
+    #[default]
+    Mutators,
+    /// The whole JVM, as 001 ran it: the Java threads plus the JVM's own threads (GC workers,
+    /// VM thread, compiler threads), found in `/proc/self/task`.
+    All,
+}
+
+impl FifoScope {
+    /// The allowed values, for error messages.
+    pub const ALLOWED: &'static str = "mutators, all";
+
+    /// The name users write.
+    pub fn name(self) -> &'static str {
+        match self {
+            FifoScope::Mutators => "mutators",
+            FifoScope::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for FifoScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FifoScope {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "mutators" => Ok(FifoScope::Mutators),
+            "all" => Ok(FifoScope::All),
+            _ => Err(format!("'{text}' is not a FIFO scope")),
+        }
+    }
+}
+
+/// The keys the agent understands, for error messages.
+pub const KEYS: &str = "gc-affinity, mutator-sched, fifo-scope, records, report";
+
+/// A bad option string: what was wrong and what is allowed. Displayed as
+/// `<what was wrong>; allowed: <list>` (the agent prefixes `concord-jvm: `).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError {
+    /// What was wrong, naming the key and the value.
+    pub problem: String,
+    /// What is allowed there.
+    pub allowed: String,
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; allowed: {}", self.problem, self.allowed)
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+/// The parsed options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentOptions {
+    /// Where GC worker threads run.
+    pub gc_affinity: GcAffinity,
+    /// How Java threads are scheduled (001).
+    pub mutator_sched: MutatorSched,
+    /// Which threads FIFO covers.
+    pub fifo_scope: FifoScope,
+    /// Per-GC records (JSON lines).
+    pub records: Option<PathBuf>,
+    /// The report written at VM death.
+    pub report: Option<PathBuf>,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            gc_affinity: GcAffinity::None,
+            mutator_sched: MutatorSched::Cfs,
+            fifo_scope: FifoScope::Mutators,
+            records: None,
+            report: None,
+        }
+    }
+}
+
+impl AgentOptions {
+    /// Parse an option string (`None` or empty: all defaults). A key given twice is an error,
+    /// so a later duplicate never silently wins.
+    pub fn parse(text: Option<&str>) -> Result<Self, OptionError> {
+        let mut options = AgentOptions::default();
+        let mut seen: Vec<&str> = Vec::new();
+        let text = text.unwrap_or("");
+        if text.trim().is_empty() {
+            return Ok(options);
+        }
+        for item in text.split(',') {
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(OptionError {
+                    problem: format!("option '{item}' is not key=value"),
+                    allowed: format!("comma-separated key=value with keys {KEYS}"),
+                });
+            };
+            if seen.contains(&key) {
+                return Err(OptionError {
+                    problem: format!("option '{key}' is given twice"),
+                    allowed: format!("each of {KEYS} at most once"),
+                });
+            }
+            seen.push(key);
+            let bad_value = |allowed: &str| OptionError {
+                problem: format!("bad value '{value}' for option '{key}'"),
+                allowed: allowed.to_string(),
+            };
+            match key {
+                "gc-affinity" => {
+                    options.gc_affinity = value.parse().map_err(|_| bad_value(&gc_allowed()))?
+                }
+                "mutator-sched" => {
+                    options.mutator_sched = value.parse().map_err(|e: String| OptionError {
+                        problem: format!("mutator-sched '{value}' {e}"),
+                        allowed: MutatorSched::ALLOWED.to_string(),
+                    })?
+                }
+                "fifo-scope" => {
+                    options.fifo_scope = value.parse().map_err(|_| bad_value(FifoScope::ALLOWED))?
+                }
+                "records" | "report" => {
+                    if value.is_empty() {
+                        return Err(bad_value("a file path"));
+                    }
+                    let path = Some(PathBuf::from(value));
+                    match key {
+                        "records" => options.records = path,
+                        _ => options.report = path,
+                    }
+                }
+                _ => {
+                    return Err(OptionError {
+                        problem: format!("unknown option '{key}'"),
+                        allowed: KEYS.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// The option string for `-agentpath:…=<this>` or `jcmd … JVMTI.agent_load LIB <this>`:
+    /// only the options that differ from the default, so an all-default set is empty. Fails
+    /// when a path holds a `,` (the separator) or is not UTF-8.
+    pub fn to_option_string(&self) -> Result<String, OptionError> {
+        let mut parts = Vec::new();
+        if self.gc_affinity != GcAffinity::None {
+            parts.push(format!("gc-affinity={}", self.gc_affinity));
+        }
+        if self.mutator_sched != MutatorSched::Cfs {
+            parts.push(format!("mutator-sched={}", self.mutator_sched));
+        }
+        if self.fifo_scope != FifoScope::Mutators {
+            parts.push(format!("fifo-scope={}", self.fifo_scope));
+        }
+        for (key, path) in [("records", &self.records), ("report", &self.report)] {
+            if let Some(path) = path {
+                let text = path.to_str().filter(|t| !t.contains(',') && !t.is_empty());
+                let Some(text) = text else {
+                    return Err(OptionError {
+                        problem: format!("the {key} path '{}' cannot be passed", path.display()),
+                        allowed: "a non-empty UTF-8 path without ','".into(),
+                    });
+                };
+                parts.push(format!("{key}={text}"));
+            }
+        }
+        Ok(parts.join(","))
+    }
+
+    /// Whether the agent carries the mutator policy out itself. `profile:PATH` and
+    /// `adaptive[:S]` are parsed (the grammar is shared with the CLI) but not supported by the
+    /// agent yet; it refuses them at load rather than pretend.
+    pub fn check_supported(&self) -> Result<(), OptionError> {
+        match self.mutator_sched {
+            MutatorSched::Cfs | MutatorSched::Fifo => Ok(()),
+            ref other => Err(OptionError {
+                problem: format!(
+                    "mutator-sched '{other}' is not supported by the agent yet (001's profile \
+                     and adaptive policies run in Concord's own runtime only)"
+                ),
+                allowed: "cfs, fifo".into(),
+            }),
+        }
+    }
+}
+
+fn gc_allowed() -> String {
+    GcAffinity::ALL
+        .iter()
+        .map(|g| g.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn empty_means_defaults() {
+        assert_eq!(AgentOptions::parse(None).unwrap(), AgentOptions::default());
+        assert_eq!(
+            AgentOptions::parse(Some("")).unwrap(),
+            AgentOptions::default()
+        );
+        assert_eq!(AgentOptions::default().to_option_string().unwrap(), "");
+    }
+
+    #[test]
+    fn every_key_parses_and_round_trips() {
+        let text = "gc-affinity=dynamic,mutator-sched=fifo,fifo-scope=all,records=/tmp/r.jsonl,\
+                    report=/tmp/rep.json";
+        let o = AgentOptions::parse(Some(text)).unwrap();
+        assert_eq!(o.gc_affinity, GcAffinity::Dynamic);
+        assert_eq!(o.mutator_sched, MutatorSched::Fifo);
+        assert_eq!(o.fifo_scope, FifoScope::All);
+        assert_eq!(o.records, Some(PathBuf::from("/tmp/r.jsonl")));
+        assert_eq!(o.report, Some(PathBuf::from("/tmp/rep.json")));
+        assert_eq!(o.to_option_string().unwrap(), text);
+        let a = AgentOptions::parse(Some("mutator-sched=adaptive:0.5")).unwrap();
+        assert_eq!(
+            a.mutator_sched,
+            MutatorSched::Adaptive(Duration::from_millis(500))
+        );
+        let again = AgentOptions::parse(Some(&a.to_option_string().unwrap())).unwrap();
+        assert_eq!(again, a);
+    }
+
+    #[test]
+    fn errors_name_the_option_and_what_is_allowed() {
+        let e = AgentOptions::parse(Some("gc-affinity=sometimes")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad value 'sometimes' for option 'gc-affinity'; allowed: none, static, dynamic"
+        );
+        let e = AgentOptions::parse(Some("colour=blue")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("unknown option 'colour'; allowed: {KEYS}")
+        );
+        let e = AgentOptions::parse(Some("fifo-scope=some")).unwrap_err();
+        assert!(e.to_string().ends_with("allowed: mutators, all"), "{e}");
+        let e = AgentOptions::parse(Some("mutator-sched=rr")).unwrap_err();
+        assert!(e.to_string().contains("'rr'"), "{e}");
+        assert!(e.allowed.contains("adaptive:SECONDS"), "{e}");
+        let e = AgentOptions::parse(Some("gc-affinity")).unwrap_err();
+        assert!(e.problem.contains("not key=value"), "{e}");
+        let e = AgentOptions::parse(Some("report=")).unwrap_err();
+        assert!(e.to_string().contains("'report'"), "{e}");
+        let e = AgentOptions::parse(Some("gc-affinity=static,gc-affinity=none")).unwrap_err();
+        assert!(e.problem.contains("twice"), "{e}");
+        let e = AgentOptions::parse(Some("GC-affinity=static")).unwrap_err();
+        assert!(e.problem.contains("unknown option 'GC-affinity'"), "{e}");
+    }
+
+    #[test]
+    fn profile_and_adaptive_are_refused_by_the_agent() {
+        for text in ["mutator-sched=profile:/tmp/p", "mutator-sched=adaptive"] {
+            let o = AgentOptions::parse(Some(text)).unwrap();
+            let e = o.check_supported().unwrap_err();
+            assert!(e.problem.contains("not supported by the agent"), "{e}");
+            assert_eq!(e.allowed, "cfs, fifo");
+        }
+        let o = AgentOptions::parse(Some("mutator-sched=fifo")).unwrap();
+        assert!(o.check_supported().is_ok());
+    }
+
+    #[test]
+    fn paths_with_commas_cannot_be_encoded() {
+        let o = AgentOptions {
+            report: Some(PathBuf::from("/tmp/a,b")),
+            ..AgentOptions::default()
+        };
+        let e = o.to_option_string().unwrap_err();
+        assert!(e.problem.contains("/tmp/a,b"), "{e}");
+    }
+}

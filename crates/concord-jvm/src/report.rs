@@ -1,0 +1,129 @@
+//! What the agent writes: one [`GcRecord`] per collection (JSON lines, `records=PATH`) and the
+//! [`Report`] at VM death (`report=PATH`).
+
+use concord::os::gc_affinity::AffinityReport;
+
+/// A GC worker and the CPU it last ran on when the collection started.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadCpu {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Its number in `GC Thread#N`.
+    pub index: usize,
+    /// `stat` field 39 (`None`: unreadable, e.g. the thread has ended).
+    pub cpu: Option<u32>,
+}
+
+/// A GC worker pinned by `gc-affinity=static`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StaticBinding {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Its number in `GC Thread#N`.
+    pub index: usize,
+    /// The CPU it is pinned to.
+    pub cpu: u32,
+}
+
+/// One GC event (one `GarbageCollectionStart`/`Finish` pair, i.e. one VM operation).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GcRecord {
+    /// Counted from 0.
+    pub gc_id: u64,
+    /// Nanoseconds since the agent was loaded, at `GarbageCollectionStart`.
+    pub start_ns: u64,
+    /// Nanoseconds since the agent was loaded, at `GarbageCollectionFinish`.
+    pub end_ns: u64,
+    /// Time the agent spent in both callbacks (it lengthens the pause), µs.
+    pub callback_us: f64,
+    /// The start callback alone (reading CPUs, Algorithm 1, the moves), µs.
+    pub start_callback_us: f64,
+    /// The finish callback alone, µs.
+    pub finish_callback_us: f64,
+    /// The GC workers known at the start, with their CPUs before any move.
+    pub gc_threads: Vec<ThreadCpu>,
+    /// The affinity decision (`dynamic`; empty otherwise): loads, high/low CPUs, moves
+    /// (worker, tid, from, to), refusals.
+    pub affinity: AffinityReport,
+    /// The thread count changed, so the helper rescans `/proc/self/task` after this pause.
+    pub rescan_requested: bool,
+}
+
+/// The agent's report at VM death.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    /// `java.vm.version` (falls back to `java.version`).
+    pub jdk: String,
+    /// `java.vm.name`.
+    pub vm_name: String,
+    /// `java.vm.vendor`.
+    pub vm_vendor: String,
+    /// Whether the VM is HotSpot (otherwise the agent only counted GC events).
+    pub hotspot: bool,
+    /// Loaded into a running JVM (`Agent_OnAttach`).
+    pub attached: bool,
+    /// `none`, `static` or `dynamic`.
+    pub gc_affinity: String,
+    /// `cfs` or `fifo`.
+    pub mutator_sched: String,
+    /// `mutators` or `all`.
+    pub fifo_scope: String,
+    /// The CPUs the JVM may use.
+    pub allowed_cpus: Vec<u32>,
+    /// `GarbageCollectionStart`/`Finish` pairs seen.
+    pub gc_events: u64,
+    /// Distinct `GC Thread#N` workers seen.
+    pub gc_threads: usize,
+    /// Their thread ids.
+    pub gc_thread_ids: Vec<i32>,
+    /// Successful placements (static pins plus dynamic moves).
+    pub affinity_moves: u64,
+    /// Placements the OS refused.
+    pub affinity_failures: u64,
+    /// The pins of `static`.
+    pub static_bindings: Vec<StaticBinding>,
+    /// Median time in the GC callbacks per collection, µs.
+    pub callback_us_p50: f64,
+    /// 99th percentile, µs.
+    pub callback_us_p99: f64,
+    /// Maximum, µs.
+    pub callback_us_max: f64,
+    /// Median of the start callback alone, µs.
+    pub start_callback_us_p50: f64,
+    /// Maximum of the start callback alone, µs.
+    pub start_callback_us_max: f64,
+    /// Walks of `/proc/self/task` (outside the pauses).
+    pub rescans: u64,
+    /// `ThreadStart` events (only enabled with `mutator-sched=fifo`).
+    pub java_threads_started: u64,
+    /// `ThreadEnd` events.
+    pub java_threads_ended: u64,
+    /// Threads put on `SCHED_FIFO`.
+    pub fifo_threads: usize,
+    /// Things the user should know: refused calls, a non-HotSpot VM, no GC workers, …
+    pub notices: Vec<String>,
+}
+
+/// The nearest-rank `p`-th percentile of `values` (sorted in place); 0 when empty.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v = vec![5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&mut v, 50.0), 3.0);
+        assert_eq!(percentile(&mut v, 100.0), 5.0);
+        assert_eq!(percentile(&mut v, 0.0), 1.0);
+        assert_eq!(percentile(&mut [], 50.0), 0.0);
+    }
+}
