@@ -32,6 +32,8 @@ use crate::flags::{count_in, BenchFlags, Size};
 use crate::hotspot::{self, HotspotPause, JavaTools, PauseKind};
 use crate::interference::Interference;
 use crate::jvm::{agent_library, FifoScope};
+use concord::os::policy::GcAffinity;
+use concord_jvm::options::AgentOptions;
 
 /// TreeBench's source, embedded at build time.
 pub const TREEBENCH_SOURCE: &str = include_str!("../../../../bench/hotspot/TreeBench.java");
@@ -41,7 +43,7 @@ pub const WORKLOADS: [&str; 2] = ["trees", "gcbench"];
 /// The affinity modes (`off`: no agent loaded).
 pub const AFFINITIES: [&str; 4] = ["off", "none", "static", "dynamic"];
 /// The mutator scheduling policies a bench arm may use.
-pub const SCHEDS: [&str; 3] = ["cfs", "fifo", "adaptive"];
+pub const SCHEDS: [&str; 2] = ["cfs", "fifo"];
 /// The most JVMs `jvms:M` may run at once.
 const MAX_JVMS: usize = 16;
 /// TreeBench's depths: the long-lived tree per thread (about 12 MiB) and the short-lived ones.
@@ -71,8 +73,8 @@ pub struct JvmBenchArgs {
         value_name = "M,…"
     )]
     pub gc_affinity: Vec<String>,
-    /// Mutator scheduling policies of the arms, comma-separated: cfs, fifo, adaptive (FIFO
-    /// needs CAP_SYS_NICE or root; the agent reports a refused call).
+    /// Mutator scheduling policies of the arms, comma-separated: cfs, fifo (FIFO needs
+    /// CAP_SYS_NICE or root; the agent reports a refused call).
     #[arg(
         long = "mutator-sched",
         value_delimiter = ',',
@@ -81,7 +83,7 @@ pub struct JvmBenchArgs {
     )]
     pub mutator_sched: Vec<String>,
     /// The threads FIFO applies to: mutators or all (default: the agent's).
-    #[arg(long = "fifo-scope", value_name = "SCOPE")]
+    #[arg(long = "fifo-scope", value_name = "SCOPE", value_parser = crate::jvm::parse_fifo_scope)]
     pub fifo_scope: Option<FifoScope>,
     /// Loads, comma-separated: none, busy:K (K busy-loop threads in this process), jvms:M (M
     /// JVMs at once: the measured one and M-1 co-running ones).
@@ -291,8 +293,8 @@ struct JvmRunner {
     classes: PathBuf,
     /// The agent library, `None` for `off`.
     agent: Option<PathBuf>,
-    /// `gc-affinity=…,mutator-sched=…[,fifo-scope=…]`.
-    agent_options: String,
+    /// The agent's options (the run's records and report are added per run).
+    agent_options: AgentOptions,
     heap_kb: usize,
     gc_threads: u32,
     workload: JavaWorkload,
@@ -369,14 +371,18 @@ impl Drop for Companions {
 }
 
 impl JvmRunner {
-    /// The JVM flags of a run: the agent with `extra` options, Parallel GC, the heap and GC
-    /// threads.
-    fn jvm_flags(&self, extra: &[String]) -> Result<Vec<String>> {
+    /// The JVM flags of a run: the agent writing `records` and `report` (if given), Parallel
+    /// GC, the heap and GC threads.
+    fn jvm_flags(&self, records: Option<&Path>, report: Option<&Path>) -> Result<Vec<String>> {
         let mut flags = Vec::new();
         if let Some(lib) = &self.agent {
-            let mut options = vec![self.agent_options.clone()];
-            options.extend(extra.iter().cloned());
-            flags.push(crate::jvm::launch::agentpath(lib, &options.join(","))?);
+            let mut options = self.agent_options.clone();
+            options.records = records.map(Path::to_path_buf);
+            options.report = report.map(Path::to_path_buf);
+            let text = options
+                .to_option_string()
+                .map_err(|e| anyhow::anyhow!("the agent's options: {e}"))?;
+            flags.push(crate::jvm::launch::agentpath(lib, &text)?);
         }
         flags.extend([
             "-XX:+UseParallelGC".to_string(),
@@ -389,7 +395,7 @@ impl JvmRunner {
 
     fn start_companions(&self) -> Result<Companions> {
         let mut companions = Companions(Vec::new());
-        let flags = self.jvm_flags(&[])?;
+        let flags = self.jvm_flags(None, None)?;
         for i in 1..self.jvms {
             let child = Command::new(&self.java)
                 .args(&flags)
@@ -424,10 +430,7 @@ impl Runner for JvmRunner {
         let gc_log = beside(&files.records, "gc.log");
         let agent_records = beside(&files.records, "agent.jsonl");
         let agent_report = beside(&files.records, "agent.json");
-        let mut flags = self.jvm_flags(&[
-            format!("records={}", option_text(&agent_records)?),
-            format!("report={}", option_text(&agent_report)?),
-        ])?;
+        let mut flags = self.jvm_flags(Some(&agent_records), Some(&agent_report))?;
         flags.push(format!(
             "-Xlog:gc:file=\"{}\":uptime,level,tags",
             option_text(&gc_log)?
@@ -626,10 +629,6 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
             .map_or(0, |d| d.as_nanos())
     )));
     let classes = compile(&tools, &workdir.0)?;
-    let fifo_scope = args.fifo_scope.map(|s| match s {
-        FifoScope::Mutators => "mutators",
-        FifoScope::All => "all",
-    });
     let mut arms = Vec::new();
     let mut groups = Vec::new();
     for name in &workloads {
@@ -650,14 +649,25 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
                     } else {
                         affinity.to_string()
                     };
+                    let off = *affinity == "off";
+                    let agent_options = AgentOptions {
+                        gc_affinity: if off {
+                            GcAffinity::None
+                        } else {
+                            affinity.parse().map_err(anyhow::Error::msg)?
+                        },
+                        mutator_sched: sched.parse().map_err(anyhow::Error::msg)?,
+                        fifo_scope: args.fifo_scope.unwrap_or_default(),
+                        records: None,
+                        report: None,
+                    };
                     let mut options = vec![
                         format!("gc-affinity={affinity}"),
                         format!("mutator-sched={sched}"),
                     ];
-                    if let Some(scope) = fifo_scope {
+                    if let Some(scope) = args.fifo_scope {
                         options.push(format!("fifo-scope={scope}"));
                     }
-                    let off = *affinity == "off";
                     let mut settings = if off {
                         vec!["agent=off".to_string()]
                     } else {
@@ -694,7 +704,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
                             java: tools.java.clone(),
                             classes: classes.clone(),
                             agent: (!off).then(|| agent.clone()).flatten(),
-                            agent_options: options.join(","),
+                            agent_options,
                             heap_kb,
                             gc_threads,
                             workload: workload.clone(),

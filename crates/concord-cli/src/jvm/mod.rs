@@ -14,21 +14,22 @@
 pub mod attach;
 pub mod launch;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use concord::os::policy::{GcAffinity, MutatorSched};
+use concord_jvm::options::AgentOptions;
+pub use concord_jvm::options::FifoScope;
 
 /// The agent library's file name.
 pub const AGENT_FILE: &str = "libconcord_jvm.so";
 
 /// How to build the agent library, for messages.
 pub const AGENT_BUILD: &str = "build it with `cargo build --release -p concord-jvm` (or `cargo \
-     build --release` of the whole workspace; `cargo build -p concord-cli` alone does not build \
-     it), for target/debug `cargo build -p concord-jvm`";
+     build --release` of the whole workspace) and run target/release/concord; installed \
+     elsewhere, copy libconcord_jvm.so beside the concord binary";
 
 /// Flags of `concord jvm`.
 #[derive(Args, Debug)]
@@ -66,127 +67,23 @@ pub fn agent_library() -> Result<PathBuf> {
     agent_library_in(dir)
 }
 
-/// The agent library in `dir`, or an error naming where it looked and how to build it.
+/// The agent library in `dir` (where `cargo build --release` puts it), else in `dir/deps`
+/// (where building `concord-cli`, which depends on the agent crate, puts it in a development
+/// tree), or an error naming where it looked and how to build it.
 pub fn agent_library_in(dir: &Path) -> Result<PathBuf> {
-    let lib = dir.join(AGENT_FILE);
-    if lib.is_file() {
-        return Ok(lib);
+    let beside = dir.join(AGENT_FILE);
+    let deps = dir.join("deps").join(AGENT_FILE);
+    for lib in [&beside, &deps] {
+        if lib.is_file() {
+            return Ok(lib.clone());
+        }
     }
     bail!(
-        "the agent library {} is not there (it is looked for beside the concord binary); {AGENT_BUILD}",
-        lib.display()
+        "the agent library {AGENT_FILE} is not beside the concord binary (looked for {} and {}); \
+         {AGENT_BUILD}",
+        beside.display(),
+        deps.display()
     )
-}
-
-/// GC-thread affinity (000 Algorithm 1), as the agent's `gc-affinity` option.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GcAffinity {
-    /// The JVM's GC threads are left where the kernel puts them.
-    None,
-    /// Spread once over the usable CPUs.
-    Static,
-    /// Algorithm 1 at every GC start.
-    Dynamic,
-}
-
-impl GcAffinity {
-    /// Every mode, in order.
-    pub const ALL: [GcAffinity; 3] = [GcAffinity::None, GcAffinity::Static, GcAffinity::Dynamic];
-
-    /// The option's value.
-    pub fn name(self) -> &'static str {
-        match self {
-            GcAffinity::None => "none",
-            GcAffinity::Static => "static",
-            GcAffinity::Dynamic => "dynamic",
-        }
-    }
-}
-
-impl fmt::Display for GcAffinity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for GcAffinity {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        GcAffinity::ALL
-            .into_iter()
-            .find(|m| m.name() == text.trim())
-            .ok_or_else(|| "is not a GC affinity mode (allowed: none, static, dynamic)".into())
-    }
-}
-
-/// Mutator scheduling (001), as the agent's `mutator-sched` option.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MutatorSched {
-    Cfs,
-    Fifo,
-    /// FIFO for the threads a lifespan profile selects.
-    Profile(PathBuf),
-    /// 001's adaptive selection, with its sampling period in seconds if given.
-    Adaptive(Option<u32>),
-}
-
-impl MutatorSched {
-    const ALLOWED: &'static str = "cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS with \
-                                   SECONDS in 1..=3600";
-}
-
-impl FromStr for MutatorSched {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "is not a mutator scheduling policy (allowed: {})",
-                Self::ALLOWED
-            )
-        };
-        let text = text.trim();
-        match text {
-            "cfs" => return Ok(MutatorSched::Cfs),
-            "fifo" => return Ok(MutatorSched::Fifo),
-            "adaptive" => return Ok(MutatorSched::Adaptive(None)),
-            _ => {}
-        }
-        if let Some(path) = text.strip_prefix("profile:") {
-            if path.is_empty() {
-                return Err(bad());
-            }
-            return Ok(MutatorSched::Profile(PathBuf::from(path)));
-        }
-        if let Some(seconds) = text.strip_prefix("adaptive:") {
-            return match seconds.parse::<u32>() {
-                Ok(s) if (1..=3600).contains(&s) => Ok(MutatorSched::Adaptive(Some(s))),
-                _ => Err(bad()),
-            };
-        }
-        Err(bad())
-    }
-}
-
-/// Which threads FIFO applies to, as the agent's `fifo-scope` option.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FifoScope {
-    Mutators,
-    /// Every thread of the JVM, as 001 ran it.
-    All,
-}
-
-impl FromStr for FifoScope {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "mutators" => Ok(FifoScope::Mutators),
-            "all" => Ok(FifoScope::All),
-            _ => Err("is not a FIFO scope (allowed: mutators, all)".into()),
-        }
-    }
 }
 
 /// The agent's options, as flags of `jvm run` and `jvm attach`. Unset ones are left out, so
@@ -197,11 +94,12 @@ pub struct AgentFlags {
     /// dynamic.
     #[arg(long = "gc-affinity", value_name = "MODE")]
     pub gc_affinity: Option<GcAffinity>,
-    /// Mutator scheduling (001): cfs, fifo, profile:PATH or adaptive[:SECONDS].
+    /// Mutator scheduling (001): cfs or fifo (the agent refuses profile:PATH and
+    /// adaptive[:SECONDS], which only Concord's own runtime carries out so far).
     #[arg(long = "mutator-sched", value_name = "POLICY")]
     pub mutator_sched: Option<MutatorSched>,
     /// The threads FIFO applies to: mutators (Java threads) or all (the whole JVM, as 001).
-    #[arg(long = "fifo-scope", value_name = "SCOPE")]
+    #[arg(long = "fifo-scope", value_name = "SCOPE", value_parser = parse_fifo_scope)]
     pub fifo_scope: Option<FifoScope>,
     /// Write one JSON line per GC here (GC id, start/end, callback µs, affinity decision, the
     /// GC threads' CPUs).
@@ -213,41 +111,48 @@ pub struct AgentFlags {
 }
 
 impl AgentFlags {
-    /// The options as `-agentpath:LIB=` takes them: `key=value,…` (empty when none is set).
-    /// Paths are made absolute against `cwd` (an attached JVM has its own working directory);
-    /// a path with a comma, or one that is not UTF-8, is refused (the agent splits at commas).
+    /// The options as `-agentpath:LIB=` and `jcmd … JVMTI.agent_load LIB` take them:
+    /// `key=value,…`, in the agent's own grammar ([`AgentOptions::to_option_string`]; empty
+    /// when every option is the agent's default). Paths are made absolute against `cwd` (an
+    /// attached JVM has its own working directory); a path with a comma, or one that is not
+    /// UTF-8, is refused (the agent splits at commas).
     pub fn encode(&self, cwd: &Path) -> Result<String> {
-        let mut options: Vec<String> = Vec::new();
-        if let Some(mode) = self.gc_affinity {
-            options.push(format!("gc-affinity={mode}"));
-        }
-        if let Some(policy) = &self.mutator_sched {
-            options.push(match policy {
-                MutatorSched::Cfs => "mutator-sched=cfs".into(),
-                MutatorSched::Fifo => "mutator-sched=fifo".into(),
-                MutatorSched::Profile(path) => format!(
-                    "mutator-sched=profile:{}",
-                    option_path("--mutator-sched profile:", path, cwd)?
-                ),
-                MutatorSched::Adaptive(None) => "mutator-sched=adaptive".into(),
-                MutatorSched::Adaptive(Some(s)) => format!("mutator-sched=adaptive:{s}"),
-            });
-        }
-        if let Some(scope) = self.fifo_scope {
-            let name = match scope {
-                FifoScope::Mutators => "mutators",
-                FifoScope::All => "all",
+        let absolute = |flag: &str, path: &Option<PathBuf>| -> Result<Option<PathBuf>> {
+            path.as_ref()
+                .map(|p| option_path(flag, p, cwd).map(PathBuf::from))
+                .transpose()
+        };
+        let mutator_sched =
+            match &self.mutator_sched {
+                Some(MutatorSched::Profile(path)) => MutatorSched::Profile(PathBuf::from(
+                    option_path("--mutator-sched profile:", path, cwd)?,
+                )),
+                Some(other) => other.clone(),
+                None => MutatorSched::Cfs,
             };
-            options.push(format!("fifo-scope={name}"));
-        }
-        if let Some(path) = &self.records {
-            options.push(format!("records={}", option_path("--records", path, cwd)?));
-        }
-        if let Some(path) = &self.report {
-            options.push(format!("report={}", option_path("--report", path, cwd)?));
-        }
-        Ok(options.join(","))
+        let options = AgentOptions {
+            gc_affinity: self.gc_affinity.unwrap_or(GcAffinity::None),
+            mutator_sched,
+            fifo_scope: self.fifo_scope.unwrap_or_default(),
+            records: absolute("--records", &self.records)?,
+            report: absolute("--report", &self.report)?,
+        };
+        // What the agent would refuse at load (a policy it does not carry out yet) is refused
+        // here, before a JVM starts.
+        options
+            .check_supported()
+            .map_err(|e| anyhow::anyhow!("--mutator-sched: {e}"))?;
+        options
+            .to_option_string()
+            .map_err(|e| anyhow::anyhow!("the agent's options: {e}"))
     }
+}
+
+/// A `--fifo-scope` value; the message follows the quoted value.
+pub fn parse_fifo_scope(text: &str) -> Result<FifoScope, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("is not a FIFO scope (allowed: {})", FifoScope::ALLOWED))
 }
 
 /// `path` made absolute against `cwd`, as text the agent's options can carry.
@@ -278,32 +183,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn options_are_encoded_with_absolute_paths() {
+    fn options_are_encoded_in_the_agents_grammar_with_absolute_paths() {
         let flags = AgentFlags {
             gc_affinity: Some(GcAffinity::Dynamic),
-            mutator_sched: Some("adaptive:5".parse().unwrap()),
+            mutator_sched: Some(MutatorSched::Fifo),
             fifo_scope: Some(FifoScope::All),
             records: Some("r.jsonl".into()),
             report: Some("/tmp/rep.json".into()),
         };
+        let text = flags.encode(Path::new("/home/u")).unwrap();
         assert_eq!(
-            flags.encode(Path::new("/home/u")).unwrap(),
-            "gc-affinity=dynamic,mutator-sched=adaptive:5,fifo-scope=all,\
+            text,
+            "gc-affinity=dynamic,mutator-sched=fifo,fifo-scope=all,\
              records=/home/u/r.jsonl,report=/tmp/rep.json"
         );
+        // The agent reads back what the CLI wrote.
+        let parsed = AgentOptions::parse(Some(&text)).unwrap();
+        assert_eq!(parsed.report.as_deref(), Some(Path::new("/tmp/rep.json")));
         assert_eq!(AgentFlags::default().encode(Path::new("/")).unwrap(), "");
-        let profile = AgentFlags {
-            mutator_sched: Some("profile:p.txt".parse().unwrap()),
-            ..AgentFlags::default()
-        };
-        assert_eq!(
-            profile.encode(Path::new("/w")).unwrap(),
-            "mutator-sched=profile:/w/p.txt"
-        );
     }
 
     #[test]
-    fn a_path_with_a_comma_is_refused() {
+    fn a_path_with_a_comma_and_an_unsupported_policy_are_refused() {
         let flags = AgentFlags {
             report: Some("a,b.json".into()),
             ..AgentFlags::default()
@@ -313,25 +214,12 @@ mod tests {
             err.starts_with("--report a,b.json: the path contains ','"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn values_are_checked_against_what_is_allowed() {
-        assert_eq!("static".parse(), Ok(GcAffinity::Static));
-        assert!("spread"
-            .parse::<GcAffinity>()
-            .unwrap_err()
-            .contains("allowed: none, static, dynamic"));
-        assert_eq!("fifo".parse(), Ok(MutatorSched::Fifo));
-        assert_eq!("adaptive".parse(), Ok(MutatorSched::Adaptive(None)));
-        for bad in ["rr", "adaptive:0", "adaptive:x", "profile:", ""] {
-            let err = bad.parse::<MutatorSched>().unwrap_err();
-            assert!(
-                err.contains("allowed: cfs, fifo, profile:PATH"),
-                "{bad}: {err}"
-            );
-        }
-        assert!("some".parse::<FifoScope>().is_err());
+        let adaptive = AgentFlags {
+            mutator_sched: Some("adaptive".parse().unwrap()),
+            ..AgentFlags::default()
+        };
+        let err = adaptive.encode(Path::new("/w")).unwrap_err().to_string();
+        assert!(err.contains("not supported by the agent yet"), "{err}");
     }
 
     #[test]
@@ -347,6 +235,10 @@ mod tests {
             err.contains("cargo build --release -p concord-jvm"),
             "{err}"
         );
+        assert!(err.contains(&dir.join("deps").join(AGENT_FILE).display().to_string()));
+        std::fs::create_dir_all(dir.join("deps")).unwrap();
+        std::fs::write(dir.join("deps").join(AGENT_FILE), b"").unwrap();
+        assert_eq!(agent_library_in(&dir).unwrap(), dir.join("deps").join(AGENT_FILE));
         std::fs::write(dir.join(AGENT_FILE), b"").unwrap();
         assert_eq!(agent_library_in(&dir).unwrap(), dir.join(AGENT_FILE));
         std::fs::remove_dir_all(&dir).unwrap();
