@@ -528,6 +528,9 @@ impl Runner for JvmRunner {
             "agent_records": self.agent.as_ref().and(agent_records.file_name()).map(|n| n.to_string_lossy().into_owned()),
             // The agent sees one event pair per GC VM operation; -Xlog:gc one line per pause.
             "agent_events_match_log": events.map(|e| e as usize == pauses.len()),
+            "callback_us_p50": cb_p50,
+            "callback_us_max": cb_max,
+            "affinity_moves": moves,
             "agent": report,
         });
         let cb = cb_p50.map_or(String::new(), |p| {

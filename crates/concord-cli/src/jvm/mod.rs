@@ -238,7 +238,10 @@ mod tests {
         assert!(err.contains(&dir.join("deps").join(AGENT_FILE).display().to_string()));
         std::fs::create_dir_all(dir.join("deps")).unwrap();
         std::fs::write(dir.join("deps").join(AGENT_FILE), b"").unwrap();
-        assert_eq!(agent_library_in(&dir).unwrap(), dir.join("deps").join(AGENT_FILE));
+        assert_eq!(
+            agent_library_in(&dir).unwrap(),
+            dir.join("deps").join(AGENT_FILE)
+        );
         std::fs::write(dir.join(AGENT_FILE), b"").unwrap();
         assert_eq!(agent_library_in(&dir).unwrap(), dir.join(AGENT_FILE));
         std::fs::remove_dir_all(&dir).unwrap();
