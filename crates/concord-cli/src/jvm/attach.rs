@@ -109,7 +109,12 @@ pub fn run(args: AttachArgs) -> Result<ExitCode> {
         .arg("JVMTI.agent_load")
         .arg(&lib);
     if !options.is_empty() {
-        command.arg(&options);
+        // Quoted: jcmd's argument parser would take `key=value` for an option of the command
+        // itself (and keep only `key`); a quoted argument reaches the agent whole.
+        if options.contains(['"', '\'']) {
+            bail!("the agent's options {options} contain a quote, which jcmd cannot pass");
+        }
+        command.arg(format!("\"{options}\""));
     }
     let output = command
         .output()
