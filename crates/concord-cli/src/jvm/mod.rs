@@ -67,16 +67,22 @@ pub fn agent_library() -> Result<PathBuf> {
     agent_library_in(dir)
 }
 
-/// The agent library in `dir` (where `cargo build --release` puts it), else in `dir/deps`
-/// (where building `concord-cli`, which depends on the agent crate, puts it in a development
-/// tree), or an error naming where it looked and how to build it.
+/// The agent library in `dir` (where `cargo build --release` puts it) or in `dir/deps` (where
+/// building `concord-cli`, which depends on the agent crate, puts it in a development tree),
+/// the newer of the two if both are there; or an error naming where it looked and how to
+/// build it.
 pub fn agent_library_in(dir: &Path) -> Result<PathBuf> {
     let beside = dir.join(AGENT_FILE);
     let deps = dir.join("deps").join(AGENT_FILE);
-    for lib in [&beside, &deps] {
-        if lib.is_file() {
-            return Ok(lib.clone());
-        }
+    // Both can exist (a `cargo build -p concord-jvm` then a later build of concord-cli after
+    // a change to the agent): the newer one is the agent of the current sources.
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let newest = [&beside, &deps]
+        .into_iter()
+        .filter(|lib| lib.is_file())
+        .max_by_key(|lib| modified(lib));
+    if let Some(lib) = newest {
+        return Ok(lib.clone());
     }
     bail!(
         "the agent library {AGENT_FILE} is not beside the concord binary (looked for {} and {}); \
@@ -242,7 +248,14 @@ mod tests {
             agent_library_in(&dir).unwrap(),
             dir.join("deps").join(AGENT_FILE)
         );
-        std::fs::write(dir.join(AGENT_FILE), b"").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let stale = std::fs::File::create(dir.join(AGENT_FILE)).unwrap();
+        stale.set_modified(old).unwrap();
+        assert_eq!(
+            agent_library_in(&dir).unwrap(),
+            dir.join("deps").join(AGENT_FILE)
+        );
+        std::fs::remove_file(dir.join("deps").join(AGENT_FILE)).unwrap();
         assert_eq!(agent_library_in(&dir).unwrap(), dir.join(AGENT_FILE));
         std::fs::remove_dir_all(&dir).unwrap();
     }
