@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use concord::config::format_size;
+use concord::os::vm::HugePageAdvice;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::{agent_library, AgentFlags, AGENT_FILE};
@@ -271,8 +272,10 @@ pub fn plan_launch(
                     format_size(margin as usize),
                     format_size(need as usize)
                 );
+                // 002's rule as Concord's own heaps apply it at launch.
+                let advice = concord::os::thp::dynamic_advice(memory.available, heap, margin);
                 match memory.available {
-                    Some(a) if a >= need => {
+                    Some(a) if advice == HugePageAdvice::Huge => {
                         added.push("-XX:+UseTransparentHugePages".into());
                         notes.push(format!(
                             "--thp dynamic: MemAvailable {} >= {sizes}: adding \
