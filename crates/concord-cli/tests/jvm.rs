@@ -435,3 +435,48 @@ fn a_small_bench_writes_its_results_directory() {
     let report = concord(&["report", out.to_str().unwrap()]);
     assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
 }
+
+#[test]
+fn a_sigterm_to_concord_reaches_the_jvm() {
+    let dir = scratch("jvm-sigterm");
+    compile(
+        &dir,
+        "Sleep",
+        r#"
+public class Sleep {
+    public static void main(String[] args) throws Exception {
+        System.out.println("ready");
+        System.out.flush();
+        Thread.sleep(60_000);
+        System.out.println("not stopped");
+    }
+}
+"#,
+    );
+    let java = java();
+    let mut run = common::command(&[
+        "jvm",
+        "run",
+        "--",
+        &java,
+        "-cp",
+        dir.to_str().unwrap(),
+        "Sleep",
+    ])
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut out = BufReader::new(run.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = libc::pid_t::try_from(run.id()).unwrap();
+    // SAFETY: kill(2) on the child this test started, which has not been waited for yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "kill");
+    let status = run.wait().unwrap();
+    // The JVM ends by SIGTERM (its shutdown exits with 143), and concord reports that.
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(!rest.contains("not stopped"), "{rest}");
+}
