@@ -431,7 +431,7 @@ impl Drop for TempLog {
 }
 
 /// `checksum=<u64>` and `wall_ms=<f64>` from the benchmark's standard output.
-fn parse_gcbench_output(stdout: &str) -> Result<(u64, f64)> {
+pub fn parse_gcbench_output(stdout: &str) -> Result<(u64, f64)> {
     let mut checksum = None;
     let mut wall_ms = None;
     for line in stdout.lines().map(str::trim) {

@@ -5,7 +5,8 @@
 //! processes), the bench commands on the one experiment engine (`compare`, `sweep`,
 //! `ablation`, `os-bench`, `sched-bench`; [`bench`], [`experiment`]), `report` (an HTML page of
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
-//! Concord, alternating, with ratios).
+//! Concord, alternating, with ratios); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
+//! agent in unmodified JVMs, [`jvm`]).
 //!
 //! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
 //! verification, an output that could not be written: a [`RunFailed`] error, or a command's
@@ -21,6 +22,7 @@ mod flags;
 mod hotspot;
 mod interference;
 mod interrupt;
+mod jvm;
 mod logger;
 mod report;
 mod run;
@@ -128,6 +130,9 @@ enum Command {
     PauseBench(bench::pause_bench::PauseBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
+    /// The HotSpot companion (issue 12): run a JVM with the JVMTI agent that applies GC-thread
+    /// affinity and mutator scheduling, attach it to a running JVM, or measure it (jvm bench).
+    Jvm(jvm::JvmArgs),
     /// Run a workload under a few presets, alternating A B A B …, and compare medians; every
     /// run's summary and records go to a results directory.
     Compare(bench::compare::CompareArgs),
@@ -150,6 +155,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    abort_on_panic();
     logger::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -161,6 +167,7 @@ fn main() -> ExitCode {
         Command::OsBench(args) => bench::os_bench::run(args),
         Command::SchedBench(args) => bench::sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
+        Command::Jvm(args) => jvm::run(args),
         Command::PauseBench(args) => bench::pause_bench::run(args),
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
@@ -170,6 +177,19 @@ fn main() -> ExitCode {
         Command::Pressure(args) => stall::pressure::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
+}
+
+/// A panic anywhere in `concord` prints its message and aborts the process, as the workspace's
+/// `panic = "abort"` used to do for every release build: a GC worker or the VM thread that
+/// unwound alone would leave the others waiting for it. The release profile unwinds now so
+/// that the JVMTI agent (`libconcord_jvm.so`, built in the same profile) can catch a panic in a
+/// callback instead of taking the JVM down; this hook keeps the binary's old behaviour.
+fn abort_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
 }
 
 #[cfg(test)]

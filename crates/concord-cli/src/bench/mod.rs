@@ -7,6 +7,7 @@
 
 pub mod ablation;
 pub mod compare;
+pub mod jvm_bench;
 pub mod os_bench;
 pub mod pause_bench;
 pub mod sched_bench;

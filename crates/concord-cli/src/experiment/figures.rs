@@ -4,7 +4,7 @@
 use crate::summary::Summary;
 
 /// The figures of one run that the tables report.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Figures {
     pub wall_ms: f64,
     pub gc_ms: f64,
@@ -26,6 +26,15 @@ pub struct Figures {
     pub log_write_max_ms: f64,
     /// GC log lines dropped.
     pub log_dropped: f64,
+    /// The HotSpot companion agent's callback time inside the pause, median and longest, µs
+    /// (`concord jvm bench` runs with the agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback_us_p50: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback_us_max: Option<f64>,
+    /// GC threads the agent moved to another CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity_moves: Option<f64>,
 }
 
 /// The pause lengths 002 counts pauses over, ms (its SLA is 250 ms).
@@ -64,6 +73,9 @@ impl Figures {
             pauses_over: pauses_over(&s.pauses_ms),
             log_write_max_ms: s.gc_log_write_max_ms,
             log_dropped: s.gc_log_dropped as f64,
+            callback_us_p50: None,
+            callback_us_max: None,
+            affinity_moves: None,
         }
     }
 
@@ -88,6 +100,9 @@ impl Figures {
                 .map(|i| median(runs.iter().map(|r| r.pauses_over[i]).collect())),
             log_write_max_ms: m(|r| r.log_write_max_ms),
             log_dropped: m(|r| r.log_dropped),
+            callback_us_p50: optional_median(runs.iter().map(|r| r.callback_us_p50)),
+            callback_us_max: optional_median(runs.iter().map(|r| r.callback_us_max)),
+            affinity_moves: optional_median(runs.iter().map(|r| r.affinity_moves)),
         }
     }
 }

@@ -53,6 +53,12 @@ pub enum Column {
     LogWrite,
     /// Median GC log lines dropped.
     Dropped,
+    /// Median of the HotSpot companion agent's median callback time, µs.
+    CallbackP50,
+    /// Median of its longest callback time, µs.
+    CallbackMax,
+    /// Median GC-thread moves the agent made.
+    Moves,
 }
 
 impl Column {
@@ -91,6 +97,9 @@ impl Column {
             Column::Over2000 => ">2s",
             Column::LogWrite => "log write",
             Column::Dropped => "dropped",
+            Column::CallbackP50 => "cb p50 us",
+            Column::CallbackMax => "cb max us",
+            Column::Moves => "moves",
         }
     }
 
@@ -105,7 +114,8 @@ impl Column {
             Column::LifeP50 | Column::LifeP90 => 9,
             Column::Cpus | Column::Over1000 | Column::Over2000 => 5,
             Column::Over250 | Column::Over500 | Column::Dropped => 7,
-            Column::LogWrite => 9,
+            Column::LogWrite | Column::CallbackP50 | Column::CallbackMax => 9,
+            Column::Moves => 6,
         }
     }
 
@@ -143,8 +153,16 @@ impl Column {
             Column::Over2000 => format!("{}", m.pauses_over[3]),
             Column::LogWrite => format!("{:.2}", m.log_write_max_ms),
             Column::Dropped => format!("{:.0}", m.log_dropped),
+            Column::CallbackP50 => optional(m.callback_us_p50, 1),
+            Column::CallbackMax => optional(m.callback_us_max, 1),
+            Column::Moves => optional(m.affinity_moves, 0),
         }
     }
+}
+
+/// A number with `digits` decimals, or `-` without one.
+fn optional(value: Option<f64>, digits: usize) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.digits$}"))
 }
 
 /// A byte count as a size (`1536K`), or `-` without one.

@@ -3,7 +3,8 @@
 //! time and CPUs used per affinity mode, without and with interference), `sched-bench` (001:
 //! object lifespan histograms per policy; GC and wall time relative to CFS), `pause-bench`
 //! (002 Fig. 4/6: a pause time series per load, one series per GC log mode × THP mode; 002
-//! Tables 1–3: pauses over 250/500/1000/2000 ms per arm); and, for every kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
+//! Tables 1–3: pauses over 250/500/1000/2000 ms per arm), `jvm-bench` (issue 12: HotSpot's GC
+//! pause totals and the companion agent's callback time per affinity mode and load); and, for every kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
 
 use std::fmt::Write as _;
 
@@ -24,6 +25,7 @@ pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry
         "os-bench" => os_bench(h, exp)?,
         "sched-bench" => sched_bench(h, exp)?,
         "pause-bench" => pause_bench(h, exp)?,
+        "jvm-bench" => jvm_bench(h, exp)?,
         _ => Vec::new(),
     };
     nav.push(monitor(h, exp)?);
@@ -344,6 +346,55 @@ fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     Ok(vec![
         ("interference", "With/without interference"),
         ("cpus-used", "CPUs used"),
+    ])
+}
+
+/// `concord jvm bench`: HotSpot's GC pause totals per GC-thread affinity mode, one series per
+/// group (workload and load), and the agent's callback time inside the pause.
+fn jvm_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let Some(first_group) = groups(exp).into_iter().next() else {
+        return Ok(Vec::new());
+    };
+    let modes = names(&in_group(exp, &first_group));
+    let group = |c: &Configuration| c.group.clone().unwrap_or_else(|| "all runs".into());
+    let _ = writeln!(h, "<h2 id=\"jvm-pauses\">HotSpot GC pause totals</h2>");
+    let gc = series_by_group(exp, &modes, group, |c| stat(exp, c, Run::gc_ms));
+    bars_or_note(
+        h,
+        &Bars::new(
+            "GC pause total per GC-thread affinity mode (HotSpot Parallel GC, -Xlog:gc)",
+            "configuration (agent's gc-affinity)",
+            "GC pause total per run (ms)",
+            &modes,
+            &gc,
+        )
+        .legend("workload; load"),
+        "Total of the JVM's own pause times (-Xlog:gc) per affinity mode of the companion agent, median over runs with min–max whiskers, one series per workload and load \
+         (off: no agent). The agent's callback runs inside the pause but is not in -Xlog:gc; it is the next figure.",
+        "No configuration has a finished run with pauses.",
+    )?;
+    let _ = writeln!(h, "<h2 id=\"jvm-callback\">The agent's callback time</h2>");
+    let cb = series_by_group(exp, &modes, group, |c| {
+        stat(exp, c, |r| r.num("callback_us_p50"))
+    });
+    bars_or_note(
+        h,
+        &Bars::new(
+            "The agent's median callback time per GC (start + finish), µs",
+            "configuration (agent's gc-affinity)",
+            "callback µs (median per run)",
+            &modes,
+            &cb,
+        )
+        .legend("workload; load")
+        .decimals(1),
+        "The companion agent's GarbageCollectionStart + GarbageCollectionFinish time inside each pause, median per run, median over runs with min–max whiskers \
+         (issue 12's budget: median at most 20 µs, longest at most 200 µs).",
+        "No run has the agent's report (all arms ran without the agent).",
+    )?;
+    Ok(vec![
+        ("jvm-pauses", "HotSpot pause totals"),
+        ("jvm-callback", "Agent callback time"),
     ])
 }
 

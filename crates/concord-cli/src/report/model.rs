@@ -332,6 +332,14 @@ impl Experiment {
 
     fn read_runs(&mut self) {
         let entries = self.file.runs.clone();
+        if self.file.kind == "jvm-bench" {
+            self.notes.push(
+                "HotSpot runs (concord jvm bench) have no Concord per-collection records, so the \
+                 per-collection sections stay empty; each run's GC log (.gc.log) and the agent's \
+                 per-GC records (.agent.jsonl) are beside its summary."
+                    .into(),
+            );
+        }
         for entry in entries {
             let who = format!(
                 "{}{} round {}",
@@ -346,7 +354,11 @@ impl Experiment {
             let (mut summary, mut records) = (None, None);
             if entry.status == "ok" {
                 summary = self.read_summary(&who, entry.summary.as_deref());
-                records = self.read_records(&who, entry.records.as_deref());
+                // A HotSpot run has no Concord per-collection records (its GC log and the
+                // agent's records are beside its summary).
+                if self.file.kind != "jvm-bench" {
+                    records = self.read_records(&who, entry.records.as_deref());
+                }
                 if let Some(r) = &records {
                     if r.is_empty() {
                         self.notes.push(format!(

@@ -16,6 +16,7 @@
 //! * [`rusage::ThreadUsage::current_thread`] is the one `getrusage` (a thread's CPU time, page
 //!   faults and context switches).
 //! * [`pipe`] holds the FIFO, unnamed-file and parent-death calls of the stall harnesses.
+//! * [`process::send_signal`] is the one `kill` (a signal passed on to a child process).
 
 pub mod affinity;
 pub mod cpu;
@@ -27,6 +28,7 @@ pub mod mutator_sched;
 pub mod periodic;
 pub mod pipe;
 pub mod policy;
+pub mod process;
 pub mod procfs;
 pub mod rusage;
 pub mod sched;
