@@ -157,8 +157,17 @@ fn usage_errors_and_conflicting_flags_are_refused() {
         "the path contains ','",
     );
     assert_exit_2(
-        &["jvm", "run", "--mutator-sched", "adaptive", "--", "java"],
-        "not supported by the agent yet",
+        &[
+            "jvm",
+            "run",
+            "--mutator-sched",
+            "adaptive",
+            "--fifo-scope",
+            "all",
+            "--",
+            "java",
+        ],
+        "--fifo-scope and --mutator-sched: fifo-scope 'all' does not go with mutator-sched 'adaptive",
     );
     let java = java();
     let lib = agent();

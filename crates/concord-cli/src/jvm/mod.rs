@@ -144,11 +144,11 @@ impl AgentFlags {
             report: absolute("--report", &self.report)?,
             ..AgentOptions::default()
         };
-        // What the agent would refuse at load (a policy it does not carry out yet) is refused
+        // What the agent would refuse at load (fifo-scope all with profile or adaptive) is refused
         // here, before a JVM starts.
         options
             .check_supported()
-            .map_err(|e| anyhow::anyhow!("--mutator-sched: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("--fifo-scope and --mutator-sched: {e}"))?;
         options
             .to_option_string()
             .map_err(|e| anyhow::anyhow!("the agent's options: {e}"))
