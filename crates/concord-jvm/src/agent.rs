@@ -13,10 +13,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use concord::os::affinity::set_thread_affinity;
 use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
@@ -77,9 +77,18 @@ enum Job {
     Rescan,
     /// Write one record line.
     Record(Box<GcRecord>),
+    /// A collection ended: note where each GC worker went to sleep, for the next one.
+    SampleCpus,
     /// Flush and end.
     Stop,
 }
+
+/// How often the helper looks for what a pause left while collections are frequent (within
+/// [`HELPER_BUSY_WINDOW`] of the last one), so the next pause finds its CPU sample ready; and
+/// the longest it waits, backing off, while none runs.
+const HELPER_POLL_MIN: Duration = Duration::from_millis(1);
+const HELPER_POLL_MAX: Duration = Duration::from_millis(64);
+const HELPER_BUSY_WINDOW: Duration = Duration::from_millis(250);
 
 /// State only the scanner touches (the helper thread, or `VMInit` before it).
 #[derive(Default)]
@@ -116,6 +125,17 @@ pub struct Agent {
     /// `/proc/self/task` open, to see the thread count change inside the pause.
     thread_counter: Option<ThreadCounter>,
     gc_threads: Mutex<GcThreads>,
+    /// What the pause leaves for the helper (records, CPU samples): taken by the helper when it
+    /// polls, so a collection makes no system call to wake it (a futex wake inside the pause
+    /// cost several microseconds).
+    after_pause: Mutex<Vec<Job>>,
+    /// When the last collection ended (ns since load), for the helper's polling rate.
+    last_gc_end_ns: AtomicU64,
+    /// Where each GC worker went to sleep after the last collection, read by the helper
+    /// thread off the pause (a sleeping thread's last CPU does not change until it wakes), so
+    /// the next start callback reads no `/proc` file; taken by that callback (`None`: read
+    /// them in the pause, as before the first collection or after a rescan changed the set).
+    sampled_cpus: Mutex<Option<Vec<ThreadCpu>>>,
     /// The thread count at the last scan (`u64::MAX`: none yet).
     scanned_num_threads: AtomicU64,
     current: Mutex<Option<PendingGc>>,
@@ -244,6 +264,9 @@ impl Agent {
             mutators_report: Mutex::new(None),
             thread_counter,
             gc_threads: Mutex::new(Arc::new(Vec::new())),
+            sampled_cpus: Mutex::new(None),
+            after_pause: Mutex::new(Vec::new()),
+            last_gc_end_ns: AtomicU64::new(0),
             scanned_num_threads: AtomicU64::new(u64::MAX),
             current: Mutex::new(None),
             times: Mutex::default(),
@@ -330,6 +353,11 @@ impl Agent {
         Ok(())
     }
 
+    /// Leave `job` for the helper's next poll (no system call: for the pause).
+    fn leave(&self, job: Job) {
+        lock(&self.after_pause).push(job);
+    }
+
     fn send(&self, job: Job) {
         if let Some((tx, _)) = lock(&self.helper).as_ref() {
             let _ = tx.send(job);
@@ -339,21 +367,45 @@ impl Agent {
     fn helper_loop(&self, rx: Receiver<Job>, records: Option<(File, String)>) {
         let mut out = records.map(|(f, path)| (BufWriter::new(f), path));
         let mut write_failed = false;
-        while let Ok(job) = rx.recv() {
-            match job {
-                Job::Rescan => self.guarded("rescan", |a| a.rescan()),
-                Job::Record(record) => {
-                    if let Some((w, path)) = out.as_mut() {
-                        let line = serde_json::to_string(&record).unwrap_or_default();
-                        if let Err(e) = writeln!(w, "{line}") {
-                            if !write_failed {
-                                write_failed = true;
-                                self.notice(format!("cannot write records to '{path}': {e}"));
+        // Polls what the pauses left: soon after a collection, less often while none runs.
+        let mut poll = HELPER_POLL_MIN;
+        loop {
+            let woken = match rx.recv_timeout(poll) {
+                Ok(job) => Some(job),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => Some(Job::Stop),
+            };
+            let left = std::mem::take(&mut *lock(&self.after_pause));
+            // Relaxed: a stale time only changes how soon the helper looks again.
+            let since_gc = self
+                .now_ns()
+                .saturating_sub(self.last_gc_end_ns.load(Ordering::Relaxed));
+            poll = if since_gc < HELPER_BUSY_WINDOW.as_nanos() as u64 {
+                HELPER_POLL_MIN
+            } else {
+                (poll * 2).min(HELPER_POLL_MAX)
+            };
+            let stop = matches!(woken, Some(Job::Stop));
+            for job in left.into_iter().chain(woken) {
+                match job {
+                    Job::Rescan => self.guarded("rescan", |a| a.rescan()),
+                    Job::SampleCpus => self.guarded("CPU sample", |a| a.sample_cpus()),
+                    Job::Record(record) => {
+                        if let Some((w, path)) = out.as_mut() {
+                            let line = serde_json::to_string(&record).unwrap_or_default();
+                            if let Err(e) = writeln!(w, "{line}") {
+                                if !write_failed {
+                                    write_failed = true;
+                                    self.notice(format!("cannot write records to '{path}': {e}"));
+                                }
                             }
                         }
                     }
+                    Job::Stop => {}
                 }
-                Job::Stop => break,
+            }
+            if stop {
+                break;
             }
         }
         if let Some((mut w, path)) = out {
@@ -386,6 +438,8 @@ impl Agent {
             self.bind_static(&new);
         }
         *lock(&self.gc_threads) = Arc::new(threads);
+        // The set (and, after static pins, the masks) changed: sample for the next pause.
+        self.sample_cpus();
         if self.wants_jvm_fifo() {
             for (tid, _) in scan.jvm_threads() {
                 if scan_state.fifo_tried.insert(tid) {
@@ -393,6 +447,26 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// The CPU each known GC worker will wake on: its last CPU (`stat` field 39), or the one
+    /// CPU its mask allows if that differs.
+    fn read_cpus(threads: &[GcThread]) -> Vec<ThreadCpu> {
+        threads
+            .iter()
+            .map(|t| ThreadCpu {
+                tid: t.tid,
+                index: t.index,
+                cpu: t.stat.processor().ok().map(|last| wake_cpu(t.tid, last)),
+            })
+            .collect()
+    }
+
+    /// After a collection, off the pause: where the GC workers sleep until the next one.
+    fn sample_cpus(&self) {
+        let threads: GcThreads = lock(&self.gc_threads).clone();
+        let cpus = Self::read_cpus(&threads);
+        *lock(&self.sampled_cpus) = Some(cpus);
     }
 
     /// `static`: GC worker `GC Thread#i` to the `i`-th allowed CPU, once.
@@ -486,14 +560,20 @@ impl Agent {
         let mut affinity = AffinityReport::default();
         if self.active {
             let threads: GcThreads = lock(&self.gc_threads).clone();
-            cpus = threads
-                .iter()
-                .map(|t: &GcThread| ThreadCpu {
-                    tid: t.tid,
-                    index: t.index,
-                    cpu: t.stat.processor().ok().map(|last| wake_cpu(t.tid, last)),
-                })
-                .collect();
+            // The helper's sample after the previous collection, if it is of these workers;
+            // else read them now (two system calls per worker inside the pause).
+            cpus = match lock(&self.sampled_cpus).take() {
+                Some(sampled)
+                    if sampled.len() == threads.len()
+                        && sampled
+                            .iter()
+                            .zip(threads.iter())
+                            .all(|(c, t)| c.tid == t.tid) =>
+                {
+                    sampled
+                }
+                _ => Self::read_cpus(&threads),
+            };
             if let Some(controller) = lock(&self.controller).as_ref() {
                 if !threads.is_empty() {
                     let tids: Vec<i32> = cpus.iter().map(|c| c.tid).collect();
@@ -544,6 +624,10 @@ impl Agent {
                 }
             }
         }
+        if self.active && !rescan {
+            self.leave(Job::SampleCpus);
+        }
+        self.last_gc_end_ns.store(end_ns, Ordering::Relaxed);
         let finish_us = t0.elapsed().as_secs_f64() * 1e6;
         let callback_us = pending.start_us + finish_us;
         {
@@ -552,7 +636,7 @@ impl Agent {
             times.start_us.push(pending.start_us);
         }
         if self.options.records.is_some() {
-            self.send(Job::Record(Box::new(GcRecord {
+            self.leave(Job::Record(Box::new(GcRecord {
                 gc_id: pending.gc_id,
                 start_ns: pending.start_ns,
                 end_ns,

@@ -14,6 +14,7 @@
 //! `.agent.json`). A wrong checksum, a JVM that failed or an agent that wrote no report fails
 //! the run.
 
+use concord::os::process::kill_child_with_parent;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -397,7 +398,10 @@ impl JvmRunner {
         let mut companions = Companions(Vec::new());
         let flags = self.jvm_flags(None, None)?;
         for i in 1..self.jvms {
-            let child = Command::new(&self.java)
+            let mut cmd = Command::new(&self.java);
+            // A JVM that hangs (FIFO on too few CPUs can) must not outlive a quit at once.
+            kill_child_with_parent(&mut cmd);
+            let child = cmd
                 .args(&flags)
                 .arg("-cp")
                 .arg(&self.classes)
@@ -437,7 +441,9 @@ impl Runner for JvmRunner {
         ));
         let companions = self.start_companions()?;
         let started = Instant::now();
-        let output = Command::new(&self.java)
+        let mut cmd = Command::new(&self.java);
+        kill_child_with_parent(&mut cmd);
+        let output = cmd
             .args(&flags)
             .arg("-cp")
             .arg(&self.classes)
