@@ -26,6 +26,7 @@ use concord::os::mutator_sched::{
     MutatorSchedReport, MutatorScheduler, DEFAULT_FIFO_CPU_THRESHOLD,
 };
 use concord::os::procfs::ThreadCounter;
+use concord::os::rusage::thread_cpu_now;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
 
 use crate::options::{AgentOptions, FifoScope, GcAffinity, MutatorSched};
@@ -67,6 +68,7 @@ struct PendingGc {
     gc_id: u64,
     start_ns: u64,
     start_us: f64,
+    start_cpu_us: f64,
     cpus: Vec<ThreadCpu>,
     affinity: AffinityReport,
 }
@@ -104,6 +106,30 @@ struct CallbackTimes {
     total_us: Vec<f64>,
     /// The start callback alone (where Algorithm 1 runs).
     start_us: Vec<f64>,
+    /// The VM thread's CPU time in both callbacks.
+    cpu_us: Vec<f64>,
+}
+
+/// The calling thread's CPU time, µs (0 if the clock cannot be read).
+fn thread_cpu_us() -> f64 {
+    thread_cpu_now().map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+/// The callback budget of issue 12 (the longest acceptable time in the callbacks of one GC).
+const CALLBACK_BUDGET_US: f64 = 200.0;
+
+/// Of the collections whose callbacks took longer than the budget (wall µs in `wall`, the VM
+/// thread's CPU µs in `cpu`, one each per collection): how many, and how many of those spent
+/// less than half of it on the CPU (preempted, not working).
+fn over_budget(wall: &[f64], cpu: &[f64]) -> (usize, usize) {
+    let over: Vec<(f64, f64)> = wall
+        .iter()
+        .zip(cpu)
+        .filter(|(w, _)| **w > CALLBACK_BUDGET_US)
+        .map(|(w, c)| (*w, *c))
+        .collect();
+    let off_cpu = over.iter().filter(|(w, c)| *c < w / 2.0).count();
+    (over.len(), off_cpu)
 }
 
 /// The agent, one per JVM.
@@ -554,6 +580,7 @@ impl Agent {
     /// `GarbageCollectionStart`, on the VM thread inside the pause.
     pub fn gc_started(&self) {
         let t0 = Instant::now();
+        let c0 = thread_cpu_us();
         let start_ns = self.now_ns();
         let gc_id = self.gc_events.fetch_add(1, Ordering::Relaxed);
         let mut cpus = Vec::new();
@@ -593,10 +620,12 @@ impl Agent {
             }
         }
         let start_us = t0.elapsed().as_secs_f64() * 1e6;
+        let start_cpu_us = thread_cpu_us() - c0;
         *lock(&self.current) = Some(PendingGc {
             gc_id,
             start_ns,
             start_us,
+            start_cpu_us,
             cpus,
             affinity,
         });
@@ -605,6 +634,7 @@ impl Agent {
     /// `GarbageCollectionFinish`, on the VM thread inside the pause.
     pub fn gc_finished(&self) {
         let t0 = Instant::now();
+        let c0 = thread_cpu_us();
         let end_ns = self.now_ns();
         let Some(pending) = lock(&self.current).take() else {
             self.notice("a GarbageCollectionFinish without its Start".into());
@@ -630,10 +660,12 @@ impl Agent {
         self.last_gc_end_ns.store(end_ns, Ordering::Relaxed);
         let finish_us = t0.elapsed().as_secs_f64() * 1e6;
         let callback_us = pending.start_us + finish_us;
+        let callback_cpu_us = pending.start_cpu_us + (thread_cpu_us() - c0);
         {
             let mut times = lock(&self.times);
             times.total_us.push(callback_us);
             times.start_us.push(pending.start_us);
+            times.cpu_us.push(callback_cpu_us);
         }
         if self.options.records.is_some() {
             self.leave(Job::Record(Box::new(GcRecord {
@@ -643,6 +675,7 @@ impl Agent {
                 callback_us,
                 start_callback_us: pending.start_us,
                 finish_callback_us: finish_us,
+                callback_cpu_us,
                 gc_threads: pending.cpus,
                 affinity: pending.affinity,
                 rescan_requested: rescan,
@@ -688,6 +721,8 @@ impl Agent {
         let times = lock(&self.times);
         let mut total = times.total_us.clone();
         let mut start = times.start_us.clone();
+        let mut cpu = times.cpu_us.clone();
+        let (over, over_off_cpu) = over_budget(&times.total_us, &times.cpu_us);
         drop(times);
         let gc_events = self.gc_events.load(Ordering::Relaxed);
         let seen = lock(&self.seen_gc_threads).clone();
@@ -725,6 +760,10 @@ impl Agent {
             callback_us_p50: percentile(&mut total, 50.0),
             callback_us_p99: percentile(&mut total, 99.0),
             callback_us_max: percentile(&mut total, 100.0),
+            callback_cpu_us_p50: percentile(&mut cpu, 50.0),
+            callback_cpu_us_max: percentile(&mut cpu, 100.0),
+            callbacks_over_200us: over,
+            callbacks_over_200us_off_cpu: over_off_cpu,
             start_callback_us_p50: percentile(&mut start, 50.0),
             start_callback_us_max: percentile(&mut start, 100.0),
             rescans: self.rescans.load(Ordering::Relaxed),
@@ -766,6 +805,16 @@ mod tests {
     }
 
     #[test]
+    fn callbacks_past_the_budget_are_counted_and_told_off_cpu() {
+        // Wall and CPU µs per collection: within budget; over it on the CPU (the agent's
+        // work); over it mostly off the CPU (preempted).
+        let wall = [10.0, 250.0, 900.0, 201.0];
+        let cpu = [9.0, 240.0, 30.0, 150.0];
+        assert_eq!(over_budget(&wall, &cpu), (3, 1));
+        assert_eq!(over_budget(&[], &[]), (0, 0));
+    }
+
+    #[test]
     fn a_passive_agent_counts_events_and_reports() {
         let agent = Agent::new(AgentOptions::default(), vm("Eclipse OpenJ9 VM"), false).unwrap();
         agent.gc_started();
@@ -775,6 +824,9 @@ mod tests {
         assert!(!r.hotspot);
         assert!(r.notices[0].contains("not HotSpot"), "{:?}", r.notices);
         assert!(r.callback_us_max >= r.callback_us_p50);
+        // The callbacks' CPU time is part of their wall time, never more.
+        assert!(r.callback_cpu_us_max <= r.callback_us_max + 1.0, "{r:?}");
+        assert_eq!(r.callbacks_over_200us_off_cpu, 0);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct GcRecord {
     pub start_callback_us: f64,
     /// The finish callback alone, µs.
     pub finish_callback_us: f64,
+    /// The VM thread's CPU time in both callbacks, µs: far below `callback_us`, the VM thread
+    /// waited for a CPU (preempted) inside them rather than the agent working.
+    pub callback_cpu_us: f64,
     /// The GC workers known at the start, with their CPUs before any move.
     pub gc_threads: Vec<ThreadCpu>,
     /// The affinity decision (`dynamic`; empty otherwise): loads, high/low CPUs, moves
@@ -90,6 +93,13 @@ pub struct Report {
     pub callback_us_p99: f64,
     /// Maximum, µs.
     pub callback_us_max: f64,
+    /// The VM thread's CPU time in the callbacks, per collection: median and maximum, µs.
+    pub callback_cpu_us_p50: f64,
+    pub callback_cpu_us_max: f64,
+    /// Collections whose callbacks took over 200 µs (the budget), and of those the
+    /// ones that spent less than half of it on the CPU (the VM thread was preempted).
+    pub callbacks_over_200us: usize,
+    pub callbacks_over_200us_off_cpu: usize,
     /// Median of the start callback alone, µs.
     pub start_callback_us_p50: f64,
     /// Maximum of the start callback alone, µs.

@@ -7,6 +7,20 @@
 //! GC worker to take at the start and at the end of its part of every collection.
 
 use std::io;
+use std::time::Duration;
+
+/// The calling thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution):
+/// compared with the wall time of a stretch of code, it tells time on the CPU from time spent
+/// waiting for one (preempted) or blocked. `None` if the clock cannot be read.
+pub fn thread_cpu_now() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
 
 /// A thread's resource usage counters (cumulative since the thread started), or the
 /// difference of two readings of the same thread ([`ThreadUsage::since`]).
@@ -155,5 +169,25 @@ mod tests {
         assert_eq!(b.since(&a), a);
         assert_eq!(a.since(&b), ThreadUsage::default());
         assert_eq!(b.user_ms(), 20e-6);
+    }
+
+    #[test]
+    fn the_thread_cpu_clock_counts_work_not_sleep() {
+        let start = thread_cpu_now().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = thread_cpu_now().unwrap() - start;
+        assert!(
+            slept < Duration::from_millis(10),
+            "{slept:?} of CPU while asleep"
+        );
+        let mut x = 0u64;
+        let begin = std::time::Instant::now();
+        while begin.elapsed() < Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(
+            thread_cpu_now().unwrap() - start > Duration::from_millis(5),
+            "{x}"
+        );
     }
 }
