@@ -196,7 +196,10 @@ fn pressure_keeps_the_floor_available() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let ready = lines.next().unwrap().unwrap();
     let held: u64 = ready.strip_prefix("ready ").unwrap().parse().unwrap();
-    assert!(held <= 512 << 20, "{ready}");
+    // MemAvailable moves between the test's reading and the child's (other processes run and
+    // the page cache is reclaimed), so allow a drift of 256 MiB: the child took about the
+    // 512 MiB the floor left, nowhere near the 100G asked (a run beside a build took 576 MiB).
+    assert!(held <= (512 + 256) << 20, "{ready}");
     drop(child.stdin.take());
     let done = lines.next().unwrap().unwrap();
     assert!(done.starts_with("done "), "{done}");
