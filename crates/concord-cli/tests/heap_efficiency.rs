@@ -4,11 +4,17 @@
 //! (binary-trees 18 completed at 31 and 33 MiB and ran out of memory at 32 and 34 MiB). The
 //! sweeps run `concord run binary-trees` upwards through heap sizes and fail on any
 //! out-of-memory above the first success; binary-trees 18 must also complete at 28 MiB, the
-//! heap HotSpot 17's Parallel GC needs.
+//! heap HotSpot 17's Parallel GC needs. Every run must end, in success or out of memory,
+//! within a time limit: the old split did not always give up, it could thrash in one full
+//! collection per allocation for minutes.
 
 mod common;
 
-use common::{concord, stdout_json, text};
+use std::io::Read;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{command, stdout_json, text};
 
 /// Smallest heap of the sweep, KiB: binary-trees 16 runs out of memory here.
 const SWEEP_FROM_KIB: usize = 5 * 1024;
@@ -21,10 +27,57 @@ const SWEEP_STEP_KIB: usize = 256;
 /// binary-trees 18 needs on HotSpot (it completes from 6656 KiB when measured).
 const DEPTH_16_NEEDS_AT_MOST_KIB: usize = 7 * 1024;
 
+/// How long one binary-trees 16 run may take (it takes under a second when it works or runs
+/// out of memory; the old split thrashed for minutes).
+const DEPTH_16_TIME_LIMIT: Duration = Duration::from_secs(30);
+/// How long one binary-trees 18 run may take (about 3 s in 28 MiB).
+const DEPTH_18_TIME_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs `concord ARGS` to its end; the test fails if that takes longer than `limit` (the child
+/// is killed first).
+fn concord_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the concord binary runs");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).expect("a pipe from concord");
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for concord") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().expect("killing concord");
+            child.wait().expect("reaping concord");
+            panic!("{args:?} neither completed nor ran out of memory within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
 /// Runs binary-trees `depth` with a `heap_kib` heap; `Ok(())` if it completed with the right
 /// checksum, `Err(stderr)` if it ran out of memory. Anything else (a panic, bad input, a wrong
-/// checksum) fails the test at once.
+/// checksum, a run longer than the depth's time limit) fails the test at once.
 fn run_binary_trees(depth: &str, heap_kib: usize, preset: &str) -> Result<(), String> {
+    let limit = if depth == "18" {
+        DEPTH_18_TIME_LIMIT
+    } else {
+        DEPTH_16_TIME_LIMIT
+    };
     let heap = format!("{heap_kib}k");
     let args = [
         "run",
@@ -36,7 +89,7 @@ fn run_binary_trees(depth: &str, heap_kib: usize, preset: &str) -> Result<(), St
         preset,
         "--json",
     ];
-    let out = concord(&args);
+    let out = concord_within(&args, limit);
     let stderr = text(&out.stderr);
     match out.status.code() {
         Some(0) => {
