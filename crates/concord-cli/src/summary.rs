@@ -8,6 +8,7 @@ use concord::config::format_size;
 use concord::os::mutator_sched::MutatorSchedReport;
 use concord::os::thp::{SystemThp, ThpReport};
 use concord::os::vm::HugePageAdvice;
+use concord::telemetry::nearest_rank;
 use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -433,17 +434,6 @@ impl Summary {
     }
 }
 
-/// Pause percentile `p` in 0..=100 of `pauses` (nearest rank, as [`GcStats`]), ms.
-fn percentile(pauses: &[f64], p: f64) -> f64 {
-    let mut v = pauses.to_vec();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    v[rank.min(v.len()) - 1]
-}
-
 impl Summary {
     /// One line: wall, collections, GC time, pauses and the checksum's verdict.
     pub fn line(&self) -> String {
@@ -525,8 +515,8 @@ impl Summary {
             young_count: instances.iter().map(|s| s.young_count).sum(),
             full_count: instances.iter().map(|s| s.full_count).sum(),
             pause_total_ms: instances.iter().map(|s| s.pause_total_ms).sum(),
-            pause_p50_ms: percentile(&pauses, 50.0),
-            pause_p99_ms: percentile(&pauses, 99.0),
+            pause_p50_ms: nearest_rank(&pauses, 50.0),
+            pause_p99_ms: nearest_rank(&pauses, 99.0),
             pause_max_ms: pauses.iter().copied().fold(0.0, f64::max),
             pauses_ms: pauses,
             bytes_allocated: sum(|s| s.bytes_allocated),
@@ -573,7 +563,7 @@ impl Summary {
             alloc_stall_p99_ms: if stalls.len()
                 == instances.iter().map(|s| s.alloc_stalls).sum::<usize>()
             {
-                percentile(&stalls, 99.0)
+                nearest_rank(&stalls, 99.0)
             } else {
                 // An instance's list is missing (an older summary): its p99 bounds the rest.
                 instances

@@ -28,9 +28,10 @@ use concord::os::mutator_sched::{
 use concord::os::procfs::ThreadCounter;
 use concord::os::rusage::thread_cpu_now;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
+use concord::telemetry::nearest_rank;
 
 use crate::options::{AgentOptions, FifoScope, GcAffinity, MutatorSched};
-use crate::report::{percentile, GcRecord, Report, StaticBinding, ThreadCpu};
+use crate::report::{GcRecord, Report, StaticBinding, ThreadCpu};
 use crate::threads::{refresh_gc_threads, GcThread, GcThreads, Scan};
 
 /// Lock, ignoring poisoning: a panic elsewhere was already caught and reported, and the data
@@ -719,9 +720,9 @@ impl Agent {
     /// The report as of now.
     pub fn report(&self) -> Report {
         let times = lock(&self.times);
-        let mut total = times.total_us.clone();
-        let mut start = times.start_us.clone();
-        let mut cpu = times.cpu_us.clone();
+        let total = times.total_us.clone();
+        let start = times.start_us.clone();
+        let cpu = times.cpu_us.clone();
         let (over, over_off_cpu) = over_budget(&times.total_us, &times.cpu_us);
         drop(times);
         let gc_events = self.gc_events.load(Ordering::Relaxed);
@@ -757,15 +758,15 @@ impl Agent {
             affinity_moves: self.affinity_moves.load(Ordering::Relaxed),
             affinity_failures: self.affinity_failures.load(Ordering::Relaxed),
             static_bindings: lock(&self.static_bindings).clone(),
-            callback_us_p50: percentile(&mut total, 50.0),
-            callback_us_p99: percentile(&mut total, 99.0),
-            callback_us_max: percentile(&mut total, 100.0),
-            callback_cpu_us_p50: percentile(&mut cpu, 50.0),
-            callback_cpu_us_max: percentile(&mut cpu, 100.0),
+            callback_us_p50: nearest_rank(&total, 50.0),
+            callback_us_p99: nearest_rank(&total, 99.0),
+            callback_us_max: nearest_rank(&total, 100.0),
+            callback_cpu_us_p50: nearest_rank(&cpu, 50.0),
+            callback_cpu_us_max: nearest_rank(&cpu, 100.0),
             callbacks_over_200us: over,
             callbacks_over_200us_off_cpu: over_off_cpu,
-            start_callback_us_p50: percentile(&mut start, 50.0),
-            start_callback_us_max: percentile(&mut start, 100.0),
+            start_callback_us_p50: nearest_rank(&start, 50.0),
+            start_callback_us_max: nearest_rank(&start, 100.0),
             rescans: self.rescans.load(Ordering::Relaxed),
             java_threads_started: self.java_threads_started.load(Ordering::Relaxed),
             java_threads_ended: self.java_threads_ended.load(Ordering::Relaxed),

@@ -119,27 +119,3 @@ pub struct Report {
     /// Things the user should know: refused calls, a non-HotSpot VM, no GC workers, …
     pub notices: Vec<String>,
 }
-
-/// The nearest-rank `p`-th percentile of `values` (sorted in place); 0 when empty.
-pub fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let mut v = vec![5.0, 1.0, 3.0, 2.0, 4.0];
-        assert_eq!(percentile(&mut v, 50.0), 3.0);
-        assert_eq!(percentile(&mut v, 100.0), 5.0);
-        assert_eq!(percentile(&mut v, 0.0), 1.0);
-        assert_eq!(percentile(&mut [], 50.0), 0.0);
-    }
-}

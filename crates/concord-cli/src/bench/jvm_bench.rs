@@ -15,6 +15,7 @@
 //! the run.
 
 use concord::os::process::kill_child_with_parent;
+use concord::telemetry::nearest_rank;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -328,15 +329,6 @@ fn option_text(path: &Path) -> Result<String> {
     Ok(text.to_string())
 }
 
-/// Nearest-rank percentile `q` (0..=1) of sorted `v`; 0 for none.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
 /// Co-running JVMs, stopped when dropped.
 struct Companions(Vec<Child>);
 
@@ -501,8 +493,8 @@ impl Runner for JvmRunner {
             wall_ms,
             gc_ms,
             gc_count: pauses.len() as f64,
-            pause_p50_ms: percentile(&sorted, 0.5),
-            pause_p99_ms: percentile(&sorted, 0.99),
+            pause_p50_ms: nearest_rank(&sorted, 50.0),
+            pause_p99_ms: nearest_rank(&sorted, 99.0),
             pause_max_ms: hotspot::max_pause_ms(&pauses),
             pauses_over: pauses_over(&sorted),
             callback_us_p50: cb_p50,
@@ -816,16 +808,12 @@ mod tests {
     }
 
     #[test]
-    fn files_go_beside_the_records_and_percentiles_are_nearest_rank() {
+    fn files_go_beside_the_records() {
         assert_eq!(
             beside(Path::new("/r/runs/001-trees-none.records.jsonl"), "gc.log"),
             Path::new("/r/runs/001-trees-none.gc.log")
         );
         assert!(option_text(Path::new("/a,b")).is_err());
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 0.5), 2.0);
-        assert_eq!(percentile(&v, 0.99), 4.0);
-        assert_eq!(percentile(&[], 0.5), 0.0);
         let err = choose("workloads", &["x".to_string()], &WORKLOADS)
             .unwrap_err()
             .to_string();

@@ -12,6 +12,6 @@ pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
 pub use output::{OutputError, OutputFailure, OutputKind};
 pub use phase::{PhaseTimes, WorkerPhaseStats};
 pub use record::{
-    AllocStalls, CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcLogStats, GcStats,
-    MonitorRecord, WorkerTimeBreakdown,
+    nearest_rank, AllocStalls, CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcLogStats,
+    GcStats, MonitorRecord, WorkerTimeBreakdown,
 };
