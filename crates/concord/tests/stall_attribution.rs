@@ -72,8 +72,9 @@ fn a_records_usage_is_the_sum_of_its_threads_and_copying_into_fresh_memory_fault
         "the workers copied, so they faulted: {:?}",
         r.workers
     );
-    // The threads ran during the pause: the kernel charged them CPU time.
-    assert!(r.gc_user_ms + r.gc_sys_ms > 0.0, "{r:?}");
+    // The threads ran during the pause: their exact CPU clocks moved (user and sys move in
+    // ticks and may not, for a pause this short).
+    assert!(total.cpu_ns > 0, "{r:?}");
     // They cannot have used more CPU than the pause's wall time on each of them, plus the
     // kernel's accounting granularity (a few ms per thread at most).
     let threads = (r.workers.len() + 1) as f64;
@@ -115,11 +116,9 @@ fn a_full_collection_charges_its_work_to_the_workers_and_keeps_every_object() {
         .iter()
         .find(|r| r.kind == CollectionKind::Full)
         .expect("a full collection");
-    let worker_cpu: u64 = full
-        .workers
-        .iter()
-        .map(|w| w.usage.user_ns + w.usage.sys_ns)
-        .sum();
+    // The exact thread CPU clock, not user + sys: those move in scheduler ticks where the
+    // kernel samples them, and a 0.1 ms collection can fall between two ticks.
+    let worker_cpu: u64 = full.workers.iter().map(|w| w.usage.cpu_ns).sum();
     assert!(worker_cpu > 0, "{:?}", full.workers);
 }
 

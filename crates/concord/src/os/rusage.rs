@@ -26,7 +26,9 @@ pub fn thread_cpu_now() -> Option<Duration> {
 /// difference of two readings of the same thread ([`ThreadUsage::since`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadUsage {
-    /// CPU time in user mode, nanoseconds (the kernel's resolution is microseconds).
+    /// CPU time in user mode, nanoseconds (the kernel's resolution is microseconds, but
+    /// without `VIRT_CPU_ACCOUNTING` it splits user from system time by sampling at the tick,
+    /// so a stretch shorter than a tick may show no change here).
     pub user_ns: u64,
     /// CPU time in the kernel on the thread's behalf (system calls, page faults), ns.
     pub sys_ns: u64,
@@ -40,6 +42,11 @@ pub struct ThreadUsage {
     /// Times the scheduler took the CPU away from the thread while it could still run
     /// (preempted by another thread: the stacking of threads that 000 and 002 describe).
     pub involuntary_switches: u64,
+    /// Total CPU time (user plus system) from `CLOCK_THREAD_CPUTIME_ID`, nanoseconds: exact
+    /// even for a stretch far shorter than a scheduler tick, where `user_ns` and `sys_ns`
+    /// may not move at all.
+    #[serde(default)]
+    pub cpu_ns: u64,
 }
 
 impl ThreadUsage {
@@ -62,6 +69,7 @@ impl ThreadUsage {
             major_faults: count(usage.ru_majflt),
             voluntary_switches: count(usage.ru_nvcsw),
             involuntary_switches: count(usage.ru_nivcsw),
+            cpu_ns: thread_cpu_now().map_or(0, |d| d.as_nanos() as u64),
         })
     }
 
@@ -85,6 +93,7 @@ impl ThreadUsage {
             involuntary_switches: self
                 .involuntary_switches
                 .saturating_sub(earlier.involuntary_switches),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
         }
     }
 
@@ -96,6 +105,7 @@ impl ThreadUsage {
         self.major_faults += other.major_faults;
         self.voluntary_switches += other.voluntary_switches;
         self.involuntary_switches += other.involuntary_switches;
+        self.cpu_ns += other.cpu_ns;
     }
 
     /// User CPU time, milliseconds.
@@ -163,6 +173,7 @@ mod tests {
             major_faults: 1,
             voluntary_switches: 5,
             involuntary_switches: 2,
+            cpu_ns: 30,
         };
         let mut b = a;
         b.add(&a);

@@ -543,6 +543,7 @@ mod tests {
             major_faults: minor / 10,
             voluntary_switches: 1,
             involuntary_switches: switches,
+            cpu_ns: ms * 1_500_000,
         };
         let mut r = rec(5.0);
         r.workers = (0..3)
