@@ -43,7 +43,7 @@
 //! [`BinaryTrees`]'s default heap is four times the largest live set, rounded up to MiB, at
 //! least 64 MiB (96 MiB for N = 18 and one mutator).
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{self, tree_nodes, LEFT, RIGHT};
 use crate::scaffold::{self, in_tree, round_up_mib, Size, SizedWorkload};
@@ -249,28 +249,30 @@ fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
 
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
 /// both children or none, and the tree may be at most `depth` deep.
-fn check(m: &mut Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadError> {
-    m.scope(|m| {
-        let l = m.get_ref(node, LEFT);
-        let r = m.get_ref(node, RIGHT);
-        match (l, r) {
-            (None, None) => Ok(1),
-            (Some(l), Some(r)) => {
-                if depth == 0 {
-                    return Err(WorkloadError::Corrupt(
-                        "a node at the bottom level has children".to_string(),
-                    ));
-                }
-                Ok(1 + check(m, l, depth - 1)? + check(m, r, depth - 1)?)
+fn check(m: &Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadError> {
+    let node = m.view(node).expect("a tree's root is an object");
+    check_from(node, depth)
+}
+
+/// [`check`] below a [`Gc`]: no safepoint can come while counting, so no handles are needed.
+fn check_from(node: Gc<'_>, depth: u32) -> Result<u64, WorkloadError> {
+    match (node.get(LEFT), node.get(RIGHT)) {
+        (None, None) => Ok(1),
+        (Some(l), Some(r)) => {
+            if depth == 0 {
+                return Err(WorkloadError::Corrupt(
+                    "a node at the bottom level has children".to_string(),
+                ));
             }
-            (None, Some(_)) => Err(WorkloadError::Corrupt(
-                "a node has a right child but no left child".to_string(),
-            )),
-            (Some(_), None) => Err(WorkloadError::Corrupt(
-                "a node has a left child but no right child".to_string(),
-            )),
+            Ok(1 + check_from(l, depth - 1)? + check_from(r, depth - 1)?)
         }
-    })
+        (None, Some(_)) => Err(WorkloadError::Corrupt(
+            "a node has a right child but no left child".to_string(),
+        )),
+        (Some(_), None) => Err(WorkloadError::Corrupt(
+            "a node has a left child but no right child".to_string(),
+        )),
+    }
 }
 
 #[cfg(test)]

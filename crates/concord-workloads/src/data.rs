@@ -115,9 +115,7 @@ where
     escape(m, |m| {
         let l = bottom_up_tree(m, node, depth - 1, mark)?;
         let r = bottom_up_tree(m, node, depth - 1, mark)?;
-        let n = m.alloc(node)?;
-        m.set_ref(n, LEFT, Some(l));
-        m.set_ref(n, RIGHT, Some(r));
+        let n = m.alloc_with(node, &[Some(l), Some(r)])?;
         mark(m, n, depth);
         Ok(n)
     })

@@ -16,7 +16,7 @@
 //! Trees under construction are only reachable through handles, so they survive the
 //! collections that happen while they are built; every recursion level opens its own scope.
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
 use crate::scaffold::{detail, in_tree, result, round_up_mib};
@@ -336,40 +336,41 @@ fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
 /// Structural check plus checksum of the tree at `node`, which must have height `height`:
 /// every node of height `k > 0` has two children of height `k - 1`, every node of height 0 has
 /// none, `j` is 0 everywhere. Returns the sum of `i + 1` over the nodes.
-fn check(m: &mut Mutator<'_>, node: Handle, height: u32) -> Result<u64, WorkloadError> {
-    let i = m.read_u32(node, I_OFFSET);
+fn check(m: &Mutator<'_>, node: Handle, height: u32) -> Result<u64, WorkloadError> {
+    check_from(m.view(node).expect("a tree's root is an object"), height)
+}
+
+/// [`check`] below a [`Gc`]: nothing allocates while checking, so no handles are needed.
+fn check_from(node: Gc<'_>, height: u32) -> Result<u64, WorkloadError> {
+    let i = node.read_u32(I_OFFSET);
     if i != height {
         return Err(WorkloadError::Corrupt(format!(
             "a node of height {height} holds i = {i}"
         )));
     }
-    let j = m.read_u32(node, J_OFFSET);
+    let j = node.read_u32(J_OFFSET);
     if j != 0 {
         return Err(WorkloadError::Corrupt(format!(
             "a node of height {height} holds j = {j} (never written)"
         )));
     }
-    m.scope(|m| {
-        let l = m.get_ref(node, LEFT);
-        let r = m.get_ref(node, RIGHT);
-        match (height, l, r) {
-            (0, None, None) => Ok(1),
-            (0, _, _) => Err(WorkloadError::Corrupt(
-                "a leaf (height 0) has a child".to_string(),
-            )),
-            (_, Some(l), Some(r)) => {
-                Ok(u64::from(height) + 1 + check(m, l, height - 1)? + check(m, r, height - 1)?)
-            }
-            (_, l, r) => Err(WorkloadError::Corrupt(format!(
-                "a node of height {height} lacks its {} child",
-                match (l, r) {
-                    (None, None) => "left and right",
-                    (None, _) => "left",
-                    _ => "right",
-                }
-            ))),
+    match (height, node.get(LEFT), node.get(RIGHT)) {
+        (0, None, None) => Ok(1),
+        (0, _, _) => Err(WorkloadError::Corrupt(
+            "a leaf (height 0) has a child".to_string(),
+        )),
+        (_, Some(l), Some(r)) => {
+            Ok(u64::from(height) + 1 + check_from(l, height - 1)? + check_from(r, height - 1)?)
         }
-    })
+        (_, l, r) => Err(WorkloadError::Corrupt(format!(
+            "a node of height {height} lacks its {} child",
+            match (l, r) {
+                (None, None) => "left and right",
+                (None, _) => "left",
+                _ => "right",
+            }
+        ))),
+    }
 }
 
 /// Checks the long-lived array: `1.0 / i` in the first half (element 1000 as `GCBench.java`

@@ -26,5 +26,5 @@ pub mod telemetry;
 pub use collection::verify::{VerifyError, VerifyReport};
 pub use config::{GcConfig, Preset};
 pub use object::{ObjectKind, ObjectType};
-pub use runtime::{GcError, Handle, Heap, HeapError, Mutator};
+pub use runtime::{Gc, GcError, Handle, Heap, HeapError, Mutator};
 pub use telemetry::{CollectionKind, CollectionRecord, GcCause, GcStats};

@@ -66,6 +66,16 @@ impl CardTable {
         self.cards[self.index(slot)].store(DIRTY, Ordering::Relaxed);
     }
 
+    /// The write barrier's fast form for a mutator to keep in its own fields: a covered-range
+    /// check and a card store with no pointer chase through the heap and no bounds check.
+    pub fn barrier(&self) -> CardBarrier {
+        CardBarrier {
+            base: self.base,
+            size: self.size,
+            cards: self.cards.as_ptr(),
+        }
+    }
+
     /// Whether the card holding `addr` is dirty.
     #[inline(always)]
     pub fn is_dirty(&self, addr: usize) -> bool {
@@ -131,6 +141,38 @@ impl CardTable {
         (self.index(lo)..=self.index(hi - 1))
             .filter(|&i| self.is_dirty_index(i))
             .count()
+    }
+}
+
+/// A copy of a [`CardTable`]'s geometry (see [`CardTable::barrier`]); valid while the table
+/// lives, which the mutator holding it guarantees by borrowing the heap.
+#[derive(Clone, Copy, Debug)]
+pub struct CardBarrier {
+    base: usize,
+    size: usize,
+    cards: *const AtomicU8,
+}
+
+impl CardBarrier {
+    /// Whether `addr` lies in the memory the table covers (the whole heap reservation): one
+    /// subtraction and one comparison.
+    #[inline(always)]
+    pub fn covers(&self, addr: usize) -> bool {
+        addr.wrapping_sub(self.base) < self.size
+    }
+
+    /// Dirty the card of `slot`, which [`Self::covers`] must accept (a store outside the
+    /// heap is a bug the caller checks for, not something this does).
+    ///
+    /// # Safety
+    /// `self.covers(slot)` and the table this was taken from is alive.
+    #[inline(always)]
+    pub unsafe fn dirty(&self, slot: usize) {
+        debug_assert!(self.covers(slot), "card barrier outside the heap");
+        // SAFETY: `slot` is covered, so its card index is below the table's length, and the
+        // table is alive (the caller's contract).
+        unsafe { &*self.cards.add((slot - self.base) >> CARD_SHIFT) }
+            .store(DIRTY, Ordering::Relaxed);
     }
 }
 

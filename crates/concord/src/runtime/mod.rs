@@ -1,11 +1,13 @@
 //! The runtime room: the [`Heap`] a program builds, the [`Mutator`] each of its threads
 //! attaches, the safepoint protocol that stops them, and the VM thread that runs collections.
 
+mod gc_ref;
 mod heap;
 mod mutator;
 mod safepoint;
 mod vm_thread;
 
+pub use gc_ref::Gc;
 pub use heap::{
     GcError, Heap, HeapError, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS,
 };

@@ -1,10 +1,17 @@
 //! A mutator: one attached thread's allocation buffer, handle stack and safepoint state.
 //!
-//! Programs never hold raw object addresses. Every object is reached through a [`Handle`], an
-//! index into the mutator's handle stack; the collector updates the stack when objects move.
-//! Borrowed views of an object's payload (`payload`, `read_u64`, …) take `&self`, and
-//! everything that can reach a safepoint takes `&mut self`, so the borrow checker guarantees
-//! that no collection happens while a raw view is alive.
+//! Programs never hold raw object addresses. An object is reached through a [`Handle`] (an
+//! index into the mutator's handle stack, which the collector updates when objects move) or,
+//! between two safepoints, through a [`Gc`] (a direct reference borrowed from the mutator).
+//! Everything that cannot reach a safepoint takes `&self`: loads, stores, payload reads,
+//! rooting a `Gc` in a new handle. Everything that can (allocation, scopes, polls, `blocking`,
+//! `collect`) and every payload write takes `&mut self`, so the borrow checker guarantees that
+//! no collection happens while a `Gc` or a borrowed payload view is alive.
+//!
+//! The fast paths are inlined into the caller: allocation is a bump of the thread-local
+//! allocation buffer (TLAB, zeroed once when it is handed out) and a header store; a store is
+//! the slot write plus one card byte; a load through a `Gc` is the header (bounds) and the
+//! slot. Everything else (TLAB refill, lifespan sampling, collections, panics) is out of line.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -12,9 +19,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::gc_ref::{payload_out_of_bounds, slot_out_of_bounds, Gc};
 use super::heap::{GcError, Heap, HeapInner};
 use super::safepoint::Request;
 use crate::collection::verify::VerifyReport;
+use crate::memory::card_table::CardBarrier;
 use crate::object::raw::{self, slot_addr};
 use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectType};
 use crate::telemetry::lifespan::LifespanProfiler;
@@ -24,13 +33,13 @@ use crate::telemetry::CollectionKind;
 macro_rules! payload_scalars {
     ($($t:ty: $read:ident, $write:ident;)+) => {$(
         #[doc = concat!("Read a little-endian `", stringify!($t), "` at `offset` in the payload.")]
-        #[inline]
+        #[inline(always)]
         pub fn $read(&self, obj: Handle, offset: usize) -> $t {
             self.read_scalar(obj, offset)
         }
 
         #[doc = concat!("Write a `", stringify!($t), "` at `offset` in the payload.")]
-        #[inline]
+        #[inline(always)]
         pub fn $write(&mut self, obj: Handle, offset: usize, v: $t) {
             self.write_scalar(obj, offset, v)
         }
@@ -105,6 +114,11 @@ pub struct Mutator<'h> {
     heap: &'h HeapInner,
     shared: Arc<MutatorShared>,
     id: u32,
+    /// The heap's card table geometry, kept here so a store checks its addresses and dirties a
+    /// card without a pointer chase.
+    barrier: CardBarrier,
+    /// Objects this large or larger go straight to the old generation (the heap's setting).
+    large_object_threshold: usize,
     tlab_top: usize,
     /// Where the allocation fast path stops: `tlab_real_end`, or the next lifespan sample point
     /// below it.
@@ -144,6 +158,8 @@ impl<'h> Mutator<'h> {
             heap: inner,
             shared,
             id,
+            barrier: inner.mem.cards.barrier(),
+            large_object_threshold: inner.config.large_object_threshold,
             tlab_top: 0,
             tlab_end: 0,
             tlab_start: 0,
@@ -166,9 +182,15 @@ impl<'h> Mutator<'h> {
         unsafe { &mut *self.shared.handles.get() }
     }
 
+    /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
+    /// stack is only ever borrowed inside one method call at a time, never across one, and
+    /// the mutator is neither `Send` nor `Sync`, so no other reference to it exists now.
     #[inline(always)]
-    fn push_handle(&mut self, addr: usize) -> Handle {
-        let hs = self.handles_mut();
+    fn push_handle(&self, addr: usize) -> Handle {
+        // SAFETY: this thread is running (the collector does not touch the stack), and no
+        // reference into the stack is alive: every method's borrow of it ends before it
+        // returns, and none calls another while holding one.
+        let hs = unsafe { &mut *self.shared.handles.get() };
         let index = hs.len();
         hs.push(addr);
         Handle {
@@ -177,38 +199,165 @@ impl<'h> Mutator<'h> {
         }
     }
 
+    /// Overwrite what handle `h` holds (checked as in [`Self::addr`]); `&self` for the same
+    /// reason as [`Self::push_handle`].
+    #[inline(always)]
+    fn write_handle(&self, h: Handle, addr: usize) {
+        self.addr(h);
+        // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
+        unsafe {
+            *(*self.shared.handles.get())
+                .as_mut_ptr()
+                .add(h.index as usize) = addr
+        };
+    }
+
+    /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
+    /// another heap stored here would point the collector outside the heap it collects.
+    #[inline(always)]
+    fn own(&self, g: Gc<'_>) -> usize {
+        let a = g.addr();
+        if !self.barrier.covers(a) {
+            foreign_reference(a);
+        }
+        a
+    }
+
     /// The address a handle holds (0 for null).
     #[inline(always)]
+    #[track_caller]
     fn addr(&self, h: Handle) -> usize {
-        assert_eq!(
-            h.owner, self.id,
-            "handle used with a mutator that did not create it"
-        );
+        if h.owner != self.id {
+            foreign_handle();
+        }
         match self.handles().get(h.index as usize) {
             Some(&a) => a,
-            None => panic!("stale handle: used after the scope that created it ended"),
+            None => stale_handle(),
         }
     }
 
     /// The object a handle refers to; panics on null.
     #[inline(always)]
+    #[track_caller]
     fn obj(&self, h: Handle) -> (usize, Header) {
         let a = self.addr(h);
-        assert!(a != 0, "null handle dereferenced");
+        if a == 0 {
+            null_handle();
+        }
         // SAFETY: handles hold valid object addresses (or 0, excluded above) while running.
         (a, unsafe { raw::header(a) })
+    }
+
+    /// The object a handle refers to, as a [`Gc`] valid until the mutator is next borrowed
+    /// `&mut` (`None` if the handle holds null). Loads and payload reads through it are plain
+    /// memory reads; see [`Gc`].
+    #[inline(always)]
+    #[track_caller]
+    pub fn view(&self, h: Handle) -> Option<Gc<'_>> {
+        // SAFETY: a handle holds 0 or a live object of this heap, and `&self` keeps the
+        // mutator from reaching a safepoint while the `Gc` lives.
+        unsafe { Gc::from_word(self.addr(h)) }
+    }
+
+    /// A new handle holding `g`, so the object survives the next safepoint (and its `Gc`
+    /// does not). Panics if `g` belongs to another heap.
+    #[inline]
+    #[track_caller]
+    pub fn root(&self, g: Gc<'_>) -> Handle {
+        let a = self.own(g);
+        self.push_handle(a)
+    }
+
+    /// Make the existing handle `dst` hold `g` (or null), without a new handle.
+    #[inline]
+    #[track_caller]
+    pub fn set_root(&self, dst: Handle, g: Option<Gc<'_>>) {
+        let a = g.map_or(0, |g| self.own(g));
+        self.write_handle(dst, a);
+    }
+
+    /// Store `value` into reference slot `slot` of `obj`, with the write barrier: the slot
+    /// write and one card byte. Panics if the slot is out of bounds or either object belongs
+    /// to another heap.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store(&self, obj: Gc<'_>, slot: usize, value: Option<Gc<'_>>) {
+        let o = self.own(obj);
+        let v = value.map_or(0, |g| self.own(g));
+        // SAFETY: `o` is a live object of this heap (a `Gc` checked above).
+        let refs = unsafe { raw::header(o) }.ref_count();
+        if slot >= refs {
+            slot_out_of_bounds(slot, refs);
+        }
+        // SAFETY: the slot is inside `o`; no Rust reference covers reference slots.
+        unsafe { self.store_slot(o, slot, v) };
+    }
+
+    /// Write `v` into slot `slot` of `o` and dirty its card (cards of young objects are never
+    /// scanned, so the mark is unconditional: no branch on the generation).
+    ///
+    /// # Safety
+    /// `o` is a live object of this heap and `slot` one of its reference slots; `v` is 0 or a
+    /// live object of this heap.
+    #[inline(always)]
+    unsafe fn store_slot(&self, o: usize, slot: usize, v: usize) {
+        let addr = slot_addr(o, slot);
+        // SAFETY: the caller's contract: the slot is inside a live object of this heap.
+        unsafe {
+            raw::store(addr, v);
+            self.barrier.dirty(addr);
+        }
     }
 
     // ---- allocation ----
 
     /// Allocate a fixed object of type `ty` (all slots null, payload zeroed).
+    #[inline(always)]
     pub fn alloc(&mut self, ty: ObjectType) -> Result<Handle, GcError> {
         let h = ty.header();
         let a = self.allocate(h, h.size_bytes())?;
         Ok(self.push_handle(a))
     }
 
+    /// Allocate a fixed object of type `ty` whose first `refs.len()` reference slots hold what
+    /// the handles hold (the rest null, payload zeroed): a constructor. The new object is
+    /// young unless it is large, so its slots are written without a card mark when it came
+    /// from the TLAB. Panics if `refs` has more entries than `ty` has slots, or on a handle
+    /// of another mutator.
+    #[inline(always)]
+    #[track_caller]
+    pub fn alloc_with(
+        &mut self,
+        ty: ObjectType,
+        refs: &[Option<Handle>],
+    ) -> Result<Handle, GcError> {
+        if refs.len() > ty.refs() {
+            slot_out_of_bounds(refs.len() - 1, ty.refs());
+        }
+        let h = ty.header();
+        let size = h.size_bytes();
+        // The fast path's own check, so the slots below know whether a card mark is needed.
+        let from_tlab = size < self.large_object_threshold && self.tlab_top + size <= self.tlab_end;
+        let a = self.allocate(h, size)?;
+        // Read the handles only now: the allocation may have collected and moved their objects.
+        for (slot, r) in refs.iter().enumerate() {
+            let v = r.map_or(0, |r| self.addr(r));
+            let addr = slot_addr(a, slot);
+            // SAFETY: `a` is the new object, `slot` below its slot count (checked above), and
+            // `v` comes from a handle of this mutator (0 or a live object of this heap).
+            unsafe {
+                if from_tlab {
+                    raw::store(addr, v);
+                } else {
+                    self.store_slot(a, slot, v);
+                }
+            }
+        }
+        Ok(self.push_handle(a))
+    }
+
     /// Allocate a reference array of `len` null slots.
+    #[inline]
     pub fn alloc_ref_array(&mut self, len: usize) -> Result<Handle, GcError> {
         let size = ref_array_size(len)?;
         let a = self.allocate(Header::ref_array(len), size)?;
@@ -216,16 +365,19 @@ impl<'h> Mutator<'h> {
     }
 
     /// Allocate a zeroed byte array of `len` bytes.
+    #[inline]
     pub fn alloc_byte_array(&mut self, len: usize) -> Result<Handle, GcError> {
         let size = byte_array_size(len)?;
         let a = self.allocate(Header::byte_array(len), size)?;
         Ok(self.push_handle(a))
     }
 
+    /// The allocation fast path: a bump of the TLAB and a header store (the TLAB was zeroed
+    /// when it was handed out, so nothing else is written).
     #[inline(always)]
     fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         let top = self.tlab_top;
-        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_end {
+        if size < self.large_object_threshold && top + size <= self.tlab_end {
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
             unsafe { raw::set_header(top, h) };
@@ -235,6 +387,7 @@ impl<'h> Mutator<'h> {
     }
 
     #[cold]
+    #[inline(never)]
     fn allocate_slow(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         if self.sampler.is_some() {
             return self.allocate_sampling(h, size);
@@ -247,7 +400,7 @@ impl<'h> Mutator<'h> {
     fn allocate_sampling(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.sync_sampler();
         let top = self.tlab_top;
-        if size < self.heap.config.large_object_threshold && top + size <= self.tlab_real_end {
+        if size < self.large_object_threshold && top + size <= self.tlab_real_end {
             // The fast path stopped at a sample point inside the TLAB; allocate as it would.
             self.tlab_top = top + size;
             // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
@@ -306,7 +459,7 @@ impl<'h> Mutator<'h> {
     /// collection if needed.
     fn allocate_outside_fast_path(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         self.safepoint_poll();
-        let old = size >= self.heap.config.large_object_threshold;
+        let old = size >= self.large_object_threshold;
         if let Some(a) = self.try_allocate_outside_tlab(size, old) {
             // SAFETY: freshly allocated and zeroed memory owned by this thread.
             unsafe { raw::set_header(a, h) };
@@ -384,49 +537,47 @@ impl<'h> Mutator<'h> {
     // ---- references ----
 
     /// Load reference slot `slot` of `obj` into a new handle (`None` for null).
-    #[inline]
-    pub fn get_ref(&mut self, obj: Handle, slot: usize) -> Option<Handle> {
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_ref(&self, obj: Handle, slot: usize) -> Option<Handle> {
         let v = self.load_slot(obj, slot);
         (v != 0).then(|| self.push_handle(v))
     }
 
     /// Load reference slot `slot` of `obj` into the existing handle `dst` (no new handle).
     /// Returns `false` (and `dst` holds null) if the slot was null.
-    #[inline]
-    pub fn load_ref_into(&mut self, dst: Handle, obj: Handle, slot: usize) -> bool {
+    #[inline(always)]
+    #[track_caller]
+    pub fn load_ref_into(&self, dst: Handle, obj: Handle, slot: usize) -> bool {
         let v = self.load_slot(obj, slot);
-        self.addr(dst);
-        self.handles_mut()[dst.index as usize] = v;
+        self.write_handle(dst, v);
         v != 0
     }
 
     #[inline(always)]
+    #[track_caller]
     fn load_slot(&self, obj: Handle, slot: usize) -> usize {
         let (o, h) = self.obj(obj);
-        assert!(
-            slot < h.ref_count(),
-            "reference slot {slot} out of bounds ({} slots)",
-            h.ref_count()
-        );
+        if slot >= h.ref_count() {
+            slot_out_of_bounds(slot, h.ref_count());
+        }
         // SAFETY: the slot index is within the object's reference slots.
         unsafe { raw::load(slot_addr(o, slot)) }
     }
 
-    /// Store a reference into slot `slot` of `obj` (with the write barrier).
-    #[inline]
+    /// Store a reference into slot `slot` of `obj` (with the write barrier). Takes `&mut self`
+    /// for the handle API's history; [`Self::store`] does the same through `Gc`s with `&self`.
+    #[inline(always)]
+    #[track_caller]
     pub fn set_ref(&mut self, obj: Handle, slot: usize, value: Option<Handle>) {
         let v = value.map_or(0, |h| self.addr(h));
         let (o, h) = self.obj(obj);
-        assert!(
-            slot < h.ref_count(),
-            "reference slot {slot} out of bounds ({} slots)",
-            h.ref_count()
-        );
-        let addr = slot_addr(o, slot);
-        // SAFETY: the slot index is within the object's reference slots.
-        unsafe { raw::store(addr, v) };
-        // Write barrier: an unconditional card mark (cards of young objects are never scanned).
-        self.heap.mem.cards.dirty(addr);
+        if slot >= h.ref_count() {
+            slot_out_of_bounds(slot, h.ref_count());
+        }
+        // SAFETY: `o` is a live object (a handle's), the slot is in bounds (checked above) and
+        // `v` is a handle's value (0 or a live object of this heap).
+        unsafe { self.store_slot(o, slot, v) };
     }
 
     /// Number of reference slots of `obj`.
@@ -455,22 +606,19 @@ impl<'h> Mutator<'h> {
         }
     }
 
+    #[inline(always)]
+    #[track_caller]
     fn payload_range(&self, obj: Handle, offset: usize, len: usize) -> usize {
         let (o, h) = self.obj(obj);
-        let ok = offset
-            .checked_add(len)
-            .is_some_and(|end| end <= h.payload_bytes());
-        assert!(
-            ok,
-            "payload access {offset}..{} out of bounds ({} bytes)",
-            offset + len,
-            h.payload_bytes()
-        );
+        let bytes = h.payload_bytes();
+        if offset > bytes || bytes - offset < len {
+            payload_out_of_bounds(offset, len, bytes);
+        }
         o + h.payload_offset() + offset
     }
 
     /// Read a `T` at `offset` in the payload, bounds-checked.
-    #[inline]
+    #[inline(always)]
     fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
@@ -478,7 +626,7 @@ impl<'h> Mutator<'h> {
     }
 
     /// Write a `T` at `offset` in the payload, bounds-checked.
-    #[inline]
+    #[inline(always)]
     fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
@@ -532,21 +680,25 @@ impl<'h> Mutator<'h> {
     // ---- handles ----
 
     /// A new handle holding null.
-    pub fn null_handle(&mut self) -> Handle {
+    #[inline]
+    pub fn null_handle(&self) -> Handle {
         self.push_handle(0)
     }
 
     /// A new handle referring to what `h` refers to.
-    pub fn dup(&mut self, h: Handle) -> Handle {
+    #[inline]
+    #[track_caller]
+    pub fn dup(&self, h: Handle) -> Handle {
         let a = self.addr(h);
         self.push_handle(a)
     }
 
     /// Make `dst` refer to what `src` refers to (or null).
-    pub fn set_handle(&mut self, dst: Handle, src: Option<Handle>) {
+    #[inline]
+    #[track_caller]
+    pub fn set_handle(&self, dst: Handle, src: Option<Handle>) {
         let v = src.map_or(0, |h| self.addr(h));
-        self.addr(dst);
-        self.handles_mut()[dst.index as usize] = v;
+        self.write_handle(dst, v);
     }
 
     /// Number of live handles.
@@ -640,6 +792,36 @@ impl<'h> Mutator<'h> {
     pub fn heap_used(&self) -> usize {
         self.heap.mem.used()
     }
+}
+
+/// The panic of a handle used with another mutator (out of line, as every panic here: the
+/// checks' fast paths are one comparison each).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn foreign_handle() -> ! {
+    panic!("handle used with a mutator that did not create it")
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn stale_handle() -> ! {
+    panic!("stale handle: used after the scope that created it ended")
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn null_handle() -> ! {
+    panic!("null handle dereferenced")
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn foreign_reference(addr: usize) -> ! {
+    panic!("reference {addr:#x} is not an object of this mutator's heap")
 }
 
 impl Drop for Mutator<'_> {
