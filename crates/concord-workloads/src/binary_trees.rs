@@ -310,15 +310,15 @@ mod tests {
         let heap = scaffold::test_heap(8 * MIB, false);
         let mut m = heap.attach();
         let t = bottom_up_tree(&mut m, 6).unwrap();
-        assert_eq!(check(&mut m, t, 6).unwrap(), tree_nodes(6));
+        assert_eq!(check(&m, t, 6).unwrap(), tree_nodes(6));
         // Deeper than allowed.
-        let e = check(&mut m, t, 5).unwrap_err().to_string();
+        let e = check(&m, t, 5).unwrap_err().to_string();
         assert!(e.contains("bottom level has children"), "{e}");
         // One child only.
         let l = m.get_ref(t, LEFT).unwrap();
         let ll = m.get_ref(l, LEFT).unwrap();
         m.set_ref(ll, LEFT, None);
-        let e = check(&mut m, t, 6).unwrap_err().to_string();
+        let e = check(&m, t, 6).unwrap_err().to_string();
         assert!(e.contains("right child but no left child"), "{e}");
         let e = in_tree(NAME, "long-lived tree", 6)(WorkloadError::Corrupt("x".into())).to_string();
         assert!(

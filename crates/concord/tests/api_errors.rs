@@ -48,7 +48,7 @@ fn stale_handle_after_scope_panics_after_a_collection_too() {
 #[should_panic(expected = "null handle dereferenced")]
 fn null_handle_payload_panics() {
     let heap = heap();
-    let mut m = heap.attach();
+    let m = heap.attach();
     let n = m.null_handle();
     let _ = m.payload(n);
 }
@@ -57,7 +57,7 @@ fn null_handle_payload_panics() {
 #[should_panic(expected = "null handle dereferenced")]
 fn null_handle_get_ref_panics() {
     let heap = heap();
-    let mut m = heap.attach();
+    let m = heap.attach();
     let n = m.null_handle();
     m.get_ref(n, 0);
 }
