@@ -27,6 +27,80 @@ use crate::object::{Header, ObjectKind};
 ///
 /// `Copy`, one word, never null (an absent reference is `Option<Gc>`, also one word). Not
 /// `Send`: it belongs to the thread whose mutator it borrows.
+///
+/// Reading a tree through views, then keeping one node across an allocation in a handle:
+///
+/// ```
+/// use concord::{Gc, GcConfig, Heap, ObjectType, Preset};
+///
+/// const NODE: ObjectType = ObjectType::fixed(2, 8); // left, right, a u64
+///
+/// fn sum(n: Gc<'_>) -> u64 {
+///     n.read_u64(0) + n.get(0).map_or(0, sum) + n.get(1).map_or(0, sum)
+/// }
+///
+/// let mut config = GcConfig::for_preset(Preset::Optimized);
+/// config.heap_size = 8 << 20;
+/// let heap = Heap::new(config).unwrap();
+/// let mut m = heap.attach();
+/// let l = m.alloc(NODE).unwrap();
+/// m.write_u64(l, 0, 2);
+/// let r = m.alloc(NODE).unwrap();
+/// m.write_u64(r, 0, 3);
+/// let root = m.alloc_with(NODE, &[Some(l), Some(r)]).unwrap();
+/// m.write_u64(root, 0, 1);
+/// assert_eq!(sum(m.view(root).unwrap()), 6);
+///
+/// let left = m.root(m.view(root).unwrap().get(0).unwrap()); // a handle: survives safepoints
+/// m.alloc(NODE).unwrap(); // may collect
+/// assert_eq!(m.view(left).unwrap().read_u64(0), 2);
+/// ```
+///
+/// Using a view after something that may reach a safepoint does not compile, because its
+/// object may have moved:
+///
+/// ```compile_fail,E0502
+/// # use concord::{GcConfig, Heap, ObjectType, Preset};
+/// # const NODE: ObjectType = ObjectType::fixed(2, 8);
+/// # let mut config = GcConfig::for_preset(Preset::Optimized);
+/// # config.heap_size = 8 << 20;
+/// # let heap = Heap::new(config).unwrap();
+/// # let mut m = heap.attach();
+/// let h = m.alloc(NODE).unwrap();
+/// let g = m.view(h).unwrap();
+/// m.alloc(NODE).unwrap(); // error: `m` is borrowed shared by `g`
+/// g.get(0);
+/// ```
+///
+/// Nor does letting one out of the scope whose end may be a safepoint:
+///
+/// ```compile_fail
+/// # use concord::{GcConfig, Heap, ObjectType, Preset};
+/// # const NODE: ObjectType = ObjectType::fixed(2, 8);
+/// # let mut config = GcConfig::for_preset(Preset::Optimized);
+/// # config.heap_size = 8 << 20;
+/// # let heap = Heap::new(config).unwrap();
+/// # let mut m = heap.attach();
+/// let h = m.alloc(NODE).unwrap();
+/// let g = m.scope(|m| m.view(h).unwrap()); // error: the view borrows the scope's mutator
+/// g.get(0);
+/// ```
+///
+/// Nor sending one to another thread:
+///
+/// ```compile_fail,E0277
+/// # use concord::{GcConfig, Heap, ObjectType, Preset};
+/// # const NODE: ObjectType = ObjectType::fixed(2, 8);
+/// # let mut config = GcConfig::for_preset(Preset::Optimized);
+/// # config.heap_size = 8 << 20;
+/// # let heap = Heap::new(config).unwrap();
+/// # let mut m = heap.attach();
+/// let h = m.alloc(NODE).unwrap();
+/// let g = m.view(h).unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(move || g.get(0)); // error: `Gc` is not `Send`
+/// });
+/// ```
 #[derive(Clone, Copy)]
 pub struct Gc<'m> {
     addr: NonZeroUsize,

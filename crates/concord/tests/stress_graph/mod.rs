@@ -1,7 +1,10 @@
 //! The random-graph stress engine, shared by `tests/random_graph.rs` (a short run in the suite,
 //! a long one behind `--ignored`) and `examples/stress_random_graph.rs` (a campaign of seeds for
 //! N seconds). It uses only what an embedding program can: `ConfigBuilder`, `Heap`, `Mutator`,
-//! handles, scopes, the three object kinds, slot and payload access, `collect`, `verify_heap`.
+//! handles, scopes, the three object kinds, slot and payload access, `collect`, `verify_heap`,
+//! and the direct-reference API: about half of the walks, graph checks and edge stores go
+//! through `Gc` views (`view`, `Gc::get`, `root`, `Mutator::store`) instead of handles, and some
+//! fixed objects are built children first with the `alloc_with` constructor.
 //!
 //! Each seed chooses a configuration (preset, task queue, steal, termination, parking, task
 //! affinity, GC threads, GC affinity, odd PLAB and TLAB sizes, a 4–8 MiB heap, tenuring,
@@ -36,7 +39,9 @@ use std::time::{Duration, Instant};
 
 use concord::config::ConfigBuilder;
 use concord::runtime::GC_OVERHEAD_LIMIT_COLLECTIONS;
-use concord::{CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType};
+use concord::{
+    CollectionKind, Gc, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType,
+};
 
 /// The environment variable that makes the test run one seed only (to reproduce a failure).
 pub const SEED_VAR: &str = "RANDOM_GRAPH_SEED";
@@ -672,7 +677,13 @@ impl Graph {
         existing: &[(Handle, u64)],
         fresh: &mut Vec<(u64, Node)>,
     ) -> Result<(Handle, u64), GcError> {
-        let (h, id) = self.new_object(m, fresh)?;
+        let shape = self.random_shape();
+        if let Shape::Fixed { refs, .. } = shape {
+            if refs > 0 && self.rng.chance(30) {
+                return self.build_with_constructor(m, shape, depth, existing, fresh);
+            }
+        }
+        let (h, id) = self.new_object_of(m, shape, fresh)?;
         let index = fresh.len() - 1;
         let edges = fresh[index].1.edges.len().min(6);
         let shape = fresh[index].1.shape;
@@ -687,6 +698,53 @@ impl Graph {
                 fresh[index].1.edges[edge] = Some(tid);
             }
         }
+        Ok((h, id))
+    }
+
+    /// [`Self::build`] for a fixed `shape`, children first: the children (new subtrees or
+    /// `existing` nodes) are made, then the parent with `alloc_with`, which must read their
+    /// handles after its own allocation (which may have moved them).
+    fn build_with_constructor(
+        &mut self,
+        m: &mut Mutator<'_>,
+        shape: Shape,
+        depth: usize,
+        existing: &[(Handle, u64)],
+        fresh: &mut Vec<(u64, Node)>,
+    ) -> Result<(Handle, u64), GcError> {
+        let Shape::Fixed { refs, payload, tag } = shape else {
+            unreachable!("constructors build fixed objects")
+        };
+        let edges = refs.min(6);
+        let mut children = Vec::with_capacity(edges);
+        for _ in 0..edges {
+            children.push(match self.rng.range(0, 9) {
+                0..=3 if depth > 0 => Some(self.build(m, depth - 1, existing, fresh)?),
+                4 if !existing.is_empty() => Some(*self.rng.pick(existing)),
+                _ => None,
+            });
+        }
+        let id = self.fresh_id();
+        self.step_bytes += shape.heap_bytes();
+        let ty = ObjectType::new(refs, payload)
+            .expect("a valid shape")
+            .with_tag(tag);
+        let handles: Vec<Option<Handle>> = children.iter().map(|c| c.map(|c| c.0)).collect();
+        let h = m.alloc_with(ty, &handles)?;
+        let bytes = self.random_payload(id, payload);
+        m.payload_mut(h).copy_from_slice(&bytes);
+        let mut edges_of = vec![None; refs];
+        for (edge, child) in children.iter().enumerate() {
+            edges_of[edge] = child.map(|c| c.1);
+        }
+        fresh.push((
+            id,
+            Node {
+                shape,
+                edges: edges_of,
+                payload: bytes,
+            },
+        ));
         Ok((h, id))
     }
 
@@ -705,6 +763,9 @@ impl Graph {
         let Some(root) = self.roots[r] else {
             return Vec::new();
         };
+        if self.rng.chance(50) {
+            return self.walk_views(m, self.root_handles[r], root);
+        }
         let mut path = vec![(self.root_handles[r], root)];
         for _ in 0..self.rng.range(0, 8) {
             let (h, id) = *path.last().unwrap();
@@ -723,6 +784,36 @@ impl Graph {
                 }
                 (got, want) => panic!(
                     "thread {}: node {id:#x} edge {edge}: heap {} but shadow {want:?}",
+                    self.t,
+                    if got.is_some() { "non-null" } else { "null" },
+                ),
+            }
+        }
+        path
+    }
+
+    /// [`Self::walk`] through `Gc` views: each hop is a plain load, checked against the shadow,
+    /// and each node passed is rooted in a new handle for the caller.
+    fn walk_views(&mut self, m: &Mutator<'_>, root: Handle, root_id: u64) -> Vec<(Handle, u64)> {
+        let mut path = vec![(root, root_id)];
+        let mut at = m.view(root).expect("a non-null root holds an object");
+        for _ in 0..self.rng.range(0, 8) {
+            let id = path.last().unwrap().1;
+            let (edges, shape) = (self.nodes[&id].edges.len(), self.nodes[&id].shape);
+            if edges == 0 {
+                break;
+            }
+            let edge = self.rng.range(0, edges - 1);
+            let want = self.nodes[&id].edges[edge];
+            match (at.get(shape.slot(edge)), want) {
+                (None, None) => break,
+                (Some(child), Some(child_id)) => {
+                    self.expect_view_id(child, child_id, "on a walk through views");
+                    path.push((m.root(child), child_id));
+                    at = child;
+                }
+                (got, want) => panic!(
+                    "thread {}: node {id:#x} edge {edge} (view): heap {} but shadow {want:?}",
                     self.t,
                     if got.is_some() { "non-null" } else { "null" },
                 ),
@@ -854,7 +945,14 @@ impl Graph {
             Some(edge) if prefer_null => edge,
             _ => self.rng.range(0, node.edges.len() - 1),
         };
-        m.set_ref(h, node.shape.slot(edge), target.map(|t| t.0));
+        let slot = node.shape.slot(edge);
+        if self.rng.chance(50) {
+            let obj = m.view(h).expect("a path holds objects");
+            m.store(obj, slot, target.and_then(|t| m.view(t.0)));
+        } else {
+            m.set_ref(h, slot, target.map(|t| t.0));
+        }
+        let node = self.nodes.get_mut(&id).unwrap();
         node.edges[edge] = target.map(|t| t.1);
         true
     }
@@ -932,6 +1030,11 @@ impl Graph {
     /// Forgets shadow nodes no longer reachable and makes the live estimate exact.
     fn check(&mut self, m: &mut Mutator<'_>, when: &str) {
         let t = self.t;
+        if self.rng.chance(50) {
+            let seen = self.check_views(m, when);
+            self.forget_unreached(seen);
+            return;
+        }
         let seen = m.scope(|m| {
             let mut seen: HashMap<u64, Handle> = HashMap::new();
             let mut stack: Vec<(Handle, u64)> = Vec::new();
@@ -968,10 +1071,97 @@ impl Graph {
             }
             seen.into_keys().collect::<std::collections::HashSet<u64>>()
         });
+        self.forget_unreached(seen);
+    }
+
+    /// After a whole-graph check that reached `seen`: forget the other shadow nodes and make
+    /// the live estimate exact.
+    fn forget_unreached(&mut self, seen: std::collections::HashSet<u64>) {
         self.nodes.retain(|id, _| seen.contains(id));
         self.live_estimate = self.nodes.values().map(|n| n.shape.heap_bytes()).sum();
         self.counters.graph_checks += 1;
         self.counters.nodes_checked += seen.len();
+    }
+
+    /// [`Self::check`] through `Gc` views: no handle is made, identity is `Gc` equality.
+    fn check_views(&self, m: &Mutator<'_>, when: &str) -> std::collections::HashSet<u64> {
+        let t = self.t;
+        let mut seen: HashMap<u64, Gc<'_>> = HashMap::new();
+        let mut stack: Vec<(Gc<'_>, u64)> = Vec::new();
+        for (r, &want) in self.roots.iter().enumerate() {
+            let g = m.view(self.root_handles[r]);
+            match (g, want) {
+                (None, None) => {}
+                (Some(g), Some(id)) => stack.push((g, id)),
+                (g, want) => panic!(
+                    "thread {t}: {when}: root {r} is {g:?} in the heap, {want:?} in the shadow"
+                ),
+            }
+        }
+        while let Some((g, id)) = stack.pop() {
+            self.expect_view_id(g, id, when);
+            if let Some(&first) = seen.get(&id) {
+                assert!(
+                    first == g,
+                    "thread {t}: {when}: node {id:#x} is two objects in the heap (views)"
+                );
+                continue;
+            }
+            seen.insert(id, g);
+            let node = &self.nodes[&id];
+            let (kind, len) = (g.kind(), g.array_len());
+            match node.shape {
+                Shape::Fixed { refs, tag, .. } => {
+                    assert_eq!(kind, ObjectKind::Fixed, "thread {t}: node {id:#x} kind");
+                    assert_eq!(g.ref_count(), refs, "thread {t}: node {id:#x} slots");
+                    assert_eq!(g.tag(), tag, "thread {t}: node {id:#x} tag");
+                }
+                Shape::RefArray { len: want } => {
+                    assert_eq!(kind, ObjectKind::RefArray, "thread {t}: node {id:#x} kind");
+                    assert_eq!(len, want, "thread {t}: node {id:#x} length");
+                }
+                Shape::ByteArray { len: want } => {
+                    assert_eq!(kind, ObjectKind::ByteArray, "thread {t}: node {id:#x} kind");
+                    assert_eq!(len, want, "thread {t}: node {id:#x} length");
+                }
+            }
+            assert!(
+                g.payload() == node.payload.as_slice(),
+                "thread {t}: {when}: node {id:#x} ({:?}): payload differs (views)",
+                node.shape
+            );
+            for (edge, &want) in node.edges.iter().enumerate() {
+                match (g.get(node.shape.slot(edge)), want) {
+                    (None, None) => {}
+                    (Some(child), Some(child_id)) => stack.push((child, child_id)),
+                    (got, want) => panic!(
+                        "thread {t}: {when}: node {id:#x} edge {edge} (views): heap {} but \
+                         shadow {want:?}",
+                        if got.is_some() { "non-null" } else { "null" }
+                    ),
+                }
+            }
+        }
+        seen.into_keys().collect()
+    }
+
+    /// The id a heap object carries, read through a view.
+    fn expect_view_id(&self, g: Gc<'_>, id: u64, when: &str) {
+        let got = match g.kind() {
+            ObjectKind::Fixed | ObjectKind::ByteArray => g.read_u64(0),
+            ObjectKind::RefArray => {
+                let id_box = g.get(0).unwrap_or_else(|| {
+                    panic!("thread {}: a reference array lost its id box", self.t)
+                });
+                assert_eq!(id_box.kind(), ObjectKind::ByteArray, "id box kind");
+                id_box.read_u64(0)
+            }
+        };
+        assert_eq!(
+            got, id,
+            "thread {}: {when}: heap object carries id {got:#x} (view), shadow expects {id:#x}",
+            self.t
+        );
     }
 
     /// Live bytes of the shadow alone (no heap access); forgets unreachable shadow nodes.
