@@ -52,10 +52,14 @@ mod rust_gc {
     }
 
     pub fn run(max_depth: u32) -> Option<u64> {
-        super::program(max_depth, |d| check(&bottom_up_tree(d)), || {
-            let long_lived = bottom_up_tree(max_depth);
-            move || check(&long_lived)
-        })
+        super::program(
+            max_depth,
+            |d| check(&bottom_up_tree(d)),
+            || {
+                let long_lived = bottom_up_tree(max_depth);
+                move || check(&long_lived)
+            },
+        )
     }
 }
 
@@ -142,6 +146,9 @@ fn program<L: FnOnce() -> Option<u64>>(
     Some(sum + check_long_lived()?)
 }
 
+/// One binary-trees implementation: the checksum at a depth, `None` if a check failed.
+type Implementation = fn(u32) -> Option<u64>;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let depth = match args.first().map(|a| a.parse::<u32>()) {
@@ -158,13 +165,15 @@ fn main() -> ExitCode {
         }
     };
     let which = args.get(1).map_or("all", String::as_str);
-    let all: [(&str, fn(u32) -> Option<u64>); 3] = [
+    let all: [(&str, Implementation); 3] = [
         ("box", |d| boxed::run_round(d).ok().map(|(sum, _)| sum)),
         ("gc", rust_gc::run),
         ("gc-arena", arena::run),
     ];
     if which != "all" && !all.iter().any(|(name, _)| *name == which) {
-        eprintln!("rust-gc-crates: unknown implementation '{which}' (allowed: box, gc, gc-arena, all)");
+        eprintln!(
+            "rust-gc-crates: unknown implementation '{which}' (allowed: box, gc, gc-arena, all)"
+        );
         return ExitCode::from(2);
     }
     let want = expected_checksum(depth);
