@@ -150,7 +150,7 @@ fn a_concord_run_out_of_memory_is_a_failed_run() {
 
 #[test]
 fn bad_input_is_named_and_exits_2() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["vs-native", "search"],
             "unknown workload 'search' for vs-native (allowed: gcbench, binary-trees)",
@@ -172,10 +172,21 @@ fn bad_input_is_named_and_exits_2() {
             &["vs-native", "--gc-threads", "0"],
             "--gc-threads: '0' is out of range (allowed: 1..=256)",
         ),
-        (&["vs-native", "--preset", "fast"], "fast"),
+        (
+            &["vs-native", "--preset", "fast"],
+            "--preset: 'fast' is not a preset (allowed: vanilla, modern, optimized)",
+        ),
         (
             &["vs-native", "--heap", "lots"],
             "--heap: 'lots' is not a size",
+        ),
+        (
+            &["vs-native", "--heap", "-1"],
+            "--heap: '-1' is not a size (sizes cannot be negative)",
+        ),
+        (
+            &["vs-native", "--heap", "1k"],
+            "--heap: '1k' is out of range (allowed: 4M..=1024G)",
         ),
     ];
     for (args, message) in cases {
