@@ -5,7 +5,8 @@
 //! processes), the bench commands on the one experiment engine (`compare`, `sweep`,
 //! `ablation`, `os-bench`, `sched-bench`; [`bench`], [`experiment`]), `report` (an HTML page of
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
-//! Concord, alternating, with ratios); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
+//! Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
+//! plain Rust with `Box`, alternating); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
 //! agent in unmodified JVMs, [`jvm`]).
 //!
 //! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
@@ -30,6 +31,7 @@ mod stall;
 mod summary;
 mod thp_tuner;
 mod vs_hotspot;
+mod vs_native;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -130,6 +132,9 @@ enum Command {
     PauseBench(bench::pause_bench::PauseBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
+    /// Run binary-trees or GCBench on Concord (one mutator) and in plain Rust (Box,
+    /// malloc/free), alternating, checksums checked, and compare wall times.
+    VsNative(vs_native::VsNativeArgs),
     /// The HotSpot companion (issue 12): run a JVM with the JVMTI agent that applies GC-thread
     /// affinity and mutator scheduling, attach it to a running JVM, or measure it (jvm bench).
     Jvm(jvm::JvmArgs),
@@ -167,6 +172,7 @@ fn main() -> ExitCode {
         Command::OsBench(args) => bench::os_bench::run(args),
         Command::SchedBench(args) => bench::sched_bench::run(args),
         Command::VsHotspot(args) => vs_hotspot::run(args),
+        Command::VsNative(args) => vs_native::run(args),
         Command::Jvm(args) => jvm::run(args),
         Command::PauseBench(args) => bench::pause_bench::run(args),
         Command::Compare(args) => bench::compare::run(args),

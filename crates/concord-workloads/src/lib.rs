@@ -20,6 +20,10 @@
 //! | `kv-service` | [`kv_service`] (Cassandra-like: sharded in-heap store, get/put latency percentiles) |
 //! | `queue-churn` | [`queue_churn`] (LinkedIn `Test.java`: 10 KiB objects through a queue, the oldest half dropped at 100 000) |
 //!
+//! [`native`] holds plain-Rust versions of `binary-trees` and `gcbench` (`Box` nodes, freed
+//! by `drop` through `malloc`/`free`) with the same checksums, the baselines of
+//! `concord vs-native`.
+//!
 //! Rules the workloads follow (and new ones must follow): objects are only reached through
 //! handles; recursive builders open a [`Mutator::scope`] (or [`Mutator::scope_escape`]) per
 //! level so the handle stack stays small; loops reuse handles; allocation failures are
@@ -48,6 +52,7 @@ pub mod database;
 pub mod gcbench;
 pub mod kmeans;
 pub mod kv_service;
+pub mod native;
 pub mod queue_churn;
 pub mod render;
 pub mod search;
