@@ -27,6 +27,7 @@ mod jvm;
 mod logger;
 mod report;
 mod run;
+mod side_by_side;
 mod stall;
 mod summary;
 mod thp_tuner;

@@ -15,6 +15,7 @@ use crate::console::outln;
 use crate::experiment::median;
 use crate::flags::{count_in, Size};
 use crate::hotspot::{self, HotspotOptions, PauseKind};
+use crate::side_by_side::{pair_order, print_header, Run};
 use crate::RunFailed;
 
 /// The scratch directory of the JVM's classes, removed however the command ends.
@@ -75,17 +76,6 @@ pub struct VsHotspotArgs {
 
 /// A named figure of a run.
 type Metric = (&'static str, fn(&Run) -> f64);
-
-/// One run of either collector.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Run {
-    wall_ms: f64,
-    pause_total_ms: f64,
-    pause_max_ms: f64,
-    young: usize,
-    full: usize,
-    checksum: u64,
-}
 
 /// The Concord side's configuration, checked before anything runs.
 fn concord_config(heap_bytes: usize, gc_threads: u32) -> Result<GcConfig> {
@@ -151,24 +141,11 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
             tools.version,
             args.repeat
         )?;
-        outln!(
-            "{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "run",
-            "who",
-            "wall ms",
-            "GC ms",
-            "max ms",
-            "pauses"
-        )?;
+        print_header()?;
     }
     let (mut hs, mut cc) = (Vec::new(), Vec::new());
     for i in 0..args.repeat {
-        // Alternate which goes first so neither always runs on a warmer machine.
-        let order = if i % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
+        let order = pair_order(i);
         for hotspot_turn in order {
             let (who, r) = if hotspot_turn {
                 let h = hotspot::run_gcbench(&tools, &classpath, &opts).map_err(RunFailed::wrap)?;
@@ -188,16 +165,7 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
                 ("Concord", r)
             };
             if !args.json {
-                outln!(
-                    "{:>4} {:>8} {:>10.1} {:>10.1} {:>10.2} {:>4}+{:<2}",
-                    i + 1,
-                    who,
-                    r.wall_ms,
-                    r.pause_total_ms,
-                    r.pause_max_ms,
-                    r.young,
-                    r.full
-                )?;
+                r.print_row(i + 1, who, true)?;
             }
         }
     }

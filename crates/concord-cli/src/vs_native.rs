@@ -26,6 +26,7 @@ use crate::console::outln;
 use crate::experiment::runner::wrong_result;
 use crate::experiment::{default_heap, find_workload, median, ratio, run_on_heap};
 use crate::flags::{count_in, workload_size, Size};
+use crate::side_by_side::{pair_order, print_header, Run};
 use crate::RunFailed;
 
 /// Flags of `concord vs-native`.
@@ -79,24 +80,6 @@ struct ChildReport {
     wall_ms: f64,
     checksum: u64,
     expected_checksum: Option<u64>,
-}
-
-/// One run of either side (the pause figures are 0 for the plain-Rust side, which has none).
-#[derive(Clone, Debug, serde::Serialize)]
-struct Run {
-    wall_ms: f64,
-    pause_total_ms: f64,
-    pause_max_ms: f64,
-    young: usize,
-    full: usize,
-    checksum: u64,
-}
-
-impl Run {
-    /// The wall time outside GC pauses: the mutator's share of a Concord run.
-    fn mutator_ms(&self) -> f64 {
-        self.wall_ms - self.pause_total_ms
-    }
 }
 
 /// The Concord side's configuration, checked before anything runs.
@@ -246,24 +229,11 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
             config.preset,
             args.repeat
         )?;
-        outln!(
-            "{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "run",
-            "who",
-            "wall ms",
-            "GC ms",
-            "max ms",
-            "pauses"
-        )?;
+        print_header()?;
     }
     let (mut concord_runs, mut native_runs) = (Vec::new(), Vec::new());
     for i in 0..args.repeat {
-        // Alternate which goes first so neither always runs on a warmer machine (or allocator).
-        let order = if i % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
+        let order = pair_order(i);
         for concord_turn in order {
             if concord_turn {
                 let run = run_on_heap(&workload, &params, &config, || Ok(()), false)?;
@@ -283,16 +253,7 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
                     checksum: s.checksum,
                 };
                 if !args.json {
-                    outln!(
-                        "{:>4} {:>8} {:>10.1} {:>10.1} {:>10.2} {:>4}+{:<2}",
-                        i + 1,
-                        "Concord",
-                        r.wall_ms,
-                        r.pause_total_ms,
-                        r.pause_max_ms,
-                        r.young,
-                        r.full
-                    )?;
+                    r.print_row(i + 1, "Concord", true)?;
                 }
                 concord_runs.push(r);
             } else {
@@ -302,15 +263,7 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
                     run_native_child(&args)?
                 };
                 if !args.json {
-                    outln!(
-                        "{:>4} {:>8} {:>10.1} {:>10} {:>10} {:>7}",
-                        i + 1,
-                        "native",
-                        r.wall_ms,
-                        "-",
-                        "-",
-                        "-"
-                    )?;
+                    r.print_row(i + 1, "native", false)?;
                 }
                 native_runs.push(r);
             }
