@@ -250,13 +250,33 @@ fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
 /// both children or none, and the tree may be at most `depth` deep.
 fn check(m: &Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadError> {
-    let node = m.view(node).expect("a tree's root is an object");
-    check_from(node, depth)
+    count_nodes(m.view(node).expect("a tree's root is an object"), depth)
 }
 
-/// [`check`] below a [`Gc`]: no safepoint can come while counting, so no handles are needed.
-fn check_from(node: Gc<'_>, depth: u32) -> Result<u64, WorkloadError> {
-    match (node.get(LEFT), node.get(RIGHT)) {
+/// A node of a binary tree as the checks see it: a [`Gc`] view of a heap node, or a plain-Rust
+/// node of [`crate::native`], so that both versions run the very same checks.
+pub(crate) trait TreeNode: Copy {
+    /// The left child.
+    fn left(self) -> Option<Self>;
+    /// The right child.
+    fn right(self) -> Option<Self>;
+}
+
+impl TreeNode for Gc<'_> {
+    #[inline]
+    fn left(self) -> Option<Self> {
+        self.get(LEFT)
+    }
+
+    #[inline]
+    fn right(self) -> Option<Self> {
+        self.get(RIGHT)
+    }
+}
+
+/// [`check`] below a node: no safepoint can come while counting, so no handles are needed.
+pub(crate) fn count_nodes<N: TreeNode>(node: N, depth: u32) -> Result<u64, WorkloadError> {
+    match (node.left(), node.right()) {
         (None, None) => Ok(1),
         (Some(l), Some(r)) => {
             if depth == 0 {
@@ -264,7 +284,7 @@ fn check_from(node: Gc<'_>, depth: u32) -> Result<u64, WorkloadError> {
                     "a node at the bottom level has children".to_string(),
                 ));
             }
-            Ok(1 + check_from(l, depth - 1)? + check_from(r, depth - 1)?)
+            Ok(1 + count_nodes(l, depth - 1)? + count_nodes(r, depth - 1)?)
         }
         (None, Some(_)) => Err(WorkloadError::Corrupt(
             "a node has a right child but no left child".to_string(),

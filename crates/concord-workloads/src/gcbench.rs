@@ -18,6 +18,7 @@
 
 use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
+use crate::binary_trees::TreeNode;
 use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
 use crate::scaffold::{detail, in_tree, result, round_up_mib};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
@@ -340,21 +341,42 @@ fn check(m: &Mutator<'_>, node: Handle, height: u32) -> Result<u64, WorkloadErro
     check_from(m.view(node).expect("a tree's root is an object"), height)
 }
 
-/// [`check`] below a [`Gc`]: nothing allocates while checking, so no handles are needed.
-fn check_from(node: Gc<'_>, height: u32) -> Result<u64, WorkloadError> {
-    let i = node.read_u32(I_OFFSET);
+/// A GCBench node as [`check_from`] sees it: a [`Gc`] view of a heap node, or a plain-Rust
+/// node of [`crate::native`], so that both versions run the very same check.
+pub(crate) trait GcBenchNode: TreeNode {
+    /// The `i` field (the node's height, as this version writes it).
+    fn i(self) -> u32;
+    /// The `j` field (never written).
+    fn j(self) -> u32;
+}
+
+impl GcBenchNode for Gc<'_> {
+    #[inline]
+    fn i(self) -> u32 {
+        self.read_u32(I_OFFSET)
+    }
+
+    #[inline]
+    fn j(self) -> u32 {
+        self.read_u32(J_OFFSET)
+    }
+}
+
+/// [`check`] below a node: nothing allocates while checking, so no handles are needed.
+pub(crate) fn check_from<N: GcBenchNode>(node: N, height: u32) -> Result<u64, WorkloadError> {
+    let i = node.i();
     if i != height {
         return Err(WorkloadError::Corrupt(format!(
             "a node of height {height} holds i = {i}"
         )));
     }
-    let j = node.read_u32(J_OFFSET);
+    let j = node.j();
     if j != 0 {
         return Err(WorkloadError::Corrupt(format!(
             "a node of height {height} holds j = {j} (never written)"
         )));
     }
-    match (height, node.get(LEFT), node.get(RIGHT)) {
+    match (height, node.left(), node.right()) {
         (0, None, None) => Ok(1),
         (0, _, _) => Err(WorkloadError::Corrupt(
             "a leaf (height 0) has a child".to_string(),

@@ -7,7 +7,7 @@
 //! a tree recurses as deep as the tree, at most 31 levels ([`crate::binary_trees::SIZE`]'s
 //! largest depth plus one for the stretch tree).
 
-use crate::binary_trees::{expected_checksum, MIN_DEPTH, NAME, SIZE};
+use crate::binary_trees::{count_nodes, expected_checksum, TreeNode, MIN_DEPTH, NAME, SIZE};
 use crate::scaffold::in_tree;
 use crate::{WorkloadError, WorkloadParams, WorkloadResult};
 
@@ -117,24 +117,21 @@ pub fn bottom_up_tree(depth: u32) -> Box<Node> {
 }
 
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
-/// both children or none, and the tree may be at most `depth` deep.
+/// both children or none, and the tree may be at most `depth` deep: the Concord workload's
+/// check ([`count_nodes`]) on plain-Rust nodes.
 pub fn check(node: &Node, depth: u32) -> Result<u64, WorkloadError> {
-    match (&node.left, &node.right) {
-        (None, None) => Ok(1),
-        (Some(l), Some(r)) => {
-            if depth == 0 {
-                return Err(WorkloadError::Corrupt(
-                    "a node at the bottom level has children".to_string(),
-                ));
-            }
-            Ok(1 + check(l, depth - 1)? + check(r, depth - 1)?)
-        }
-        (None, Some(_)) => Err(WorkloadError::Corrupt(
-            "a node has a right child but no left child".to_string(),
-        )),
-        (Some(_), None) => Err(WorkloadError::Corrupt(
-            "a node has a left child but no right child".to_string(),
-        )),
+    count_nodes(node, depth)
+}
+
+impl TreeNode for &Node {
+    #[inline]
+    fn left(self) -> Option<Self> {
+        self.left.as_deref()
+    }
+
+    #[inline]
+    fn right(self) -> Option<Self> {
+        self.right.as_deref()
     }
 }
 

@@ -10,7 +10,8 @@
 //! A node is two `Option<Box<Node>>`, `i: u32` and `j: u32` (24 bytes, as Concord's node;
 //! `malloc` gives each a 32-byte chunk).
 
-use crate::gcbench::{GcBenchParams, NAME};
+use crate::binary_trees::TreeNode;
+use crate::gcbench::{check_from, GcBenchNode, GcBenchParams, NAME};
 use crate::scaffold::{detail, in_tree};
 use crate::{WorkloadError, WorkloadParams, WorkloadResult};
 
@@ -179,36 +180,33 @@ pub fn make_tree(depth: u32) -> Box<Node> {
 
 /// Structural check plus checksum of the tree at `node`, which must have height `height`:
 /// every node of height `k > 0` has two children of height `k - 1`, every node of height 0 has
-/// none, `j` is 0 everywhere. Returns the sum of `i + 1` over the nodes.
+/// none, `j` is 0 everywhere. Returns the sum of `i + 1` over the nodes. The Concord
+/// workload's check ([`check_from`]) on plain-Rust nodes.
 pub fn check(node: &Node, height: u32) -> Result<u64, WorkloadError> {
-    if node.i != height {
-        return Err(WorkloadError::Corrupt(format!(
-            "a node of height {height} holds i = {}",
-            node.i
-        )));
+    check_from(node, height)
+}
+
+impl TreeNode for &Node {
+    #[inline]
+    fn left(self) -> Option<Self> {
+        self.left.as_deref()
     }
-    if node.j != 0 {
-        return Err(WorkloadError::Corrupt(format!(
-            "a node of height {height} holds j = {} (never written)",
-            node.j
-        )));
+
+    #[inline]
+    fn right(self) -> Option<Self> {
+        self.right.as_deref()
     }
-    match (height, &node.left, &node.right) {
-        (0, None, None) => Ok(1),
-        (0, _, _) => Err(WorkloadError::Corrupt(
-            "a leaf (height 0) has a child".to_string(),
-        )),
-        (_, Some(l), Some(r)) => {
-            Ok(u64::from(height) + 1 + check(l, height - 1)? + check(r, height - 1)?)
-        }
-        (_, l, r) => Err(WorkloadError::Corrupt(format!(
-            "a node of height {height} lacks its {} child",
-            match (l, r) {
-                (None, None) => "left and right",
-                (None, _) => "left",
-                _ => "right",
-            }
-        ))),
+}
+
+impl GcBenchNode for &Node {
+    #[inline]
+    fn i(self) -> u32 {
+        self.i
+    }
+
+    #[inline]
+    fn j(self) -> u32 {
+        self.j
     }
 }
 
