@@ -11,6 +11,11 @@
 //! real run: the amortised TLAB refill (with the zeroing of the new TLAB) and the young
 //! collections of an eden full of dead nodes. Each allocation benchmark prints to stderr how
 //! many collections it caused and their total pause, so what they add per operation is known.
+//!
+//! `alloc/box_new_drop` and `alloc/box_new_batch_then_drop` must run first, before any heap
+//! has started threads: glibc's malloc keeps a cheaper single-threaded path until the process
+//! first has a second thread, and never returns to it. `alloc/box_new_drop_with_gc_threads`
+//! is the same operation after a heap has started its threads.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -72,65 +77,44 @@ fn in_scopes(m: &mut Mutator<'_>, iters: u64, mut op: impl FnMut(&mut Mutator<'_
     start.elapsed()
 }
 
-/// Print the collections `heap` ran since `before` collections and their total pause.
-fn report_collections(heap: &Heap, before: usize, what: &str) {
+/// What a heap had done when a benchmark started: collections and bytes allocated.
+#[derive(Clone, Copy)]
+struct HeapMark {
+    collections: usize,
+    allocated: u64,
+}
+
+fn mark(heap: &Heap) -> HeapMark {
     let stats = heap.stats();
-    let recs = &stats.records[before.min(stats.records.len())..];
-    let pause: f64 = recs.iter().map(|r| r.pause_ms).sum();
+    HeapMark {
+        collections: stats.records.len(),
+        allocated: stats.bytes_allocated,
+    }
+}
+
+/// Print the collections `heap` ran since `since`, their total pause, and that pause per
+/// 24-byte node allocated meanwhile (what the collections add to each allocation).
+fn report_collections(heap: &Heap, since: HeapMark, what: &str) {
+    let stats = heap.stats();
+    let recs = &stats.records[since.collections.min(stats.records.len())..];
+    let pause_ms: f64 = recs.iter().map(|r| r.pause_ms).sum();
+    let allocated = stats.bytes_allocated.saturating_sub(since.allocated);
+    let nodes = allocated / NODE.size_bytes() as u64;
     eprintln!(
-        "{what}: {} collections ({} full), {pause:.2} ms of pauses in all, {} MiB allocated",
+        "{what}: {} collections ({} full), {pause_ms:.1} ms of pauses for {} MiB allocated \
+         ({:.3} ns of pause per node)",
         recs.len(),
         recs.iter()
             .filter(|r| r.kind == concord::CollectionKind::Full)
             .count(),
-        stats.bytes_allocated >> 20,
+        allocated >> 20,
+        pause_ms * 1e6 / nodes.max(1) as f64,
     );
 }
 
 fn allocation(c: &mut Criterion) {
     let mut g = c.benchmark_group("alloc");
     g.throughput(Throughput::Elements(1));
-    let heap = bench_heap();
-    let mut m = heap.attach();
-
-    let before = heap.collection_count();
-    g.bench_function("concord_alloc_node", |b| {
-        b.iter_custom(|iters| {
-            in_scopes(&mut m, iters, |m| {
-                black_box(m.alloc(NODE).unwrap());
-            })
-        })
-    });
-    report_collections(&heap, before, "alloc/concord_alloc_node");
-
-    // Two leaves the constructor links, rooted for the whole benchmark.
-    let left = m.alloc(NODE).unwrap();
-    let right = m.alloc(NODE).unwrap();
-    let before = heap.collection_count();
-    g.bench_function("concord_alloc_with_two_children", |b| {
-        b.iter_custom(|iters| {
-            in_scopes(&mut m, iters, |m| {
-                black_box(m.alloc_with(NODE, &[Some(left), Some(right)]).unwrap());
-            })
-        })
-    });
-    report_collections(&heap, before, "alloc/concord_alloc_with_two_children");
-
-    // The same node built the handle way: allocate, then two barriered stores.
-    let before = heap.collection_count();
-    g.bench_function("concord_alloc_then_set_ref_x2", |b| {
-        b.iter_custom(|iters| {
-            in_scopes(&mut m, iters, |m| {
-                let n = m.alloc(NODE).unwrap();
-                m.set_ref(n, 0, Some(left));
-                m.set_ref(n, 1, Some(right));
-                black_box(n);
-            })
-        })
-    });
-    report_collections(&heap, before, "alloc/concord_alloc_then_set_ref_x2");
-    drop(m);
-
     // malloc's best case: the block freed at once is the next one handed out.
     g.bench_function("box_new_drop", |b| {
         b.iter(|| {
@@ -160,6 +144,57 @@ fn allocation(c: &mut Criterion) {
             start.elapsed()
         })
     });
+
+    // The two above run before this process has a second thread. glibc's malloc and free
+    // take a cheaper path in a single-threaded process; once the heap's GC threads exist
+    // they take the multi-threaded one, as a `Box` program does inside any process that runs
+    // a Concord heap (measured about twice as slow here).
+    let heap = bench_heap();
+    g.bench_function("box_new_drop_with_gc_threads", |b| {
+        b.iter(|| {
+            drop(black_box(Box::new(BoxNode {
+                left: None,
+                right: None,
+            })))
+        })
+    });
+    let mut m = heap.attach();
+    let before = mark(&heap);
+    g.bench_function("concord_alloc_node", |b| {
+        b.iter_custom(|iters| {
+            in_scopes(&mut m, iters, |m| {
+                black_box(m.alloc(NODE).unwrap());
+            })
+        })
+    });
+    report_collections(&heap, before, "alloc/concord_alloc_node");
+
+    // Two leaves the constructor links, rooted for the whole benchmark.
+    let left = m.alloc(NODE).unwrap();
+    let right = m.alloc(NODE).unwrap();
+    let before = mark(&heap);
+    g.bench_function("concord_alloc_with_two_children", |b| {
+        b.iter_custom(|iters| {
+            in_scopes(&mut m, iters, |m| {
+                black_box(m.alloc_with(NODE, &[Some(left), Some(right)]).unwrap());
+            })
+        })
+    });
+    report_collections(&heap, before, "alloc/concord_alloc_with_two_children");
+
+    // The same node built the handle way: allocate, then two barriered stores.
+    let before = mark(&heap);
+    g.bench_function("concord_alloc_then_set_ref_x2", |b| {
+        b.iter_custom(|iters| {
+            in_scopes(&mut m, iters, |m| {
+                let n = m.alloc(NODE).unwrap();
+                m.set_ref(n, 0, Some(left));
+                m.set_ref(n, 1, Some(right));
+                black_box(n);
+            })
+        })
+    });
+    report_collections(&heap, before, "alloc/concord_alloc_then_set_ref_x2");
     g.finish();
 }
 
