@@ -7,7 +7,7 @@
 //! nodes per second (ns per node = 1000 / Melem/s).
 //!
 //! The heap is the one binary-trees 18 runs in (96 MiB, 2 GC threads, optimized preset), so
-//! eden is 26 MiB and the allocation benchmarks include everything allocation costs in a
+//! eden is about 26 MiB and the allocation benchmarks include everything allocation costs in a
 //! real run: the amortised TLAB refill (with the zeroing of the new TLAB) and the young
 //! collections of an eden full of dead nodes. Each allocation benchmark prints to stderr how
 //! many collections it caused and their total pause, so what they add per operation is known.
