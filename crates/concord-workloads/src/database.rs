@@ -539,12 +539,13 @@ impl Shard {
     }
 
     /// Walks every page and row of the shard, checking structure; returns the sum of the rows'
-    /// final digests. Nothing is allocated, so no handles are needed.
-    fn final_walk(&self, m: &Mutator<'_>, dir: Handle) -> Result<u64, WorkloadError> {
-        let dir = view(m, dir);
+    /// final digests. Nothing is allocated, so no handles are needed; a poll per page lets a
+    /// waiting collection in.
+    fn final_walk(&self, m: &mut Mutator<'_>, dir: Handle) -> Result<u64, WorkloadError> {
         let mut sum = 0u64;
-        for lp in 0..dir.array_len() {
-            let page = page_of(dir, lp)?;
+        for lp in 0..view(m, dir).array_len() {
+            m.safepoint_poll();
+            let page = page_of(view(m, dir), lp)?;
             let base = (self.first_page + lp as u64) * PAGE_SLOTS as u64;
             if page.read_u64(PAGE_BASE) != base {
                 return Err(WorkloadError::Corrupt(format!(

@@ -441,13 +441,14 @@ fn read_value(v: Option<Gc<'_>>, key: u64, version: u64) -> Result<(u64, u64), W
 }
 
 /// Walks every entry of the shard, checking it; returns the sum of their final digests.
-/// Nothing is allocated, so no handles are needed.
-fn final_walk(m: &Mutator<'_>, table: Handle) -> Result<u64, WorkloadError> {
-    let table = view(m, table);
-    let buckets = table.array_len();
+/// Nothing is allocated, so no handles are needed; a poll per bucket lets a waiting
+/// collection in.
+fn final_walk(m: &mut Mutator<'_>, table: Handle) -> Result<u64, WorkloadError> {
+    let buckets = view(m, table).array_len();
     let mut sum = 0u64;
     for b in 0..buckets {
-        let mut cur = table.get(b);
+        m.safepoint_poll();
+        let mut cur = view(m, table).get(b);
         while let Some(e) = cur {
             let key = e.read_u64(ENTRY_KEY);
             let version = e.read_u64(ENTRY_VERSION);

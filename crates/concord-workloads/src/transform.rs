@@ -498,8 +498,10 @@ fn run_share(
             slot = (slot + 1) % window;
             d += mutators;
         }
-        let ring = view(m, ring);
         for s in 0..window {
+            // Hashing an output takes a while: let a waiting collection in between.
+            m.safepoint_poll();
+            let ring = view(m, ring);
             if let Some(old) = ring.get(s) {
                 share.checksum = share.checksum.wrapping_add(retire_output(old)?);
                 m.store(ring, s, None);
