@@ -582,9 +582,8 @@ fn load(m: &mut Mutator<'_>, s: &Shard, pages: u64) -> Result<Handle, GcError> {
 
 /// The page in directory slot `lp`; a null slot is corrupt data.
 fn page_of<'m>(dir: Gc<'m>, lp: usize) -> Result<Gc<'m>, WorkloadError> {
-    dir.get(lp).ok_or_else(|| {
-        WorkloadError::Corrupt(format!("database: directory slot {lp} is null"))
-    })
+    dir.get(lp)
+        .ok_or_else(|| WorkloadError::Corrupt(format!("database: directory slot {lp} is null")))
 }
 
 /// The value of `row` (key `key`); a row without one is corrupt data.
@@ -666,9 +665,7 @@ fn replace_page(
             m.store(to, s, if s == slot { new } else { from.get(s) });
         }
         let base = from.read_u64(PAGE_BASE);
-        let count = from
-            .read_u64(PAGE_COUNT)
-            .wrapping_add_signed(count_delta);
+        let count = from.read_u64(PAGE_COUNT).wrapping_add_signed(count_delta);
         m.write_u64(copy, PAGE_BASE, base);
         m.write_u64(copy, PAGE_COUNT, count);
         m.set_ref(dir, lp, Some(copy));

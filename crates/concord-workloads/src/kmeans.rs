@@ -545,7 +545,9 @@ fn iterate(
     let mut cached = [0i64; CLUSTERS * DIMS];
     let cents = view(m, cents);
     for k in 0..CLUSTERS {
-        let c = cents.get(k).expect("every centroid was just stored");
+        let c = cents
+            .get(k)
+            .ok_or_else(|| WorkloadError::Corrupt(format!("kmeans: centroid {k} was lost")))?;
         let w: [u64; DIMS] = words(c.payload(), 0);
         for d in 0..DIMS {
             cached[k * DIMS + d] = w[d] as i64;
@@ -573,7 +575,9 @@ fn iterate(
     let mut partial = vec![0i64; PARTIAL_LEN];
     let accs = view(m, accs);
     for k in 0..CLUSTERS {
-        let a = accs.get(k).expect("every accumulator was stored");
+        let a = accs
+            .get(k)
+            .ok_or_else(|| WorkloadError::Corrupt(format!("kmeans: accumulator {k} was lost")))?;
         let w: [u64; DIMS + 1] = words(a.payload(), 0);
         for (j, x) in w.iter().enumerate() {
             partial[k * (DIMS + 1) + j] = *x as i64;

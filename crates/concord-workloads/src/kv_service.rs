@@ -452,8 +452,7 @@ fn final_walk(m: &mut Mutator<'_>, table: Handle) -> Result<u64, WorkloadError> 
         while let Some(e) = cur {
             let key = e.read_u64(ENTRY_KEY);
             let version = e.read_u64(ENTRY_VERSION);
-            if e.get(KEY).map(Gc::payload) != Some(&key_bytes(key)[..])
-                || bucket(key, buckets) != b
+            if e.get(KEY).map(Gc::payload) != Some(&key_bytes(key)[..]) || bucket(key, buckets) != b
             {
                 return Err(WorkloadError::Corrupt(format!(
                     "kv-service: entry of key {key} has wrong key bytes or bucket"

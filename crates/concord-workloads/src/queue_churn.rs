@@ -423,20 +423,14 @@ mod tests {
             // A damaged last word.
             let o = m.get_ref(ring, 1).unwrap();
             m.write_u64(o, p.object_bytes - 8, 5);
-            let e = dequeue(m, &p, queue, ring, 1)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 1).unwrap_err().to_string();
             assert!(e.contains("should be 1"), "{e}");
             // A lost object.
             m.set_ref(ring, 1, None);
-            let e = dequeue(m, &p, queue, ring, 1)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 1).unwrap_err().to_string();
             assert!(e.contains("object 1 is missing"), "{e}");
             // Out of order.
-            let e = dequeue(m, &p, queue, ring, 7)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 7).unwrap_err().to_string();
             assert!(e.contains("missing") || e.contains("should be 7"), "{e}");
         });
     }

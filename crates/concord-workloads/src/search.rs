@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -453,9 +453,7 @@ fn build_index(m: &mut Mutator<'_>) -> Result<Handle, WorkloadError> {
 /// The term spelled like the byte array `tok`, if the index has it (a handle of the caller's
 /// scope).
 fn find(m: &Mutator<'_>, table: Handle, tok: Handle) -> Option<Handle> {
-    let table = m.view(table).expect("the index table is an object");
-    let tok = m.view(tok).expect("a token is an object").payload();
-    find_term(table, tok).map(|t| m.root(t))
+    find_term(view(m, table), view(m, tok).payload()).map(|t| m.root(t))
 }
 
 /// The term spelled `tok` in the hash table `table`, if there is one.
@@ -478,8 +476,7 @@ fn insert(m: &mut Mutator<'_>, table: Handle, tok: Handle) -> Result<Handle, GcE
     let t = m.alloc_with(TERM, &[None, Some(tok)])?;
     m.write_u64(t, T_HASH, hash);
     m.write_u32(t, T_LAST_DOC, u32::MAX);
-    let (table, term) = (m.view(table), m.view(t));
-    let (table, term) = (table.expect("an object"), term.expect("an object"));
+    let (table, term) = (view(m, table), view(m, t));
     m.store(term, NEXT, table.get(bucket));
     m.store(table, bucket, Some(term));
     Ok(t)
@@ -488,7 +485,7 @@ fn insert(m: &mut Mutator<'_>, table: Handle, tok: Handle) -> Result<Handle, GcE
 /// Records an occurrence of `term` in document `doc` (documents are indexed in order). The
 /// postings handle it may create belongs to the caller's scope.
 fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), WorkloadError> {
-    let t = m.view(term).expect("a term is an object");
+    let t = view(m, term);
     let (df, last) = (t.read_u32(T_DF) as usize, t.read_u32(T_LAST_DOC));
     let postings = t.get(POSTINGS);
     let capacity = postings.map_or(0, |p| p.array_len() / POSTING);
@@ -520,7 +517,9 @@ fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), Worklo
         m.set_ref(term, POSTINGS, Some(bigger));
         postings = Some(bigger);
     }
-    let postings = postings.expect("a term has postings once they have room");
+    let postings = postings.ok_or_else(|| {
+        WorkloadError::Corrupt(format!("search: a term with df {df} has no postings"))
+    })?;
     m.write_u32(postings, df * POSTING, doc);
     m.write_u32(postings, df * POSTING + 4, 1);
     m.write_u32(term, T_DF, df as u32 + 1);
@@ -532,7 +531,7 @@ fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), Worklo
 /// in the right bucket with the right hash, postings in increasing document order with tf at
 /// least 1.
 fn count_index(m: &Mutator<'_>, index: Handle) -> Result<(u64, u64), WorkloadError> {
-    let index = m.view(index).expect("the index root is an object");
+    let index = view(m, index);
     let table = index
         .get(TABLE)
         .ok_or_else(|| WorkloadError::Corrupt("search: the index lost its table".into()))?;
@@ -612,12 +611,11 @@ fn run_query(
             // Replace the sum by the final score; every hit in `top` has been through here.
             let score = final_score(m.read_u64(cur, H_SCORE), m.read_u32(cur, H_MATCHED));
             m.write_u64(cur, H_SCORE, score);
-            let (top, hit) = (m.view(top), m.view(cur));
-            let (top, hit) = (top.expect("an object"), hit.expect("a hit"));
+            let (top, hit) = (view(m, top), view(m, cur));
             let key = (score, hit.read_u32(H_DOC));
             let mut pos = n;
             while pos > 0 {
-                let other = top.get(pos - 1).expect("the top hits are filled in order");
+                let other = top.get(pos - 1).ok_or_else(|| lost_top(pos - 1))?;
                 let (s, d) = (other.read_u64(H_SCORE), other.read_u32(H_DOC));
                 if key.0 > s || (key.0 == s && key.1 < d) {
                     pos -= 1;
@@ -638,11 +636,10 @@ fn run_query(
             more = next.is_some();
         }
     }
-    let (top, stored) = (m.view(top), m.view(stored));
-    let (top, stored) = (top.expect("an object"), stored.expect("an object"));
+    let (top, stored) = (view(m, top), view(m, stored));
     let mut h = QueryHash::new(q, matched_docs);
     for rank in 0..n {
-        let hit = top.get(rank).expect("the top hits are filled in order");
+        let hit = top.get(rank).ok_or_else(|| lost_top(rank))?;
         let (doc, score) = (hit.read_u32(H_DOC), hit.read_u64(H_SCORE));
         let text = if (doc as usize) < DOCS {
             stored.get(doc as usize)
@@ -659,6 +656,11 @@ fn run_query(
     Ok((h.finish(), matched_docs))
 }
 
+/// A top hit that is missing from the top-hits array (they are filled in order).
+fn lost_top(rank: usize) -> WorkloadError {
+    WorkloadError::Corrupt(format!("search: top hit {rank} was lost"))
+}
+
 /// Adds the postings of `term` to the hit table (a hit's `score` holds the sum of its weights
 /// until the top-k pass); returns the number of new hits.
 fn score_term(m: &mut Mutator<'_>, term: Handle, hits: Handle) -> Result<u64, WorkloadError> {
@@ -670,8 +672,7 @@ fn score_term(m: &mut Mutator<'_>, term: Handle, hits: Handle) -> Result<u64, Wo
     let cur = m.null_handle();
     let mut new_hits = 0;
     for i in 0..df as usize {
-        let (hit_table, list) = (m.view(hits), m.view(postings));
-        let (hit_table, list) = (hit_table.expect("an object"), list.expect("an object"));
+        let (hit_table, list) = (view(m, hits), view(m, postings));
         let doc = list.read_u32(i * POSTING);
         let tf = list.read_u32(i * POSTING + 4);
         let bucket = mix(u64::from(doc)) as usize % HIT_BUCKETS;

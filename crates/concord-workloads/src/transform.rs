@@ -832,10 +832,8 @@ fn hash_from(node: Gc<'_>, h: &mut Fnv) -> Result<(), WorkloadError> {
     if let Some(attrs) = node.get(E_ATTRS) {
         for i in 0..attrs.array_len() {
             let a = attrs.get(i);
-            let (Some(k), Some(v)) = (
-                a.and_then(|a| a.get(A_KEY)),
-                a.and_then(|a| a.get(A_VALUE)),
-            ) else {
+            let (Some(k), Some(v)) = (a.and_then(|a| a.get(A_KEY)), a.and_then(|a| a.get(A_VALUE)))
+            else {
                 return Err(bad("an incomplete attribute"));
             };
             h.bytes(b" ");
