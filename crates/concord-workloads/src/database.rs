@@ -72,7 +72,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, splitmix as mix, Pattern};
+use crate::data::{byte_array, splitmix as mix, Fields, Pattern};
 use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -596,9 +596,10 @@ fn value_of<'m>(row: Gc<'m>, key: u64) -> Result<Gc<'m>, WorkloadError> {
 fn new_row(m: &mut Mutator<'_>, key: u64, version: u64, amount: u64) -> Result<Handle, GcError> {
     let value = value_pattern(key, version).alloc(m, value_words(key, version))?;
     let row = m.alloc_with(ROW, &[Some(value)])?;
-    m.write_u64(row, ROW_KEY, key);
-    m.write_u64(row, ROW_VERSION, version);
-    m.write_u64(row, ROW_AMOUNT, amount);
+    let mut fields = Fields(m.payload_mut(row));
+    fields.set_u64(ROW_KEY, key);
+    fields.set_u64(ROW_VERSION, version);
+    fields.set_u64(ROW_AMOUNT, amount);
     Ok(row)
 }
 
@@ -611,9 +612,12 @@ fn materialize(m: &mut Mutator<'_>, row: Handle, key: u64) -> Result<Handle, Wor
     buf[..len].copy_from_slice(&value[..len]);
     let copy = byte_array(m, &buf[..len])?;
     let result = m.alloc_with(RESULT, &[Some(copy)])?;
-    for field in [ROW_KEY, ROW_VERSION, ROW_AMOUNT] {
-        let v = m.read_u64(row, field);
-        m.write_u64(result, field, v);
+    let fields = [ROW_KEY, ROW_VERSION, ROW_AMOUNT];
+    let from = view(m, row);
+    let values = fields.map(|field| from.read_u64(field));
+    let mut to = Fields(m.payload_mut(result));
+    for (field, v) in fields.into_iter().zip(values) {
+        to.set_u64(field, v);
     }
     Ok(result)
 }

@@ -64,7 +64,7 @@ use std::sync::{Condvar, Mutex};
 
 use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::splitmix as mix;
+use crate::data::{splitmix as mix, Fields};
 use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -625,8 +625,9 @@ fn block(
         let (k, d) = nearest(ds.into_iter());
         m.set_root(p, Some(point_of(view(m, part), b0 + j)?));
         let t = m.alloc_with(ASSIGNMENT, &[Some(p)])?;
-        m.write_u64(t, 0, k as u64);
-        m.write_u64(t, 8, d);
+        let mut tuple = Fields(m.payload_mut(t));
+        tuple.set_u64(0, k as u64);
+        tuple.set_u64(8, d);
         m.set_ref(tuples, j, Some(t));
     }
     // Reduce.

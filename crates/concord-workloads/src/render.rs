@@ -203,7 +203,7 @@ impl Vectors for Mutator<'_> {
         // One handle check for the three components (as `write_f64` stores them).
         let payload = self.payload_mut(v);
         for (field, c) in payload.chunks_exact_mut(8).zip([x, y, z]) {
-            field.copy_from_slice(&c.to_bits().to_ne_bytes());
+            field.copy_from_slice(&c.to_bits().to_le_bytes());
         }
         Ok(v)
     }

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
+use crate::data::{byte_array, fnv, splitmix_finalize as mix, Fields, Rng};
 use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -496,9 +496,9 @@ fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), Worklo
             )));
         }
         let postings = m.root(postings.expect("checked above"));
-        let off = (df - 1) * POSTING;
-        let tf = m.read_u32(postings, off + 4);
-        m.write_u32(postings, off + 4, tf + 1);
+        let mut list = Fields(m.payload_mut(postings));
+        let tf = (df - 1) * POSTING + 4;
+        list.set_u32(tf, list.u32(tf) + 1);
         return Ok(());
     }
     let mut postings = postings.map(|p| m.root(p));
@@ -520,10 +520,12 @@ fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), Worklo
     let postings = postings.ok_or_else(|| {
         WorkloadError::Corrupt(format!("search: a term with df {df} has no postings"))
     })?;
-    m.write_u32(postings, df * POSTING, doc);
-    m.write_u32(postings, df * POSTING + 4, 1);
-    m.write_u32(term, T_DF, df as u32 + 1);
-    m.write_u32(term, T_LAST_DOC, doc);
+    let mut list = Fields(m.payload_mut(postings));
+    list.set_u32(df * POSTING, doc);
+    list.set_u32(df * POSTING + 4, 1);
+    let mut t = Fields(m.payload_mut(term));
+    t.set_u32(T_DF, df as u32 + 1);
+    t.set_u32(T_LAST_DOC, doc);
     Ok(())
 }
 
@@ -609,8 +611,9 @@ fn run_query(
         let mut more = m.load_ref_into(cur, hits, b);
         while more {
             // Replace the sum by the final score; every hit in `top` has been through here.
-            let score = final_score(m.read_u64(cur, H_SCORE), m.read_u32(cur, H_MATCHED));
-            m.write_u64(cur, H_SCORE, score);
+            let mut fields = Fields(m.payload_mut(cur));
+            let score = final_score(fields.u64(H_SCORE), fields.u32(H_MATCHED));
+            fields.set_u64(H_SCORE, score);
             let (top, hit) = (view(m, top), view(m, cur));
             let key = (score, hit.read_u32(H_DOC));
             let mut pos = n;
@@ -692,10 +695,9 @@ fn score_term(m: &mut Mutator<'_>, term: Handle, hits: Handle) -> Result<u64, Wo
             })?;
             new_hits += 1;
         }
-        let sum = m.read_u64(cur, H_SCORE) + tf_weight(tf) * w;
-        m.write_u64(cur, H_SCORE, sum);
-        let matched = m.read_u32(cur, H_MATCHED);
-        m.write_u32(cur, H_MATCHED, matched + 1);
+        let mut hit = Fields(m.payload_mut(cur));
+        hit.set_u64(H_SCORE, hit.u64(H_SCORE) + tf_weight(tf) * w);
+        hit.set_u32(H_MATCHED, hit.u32(H_MATCHED) + 1);
     }
     Ok(new_hits)
 }
