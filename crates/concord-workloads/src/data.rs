@@ -129,6 +129,38 @@ pub(crate) fn byte_array(m: &mut Mutator<'_>, bytes: &[u8]) -> Result<Handle, Gc
     Ok(a)
 }
 
+/// Little-endian number fields of one payload, read and written through a single
+/// [`Mutator::payload_mut`] borrow: one handle check for all of them, where each
+/// [`Mutator::write_u64`] (and `read_u64`, `write_u32`, ...) checks the handle again. The
+/// layout is the one those accessors use, so either may read what the other wrote.
+pub(crate) struct Fields<'a>(pub(crate) &'a mut [u8]);
+
+impl Fields<'_> {
+    /// The `u64` at `offset`.
+    #[inline]
+    pub(crate) fn u64(&self, offset: usize) -> u64 {
+        u64::from_le_bytes(self.0[offset..offset + 8].try_into().expect("8 bytes"))
+    }
+
+    /// Writes `v` at `offset`.
+    #[inline]
+    pub(crate) fn set_u64(&mut self, offset: usize, v: u64) {
+        self.0[offset..offset + 8].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// The `u32` at `offset`.
+    #[inline]
+    pub(crate) fn u32(&self, offset: usize) -> u32 {
+        u32::from_le_bytes(self.0[offset..offset + 4].try_into().expect("4 bytes"))
+    }
+
+    /// Writes `v` at `offset`.
+    #[inline]
+    pub(crate) fn set_u32(&mut self, offset: usize, v: u32) {
+        self.0[offset..offset + 4].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
 /// The contents of a patterned value: little-endian words, word `j` being `base + j · step`
 /// (wrapping), so that a reader can check a value and the reference can sum it without
 /// storing it.
@@ -211,6 +243,25 @@ mod tests {
         assert_eq!(r.next(), splitmix(start));
         assert_eq!(r.next(), splitmix(start.wrapping_add(GAMMA)));
         assert!((0..1000).all(|_| r.below(7) < 7));
+    }
+
+    #[test]
+    fn fields_use_the_mutators_layout() {
+        let heap = crate::scaffold::test_heap(4 * crate::MIB, false);
+        let mut m = heap.attach();
+        let obj = m.alloc(ObjectType::fixed(0, 16)).unwrap();
+        let mut f = Fields(m.payload_mut(obj));
+        f.set_u64(0, 0x0102_0304_0506_0708);
+        f.set_u32(8, 0x0a0b_0c0d);
+        f.set_u32(12, f.u32(8) + 1);
+        assert_eq!(f.u64(0), 0x0102_0304_0506_0708);
+        assert_eq!(m.read_u64(obj, 0), 0x0102_0304_0506_0708);
+        assert_eq!(m.read_u32(obj, 8), 0x0a0b_0c0d);
+        assert_eq!(m.read_u32(obj, 12), 0x0a0b_0c0e);
+        m.write_u64(obj, 8, u64::MAX - 1);
+        let f = Fields(m.payload_mut(obj));
+        assert_eq!(f.u64(8), u64::MAX - 1);
+        assert_eq!(f.u32(8), u32::MAX - 1);
     }
 
     #[test]

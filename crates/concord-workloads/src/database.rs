@@ -70,10 +70,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, splitmix as mix, Pattern};
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::data::{byte_array, splitmix as mix, Fields, Pattern};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -461,54 +461,51 @@ impl Shard {
         i: u64,
         t: Txn,
     ) -> Result<u64, WorkloadError> {
-        let page = m.null_handle();
-        let row = m.null_handle();
-        let value = m.null_handle();
         match t {
             Txn::Lookup(k) => {
                 let (lp, slot) = self.locate(k);
-                load_page(m, page, dir, lp)?;
-                if !m.load_ref_into(row, page, slot) {
+                let Some(row) = page_of(view(m, dir), lp)?.get(slot) else {
                     return Ok(txn_digest(i, mix(k ^ MISSING)));
-                }
-                let result = materialize(m, row, value, k)?;
-                Ok(txn_digest(i, read_row(m, result, value, k)?.2))
+                };
+                let row = m.root(row);
+                let result = materialize(m, row, k)?;
+                Ok(txn_digest(i, read_row(m, result, k)?.2))
             }
             t @ Txn::Scan(..) => {
                 // Copy the rows into a result set, then read the result set.
                 let (lo, hi) = t.keys(&self.shape);
                 let (lo, hi) = (lo.max(self.key_lo), hi.min(self.key_hi));
                 let results = m.alloc_ref_array((hi - lo) as usize)?;
-                let mut loaded = usize::MAX;
+                let row = m.null_handle();
                 for k in lo..hi {
                     let (lp, slot) = self.locate(k);
-                    if lp != loaded {
-                        load_page(m, page, dir, lp)?;
-                        loaded = lp;
-                    }
-                    if m.load_ref_into(row, page, slot) {
+                    let found = page_of(view(m, dir), lp)?.get(slot);
+                    if found.is_some() {
+                        m.set_root(row, found);
                         m.scope(|m| {
-                            let r = materialize(m, row, value, k)?;
+                            let r = materialize(m, row, k)?;
                             m.set_ref(results, (k - lo) as usize, Some(r));
                             Ok::<_, WorkloadError>(())
                         })?;
                     }
                 }
+                let results = view(m, results);
                 let mut sum = 0u64;
                 for k in lo..hi {
-                    if m.load_ref_into(row, results, (k - lo) as usize) {
-                        sum = sum.wrapping_add(txn_digest(i, read_row(m, row, value, k)?.2));
+                    if let Some(row) = results.get((k - lo) as usize) {
+                        sum = sum.wrapping_add(txn_digest(i, check_row(row, k)?.2));
                     }
                 }
                 Ok(sum)
             }
             Txn::Update(k, delta) => {
                 let (lp, slot) = self.locate(k);
-                load_page(m, page, dir, lp)?;
-                if !m.load_ref_into(row, page, slot) {
+                let page = page_of(view(m, dir), lp)?;
+                let Some(row) = page.get(slot) else {
                     return Ok(txn_digest(i, mix(k ^ MISSING)));
-                }
-                let (version, amount, _) = read_row(m, row, value, k)?;
+                };
+                let (version, amount, _) = check_row(row, k)?;
+                let (page, row) = (m.root(page), m.root(row));
                 let (version, amount) = (version + 1, amount.wrapping_add(delta));
                 let new = new_row(m, k, version, amount)?;
                 m.set_ref(page, slot, Some(new));
@@ -517,21 +514,23 @@ impl Shard {
             }
             Txn::Insert(k, amount) => {
                 let (lp, slot) = self.locate(k);
-                load_page(m, page, dir, lp)?;
-                if m.load_ref_into(row, page, slot) {
+                let page = page_of(view(m, dir), lp)?;
+                if page.get(slot).is_some() {
                     return Ok(txn_digest(i, mix(k ^ DUPLICATE)));
                 }
+                let page = m.root(page);
                 let new = new_row(m, k, i + 1, amount)?;
                 replace_page(m, dir, lp, page, slot, Some(new), 1)?;
                 Ok(txn_digest(i, model_digest(k, i + 1, amount)))
             }
             Txn::Delete(k) => {
                 let (lp, slot) = self.locate(k);
-                load_page(m, page, dir, lp)?;
-                if !m.load_ref_into(row, page, slot) {
+                let page = page_of(view(m, dir), lp)?;
+                let Some(row) = page.get(slot) else {
                     return Ok(txn_digest(i, mix(k ^ MISSING)));
-                }
-                let d = read_row(m, row, value, k)?.2;
+                };
+                let d = check_row(row, k)?.2;
+                let (page, row) = (m.root(page), m.root(row));
                 replace_page(m, dir, lp, page, slot, None, -1)?;
                 self.log_undo(m, undo, row);
                 Ok(txn_digest(i, d))
@@ -540,40 +539,34 @@ impl Shard {
     }
 
     /// Walks every page and row of the shard, checking structure; returns the sum of the rows'
-    /// final digests.
+    /// final digests. Nothing is allocated, so no handles are needed; a poll per page lets a
+    /// waiting collection in.
     fn final_walk(&self, m: &mut Mutator<'_>, dir: Handle) -> Result<u64, WorkloadError> {
-        let pages = m.array_len(dir);
         let mut sum = 0u64;
-        for lp in 0..pages {
-            sum = sum.wrapping_add(m.scope(|m| {
-                let page = m.null_handle();
-                let row = m.null_handle();
-                let value = m.null_handle();
-                load_page(m, page, dir, lp)?;
-                let base = (self.first_page + lp as u64) * PAGE_SLOTS as u64;
-                if m.read_u64(page, PAGE_BASE) != base {
-                    return Err(WorkloadError::Corrupt(format!(
-                        "database: page for key {base} has base key {}",
-                        m.read_u64(page, PAGE_BASE)
-                    )));
+        for lp in 0..view(m, dir).array_len() {
+            m.safepoint_poll();
+            let page = page_of(view(m, dir), lp)?;
+            let base = (self.first_page + lp as u64) * PAGE_SLOTS as u64;
+            if page.read_u64(PAGE_BASE) != base {
+                return Err(WorkloadError::Corrupt(format!(
+                    "database: page for key {base} has base key {}",
+                    page.read_u64(PAGE_BASE)
+                )));
+            }
+            let mut count = 0;
+            for slot in 0..PAGE_SLOTS {
+                if let Some(row) = page.get(slot) {
+                    count += 1;
+                    let d = check_row(row, base + slot as u64)?.2;
+                    sum = sum.wrapping_add(mix(FINAL ^ d));
                 }
-                let mut count = 0;
-                let mut sum = 0u64;
-                for slot in 0..PAGE_SLOTS {
-                    if m.load_ref_into(row, page, slot) {
-                        count += 1;
-                        let d = read_row(m, row, value, base + slot as u64)?.2;
-                        sum = sum.wrapping_add(mix(FINAL ^ d));
-                    }
-                }
-                if m.read_u64(page, PAGE_COUNT) != count {
-                    return Err(WorkloadError::Corrupt(format!(
-                        "database: page for key {base} holds {count} rows but says {}",
-                        m.read_u64(page, PAGE_COUNT)
-                    )));
-                }
-                Ok(sum)
-            })?);
+            }
+            if page.read_u64(PAGE_COUNT) != count {
+                return Err(WorkloadError::Corrupt(format!(
+                    "database: page for key {base} holds {count} rows but says {}",
+                    page.read_u64(PAGE_COUNT)
+                )));
+            }
         }
         Ok(sum)
     }
@@ -587,91 +580,67 @@ fn load(m: &mut Mutator<'_>, s: &Shard, pages: u64) -> Result<Handle, GcError> {
     Ok(dir)
 }
 
-/// Loads directory slot `lp` into `page`.
-fn load_page(
-    m: &mut Mutator<'_>,
-    page: Handle,
-    dir: Handle,
-    lp: usize,
-) -> Result<(), WorkloadError> {
-    load_ref(m, page, dir, lp, || {
-        format!("database: directory slot {lp} is null")
-    })
+/// The page in directory slot `lp`; a null slot is corrupt data.
+fn page_of<'m>(dir: Gc<'m>, lp: usize) -> Result<Gc<'m>, WorkloadError> {
+    dir.get(lp)
+        .ok_or_else(|| WorkloadError::Corrupt(format!("database: directory slot {lp} is null")))
 }
 
-/// Loads reference slot `slot` of `obj` into `into`; a null slot is corrupt data, which
-/// `missing` describes.
-fn load_ref(
-    m: &mut Mutator<'_>,
-    into: Handle,
-    obj: Handle,
-    slot: usize,
-    missing: impl FnOnce() -> String,
-) -> Result<(), WorkloadError> {
-    if m.load_ref_into(into, obj, slot) {
-        Ok(())
-    } else {
-        Err(WorkloadError::Corrupt(missing()))
-    }
-}
-
-/// What a row without a value is reported as.
-fn no_value(key: u64) -> String {
-    format!("database: row {key} has no value")
+/// The value of `row` (key `key`); a row without one is corrupt data.
+fn value_of<'m>(row: Gc<'m>, key: u64) -> Result<Gc<'m>, WorkloadError> {
+    row.get(ROW_VALUE)
+        .ok_or_else(|| WorkloadError::Corrupt(format!("database: row {key} has no value")))
 }
 
 /// A new row `(key, version, amount)` with its value; the handle is the caller's.
 fn new_row(m: &mut Mutator<'_>, key: u64, version: u64, amount: u64) -> Result<Handle, GcError> {
     let value = value_pattern(key, version).alloc(m, value_words(key, version))?;
-    let row = m.alloc(ROW)?;
-    m.set_ref(row, ROW_VALUE, Some(value));
-    m.write_u64(row, ROW_KEY, key);
-    m.write_u64(row, ROW_VERSION, version);
-    m.write_u64(row, ROW_AMOUNT, amount);
+    let row = m.alloc_with(ROW, &[Some(value)])?;
+    let mut fields = Fields(m.payload_mut(row));
+    fields.set_u64(ROW_KEY, key);
+    fields.set_u64(ROW_VERSION, version);
+    fields.set_u64(ROW_AMOUNT, amount);
     Ok(row)
 }
 
 /// A copy of the row in `row` (key `key`) and of its value, as a query result (tagged
-/// [`RESULT_TAG`]); `value` is scratch. The handle is the caller's.
-fn materialize(
-    m: &mut Mutator<'_>,
-    row: Handle,
-    value: Handle,
-    key: u64,
-) -> Result<Handle, WorkloadError> {
-    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
+/// [`RESULT_TAG`]). The handle is the caller's.
+fn materialize(m: &mut Mutator<'_>, row: Handle, key: u64) -> Result<Handle, WorkloadError> {
     let mut buf = [0u8; 8 * MAX_VALUE_WORDS];
-    let len = m.payload(value).len().min(buf.len());
-    buf[..len].copy_from_slice(&m.payload(value)[..len]);
+    let value = value_of(view(m, row), key)?.payload();
+    let len = value.len().min(buf.len());
+    buf[..len].copy_from_slice(&value[..len]);
     let copy = byte_array(m, &buf[..len])?;
-    let result = m.alloc(RESULT)?;
-    m.set_ref(result, ROW_VALUE, Some(copy));
-    for field in [ROW_KEY, ROW_VERSION, ROW_AMOUNT] {
-        let v = m.read_u64(row, field);
-        m.write_u64(result, field, v);
+    let result = m.alloc_with(RESULT, &[Some(copy)])?;
+    let fields = [ROW_KEY, ROW_VERSION, ROW_AMOUNT];
+    let from = view(m, row);
+    let values = fields.map(|field| from.read_u64(field));
+    let mut to = Fields(m.payload_mut(result));
+    for (field, v) in fields.into_iter().zip(values) {
+        to.set_u64(field, v);
     }
     Ok(result)
 }
 
-/// Reads and checks the row in `row`, which must hold key `key` (`value` is scratch); returns
+/// Reads and checks the row in `row`, which must hold key `key`; returns
 /// `(version, amount, digest)`.
-fn read_row(
-    m: &mut Mutator<'_>,
-    row: Handle,
-    value: Handle,
-    key: u64,
-) -> Result<(u64, u64, u64), WorkloadError> {
-    let k = m.read_u64(row, ROW_KEY);
+fn read_row(m: &Mutator<'_>, row: Handle, key: u64) -> Result<(u64, u64, u64), WorkloadError> {
+    check_row(view(m, row), key)
+}
+
+/// [`read_row`] of a [`Gc`].
+fn check_row(row: Gc<'_>, key: u64) -> Result<(u64, u64, u64), WorkloadError> {
+    let k = row.read_u64(ROW_KEY);
     if k != key {
         return Err(WorkloadError::Corrupt(format!(
             "database: the slot of key {key} holds a row with key {k}"
         )));
     }
-    let version = m.read_u64(row, ROW_VERSION);
-    let amount = m.read_u64(row, ROW_AMOUNT);
-    load_ref(m, value, row, ROW_VALUE, || no_value(key))?;
+    let version = row.read_u64(ROW_VERSION);
+    let amount = row.read_u64(ROW_AMOUNT);
+    let value = value_of(row, key)?;
     let words = value_words(key, version);
-    let sum = value_pattern(key, version).check(m.payload(value), words, || {
+    let sum = value_pattern(key, version).check(value.payload(), words, || {
         format!("database: row {key} version {version}")
     })?;
     Ok((
@@ -694,19 +663,13 @@ fn replace_page(
 ) -> Result<(), GcError> {
     m.scope(|m| {
         let copy = m.alloc(PAGE)?;
-        let tmp = m.null_handle();
+        let (from, to) = (view(m, page), view(m, copy));
+        let new = new.and_then(|h| m.view(h));
         for s in 0..PAGE_SLOTS {
-            if s == slot {
-                m.set_ref(copy, s, new);
-            } else {
-                m.load_ref_into(tmp, page, s);
-                m.set_ref(copy, s, Some(tmp));
-            }
+            m.store(to, s, if s == slot { new } else { from.get(s) });
         }
-        let base = m.read_u64(page, PAGE_BASE);
-        let count = m
-            .read_u64(page, PAGE_COUNT)
-            .wrapping_add_signed(count_delta);
+        let base = from.read_u64(PAGE_BASE);
+        let count = from.read_u64(PAGE_COUNT).wrapping_add_signed(count_delta);
         m.write_u64(copy, PAGE_BASE, base);
         m.write_u64(copy, PAGE_COUNT, count);
         m.set_ref(dir, lp, Some(copy));

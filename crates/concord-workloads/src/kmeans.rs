@@ -62,10 +62,10 @@
 
 use std::sync::{Condvar, Mutex};
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::splitmix as mix;
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::data::{splitmix as mix, Fields};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -483,9 +483,9 @@ fn load(m: &mut Mutator<'_>, lo: u64, n: usize) -> Result<Handle, GcError> {
     Ok(dataset)
 }
 
-/// The coordinates of the point in `p`, which must have id `id`.
-fn read_point(m: &Mutator<'_>, p: Handle, id: u64) -> Result<[i32; DIMS], WorkloadError> {
-    let bytes = m.payload(p);
+/// The coordinates of the point `p`, which must have id `id`.
+fn read_point(p: Gc<'_>, id: u64) -> Result<[i32; DIMS], WorkloadError> {
+    let bytes = p.payload();
     let got = u64::from_le_bytes(bytes[POINT_ID..POINT_ID + 8].try_into().expect("8 bytes"));
     if got != id {
         return Err(WorkloadError::Corrupt(format!(
@@ -497,6 +497,13 @@ fn read_point(m: &Mutator<'_>, p: Handle, id: u64) -> Result<[i32; DIMS], Worklo
         *x = i32::from_le_bytes(bytes[d * 4..d * 4 + 4].try_into().expect("4 bytes"));
     }
     Ok(c)
+}
+
+/// The point in reference slot `slot` of `obj` (a partition or a tuple); a null slot is
+/// corrupt data.
+fn point_of<'m>(obj: Gc<'m>, slot: usize) -> Result<Gc<'m>, WorkloadError> {
+    obj.get(slot)
+        .ok_or_else(|| WorkloadError::Corrupt(format!("kmeans: point slot {slot} is null")))
 }
 
 /// Reads `N` little-endian `u64`/`i64` words from `bytes` at word offset `at`.
@@ -536,16 +543,16 @@ fn iterate(
     }
     // Read the centroids back from the heap once per iteration.
     let mut cached = [0i64; CLUSTERS * DIMS];
-    m.scope(|m| {
-        let c = m.null_handle();
-        for k in 0..CLUSTERS {
-            m.load_ref_into(c, cents, k);
-            let w: [u64; DIMS] = words(m.payload(c), 0);
-            for d in 0..DIMS {
-                cached[k * DIMS + d] = w[d] as i64;
-            }
+    let cents = view(m, cents);
+    for k in 0..CLUSTERS {
+        let c = cents
+            .get(k)
+            .ok_or_else(|| WorkloadError::Corrupt(format!("kmeans: centroid {k} was lost")))?;
+        let w: [u64; DIMS] = words(c.payload(), 0);
+        for d in 0..DIMS {
+            cached[k * DIMS + d] = w[d] as i64;
         }
-    });
+    }
     let mut checksum = 0u64;
     let mut distance_sum = 0u64;
     let mut changes = 0u64;
@@ -566,16 +573,16 @@ fn iterate(
     }
     // Export the accumulators.
     let mut partial = vec![0i64; PARTIAL_LEN];
-    m.scope(|m| {
-        let a = m.null_handle();
-        for k in 0..CLUSTERS {
-            m.load_ref_into(a, accs, k);
-            let w: [u64; DIMS + 1] = words(m.payload(a), 0);
-            for (j, x) in w.iter().enumerate() {
-                partial[k * (DIMS + 1) + j] = *x as i64;
-            }
+    let accs = view(m, accs);
+    for k in 0..CLUSTERS {
+        let a = accs
+            .get(k)
+            .ok_or_else(|| WorkloadError::Corrupt(format!("kmeans: accumulator {k} was lost")))?;
+        let w: [u64; DIMS + 1] = words(a.payload(), 0);
+        for (j, x) in w.iter().enumerate() {
+            partial[k * (DIMS + 1) + j] = *x as i64;
         }
-    });
+    }
     partial[PARTIAL_LEN - 2] = distance_sum as i64;
     partial[PARTIAL_LEN - 1] = changes as i64;
     Ok((partial, checksum))
@@ -600,11 +607,9 @@ fn block(
 ) -> Result<(u64, u64, u64), WorkloadError> {
     let dist = m.alloc_byte_array(b * CLUSTERS * 8)?;
     let tuples = m.alloc_ref_array(b)?;
-    let p = m.null_handle();
     // Map, part 1: all distances.
     for j in 0..b {
-        m.load_ref_into(p, part, b0 + j);
-        let coords = read_point(m, p, lo + (first + j) as u64)?;
+        let coords = read_point(point_of(view(m, part), b0 + j)?, lo + (first + j) as u64)?;
         let mut row = [0u8; CLUSTERS * 8];
         for k in 0..CLUSTERS {
             let d = distance(&coords, &cached[k * DIMS..(k + 1) * DIMS]);
@@ -612,37 +617,37 @@ fn block(
         }
         m.payload_mut(dist)[j * CLUSTERS * 8..(j + 1) * CLUSTERS * 8].copy_from_slice(&row);
     }
-    // Map, part 2: the nearest centroid of every point, as a tuple.
+    // Map, part 2: the nearest centroid of every point, as a tuple. The tuples' handles go
+    // with the block's scope.
+    let p = m.null_handle();
     for j in 0..b {
         let ds: [u64; CLUSTERS] = words(m.payload(dist), j * CLUSTERS);
         let (k, d) = nearest(ds.into_iter());
-        m.scope(|m| {
-            let t = m.alloc(ASSIGNMENT)?;
-            m.load_ref_into(p, part, b0 + j);
-            m.set_ref(t, 0, Some(p));
-            m.write_u64(t, 0, k as u64);
-            m.write_u64(t, 8, d);
-            m.set_ref(tuples, j, Some(t));
-            Ok::<(), GcError>(())
-        })?;
+        m.set_root(p, Some(point_of(view(m, part), b0 + j)?));
+        let t = m.alloc_with(ASSIGNMENT, &[Some(p)])?;
+        let mut tuple = Fields(m.payload_mut(t));
+        tuple.set_u64(0, k as u64);
+        tuple.set_u64(8, d);
+        m.set_ref(tuples, j, Some(t));
     }
     // Reduce.
     let (mut checksum, mut distance_sum, mut changes) = (0u64, 0u64, 0u64);
-    let t = m.null_handle();
     let a = m.null_handle();
     for j in 0..b {
-        m.load_ref_into(t, tuples, j);
-        let k = m.read_u64(t, 0) as usize;
-        let d = m.read_u64(t, 8);
         let id = lo + (first + j) as u64;
-        m.load_ref_into(p, t, 0);
-        let coords = read_point(m, p, id)?;
+        let (k, d, coords) = {
+            let t = view(m, tuples).get(j).ok_or_else(|| {
+                WorkloadError::Corrupt(format!("kmeans: the tuple of point {id} is gone"))
+            })?;
+            let p = point_of(t, 0)?;
+            (t.read_u64(0) as usize, t.read_u64(8), read_point(p, id)?)
+        };
         if k >= CLUSTERS {
             return Err(WorkloadError::Corrupt(format!(
                 "kmeans: point {id} assigned to cluster {k}"
             )));
         }
-        m.load_ref_into(a, accs, k);
+        m.set_root(a, view(m, accs).get(k));
         let acc = m.payload_mut(a);
         let count = u64::from_le_bytes(acc[0..8].try_into().expect("8 bytes")) + 1;
         acc[0..8].copy_from_slice(&count.to_le_bytes());

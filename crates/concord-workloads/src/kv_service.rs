@@ -66,12 +66,12 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 use hdrhistogram::Histogram;
 
 use crate::data::{byte_array, splitmix as mix, Pattern};
 use crate::kmeans::{Failure, Rendezvous};
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -369,14 +369,12 @@ fn load(
         m.scope(|m| {
             let kb = byte_array(m, &key_bytes(key))?;
             let value = new_value(m, key, 0)?;
-            let e = m.alloc(ENTRY)?;
-            m.set_ref(e, KEY, Some(kb));
-            m.set_ref(e, VALUE, Some(value));
+            let e = m.alloc_with(ENTRY, &[None, Some(kb), Some(value)])?;
             m.write_u64(e, ENTRY_KEY, key);
             let b = bucket(key, buckets);
-            let head = m.get_ref(table, b);
-            m.set_ref(e, NEXT, head);
-            m.set_ref(table, b, Some(e));
+            let (table, e) = (view(m, table), view(m, e));
+            m.store(e, NEXT, table.get(b));
+            m.store(table, b, Some(e));
             Ok::<(), GcError>(())
         })?;
     }
@@ -388,36 +386,29 @@ fn new_value(m: &mut Mutator<'_>, key: u64, version: u64) -> Result<Handle, GcEr
     value_pattern(key, version).alloc(m, value_words(key, version))
 }
 
-/// Finds the entry of `key` into `entry` (`scratch` is a second scratch handle).
-fn find(
-    m: &mut Mutator<'_>,
-    table: Handle,
-    key: u64,
-    entry: Handle,
-    scratch: Handle,
-) -> Result<(), WorkloadError> {
+/// The entry of `key` in the bucket array `table`; a missing key is corrupt data.
+fn find<'m>(table: Gc<'m>, key: u64) -> Result<Gc<'m>, WorkloadError> {
     let want = key_bytes(key);
-    let b = bucket(key, m.array_len(table));
-    let mut found = m.load_ref_into(entry, table, b);
-    while found {
-        m.load_ref_into(scratch, entry, KEY);
-        if m.payload(scratch) == want {
-            let k = m.read_u64(entry, ENTRY_KEY);
+    let mut cur = table.get(bucket(key, table.array_len()));
+    while let Some(entry) = cur {
+        if entry.get(KEY).is_some_and(|k| k.payload() == want) {
+            let k = entry.read_u64(ENTRY_KEY);
             if k != key {
                 return Err(WorkloadError::Corrupt(format!(
                     "kv-service: the entry with key bytes of {key} says key {k}"
                 )));
             }
-            return Ok(());
+            return Ok(entry);
         }
-        found = m.load_ref_into(entry, entry, NEXT);
+        cur = entry.get(NEXT);
     }
     Err(WorkloadError::Corrupt(format!(
         "kv-service: key {key} is missing from its bucket"
     )))
 }
 
-/// Serves request `i` for `key`; returns what it adds to the checksum.
+/// Serves request `i` for `key`; returns what it adds to the checksum. A get allocates
+/// nothing and so needs no handle; a put roots the entry across the new value's allocation.
 fn serve(
     m: &mut Mutator<'_>,
     table: Handle,
@@ -425,61 +416,52 @@ fn serve(
     key: u64,
     put: bool,
 ) -> Result<u64, WorkloadError> {
-    let entry = m.null_handle();
-    let scratch = m.null_handle();
-    find(m, table, key, entry, scratch)?;
+    let entry = find(view(m, table), key)?;
     if put {
+        let entry = m.root(entry);
         let v = new_value(m, key, i + 1)?;
         m.set_ref(entry, VALUE, Some(v));
         m.write_u64(entry, ENTRY_VERSION, i + 1);
         return Ok(0);
     }
-    let version = m.read_u64(entry, ENTRY_VERSION);
-    m.load_ref_into(scratch, entry, VALUE);
-    let (words, sum) = read_value(m, scratch, key, version)?;
+    let version = entry.read_u64(ENTRY_VERSION);
+    let (words, sum) = read_value(entry.get(VALUE), key, version)?;
     Ok(get_digest(i, key, version, words, sum))
 }
 
-/// Checks the value in `v` against `(key, version)`; returns its word count and word sum.
-fn read_value(
-    m: &Mutator<'_>,
-    v: Handle,
-    key: u64,
-    version: u64,
-) -> Result<(u64, u64), WorkloadError> {
+/// Checks the value `v` against `(key, version)`; returns its word count and word sum.
+fn read_value(v: Option<Gc<'_>>, key: u64, version: u64) -> Result<(u64, u64), WorkloadError> {
+    let what = || format!("kv-service: key {key} version {version}");
     let words = value_words(key, version);
-    let sum = value_pattern(key, version).check(m.payload(v), words, || {
-        format!("kv-service: key {key} version {version}")
-    })?;
+    let Some(v) = v else {
+        return Err(WorkloadError::Corrupt(format!("{} has no value", what())));
+    };
+    let sum = value_pattern(key, version).check(v.payload(), words, what)?;
     Ok((words as u64, sum))
 }
 
 /// Walks every entry of the shard, checking it; returns the sum of their final digests.
+/// Nothing is allocated, so no handles are needed; a poll per bucket lets a waiting
+/// collection in.
 fn final_walk(m: &mut Mutator<'_>, table: Handle) -> Result<u64, WorkloadError> {
-    let buckets = m.array_len(table);
+    let buckets = view(m, table).array_len();
     let mut sum = 0u64;
     for b in 0..buckets {
-        sum = sum.wrapping_add(m.scope(|m| {
-            let e = m.null_handle();
-            let scratch = m.null_handle();
-            let mut sum = 0u64;
-            let mut found = m.load_ref_into(e, table, b);
-            while found {
-                let key = m.read_u64(e, ENTRY_KEY);
-                let version = m.read_u64(e, ENTRY_VERSION);
-                m.load_ref_into(scratch, e, KEY);
-                if m.payload(scratch) != key_bytes(key) || bucket(key, buckets) != b {
-                    return Err(WorkloadError::Corrupt(format!(
-                        "kv-service: entry of key {key} has wrong key bytes or bucket"
-                    )));
-                }
-                m.load_ref_into(scratch, e, VALUE);
-                read_value(m, scratch, key, version)?;
-                sum = sum.wrapping_add(final_digest(key, version));
-                found = m.load_ref_into(e, e, NEXT);
+        m.safepoint_poll();
+        let mut cur = view(m, table).get(b);
+        while let Some(e) = cur {
+            let key = e.read_u64(ENTRY_KEY);
+            let version = e.read_u64(ENTRY_VERSION);
+            if e.get(KEY).map(Gc::payload) != Some(&key_bytes(key)[..]) || bucket(key, buckets) != b
+            {
+                return Err(WorkloadError::Corrupt(format!(
+                    "kv-service: entry of key {key} has wrong key bytes or bucket"
+                )));
             }
-            Ok(sum)
-        })?);
+            read_value(e.get(VALUE), key, version)?;
+            sum = sum.wrapping_add(final_digest(key, version));
+            cur = e.get(NEXT);
+        }
     }
     Ok(sum)
 }

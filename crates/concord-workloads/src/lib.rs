@@ -24,12 +24,22 @@
 //! by `drop` through `malloc`/`free`) with the same checksums, the baselines of
 //! `concord vs-native`.
 //!
-//! Rules the workloads follow (and new ones must follow): objects are only reached through
-//! handles; recursive builders open a [`Mutator::scope`] (or [`Mutator::scope_escape`]) per
-//! level so the handle stack stays small; loops reuse handles; allocation failures are
-//! propagated as [`WorkloadError::OutOfMemory`], never unwrapped; and no mutator stays attached
-//! and idle while other threads work (it would hold up every collection), which is what
-//! [`run_copies`] and [`Mutator::blocking`] are for.
+//! Rules the workloads follow (and new ones must follow): a reference that lives only
+//! between two safepoints is a [`concord::Gc`] view ([`Mutator::view`]), and one that must
+//! survive an allocation (or a scope, poll or `blocking`) is a [`concord::Handle`]. So
+//! read-only work (traversals, lookups, checks, hashing, reading a record out of a tree)
+//! goes through `Gc`s and creates no handles, and stores between objects that already exist
+//! use [`Mutator::store`] on `Gc`s; a handle is made ([`Mutator::root`], or an allocation's
+//! own) only for what the next allocation must not lose, and payload writes, which take the
+//! mutator `&mut`, go through handles. Constructors whose references exist before the
+//! object use [`Mutator::alloc_with`]. Recursive builders open a [`Mutator::scope`] (or
+//! [`Mutator::scope_escape`]) per level so the handle stack stays small; loops that create
+//! handles reuse them or open a scope; a loop that creates none needs no scope (though a long
+//! one that allocates nothing must still poll for safepoints: [`Mutator::safepoint_poll`]). None
+//! of this changes what is allocated: the objects, their order, sizes and lifetimes are the
+//! benchmark's. Allocation failures are propagated as [`WorkloadError::OutOfMemory`], never
+//! unwrapped; and no mutator stays attached and idle while other threads work (it would hold
+//! up every collection), which is what [`run_copies`] and [`Mutator::blocking`] are for.
 //!
 //! What the workloads have in common is written once, in two private modules: `scaffold`
 //! (the `--size` parameter, [`Size`]: its default, range, errors and default heap; the

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use concord::{Handle, Heap, Mutator, ObjectType};
 
-use crate::scaffold::{self, detail, Size};
+use crate::scaffold::{self, detail, view, Size};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -260,7 +260,6 @@ fn churn(
             drops: 0,
         };
         let mut removed = 0u64;
-        let slot = m.null_handle();
         loop {
             // A look at the clock every CLOCK_EVERY objects (a power of two).
             if r.enqueued & (CLOCK_EVERY - 1) == 0 && Instant::now() >= deadline {
@@ -280,7 +279,7 @@ fn churn(
                 for _ in 0..p.remove {
                     r.checksum = r
                         .checksum
-                        .wrapping_add(dequeue(m, p, queue, ring, slot, removed)?);
+                        .wrapping_add(dequeue(m, p, queue, ring, removed)?);
                     removed += 1;
                 }
                 r.drops += 1;
@@ -289,7 +288,7 @@ fn churn(
         while m.read_u64(queue, Q_LEN) > 0 {
             r.checksum = r
                 .checksum
-                .wrapping_add(dequeue(m, p, queue, ring, slot, removed)?);
+                .wrapping_add(dequeue(m, p, queue, ring, removed)?);
             removed += 1;
         }
         Ok(r)
@@ -310,23 +309,24 @@ fn stamp_offsets(len: usize) -> (usize, usize) {
 }
 
 /// Removes the oldest object, which must carry sequence number `expect` with intact stamps;
-/// returns its sequence number. `slot` is a scratch handle.
+/// returns its sequence number. The object is checked through a [`concord::Gc`] view: no handle.
 fn dequeue(
     m: &mut Mutator<'_>,
     p: &QueueChurnParams,
     queue: Handle,
     ring: Handle,
-    slot: Handle,
     expect: u64,
 ) -> Result<u64, WorkloadError> {
     let (head, len) = (m.read_u64(queue, Q_HEAD), m.read_u64(queue, Q_LEN));
     let at = head as usize % p.high_water;
-    if len == 0 || !m.load_ref_into(slot, ring, at) {
+    let ring_view = view(m, ring);
+    let oldest = ring_view.get(at).filter(|_| len > 0);
+    let Some(obj) = oldest else {
         return Err(WorkloadError::Corrupt(format!(
             "queue-churn: object {expect} is missing from the queue (slot {at}, length {len})"
         )));
-    }
-    let bytes = m.array_len(slot);
+    };
+    let bytes = obj.array_len();
     if bytes != p.object_bytes {
         return Err(WorkloadError::Corrupt(format!(
             "queue-churn: object {expect} has {bytes} bytes, not {}",
@@ -334,8 +334,8 @@ fn dequeue(
         )));
     }
     let (mid, last) = stamp_offsets(bytes);
-    let seq = m.read_u64(slot, 0);
-    let words = (m.read_u64(slot, mid), m.read_u64(slot, last));
+    let seq = obj.read_u64(0);
+    let words = (obj.read_u64(mid), obj.read_u64(last));
     if seq != expect || words != (seq.wrapping_mul(MIDDLE_STAMP), !seq) {
         return Err(WorkloadError::Corrupt(format!(
             "queue-churn: the oldest object should be {expect}; its stamps read {seq:#x}, \
@@ -343,7 +343,7 @@ fn dequeue(
             words.0, words.1
         )));
     }
-    m.set_ref(ring, at, None);
+    m.store(ring_view, at, None);
     m.write_u64(queue, Q_HEAD, (head + 1) % p.high_water as u64);
     m.write_u64(queue, Q_LEN, len - 1);
     Ok(seq)
@@ -413,31 +413,24 @@ mod tests {
         m.scope(|m| {
             let queue = m.alloc(QUEUE).unwrap();
             let ring = m.alloc_ref_array(p.high_water).unwrap();
-            let slot = m.null_handle();
             for seq in 0..3 {
                 let o = m.alloc_byte_array(p.object_bytes).unwrap();
                 stamp(m, o, seq);
                 m.set_ref(ring, seq as usize, Some(o));
             }
             m.write_u64(queue, Q_LEN, 3);
-            assert_eq!(dequeue(m, &p, queue, ring, slot, 0).unwrap(), 0);
+            assert_eq!(dequeue(m, &p, queue, ring, 0).unwrap(), 0);
             // A damaged last word.
             let o = m.get_ref(ring, 1).unwrap();
             m.write_u64(o, p.object_bytes - 8, 5);
-            let e = dequeue(m, &p, queue, ring, slot, 1)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 1).unwrap_err().to_string();
             assert!(e.contains("should be 1"), "{e}");
             // A lost object.
             m.set_ref(ring, 1, None);
-            let e = dequeue(m, &p, queue, ring, slot, 1)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 1).unwrap_err().to_string();
             assert!(e.contains("object 1 is missing"), "{e}");
             // Out of order.
-            let e = dequeue(m, &p, queue, ring, slot, 7)
-                .unwrap_err()
-                .to_string();
+            let e = dequeue(m, &p, queue, ring, 7).unwrap_err().to_string();
             assert!(e.contains("missing") || e.contains("should be 7"), "{e}");
         });
     }

@@ -32,9 +32,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -200,18 +200,17 @@ impl Vectors for Mutator<'_> {
 
     fn vec(&mut self, x: f64, y: f64, z: f64) -> Result<Handle, GcError> {
         let v = self.alloc(VEC)?;
-        self.write_f64(v, 0, x);
-        self.write_f64(v, 8, y);
-        self.write_f64(v, 16, z);
+        // One handle check for the three components (as `write_f64` stores them).
+        let payload = self.payload_mut(v);
+        for (field, c) in payload.chunks_exact_mut(8).zip([x, y, z]) {
+            field.copy_from_slice(&c.to_bits().to_le_bytes());
+        }
         Ok(v)
     }
 
     fn xyz(&self, v: Handle) -> [f64; 3] {
-        [
-            self.read_f64(v, 0),
-            self.read_f64(v, 8),
-            self.read_f64(v, 16),
-        ]
+        let v = view(self, v);
+        [v.read_f64(0), v.read_f64(8), v.read_f64(16)]
     }
 
     fn keep(
@@ -546,26 +545,27 @@ fn lost(what: &str) -> WorkloadError {
 }
 
 /// The `pos` and `color` vectors of `obj`, a shape or light (`what`), as handles of the
-/// caller's scope.
+/// caller's scope (the tracer's vectors live across allocations).
 fn pos_and_color(
-    m: &mut Mutator<'_>,
-    obj: Handle,
+    m: &Mutator<'_>,
+    obj: Gc<'_>,
     what: &str,
 ) -> Result<(Handle, Handle), WorkloadError> {
-    let pos = m
-        .get_ref(obj, POS)
+    let pos = obj
+        .get(POS)
         .ok_or_else(|| lost(&format!("a {what}'s position")))?;
-    let color = m
-        .get_ref(obj, COLOR)
+    let color = obj
+        .get(COLOR)
         .ok_or_else(|| lost(&format!("a {what}'s color")))?;
-    Ok((pos, color))
+    Ok((m.root(pos), m.root(color)))
 }
 
 /// Reads the heap scene into a view whose vectors are handles of the caller's scope.
-fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, WorkloadError> {
-    let shapes = m.get_ref(scene, SHAPES).ok_or_else(|| lost("its shapes"))?;
-    let lights = m.get_ref(scene, LIGHTS).ok_or_else(|| lost("its lights"))?;
-    if m.array_len(shapes) != SHAPE_DEFS.len() || m.array_len(lights) != LIGHT_DEFS.len() {
+fn load_scene(m: &Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, WorkloadError> {
+    let scene = view(m, scene);
+    let shapes = scene.get(SHAPES).ok_or_else(|| lost("its shapes"))?;
+    let lights = scene.get(LIGHTS).ok_or_else(|| lost("its lights"))?;
+    if shapes.array_len() != SHAPE_DEFS.len() || lights.array_len() != LIGHT_DEFS.len() {
         return Err(lost("shapes or lights"));
     }
     let mut view = SceneView {
@@ -573,19 +573,19 @@ fn load_scene(m: &mut Mutator<'_>, scene: Handle) -> Result<SceneView<Handle>, W
         lights: Vec::with_capacity(LIGHT_DEFS.len()),
     };
     for i in 0..SHAPE_DEFS.len() {
-        let s = m.get_ref(shapes, i).ok_or_else(|| lost("a shape"))?;
+        let s = shapes.get(i).ok_or_else(|| lost("a shape"))?;
         let (pos, color) = pos_and_color(m, s, "shape")?;
         view.shapes.push(ShapeView {
-            sphere: m.read_u64(s, S_KIND) == 0,
+            sphere: s.read_u64(S_KIND) == 0,
             pos,
             color,
-            radius: m.read_f64(s, S_RADIUS),
-            reflect: m.read_f64(s, S_REFLECT),
-            diffuse: m.read_f64(s, S_DIFFUSE),
+            radius: s.read_f64(S_RADIUS),
+            reflect: s.read_f64(S_REFLECT),
+            diffuse: s.read_f64(S_DIFFUSE),
         });
     }
     for i in 0..LIGHT_DEFS.len() {
-        let l = m.get_ref(lights, i).ok_or_else(|| lost("a light"))?;
+        let l = lights.get(i).ok_or_else(|| lost("a light"))?;
         let (pos, color) = pos_and_color(m, l, "light")?;
         view.lights.push(LightView { pos, color });
     }

@@ -2,6 +2,7 @@
 //! ([`Size`]: default, range, error message, default heap), the [`Workload`] methods of a
 //! workload whose only own parameter is its size ([`SizedWorkload`]), running work on mutator
 //! threads, building the [`WorkloadResult`] and its details, scopes that return a handle,
+//! [`Gc`] views of handles that hold an object by construction,
 //! corruption messages that name the tree, and for unit tests small heaps and checks that
 //! generators are deterministic.
 //!
@@ -10,7 +11,7 @@
 
 use std::ops::RangeInclusive;
 
-use concord::{GcError, Handle, Heap, Mutator};
+use concord::{Gc, GcError, Handle, Heap, Mutator};
 
 use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -330,6 +331,16 @@ pub(crate) fn try_escape<'h>(
         (Some(h), None) => Ok(h),
         (None, None) => unreachable!("the closure returned a handle or an error"),
     }
+}
+
+/// The object `h` holds, as a [`Gc`] for reads and stores until the mutator is next borrowed
+/// `&mut`. For handles that hold an object by construction (a new allocation, a root the
+/// workload keeps), so a null there is a bug in the workload, not heap corruption: that panics.
+#[inline]
+#[track_caller]
+pub(crate) fn view<'m>(m: &'m Mutator<'_>, h: Handle) -> Gc<'m> {
+    m.view(h)
+        .expect("the handle holds an object by construction")
 }
 
 /// Prefixes a corruption message with the workload and the tree it was found in.

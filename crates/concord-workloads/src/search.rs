@@ -46,10 +46,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concord::{GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
 
-use crate::data::{byte_array, fnv, splitmix_finalize as mix, Rng};
-use crate::scaffold::{self, detail, Size, SizedWorkload};
+use crate::data::{byte_array, fnv, splitmix_finalize as mix, Fields, Rng};
+use crate::scaffold::{self, detail, view, Size, SizedWorkload};
 use crate::{run_copies, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
@@ -452,19 +452,19 @@ fn build_index(m: &mut Mutator<'_>) -> Result<Handle, WorkloadError> {
 
 /// The term spelled like the byte array `tok`, if the index has it (a handle of the caller's
 /// scope).
-fn find(m: &mut Mutator<'_>, table: Handle, tok: Handle) -> Option<Handle> {
-    let hash = fnv(m.payload(tok));
-    let cur = m.null_handle();
-    let text = m.null_handle();
-    let mut more = m.load_ref_into(cur, table, hash as usize % BUCKETS);
-    while more {
-        if m.read_u64(cur, T_HASH) == hash
-            && m.load_ref_into(text, cur, TEXT)
-            && m.payload(text) == m.payload(tok)
-        {
-            return Some(cur);
+fn find(m: &Mutator<'_>, table: Handle, tok: Handle) -> Option<Handle> {
+    find_term(view(m, table), view(m, tok).payload()).map(|t| m.root(t))
+}
+
+/// The term spelled `tok` in the hash table `table`, if there is one.
+fn find_term<'m>(table: Gc<'m>, tok: &[u8]) -> Option<Gc<'m>> {
+    let hash = fnv(tok);
+    let mut cur = table.get(hash as usize % BUCKETS);
+    while let Some(t) = cur {
+        if t.read_u64(T_HASH) == hash && t.get(TEXT).is_some_and(|text| text.payload() == tok) {
+            return Some(t);
         }
-        more = m.load_ref_into(cur, cur, NEXT);
+        cur = t.get(NEXT);
     }
     None
 }
@@ -473,114 +473,111 @@ fn find(m: &mut Mutator<'_>, table: Handle, tok: Handle) -> Option<Handle> {
 fn insert(m: &mut Mutator<'_>, table: Handle, tok: Handle) -> Result<Handle, GcError> {
     let hash = fnv(m.payload(tok));
     let bucket = hash as usize % BUCKETS;
-    let t = m.alloc(TERM)?;
+    let t = m.alloc_with(TERM, &[None, Some(tok)])?;
     m.write_u64(t, T_HASH, hash);
     m.write_u32(t, T_LAST_DOC, u32::MAX);
-    m.set_ref(t, TEXT, Some(tok));
-    m.scope(|m| {
-        let head = m.get_ref(table, bucket);
-        m.set_ref(t, NEXT, head);
-    });
-    m.set_ref(table, bucket, Some(t));
+    let (table, term) = (view(m, table), view(m, t));
+    m.store(term, NEXT, table.get(bucket));
+    m.store(table, bucket, Some(term));
     Ok(t)
 }
 
-/// Records an occurrence of `term` in document `doc` (documents are indexed in order).
+/// Records an occurrence of `term` in document `doc` (documents are indexed in order). The
+/// postings handle it may create belongs to the caller's scope.
 fn add_posting(m: &mut Mutator<'_>, term: Handle, doc: u32) -> Result<(), WorkloadError> {
-    let df = m.read_u32(term, T_DF) as usize;
-    let last = m.read_u32(term, T_LAST_DOC);
-    m.scope(|m| {
-        let postings = m.null_handle();
-        let has = m.load_ref_into(postings, term, POSTINGS);
-        if last == doc {
-            if !has || df == 0 {
-                return Err(WorkloadError::Corrupt(format!(
-                    "search: a term with last document {doc} has no postings"
-                )));
-            }
-            let off = (df - 1) * POSTING;
-            let tf = m.read_u32(postings, off + 4);
-            m.write_u32(postings, off + 4, tf + 1);
-            return Ok(());
+    let t = view(m, term);
+    let (df, last) = (t.read_u32(T_DF) as usize, t.read_u32(T_LAST_DOC));
+    let postings = t.get(POSTINGS);
+    let capacity = postings.map_or(0, |p| p.array_len() / POSTING);
+    if last == doc {
+        if postings.is_none() || df == 0 {
+            return Err(WorkloadError::Corrupt(format!(
+                "search: a term with last document {doc} has no postings"
+            )));
         }
-        let capacity = if has {
-            m.array_len(postings) / POSTING
-        } else {
-            0
-        };
-        if df == capacity {
-            let bigger = m.alloc_byte_array((capacity * 2).max(4) * POSTING)?;
-            if has {
-                let mut buf = [0u8; 256];
-                let mut off = 0;
-                while off < df * POSTING {
-                    let n = (df * POSTING - off).min(buf.len());
-                    buf[..n].copy_from_slice(&m.payload(postings)[off..off + n]);
-                    m.payload_mut(bigger)[off..off + n].copy_from_slice(&buf[..n]);
-                    off += n;
-                }
+        let postings = m.root(postings.expect("checked above"));
+        let mut list = Fields(m.payload_mut(postings));
+        let tf = (df - 1) * POSTING + 4;
+        list.set_u32(tf, list.u32(tf) + 1);
+        return Ok(());
+    }
+    let mut postings = postings.map(|p| m.root(p));
+    if df == capacity {
+        let bigger = m.alloc_byte_array((capacity * 2).max(4) * POSTING)?;
+        if let Some(old) = postings {
+            let mut buf = [0u8; 256];
+            let mut off = 0;
+            while off < df * POSTING {
+                let n = (df * POSTING - off).min(buf.len());
+                buf[..n].copy_from_slice(&m.payload(old)[off..off + n]);
+                m.payload_mut(bigger)[off..off + n].copy_from_slice(&buf[..n]);
+                off += n;
             }
-            m.set_ref(term, POSTINGS, Some(bigger));
-            m.set_handle(postings, Some(bigger));
         }
-        m.write_u32(postings, df * POSTING, doc);
-        m.write_u32(postings, df * POSTING + 4, 1);
-        m.write_u32(term, T_DF, df as u32 + 1);
-        m.write_u32(term, T_LAST_DOC, doc);
-        Ok(())
-    })
+        m.set_ref(term, POSTINGS, Some(bigger));
+        postings = Some(bigger);
+    }
+    let postings = postings.ok_or_else(|| {
+        WorkloadError::Corrupt(format!("search: a term with df {df} has no postings"))
+    })?;
+    let mut list = Fields(m.payload_mut(postings));
+    list.set_u32(df * POSTING, doc);
+    list.set_u32(df * POSTING + 4, 1);
+    let mut t = Fields(m.payload_mut(term));
+    t.set_u32(T_DF, df as u32 + 1);
+    t.set_u32(T_LAST_DOC, doc);
+    Ok(())
 }
 
 /// Terms and postings in the index, checking every chain and posting list on the way: terms
 /// in the right bucket with the right hash, postings in increasing document order with tf at
 /// least 1.
-fn count_index(m: &mut Mutator<'_>, index: Handle) -> Result<(u64, u64), WorkloadError> {
-    m.scope(|m| {
-        let table = m
-            .get_ref(index, TABLE)
-            .ok_or_else(|| WorkloadError::Corrupt("search: the index lost its table".into()))?;
-        let cur = m.null_handle();
-        let aux = m.null_handle();
-        let (mut terms, mut postings) = (0u64, 0u64);
-        for b in 0..BUCKETS {
-            let mut more = m.load_ref_into(cur, table, b);
-            while more {
-                if !m.load_ref_into(aux, cur, TEXT) {
-                    return Err(WorkloadError::Corrupt(
-                        "search: a term lost its text".into(),
-                    ));
-                }
-                let hash = fnv(m.payload(aux));
-                if hash != m.read_u64(cur, T_HASH) || hash as usize % BUCKETS != b {
-                    return Err(WorkloadError::Corrupt(format!(
-                        "search: term {:?} has the wrong hash or bucket",
-                        String::from_utf8_lossy(m.payload(aux))
-                    )));
-                }
-                let df = m.read_u32(cur, T_DF) as usize;
-                if !m.load_ref_into(aux, cur, POSTINGS) || m.array_len(aux) < df * POSTING {
+fn count_index(m: &Mutator<'_>, index: Handle) -> Result<(u64, u64), WorkloadError> {
+    let index = view(m, index);
+    let table = index
+        .get(TABLE)
+        .ok_or_else(|| WorkloadError::Corrupt("search: the index lost its table".into()))?;
+    let (mut terms, mut postings) = (0u64, 0u64);
+    for b in 0..BUCKETS {
+        let mut cur = table.get(b);
+        while let Some(term) = cur {
+            let text = term
+                .get(TEXT)
+                .ok_or_else(|| WorkloadError::Corrupt("search: a term lost its text".into()))?
+                .payload();
+            let hash = fnv(text);
+            if hash != term.read_u64(T_HASH) || hash as usize % BUCKETS != b {
+                return Err(WorkloadError::Corrupt(format!(
+                    "search: term {:?} has the wrong hash or bucket",
+                    String::from_utf8_lossy(text)
+                )));
+            }
+            let df = term.read_u32(T_DF) as usize;
+            let list = match term.get(POSTINGS) {
+                Some(list) if list.array_len() >= df * POSTING => list,
+                _ => {
                     return Err(WorkloadError::Corrupt(format!(
                         "search: a term with df {df} lacks room for its postings"
+                    )))
+                }
+            };
+            let mut prev = None;
+            for i in 0..df {
+                let doc = list.read_u32(i * POSTING);
+                let tf = list.read_u32(i * POSTING + 4);
+                if tf == 0 || doc as usize >= DOCS || prev.is_some_and(|p| p >= doc) {
+                    return Err(WorkloadError::Corrupt(format!(
+                        "search: posting {i} of a term is (doc {doc}, tf {tf})"
                     )));
                 }
-                let mut prev = None;
-                for i in 0..df {
-                    let doc = m.read_u32(aux, i * POSTING);
-                    let tf = m.read_u32(aux, i * POSTING + 4);
-                    if tf == 0 || doc as usize >= DOCS || prev.is_some_and(|p| p >= doc) {
-                        return Err(WorkloadError::Corrupt(format!(
-                            "search: posting {i} of a term is (doc {doc}, tf {tf})"
-                        )));
-                    }
-                    prev = Some(doc);
-                }
-                terms += 1;
-                postings += df as u64;
-                more = m.load_ref_into(cur, cur, NEXT);
+                prev = Some(doc);
             }
+            terms += 1;
+            postings += df as u64;
+            cur = term.get(NEXT);
         }
-        Ok((terms, postings))
-    })
+    }
+    Ok((terms, postings))
 }
 
 /// Runs query `q` against `index`; returns its hash and the number of documents it matched.
@@ -610,18 +607,19 @@ fn run_query(
     let top = m.alloc_ref_array(TOP_K)?;
     let mut n = 0usize;
     let cur = m.null_handle();
-    let other = m.null_handle();
     for b in 0..HIT_BUCKETS {
         let mut more = m.load_ref_into(cur, hits, b);
         while more {
             // Replace the sum by the final score; every hit in `top` has been through here.
-            let score = final_score(m.read_u64(cur, H_SCORE), m.read_u32(cur, H_MATCHED));
-            m.write_u64(cur, H_SCORE, score);
-            let key = (score, m.read_u32(cur, H_DOC));
+            let mut fields = Fields(m.payload_mut(cur));
+            let score = final_score(fields.u64(H_SCORE), fields.u32(H_MATCHED));
+            fields.set_u64(H_SCORE, score);
+            let (top, hit) = (view(m, top), view(m, cur));
+            let key = (score, hit.read_u32(H_DOC));
             let mut pos = n;
             while pos > 0 {
-                m.load_ref_into(other, top, pos - 1);
-                let (s, d) = (m.read_u64(other, H_SCORE), m.read_u32(other, H_DOC));
+                let other = top.get(pos - 1).ok_or_else(|| lost_top(pos - 1))?;
+                let (s, d) = (other.read_u64(H_SCORE), other.read_u32(H_DOC));
                 if key.0 > s || (key.0 == s && key.1 < d) {
                     pos -= 1;
                 } else {
@@ -631,27 +629,39 @@ fn run_query(
             if pos < TOP_K {
                 let last = n.min(TOP_K - 1);
                 for i in (pos..last).rev() {
-                    m.load_ref_into(other, top, i);
-                    m.set_ref(top, i + 1, Some(other));
+                    m.store(top, i + 1, top.get(i));
                 }
-                m.set_ref(top, pos, Some(cur));
+                m.store(top, pos, Some(hit));
                 n = (n + 1).min(TOP_K);
             }
-            more = m.load_ref_into(cur, cur, NEXT);
+            let next = hit.get(NEXT);
+            m.set_root(cur, next);
+            more = next.is_some();
         }
     }
+    let (top, stored) = (view(m, top), view(m, stored));
     let mut h = QueryHash::new(q, matched_docs);
     for rank in 0..n {
-        m.load_ref_into(cur, top, rank);
-        let (doc, score) = (m.read_u32(cur, H_DOC), m.read_u64(cur, H_SCORE));
-        if doc as usize >= DOCS || !m.load_ref_into(other, stored, doc as usize) {
+        let hit = top.get(rank).ok_or_else(|| lost_top(rank))?;
+        let (doc, score) = (hit.read_u32(H_DOC), hit.read_u64(H_SCORE));
+        let text = if (doc as usize) < DOCS {
+            stored.get(doc as usize)
+        } else {
+            None
+        };
+        let Some(text) = text else {
             return Err(WorkloadError::Corrupt(format!(
                 "search: hit for document {doc}, which is not stored"
             )));
-        }
-        h.hit(rank, doc, score, m.payload(other));
+        };
+        h.hit(rank, doc, score, text.payload());
     }
     Ok((h.finish(), matched_docs))
+}
+
+/// A top hit that is missing from the top-hits array (they are filled in order).
+fn lost_top(rank: usize) -> WorkloadError {
+    WorkloadError::Corrupt(format!("search: top hit {rank} was lost"))
 }
 
 /// Adds the postings of `term` to the hit table (a hit's `score` holds the sum of its weights
@@ -665,29 +675,29 @@ fn score_term(m: &mut Mutator<'_>, term: Handle, hits: Handle) -> Result<u64, Wo
     let cur = m.null_handle();
     let mut new_hits = 0;
     for i in 0..df as usize {
-        let doc = m.read_u32(postings, i * POSTING);
-        let tf = m.read_u32(postings, i * POSTING + 4);
+        let (hit_table, list) = (view(m, hits), view(m, postings));
+        let doc = list.read_u32(i * POSTING);
+        let tf = list.read_u32(i * POSTING + 4);
         let bucket = mix(u64::from(doc)) as usize % HIT_BUCKETS;
-        let mut found = m.load_ref_into(cur, hits, bucket);
-        while found && m.read_u32(cur, H_DOC) != doc {
-            found = m.load_ref_into(cur, cur, NEXT);
+        let mut found = hit_table.get(bucket);
+        while let Some(hit) = found.filter(|h| h.read_u32(H_DOC) != doc) {
+            found = hit.get(NEXT);
         }
-        if !found {
+        // The bucket's head when there is no hit yet: the new hit's `next`.
+        m.set_root(cur, found.or(hit_table.get(bucket)));
+        if found.is_none() {
             m.scope(|m| {
-                let h = m.alloc(HIT)?;
+                let h = m.alloc_with(HIT, &[Some(cur)])?;
                 m.write_u32(h, H_DOC, doc);
-                let head = m.get_ref(hits, bucket);
-                m.set_ref(h, NEXT, head);
                 m.set_ref(hits, bucket, Some(h));
+                m.set_handle(cur, Some(h));
                 Ok::<_, GcError>(())
             })?;
-            m.load_ref_into(cur, hits, bucket);
             new_hits += 1;
         }
-        let sum = m.read_u64(cur, H_SCORE) + tf_weight(tf) * w;
-        m.write_u64(cur, H_SCORE, sum);
-        let matched = m.read_u32(cur, H_MATCHED);
-        m.write_u32(cur, H_MATCHED, matched + 1);
+        let mut hit = Fields(m.payload_mut(cur));
+        hit.set_u64(H_SCORE, hit.u64(H_SCORE) + tf_weight(tf) * w);
+        hit.set_u32(H_MATCHED, hit.u32(H_MATCHED) + 1);
     }
     Ok(new_hits)
 }
