@@ -124,21 +124,33 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    /// Spin until the calling thread's exact CPU clock has advanced by `cpu` (however long
+    /// that takes on a loaded machine; at most a minute of wall time, which fails the test).
+    fn burn(cpu: Duration) {
+        let start = thread_cpu_now().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut x = 1u64;
+        while thread_cpu_now().unwrap() - start < cpu {
+            assert!(Instant::now() < deadline, "no {cpu:?} of CPU in a minute");
+            for _ in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+    }
+
     #[test]
     fn a_thread_that_burns_cpu_shows_user_time() {
         let usage = std::thread::spawn(|| {
             let before = ThreadUsage::current_thread().unwrap();
-            let start = Instant::now();
-            let mut x = 1u64;
-            while start.elapsed() < Duration::from_millis(60) {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
+            burn(Duration::from_millis(40));
             ThreadUsage::current_thread().unwrap().since(&before)
         })
         .join()
         .unwrap();
-        // 60 ms of wall time spinning: the thread ran for some of it even on a loaded machine
-        // (the kernel accounts in ticks or microseconds; 1 ms is far below what it got).
+        // 40 ms on the CPU, however long the wall time (a loaded machine gives a spinning
+        // thread less of each second): the kernel splits exactly that into user and sys by
+        // tick sampling, and a user-mode spin is mostly user.
+        assert!(usage.cpu_ns >= 40_000_000, "{usage:?}");
         assert!(usage.user_ns + usage.sys_ns >= 1_000_000, "{usage:?}");
         assert!(usage.user_ns > 0, "{usage:?}");
     }
@@ -191,14 +203,8 @@ mod tests {
             slept < Duration::from_millis(10),
             "{slept:?} of CPU while asleep"
         );
-        let mut x = 0u64;
-        let begin = std::time::Instant::now();
-        while begin.elapsed() < Duration::from_millis(20) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        assert!(
-            thread_cpu_now().unwrap() - start > Duration::from_millis(5),
-            "{x}"
-        );
+        // Work moves it: `burn` spins until the clock has moved 5 ms, and fails the test if
+        // a minute of spinning does not move it that far.
+        burn(Duration::from_millis(5));
     }
 }
