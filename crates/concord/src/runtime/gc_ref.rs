@@ -202,7 +202,7 @@ impl<'m> Gc<'m> {
     pub fn read_u64(self, offset: usize) -> u64 {
         let a = self.payload_field(offset, 8);
         // SAFETY: the 8 bytes are inside the payload (checked); any bits are a valid u64.
-        unsafe { (a as *const u64).read_unaligned() }
+        u64::from_le(unsafe { (a as *const u64).read_unaligned() })
     }
 
     /// Little-endian `u32` at `offset` in the payload, bounds-checked.
@@ -211,7 +211,7 @@ impl<'m> Gc<'m> {
     pub fn read_u32(self, offset: usize) -> u32 {
         let a = self.payload_field(offset, 4);
         // SAFETY: the 4 bytes are inside the payload (checked); any bits are a valid u32.
-        unsafe { (a as *const u32).read_unaligned() }
+        u32::from_le(unsafe { (a as *const u32).read_unaligned() })
     }
 
     /// `f64` at `offset` in the payload, bounds-checked.

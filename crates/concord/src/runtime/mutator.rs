@@ -48,9 +48,25 @@ macro_rules! payload_scalars {
 
 /// A plain number stored in a payload: every bit pattern of its size is a valid value, so it
 /// may be read from any payload bytes.
-trait Scalar: Copy {}
-impl Scalar for u32 {}
-impl Scalar for u64 {}
+trait Scalar: Copy {
+    /// The value of the little-endian bytes `raw` holds (payloads are little-endian on every
+    /// target, so a payload's bytes mean the same everywhere).
+    fn from_le(raw: Self) -> Self;
+}
+
+impl Scalar for u32 {
+    #[inline(always)]
+    fn from_le(raw: Self) -> Self {
+        u32::from_le(raw)
+    }
+}
+
+impl Scalar for u64 {
+    #[inline(always)]
+    fn from_le(raw: Self) -> Self {
+        u64::from_le(raw)
+    }
+}
 
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
@@ -622,7 +638,7 @@ impl<'h> Mutator<'h> {
     fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
-        unsafe { (a as *const T).read_unaligned() }
+        T::from_le(unsafe { (a as *const T).read_unaligned() })
     }
 
     /// Write a `T` at `offset` in the payload, bounds-checked.
@@ -630,7 +646,8 @@ impl<'h> Mutator<'h> {
     fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
-        unsafe { (a as *mut T).write_unaligned(v) }
+        // (`from_le` is its own inverse: a byte swap on big-endian targets, nothing here.)
+        unsafe { (a as *mut T).write_unaligned(T::from_le(v)) }
     }
 
     payload_scalars! {
