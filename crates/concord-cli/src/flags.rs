@@ -249,6 +249,14 @@ pub struct SwitchFlags {
         allow_negative_numbers = true
     )]
     pub fifo_cpu_threshold: Option<String>,
+    /// NUMA layout of the heap (004 §3.2): off or interleaved (pages round-robin over the
+    /// nodes, GC worker i pinned to node i % nodes) (default off).
+    #[arg(long, value_name = "off|interleaved")]
+    pub numa: Option<String>,
+    /// The nodes of --numa: auto (the machine's) or a synthetic spec such as 0/1 or 0-7/8-15
+    /// (nodes separated by '/', each a CPU list; memory stays on the real node) (default auto).
+    #[arg(long = "numa-topology", value_name = "auto|SPEC")]
+    pub numa_topology: Option<String>,
 }
 
 impl RunFlags {
@@ -257,7 +265,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 17] = [
+        let given: [(&'static str, Option<String>); 19] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -269,7 +277,6 @@ impl RunFlags {
             ("pin-start", s.pin_start.map(|b| b.to_string())),
             ("gc-affinity", s.gc_affinity.clone()),
             ("mutator-sched", s.mutator_sched.clone()),
-            ("fifo-cpu-threshold", s.fifo_cpu_threshold.clone()),
             ("gc-log-mode", self.gc_log_mode.clone()),
             (
                 "gc-log-buffer",

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::os::cpu::usable_cpu_count;
+use crate::os::numa::{NumaLayout, NumaTopologySpec};
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, PhasePolicy};
@@ -128,6 +129,14 @@ pub struct GcConfig {
     /// Off in every preset, as in HotSpot: it costs start-up time and the whole heap's memory
     /// at once.
     pub pretouch: bool,
+    /// How the heap is laid out over NUMA nodes (004 §3.2): `off` (first touch) or
+    /// `interleaved` (pages round-robin over the nodes, GC workers pinned one node each, round
+    /// robin). `off` in every preset for now.
+    pub numa: NumaLayout,
+    /// The nodes the layout uses: the machine's (`auto`) or synthetic ones given as CPU lists
+    /// (`0/1`), whose memory is an address range of the heap (all physically on the real
+    /// node).
+    pub numa_topology: NumaTopologySpec,
     /// Profile object lifespans (bytes allocated between an object's allocation and its death,
     /// 001 §2) and report their histogram.
     pub lifespans: bool,
@@ -343,6 +352,7 @@ impl GcConfig {
     /// | `pin_start` | yes | no | no |
     /// | `gc_affinity` | none | none | dynamic |
     /// | `thp` | system | system | dynamic |
+    /// | `numa` | off | off | off |
     pub fn for_preset(preset: Preset) -> GcConfig {
         let phase = match preset {
             Preset::Vanilla => PhasePolicy::VANILLA,
@@ -390,6 +400,9 @@ impl GcConfig {
             thp_margin: DEFAULT_THP_MARGIN,
             // Off everywhere, as HotSpot's AlwaysPreTouch is by default.
             pretouch: false,
+            // Off everywhere until the fragmented layouts exist (issue 14).
+            numa: NumaLayout::Off,
+            numa_topology: NumaTopologySpec::Auto,
             lifespans: false,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,

@@ -20,6 +20,7 @@ use super::validate::{
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
 use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
+use crate::os::numa::NumaLayout;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
@@ -54,6 +55,8 @@ enum ValueKind {
     Bool,
     /// A file path.
     Path,
+    /// A NUMA topology: `auto` or nodes of CPU lists.
+    NumaTopology,
 }
 
 impl ValueKind {
@@ -70,6 +73,9 @@ impl ValueKind {
             ValueKind::Switch(switch) => format!("one of {}", switch.allowed()),
             ValueKind::Bool => "true or false".to_string(),
             ValueKind::Path => "a file path string".to_string(),
+            ValueKind::NumaTopology => {
+                "\"auto\" or nodes separated by '/', each a CPU list (\"0/1\")".to_string()
+            }
         }
     }
 }
@@ -93,6 +99,8 @@ enum Switch {
     GcLogMode,
     /// [`ThpMode`].
     Thp,
+    /// [`NumaLayout`].
+    Numa,
 }
 
 impl Switch {
@@ -107,6 +115,7 @@ impl Switch {
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
             Switch::GcLogMode => GcLogMode::ALLOWED.to_string(),
             Switch::Thp => ThpMode::allowed(),
+            Switch::Numa => NumaLayout::allowed(),
         }
     }
 }
@@ -130,7 +139,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 34] = [
+static OPTIONS: [OptionSpec; 36] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -349,6 +358,33 @@ static OPTIONS: [OptionSpec; 34] = [
               leave the pauses: true/false, yes/no, on/off, 1/0 (default false in every preset).",
         set: |c, v| {
             c.pretouch = parse_bool(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "numa",
+        env: "CONCORD_NUMA",
+        kind: ValueKind::Switch(Switch::Numa),
+        doc: "NUMA layout of the heap (004 §3.2): off (first touch, workers not placed by node) \
+              or interleaved (eden, survivors and old with pages round-robin over the nodes; GC \
+              worker i pinned to the CPUs of node i % nodes) (default off in every preset).",
+        set: |c, v| {
+            c.numa = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "numa-topology",
+        env: "CONCORD_NUMA_TOPOLOGY",
+        kind: ValueKind::NumaTopology,
+        doc: "The NUMA nodes the layout uses: auto (the machine's, from sysfs) or a synthetic \
+              spec, nodes separated by '/', each a CPU list of usable CPUs, e.g. 0/1 or \
+              0-7/8-15; a synthetic node's memory is an address range of the heap, all \
+              physically on the real node (default auto).",
+        set: |c, v| {
+            c.numa_topology = v
+                .parse()
+                .map_err(|e: crate::os::numa::TopologyError| e.to_string())?;
             Ok(())
         },
     },
@@ -1034,6 +1070,8 @@ mod tests {
             ("thp", "never"),
             ("thp-margin", "2g"),
             ("pretouch", "on"),
+            ("numa", "interleaved"),
+            ("numa-topology", "0/1"),
             ("max-tenuring-threshold", "10"),
             ("initial-tenuring-threshold", "4"),
             ("target-survivor-ratio", "80"),
@@ -1075,6 +1113,11 @@ mod tests {
             assert_eq!(config.thp, ThpMode::Never);
             assert_eq!(config.thp_margin, 2 * GIB);
             assert!(config.pretouch);
+            assert_eq!(config.numa, NumaLayout::Interleaved);
+            assert_eq!(
+                config.numa_topology,
+                NumaTopologySpec::Synthetic(vec![vec![0], vec![1]])
+            );
             assert_eq!(config.max_tenuring_threshold, 10);
             assert_eq!(config.initial_tenuring_threshold, 4);
             assert_eq!(config.target_survivor_ratio, 80);
@@ -1624,6 +1667,7 @@ mod tests {
             ValueKind::Switch(_) => "fastest",
             ValueKind::Bool => "maybe",
             ValueKind::Path => "",
+            ValueKind::NumaTopology => "0/zero",
         }
     }
 

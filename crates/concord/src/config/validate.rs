@@ -14,6 +14,7 @@ use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
+use crate::os::numa::{NumaTopology, NumaTopologySpec};
 use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
@@ -215,6 +216,7 @@ impl GcConfig {
             &FIFO_CPU_THRESHOLD_RANGE,
         )?;
         self.validate_mutator_sched(key_of("mutator-sched"))?;
+        self.validate_numa_topology(key_of("numa-topology"))?;
         for (key, path) in [("gc-log", &self.gc_log), ("gc-records", &self.gc_records)] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(ConfigError::InvalidValue {
@@ -228,6 +230,25 @@ impl GcConfig {
         self.validate_distinct_outputs(key_of)?;
 
         self.validate_generations(key_of, &is_default)
+    }
+
+    /// A synthetic NUMA topology may only name CPUs the process may use (the calling thread's
+    /// affinity mask, which the heap's threads inherit). A mask that cannot be read checks
+    /// nothing here; the heap checks again when it is built.
+    fn validate_numa_topology(&self, key: ConfigKey) -> Result<(), ConfigError> {
+        let NumaTopologySpec::Synthetic(nodes) = &self.numa_topology else {
+            return Ok(());
+        };
+        let Ok(usable) = crate::os::affinity::current_thread_affinity() else {
+            return Ok(());
+        };
+        NumaTopology::synthetic(nodes.clone(), &usable)
+            .map(drop)
+            .map_err(|e| ConfigError::InvalidValue {
+                key,
+                value: self.numa_topology.to_string(),
+                reason: format!("does not fit this process: {e}"),
+            })
     }
 
     /// No two outputs (GC log, records, mutator profile) may be one file: they would be

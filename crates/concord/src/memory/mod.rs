@@ -17,6 +17,8 @@ pub mod side_table;
 pub mod space;
 
 pub mod heap_memory;
+pub mod node_map;
 
 pub use heap_memory::{HeapMemory, HeapMemoryError, SpaceId};
+pub use node_map::{NodeMap, NodeMapRule};
 pub use side_table::SideTableError;

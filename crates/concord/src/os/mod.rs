@@ -25,6 +25,7 @@ pub mod futex;
 pub mod gc_affinity;
 pub mod memory;
 pub mod mutator_sched;
+pub mod numa;
 pub mod periodic;
 pub mod pipe;
 pub mod policy;

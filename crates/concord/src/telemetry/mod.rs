@@ -10,8 +10,9 @@ pub mod records_file;
 
 pub use lifespan::{LifespanBucket, LifespanProfiler, LifespanReport};
 pub use output::{OutputError, OutputFailure, OutputKind};
-pub use phase::{PhaseTimes, WorkerPhaseStats};
+pub use phase::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 pub use record::{
     nearest_rank, AllocStalls, CollectionKind, CollectionRecord, CpuOccupancy, GcCause, GcLogStats,
-    GcStats, MonitorRecord, WorkerTimeBreakdown,
+    GcStats, MonitorRecord, NumaCollectionRecord, NumaReport, NumaWorkerPlacement,
+    WorkerTimeBreakdown,
 };

@@ -40,6 +40,36 @@ pub struct WorkerPhaseStats {
     /// time, page faults and context switches, read by the worker itself with
     /// `getrusage(RUSAGE_THREAD)` when it starts and ends each part of the collection.
     pub usage: crate::os::rusage::ThreadUsage,
+    /// Where this worker's copies and scans fell relative to its node (all zero when the heap
+    /// counts no NUMA figures: one node and no layout).
+    pub numa: WorkerNumaStats,
+}
+
+/// One worker's NUMA figures in one collection (004 §3.2): a copy is remote when its
+/// destination lies on another node than the worker's, a scan when the object whose slots the
+/// worker reads does. Nodes are those of the heap's node map.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerNumaStats {
+    /// The node index the worker counted as its own.
+    pub node: usize,
+    /// Bytes copied (scavenge) or moved (full compaction) to its own node.
+    pub bytes_copied_local: u64,
+    /// Bytes copied or moved to another node.
+    pub bytes_copied_remote: u64,
+    /// Objects (or reference-array chunks) whose slots it scanned on its own node.
+    pub objects_scanned_local: u64,
+    /// Objects whose slots it scanned on another node.
+    pub objects_scanned_remote: u64,
+}
+
+impl WorkerNumaStats {
+    /// Add `other`'s counters (the node stays).
+    pub fn add(&mut self, other: &WorkerNumaStats) {
+        self.bytes_copied_local += other.bytes_copied_local;
+        self.bytes_copied_remote += other.bytes_copied_remote;
+        self.objects_scanned_local += other.objects_scanned_local;
+        self.objects_scanned_remote += other.objects_scanned_remote;
+    }
 }
 
 impl WorkerPhaseStats {
@@ -75,6 +105,7 @@ impl WorkerPhaseStats {
             *self.cpus.entry(cpu).or_default() += n;
         }
         self.usage.add(&other.usage);
+        self.numa.add(&other.numa);
     }
 }
 

@@ -117,6 +117,73 @@ pub struct CollectionRecord {
     /// How the GC task manager's monitor changed hands during this collection (000 Fig. 5);
     /// `None` when neither the task queue nor the parking used it.
     pub monitor: Option<MonitorRecord>,
+    /// Local and remote copies and scans of this collection, summed over its workers; `None`
+    /// when the heap counts no NUMA figures (one node and no layout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa: Option<NumaCollectionRecord>,
+}
+
+/// The NUMA figures of one collection: its workers' [`WorkerNumaStats`] summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NumaCollectionRecord {
+    /// Bytes copied (or moved) to the copying worker's node.
+    pub bytes_copied_local: u64,
+    /// Bytes copied (or moved) to another node.
+    pub bytes_copied_remote: u64,
+    /// Objects scanned on the scanning worker's node.
+    pub objects_scanned_local: u64,
+    /// Objects scanned on another node.
+    pub objects_scanned_remote: u64,
+}
+
+impl NumaCollectionRecord {
+    /// The sums over `workers`.
+    pub fn from_workers(workers: &[WorkerPhaseStats]) -> NumaCollectionRecord {
+        let mut total = super::WorkerNumaStats::default();
+        for w in workers {
+            total.add(&w.numa);
+        }
+        NumaCollectionRecord {
+            bytes_copied_local: total.bytes_copied_local,
+            bytes_copied_remote: total.bytes_copied_remote,
+            objects_scanned_local: total.objects_scanned_local,
+            objects_scanned_remote: total.objects_scanned_remote,
+        }
+    }
+}
+
+/// The heap's NUMA layout, topology and per-node allocation (filled by `Heap::stats`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NumaReport {
+    /// `off` or `interleaved`.
+    pub layout: crate::os::numa::NumaLayout,
+    /// The topology spec as configured (`auto` or the synthetic spec).
+    pub topology: crate::os::numa::NumaTopologySpec,
+    /// Real (`auto`) or synthetic nodes.
+    pub kind: crate::os::numa::TopologyKind,
+    /// The nodes and their CPUs, in node-index order.
+    pub nodes: Vec<crate::os::numa::NumaNode>,
+    /// Whether the heap counts local and remote figures (more than one node, or a layout).
+    pub accounting: bool,
+    /// Whether `mbind` placed the heap's memory (interleaved on real nodes).
+    pub memory_bound: bool,
+    /// Bytes handed to mutators (TLABs and direct allocations) by the node of the memory.
+    pub bytes_allocated_per_node: Vec<u64>,
+    /// Where each GC worker was placed: its node and the CPUs the kernel lets it run on now.
+    pub workers: Vec<NumaWorkerPlacement>,
+    /// Placements the OS refused (each also logged as a warning).
+    pub placement_failures: Vec<String>,
+}
+
+/// One GC worker's NUMA placement.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NumaWorkerPlacement {
+    /// Worker id.
+    pub worker: usize,
+    /// The node index it was placed on (`None` with layout `off`: not placed).
+    pub node: Option<usize>,
+    /// Its affinity mask as the kernel reports it (empty if it could not be read).
+    pub cpus: Vec<u32>,
 }
 
 /// What the GC task manager's monitor did during one collection: the dynamics of 000 Fig. 5.
@@ -253,6 +320,9 @@ pub struct GcStats {
     pub gc_log: Option<GcLogStats>,
     /// How long mutators waited for memory after a failed allocation.
     pub alloc_stalls: AllocStalls,
+    /// The NUMA layout and per-node allocation, filled by `Heap::stats`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa: Option<NumaReport>,
 }
 
 /// Allocation stalls: each time a mutator's allocation failed (a TLAB refill or a large
@@ -441,6 +511,31 @@ impl GcStats {
         }
     }
 
+    /// Local and remote copies and scans summed over all collections (zero without NUMA
+    /// figures).
+    pub fn numa_totals(&self) -> NumaCollectionRecord {
+        let mut t = NumaCollectionRecord::default();
+        for n in self.records.iter().filter_map(|r| r.numa.as_ref()) {
+            t.bytes_copied_local += n.bytes_copied_local;
+            t.bytes_copied_remote += n.bytes_copied_remote;
+            t.objects_scanned_local += n.objects_scanned_local;
+            t.objects_scanned_remote += n.objects_scanned_remote;
+        }
+        t
+    }
+
+    /// Remote copied bytes over all copied bytes (0 when nothing was copied or no NUMA figures
+    /// were counted).
+    pub fn remote_copy_fraction(&self) -> f64 {
+        let t = self.numa_totals();
+        let all = t.bytes_copied_local + t.bytes_copied_remote;
+        if all == 0 {
+            0.0
+        } else {
+            t.bytes_copied_remote as f64 / all as f64
+        }
+    }
+
     /// `true` if every collection verified, `false` if any failed, `None` if none was verified.
     pub fn verified(&self) -> Option<bool> {
         let mut any = false;
@@ -492,6 +587,7 @@ impl CollectionRecord {
             task_distribution: BTreeMap::new(),
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
+            numa: None,
         }
     }
 }
@@ -567,6 +663,32 @@ mod tests {
         assert_eq!(stats.gc_user_ms(), 20.0);
         assert_eq!(stats.pause_minor_faults(), 320);
         assert_eq!(stats.gc_involuntary_switches(), 20);
+    }
+
+    #[test]
+    fn numa_totals_and_the_remote_copy_fraction() {
+        let mut stats = GcStats::default();
+        assert_eq!(stats.remote_copy_fraction(), 0.0);
+        let worker = |local, remote| WorkerPhaseStats {
+            numa: super::super::WorkerNumaStats {
+                node: 0,
+                bytes_copied_local: local,
+                bytes_copied_remote: remote,
+                objects_scanned_local: 1,
+                objects_scanned_remote: 2,
+            },
+            ..Default::default()
+        };
+        let mut r = rec(1.0);
+        r.numa = Some(NumaCollectionRecord::from_workers(&[
+            worker(10, 30),
+            worker(20, 40),
+        ]));
+        stats.records = vec![r.clone(), r, rec(1.0)];
+        let t = stats.numa_totals();
+        assert_eq!((t.bytes_copied_local, t.bytes_copied_remote), (60, 140));
+        assert_eq!((t.objects_scanned_local, t.objects_scanned_remote), (4, 8));
+        assert_eq!(stats.remote_copy_fraction(), 0.7);
     }
 
     #[test]
