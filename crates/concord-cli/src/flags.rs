@@ -277,6 +277,9 @@ impl RunFlags {
             ("pin-start", s.pin_start.map(|b| b.to_string())),
             ("gc-affinity", s.gc_affinity.clone()),
             ("mutator-sched", s.mutator_sched.clone()),
+            ("fifo-cpu-threshold", s.fifo_cpu_threshold.clone()),
+            ("numa", s.numa.clone()),
+            ("numa-topology", s.numa_topology.clone()),
             ("gc-log-mode", self.gc_log_mode.clone()),
             (
                 "gc-log-buffer",

@@ -9,7 +9,7 @@ use concord::os::mutator_sched::MutatorSchedReport;
 use concord::os::thp::{SystemThp, ThpReport};
 use concord::os::vm::HugePageAdvice;
 use concord::telemetry::nearest_rank;
-use concord::telemetry::{LifespanReport, WorkerTimeBreakdown};
+use concord::telemetry::{LifespanReport, NumaCollectionRecord, NumaReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
 use serde_json::{json, Value};
@@ -68,6 +68,11 @@ pub struct Summary {
     pub thp: Option<ThpReport>,
     /// Time pretouching the heap took at start, ms (`--pretouch`; `None` without it).
     pub pretouch_ms: Option<f64>,
+    /// The heap's NUMA layout, topology and per-node allocation (the summary's `numa`
+    /// object as [`Summary::json`] prints it); `None` for an aggregate of several instances.
+    pub numa: Option<Value>,
+    /// Local and remote copies and scans over all collections.
+    pub numa_totals: NumaCollectionRecord,
     /// Stall attribution over all pauses: what the GC threads used (their CPU time in user
     /// mode and in the kernel, page faults, involuntary context switches).
     pub attribution: PauseAttribution,
@@ -175,11 +180,25 @@ impl Summary {
             gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
             thp: stats.thp.clone(),
             pretouch_ms: stats.pretouch.map(|p| p.ms),
+            numa: stats.numa.as_ref().map(numa_json),
+            numa_totals: stats.numa_totals(),
             attribution: PauseAttribution::of(stats),
             alloc_stalls: stats.alloc_stalls.count(),
             alloc_stall_max_ms: stats.alloc_stalls.max_ms(),
             alloc_stall_p99_ms: stats.alloc_stalls.percentile_ms(99.0),
             alloc_stalls_ms: stats.alloc_stalls.stalls_ms.clone(),
+        }
+    }
+
+    /// Remote copied bytes over all copied bytes, from the layout's node map (0 when nothing
+    /// was copied, or no NUMA figures were counted).
+    pub fn remote_copy_fraction(&self) -> f64 {
+        let t = &self.numa_totals;
+        let all = t.bytes_copied_local + t.bytes_copied_remote;
+        if all == 0 {
+            0.0
+        } else {
+            t.bytes_copied_remote as f64 / all as f64
         }
     }
 
@@ -260,6 +279,15 @@ impl Summary {
         }
         // null without --pretouch, so runs with and without it share the key.
         v["pretouch_ms"] = json!(self.pretouch_ms);
+        if let Some(numa) = &self.numa {
+            v["numa"] = numa.clone();
+        }
+        let t = &self.numa_totals;
+        v["remote_copy_fraction"] = json!(self.remote_copy_fraction());
+        v["bytes_copied_local"] = json!(t.bytes_copied_local);
+        v["bytes_copied_remote"] = json!(t.bytes_copied_remote);
+        v["objects_scanned_local"] = json!(t.objects_scanned_local);
+        v["objects_scanned_remote"] = json!(t.objects_scanned_remote);
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
         }
@@ -402,6 +430,26 @@ impl Summary {
             for notice in &r.notices {
                 let _ = writeln!(s, "            {notice}");
             }
+        }
+        if let Some(numa) = &self.numa {
+            let t = &self.numa_totals;
+            let scans = t.objects_scanned_local + t.objects_scanned_remote;
+            let remote_scans = if scans == 0 {
+                0.0
+            } else {
+                100.0 * t.objects_scanned_remote as f64 / scans as f64
+            };
+            let _ = writeln!(
+                s,
+                "  NUMA      layout {}, {} topology {} ({} nodes): remote copies {:.1}% of {}, \
+                 remote scans {remote_scans:.1}% of {scans}",
+                numa["layout"].as_str().unwrap_or("?"),
+                numa["kind"].as_str().unwrap_or("?"),
+                numa["topology"].as_str().unwrap_or("?"),
+                numa["nodes"].as_array().map_or(0, Vec::len),
+                100.0 * self.remote_copy_fraction(),
+                format_size((t.bytes_copied_local + t.bytes_copied_remote) as usize),
+            );
         }
         if let Some(thp) = &self.thp {
             let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
@@ -549,6 +597,17 @@ impl Summary {
                 .map(|s| s.gc_log_write_max_ms)
                 .fold(0.0, f64::max),
             thp: None,
+            numa: None,
+            numa_totals: instances
+                .iter()
+                .fold(NumaCollectionRecord::default(), |mut t, s| {
+                    let n = &s.numa_totals;
+                    t.bytes_copied_local += n.bytes_copied_local;
+                    t.bytes_copied_remote += n.bytes_copied_remote;
+                    t.objects_scanned_local += n.objects_scanned_local;
+                    t.objects_scanned_remote += n.objects_scanned_remote;
+                    t
+                }),
             // Each instance pretouched its own heap; the longest is what start-up waited for.
             pretouch_ms: instances
                 .iter()
@@ -670,6 +729,13 @@ impl Summary {
             gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),
             thp: thp_from_json(v),
             pretouch_ms: v["pretouch_ms"].as_f64(),
+            numa: v.get("numa").cloned(),
+            numa_totals: NumaCollectionRecord {
+                bytes_copied_local: v["bytes_copied_local"].as_u64().unwrap_or(0),
+                bytes_copied_remote: v["bytes_copied_remote"].as_u64().unwrap_or(0),
+                objects_scanned_local: v["objects_scanned_local"].as_u64().unwrap_or(0),
+                objects_scanned_remote: v["objects_scanned_remote"].as_u64().unwrap_or(0),
+            },
             attribution: PauseAttribution::from_json(v),
             alloc_stalls: v["alloc_stalls"].as_u64().unwrap_or(0) as usize,
             alloc_stall_max_ms: v["alloc_stall_max_ms"].as_f64().unwrap_or(0.0),
@@ -680,6 +746,22 @@ impl Summary {
                 .unwrap_or_default(),
         })
     }
+}
+
+/// The summary's `numa` object: the layout, the topology as configured and its kind, each
+/// node's CPUs, whether mbind placed the memory, bytes allocated per node, and where each GC
+/// worker was placed.
+fn numa_json(report: &NumaReport) -> Value {
+    json!({
+        "layout": report.layout,
+        "topology": report.topology,
+        "kind": report.kind,
+        "nodes": report.nodes.iter().map(|n| json!(n.cpus)).collect::<Vec<_>>(),
+        "memory_bound": report.memory_bound,
+        "bytes_allocated_per_node": report.bytes_allocated_per_node,
+        "workers": report.workers,
+        "placement_failures": report.placement_failures,
+    })
 }
 
 /// The `thp` and `heap_huge_bytes` of a summary JSON, as [`Summary::json`] writes them.

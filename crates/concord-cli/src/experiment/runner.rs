@@ -141,6 +141,7 @@ pub fn run_on_heap_with(
         | HeapError::GcLog { .. }
         | HeapError::GcRecords { .. }
         | HeapError::Profile { .. }
+        | HeapError::NumaTopology(_)
         | HeapError::BeyondMemory { .. } => e.into(),
         // What the OS would not give: address space, memory, threads.
         _ => RunFailed::wrap(e),

@@ -16,17 +16,17 @@
 //!    lower region whose source memory overlaps its destination has been moved (dependency
 //!    waits on per-region done flags), so workers slide in parallel without clobbering.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::compaction::{CompactionTables, RegionLists, BLOCKS_PER_REGION};
-use crate::memory::HeapMemory;
+use crate::memory::{HeapMemory, NodeMap};
 use crate::object::raw::{self, slot_addr};
 use crate::object::WORD;
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
-use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
+use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
 pub use crate::memory::compaction::REGION_SIZE;
 
@@ -67,9 +67,29 @@ pub enum MarkItem {
 
 struct Marker<'a> {
     mem: &'a HeapMemory,
+    /// The heap's node map when NUMA figures are counted.
+    node_map: Option<NodeMap>,
+}
+
+/// A marking worker's NUMA counters: objects whose slots it scanned, and how many of them lie
+/// on another node than its own.
+#[derive(Default)]
+struct MarkScans {
+    node: usize,
+    scanned: u64,
+    scanned_remote: u64,
 }
 
 impl Marker<'_> {
+    /// Count a scan of the slots of `obj`.
+    #[inline(always)]
+    fn note_scan(&self, obj: usize, scans: &mut MarkScans) {
+        if let Some(map) = &self.node_map {
+            scans.scanned += 1;
+            scans.scanned_remote += u64::from(map.node_of(obj) != scans.node);
+        }
+    }
+
     /// Mark `obj`; true if this call marked it.
     #[inline(always)]
     fn mark(&self, obj: usize) -> bool {
@@ -101,13 +121,13 @@ impl Marker<'_> {
 impl ParallelTask for Marker<'_> {
     type Item = MarkItem;
     type Root = RootSlots;
-    type Local = ();
+    type Local = MarkScans;
 
     fn root_name(&self, _: &RootSlots) -> &'static str {
         "ThreadRoots"
     }
 
-    fn run_root(&self, roots: &RootSlots, _: &mut (), q: &mut WorkQueue<MarkItem>) {
+    fn run_root(&self, roots: &RootSlots, _: &mut MarkScans, q: &mut WorkQueue<MarkItem>) {
         for slot in roots.slot_addrs() {
             // SAFETY: root slots are valid words of a stopped mutator's handle stack.
             let v = unsafe { raw::load(slot) };
@@ -118,11 +138,15 @@ impl ParallelTask for Marker<'_> {
     }
 
     #[inline]
-    fn process(&self, item: MarkItem, _: &mut (), q: &mut WorkQueue<MarkItem>) {
+    fn process(&self, item: MarkItem, scans: &mut MarkScans, q: &mut WorkQueue<MarkItem>) {
         match item {
             MarkItem::Object(obj) => {
                 // SAFETY: marked objects are valid object starts.
-                let (now, rest) = first_slots(unsafe { raw::header(obj) });
+                let h = unsafe { raw::header(obj) };
+                if h.ref_count() > 0 {
+                    self.note_scan(obj, scans);
+                }
+                let (now, rest) = first_slots(h);
                 if let Some(start) = rest {
                     q.push(MarkItem::ArrayChunk { array: obj, start });
                 }
@@ -135,6 +159,7 @@ impl ParallelTask for Marker<'_> {
                 if let Some(start) = next {
                     q.push(MarkItem::ArrayChunk { array, start });
                 }
+                self.note_scan(array, scans);
                 self.scan_slots(array, start, end, q);
             }
         }
@@ -230,14 +255,19 @@ fn straddling_tail(s: &Summary<'_>, at: usize) -> usize {
 
 /// Run `f(i)` for every `i in 0..n` on the context's workers, each index exactly once.
 fn parallel_for(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize) + Sync) {
+    parallel_for_workers(ctx, n, |_, i| f(i));
+}
+
+/// [`parallel_for`] telling `f` which worker runs index `i`: `f(worker, i)`.
+fn parallel_for_workers(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize, usize) + Sync) {
     let next = AtomicUsize::new(0);
-    ctx.pool.run(ctx.workers, |_| loop {
+    ctx.pool.run(ctx.workers, |worker| loop {
         // Relaxed: the index is only a claim; the pool's start/finish synchronise the data.
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= n {
             break;
         }
-        f(i);
+        f(worker, i);
     });
 }
 
@@ -253,7 +283,9 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         spaces.iter().map(|(_, s)| (s.bottom(), s.top())).collect();
 
     // 1. Mark.
-    let marker = Marker { mem };
+    let node_map = ctx.numa.map(|n| n.map);
+    let worker_node = |w: usize| ctx.numa.map_or(0, |n| n.worker_node(w));
+    let marker = Marker { mem, node_map };
     let root_tasks: Vec<RootTask<RootSlots>> = roots
         .iter()
         .flat_map(|r| r.chunks(ROOT_CHUNK))
@@ -263,13 +295,13 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             affinity: Affinity::Prefers(i % ctx.workers),
         })
         .collect();
-    let (_, workers) = run_phase(
-        ctx.pool,
-        &ctx.policy,
-        &marker,
-        root_tasks,
-        vec![(); ctx.workers],
-    );
+    let scans = (0..ctx.workers)
+        .map(|w| MarkScans {
+            node: worker_node(w),
+            ..Default::default()
+        })
+        .collect();
+    let (scans, mut workers) = run_phase(ctx.pool, &ctx.policy, &marker, root_tasks, scans);
     let t_mark = ms_since(t0);
 
     // 2. Summary. Its tables were allocated with the heap: nothing here allocates memory that
@@ -452,7 +484,12 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         }
     }
     let moved = AtomicUsize::new(0);
-    parallel_for(ctx, movers.len(), |i| {
+    // Per worker: bytes moved to its own node and to another (NUMA accounting only). Each
+    // worker adds to its own pair once per region.
+    let moved_by_worker: Vec<[AtomicU64; 2]> = (0..ctx.workers)
+        .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+        .collect();
+    parallel_for_workers(ctx, movers.len(), |worker, i| {
         let r = movers[i];
         let lo = s.region_base(r);
         let last = mem
@@ -493,6 +530,8 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             }
         }
         let mut bytes = 0;
+        let mut remote = 0;
+        let my_node = worker_node(worker);
         for o in s.objects_in_region(r) {
             let new_o = s.new_addr(o);
             // SAFETY: `o` is live; its header is intact until it is moved (by us, now).
@@ -502,9 +541,20 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
                 // (dependencies above); `copy` handles overlap with the object's own source.
                 unsafe { std::ptr::copy(o as *const u8, new_o as *mut u8, size) };
                 bytes += size;
+                if let Some(map) = &node_map {
+                    if map.node_of(new_o) != my_node {
+                        remote += size;
+                    }
+                }
             }
         }
         moved.fetch_add(bytes, Ordering::Relaxed);
+        if node_map.is_some() {
+            // Relaxed: counters read after the pool's finish, which orders them.
+            let pair = &moved_by_worker[worker];
+            pair[0].fetch_add((bytes - remote) as u64, Ordering::Relaxed);
+            pair[1].fetch_add(remote as u64, Ordering::Relaxed);
+        }
         // Release publishes the moved objects to workers waiting on this region.
         pending[r].store(false, Ordering::Release);
     });
@@ -534,6 +584,17 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         mem.swap_survivors();
     }
     let survivors_both_used = mem.to_space().used() > 0;
+    if node_map.is_some() {
+        for ((stats, scan), pair) in workers.iter_mut().zip(&scans).zip(&moved_by_worker) {
+            stats.numa = WorkerNumaStats {
+                node: scan.node,
+                bytes_copied_local: pair[0].load(Ordering::Relaxed),
+                bytes_copied_remote: pair[1].load(Ordering::Relaxed),
+                objects_scanned_local: scan.scanned - scan.scanned_remote,
+                objects_scanned_remote: scan.scanned_remote,
+            };
+        }
+    }
     phases.init_ms = 0.0;
     phases.parallel_ms = t_mark + t_adjust + t_compact;
     phases.final_ms = ms_since(t4);

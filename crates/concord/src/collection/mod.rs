@@ -11,7 +11,7 @@ pub mod plab;
 pub mod scavenge;
 pub mod verify;
 
-use crate::memory::HeapMemory;
+use crate::memory::{HeapMemory, NodeMap};
 use crate::object::{Header, ObjectKind};
 use crate::parallel::{PhasePolicy, WorkerPool};
 
@@ -60,6 +60,26 @@ pub struct GcContext<'a> {
     pub workers: usize,
     /// Task queue, steal policy and termination protocol of the parallel phases.
     pub policy: PhasePolicy,
+    /// NUMA accounting (local vs remote copies and scans), when the heap counts it.
+    pub numa: Option<&'a NumaContext>,
+}
+
+/// What the collectors need to count local and remote work (004 §3.2): which node each heap
+/// address is on, and which node each active worker counts as its own.
+#[derive(Clone, Debug)]
+pub struct NumaContext {
+    /// The heap's node map.
+    pub map: NodeMap,
+    /// The node index of each active worker, by worker id.
+    pub worker_nodes: Vec<usize>,
+}
+
+impl NumaContext {
+    /// The node of worker `worker` (0 for a worker the context does not list).
+    #[inline]
+    pub fn worker_node(&self, worker: usize) -> usize {
+        self.worker_nodes.get(worker).copied().unwrap_or(0)
+    }
 }
 
 /// Addresses of objects that an observer outside the collector follows through collections (the

@@ -16,12 +16,12 @@ use super::age_table::AgeTable;
 use super::plab::Plab;
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::card_table::CARD_SIZE;
-use crate::memory::HeapMemory;
+use crate::memory::{HeapMemory, NodeMap};
 use crate::object::raw::{self, slot_addr};
 use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
-use crate::telemetry::{PhaseTimes, WorkerPhaseStats};
+use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
 /// Items a card-scanning worker lets queue up before it processes some itself.
 const CARD_SCAN_QUEUE_LIMIT: usize = 1 << 14;
@@ -98,6 +98,24 @@ pub struct PromotionManager {
     promoted: usize,
     /// Self-forwarded objects and their original headers.
     failed: Vec<(usize, Header)>,
+    /// The node this worker counts as its own (NUMA accounting only).
+    node: usize,
+    /// Bytes copied to another node than `node`.
+    copied_remote: usize,
+    /// Objects (or array chunks) whose slots this worker scanned.
+    scanned: u64,
+    /// Of which on another node than `node`.
+    scanned_remote: u64,
+}
+
+impl PromotionManager {
+    /// A promotion manager for a worker on node `node`.
+    fn on_node(node: usize) -> Self {
+        Self {
+            node,
+            ..Default::default()
+        }
+    }
 }
 
 struct Scavenger<'a> {
@@ -109,9 +127,20 @@ struct Scavenger<'a> {
     old_scan_limit: usize,
     params: ScavengeParams,
     promotion_failed: AtomicBool,
+    /// The heap's node map when NUMA figures are counted; `None` costs one predictable branch.
+    node_map: Option<NodeMap>,
 }
 
 impl Scavenger<'_> {
+    /// Count a scan of the slots of `obj` (local or remote to the worker's node).
+    #[inline(always)]
+    fn note_scan(&self, obj: usize, pm: &mut PromotionManager) {
+        pm.scanned += 1;
+        if let Some(map) = &self.node_map {
+            pm.scanned_remote += u64::from(map.node_of(obj) != pm.node);
+        }
+    }
+
     /// Whether `obj` (non-null) is in eden or from-space, i.e. must be copied.
     #[inline(always)]
     fn in_collected_set(&self, obj: usize) -> bool {
@@ -222,11 +251,19 @@ impl Scavenger<'_> {
         ) {
             Ok(_) => {
                 pm.copied += size;
+                if let Some(map) = &self.node_map {
+                    if map.node_of(new) != pm.node {
+                        pm.copied_remote += size;
+                    }
+                }
                 if to_old {
                     self.mem.old_starts.mark(new);
                     pm.promoted += size;
                 } else {
                     pm.ages.add(new_h.age(), size);
+                }
+                if new_h.ref_count() > 0 {
+                    self.note_scan(new, pm);
                 }
                 self.push_contents(new, new_h, q);
                 new
@@ -265,6 +302,9 @@ impl Scavenger<'_> {
             Ok(_) => {
                 self.promotion_failed.store(true, Ordering::Relaxed);
                 pm.failed.push((obj, h));
+                if h.ref_count() > 0 {
+                    self.note_scan(obj, pm);
+                }
                 // Not `push_contents`: chunk items re-read the array length from the header,
                 // which now holds the self-forwarding pointer.
                 self.push_slots(obj, 0, h.ref_count(), q);
@@ -329,6 +369,7 @@ impl Scavenger<'_> {
                 let size = h.size_bytes();
                 let n = h.ref_count();
                 if n > 0 {
+                    self.note_scan(o, pm);
                     let first = slot_addr(o, 0).max(dlo);
                     let last = slot_addr(o, n).min(dhi);
                     let mut slot = first;
@@ -383,6 +424,7 @@ impl ParallelTask for Scavenger<'_> {
                 if let Some(start) = next {
                     q.push(Item::ArrayChunk { array, start });
                 }
+                self.note_scan(array, pm);
                 self.push_slots(array, start, end, q);
             }
         }
@@ -422,6 +464,7 @@ pub fn scavenge(
         old_scan_limit,
         params,
         promotion_failed: AtomicBool::new(false),
+        node_map: ctx.numa.map(|n| n.map),
     };
 
     // Root tasks carry the worker they are meant for: handle-stack chunks round-robin (task
@@ -462,7 +505,7 @@ pub fn scavenge(
 
     let t1 = Instant::now();
     let locals = (0..ctx.workers)
-        .map(|_| PromotionManager::default())
+        .map(|w| PromotionManager::on_node(ctx.numa.map_or(0, |n| n.worker_node(w))))
         .collect();
     let (locals, mut workers) = run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals);
     phases.parallel_ms = ms_since(t1);
@@ -485,6 +528,15 @@ pub fn scavenge(
     }
     for (pm, stats) in locals.iter().zip(workers.iter_mut()) {
         stats.bytes_copied = pm.copied as u64;
+        if task.node_map.is_some() {
+            stats.numa = WorkerNumaStats {
+                node: pm.node,
+                bytes_copied_local: (pm.copied - pm.copied_remote) as u64,
+                bytes_copied_remote: pm.copied_remote as u64,
+                objects_scanned_local: pm.scanned - pm.scanned_remote,
+                objects_scanned_remote: pm.scanned_remote,
+            };
+        }
         ages.merge(&pm.ages);
         copied += pm.copied;
         promoted += pm.promoted;

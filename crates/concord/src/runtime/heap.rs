@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::lock;
 use super::mutator::Mutator;
+use super::numa::HeapNuma;
 use super::safepoint::{Request, Safepoint};
 use super::vm_thread;
 use crate::collection::verify::VerifyReport;
@@ -136,6 +137,18 @@ pub enum HeapError {
     /// A GC or VM thread could not be started.
     #[error("could not start a GC thread: {0}")]
     Thread(std::io::Error),
+    /// The NUMA topology does not fit this process (a synthetic node lists a CPU it may not
+    /// use).
+    #[error("numa-topology: {0}")]
+    NumaTopology(#[from] crate::os::numa::TopologyError),
+    /// The kernel refused to interleave the heap's memory over the nodes (`mbind`).
+    #[error("numa interleaved: could not interleave the heap over the nodes {nodes:?}")]
+    NumaPlacement {
+        /// The kernel node ids asked for.
+        nodes: Vec<u32>,
+        /// What the OS said.
+        source: std::io::Error,
+    },
     /// The GC log could not be created.
     #[error("could not create the GC log {path}")]
     GcLog {
@@ -239,6 +252,8 @@ pub(crate) struct HeapInner {
     pub thp: ThpState,
     /// What pretouching did, when `config.pretouch`.
     pub pretouch: Option<PretouchReport>,
+    /// The NUMA topology, layout, node map and per-node allocation (004 §3.2).
+    pub numa: Arc<HeapNuma>,
 }
 
 impl HeapInner {
@@ -277,6 +292,7 @@ impl HeapInner {
         // SAFETY: [a, a+bytes) was just allocated in committed memory and belongs to the caller.
         unsafe { std::ptr::write_bytes(a as *mut u8, 0, bytes) };
         self.count_allocation(bytes);
+        self.numa.count_allocation(a, bytes);
         Some(a)
     }
 
@@ -360,7 +376,21 @@ impl Heap {
         for warning in &cpus.warnings {
             log::warn!("{warning}");
         }
-        let sampler = if config.gc_affinity == GcAffinity::Dynamic {
+        // Before anything touches the heap: interleaving governs pages faulted in later.
+        let numa = Arc::new(HeapNuma::new(&config, &cpus, &mem)?);
+        // A NUMA layout places the GC workers by node; a GC affinity policy would move them off
+        // their node, so it steps aside (README "NUMA layouts").
+        let gc_affinity_kind = if numa.places_workers() && config.gc_affinity != GcAffinity::None {
+            log::info!(
+                "numa {}: GC workers are pinned to their node's CPUs; gc-affinity {} is not applied",
+                config.numa,
+                config.gc_affinity
+            );
+            GcAffinity::None
+        } else {
+            config.gc_affinity
+        };
+        let sampler = if gc_affinity_kind == GcAffinity::Dynamic {
             LoadSampler::start(DEFAULT_SAMPLE_PERIOD)
                 .inspect_err(|e| {
                     log::warn!(
@@ -373,7 +403,7 @@ impl Heap {
             None
         };
         let gc_affinity = Arc::new(GcAffinityController::new(
-            config.gc_affinity,
+            gc_affinity_kind,
             cpus.allowed.clone(),
             sampler,
         ));
@@ -382,7 +412,7 @@ impl Heap {
             cpus.usable_cpus(),
             config.fifo_cpu_threshold,
         );
-        let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone())?;
+        let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone(), numa.clone())?;
         let pretouch = if config.pretouch {
             Some(pretouch_heap(&mem, &pool, config.gc_threads, advice)?)
         } else {
@@ -415,6 +445,7 @@ impl Heap {
             mutator_sched,
             thp,
             pretouch,
+            numa,
         });
         let thp_sampler = start_thp_sampler(&inner)?;
         let vm_inner = inner.clone();
@@ -470,7 +501,14 @@ impl Heap {
         s.lifespans = self.lifespans();
         s.mutator_sched = Some(self.inner.mutator_sched.report());
         s.pretouch = self.inner.pretouch;
+        s.numa = Some(self.numa());
         s
+    }
+
+    /// The heap's NUMA layout and topology, the bytes allocated per node so far, and where
+    /// each GC worker is placed (its affinity mask as the kernel reports it now).
+    pub fn numa(&self) -> crate::telemetry::NumaReport {
+        self.inner.numa.report(&self.inner.pool)
     }
 
     /// Bytes of the heap committed now (the young generation, and the old generation as far
@@ -805,11 +843,13 @@ fn ensure_room_for_threads(config: &GcConfig, heap: usize) -> Result<(), HeapErr
 /// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
 /// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given
 /// back the `allowed` CPUs, leaving placement to the OS scheduler.
-/// With static GC affinity, each worker then binds itself to its CPU.
+/// With static GC affinity, each worker then binds itself to its CPU; with a NUMA layout,
+/// worker `i` pins itself to all CPUs of node `i % nodes` instead.
 fn start_gc_workers(
     config: &GcConfig,
     allowed: &[u32],
     affinity: Arc<GcAffinityController>,
+    numa: Arc<HeapNuma>,
 ) -> Result<WorkerPool, HeapError> {
     let birth_cpu = if config.pin_start {
         current_cpu()
@@ -825,6 +865,12 @@ fn start_gc_workers(
                 std::thread::yield_now();
                 let _ = set_current_thread_affinity(&allowed);
             }
+        }
+        if let Some(cpus) = numa.worker_cpus(id) {
+            if let Err(e) = set_current_thread_affinity(cpus) {
+                numa.placement_failed(id, &e);
+            }
+            return;
         }
         // A failure is reported once by the controller; the worker runs unbound.
         let _ = affinity.bind_at_start(id);

@@ -4,6 +4,7 @@
 mod gc_ref;
 mod heap;
 mod mutator;
+mod numa;
 mod safepoint;
 mod vm_thread;
 

@@ -517,6 +517,7 @@ impl<'h> Mutator<'h> {
         };
         // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };
+        heap.numa.count_allocation(start, tlab_size);
         self.tlab_start = start;
         self.tlab_top = start + size;
         self.tlab_end = start + tlab_size;

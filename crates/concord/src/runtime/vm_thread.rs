@@ -10,7 +10,7 @@ use super::safepoint::{AllocationResult, Request};
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
-use crate::collection::{GcContext, RootSlots, Tracked};
+use crate::collection::{GcContext, NumaContext, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
 use crate::os::policy::GcAffinity;
 use crate::os::rusage::ThreadUsage;
@@ -18,7 +18,9 @@ use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::{GcLogMode, SafepointTimes};
 use crate::telemetry::records_file::RecordsFile;
-use crate::telemetry::{CollectionKind, CollectionRecord, GcCause, PhaseTimes, WorkerPhaseStats};
+use crate::telemetry::{
+    CollectionKind, CollectionRecord, GcCause, NumaCollectionRecord, PhaseTimes, WorkerPhaseStats,
+};
 
 /// The VM thread's main loop; returns when the heap shuts down.
 pub(crate) fn run(heap: &HeapInner) {
@@ -326,12 +328,13 @@ impl Operation<'_> {
         }
     }
 
-    fn ctx(&self) -> GcContext<'_> {
+    fn ctx<'a>(&'a self, numa: Option<&'a NumaContext>) -> GcContext<'a> {
         GcContext {
             mem: &self.heap.mem,
             pool: &self.heap.pool,
             workers: self.active_workers,
             policy: self.heap.config.phase,
+            numa,
         }
     }
 
@@ -447,7 +450,9 @@ impl Operation<'_> {
         let vm_before = ThreadUsage::current_thread_or_zero();
         let start = Instant::now();
         let affinity = self.place_workers();
-        let out = self.follow_lifespans(|tracked| collect(&self.ctx(), self.roots, tracked));
+        let numa = self.heap.numa.context(pool, self.active_workers);
+        let out =
+            self.follow_lifespans(|tracked| collect(&self.ctx(numa.as_ref()), self.roots, tracked));
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         let vm_usage = ThreadUsage::current_thread_or_zero().since(&vm_before);
         let worker_usage = pool
@@ -578,7 +583,11 @@ impl Operation<'_> {
             monitor: self
                 .uses_task_manager_monitor()
                 .then(|| after.monitor.since(&before.monitor).into()),
+            numa: None,
         };
+        if heap.numa.accounting() {
+            r.numa = Some(NumaCollectionRecord::from_workers(&r.workers));
+        }
         fill(&mut r);
         r.attribute_usage(pause.vm_usage);
         r.derive();

@@ -1,0 +1,190 @@
+//! The heap's NUMA state (004 §3.2): the topology resolved at heap build, the interleaved
+//! placement of its memory on real nodes, the node map the collectors count with, where each
+//! GC worker is placed, and the bytes allocated per node.
+//!
+//! Figures are counted ("accounting") when the topology has more than one node or a layout is
+//! chosen; with one node and layout `off` (the default on a one-node machine) nothing is
+//! counted and the collectors' NUMA branches are never taken.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::heap::HeapError;
+use super::lock;
+use crate::collection::NumaContext;
+use crate::config::GcConfig;
+use crate::memory::{HeapMemory, NodeMap, NodeMapRule};
+use crate::os::affinity::thread_affinity;
+use crate::os::cpu::CpuView;
+use crate::os::numa::policy::{bind_memory, MemoryPolicy};
+use crate::os::numa::{NumaLayout, NumaTopology, NumaTopologySpec, TopologyKind};
+use crate::parallel::WorkerPool;
+use crate::telemetry::{NumaReport, NumaWorkerPlacement};
+
+/// Per-node counters kept on the stack when the topology has at most this many nodes.
+const STACK_NODES: usize = 64;
+
+/// The NUMA side of one heap.
+pub(crate) struct HeapNuma {
+    layout: NumaLayout,
+    spec: NumaTopologySpec,
+    topology: NumaTopology,
+    map: NodeMap,
+    accounting: bool,
+    memory_bound: bool,
+    /// Bytes handed to mutators, by node index.
+    allocated: Box<[AtomicU64]>,
+    /// Placements of GC workers the OS refused.
+    placement_failures: Mutex<Vec<String>>,
+}
+
+impl HeapNuma {
+    /// Resolve the configured topology over the usable CPUs of `cpus`, and with layout
+    /// `interleaved` on real nodes apply `MPOL_INTERLEAVE` over them to the whole heap (eden,
+    /// both survivors and old) before anything touches it. A topology that does not fit or a
+    /// placement the kernel refuses is a [`HeapError::NumaTopology`] or [`HeapError::NumaPlacement`].
+    pub fn new(config: &GcConfig, cpus: &CpuView, mem: &HeapMemory) -> Result<HeapNuma, HeapError> {
+        let topology = config.numa_topology.resolve(cpus)?;
+        let nodes = topology.node_count();
+        let rule = match config.numa {
+            NumaLayout::Off => NodeMapRule::AllOnNodeZero,
+            NumaLayout::Interleaved => NodeMapRule::Interleaved,
+        };
+        let memory_bound =
+            config.numa == NumaLayout::Interleaved && topology.kind == TopologyKind::Auto;
+        if memory_bound {
+            let policy = MemoryPolicy::Interleave(topology.kernel_node_ids());
+            bind_memory(mem.base(), mem.capacity(), &policy).map_err(|source| {
+                HeapError::NumaPlacement {
+                    nodes: topology.kernel_node_ids(),
+                    source,
+                }
+            })?;
+        }
+        Ok(HeapNuma {
+            layout: config.numa,
+            spec: config.numa_topology.clone(),
+            accounting: nodes > 1 || config.numa != NumaLayout::Off,
+            map: NodeMap::new(rule, mem.base(), nodes),
+            topology,
+            memory_bound,
+            allocated: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
+            placement_failures: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether figures are counted (more than one node, or a layout).
+    pub fn accounting(&self) -> bool {
+        self.accounting
+    }
+
+    /// Whether GC workers are placed by node (a layout other than `off`).
+    pub fn places_workers(&self) -> bool {
+        self.layout != NumaLayout::Off
+    }
+
+    /// The CPUs worker `worker` is pinned to when workers are placed: all CPUs of node
+    /// `worker % nodes`.
+    pub fn worker_cpus(&self, worker: usize) -> Option<&[u32]> {
+        self.places_workers().then(|| {
+            self.topology.nodes[self.topology.worker_node(worker)]
+                .cpus
+                .as_slice()
+        })
+    }
+
+    /// Note that pinning `worker` to its node's CPUs failed (logged as a warning too).
+    pub fn placement_failed(&self, worker: usize, e: &std::io::Error) {
+        let node = self.topology.worker_node(worker);
+        let text =
+            format!("GC worker {worker} could not be pinned to the CPUs of node {node}: {e}");
+        log::warn!("{text}; it runs where the OS puts it");
+        lock(&self.placement_failures).push(text);
+    }
+
+    /// Count `len` bytes handed to a mutator at `addr` (a TLAB or a direct allocation) on the
+    /// nodes the memory lies on.
+    #[inline]
+    pub fn count_allocation(&self, addr: usize, len: usize) {
+        if !self.accounting {
+            return;
+        }
+        let nodes = self.allocated.len();
+        let mut on_stack = [0u64; STACK_NODES];
+        let mut on_heap = Vec::new();
+        let per_node: &mut [u64] = if nodes <= STACK_NODES {
+            &mut on_stack[..nodes]
+        } else {
+            on_heap.resize(nodes, 0);
+            &mut on_heap
+        };
+        self.map.add_bytes_per_node(addr, len, per_node);
+        for (counter, &bytes) in self.allocated.iter().zip(per_node.iter()) {
+            if bytes > 0 {
+                // Relaxed: a statistic, read when a report is made.
+                counter.fetch_add(bytes, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The accounting context for a collection with `active` workers: placed workers are on
+    /// node `i % nodes`; unplaced ones (layout `off`) on the node of the CPU they last ran on
+    /// (as the pool recorded it, no system call), node 0 when unknown. `None` without
+    /// accounting.
+    pub fn context(&self, pool: &WorkerPool, active: usize) -> Option<NumaContext> {
+        if !self.accounting {
+            return None;
+        }
+        let worker_nodes = if self.places_workers() {
+            (0..active).map(|w| self.topology.worker_node(w)).collect()
+        } else {
+            let last = pool.worker_last_cpus();
+            (0..active)
+                .map(|w| {
+                    last.get(w)
+                        .copied()
+                        .flatten()
+                        .and_then(|cpu| self.topology.node_of_cpu(cpu))
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        Some(NumaContext {
+            map: self.map,
+            worker_nodes,
+        })
+    }
+
+    /// The report for [`crate::GcStats`]: layout, topology, per-node allocation and each
+    /// worker's placement with its affinity mask as the kernel reports it now.
+    pub fn report(&self, pool: &WorkerPool) -> NumaReport {
+        let workers = pool
+            .worker_tids()
+            .into_iter()
+            .enumerate()
+            .map(|(worker, tid)| NumaWorkerPlacement {
+                worker,
+                node: self
+                    .places_workers()
+                    .then(|| self.topology.worker_node(worker)),
+                cpus: thread_affinity(tid).unwrap_or_default(),
+            })
+            .collect();
+        NumaReport {
+            layout: self.layout,
+            topology: self.spec.clone(),
+            kind: self.topology.kind,
+            nodes: self.topology.nodes.clone(),
+            accounting: self.accounting,
+            memory_bound: self.memory_bound,
+            bytes_allocated_per_node: self
+                .allocated
+                .iter()
+                // Relaxed: a statistic.
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+            workers,
+            placement_failures: lock(&self.placement_failures).clone(),
+        }
+    }
+}
