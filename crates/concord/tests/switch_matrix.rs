@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use concord::os::numa::NumaLayout;
 use concord::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset};
 
@@ -91,6 +92,10 @@ struct Combo {
     parking: ParkingKind,
     dynamic_gc_threads: bool,
     pin_start: bool,
+    /// NUMA layout (004 §3.2), `off` outside the NUMA combinations.
+    numa: NumaLayout,
+    /// NUMA topology spec: `auto` (this machine's one node) or synthetic (`0/1`).
+    numa_topology: &'static str,
 }
 
 impl fmt::Display for Combo {
@@ -98,14 +103,16 @@ impl fmt::Display for Combo {
         write!(
             f,
             "task_queue={} task_affinity={} steal={} termination={} parking={} \
-             dynamic_gc_threads={} pin_start={}",
+             dynamic_gc_threads={} pin_start={} numa={} numa_topology={}",
             self.task_queue,
             self.task_affinity,
             self.steal,
             self.termination,
             self.parking,
             self.dynamic_gc_threads,
-            self.pin_start
+            self.pin_start,
+            self.numa,
+            self.numa_topology
         )
     }
 }
@@ -126,6 +133,8 @@ impl Combo {
         c.parking = self.parking;
         c.dynamic_gc_threads = self.dynamic_gc_threads;
         c.pin_start = self.pin_start;
+        c.numa = self.numa;
+        c.numa_topology = self.numa_topology.parse().expect("a valid topology spec");
         c
     }
 }
@@ -142,6 +151,8 @@ fn full_matrix() -> Vec<Combo> {
                 parking,
                 dynamic_gc_threads: false,
                 pin_start: false,
+                numa: NumaLayout::Off,
+                numa_topology: "auto",
             })
         })
         .collect()
@@ -162,11 +173,128 @@ fn extra_combos() -> Vec<Combo> {
                 parking: ParkingKind::ALL[(k / 2) % ParkingKind::ALL.len()],
                 dynamic_gc_threads,
                 pin_start,
+                numa: NumaLayout::Off,
+                numa_topology: "auto",
             });
             k += 1;
         }
     }
     v
+}
+
+/// The NUMA combinations: layout `off` and `interleaved` × topology `auto` (this machine's one
+/// node) and synthetic `0/1`, under the optimized and the vanilla parallel phase.
+fn numa_combos() -> Vec<Combo> {
+    let mut v = Vec::new();
+    for policy in [PhasePolicy::OPTIMIZED, PhasePolicy::VANILLA] {
+        for &numa in NumaLayout::ALL {
+            for numa_topology in ["auto", "0/1"] {
+                v.push(Combo {
+                    task_queue: policy.task_queue,
+                    task_affinity: policy.task_affinity,
+                    steal: policy.steal,
+                    termination: policy.termination,
+                    parking: if policy == PhasePolicy::VANILLA {
+                        ParkingKind::Monitor
+                    } else {
+                        ParkingKind::Futex
+                    },
+                    dynamic_gc_threads: false,
+                    pin_start: false,
+                    numa,
+                    numa_topology,
+                });
+            }
+        }
+    }
+    v
+}
+
+/// The NUMA figures of a run are consistent with its layout and topology: every collection's
+/// local plus remote copies are its copied bytes; one node means nothing is remote; synthetic
+/// interleaving puts some but not all copies on the other node; synthetic `off` puts all memory
+/// on node 0, so a worker's copies are all remote exactly when it counted itself on node 1;
+/// interleaved workers are pinned to their node's CPU.
+fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
+    let report = stats
+        .numa
+        .as_ref()
+        .expect("the heap reports its NUMA state");
+    assert_eq!(report.layout, combo.numa, "{ctx}");
+    let synthetic = combo.numa_topology != "auto";
+    let copied: u64 = stats.records.iter().map(|r| r.bytes_copied as u64).sum();
+    assert!(copied > 0, "{ctx}: nothing was copied");
+    if !synthetic && combo.numa == NumaLayout::Off {
+        assert!(
+            !report.accounting,
+            "{ctx}: one node, no layout: nothing counted"
+        );
+        assert!(stats.records.iter().all(|r| r.numa.is_none()), "{ctx}");
+        assert_eq!(stats.remote_copy_fraction(), 0.0, "{ctx}");
+        return;
+    }
+    for r in &stats.records {
+        let n = r
+            .numa
+            .unwrap_or_else(|| panic!("{ctx}: collection {} has no NUMA figures", r.id));
+        assert_eq!(
+            n.bytes_copied_local + n.bytes_copied_remote,
+            r.bytes_copied as u64,
+            "{ctx}: collection {} ({:?})",
+            r.id,
+            r.kind
+        );
+        if combo.numa == NumaLayout::Off {
+            for w in &r.workers {
+                let (local, remote) = (w.numa.bytes_copied_local, w.numa.bytes_copied_remote);
+                if w.numa.node == 0 {
+                    assert_eq!(remote, 0, "{ctx}: collection {} worker {}", r.id, w.worker);
+                } else {
+                    assert_eq!(local, 0, "{ctx}: collection {} worker {}", r.id, w.worker);
+                }
+            }
+        }
+    }
+    let fraction = stats.remote_copy_fraction();
+    let allocated: u64 = report.bytes_allocated_per_node.iter().sum();
+    assert!(allocated > 0, "{ctx}: no allocation counted per node");
+    match (synthetic, combo.numa) {
+        (false, _) => {
+            assert_eq!(report.nodes.len(), 1, "{ctx}");
+            assert_eq!(fraction, 0.0, "{ctx}");
+            assert!(
+                report.memory_bound,
+                "{ctx}: interleaved on real nodes uses mbind"
+            );
+        }
+        (true, NumaLayout::Interleaved) => {
+            assert!(
+                fraction > 0.05 && fraction < 0.95,
+                "{ctx}: remote fraction {fraction}"
+            );
+            // Both synthetic nodes got allocations (eden pages alternate).
+            assert!(
+                report.bytes_allocated_per_node.iter().all(|&b| b > 0),
+                "{ctx}"
+            );
+            for w in &report.workers {
+                assert_eq!(w.node, Some(w.worker % 2), "{ctx}");
+                assert_eq!(
+                    w.cpus,
+                    vec![(w.worker % 2) as u32],
+                    "{ctx}: worker {}",
+                    w.worker
+                );
+            }
+        }
+        (true, _) => {
+            assert_eq!(
+                report.bytes_allocated_per_node[1], 0,
+                "{ctx}: off is all node 0"
+            );
+            assert!((0.0..=1.0).contains(&fraction), "{ctx}: {fraction}");
+        }
+    }
 }
 
 /// Whether `combo` is selected by `SWITCH_MATRIX_FILTER` (all its words must occur in the name).
@@ -957,6 +1085,7 @@ fn run_combo_inner(ctx: &str, combo: Combo, seed: u64) -> String {
         stats.pause_max_ms()
     );
     let ctx = format!("[{ctx}] seed {seed:#x} ({summary})");
+    check_numa(&ctx, &combo, &stats);
     assert!(
         stats.verify_failures.is_empty(),
         "{ctx}: verification failures: {:?}",
@@ -1146,6 +1275,11 @@ fn dynamic_gc_threads_and_pinned_start() {
     });
 }
 
+#[test]
+fn numa_layouts_and_topologies() {
+    run_isolated("numa_layouts_and_topologies", || run_all(numa_combos()));
+}
+
 /// The matrix covers each switch value, and every combination once.
 #[test]
 fn the_matrix_is_complete() {
@@ -1173,5 +1307,15 @@ fn the_matrix_is_complete() {
     }
     for &q in TaskQueueKind::ALL {
         assert!(extras.iter().any(|c| c.task_queue == q), "{q}");
+    }
+    let numa = numa_combos();
+    for &layout in NumaLayout::ALL {
+        for topology in ["auto", "0/1"] {
+            assert!(
+                numa.iter()
+                    .any(|c| c.numa == layout && c.numa_topology == topology),
+                "{layout} {topology}"
+            );
+        }
     }
 }

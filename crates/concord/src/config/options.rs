@@ -941,6 +941,7 @@ mod tests {
     use super::super::{default_gc_threads, format_size, GIB, KIB, MIB};
     use super::*;
     use crate::os::cpu::usable_cpu_count;
+    use crate::os::numa::NumaTopologySpec;
     use crate::os::policy::DEFAULT_ADAPTIVE_PERIOD;
     use crate::parallel::PhasePolicy;
 
