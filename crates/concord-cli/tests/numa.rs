@@ -1,0 +1,114 @@
+//! `concord run --numa … --numa-topology …`: the layout and topology reach the heap, the
+//! summary JSON reports them with the local/remote figures and `remote_copy_fraction`, a TOML
+//! file and the environment set them too, and bad values are bad input (exit 2).
+
+mod common;
+
+use common::{argv, assert_exit_2, command, json_of, scratch, stdout_json};
+
+#[test]
+fn interleaved_on_a_synthetic_two_node_topology_reports_its_figures() {
+    let v = json_of(&argv(
+        "run binary-trees 12 --heap 16m --gc-threads 2 --numa interleaved --numa-topology 0/1 \
+         --verify --json",
+    ));
+    assert_eq!(v["checksum_ok"], true, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    let numa = &v["numa"];
+    assert_eq!(numa["layout"], "interleaved", "{v}");
+    assert_eq!(numa["topology"], "0/1");
+    assert_eq!(numa["kind"], "synthetic");
+    assert_eq!(numa["nodes"], serde_json::json!([[0], [1]]));
+    assert_eq!(numa["memory_bound"], false);
+    assert_eq!(numa["workers"][0]["cpus"], serde_json::json!([0]));
+    assert_eq!(numa["workers"][1]["cpus"], serde_json::json!([1]));
+    let fraction = v["remote_copy_fraction"].as_f64().unwrap();
+    assert!(fraction > 0.05 && fraction < 0.95, "{fraction}");
+    let (local, remote) = (
+        v["bytes_copied_local"].as_u64().unwrap(),
+        v["bytes_copied_remote"].as_u64().unwrap(),
+    );
+    assert_eq!(local + remote, v["bytes_copied"].as_u64().unwrap(), "{v}");
+    let per_node = numa["bytes_allocated_per_node"].as_array().unwrap();
+    assert!(per_node.iter().all(|b| b.as_u64().unwrap() > 0), "{v}");
+}
+
+#[test]
+fn the_defaults_are_off_and_auto_with_nothing_remote() {
+    for preset in ["vanilla", "modern", "optimized"] {
+        let v = json_of(&argv(&format!(
+            "run binary-trees 10 --heap 16m --preset {preset} --json"
+        )));
+        assert_eq!(v["numa"]["layout"], "off", "{preset}");
+        assert_eq!(v["numa"]["topology"], "auto", "{preset}");
+        assert_eq!(v["numa"]["kind"], "auto", "{preset}");
+        assert_eq!(v["remote_copy_fraction"], 0.0, "{preset}");
+    }
+    // Interleaved on this machine's real node: mbind placed the heap, nothing is remote.
+    let v = json_of(&argv(
+        "run binary-trees 10 --heap 16m --numa interleaved --json",
+    ));
+    assert_eq!(v["numa"]["memory_bound"], true, "{v}");
+    assert_eq!(v["remote_copy_fraction"], 0.0, "{v}");
+}
+
+#[test]
+fn toml_and_environment_set_the_layout_too() {
+    let dir = scratch("numa-toml");
+    let file = dir.join("c.toml");
+    std::fs::write(&file, "numa = \"interleaved\"\nnuma_topology = \"0/1\"\n").unwrap();
+    let out = command(&[
+        "run",
+        "binary-trees",
+        "10",
+        "--heap",
+        "16m",
+        "--config",
+        file.to_str().unwrap(),
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    let v = stdout_json(&out);
+    assert_eq!(v["numa"]["layout"], "interleaved", "{v}");
+    assert_eq!(v["numa"]["topology"], "0/1", "{v}");
+    let out = command(&argv("run binary-trees 10 --heap 16m --json"))
+        .env("CONCORD_NUMA", "interleaved")
+        .env("CONCORD_NUMA_TOPOLOGY", "1/0")
+        .output()
+        .unwrap();
+    let v = stdout_json(&out);
+    assert_eq!(v["numa"]["topology"], "1/0", "{v}");
+    assert_eq!(v["numa"]["workers"][0]["cpus"], serde_json::json!([1]), "{v}");
+}
+
+#[test]
+fn bad_layouts_and_topologies_are_bad_input() {
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa fragmented"),
+        "--numa: 'fragmented' is not a NUMA layout (allowed: off, interleaved)",
+    );
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa-topology 0/0"),
+        "--numa-topology: '0/0' CPU 0 is on node 0 and on node 1 (allowed: each CPU on one node)",
+    );
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa-topology 0//1"),
+        "--numa-topology: '0//1' node 1 is empty",
+    );
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa-topology 0/x"),
+        "--numa-topology: '0/x' node 1 ('x') is not a CPU list",
+    );
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa-topology 0/4095"),
+        "--numa-topology: '0/4095' does not fit this process: CPU 4095 of node 1 is not usable",
+    );
+    let out = command(&argv("run binary-trees 10"))
+        .env("CONCORD_NUMA", "segregated")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CONCORD_NUMA: 'segregated' is not a NUMA layout"), "{err}");
+}
