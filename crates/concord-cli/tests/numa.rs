@@ -79,7 +79,11 @@ fn toml_and_environment_set_the_layout_too() {
         .unwrap();
     let v = stdout_json(&out);
     assert_eq!(v["numa"]["topology"], "1/0", "{v}");
-    assert_eq!(v["numa"]["workers"][0]["cpus"], serde_json::json!([1]), "{v}");
+    assert_eq!(
+        v["numa"]["workers"][0]["cpus"],
+        serde_json::json!([1]),
+        "{v}"
+    );
 }
 
 #[test]
@@ -110,5 +114,8 @@ fn bad_layouts_and_topologies_are_bad_input() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("CONCORD_NUMA: 'segregated' is not a NUMA layout"), "{err}");
+    assert!(
+        err.contains("CONCORD_NUMA: 'segregated' is not a NUMA layout"),
+        "{err}"
+    );
 }

@@ -188,3 +188,121 @@ impl HeapNuma {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Preset;
+    use crate::memory::heap_memory::SpaceSizes;
+    use crate::os::numa::policy::{memory_policy_of, nodes_of_pages};
+    use crate::os::vm::page_size;
+    use crate::parallel::ParkingKind;
+
+    const KIB64: usize = 64 * 1024;
+
+    fn memory() -> HeapMemory {
+        HeapMemory::new(SpaceSizes {
+            old: 4 * KIB64,
+            eden: 4 * KIB64,
+            survivor: KIB64,
+        })
+        .unwrap()
+    }
+
+    fn config(layout: &str, topology: &str) -> GcConfig {
+        let mut c = GcConfig::for_preset(Preset::Optimized);
+        c.numa = layout.parse().unwrap();
+        c.numa_topology = topology.parse().unwrap();
+        c
+    }
+
+    fn cpus() -> CpuView {
+        CpuView::from_allowed(vec![0, 1], &crate::os::cpu::SystemPaths::default())
+    }
+
+    #[test]
+    fn interleaved_on_real_nodes_binds_the_whole_heap_before_first_touch() {
+        let mem = memory();
+        let numa = HeapNuma::new(&config("interleaved", "auto"), &cpus(), &mem).unwrap();
+        assert!(numa.memory_bound && numa.accounting());
+        let nodes = numa.topology.kernel_node_ids();
+        // Old (not committed yet), eden and the last survivor page all carry the policy.
+        for addr in [mem.base(), mem.young_start(), mem.end() - page_size()] {
+            assert_eq!(
+                memory_policy_of(addr).unwrap(),
+                MemoryPolicy::Interleave(nodes.clone()),
+                "{addr:#x}"
+            );
+        }
+        // Eden is committed: touch its pages, they land on the machine's node(s).
+        let pages: Vec<usize> = (0..8)
+            .map(|i| mem.young_start() + i * page_size())
+            .collect();
+        for &p in &pages {
+            // SAFETY: committed eden memory of a heap nobody else uses.
+            unsafe { (p as *mut u8).write_volatile(1) };
+        }
+        for status in nodes_of_pages(&pages).unwrap() {
+            let node = status.expect("a touched page is resident");
+            assert!(nodes.contains(&node), "{node} not in {nodes:?}");
+        }
+        // `off` asks nothing of the kernel.
+        let mem = memory();
+        let off = HeapNuma::new(&config("off", "auto"), &cpus(), &mem).unwrap();
+        assert!(!off.memory_bound);
+        assert_eq!(memory_policy_of(mem.base()).unwrap(), MemoryPolicy::Default);
+    }
+
+    #[test]
+    fn synthetic_topologies_map_addresses_and_refuse_unusable_cpus() {
+        let mem = memory();
+        let err = HeapNuma::new(&config("interleaved", "0/9"), &cpus(), &mem)
+            .err()
+            .expect("CPU 9 is not in the view");
+        assert!(matches!(err, HeapError::NumaTopology(_)), "{err}");
+        let numa = HeapNuma::new(&config("interleaved", "0/1"), &cpus(), &mem).unwrap();
+        assert!(
+            !numa.memory_bound,
+            "nothing to bind on a synthetic topology"
+        );
+        assert_eq!(memory_policy_of(mem.base()).unwrap(), MemoryPolicy::Default);
+        assert_eq!(numa.worker_cpus(0), Some(&[0u32][..]));
+        assert_eq!(numa.worker_cpus(3), Some(&[1u32][..]));
+        // Three pages from eden's start: two on the node of that page, one on the other.
+        let start = mem.young_start();
+        numa.count_allocation(start, 3 * 4096);
+        let first = numa.map.node_of(start);
+        let per: Vec<u64> = numa
+            .allocated
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(per[first], 2 * 4096);
+        assert_eq!(per[1 - first], 4096);
+        // Placed workers: node i % 2, whatever CPU they ran on.
+        let pool = WorkerPool::new(3, "numa-test", ParkingKind::Futex, |_| {}).unwrap();
+        let ctx = numa.context(&pool, 3).unwrap();
+        assert_eq!(ctx.worker_nodes, vec![0, 1, 0]);
+        // `off` on a synthetic topology: still counted, all memory on node 0, workers on the
+        // node of the CPU they last ran on.
+        let off = HeapNuma::new(&config("off", "0/1"), &cpus(), &mem).unwrap();
+        assert!(off.accounting() && !off.places_workers());
+        assert_eq!(off.worker_cpus(1), None);
+        off.count_allocation(start, 3 * 4096);
+        assert_eq!(off.allocated[0].load(Ordering::Relaxed), 3 * 4096);
+        let ctx = off.context(&pool, 3).unwrap();
+        let last = pool.worker_last_cpus();
+        for (w, &node) in ctx.worker_nodes.iter().enumerate() {
+            let expected = last[w]
+                .and_then(|c| off.topology.node_of_cpu(c))
+                .unwrap_or(0);
+            assert_eq!(node, expected, "worker {w}");
+        }
+        // One node and no layout: nothing counted.
+        let quiet = HeapNuma::new(&config("off", "auto"), &cpus(), &mem).unwrap();
+        if quiet.topology.node_count() == 1 {
+            assert!(!quiet.accounting());
+            assert!(quiet.context(&pool, 3).is_none());
+        }
+    }
+}

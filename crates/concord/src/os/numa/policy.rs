@@ -67,7 +67,7 @@ fn with_context(call: &str, what: String, e: io::Error) -> io::Error {
 /// Checks `[addr, addr + len)` is a non-empty page-aligned range.
 fn check_range(call: &str, addr: usize, len: usize) -> io::Result<()> {
     let page = page_size();
-    if len == 0 || addr % page != 0 || addr == 0 {
+    if len == 0 || !addr.is_multiple_of(page) || addr == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{call}: [{addr:#x}, +{len:#x}) is not a non-empty page-aligned range"),
