@@ -431,7 +431,8 @@ impl Summary {
                 let _ = writeln!(s, "            {notice}");
             }
         }
-        if let Some(numa) = &self.numa {
+        // Only when figures were counted: one node and no layout has nothing to say.
+        if let Some(numa) = self.numa.as_ref().filter(|n| n["accounting"] == true) {
             let t = &self.numa_totals;
             let scans = t.objects_scanned_local + t.objects_scanned_remote;
             let remote_scans = if scans == 0 {
@@ -441,7 +442,7 @@ impl Summary {
             };
             let _ = writeln!(
                 s,
-                "  NUMA      layout {}, {} topology {} ({} nodes): remote copies {:.1}% of {}, \
+                "  NUMA      layout {}, {} topology {} ({} node(s)): remote copies {:.1}% of {}, \
                  remote scans {remote_scans:.1}% of {scans}",
                 numa["layout"].as_str().unwrap_or("?"),
                 numa["kind"].as_str().unwrap_or("?"),
@@ -758,6 +759,7 @@ fn numa_json(report: &NumaReport) -> Value {
         "kind": report.kind,
         "nodes": report.nodes.iter().map(|n| json!(n.cpus)).collect::<Vec<_>>(),
         "memory_bound": report.memory_bound,
+        "accounting": report.accounting,
         "bytes_allocated_per_node": report.bytes_allocated_per_node,
         "workers": report.workers,
         "placement_failures": report.placement_failures,

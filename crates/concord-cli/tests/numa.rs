@@ -31,6 +31,18 @@ fn interleaved_on_a_synthetic_two_node_topology_reports_its_figures() {
     assert_eq!(local + remote, v["bytes_copied"].as_u64().unwrap(), "{v}");
     let per_node = numa["bytes_allocated_per_node"].as_array().unwrap();
     assert!(per_node.iter().all(|b| b.as_u64().unwrap() > 0), "{v}");
+    assert_eq!(numa["accounting"], true);
+    // The readable summary has its NUMA line.
+    let out = common::concord(&argv(
+        "run binary-trees 10 --heap 16m --gc-threads 2 --numa interleaved --numa-topology 0/1",
+    ));
+    let text = common::text(&out.stdout);
+    assert!(
+        text.contains(
+            "NUMA      layout interleaved, synthetic topology 0/1 (2 node(s)): remote copies"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -43,7 +55,11 @@ fn the_defaults_are_off_and_auto_with_nothing_remote() {
         assert_eq!(v["numa"]["topology"], "auto", "{preset}");
         assert_eq!(v["numa"]["kind"], "auto", "{preset}");
         assert_eq!(v["remote_copy_fraction"], 0.0, "{preset}");
+        assert_eq!(v["numa"]["accounting"], false, "{preset}");
     }
+    // Nothing counted, nothing said.
+    let out = common::concord(&argv("run binary-trees 10 --heap 16m"));
+    assert!(!common::text(&out.stdout).contains("NUMA"));
     // Interleaved on this machine's real node: mbind placed the heap, nothing is remote.
     let v = json_of(&argv(
         "run binary-trees 10 --heap 16m --numa interleaved --json",
