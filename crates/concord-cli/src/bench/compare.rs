@@ -1,6 +1,7 @@
-//! `concord compare <workload> [size] --preset a,b[,c]`: one workload under a few presets,
-//! alternating A B A B … `--repeat` times in one invocation, then a table of medians with
-//! spreads and ratios to the first configuration; every run goes to a results directory.
+//! `concord compare <workload> [size] --preset a,b[,c] [--numa-arms off,interleaved]`: one
+//! workload under a few presets (each under each NUMA layout given), alternating A B A B …
+//! `--repeat` times in one invocation, then a table of medians with spreads and ratios to the
+//! first configuration; every run goes to a results directory.
 //!
 //! `sweep` shares the arms of a preset ([`preset_arm`]) and the columns.
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use concord::os::numa::NumaLayout;
 use concord::Preset;
 use concord_workloads::Workload;
 
@@ -21,8 +23,28 @@ use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 pub struct CompareArgs {
     #[command(flatten)]
     pub presets: Presets,
+    /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved), so
+    /// the layouts alternate side by side in one invocation; the table gains a remote% column
+    /// (remote copy fraction). With --numa-topology for synthetic nodes.
+    #[arg(
+        long = "numa-arms",
+        value_delimiter = ',',
+        value_name = "off,interleaved"
+    )]
+    pub numa_arms: Vec<String>,
     #[command(flatten)]
     pub common: WorkloadBench,
+}
+
+/// The layouts of `--numa-arms`, checked; an error names the allowed ones.
+fn parse_numa_arms(names: &[String]) -> Result<Vec<NumaLayout>> {
+    names
+        .iter()
+        .map(|n| {
+            n.parse::<NumaLayout>()
+                .map_err(|e| anyhow::anyhow!("--numa-arms: '{}' {e}", n.trim()))
+        })
+        .collect()
 }
 
 /// `--preset a,b[,c]` of `compare` and `sweep`.
@@ -156,11 +178,11 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let workload = find_workload(&flags.workload.workload)?;
     let presets = args.presets.or(&["vanilla", "optimized"])?;
     let labels = unique_labels(&presets);
-    let arms = presets
-        .iter()
-        .zip(labels)
-        .map(|(preset, label)| {
-            preset_arm(
+    let layouts = parse_numa_arms(&args.numa_arms)?;
+    let mut arms = Vec::new();
+    for (preset, label) in presets.iter().zip(labels) {
+        if layouts.is_empty() {
+            arms.push(preset_arm(
                 &flags.workload,
                 &flags.run,
                 &workload,
@@ -168,9 +190,22 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
                 label,
                 0,
                 None,
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
+            )?);
+            continue;
+        }
+        for layout in &layouts {
+            let over = Override::Setting("numa", layout.to_string());
+            arms.push(preset_arm(
+                &flags.workload,
+                &flags.run,
+                &workload,
+                preset,
+                format!("{label} numa={layout}"),
+                0,
+                Some(&over),
+            )?);
+        }
+    }
     let plan = workload_plan("compare", flags, &workload, arms);
     let names: Vec<&str> = plan.arms.iter().map(|a| a.label.as_str()).collect();
     let header = format!(
@@ -181,7 +216,16 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         params_text(&plan.arms[0]),
         plan.repeat,
     );
-    let text = Text::new(header, columns(), COLUMNS_NOTE).with_ratio_lines();
+    let mut cols = columns();
+    if !layouts.is_empty() {
+        cols.push(Column::RemoteCopy);
+    }
+    let note = if layouts.is_empty() {
+        COLUMNS_NOTE.to_string()
+    } else {
+        format!("{COLUMNS_NOTE} remote%: copied bytes that went to another node than the copying worker's (node map of the layout).")
+    };
+    let text = Text::new(header, cols, note).with_ratio_lines();
     conclude(&plan, &flags.bench, |_, _| {}, |_| text)
 }
 
@@ -192,6 +236,49 @@ mod tests {
 
     fn args(argv: &[&str]) -> CompareArgs {
         parse(argv)
+    }
+
+    #[test]
+    fn numa_arms_are_checked_and_reach_the_configuration() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            parse_numa_arms(&names(&["off", " Interleaved"])).unwrap(),
+            [NumaLayout::Off, NumaLayout::Interleaved]
+        );
+        assert_eq!(
+            parse_numa_arms(&names(&["off", "segregated"]))
+                .unwrap_err()
+                .to_string(),
+            "--numa-arms: 'segregated' is not a NUMA layout (allowed: off, interleaved)"
+        );
+        let a = args(&[
+            "kmeans",
+            "--preset",
+            "optimized",
+            "--numa-arms",
+            "off,interleaved",
+            "--numa-topology",
+            "0/1",
+            "--numa",
+            "off",
+        ]);
+        assert_eq!(a.numa_arms, ["off", "interleaved"]);
+        let workload = find_workload("kmeans").unwrap();
+        // The arm's layout wins over a --numa given for all arms; the topology reaches both.
+        let over = Override::Setting("numa", "interleaved".into());
+        let arm = preset_arm(
+            &a.common.workload,
+            &a.common.run,
+            &workload,
+            "optimized",
+            "optimized numa=interleaved".into(),
+            0,
+            Some(&over),
+        )
+        .unwrap();
+        let config = build_config_of(&arm);
+        assert_eq!(config.numa, NumaLayout::Interleaved);
+        assert_eq!(config.numa_topology.to_string(), "0/1");
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct Figures {
     /// GC threads the agent moved to another CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity_moves: Option<f64>,
+    /// Remote copied bytes over all copied bytes, when the heap counted NUMA figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_copy_fraction: Option<f64>,
 }
 
 /// The pause lengths 002 counts pauses over, ms (its SLA is 250 ms).
@@ -76,6 +79,11 @@ impl Figures {
             callback_us_p50: None,
             callback_us_max: None,
             affinity_moves: None,
+            remote_copy_fraction: s
+                .numa
+                .as_ref()
+                .filter(|n| n["accounting"] == true)
+                .map(|_| s.remote_copy_fraction()),
         }
     }
 
@@ -103,6 +111,7 @@ impl Figures {
             callback_us_p50: optional_median(runs.iter().map(|r| r.callback_us_p50)),
             callback_us_max: optional_median(runs.iter().map(|r| r.callback_us_max)),
             affinity_moves: optional_median(runs.iter().map(|r| r.affinity_moves)),
+            remote_copy_fraction: optional_median(runs.iter().map(|r| r.remote_copy_fraction)),
         }
     }
 }

@@ -59,6 +59,8 @@ pub enum Column {
     CallbackMax,
     /// Median GC-thread moves the agent made.
     Moves,
+    /// Median remote copy fraction (NUMA layouts; `-` without NUMA figures).
+    RemoteCopy,
 }
 
 impl Column {
@@ -100,6 +102,7 @@ impl Column {
             Column::CallbackP50 => "cb p50 us",
             Column::CallbackMax => "cb max us",
             Column::Moves => "moves",
+            Column::RemoteCopy => "remote%",
         }
     }
 
@@ -116,6 +119,7 @@ impl Column {
             Column::Over250 | Column::Over500 | Column::Dropped => 7,
             Column::LogWrite | Column::CallbackP50 | Column::CallbackMax => 9,
             Column::Moves => 6,
+            Column::RemoteCopy => 8,
         }
     }
 
@@ -156,6 +160,7 @@ impl Column {
             Column::CallbackP50 => optional(m.callback_us_p50, 1),
             Column::CallbackMax => optional(m.callback_us_max, 1),
             Column::Moves => optional(m.affinity_moves, 0),
+            Column::RemoteCopy => optional(m.remote_copy_fraction.map(|f| 100.0 * f), 1),
         }
     }
 }
