@@ -105,8 +105,8 @@ fn toml_and_environment_set_the_layout_too() {
 #[test]
 fn bad_layouts_and_topologies_are_bad_input() {
     assert_exit_2(
-        &argv("run binary-trees 10 --numa fragmented"),
-        "--numa: 'fragmented' is not a NUMA layout (allowed: off, interleaved)",
+        &argv("run binary-trees 10 --numa segregated"),
+        "--numa: 'segregated' is not a NUMA layout (allowed: off, interleaved, fragmented)",
     );
     assert_exit_2(
         &argv("run binary-trees 10 --numa-topology 0/0"),

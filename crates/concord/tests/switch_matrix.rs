@@ -182,7 +182,7 @@ fn extra_combos() -> Vec<Combo> {
     v
 }
 
-/// The NUMA combinations: layout `off` and `interleaved` × topology `auto` (this machine's one
+/// The NUMA combinations: every layout (`off`, `interleaved`, `fragmented`) × topology `auto` (this machine's one
 /// node) and synthetic `0/1`, under the optimized and the vanilla parallel phase.
 fn numa_combos() -> Vec<Combo> {
     let mut v = Vec::new();
@@ -244,6 +244,17 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
             r.id,
             r.kind
         );
+        if combo.numa == NumaLayout::Fragmented && r.kind == CollectionKind::Young {
+            // Survivor copies go to the to-space fragment of the copying worker's node: only
+            // promotions (to the interleaved old generation) can be remote.
+            assert!(
+                n.bytes_copied_remote <= r.bytes_promoted as u64,
+                "{ctx}: collection {}: {} remote bytes, {} promoted",
+                r.id,
+                n.bytes_copied_remote,
+                r.bytes_promoted
+            );
+        }
         if combo.numa == NumaLayout::Off {
             for w in &r.workers {
                 let (local, remote) = (w.numa.bytes_copied_local, w.numa.bytes_copied_remote);
@@ -266,6 +277,18 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
                 report.memory_bound,
                 "{ctx}: interleaved on real nodes uses mbind"
             );
+        }
+        (true, NumaLayout::Fragmented) => {
+            assert!((0.0..0.95).contains(&fraction), "{ctx}: {fraction}");
+            for w in &report.workers {
+                assert_eq!(w.node, Some(w.worker % 2), "{ctx}");
+                assert_eq!(
+                    w.cpus,
+                    vec![(w.worker % 2) as u32],
+                    "{ctx}: worker {}",
+                    w.worker
+                );
+            }
         }
         (true, NumaLayout::Interleaved) => {
             assert!(

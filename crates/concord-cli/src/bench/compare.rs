@@ -23,13 +23,14 @@ use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 pub struct CompareArgs {
     #[command(flatten)]
     pub presets: Presets,
-    /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved), so
+    /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved,
+    /// fragmented), so
     /// the layouts alternate side by side in one invocation; the table gains a remote% column
     /// (remote copy fraction). With --numa-topology for synthetic nodes.
     #[arg(
         long = "numa-arms",
         value_delimiter = ',',
-        value_name = "off,interleaved"
+        value_name = "off,interleaved,fragmented"
     )]
     pub numa_arms: Vec<String>,
     #[command(flatten)]
@@ -249,7 +250,7 @@ mod tests {
             parse_numa_arms(&names(&["off", "segregated"]))
                 .unwrap_err()
                 .to_string(),
-            "--numa-arms: 'segregated' is not a NUMA layout (allowed: off, interleaved)"
+            "--numa-arms: 'segregated' is not a NUMA layout (allowed: off, interleaved, fragmented)"
         );
         let a = args(&[
             "kmeans",

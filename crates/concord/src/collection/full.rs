@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::compaction::{CompactionTables, RegionLists, BLOCKS_PER_REGION};
-use crate::memory::{HeapMemory, NodeMap};
+use crate::memory::{HeapMemory, NodeMap, SpaceId};
 use crate::object::raw::{self, slot_addr};
 use crate::object::WORD;
 use crate::parallel::task_queue::{Affinity, RootTask};
@@ -278,9 +278,13 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
     let mem = ctx.mem;
     let t0 = Instant::now();
     let mut phases = PhaseTimes::default();
-    let spaces = mem.spaces_in_address_order();
-    let used_before: Vec<(usize, usize)> =
-        spaces.iter().map(|(_, s)| (s.bottom(), s.top())).collect();
+    // Every contiguous range in address order: old, then each fragment of eden and of the
+    // survivor spaces (one per space unless the NUMA layout is `fragmented`).
+    let spaces = mem.fragments_in_address_order();
+    let used_before: Vec<(usize, usize)> = spaces
+        .iter()
+        .map(|(_, _, f)| (f.bottom(), f.top()))
+        .collect();
 
     // 1. Mark.
     let node_map = ctx.numa.map(|n| n.map);
@@ -335,8 +339,19 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             tables.region_live[r].store(running, Ordering::Relaxed);
         });
     }
-    // Destinations, space by space in address order. Target cursors start at each bottom.
-    let mut cursor: Vec<usize> = spaces.iter().map(|(_, s)| s.bottom()).collect();
+    // Destinations, range by range in address order. Target cursors start at each bottom.
+    let mut cursor: Vec<usize> = spaces.iter().map(|(_, _, f)| f.bottom()).collect();
+    // Bytes placed so far in each space (all its fragments): a fragment spans its space's whole
+    // capacity, so what a space may still take is the smaller of its fragment's room and the
+    // space's. A space's own data is placed before any from higher spaces (data only moves
+    // down), so its own never exceeds its capacity and others' only fill what is left.
+    let space_index = |id: SpaceId| id as usize;
+    let mut placed = [0usize; 4];
+    let room = |k: usize, cursor: &[usize], placed: &[usize; 4]| {
+        let (id, _, f) = spaces[k];
+        let capacity = mem.space(id).capacity();
+        (f.end() - cursor[k]).min(capacity.saturating_sub(placed[space_index(id)]))
+    };
     let mut live_bytes = 0;
     let mut young_bytes_left = 0;
     let region_bytes = |r: usize| tables.region_live[r].load(Ordering::Relaxed) * WORD;
@@ -349,16 +364,16 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         live_bytes += live;
         // Regions `r0..split` go to space `k`, the rest stays in space `j`; `tail` bytes of an
         // object straddling the split move with the region it starts in.
-        let (k, split, tail) = match (0..j).find(|&k| cursor[k] + live <= spaces[k].1.end()) {
+        let (k, split, tail) = match (0..j).find(|&k| live <= room(k, &cursor, &placed)) {
             Some(k) => (k, r1, 0),
             // No lower space holds all of it: fill the lowest one with room as far as it goes
             // and compact the rest within its own space (as PSParallelCompact splits a space).
             // Moving nothing instead left eden full of live data after a full collection while
             // old had room, and then every allocation needed a full collection of its own.
             None => (0..j)
-                .find(|&k| cursor[k] < spaces[k].1.end())
+                .find(|&k| room(k, &cursor, &placed) > 0)
                 .map(|k| {
-                    let room = spaces[k].1.end() - cursor[k];
+                    let room = room(k, &cursor, &placed);
                     let (split, tail) = split_point(&summary, r0..r1, room, cursor[j] - mem.base());
                     (k, split, tail)
                 })
@@ -373,6 +388,7 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         }
         let moved_down = dest + tail - cursor[k];
         cursor[k] += moved_down;
+        placed[space_index(spaces[k].0)] += moved_down;
         // Below the cursor by the straddling object's tail: the tail's words are counted in
         // the live words before every object of these regions, but are not moved with them.
         let mut dest = cursor[j] - tail;
@@ -382,6 +398,7 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         }
         let stayed = dest - cursor[j];
         cursor[j] = dest;
+        placed[space_index(spaces[j].0)] += stayed;
         if k > 0 {
             young_bytes_left += moved_down;
         }
@@ -573,8 +590,14 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             };
         }
     }
-    for (k, (_, space)) in spaces.iter().enumerate() {
-        space.set_top(cursor[k], mem.reservation());
+    for (id, space) in mem.spaces_in_address_order() {
+        let tops: Vec<usize> = spaces
+            .iter()
+            .zip(&cursor)
+            .filter(|((of, _, _), _)| *of == id)
+            .map(|(_, &top)| top)
+            .collect();
+        space.set_fragment_tops(&tops, mem.reservation());
     }
     for &(lo, hi) in &used_before {
         mem.mark_begin.clear_range(lo, hi);

@@ -66,14 +66,27 @@ impl Plab {
         space: &Space,
         rsv: &Reservation,
     ) -> Option<usize> {
+        self.allocate_slow_on(bytes, plab_size, space, 0, rsv)
+    }
+
+    /// [`Plab::allocate_slow`] taking buffers and direct allocations from fragment `fragment`
+    /// of `space` (see [`Space::fragment_for_node`]); `None` only when the space is full.
+    pub fn allocate_slow_on(
+        &mut self,
+        bytes: usize,
+        plab_size: usize,
+        space: &Space,
+        fragment: usize,
+        rsv: &Reservation,
+    ) -> Option<usize> {
         debug_assert_eq!(bytes % WORD, 0, "object sizes are whole words");
         let plab_size = buffer_bytes(plab_size);
         if bytes > plab_size / 2 {
-            let at = space.par_allocate(bytes, rsv)?;
+            let at = space.par_allocate_on(fragment, bytes, rsv)?;
             self.direct_bytes += bytes;
             return Some(at);
         }
-        let (buf, size) = match space.par_allocate(plab_size, rsv) {
+        let (buf, size) = match space.par_allocate_on(fragment, plab_size, rsv) {
             Some(buf) => (buf, plab_size),
             None => {
                 // Near the end of the space: take what is left if it still fits the object.
@@ -81,7 +94,7 @@ impl Plab {
                 if left < bytes {
                     return None;
                 }
-                (space.par_allocate(left, rsv)?, left)
+                (space.par_allocate_on(fragment, left, rsv)?, left)
             }
         };
         self.retire();

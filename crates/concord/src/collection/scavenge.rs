@@ -202,10 +202,13 @@ impl Scavenger<'_> {
                 .young
                 .allocate(size)
                 .or_else(|| {
-                    pm.young.allocate_slow(
+                    // From the to-space fragment of this worker's node (`fragmented`).
+                    let to = self.mem.to_space();
+                    pm.young.allocate_slow_on(
                         size,
                         self.params.young_plab_size,
-                        self.mem.to_space(),
+                        to,
+                        to.fragment_for_node(pm.node),
                         self.mem.reservation(),
                     )
                 })
@@ -547,9 +550,8 @@ pub fn scavenge(
         }
     }
     if !failed {
-        mem.eden.set_top(mem.eden.bottom(), mem.reservation());
-        let from = mem.from_space();
-        from.set_top(from.bottom(), mem.reservation());
+        mem.eden.reset(mem.reservation());
+        mem.from_space().reset(mem.reservation());
         mem.swap_survivors();
     }
     let next = ages.tenuring_threshold(

@@ -45,7 +45,11 @@ fn check_object(
     }
     let id = mem.space_of(v).expect("heap address has a space");
     let space = mem.space(id);
-    if v >= space.top() {
+    let top = space
+        .fragment_of(v)
+        .expect("an address of a space is in one of its fragments")
+        .top();
+    if v >= top {
         return fail(format!(
             "{} points to {v:#x} above the top of {}",
             from(),
@@ -76,7 +80,7 @@ fn check_object(
             h.raw()
         ));
     }
-    if v + h.size_bytes() > space.top() {
+    if v + h.size_bytes() > top {
         return fail(format!(
             "object {v:#x} ({} bytes) extends past the top of {}",
             h.size_bytes(),

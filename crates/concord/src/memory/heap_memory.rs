@@ -1,6 +1,11 @@
 //! The heap's memory: one reservation holding old, eden and two survivor spaces, plus the card
 //! table, the side bitmaps and the compaction tables the collectors use.
 //!
+//! With `young_fragments` N > 1 (NUMA layout `fragmented`) eden and each survivor space are N
+//! fragments of the space's whole size each, laid out as old | eden × N | survivor 0 × N |
+//! survivor 1 × N: the young generation is still one contiguous range (N times the virtual
+//! size; only touched pages cost memory), and the side tables cover the whole reservation.
+//!
 //! Everything here whose size grows with the heap is mapped from the OS when the heap is built,
 //! and a refusal is a [`HeapMemoryError`] naming what could not be had: a collection never
 //! allocates memory sized from the heap.
@@ -12,7 +17,7 @@ use super::bitmap::Bitmap;
 use super::card_table::CardTable;
 use super::compaction::CompactionTables;
 use super::side_table::SideTableError;
-use super::space::Space;
+use super::space::{Fragment, Space};
 use crate::os::vm::{HugePageAdvice, Reservation};
 
 /// Alignment of the reservation and of every space boundary.
@@ -100,7 +105,19 @@ impl HeapMemory {
         align: usize,
         advice: Option<HugePageAdvice>,
     ) -> Result<Self, HeapMemoryError> {
-        let total = sizes.old + sizes.eden + 2 * sizes.survivor;
+        Self::with_layout(sizes, 1, align, advice)
+    }
+
+    /// [`HeapMemory::with_pages`] with eden and each survivor space made of `young_fragments`
+    /// fragments (at least 1) of the space's size each (see the module comment).
+    pub fn with_layout(
+        sizes: SpaceSizes,
+        young_fragments: usize,
+        align: usize,
+        advice: Option<HugePageAdvice>,
+    ) -> Result<Self, HeapMemoryError> {
+        let n = young_fragments.max(1);
+        let total = sizes.old + n * (sizes.eden + 2 * sizes.survivor);
         let refused = |source| HeapMemoryError::Reserve {
             size: total,
             source,
@@ -129,14 +146,14 @@ impl HeapMemory {
         reservation
             .commit(young_start, end - young_start)
             .map_err(refused)?;
-        let eden_end = young_start + sizes.eden;
-        let s0_end = eden_end + sizes.survivor;
+        let eden_end = young_start + n * sizes.eden;
+        let s0_end = eden_end + n * sizes.survivor;
         Ok(Self {
             old: Space::new("old", base, young_start, base),
-            eden: Space::new("eden", young_start, eden_end, eden_end),
+            eden: Space::fragmented("eden", young_start, sizes.eden, n),
             survivors: [
-                Space::new("survivor 0", eden_end, s0_end, s0_end),
-                Space::new("survivor 1", s0_end, end, end),
+                Space::fragmented("survivor 0", eden_end, sizes.survivor, n),
+                Space::fragmented("survivor 1", s0_end, sizes.survivor, n),
             ],
             from: AtomicUsize::new(0),
             base,
@@ -255,6 +272,25 @@ impl HeapMemory {
             (SpaceId::Survivor0, &self.survivors[0]),
             (SpaceId::Survivor1, &self.survivors[1]),
         ]
+    }
+
+    /// Fragments of eden and of each survivor space (1 unless the layout is `fragmented`).
+    pub fn young_fragments(&self) -> usize {
+        self.eden.fragments().len()
+    }
+
+    /// Every fragment of every space in address order, with the space it belongs to: old's one
+    /// range, then eden's, survivor 0's and survivor 1's fragments.
+    pub fn fragments_in_address_order(&self) -> Vec<(SpaceId, usize, &Fragment)> {
+        self.spaces_in_address_order()
+            .into_iter()
+            .flat_map(|(id, s)| {
+                s.fragments()
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, f)| (id, i, f))
+            })
+            .collect()
     }
 
     /// Which space `addr` is in.

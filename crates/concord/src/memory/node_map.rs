@@ -8,6 +8,8 @@
 //!   base is 64 KiB aligned, so both counts agree for node counts dividing 16, and for others
 //!   the map is the layout's definition of a synthetic node). With real nodes the kernel puts
 //!   pages there; with a synthetic topology the map *is* the layout.
+//! * `fragmented`: old as `interleaved`; an address of a young space belongs to the node of
+//!   the fragment it lies in (fragment `i` of eden and of each survivor space is node `i`'s).
 //! * `off` (first touch): a page lives on the node of the thread that first touched it, which
 //!   Concord does not track. The map says node 0 for every page: what first touch does when
 //!   one thread initialises the heap (Parallel Scavenge's problem, 004 §3.2.2).
@@ -24,6 +26,8 @@ pub enum NodeMapRule {
     AllOnNodeZero,
     /// Pages round-robin over the nodes from the heap base.
     Interleaved,
+    /// Old interleaved; young addresses on the node of their fragment.
+    Fragmented,
 }
 
 /// The node map of one heap.
@@ -32,6 +36,12 @@ pub struct NodeMap {
     rule: NodeMapRule,
     base: usize,
     nodes: usize,
+    /// `Fragmented`: the young generation's start, the end of eden's fragments, and the sizes
+    /// of an eden and a survivor fragment (unused by the other rules).
+    young_start: usize,
+    eden_end: usize,
+    eden_fragment: usize,
+    survivor_fragment: usize,
 }
 
 impl NodeMap {
@@ -41,6 +51,32 @@ impl NodeMap {
             rule,
             base,
             nodes: nodes.max(1),
+            young_start: usize::MAX,
+            eden_end: usize::MAX,
+            eden_fragment: 1,
+            survivor_fragment: 1,
+        }
+    }
+
+    /// The `Fragmented` map of a heap starting at `base` whose young generation starts at
+    /// `young_start` with `nodes` eden fragments of `eden` bytes, then `nodes` fragments of
+    /// `survivor` bytes for each survivor space.
+    pub fn fragmented(
+        base: usize,
+        young_start: usize,
+        eden: usize,
+        survivor: usize,
+        nodes: usize,
+    ) -> NodeMap {
+        let nodes = nodes.max(1);
+        NodeMap {
+            rule: NodeMapRule::Fragmented,
+            base,
+            nodes,
+            young_start,
+            eden_end: young_start + nodes * eden,
+            eden_fragment: eden.max(1),
+            survivor_fragment: survivor.max(1),
         }
     }
 
@@ -59,10 +95,22 @@ impl NodeMap {
     pub fn node_of(&self, addr: usize) -> usize {
         match self.rule {
             NodeMapRule::AllOnNodeZero => 0,
-            NodeMapRule::Interleaved => {
-                ((addr.wrapping_sub(self.base)) >> NODE_PAGE_SHIFT) % self.nodes
+            NodeMapRule::Interleaved => self.interleaved_node(addr),
+            NodeMapRule::Fragmented => {
+                if addr < self.young_start {
+                    self.interleaved_node(addr)
+                } else if addr < self.eden_end {
+                    (addr - self.young_start) / self.eden_fragment
+                } else {
+                    ((addr - self.eden_end) / self.survivor_fragment) % self.nodes
+                }
             }
         }
+    }
+
+    #[inline(always)]
+    fn interleaved_node(&self, addr: usize) -> usize {
+        ((addr.wrapping_sub(self.base)) >> NODE_PAGE_SHIFT) % self.nodes
     }
 
     /// Add the bytes of `[addr, addr + len)` that lie on each node to `per_node[node]`
@@ -73,6 +121,11 @@ impl NodeMap {
         }
         if self.rule == NodeMapRule::AllOnNodeZero || self.nodes == 1 {
             per_node[0] += len as u64;
+            return;
+        }
+        if self.rule == NodeMapRule::Fragmented && addr >= self.young_start {
+            // A young allocation never spans two fragments.
+            per_node[self.node_of(addr)] += len as u64;
             return;
         }
         let end = addr + len;
@@ -118,6 +171,30 @@ mod tests {
         let one = NodeMap::new(NodeMapRule::Interleaved, BASE, 1);
         assert_eq!(one.node_of(BASE + 12345 * 4096), 0);
         assert_eq!(NodeMap::new(NodeMapRule::Interleaved, BASE, 0).nodes(), 1);
+    }
+
+    #[test]
+    fn fragmented_young_addresses_are_on_their_fragments_node() {
+        let young = BASE + 64 * 4096;
+        let (eden, survivor) = (8 * 4096, 2 * 4096);
+        let map = NodeMap::fragmented(BASE, young, eden, survivor, 2);
+        // Old: interleaved.
+        assert_eq!(map.node_of(BASE), 0);
+        assert_eq!(map.node_of(BASE + 4096), 1);
+        // Eden fragments, then survivor 0's and survivor 1's.
+        assert_eq!(map.node_of(young), 0);
+        assert_eq!(map.node_of(young + eden - 8), 0);
+        assert_eq!(map.node_of(young + eden), 1);
+        let s0 = young + 2 * eden;
+        assert_eq!(map.node_of(s0), 0);
+        assert_eq!(map.node_of(s0 + survivor), 1);
+        assert_eq!(map.node_of(s0 + 2 * survivor), 0);
+        assert_eq!(map.node_of(s0 + 4 * survivor - 8), 1);
+        let mut per = [0u64; 2];
+        map.add_bytes_per_node(young + eden + 16, 3 * 4096, &mut per);
+        assert_eq!(per, [0, 3 * 4096]);
+        map.add_bytes_per_node(BASE, 2 * 4096, &mut per);
+        assert_eq!(per, [4096, 4 * 4096]);
     }
 
     #[test]

@@ -278,7 +278,9 @@ impl HeapInner {
         let young = if old {
             None
         } else {
-            self.mem.eden.par_allocate(bytes, rsv)
+            // `fragmented`: the eden fragment of the node the calling thread runs on.
+            let fragment = self.mem.eden.fragment_for_node(self.numa.allocation_node());
+            self.mem.eden.par_allocate_on(fragment, bytes, rsv)
         };
         let a = match young {
             Some(a) => a,
@@ -358,16 +360,6 @@ impl Heap {
             page_size()
         };
         let thp = ThpState::new(config.thp, margin, advice);
-        let mem = HeapMemory::with_pages(sizes, align, advice).map_err(|e| match e {
-            HeapMemoryError::Reserve { size, source } => HeapError::Reserve { size, source },
-            HeapMemoryError::SideTable(t) => HeapError::Allocate {
-                what: format!("the {}", t.what),
-                size: t.size,
-                heap: g.total(),
-                source: t.source,
-            },
-        })?;
-        ensure_room_for_threads(&config, g.total())?;
         // What this process may use, read once on the thread creating the heap.
         let cpus = CpuView::detect().unwrap_or_else(|e| {
             log::warn!("could not read the affinity mask ({e})");
@@ -376,6 +368,23 @@ impl Heap {
         for warning in &cpus.warnings {
             log::warn!("{warning}");
         }
+        // `fragmented` lays out one young fragment per node: the topology comes first.
+        let young_fragments = HeapNuma::young_fragments(&config, &cpus)?;
+        let mem =
+            HeapMemory::with_layout(sizes, young_fragments, align, advice).map_err(
+                |e| match e {
+                    HeapMemoryError::Reserve { size, source } => {
+                        HeapError::Reserve { size, source }
+                    }
+                    HeapMemoryError::SideTable(t) => HeapError::Allocate {
+                        what: format!("the {}", t.what),
+                        size: t.size,
+                        heap: g.total(),
+                        source: t.source,
+                    },
+                },
+            )?;
+        ensure_room_for_threads(&config, g.total())?;
         // Before anything touches the heap: interleaving governs pages faulted in later.
         let numa = Arc::new(HeapNuma::new(&config, &cpus, &mem)?);
         // A NUMA layout places the GC workers by node; a GC affinity policy would move them off

@@ -507,11 +507,11 @@ impl<'h> Mutator<'h> {
             return heap.allocate_shared(size, false, false);
         }
         self.retire_tlab();
-        let Some(start) = heap
-            .mem
-            .eden
-            .par_allocate(tlab_size, heap.mem.reservation())
-        else {
+        // `fragmented`: the eden fragment of the node this thread runs on now (one getcpu per
+        // refill; 0 and no system call under the other layouts).
+        let eden = &heap.mem.eden;
+        let fragment = eden.fragment_for_node(heap.numa.allocation_node());
+        let Some(start) = eden.par_allocate_on(fragment, tlab_size, heap.mem.reservation()) else {
             // Eden cannot hold a whole TLAB any more, but it may still hold this object.
             return heap.allocate_shared(size, false, false);
         };

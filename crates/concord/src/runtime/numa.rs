@@ -13,9 +13,9 @@ use super::heap::HeapError;
 use super::lock;
 use crate::collection::NumaContext;
 use crate::config::GcConfig;
-use crate::memory::{HeapMemory, NodeMap, NodeMapRule};
+use crate::memory::{HeapMemory, NodeMap, NodeMapRule, SpaceId};
 use crate::os::affinity::thread_affinity;
-use crate::os::cpu::CpuView;
+use crate::os::cpu::{current_cpu, CpuView};
 use crate::os::numa::policy::{bind_memory, MemoryPolicy};
 use crate::os::numa::{NumaLayout, NumaTopology, NumaTopologySpec, TopologyKind};
 use crate::parallel::WorkerPool;
@@ -43,34 +43,101 @@ impl HeapNuma {
     /// `interleaved` on real nodes apply `MPOL_INTERLEAVE` over them to the whole heap (eden,
     /// both survivors and old) before anything touches it. A topology that does not fit or a
     /// placement the kernel refuses is a [`HeapError::NumaTopology`] or [`HeapError::NumaPlacement`].
+    ///
+    /// With layout `fragmented`, `mem` must have one young fragment per node
+    /// ([`HeapNuma::young_fragments`]); on real nodes old is interleaved and each fragment is
+    /// bound (`MPOL_BIND`) to its node, before first touch too.
     pub fn new(config: &GcConfig, cpus: &CpuView, mem: &HeapMemory) -> Result<HeapNuma, HeapError> {
         let topology = config.numa_topology.resolve(cpus)?;
         let nodes = topology.node_count();
-        let rule = match config.numa {
-            NumaLayout::Off => NodeMapRule::AllOnNodeZero,
-            NumaLayout::Interleaved => NodeMapRule::Interleaved,
+        let map = match config.numa {
+            NumaLayout::Off => NodeMap::new(NodeMapRule::AllOnNodeZero, mem.base(), nodes),
+            NumaLayout::Interleaved => NodeMap::new(NodeMapRule::Interleaved, mem.base(), nodes),
+            NumaLayout::Fragmented => {
+                assert_eq!(
+                    mem.young_fragments(),
+                    nodes,
+                    "a fragmented heap has one young fragment per node"
+                );
+                NodeMap::fragmented(
+                    mem.base(),
+                    mem.young_start(),
+                    mem.eden.capacity(),
+                    mem.from_space().capacity(),
+                    nodes,
+                )
+            }
         };
-        let memory_bound =
-            config.numa == NumaLayout::Interleaved && topology.kind == TopologyKind::Auto;
+        let memory_bound = config.numa != NumaLayout::Off && topology.kind == TopologyKind::Auto;
         if memory_bound {
-            let policy = MemoryPolicy::Interleave(topology.kernel_node_ids());
-            bind_memory(mem.base(), mem.capacity(), &policy).map_err(|source| {
-                HeapError::NumaPlacement {
-                    nodes: topology.kernel_node_ids(),
-                    source,
+            let kernel_nodes = topology.kernel_node_ids();
+            let place = |addr: usize, len: usize, policy: MemoryPolicy| {
+                let nodes = match &policy {
+                    MemoryPolicy::Bind(n) | MemoryPolicy::Interleave(n) => n.clone(),
+                    _ => Vec::new(),
+                };
+                bind_memory(addr, len, &policy)
+                    .map_err(|source| HeapError::NumaPlacement { nodes, source })
+            };
+            if config.numa == NumaLayout::Fragmented {
+                place(
+                    mem.base(),
+                    mem.young_start() - mem.base(),
+                    MemoryPolicy::Interleave(kernel_nodes.clone()),
+                )?;
+                for (id, space) in mem.spaces_in_address_order() {
+                    if id == SpaceId::Old {
+                        continue;
+                    }
+                    for (i, f) in space.fragments().iter().enumerate() {
+                        place(
+                            f.bottom(),
+                            f.capacity(),
+                            MemoryPolicy::Bind(vec![kernel_nodes[i]]),
+                        )?;
+                    }
                 }
-            })?;
+            } else {
+                place(
+                    mem.base(),
+                    mem.capacity(),
+                    MemoryPolicy::Interleave(kernel_nodes),
+                )?;
+            }
         }
         Ok(HeapNuma {
             layout: config.numa,
             spec: config.numa_topology.clone(),
             accounting: nodes > 1 || config.numa != NumaLayout::Off,
-            map: NodeMap::new(rule, mem.base(), nodes),
+            map,
             topology,
             memory_bound,
             allocated: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             placement_failures: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The young fragments a heap built from `config` needs over the usable CPUs of `cpus`:
+    /// one per node under `fragmented`, else 1. A topology that does not fit is an error.
+    pub fn young_fragments(config: &GcConfig, cpus: &CpuView) -> Result<usize, HeapError> {
+        Ok(if config.numa == NumaLayout::Fragmented {
+            config.numa_topology.resolve(cpus)?.node_count()
+        } else {
+            1
+        })
+    }
+
+    /// The node index whose young fragments serve allocations by the calling thread: under
+    /// `fragmented`, the node of the CPU it runs on now (one `getcpu`; node 0 if the CPU is on
+    /// no node or unknown); 0 otherwise, without a system call.
+    #[inline]
+    pub fn allocation_node(&self) -> usize {
+        if self.layout != NumaLayout::Fragmented {
+            return 0;
+        }
+        current_cpu()
+            .and_then(|cpu| self.topology.node_of_cpu(cpu))
+            .unwrap_or(0)
     }
 
     /// Whether figures are counted (more than one node, or a layout).

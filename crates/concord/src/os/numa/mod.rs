@@ -16,7 +16,7 @@ use crate::os::procfs::{format_cpu_list, parse_cpu_list};
 
 switch! {
     /// How the heap's memory is laid out over NUMA nodes (004 §3.2). Only the layouts that are
-    /// implemented are listed; `fragmented` and `segregated` come later (README "Known gaps").
+    /// implemented are listed; `segregated` comes later (README "Known gaps").
     NumaLayout, "NUMA layout" {
         /// No placement: pages land where the thread that first touches them runs (Parallel
         /// Scavenge's first-touch problem, 004 §3.2.2); GC workers are not placed by node.
@@ -25,6 +25,13 @@ switch! {
         /// on real nodes; the same rule as an address map on a synthetic topology), and GC
         /// worker `i` pinned to the CPUs of node `i % nodes`.
         Interleaved => "interleaved",
+        /// Eden and each survivor space split into one fragment per node (each of the space's
+        /// whole virtual size, one counter capping the space's bytes: 004 §3.2.3 and §3.3),
+        /// bound to its node (MPOL_BIND on real nodes; an address range on a synthetic
+        /// topology); a mutator's TLAB comes from the eden fragment of the node of the CPU it
+        /// runs on, a GC worker's survivor PLAB from its node's to-space fragment; old is
+        /// interleaved; GC workers pinned as with `interleaved`.
+        Fragmented => "fragmented",
     }
 }
 
@@ -401,9 +408,10 @@ mod tests {
     fn layouts_parse_and_name_the_allowed_values() {
         assert_eq!("interleaved".parse(), Ok(NumaLayout::Interleaved));
         assert_eq!("OFF".parse(), Ok(NumaLayout::Off));
+        assert_eq!("fragmented".parse(), Ok(NumaLayout::Fragmented));
         assert_eq!(
-            "fragmented".parse::<NumaLayout>().unwrap_err(),
-            "is not a NUMA layout (allowed: off, interleaved)"
+            "segregated".parse::<NumaLayout>().unwrap_err(),
+            "is not a NUMA layout (allowed: off, interleaved, fragmented)"
         );
     }
 }
