@@ -273,13 +273,21 @@ impl HeapInner {
     /// Allocate one zeroed object's memory outside any TLAB: in eden unless `old` (or unless
     /// `old_fallback` and eden is full), else in the old generation, where its start is
     /// recorded for card scanning. The caller writes the header.
-    pub fn allocate_shared(&self, bytes: usize, old: bool, old_fallback: bool) -> Option<usize> {
+    ///
+    /// A young allocation comes from the eden fragment of node `node` (see
+    /// [`HeapNuma::allocation_node`]; the requesting mutator's, also when the VM thread serves it).
+    pub fn allocate_shared(
+        &self,
+        bytes: usize,
+        old: bool,
+        old_fallback: bool,
+        node: usize,
+    ) -> Option<usize> {
         let rsv = self.mem.reservation();
         let young = if old {
             None
         } else {
-            // `fragmented`: the eden fragment of the node the calling thread runs on.
-            let fragment = self.mem.eden.fragment_for_node(self.numa.allocation_node());
+            let fragment = self.mem.eden.fragment_for_node(node);
             self.mem.eden.par_allocate_on(fragment, bytes, rsv)
         };
         let a = match young {

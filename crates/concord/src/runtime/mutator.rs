@@ -486,7 +486,8 @@ impl<'h> Mutator<'h> {
         // The allocation failed here: from now until the memory is back, this thread stalls.
         let failed_at = Instant::now();
         self.before_stop();
-        let result = self.heap.safepoint.request_allocation(size, old);
+        let node = self.heap.numa.allocation_node();
+        let result = self.heap.safepoint.request_allocation(size, old, node);
         self.after_stop();
         self.heap.note_alloc_stall(failed_at.elapsed());
         let a = result?;
@@ -497,23 +498,24 @@ impl<'h> Mutator<'h> {
 
     fn try_allocate_outside_tlab(&mut self, size: usize, old: bool) -> Option<usize> {
         let heap = self.heap;
+        // `fragmented`: the node this thread runs on now (one getcpu per slow-path
+        // allocation; 0 and no system call under the other layouts).
+        let node = heap.numa.allocation_node();
         if old {
-            return heap.allocate_shared(size, true, false);
+            return heap.allocate_shared(size, true, false, node);
         }
         let tlab_size = heap.tlab_size();
         let remaining = self.tlab_real_end - self.tlab_top;
         // Keeping the TLAB wastes less than refilling it: allocate this object on its own.
         if remaining > tlab_size / 64 || size > tlab_size / 2 {
-            return heap.allocate_shared(size, false, false);
+            return heap.allocate_shared(size, false, false, node);
         }
         self.retire_tlab();
-        // `fragmented`: the eden fragment of the node this thread runs on now (one getcpu per
-        // refill; 0 and no system call under the other layouts).
         let eden = &heap.mem.eden;
-        let fragment = eden.fragment_for_node(heap.numa.allocation_node());
+        let fragment = eden.fragment_for_node(node);
         let Some(start) = eden.par_allocate_on(fragment, tlab_size, heap.mem.reservation()) else {
             // Eden cannot hold a whole TLAB any more, but it may still hold this object.
-            return heap.allocate_shared(size, false, false);
+            return heap.allocate_shared(size, false, false, node);
         };
         // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };

@@ -25,6 +25,8 @@ pub(crate) enum Request {
         bytes: usize,
         old: bool,
         ticket: u64,
+        /// The node whose eden fragment serves a young allocation (`fragmented`; else 0).
+        node: usize,
     },
     /// An explicit collection.
     Collect(CollectionKind),
@@ -163,7 +165,8 @@ impl Safepoint {
     /// other thread can take the space first (HotSpot's `VM_ParallelGCFailedAllocation`).
     /// Returns the zeroed memory, or the error to report if even a full collection did not
     /// make room.
-    pub fn request_allocation(&self, bytes: usize, old: bool) -> AllocationResult {
+    /// `node`: the requesting thread's node, whose eden fragment serves a young allocation.
+    pub fn request_allocation(&self, bytes: usize, old: bool, node: usize) -> AllocationResult {
         let ticket = {
             let mut st = self.lock();
             st.next_ticket += 1;
@@ -172,7 +175,16 @@ impl Safepoint {
         // The VM thread counts us as running again when it hands out the memory, so no other
         // collection can start (and reclaim the still unreferenced object) before we publish
         // it in a handle.
-        let mut st = self.wait_for_request(Request::Allocation { bytes, old, ticket }, true, true);
+        let mut st = self.wait_for_request(
+            Request::Allocation {
+                bytes,
+                old,
+                ticket,
+                node,
+            },
+            true,
+            true,
+        );
         let pos = st
             .alloc_results
             .iter()

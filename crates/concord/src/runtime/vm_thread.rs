@@ -174,10 +174,15 @@ impl Operation<'_> {
         let mut verify_failure: Option<Option<String>> = None;
         let wants_full = requests.contains(&Request::Collect(CollectionKind::Full));
         let wants_young = requests.contains(&Request::Collect(CollectionKind::Young));
-        let allocations: Vec<(usize, bool, u64)> = requests
+        let allocations: Vec<(usize, bool, u64, usize)> = requests
             .iter()
             .filter_map(|r| match *r {
-                Request::Allocation { bytes, old, ticket } => Some((bytes, old, ticket)),
+                Request::Allocation {
+                    bytes,
+                    old,
+                    ticket,
+                    node,
+                } => Some((bytes, old, ticket, node)),
                 _ => None,
             })
             .collect();
@@ -231,12 +236,12 @@ impl Operation<'_> {
         let results = results
             .into_iter()
             .zip(&allocations)
-            .map(|(a, &(bytes, _, ticket))| (ticket, a.ok_or_else(|| self.no_room(bytes))))
+            .map(|(a, &(bytes, _, ticket, _))| (ticket, a.ok_or_else(|| self.no_room(bytes))))
             .collect();
         (verify_failure, results)
     }
 
-    /// Allocate what `allocations` (bytes, old, ticket) ask for, after this operation's
+    /// Allocate what `allocations` (bytes, old, ticket, node) ask for, after this operation's
     /// collections. Under the GC overhead limit nothing is handed out: the collection just run
     /// left less than `GC_HEAP_FREE_LIMIT_PERCENT` of the heap free, as did the full
     /// collections before it, so what is left would buy a few more allocations at the price of
@@ -247,17 +252,19 @@ impl Operation<'_> {
     /// fits there (a full collection may have filled old with young data it could not all
     /// take; HotSpot also allocates large objects in eden): out of memory only when neither has
     /// room.
-    fn serve(&self, allocations: &[(usize, bool, u64)]) -> Vec<Option<usize>> {
+    fn serve(&self, allocations: &[(usize, bool, u64, usize)]) -> Vec<Option<usize>> {
         let refuse = self.gc_overhead_limit_exceeded();
         allocations
             .iter()
-            .map(|&(bytes, old, _)| {
+            .map(|&(bytes, old, _, node)| {
                 if refuse {
                     return None;
                 }
                 self.heap
-                    .allocate_shared(bytes, old, true)
-                    .or_else(|| old.then(|| self.heap.allocate_shared(bytes, false, false))?)
+                    .allocate_shared(bytes, old, true, node)
+                    .or_else(|| {
+                        old.then(|| self.heap.allocate_shared(bytes, false, false, node))?
+                    })
             })
             .collect()
     }

@@ -155,7 +155,7 @@ impl NumaCollectionRecord {
 /// The heap's NUMA layout, topology and per-node allocation (filled by `Heap::stats`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NumaReport {
-    /// `off` or `interleaved`.
+    /// `off`, `interleaved` or `fragmented`.
     pub layout: crate::os::numa::NumaLayout,
     /// The topology spec as configured (`auto` or the synthetic spec).
     pub topology: crate::os::numa::NumaTopologySpec,
