@@ -131,7 +131,8 @@ impl fmt::Display for Flags {
 }
 
 /// A random valid configuration for `rng`: every preset, every parallel-phase switch, GC
-/// threads and affinity, odd PLAB and TLAB sizes, tiny heaps, verification on.
+/// threads and affinity, odd PLAB and TLAB sizes, tiny heaps, NUMA layouts on a synthetic
+/// two-node topology, verification on.
 pub fn random_config(rng: &mut Rng) -> (GcConfig, Flags) {
     let mut last_error = None;
     for _ in 0..20 {
@@ -197,6 +198,16 @@ fn random_flags(rng: &mut Rng) -> Flags {
         "large-object-threshold",
         odd_size(rng, 1024, 64 * 1024).to_string(),
     );
+    // NUMA layouts (drawn last so earlier draws of a seed are unchanged): with CPUs 0 and 1
+    // usable, on a synthetic two-node topology, so `fragmented` really has two fragments.
+    if rng.chance(40) {
+        let layout = *rng.pick(&["off", "interleaved", "fragmented"]);
+        set("numa", layout.to_string());
+        let usable = concord::os::affinity::current_thread_affinity().unwrap_or_default();
+        if usable.contains(&0) && usable.contains(&1) {
+            set("numa-topology", "0/1".to_string());
+        }
+    }
     set("verify", "true".to_string());
     Flags(flags)
 }
