@@ -321,6 +321,96 @@ mod tests {
     }
 
     #[test]
+    fn fragmented_on_real_nodes_binds_each_fragment_to_its_node_before_first_touch() {
+        let config = config("fragmented", "auto");
+        let fragments = HeapNuma::young_fragments(&config, &cpus()).unwrap();
+        let mem = HeapMemory::with_layout(
+            SpaceSizes {
+                old: 4 * KIB64,
+                eden: 4 * KIB64,
+                survivor: KIB64,
+            },
+            fragments,
+            KIB64,
+            None,
+        )
+        .unwrap();
+        let numa = HeapNuma::new(&config, &cpus(), &mem).unwrap();
+        assert!(numa.memory_bound && numa.accounting());
+        let nodes = numa.topology.kernel_node_ids();
+        assert_eq!(mem.young_fragments(), nodes.len(), "one fragment per node");
+        assert_eq!(
+            memory_policy_of(mem.base()).unwrap(),
+            MemoryPolicy::Interleave(nodes.clone()),
+            "old is interleaved"
+        );
+        for space in [&mem.eden, mem.from_space(), mem.to_space()] {
+            for (i, f) in space.fragments().iter().enumerate() {
+                for addr in [f.bottom(), f.end() - page_size()] {
+                    assert_eq!(
+                        memory_policy_of(addr).unwrap(),
+                        MemoryPolicy::Bind(vec![nodes[i]]),
+                        "{} fragment {i} at {addr:#x}",
+                        space.name()
+                    );
+                }
+            }
+        }
+        // Touch the first pages of each eden fragment: they land on the fragment's node.
+        for (i, f) in mem.eden.fragments().iter().enumerate() {
+            let pages: Vec<usize> = (0..4).map(|p| f.bottom() + p * page_size()).collect();
+            for &p in &pages {
+                // SAFETY: committed eden memory of a heap nobody else uses.
+                unsafe { (p as *mut u8).write_volatile(1) };
+            }
+            for status in nodes_of_pages(&pages).unwrap() {
+                assert_eq!(status, Ok(nodes[i]), "eden fragment {i}");
+            }
+        }
+        // Allocation follows the calling thread's node; the map agrees with the fragments.
+        let node = numa.allocation_node();
+        assert!(node < nodes.len());
+        for (i, f) in mem.eden.fragments().iter().enumerate() {
+            assert_eq!(numa.map.node_of(f.bottom()), i);
+        }
+    }
+
+    #[test]
+    fn synthetic_fragmented_maps_young_addresses_by_fragment() {
+        let config = config("fragmented", "0/1");
+        assert_eq!(HeapNuma::young_fragments(&config, &cpus()).unwrap(), 2);
+        let mem = HeapMemory::with_layout(
+            SpaceSizes {
+                old: 4 * KIB64,
+                eden: 4 * KIB64,
+                survivor: KIB64,
+            },
+            2,
+            KIB64,
+            None,
+        )
+        .unwrap();
+        let numa = HeapNuma::new(&config, &cpus(), &mem).unwrap();
+        assert!(
+            !numa.memory_bound,
+            "nothing to bind on a synthetic topology"
+        );
+        assert_eq!(
+            memory_policy_of(mem.young_start()).unwrap(),
+            MemoryPolicy::Default
+        );
+        for space in [&mem.eden, mem.from_space(), mem.to_space()] {
+            for (i, f) in space.fragments().iter().enumerate() {
+                assert_eq!(numa.map.node_of(f.bottom()), i, "{}", space.name());
+                assert_eq!(numa.map.node_of(f.end() - 8), i, "{}", space.name());
+            }
+        }
+        numa.count_allocation(mem.eden.fragments()[1].bottom(), 3 * 4096);
+        assert_eq!(numa.allocated[1].load(Ordering::Relaxed), 3 * 4096);
+        assert_eq!(numa.allocated[0].load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn synthetic_topologies_map_addresses_and_refuse_unusable_cpus() {
         let mem = memory();
         let err = HeapNuma::new(&config("interleaved", "0/9"), &cpus(), &mem)
