@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use super::heap::HeapError;
 use super::lock;
 use crate::collection::NumaContext;
-use crate::config::GcConfig;
+use crate::config::{ConfigKey, GcConfig, Origin};
 use crate::memory::{HeapMemory, NodeMap, NodeMapRule};
 use crate::os::affinity::thread_affinity;
 use crate::os::cpu::CpuView;
@@ -46,12 +46,20 @@ impl HeapNuma {
     pub fn new(config: &GcConfig, cpus: &CpuView, mem: &HeapMemory) -> Result<HeapNuma, HeapError> {
         let topology = config.numa_topology.resolve(cpus)?;
         let nodes = topology.node_count();
+        // Segregated GC work needs a worker per node (004 §4.2.2); with a synthetic topology
+        // the configuration already checked this, with `auto` only now are the nodes known.
+        config
+            .check_segregated_workers(ConfigKey::new("numa", Origin::Config), nodes)
+            .map_err(HeapError::Config)?;
+        // `segregated` runs over the interleaved layout until fragmented young spaces exist
+        // (README "Known gaps"); the segregation itself only asks the map which node an
+        // address is on.
         let rule = match config.numa {
             NumaLayout::Off => NodeMapRule::AllOnNodeZero,
-            NumaLayout::Interleaved => NodeMapRule::Interleaved,
+            NumaLayout::Interleaved | NumaLayout::Segregated => NodeMapRule::Interleaved,
         };
         let memory_bound =
-            config.numa == NumaLayout::Interleaved && topology.kind == TopologyKind::Auto;
+            rule == NodeMapRule::Interleaved && topology.kind == TopologyKind::Auto;
         if memory_bound {
             let policy = MemoryPolicy::Interleave(topology.kernel_node_ids());
             bind_memory(mem.base(), mem.capacity(), &policy).map_err(|source| {
@@ -71,6 +79,16 @@ impl HeapNuma {
             allocated: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
             placement_failures: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The fewest active GC workers a collection may have: one per node under `segregated`
+    /// (whose messages to a node without a worker would never be processed), else 1.
+    pub fn min_active_workers(&self) -> usize {
+        if self.layout == NumaLayout::Segregated {
+            self.topology.node_count()
+        } else {
+            1
+        }
     }
 
     /// Whether figures are counted (more than one node, or a layout).
@@ -152,6 +170,7 @@ impl HeapNuma {
         Some(NumaContext {
             map: self.map,
             worker_nodes,
+            segregated: self.layout == NumaLayout::Segregated,
         })
     }
 

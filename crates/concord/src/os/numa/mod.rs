@@ -16,7 +16,7 @@ use crate::os::procfs::{format_cpu_list, parse_cpu_list};
 
 switch! {
     /// How the heap's memory is laid out over NUMA nodes (004 §3.2). Only the layouts that are
-    /// implemented are listed; `fragmented` and `segregated` come later (README "Known gaps").
+    /// implemented are listed; `fragmented` comes later (README "Known gaps").
     NumaLayout, "NUMA layout" {
         /// No placement: pages land where the thread that first touches them runs (Parallel
         /// Scavenge's first-touch problem, 004 §3.2.2); GC workers are not placed by node.
@@ -25,6 +25,11 @@ switch! {
         /// on real nodes; the same rule as an address map on a synthetic topology), and GC
         /// worker `i` pinned to the CPUs of node `i % nodes`.
         Interleaved => "interleaved",
+        /// 004 §3.2.3's segregated GC work: young collections steal only from workers of the
+        /// same node and send work on objects of another node to that node's workers ("scan"
+        /// messages) instead of doing it. Memory is laid out as `interleaved` until fragmented
+        /// young spaces exist (README "Known gaps"); needs a GC worker per node.
+        Segregated => "segregated",
     }
 }
 
