@@ -246,10 +246,11 @@ mod tests {
             [NumaLayout::Off, NumaLayout::Interleaved]
         );
         assert_eq!(
-            parse_numa_arms(&names(&["off", "segregated"]))
+            parse_numa_arms(&names(&["off", "fragmented"]))
                 .unwrap_err()
                 .to_string(),
-            "--numa-arms: 'segregated' is not a NUMA layout (allowed: off, interleaved)"
+            "--numa-arms: 'fragmented' is not a NUMA layout (allowed: off, interleaved, \
+             segregated)"
         );
         let a = args(&[
             "kmeans",

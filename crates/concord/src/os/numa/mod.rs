@@ -406,9 +406,10 @@ mod tests {
     fn layouts_parse_and_name_the_allowed_values() {
         assert_eq!("interleaved".parse(), Ok(NumaLayout::Interleaved));
         assert_eq!("OFF".parse(), Ok(NumaLayout::Off));
+        assert_eq!("segregated".parse(), Ok(NumaLayout::Segregated));
         assert_eq!(
             "fragmented".parse::<NumaLayout>().unwrap_err(),
-            "is not a NUMA layout (allowed: off, interleaved)"
+            "is not a NUMA layout (allowed: off, interleaved, segregated)"
         );
     }
 }
