@@ -324,4 +324,34 @@ mod tests {
             assert!(quiet.context(&pool, 3).is_none());
         }
     }
+
+    #[test]
+    fn segregated_needs_a_gc_thread_per_node() {
+        let mem = memory();
+        let mut c = config("segregated", "0/1");
+        c.gc_threads = 1;
+        let err = c.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("segregated needs at least one GC thread per NUMA node")
+                && err.contains("gc-threads is 1")
+                && err.contains("has 2 nodes"),
+            "{err}"
+        );
+        // The heap checks again (for `auto`, only it knows the nodes).
+        let err = HeapNuma::new(&c, &cpus(), &mem).err().expect("refused");
+        assert!(matches!(err, HeapError::Config(_)), "{err}");
+        c.gc_threads = 2;
+        c.validate().unwrap();
+        let numa = HeapNuma::new(&c, &cpus(), &mem).unwrap();
+        assert_eq!(numa.min_active_workers(), 2);
+        assert_eq!(numa.map.rule(), NodeMapRule::Interleaved);
+        let pool = WorkerPool::new(2, "numa-test", ParkingKind::Futex, |_| {}).unwrap();
+        let ctx = numa.context(&pool, 2).unwrap();
+        assert!(ctx.segregated);
+        assert_eq!(ctx.worker_nodes, vec![0, 1]);
+        // Other layouts need no more than one worker, and are not segregated.
+        let inter = HeapNuma::new(&config("interleaved", "0/1"), &cpus(), &mem).unwrap();
+        assert_eq!(inter.min_active_workers(), 1);
+        assert!(!inter.context(&pool, 2).unwrap().segregated);
+    }
 }
