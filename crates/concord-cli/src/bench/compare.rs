@@ -23,9 +23,9 @@ use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 pub struct CompareArgs {
     #[command(flatten)]
     pub presets: Presets,
-    /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved), so
-    /// the layouts alternate side by side in one invocation; the table gains a remote% column
-    /// (remote copy fraction). With --numa-topology for synthetic nodes.
+    /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved,
+    /// segregated), so the layouts alternate side by side in one invocation; the table gains a
+    /// remote% column (remote copy fraction). With --numa-topology for synthetic nodes.
     #[arg(
         long = "numa-arms",
         value_delimiter = ',',

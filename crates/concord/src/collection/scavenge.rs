@@ -619,9 +619,7 @@ pub fn scavenge(
         worker_nodes: n.worker_nodes.clone(),
     });
     let (locals, mut workers) = match &segregation {
-        Some(seg) => {
-            run_phase_segregated(ctx.pool, &ctx.policy, &task, root_tasks, locals, seg)
-        }
+        Some(seg) => run_phase_segregated(ctx.pool, &ctx.policy, &task, root_tasks, locals, seg),
         None => run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals),
     };
     phases.parallel_ms = ms_since(t1);

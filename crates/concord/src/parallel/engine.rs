@@ -371,10 +371,9 @@ fn worker_phase<T: ParallelTask>(
     let steal_start = Instant::now();
     let mail = wq.mail.clone();
     // My index among the victims (my id unless they are my node's workers only).
-    let me = victims
-        .members
-        .as_ref()
-        .map_or(id, |m| m.iter().position(|&w| w == id).expect("I am on my node"));
+    let me = victims.members.as_ref().map_or(id, |m| {
+        m.iter().position(|&w| w == id).expect("I am on my node")
+    });
     let mut selector = VictimSelector::new(policy.steal, 0x5EED ^ ((id as u64 + 1) << 17));
     let mut failures = 0usize;
     loop {
@@ -657,7 +656,14 @@ mod tests {
             nodes: 3,
             worker_nodes: vec![0, 1],
         };
-        run_phase_segregated(&pool, &PhasePolicy::VANILLA, &task, vec![], vec![0u64; 2], &seg);
+        run_phase_segregated(
+            &pool,
+            &PhasePolicy::VANILLA,
+            &task,
+            vec![],
+            vec![0u64; 2],
+            &seg,
+        );
     }
 
     #[test]

@@ -58,8 +58,7 @@ impl HeapNuma {
             NumaLayout::Off => NodeMapRule::AllOnNodeZero,
             NumaLayout::Interleaved | NumaLayout::Segregated => NodeMapRule::Interleaved,
         };
-        let memory_bound =
-            rule == NodeMapRule::Interleaved && topology.kind == TopologyKind::Auto;
+        let memory_bound = rule == NodeMapRule::Interleaved && topology.kind == TopologyKind::Auto;
         if memory_bound {
             let policy = MemoryPolicy::Interleave(topology.kernel_node_ids());
             bind_memory(mem.base(), mem.capacity(), &policy).map_err(|source| {

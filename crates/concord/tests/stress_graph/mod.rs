@@ -373,7 +373,11 @@ fn run(seed: u64, config: GcConfig, threads: usize, scale: Scale) -> Report {
     }
     // Segregated: no young collection scans an object of another node; every message sent
     // is received; full collections send none.
-    for r in stats.records.iter().filter(|_| heap.config().numa == NumaLayout::Segregated) {
+    for r in stats
+        .records
+        .iter()
+        .filter(|_| heap.config().numa == NumaLayout::Segregated)
+    {
         let n = r.numa.expect("segregated counts NUMA figures");
         let received: u64 = r.workers.iter().map(|w| w.messages_received).sum();
         assert_eq!(n.messages, received, "collection {}", r.id);
