@@ -605,7 +605,7 @@ mod tests {
         let monitor = WorkerPool::new(6, "engine-test", ParkingKind::Monitor, |_| {}).unwrap();
         for round in 0..4u32 {
             for (i, policy) in PhasePolicy::all().enumerate() {
-                let pool = if (i + round as usize) % 2 == 0 {
+                let pool = if (i + round as usize).is_multiple_of(2) {
                     &futex
                 } else {
                     &monitor
