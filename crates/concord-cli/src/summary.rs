@@ -288,6 +288,7 @@ impl Summary {
         v["bytes_copied_remote"] = json!(t.bytes_copied_remote);
         v["objects_scanned_local"] = json!(t.objects_scanned_local);
         v["objects_scanned_remote"] = json!(t.objects_scanned_remote);
+        v["numa_messages"] = json!(t.messages);
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
         }
@@ -443,13 +444,14 @@ impl Summary {
             let _ = writeln!(
                 s,
                 "  NUMA      layout {}, {} topology {} ({} node(s)): remote copies {:.1}% of {}, \
-                 remote scans {remote_scans:.1}% of {scans}",
+                 remote scans {remote_scans:.1}% of {scans}, {} messages between nodes",
                 numa["layout"].as_str().unwrap_or("?"),
                 numa["kind"].as_str().unwrap_or("?"),
                 numa["topology"].as_str().unwrap_or("?"),
                 numa["nodes"].as_array().map_or(0, Vec::len),
                 100.0 * self.remote_copy_fraction(),
                 format_size((t.bytes_copied_local + t.bytes_copied_remote) as usize),
+                t.messages,
             );
         }
         if let Some(thp) = &self.thp {
@@ -607,6 +609,7 @@ impl Summary {
                     t.bytes_copied_remote += n.bytes_copied_remote;
                     t.objects_scanned_local += n.objects_scanned_local;
                     t.objects_scanned_remote += n.objects_scanned_remote;
+                    t.messages += n.messages;
                     t
                 }),
             // Each instance pretouched its own heap; the longest is what start-up waited for.
@@ -736,6 +739,7 @@ impl Summary {
                 bytes_copied_remote: v["bytes_copied_remote"].as_u64().unwrap_or(0),
                 objects_scanned_local: v["objects_scanned_local"].as_u64().unwrap_or(0),
                 objects_scanned_remote: v["objects_scanned_remote"].as_u64().unwrap_or(0),
+                messages: v["numa_messages"].as_u64().unwrap_or(0),
             },
             attribution: PauseAttribution::from_json(v),
             alloc_stalls: v["alloc_stalls"].as_u64().unwrap_or(0) as usize,

@@ -105,8 +105,8 @@ fn toml_and_environment_set_the_layout_too() {
 #[test]
 fn bad_layouts_and_topologies_are_bad_input() {
     assert_exit_2(
-        &argv("run binary-trees 10 --numa segregated"),
-        "--numa: 'segregated' is not a NUMA layout (allowed: off, interleaved, fragmented)",
+        &argv("run binary-trees 10 --numa striped"),
+        "--numa: 'striped' is not a NUMA layout (allowed: off, interleaved, fragmented, segregated)",
     );
     assert_exit_2(
         &argv("run binary-trees 10 --numa-topology 0/0"),
@@ -125,13 +125,20 @@ fn bad_layouts_and_topologies_are_bad_input() {
         "--numa-topology: '0/4095' does not fit this process: CPU 4095 of node 1 is not usable",
     );
     let out = command(&argv("run binary-trees 10"))
-        .env("CONCORD_NUMA", "segregated")
+        .env("CONCORD_NUMA", "fragmented")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("CONCORD_NUMA: 'segregated' is not a NUMA layout"),
+        err.contains("CONCORD_NUMA: 'fragmented' is not a NUMA layout"),
         "{err}"
+    );
+    // Segregated needs a GC thread per node (004 §4.2.2).
+    assert_exit_2(
+        &argv("run binary-trees 10 --numa segregated --numa-topology 0/1 --gc-threads 1"),
+        "--numa: segregated needs at least one GC thread per NUMA node, but gc-threads is 1 \
+         and numa-topology 0/1 has 2 nodes (allowed: gc-threads of at least 2, or numa off or \
+         interleaved)",
     );
 }

@@ -182,12 +182,21 @@ fn extra_combos() -> Vec<Combo> {
     v
 }
 
-/// The NUMA combinations: every layout (`off`, `interleaved`, `fragmented`) × topology `auto` (this machine's one
-/// node) and synthetic `0/1`, under the optimized and the vanilla parallel phase.
+/// The NUMA combinations: every layout × topology `auto` (this machine's one node) and
+/// synthetic `0/1`, under the optimized and the vanilla parallel phase; `segregated` also under
+/// the modern one (OWST termination, last-victim stealing) and with dynamic GC threads.
 fn numa_combos() -> Vec<Combo> {
     let mut v = Vec::new();
-    for policy in [PhasePolicy::OPTIMIZED, PhasePolicy::VANILLA] {
-        for &numa in NumaLayout::ALL {
+    for &numa in NumaLayout::ALL {
+        let mut policies = vec![
+            (PhasePolicy::OPTIMIZED, false),
+            (PhasePolicy::VANILLA, false),
+        ];
+        if numa == NumaLayout::Segregated {
+            policies.push((PhasePolicy::MODERN, false));
+            policies.push((PhasePolicy::OPTIMIZED, true));
+        }
+        for &(policy, dynamic_gc_threads) in &policies {
             for numa_topology in ["auto", "0/1"] {
                 v.push(Combo {
                     task_queue: policy.task_queue,
@@ -199,7 +208,7 @@ fn numa_combos() -> Vec<Combo> {
                     } else {
                         ParkingKind::Futex
                     },
-                    dynamic_gc_threads: false,
+                    dynamic_gc_threads,
                     pin_start: false,
                     numa,
                     numa_topology,
@@ -214,7 +223,9 @@ fn numa_combos() -> Vec<Combo> {
 /// local plus remote copies are its copied bytes; one node means nothing is remote; synthetic
 /// interleaving puts some but not all copies on the other node; synthetic `off` puts all memory
 /// on node 0, so a worker's copies are all remote exactly when it counted itself on node 1;
-/// interleaved workers are pinned to their node's CPU.
+/// interleaved and segregated workers are pinned to their node's CPU. Segregated: no young
+/// collection scans a remote object, two nodes exchange messages, full collections send none;
+/// every message sent is received.
 fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
     let report = stats
         .numa
@@ -244,7 +255,7 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
             r.id,
             r.kind
         );
-        if combo.numa == NumaLayout::Fragmented && r.kind == CollectionKind::Young {
+        if combo.numa.fragments_young() && r.kind == CollectionKind::Young {
             // Survivor copies go to the to-space fragment of the copying worker's node: only
             // promotions (to the interleaved old generation) can be remote.
             assert!(
@@ -254,6 +265,18 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
                 n.bytes_copied_remote,
                 r.bytes_promoted
             );
+        }
+        let sent: u64 = r.workers.iter().map(|w| w.messages_sent).sum();
+        let received: u64 = r.workers.iter().map(|w| w.messages_received).sum();
+        assert_eq!(n.messages, sent, "{ctx}: collection {}", r.id);
+        assert_eq!(sent, received, "{ctx}: collection {}", r.id);
+        match (combo.numa, r.kind) {
+            (NumaLayout::Segregated, CollectionKind::Young) => assert_eq!(
+                n.objects_scanned_remote, 0,
+                "{ctx}: collection {}: a segregated young collection scanned remote objects",
+                r.id
+            ),
+            _ => assert_eq!(n.messages, 0, "{ctx}: collection {} ({:?})", r.id, r.kind),
         }
         if combo.numa == NumaLayout::Off {
             for w in &r.workers {
@@ -278,7 +301,7 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
                 "{ctx}: interleaved on real nodes uses mbind"
             );
         }
-        (true, NumaLayout::Fragmented) => {
+        (true, NumaLayout::Fragmented | NumaLayout::Segregated) => {
             assert!((0.0..0.95).contains(&fraction), "{ctx}: {fraction}");
             for w in &report.workers {
                 assert_eq!(w.node, Some(w.worker % 2), "{ctx}");
@@ -295,6 +318,18 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
                 fraction > 0.05 && fraction < 0.95,
                 "{ctx}: remote fraction {fraction}"
             );
+            if combo.numa == NumaLayout::Segregated {
+                let messages = stats.numa_totals().messages;
+                assert!(messages > 0, "{ctx}: two nodes and no message");
+                let young_scans: u64 = stats
+                    .records
+                    .iter()
+                    .filter(|r| r.kind == CollectionKind::Young)
+                    .filter_map(|r| r.numa)
+                    .map(|n| n.objects_scanned_local)
+                    .sum();
+                assert!(young_scans > 0, "{ctx}: young collections scanned nothing");
+            }
             // Both synthetic nodes got allocations (eden pages alternate).
             assert!(
                 report.bytes_allocated_per_node.iter().all(|&b| b > 0),

@@ -24,9 +24,9 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub presets: Presets,
     /// NUMA layouts as an arm dimension: every preset runs under each (off, interleaved,
-    /// fragmented), so
-    /// the layouts alternate side by side in one invocation; the table gains a remote% column
-    /// (remote copy fraction). With --numa-topology for synthetic nodes.
+    /// fragmented, segregated), so the layouts alternate side by side in one invocation; the
+    /// table gains a remote% column (remote copy fraction). With --numa-topology for synthetic
+    /// nodes.
     #[arg(
         long = "numa-arms",
         value_delimiter = ',',
@@ -247,10 +247,11 @@ mod tests {
             [NumaLayout::Off, NumaLayout::Interleaved]
         );
         assert_eq!(
-            parse_numa_arms(&names(&["off", "segregated"]))
+            parse_numa_arms(&names(&["off", "striped"]))
                 .unwrap_err()
                 .to_string(),
-            "--numa-arms: 'segregated' is not a NUMA layout (allowed: off, interleaved, fragmented)"
+            "--numa-arms: 'striped' is not a NUMA layout (allowed: off, interleaved, fragmented, \
+             segregated)"
         );
         let a = args(&[
             "kmeans",

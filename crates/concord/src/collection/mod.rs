@@ -72,6 +72,9 @@ pub struct NumaContext {
     pub map: NodeMap,
     /// The node index of each active worker, by worker id.
     pub worker_nodes: Vec<usize>,
+    /// Layout `segregated` (004 §3.2.3): young collections send work on objects of another
+    /// node to that node's workers and steal only on their node; full collections ignore it.
+    pub segregated: bool,
 }
 
 impl NumaContext {

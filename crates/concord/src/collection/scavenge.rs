@@ -8,6 +8,29 @@
 //! the forwarding pointer is installed with a CAS: the loser undoes its copy and uses the
 //! winner's. An object that fits neither in to-space nor in old is forwarded to itself
 //! (promotion failure); the caller must then run a full collection.
+//!
+//! # Segregated work (004 §3.2.3, layout `segregated`)
+//!
+//! Every object has a node: the node the heap's node map gives for its start address. A worker
+//! copies and scans only objects of its own node; work on an object of another node is sent to
+//! that node's inbox as a message (the engine's [`run_phase_segregated`]):
+//!
+//! * a slot whose referent (the object to copy, or whose forwarding pointer to read) lies on
+//!   another node goes, as it is, to the referent's node, whose worker copies the object and
+//!   stores the new address into the slot (004: "a thread on the remote node updates the
+//!   location of the reference");
+//! * a fresh copy lives wherever its PLAB is: with fragmented young spaces on the copying
+//!   worker's node, so its slots are then scanned locally; over the interleaved layout a PLAB
+//!   spans pages of every node, so a copy that landed on another node is sent there as an
+//!   `Object` message, and that node scans its slots;
+//! * the slots of an old object on a dirty card of another node (old is interleaved) are sent
+//!   to that node as an `OldSlots` message; the stripe's owner only cleans the cards and walks
+//!   the object starts (reading headers for sizes).
+//!
+//! So no worker reads the slots of, or copies, an object of another node; what remains remote
+//! is the one word of a slot in a referring object of another node (read and updated in place)
+//! and, over the interleaved layout, the copy's destination. Nothing is sent in a full
+//! collection, which runs unsegregated (004: segregation does not apply to compacting spaces).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -20,7 +43,7 @@ use crate::memory::{HeapMemory, NodeMap};
 use crate::object::raw::{self, slot_addr};
 use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
-use crate::parallel::{run_phase, ParallelTask, WorkQueue};
+use crate::parallel::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
 /// Items a card-scanning worker lets queue up before it processes some itself.
@@ -72,6 +95,19 @@ pub enum Item {
         array: usize,
         /// First slot of this chunk.
         start: usize,
+    },
+    /// Segregated only: the slots of a copied object that landed on another node than the
+    /// copying worker's, to be scanned by a worker of that node.
+    Object(usize),
+    /// Segregated only: the slots `from..to` of an old object on a dirty card, sent to the
+    /// object's node by the worker that scanned the card.
+    OldSlots {
+        /// The old object.
+        obj: usize,
+        /// First slot index.
+        from: u32,
+        /// Slot index past the last.
+        to: u32,
     },
 }
 
@@ -132,6 +168,15 @@ struct Scavenger<'a> {
 }
 
 impl Scavenger<'_> {
+    /// In a segregated phase, the node of `addr` when it is not this worker's node (work on
+    /// it must be sent there); `None` otherwise.
+    #[inline(always)]
+    fn remote_node(&self, addr: usize, q: &WorkQueue<Item>) -> Option<usize> {
+        let home = q.home_node()?;
+        let node = self.node_map.as_ref()?.node_of(addr);
+        (node != home).then_some(node)
+    }
+
     /// Count a scan of the slots of `obj` (local or remote to the worker's node).
     #[inline(always)]
     fn note_scan(&self, obj: usize, pm: &mut PromotionManager) {
@@ -152,6 +197,10 @@ impl Scavenger<'_> {
         // SAFETY: slots come from handle stacks or live objects' reference slots, all valid words.
         let obj = unsafe { raw::load(slot) };
         if obj == 0 || !self.in_collected_set(obj) {
+            return;
+        }
+        if let Some(node) = self.remote_node(obj, q) {
+            q.send(node, Item::Slot(slot));
             return;
         }
         let new = self.copy_to_survivor_space(obj, pm, q);
@@ -266,9 +315,14 @@ impl Scavenger<'_> {
                     pm.ages.add(new_h.age(), size);
                 }
                 if new_h.ref_count() > 0 {
-                    self.note_scan(new, pm);
+                    match self.remote_node(new, q) {
+                        Some(node) => q.send(node, Item::Object(new)),
+                        None => {
+                            self.note_scan(new, pm);
+                            self.push_contents(new, new_h, q);
+                        }
+                    }
                 }
-                self.push_contents(new, new_h, q);
                 new
             }
             Err(current) => {
@@ -341,6 +395,22 @@ impl Scavenger<'_> {
         }
     }
 
+    /// Push (or process) the slots at `[first, last)` of a live old object.
+    #[inline(always)]
+    fn scan_old_slots(
+        &self,
+        first: usize,
+        last: usize,
+        pm: &mut PromotionManager,
+        q: &mut WorkQueue<Item>,
+    ) {
+        let mut slot = first;
+        while slot < last {
+            self.push_old_slot(slot, pm, q);
+            slot += WORD;
+        }
+    }
+
     /// Scan the dirty cards of `[lo, hi)`: clean each dirty run, then push the reference
     /// slots inside it of every object overlapping it that refer into the collected set.
     fn scan_dirty_cards(
@@ -372,13 +442,22 @@ impl Scavenger<'_> {
                 let size = h.size_bytes();
                 let n = h.ref_count();
                 if n > 0 {
-                    self.note_scan(o, pm);
                     let first = slot_addr(o, 0).max(dlo);
                     let last = slot_addr(o, n).min(dhi);
-                    let mut slot = first;
-                    while slot < last {
-                        self.push_old_slot(slot, pm, q);
-                        slot += WORD;
+                    let index = |slot: usize| u32::try_from((slot - slot_addr(o, 0)) / WORD);
+                    match (self.remote_node(o, q), index(first), index(last)) {
+                        (Some(node), Ok(from), Ok(to)) => {
+                            // Nothing to send when only the payload overlaps the dirty run.
+                            if from < to {
+                                q.send(node, Item::OldSlots { obj: o, from, to });
+                            }
+                        }
+                        // Not remote, or (an array of over 2^32 slots, 32 GiB) beyond what
+                        // a message holds: scanned here, and counted if remote.
+                        _ => {
+                            self.note_scan(o, pm);
+                            self.scan_old_slots(first, last, pm, q);
+                        }
                     }
                 }
                 let next = o + size;
@@ -421,6 +500,10 @@ impl ParallelTask for Scavenger<'_> {
         match item {
             Item::Slot(slot) => self.process_slot(slot, pm, q),
             Item::ArrayChunk { array, start } => {
+                if let Some(node) = self.remote_node(array, q) {
+                    q.send(node, item);
+                    return;
+                }
                 // SAFETY: `array` is a copied (or self-forwarded) reference array.
                 let len = unsafe { raw::header(array) }.ref_count();
                 let (end, next) = chunk_slots(start, len);
@@ -429,6 +512,30 @@ impl ParallelTask for Scavenger<'_> {
                 }
                 self.note_scan(array, pm);
                 self.push_slots(array, start, end, q);
+            }
+            Item::Object(obj) => {
+                if let Some(node) = self.remote_node(obj, q) {
+                    q.send(node, item);
+                    return;
+                }
+                // SAFETY: `obj` is a copy made by this scavenge (in to-space or old), whose
+                // header is its own (copies are never forwarded).
+                let h = unsafe { raw::header(obj) };
+                self.note_scan(obj, pm);
+                self.push_contents(obj, h, q);
+            }
+            Item::OldSlots { obj, from, to } => {
+                if let Some(node) = self.remote_node(obj, q) {
+                    q.send(node, item);
+                    return;
+                }
+                self.note_scan(obj, pm);
+                self.scan_old_slots(
+                    slot_addr(obj, from as usize),
+                    slot_addr(obj, to as usize),
+                    pm,
+                    q,
+                );
             }
         }
     }
@@ -510,7 +617,14 @@ pub fn scavenge(
     let locals = (0..ctx.workers)
         .map(|w| PromotionManager::on_node(ctx.numa.map_or(0, |n| n.worker_node(w))))
         .collect();
-    let (locals, mut workers) = run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals);
+    let segregation = ctx.numa.filter(|n| n.segregated).map(|n| Segregation {
+        nodes: n.map.nodes(),
+        worker_nodes: n.worker_nodes.clone(),
+    });
+    let (locals, mut workers) = match &segregation {
+        Some(seg) => run_phase_segregated(ctx.pool, &ctx.policy, &task, root_tasks, locals, seg),
+        None => run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals),
+    };
     phases.parallel_ms = ms_since(t1);
 
     let t2 = Instant::now();

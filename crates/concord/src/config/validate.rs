@@ -14,7 +14,7 @@ use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
-use crate::os::numa::{NumaTopology, NumaTopologySpec};
+use crate::os::numa::{NumaLayout, NumaTopology, NumaTopologySpec};
 use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
@@ -217,6 +217,7 @@ impl GcConfig {
         )?;
         self.validate_mutator_sched(key_of("mutator-sched"))?;
         self.validate_numa_topology(key_of("numa-topology"))?;
+        self.validate_segregated(key_of("numa"))?;
         for (key, path) in [("gc-log", &self.gc_log), ("gc-records", &self.gc_records)] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(ConfigError::InvalidValue {
@@ -249,6 +250,37 @@ impl GcConfig {
                 value: self.numa_topology.to_string(),
                 reason: format!("does not fit this process: {e}"),
             })
+    }
+
+    /// `segregated` needs a GC worker on every node (004 §4.2.2): refused when `gc-threads` is
+    /// below the number of nodes of a synthetic topology (for `auto` the heap checks the same
+    /// when it has read the machine's nodes, [`GcConfig::check_segregated_workers`]).
+    fn validate_segregated(&self, key: ConfigKey) -> Result<(), ConfigError> {
+        match &self.numa_topology {
+            NumaTopologySpec::Synthetic(nodes) => self.check_segregated_workers(key, nodes.len()),
+            NumaTopologySpec::Auto => Ok(()),
+        }
+    }
+
+    /// The check of [`validate_segregated`](Self::validate_segregated) for a topology of
+    /// `nodes` nodes.
+    pub(crate) fn check_segregated_workers(
+        &self,
+        key: ConfigKey,
+        nodes: usize,
+    ) -> Result<(), ConfigError> {
+        if self.numa != NumaLayout::Segregated || self.gc_threads >= nodes {
+            return Ok(());
+        }
+        Err(inconsistent(
+            key,
+            format!(
+                "segregated needs at least one GC thread per NUMA node, but gc-threads is {} \
+                 and numa-topology {} has {nodes} nodes (allowed: gc-threads of at least \
+                 {nodes}, or numa off or interleaved)",
+                self.gc_threads, self.numa_topology,
+            ),
+        ))
     }
 
     /// No two outputs (GC log, records, mutator profile) may be one file: they would be

@@ -1,11 +1,37 @@
 //! The work-finding loop every GC worker runs during a parallel phase, written once:
 //! root tasks (draining after each), then stealing, then termination. Which task queue, steal
 //! policy and termination protocol it uses is the phase's [`PhasePolicy`].
+//!
+//! # Segregated phases (004 §3.2.3)
+//!
+//! [`run_phase_segregated`] runs a phase whose workers each belong to a node. The task decides
+//! which items belong to another node ([`WorkQueue::home_node`], [`WorkQueue::send`]): such an
+//! item is a *message*, pushed onto that node's inbox (a lock-free FIFO, one per node) instead
+//! of being processed. The engine then
+//!
+//! * restricts stealing to workers of the thief's node (the steal policy sees only them);
+//! * has each worker take messages from its node's inbox before it tries to steal;
+//! * never lets termination end the phase while a message is queued or being processed: a
+//!   global in-flight count is raised before a message is queued and lowered only after the
+//!   receiver has processed it (so the items it produced are already in the receiver's deque),
+//!   and a worker offers termination only after reading the count as 0. Since only a worker
+//!   outside the protocol can send, every message sent before the last offer was read as
+//!   finished by its sender's last check, which is what the protocols' argument ("offered = n
+//!   implies no item exists", [`super::termination`]) needs. Waiters peek at their node's inbox
+//!   as well as their node's deques, so a message always brings a waiter of its node back;
+//!   the watch gate for oversubscribed phases is left open (every waiter keeps peeking, and
+//!   `owst` sleepers wake on their timeout), because a waiter blocked on the gate could be the
+//!   only one of its node.
+//!
+//! Every node must have at least one worker (004 §4.2.2: "segregated spaces require at least
+//! one thread per node"), or its messages would never be processed.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crossbeam_deque::{Steal, Stealer, Worker};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
 
 use super::oversubscription::termination_watchers;
 use super::policy::PhasePolicy;
@@ -37,12 +63,36 @@ pub trait ParallelTask: Sync {
     fn process(&self, item: Self::Item, local: &mut Self::Local, queue: &mut WorkQueue<Self::Item>);
 }
 
-/// A worker's own deque: LIFO for its owner, stealable FIFO-end by others.
+/// A worker's own deque: LIFO for its owner, stealable FIFO-end by others; in a segregated
+/// phase also the way to send an item to another node's inbox.
 pub struct WorkQueue<T> {
     deque: Worker<T>,
+    /// The phase's inboxes and this worker's node, in a segregated phase.
+    mail: Option<(Arc<Mailboxes<T>>, usize)>,
+    /// Messages sent by this worker.
+    sent: u64,
 }
 
 impl<T> WorkQueue<T> {
+    /// The node this worker works for in a segregated phase ([`run_phase_segregated`]); `None`
+    /// otherwise. Items that belong to another node must then be [`send`](Self::send)-ed there.
+    #[inline(always)]
+    pub fn home_node(&self) -> Option<usize> {
+        self.mail.as_ref().map(|(_, node)| *node)
+    }
+
+    /// Send `item` to the inbox of node `node` (a segregated phase only): one of that node's
+    /// workers will process it. Panics outside a segregated phase or for a node the phase does
+    /// not have (both are bugs of the task).
+    pub fn send(&mut self, node: usize, item: T) {
+        let (mail, _) = self
+            .mail
+            .as_ref()
+            .expect("send is only allowed in a segregated phase");
+        mail.send(node, item);
+        self.sent += 1;
+    }
+
     /// Push an item for later processing (by this worker or a thief).
     #[inline(always)]
     pub fn push(&mut self, item: T) {
@@ -66,14 +116,100 @@ impl<T> WorkQueue<T> {
     }
 }
 
+/// The inboxes of a segregated phase, one per node, and the count of messages in flight.
+struct Mailboxes<T> {
+    inboxes: Box<[Injector<T>]>,
+    /// Messages queued or being processed (raised before queueing, lowered after processing).
+    in_flight: CachePadded<AtomicUsize>,
+}
+
+impl<T> Mailboxes<T> {
+    fn new(nodes: usize) -> Self {
+        Self {
+            inboxes: (0..nodes).map(|_| Injector::new()).collect(),
+            in_flight: CachePadded::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn send(&self, node: usize, item: T) {
+        // SeqCst: the count must be raised before the message can be seen (and finished and
+        // the count lowered) by a receiver, and must be ordered with the workers' checks
+        // before they offer termination (module docs).
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.inboxes[node].push(item);
+    }
+
+    /// Take one message from `node`'s inbox.
+    fn receive(&self, node: usize) -> Option<T> {
+        loop {
+            match self.inboxes[node].steal() {
+                Steal::Success(item) => return Some(item),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// A received message has been processed.
+    fn finished(&self) {
+        // SeqCst: after the items it produced are in the receiver's deque (module docs).
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// Which node each worker of a segregated phase works for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segregation {
+    /// Number of nodes; every node in `0..nodes` must have a worker.
+    pub nodes: usize,
+    /// The node of each worker, by worker id (one entry per worker of the phase).
+    pub worker_nodes: Vec<usize>,
+}
+
+impl Segregation {
+    /// Whether every node has at least one worker and every worker a valid node.
+    pub fn every_node_has_a_worker(&self) -> bool {
+        self.worker_nodes.iter().all(|&n| n < self.nodes)
+            && (0..self.nodes).all(|n| self.worker_nodes.contains(&n))
+    }
+}
+
 struct Stealers<T>(Vec<Stealer<T>>);
 
-impl<T> VictimQueues for Stealers<T> {
+/// The deques a worker may steal from, as its steal policy sees them: all workers, or in a
+/// segregated phase only those of its node (candidate `i` is worker `members[i]`).
+struct Victims<'a, T> {
+    stealers: &'a Stealers<T>,
+    members: Option<Vec<usize>>,
+}
+
+impl<T> Victims<'_, T> {
+    /// The worker behind candidate `i`.
+    fn stealer(&self, i: usize) -> &Stealer<T> {
+        &self.stealers.0[self.worker(i)]
+    }
+
+    /// Items visible in these deques.
+    fn visible(&self) -> usize {
+        (0..self.count()).map(|i| self.stealer(i).len()).sum()
+    }
+}
+
+impl<T> VictimQueues for Victims<'_, T> {
     fn count(&self) -> usize {
-        self.0.len()
+        self.members
+            .as_ref()
+            .map_or(self.stealers.0.len(), Vec::len)
     }
     fn len(&self, w: usize) -> usize {
-        self.0[w].len()
+        self.stealer(w).len()
+    }
+    fn worker(&self, w: usize) -> usize {
+        self.members.as_ref().map_or(w, |m| m[w])
     }
 }
 
@@ -94,6 +230,40 @@ pub fn run_phase<T: ParallelTask>(
     roots: Vec<RootTask<T::Root>>,
     locals: Vec<T::Local>,
 ) -> (Vec<T::Local>, Vec<WorkerPhaseStats>) {
+    run_phase_inner(pool, policy, task, roots, locals, None)
+}
+
+/// [`run_phase`] for a segregated phase (module docs): worker `w` works for node
+/// `segregation.worker_nodes[w]`, steals only from workers of that node and processes the
+/// messages sent to it. Panics if a node has no worker (the configuration refuses that).
+pub fn run_phase_segregated<T: ParallelTask>(
+    pool: &WorkerPool,
+    policy: &PhasePolicy,
+    task: &T,
+    roots: Vec<RootTask<T::Root>>,
+    locals: Vec<T::Local>,
+    segregation: &Segregation,
+) -> (Vec<T::Local>, Vec<WorkerPhaseStats>) {
+    assert_eq!(
+        segregation.worker_nodes.len(),
+        locals.len(),
+        "one node per worker"
+    );
+    assert!(
+        segregation.every_node_has_a_worker(),
+        "a segregated phase needs a worker on every node: {segregation:?}"
+    );
+    run_phase_inner(pool, policy, task, roots, locals, Some(segregation))
+}
+
+fn run_phase_inner<T: ParallelTask>(
+    pool: &WorkerPool,
+    policy: &PhasePolicy,
+    task: &T,
+    roots: Vec<RootTask<T::Root>>,
+    locals: Vec<T::Local>,
+    segregation: Option<&Segregation>,
+) -> (Vec<T::Local>, Vec<WorkerPhaseStats>) {
     let n = locals.len();
     assert!(
         n >= 1 && n <= pool.size(),
@@ -110,8 +280,12 @@ pub fn run_phase<T: ParallelTask>(
     let mut queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
     // The `monitor` queue's tasks go to the pool's task manager, published with the job.
     let tasks = queue.take_task_fifo();
-    let terminator = Terminator::new(policy.termination, n)
-        .with_watchers(termination_watchers(n, pool.usable_cpus()));
+    let mut terminator = Terminator::new(policy.termination, n);
+    if segregation.is_none() {
+        // Segregated phases keep the gate open (module docs).
+        terminator = terminator.with_watchers(termination_watchers(n, pool.usable_cpus()));
+    }
+    let mailboxes = segregation.map(|s| Arc::new(Mailboxes::new(s.nodes)));
 
     let job = |id: usize| {
         let (deque, mut local) = slots[id]
@@ -119,7 +293,20 @@ pub fn run_phase<T: ParallelTask>(
             .unwrap()
             .take()
             .expect("each worker runs once per phase");
-        let mut wq = WorkQueue { deque };
+        let node = segregation.map(|s| s.worker_nodes[id]);
+        let mut wq = WorkQueue {
+            deque,
+            mail: mailboxes.as_ref().zip(node).map(|(m, n)| (m.clone(), n)),
+            sent: 0,
+        };
+        let victims = Victims {
+            stealers: &stealers,
+            members: segregation.map(|s| {
+                (0..n)
+                    .filter(|&w| s.worker_nodes[w] == s.worker_nodes[id])
+                    .collect()
+            }),
+        };
         let mut stats = WorkerPhaseStats {
             worker: id,
             ..Default::default()
@@ -129,17 +316,22 @@ pub fn run_phase<T: ParallelTask>(
             policy,
             task,
             &queue,
-            &stealers,
+            &victims,
             &terminator,
             &mut wq,
             &mut local,
             &mut stats,
         );
+        stats.messages_sent = wq.sent;
         *results[id].lock().unwrap() = Some((local, stats));
     };
     match tasks {
         Some(tasks) => pool.run_with_tasks(n, tasks, job),
         None => pool.run(n, job),
+    }
+    if let Some(m) = &mailboxes {
+        debug_assert_eq!(m.in_flight(), 0, "a segregated phase ended with a message");
+        debug_assert!(m.inboxes.iter().all(Injector::is_empty));
     }
 
     results
@@ -154,7 +346,7 @@ fn worker_phase<T: ParallelTask>(
     policy: &PhasePolicy,
     task: &T,
     queue: &impl RootTaskSource<T::Root>,
-    stealers: &Stealers<T::Item>,
+    victims: &Victims<'_, T::Item>,
     terminator: &Terminator,
     wq: &mut WorkQueue<T::Item>,
     local: &mut T::Local,
@@ -173,16 +365,32 @@ fn worker_phase<T: ParallelTask>(
         stats.root_ns += start.elapsed().as_nanos() as u64;
         stats.sample_cpu();
     }
-    // 2. Stealing until the termination protocol says everyone is done.
+    // 2. Stealing until the termination protocol says everyone is done. In a segregated phase
+    //    the node's inbox comes first, and the victims are the node's workers.
     stats.steal_tasks += 1;
     let steal_start = Instant::now();
-    let mut victims = VictimSelector::new(policy.steal, 0x5EED ^ ((id as u64 + 1) << 17));
+    let mail = wq.mail.clone();
+    // My index among the victims (my id unless they are my node's workers only).
+    let me = victims.members.as_ref().map_or(id, |m| {
+        m.iter().position(|&w| w == id).expect("I am on my node")
+    });
+    let mut selector = VictimSelector::new(policy.steal, 0x5EED ^ ((id as u64 + 1) << 17));
     let mut failures = 0usize;
     loop {
         drain(task, local, wq, stats);
-        if stealers.count() > 1 {
+        if let Some((mail, node)) = &mail {
+            if let Some(item) = mail.receive(*node) {
+                stats.messages_received += 1;
+                stats.items += 1;
+                task.process(item, local, wq);
+                mail.finished();
+                failures = 0;
+                continue;
+            }
+        }
+        if victims.count() > 1 {
             stats.steal_attempts += 1;
-            if let Some(item) = steal_from(id, stealers, terminator, &mut victims) {
+            if let Some(item) = steal_from(me, victims, terminator, &mut selector) {
                 stats.stolen += 1;
                 failures = 0;
                 stats.items += 1;
@@ -195,8 +403,21 @@ fn worker_phase<T: ParallelTask>(
                 continue;
             }
         }
-        victims.forget();
-        let visible_work = || stealers.0.iter().map(|s| s.len()).sum::<usize>();
+        if let Some((mail, _)) = &mail {
+            if mail.in_flight() > 0 {
+                // A message is queued for another node or being processed there: this worker
+                // may not offer termination until it is finished (module docs).
+                std::thread::yield_now();
+                continue;
+            }
+        }
+        selector.forget();
+        let visible_work = || {
+            victims.visible()
+                + mail
+                    .as_ref()
+                    .map_or(0, |(mail, node)| mail.inboxes[*node].len())
+        };
         let offered = Instant::now();
         stats.termination_entries += 1;
         let done = terminator.offer_termination(id, visible_work);
@@ -227,15 +448,15 @@ fn drain<T: ParallelTask>(
 
 fn steal_from<I>(
     me: usize,
-    stealers: &Stealers<I>,
+    victims: &Victims<'_, I>,
     terminator: &Terminator,
-    victims: &mut VictimSelector,
+    selector: &mut VictimSelector,
 ) -> Option<I> {
-    let victim = victims.select(me, stealers, terminator)?;
+    let victim = selector.select(me, victims, terminator)?;
     loop {
-        match stealers.0[victim].steal() {
+        match victims.stealer(victim).steal() {
             Steal::Success(item) => {
-                victims.record_success(victim);
+                selector.record_success(victim);
                 return Some(item);
             }
             Steal::Empty => return None,
@@ -317,6 +538,132 @@ mod tests {
                 assert!(stats.iter().all(|s| s.termination_entries >= 1));
             }
         }
+    }
+
+    /// Items are (depth, node, pusher): a node's workers split an item into two children, one
+    /// for each node in turn, and send the children of other nodes to them as messages. The
+    /// pusher is the worker whose deque the item was pushed on (`None` for a message), so a
+    /// steal across nodes shows as an item whose pusher is on another node.
+    struct NodeSplit {
+        leaves: AtomicU64,
+        /// Items taken from the deque of a worker of another node (must stay 0).
+        stolen_across: AtomicU64,
+        worker_nodes: Vec<usize>,
+        nodes: usize,
+    }
+
+    type NodeItem = (u32, usize, Option<usize>);
+
+    impl ParallelTask for NodeSplit {
+        type Item = NodeItem;
+        type Root = u32;
+        /// (worker id, leaves)
+        type Local = (usize, u64);
+        fn root_name(&self, _: &u32) -> &'static str {
+            "seed"
+        }
+        fn run_root(&self, root: &u32, local: &mut (usize, u64), q: &mut WorkQueue<NodeItem>) {
+            // Roots run anywhere; their items belong to node 0.
+            q.push((*root, 0, Some(local.0)));
+        }
+        fn process(&self, item: NodeItem, local: &mut (usize, u64), q: &mut WorkQueue<NodeItem>) {
+            let (depth, node, pusher) = item;
+            let me = local.0;
+            let home = q.home_node().expect("a segregated phase");
+            assert_eq!(home, self.worker_nodes[me]);
+            if home != node {
+                q.send(node, (depth, node, None));
+                return;
+            }
+            if pusher.is_some_and(|p| self.worker_nodes[p] != home) {
+                self.stolen_across.fetch_add(1, Ordering::Relaxed);
+            }
+            if depth == 0 {
+                local.1 += 1;
+                self.leaves.fetch_add(1, Ordering::Relaxed);
+            } else {
+                q.push((depth - 1, node, Some(me)));
+                q.push((depth - 1, (node + 1) % self.nodes, Some(me)));
+            }
+        }
+    }
+
+    fn segregation(workers: usize, nodes: usize) -> Segregation {
+        Segregation {
+            nodes,
+            worker_nodes: (0..workers).map(|w| w % nodes).collect(),
+        }
+    }
+
+    /// Every item is processed exactly once, by a worker of its node, nothing is stolen across
+    /// nodes, every message is received, and no phase ends with one in flight (the engine's
+    /// debug assertion), under every policy, both parkings and several node counts, with far
+    /// more workers than CPUs too.
+    #[test]
+    fn segregated_phases_deliver_every_message_before_terminating() {
+        let futex = WorkerPool::new(6, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
+        let monitor = WorkerPool::new(6, "engine-test", ParkingKind::Monitor, |_| {}).unwrap();
+        for round in 0..4u32 {
+            for (i, policy) in PhasePolicy::all().enumerate() {
+                let pool = if (i + round as usize).is_multiple_of(2) {
+                    &futex
+                } else {
+                    &monitor
+                };
+                for (workers, nodes) in [(2, 2), (3, 2), (4, 2), (3, 3), (6, 3), (6, 2), (1, 1)] {
+                    let seg = segregation(workers, nodes);
+                    let task = NodeSplit {
+                        leaves: AtomicU64::new(0),
+                        stolen_across: AtomicU64::new(0),
+                        worker_nodes: seg.worker_nodes.clone(),
+                        nodes,
+                    };
+                    let depth = 8 + round;
+                    let (locals, stats) = run_phase_segregated(
+                        pool,
+                        &policy,
+                        &task,
+                        seeds(&[depth, 0, 3]),
+                        (0..workers).map(|w| (w, 0)).collect(),
+                        &seg,
+                    );
+                    let ctx = format!("{policy:?} workers={workers} nodes={nodes}");
+                    let expect = (1u64 << depth) + 1 + 8;
+                    assert_eq!(task.leaves.load(Ordering::Relaxed), expect, "{ctx}");
+                    assert_eq!(locals.iter().map(|l| l.1).sum::<u64>(), expect, "{ctx}");
+                    assert_eq!(task.stolen_across.load(Ordering::Relaxed), 0, "{ctx}");
+                    let sent: u64 = stats.iter().map(|s| s.messages_sent).sum();
+                    let received: u64 = stats.iter().map(|s| s.messages_received).sum();
+                    assert_eq!(sent, received, "{ctx}: every message processed once");
+                    if nodes > 1 {
+                        assert!(sent > 0, "{ctx}: half the children go to another node");
+                    } else {
+                        assert_eq!(sent, 0, "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a worker on every node")]
+    fn segregated_phases_refuse_a_node_without_workers() {
+        let pool = WorkerPool::new(2, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
+        let task = Split {
+            leaves: AtomicU64::new(0),
+        };
+        let seg = Segregation {
+            nodes: 3,
+            worker_nodes: vec![0, 1],
+        };
+        run_phase_segregated(
+            &pool,
+            &PhasePolicy::VANILLA,
+            &task,
+            vec![],
+            vec![0u64; 2],
+            &seg,
+        );
     }
 
     #[test]

@@ -19,6 +19,6 @@ pub mod steal;
 pub mod task_queue;
 pub mod termination;
 
-pub use engine::{run_phase, ParallelTask, WorkQueue};
+pub use engine::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
 pub use policy::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
 pub use pool::WorkerPool;

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use super::heap::HeapError;
 use super::lock;
 use crate::collection::NumaContext;
-use crate::config::GcConfig;
+use crate::config::{ConfigKey, GcConfig, Origin};
 use crate::memory::{HeapMemory, NodeMap, NodeMapRule, SpaceId};
 use crate::os::affinity::thread_affinity;
 use crate::os::cpu::{current_cpu, CpuView};
@@ -50,10 +50,16 @@ impl HeapNuma {
     pub fn new(config: &GcConfig, cpus: &CpuView, mem: &HeapMemory) -> Result<HeapNuma, HeapError> {
         let topology = config.numa_topology.resolve(cpus)?;
         let nodes = topology.node_count();
+        // Segregated GC work needs a worker per node (004 §4.2.2); with a synthetic topology
+        // the configuration already checked this, with `auto` only now are the nodes known.
+        config
+            .check_segregated_workers(ConfigKey::new("numa", Origin::Config), nodes)
+            .map_err(HeapError::Config)?;
         let map = match config.numa {
             NumaLayout::Off => NodeMap::new(NodeMapRule::AllOnNodeZero, mem.base(), nodes),
             NumaLayout::Interleaved => NodeMap::new(NodeMapRule::Interleaved, mem.base(), nodes),
-            NumaLayout::Fragmented => {
+            // A segregated space is a fragmented space (004 §3.2.3).
+            NumaLayout::Fragmented | NumaLayout::Segregated => {
                 assert_eq!(
                     mem.young_fragments(),
                     nodes,
@@ -79,7 +85,7 @@ impl HeapNuma {
                 bind_memory(addr, len, &policy)
                     .map_err(|source| HeapError::NumaPlacement { nodes, source })
             };
-            if config.numa == NumaLayout::Fragmented {
+            if config.numa.fragments_young() {
                 place(
                     mem.base(),
                     mem.young_start() - mem.base(),
@@ -118,9 +124,9 @@ impl HeapNuma {
     }
 
     /// The young fragments a heap built from `config` needs over the usable CPUs of `cpus`:
-    /// one per node under `fragmented`, else 1. A topology that does not fit is an error.
+    /// one per node under `fragmented` and `segregated`, else 1. A topology that does not fit is an error.
     pub fn young_fragments(config: &GcConfig, cpus: &CpuView) -> Result<usize, HeapError> {
-        Ok(if config.numa == NumaLayout::Fragmented {
+        Ok(if config.numa.fragments_young() {
             config.numa_topology.resolve(cpus)?.node_count()
         } else {
             1
@@ -132,12 +138,22 @@ impl HeapNuma {
     /// no node or unknown); 0 otherwise, without a system call.
     #[inline]
     pub fn allocation_node(&self) -> usize {
-        if self.layout != NumaLayout::Fragmented {
+        if !self.layout.fragments_young() {
             return 0;
         }
         current_cpu()
             .and_then(|cpu| self.topology.node_of_cpu(cpu))
             .unwrap_or(0)
+    }
+
+    /// The fewest active GC workers a collection may have: one per node under `segregated`
+    /// (whose messages to a node without a worker would never be processed), else 1.
+    pub fn min_active_workers(&self) -> usize {
+        if self.layout == NumaLayout::Segregated {
+            self.topology.node_count()
+        } else {
+            1
+        }
     }
 
     /// Whether figures are counted (more than one node, or a layout).
@@ -219,6 +235,7 @@ impl HeapNuma {
         Some(NumaContext {
             map: self.map,
             worker_nodes,
+            segregated: self.layout == NumaLayout::Segregated,
         })
     }
 
@@ -461,5 +478,46 @@ mod tests {
             assert!(!quiet.accounting());
             assert!(quiet.context(&pool, 3).is_none());
         }
+    }
+
+    #[test]
+    fn segregated_needs_a_gc_thread_per_node() {
+        // A segregated heap is fragmented: one young fragment per node.
+        let mem = HeapMemory::with_layout(
+            SpaceSizes {
+                old: 4 * KIB64,
+                eden: 4 * KIB64,
+                survivor: KIB64,
+            },
+            2,
+            KIB64,
+            None,
+        )
+        .unwrap();
+        let mut c = config("segregated", "0/1");
+        c.gc_threads = 1;
+        let err = c.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("segregated needs at least one GC thread per NUMA node")
+                && err.contains("gc-threads is 1")
+                && err.contains("has 2 nodes"),
+            "{err}"
+        );
+        // The heap checks again (for `auto`, only it knows the nodes).
+        let err = HeapNuma::new(&c, &cpus(), &mem).err().expect("refused");
+        assert!(matches!(err, HeapError::Config(_)), "{err}");
+        c.gc_threads = 2;
+        c.validate().unwrap();
+        let numa = HeapNuma::new(&c, &cpus(), &mem).unwrap();
+        assert_eq!(numa.min_active_workers(), 2);
+        assert_eq!(numa.map.rule(), NodeMapRule::Fragmented);
+        let pool = WorkerPool::new(2, "numa-test", ParkingKind::Futex, |_| {}).unwrap();
+        let ctx = numa.context(&pool, 2).unwrap();
+        assert!(ctx.segregated);
+        assert_eq!(ctx.worker_nodes, vec![0, 1]);
+        // Other layouts need no more than one worker, and are not segregated.
+        let inter = HeapNuma::new(&config("interleaved", "0/1"), &cpus(), &memory()).unwrap();
+        assert_eq!(inter.min_active_workers(), 1);
+        assert!(!inter.context(&pool, 2).unwrap().segregated);
     }
 }

@@ -367,7 +367,9 @@ impl Operation<'_> {
     /// Workers for the collection about to run: the configured count, or with dynamic GC
     /// threads HotSpot's `calc_active_workers` (2 per mutator, or 1 per 64 MiB of heap, at
     /// least 2), never more than the pool nor than the CPUs this process may use now (the VM
-    /// thread's affinity mask capped by the cgroup CPU limit).
+    /// thread's affinity mask capped by the cgroup CPU limit) — except that under `segregated`
+    /// every NUMA node keeps a worker (the pool has one per node: the heap refuses fewer GC
+    /// threads than nodes), even when fewer CPUs are usable now.
     fn choose_active_workers(&self) -> usize {
         let config = &self.heap.config;
         if !config.dynamic_gc_threads {
@@ -380,6 +382,7 @@ impl Operation<'_> {
             .max(2)
             .min(config.gc_threads)
             .min(self.heap.cpus.usable_cpus_now())
+            .max(self.heap.numa.min_active_workers())
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {

@@ -43,6 +43,11 @@ pub struct WorkerPhaseStats {
     /// Where this worker's copies and scans fell relative to its node (all zero when the heap
     /// counts no NUMA figures: one node and no layout).
     pub numa: WorkerNumaStats,
+    /// Segregated young collections only (004 §3.2.3): work items this worker sent to another
+    /// node's inbox instead of processing them ("scan" messages).
+    pub messages_sent: u64,
+    /// Messages this worker took from its own node's inbox and processed.
+    pub messages_received: u64,
 }
 
 /// One worker's NUMA figures in one collection (004 §3.2): a copy is remote when its
@@ -106,6 +111,8 @@ impl WorkerPhaseStats {
         }
         self.usage.add(&other.usage);
         self.numa.add(&other.numa);
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
     }
 }
 

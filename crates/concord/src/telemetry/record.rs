@@ -134,6 +134,9 @@ pub struct NumaCollectionRecord {
     pub objects_scanned_local: u64,
     /// Objects scanned on another node.
     pub objects_scanned_remote: u64,
+    /// Scan messages sent between nodes (segregated young collections, 004 §3.2.3; 0 under
+    /// every other layout and in full collections).
+    pub messages: u64,
 }
 
 impl NumaCollectionRecord {
@@ -148,6 +151,7 @@ impl NumaCollectionRecord {
             bytes_copied_remote: total.bytes_copied_remote,
             objects_scanned_local: total.objects_scanned_local,
             objects_scanned_remote: total.objects_scanned_remote,
+            messages: workers.iter().map(|w| w.messages_sent).sum(),
         }
     }
 }
@@ -520,6 +524,7 @@ impl GcStats {
             t.bytes_copied_remote += n.bytes_copied_remote;
             t.objects_scanned_local += n.objects_scanned_local;
             t.objects_scanned_remote += n.objects_scanned_remote;
+            t.messages += n.messages;
         }
         t
     }

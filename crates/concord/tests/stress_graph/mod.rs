@@ -38,6 +38,7 @@ use std::sync::{mpsc, Barrier};
 use std::time::{Duration, Instant};
 
 use concord::config::ConfigBuilder;
+use concord::os::numa::NumaLayout;
 use concord::runtime::GC_OVERHEAD_LIMIT_COLLECTIONS;
 use concord::{
     CollectionKind, Gc, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType,
@@ -209,6 +210,17 @@ fn random_flags(rng: &mut Rng) -> Flags {
         }
     }
     set("verify", "true".to_string());
+    // NUMA layouts last, so the flags drawn above stay what they were for a given seed. Over
+    // a synthetic two-node topology `segregated` sends messages between the nodes (with one GC
+    // thread it is refused and the configuration drawn again).
+    if rng.chance(40) {
+        set(
+            "numa",
+            rng.pick(&["interleaved", "segregated", "segregated"])
+                .to_string(),
+        );
+        set("numa-topology", rng.pick(&["auto", "0/1"]).to_string());
+    }
     Flags(flags)
 }
 
@@ -237,6 +249,8 @@ pub struct Report {
     pub overhead_limit_errors: usize,
     /// Whether the probe recovered with an explicit full collection (else by allocating on).
     pub recovered_explicitly: bool,
+    /// Segregated runs: messages sent between nodes in young collections.
+    pub messages: u64,
 }
 
 impl Report {
@@ -253,7 +267,7 @@ impl fmt::Display for Report {
             f,
             "{} mutators, {} steps, {} young + {} full collections ({} promotion failures), \
              {} graph checks of {} nodes, probe: {} allocation errors ({} GC overhead limit), \
-             recovered {}",
+             recovered {}, {} NUMA messages",
             self.threads,
             self.steps,
             self.young,
@@ -267,7 +281,8 @@ impl fmt::Display for Report {
                 "after an explicit full collection"
             } else {
                 "by allocating on"
-            }
+            },
+            self.messages,
         )
     }
 }
@@ -366,6 +381,22 @@ fn run(seed: u64, config: GcConfig, threads: usize, scale: Scale) -> Report {
             r.kind,
             r.cause
         );
+    }
+    // Segregated: no young collection scans an object of another node; every message sent
+    // is received; full collections send none.
+    for r in stats
+        .records
+        .iter()
+        .filter(|_| heap.config().numa == NumaLayout::Segregated)
+    {
+        let n = r.numa.expect("segregated counts NUMA figures");
+        let received: u64 = r.workers.iter().map(|w| w.messages_received).sum();
+        assert_eq!(n.messages, received, "collection {}", r.id);
+        match r.kind {
+            CollectionKind::Young => assert_eq!(n.objects_scanned_remote, 0, "collection {}", r.id),
+            _ => assert_eq!(n.messages, 0, "collection {}", r.id),
+        }
+        report.messages += n.messages;
     }
     report.young = stats.count(CollectionKind::Young);
     report.full = stats.count(CollectionKind::Full);

@@ -16,7 +16,7 @@ use crate::os::procfs::{format_cpu_list, parse_cpu_list};
 
 switch! {
     /// How the heap's memory is laid out over NUMA nodes (004 §3.2). Only the layouts that are
-    /// implemented are listed; `segregated` comes later (README "Known gaps").
+    /// implemented are listed.
     NumaLayout, "NUMA layout" {
         /// No placement: pages land where the thread that first touches them runs (Parallel
         /// Scavenge's first-touch problem, 004 §3.2.2); GC workers are not placed by node.
@@ -32,6 +32,19 @@ switch! {
         /// runs on, a GC worker's survivor PLAB from its node's to-space fragment; old is
         /// interleaved; GC workers pinned as with `interleaved`.
         Fragmented => "fragmented",
+        /// 004 §3.2.3's segregated GC work: young collections steal only from workers of the
+        /// same node and send work on objects of another node to that node's workers ("scan"
+        /// messages) instead of doing it. Memory is laid out as `fragmented` (004: a segregated
+        /// space is a fragmented space); needs a GC worker per node.
+        Segregated => "segregated",
+    }
+}
+
+impl NumaLayout {
+    /// Whether the young spaces are split into one fragment per node: `fragmented`, and
+    /// `segregated`, which 004 defines as a fragmented space whose GC work stays on its node.
+    pub fn fragments_young(self) -> bool {
+        matches!(self, NumaLayout::Fragmented | NumaLayout::Segregated)
     }
 }
 
@@ -409,9 +422,10 @@ mod tests {
         assert_eq!("interleaved".parse(), Ok(NumaLayout::Interleaved));
         assert_eq!("OFF".parse(), Ok(NumaLayout::Off));
         assert_eq!("fragmented".parse(), Ok(NumaLayout::Fragmented));
+        assert_eq!("segregated".parse(), Ok(NumaLayout::Segregated));
         assert_eq!(
-            "segregated".parse::<NumaLayout>().unwrap_err(),
-            "is not a NUMA layout (allowed: off, interleaved, fragmented)"
+            "striped".parse::<NumaLayout>().unwrap_err(),
+            "is not a NUMA layout (allowed: off, interleaved, fragmented, segregated)"
         );
     }
 }

@@ -23,11 +23,12 @@ pub(super) fn select(
     term: &Terminator,
 ) -> Option<usize> {
     let n = queues.count();
-    let first = random_live(v, n, me, None, term);
+    let live = |w: usize| term.is_live(queues.worker(w));
+    let first = random_live_by(v, n, me, None, &live);
     let remembered = v
         .last_victim
         .filter(|&w| w != me && w < n && queues.len(w) > 0);
-    let second = remembered.or_else(|| random_live(v, n, me, first, term));
+    let second = remembered.or_else(|| random_live_by(v, n, me, first, &live));
     let pick = match (first, second) {
         (Some(a), Some(b)) => longer(queues, a, b),
         (Some(a), None) | (None, Some(a)) => longer(queues, a, a),
@@ -40,6 +41,7 @@ pub(super) fn select(
 /// Uniform among live workers other than `me` and `avoid`; `None` if there are none. Plain
 /// random draws first (cheap while many workers are live), then one scan, so a live worker is
 /// found whenever one exists.
+#[cfg(test)]
 pub(super) fn random_live(
     v: &mut VictimSelector,
     n: usize,
@@ -47,7 +49,19 @@ pub(super) fn random_live(
     avoid: Option<usize>,
     term: &Terminator,
 ) -> Option<usize> {
-    let eligible = |w: usize| w != me && Some(w) != avoid && term.is_live(w);
+    random_live_by(v, n, me, avoid, &|w| term.is_live(w))
+}
+
+/// [`random_live`] with liveness of candidate `w` given by `live(w)` (candidates may be a
+/// subset of the workers, see [`VictimQueues::worker`]).
+fn random_live_by(
+    v: &mut VictimSelector,
+    n: usize,
+    me: usize,
+    avoid: Option<usize>,
+    live: &impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let eligible = |w: usize| w != me && Some(w) != avoid && live(w);
     let draws = LIVE_DRAWS.min(n);
     for draw in 1..=draws {
         let w = v.rng.below(n);

@@ -14,6 +14,10 @@
 //!   the second random draw for as long as its deque is non-empty.
 //!
 //! With two workers there is a single candidate (the other worker); with one there is none.
+//!
+//! Under the `segregated` NUMA layout (004 §3.2.3) the engine restricts every policy to the
+//! workers of the thief's own node by handing it a [`VictimQueues`] that lists only those; the
+//! policies themselves are unchanged and see `count()` candidates numbered among themselves.
 
 pub mod adaptive;
 pub mod best_of_two;
@@ -29,6 +33,12 @@ pub trait VictimQueues {
     fn count(&self) -> usize;
     /// Approximate length of worker `w`'s deque.
     fn len(&self, w: usize) -> usize;
+    /// The worker id of candidate `w`, for asking the termination protocol whether it is live.
+    /// The identity unless the queues are a subset of the workers (segregated stealing, where a
+    /// thief sees only the workers of its node, numbered `0..count` among themselves).
+    fn worker(&self, w: usize) -> usize {
+        w
+    }
 }
 
 /// Per-worker victim selection state for one parallel phase.
