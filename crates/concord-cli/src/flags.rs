@@ -250,10 +250,11 @@ pub struct SwitchFlags {
     )]
     pub fifo_cpu_threshold: Option<String>,
     /// NUMA layout of the heap (004 §3.2): off, interleaved (pages round-robin over the
-    /// nodes, GC worker i pinned to node i % nodes) or fragmented (eden and survivors one
+    /// nodes, GC worker i pinned to node i % nodes), fragmented (eden and survivors one
     /// fragment per node, TLABs and PLABs from the allocating thread's node, old interleaved)
-    /// (default off).
-    #[arg(long, value_name = "off|interleaved|fragmented")]
+    /// or segregated (fragmented, with node-local stealing and scan messages between nodes in
+    /// young collections; needs a GC thread per node) (default off).
+    #[arg(long, value_name = "off|interleaved|fragmented|segregated")]
     pub numa: Option<String>,
     /// The nodes of --numa: auto (the machine's) or a synthetic spec such as 0/1 or 0-7/8-15
     /// (nodes separated by '/', each a CPU list; memory stays on the real node) (default auto).

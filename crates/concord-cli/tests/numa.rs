@@ -125,13 +125,13 @@ fn bad_layouts_and_topologies_are_bad_input() {
         "--numa-topology: '0/4095' does not fit this process: CPU 4095 of node 1 is not usable",
     );
     let out = command(&argv("run binary-trees 10"))
-        .env("CONCORD_NUMA", "fragmented")
+        .env("CONCORD_NUMA", "striped")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("CONCORD_NUMA: 'fragmented' is not a NUMA layout"),
+        err.contains("CONCORD_NUMA: 'striped' is not a NUMA layout"),
         "{err}"
     );
     // Segregated needs a GC thread per node (004 §4.2.2).
@@ -141,4 +141,79 @@ fn bad_layouts_and_topologies_are_bad_input() {
          and numa-topology 0/1 has 2 nodes (allowed: gc-threads of at least 2, or numa off or \
          interleaved)",
     );
+}
+
+#[test]
+fn the_report_draws_local_and_remote_accesses_per_layout() {
+    let dir = scratch("numa-report");
+    let results = dir.join("results");
+    let out = common::concord(&[
+        "compare",
+        "binary-trees",
+        "10",
+        "--heap",
+        "16m",
+        "--gc-threads",
+        "2",
+        "--preset",
+        "optimized",
+        "--numa-arms",
+        "off,interleaved,segregated",
+        "--numa-topology",
+        "0/1",
+        "--repeat",
+        "1",
+        "--out",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.join("report.html");
+    let o = common::concord(&[
+        "report",
+        results.to_str().unwrap(),
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for needle in [
+        "NUMA: local and remote accesses per layout",
+        "Bytes copied by the collections, to the copying worker",
+        "scan messages between nodes",
+        "Bytes allocated per node",
+    ] {
+        assert!(html.contains(needle), "{needle} missing");
+    }
+    // A run without NUMA figures gets no NUMA section.
+    let plain = dir.join("plain");
+    let out = common::concord(&[
+        "compare",
+        "binary-trees",
+        "8",
+        "--heap",
+        "8m",
+        "--repeat",
+        "1",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = dir.join("plain.html");
+    let o = common::concord(&[
+        "report",
+        plain.to_str().unwrap(),
+        "--output",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("NUMA: local and remote accesses"), "{html}");
 }

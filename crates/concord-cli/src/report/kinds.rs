@@ -28,6 +28,9 @@ pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry
         "jvm-bench" => jvm_bench(h, exp)?,
         _ => Vec::new(),
     };
+    if let Some(entry) = numa(h, exp)? {
+        nav.push(entry);
+    }
     nav.push(monitor(h, exp)?);
     Ok(nav)
 }
@@ -347,6 +350,104 @@ fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
         ("interference", "With/without interference"),
         ("cpus-used", "CPUs used"),
     ])
+}
+
+/// NUMA accesses per configuration (004 Fig. 6/7's local and remote accesses per layout), for
+/// any experiment whose runs counted them (a NUMA layout, or more than one node): bytes copied
+/// and objects scanned locally and remotely, messages between nodes, and bytes allocated per
+/// node. Nothing when no run counted NUMA figures.
+fn numa(h: &mut String, exp: &Experiment) -> anyhow::Result<Option<NavEntry>> {
+    let counted = |r: &Run| {
+        r.summary
+            .as_ref()
+            .is_some_and(|s| s["numa"]["accounting"] == true)
+    };
+    if !exp.runs.iter().any(counted) {
+        return Ok(None);
+    }
+    let configs: Vec<&Configuration> = exp.configurations.iter().collect();
+    let labels = names(&configs);
+    let per_config = |key: &'static str, scale: f64| {
+        configs
+            .iter()
+            .map(|c| stat(exp, c, |r| Some(r.num(key)? / scale)))
+            .collect::<Vec<Stat>>()
+    };
+    let _ = writeln!(
+        h,
+        "<h2 id=\"numa\">NUMA: local and remote accesses per layout</h2>"
+    );
+    let copies = vec![
+        series("local", 0, per_config("bytes_copied_local", 1e6)),
+        series("remote", 1, per_config("bytes_copied_remote", 1e6)),
+    ];
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Bytes copied by the collections, to the copying worker's node or another",
+            "configuration",
+            "MB copied per run",
+            &labels,
+            &copies,
+        )
+        .legend("destination"),
+        "Bytes the GC workers copied (scavenges) or moved (full collections) per run, split by whether the destination lies on the copying worker's node          (by the layout's node map), median over runs with min–max whiskers (004 Fig. 6/7, local against remote accesses):          interleaved spaces send about half of the copies to the other node, fragmented spaces keep survivor copies local.",
+        "No run reported NUMA copy figures.",
+    )?;
+    let scans = vec![
+        series("local", 0, per_config("objects_scanned_local", 1e3)),
+        series("remote", 1, per_config("objects_scanned_remote", 1e3)),
+        series("messages", 2, per_config("numa_messages", 1e3)),
+    ];
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Objects scanned on the worker's node or another, and scan messages between nodes",
+            "configuration",
+            "thousands per run",
+            &labels,
+            &scans,
+        )
+        .legend("access"),
+        "Objects whose slots a GC worker scanned, split by whether they lie on its node, and the scan messages sent between nodes, median over runs with min–max whiskers:          segregated GC work scans nothing remote in young collections and pays in messages instead (004 §3.2.3).",
+        "No run reported NUMA scan figures.",
+    )?;
+    let nodes = exp
+        .runs
+        .iter()
+        .filter_map(|r| {
+            r.summary.as_ref()?["numa"]["bytes_allocated_per_node"]
+                .as_array()
+                .map(Vec::len)
+        })
+        .max()
+        .unwrap_or(0);
+    let node_labels: Vec<String> = (0..nodes).map(|n| format!("node {n}")).collect();
+    let allocated = series_of(&node_labels, |n, _| {
+        configs
+            .iter()
+            .map(|c| {
+                stat(exp, c, |r| {
+                    let v = &r.summary.as_ref()?["numa"]["bytes_allocated_per_node"][n];
+                    Some(v.as_f64()? / 1e6)
+                })
+            })
+            .collect()
+    });
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Bytes allocated per node",
+            "configuration",
+            "MB allocated per run",
+            &labels,
+            &allocated,
+        )
+        .legend("node"),
+        "Where the memory that mutators' TLABs and direct allocations took lies, per node (by the layout's node map), median over runs with min–max whiskers:          under first touch (off) one node holds everything; interleaved and fragmented spaces spread it (004 §3.2.2).",
+        "No run reported bytes allocated per node.",
+    )?;
+    Ok(Some(("numa", "NUMA accesses")))
 }
 
 /// `concord jvm bench`: HotSpot's GC pause totals per GC-thread affinity mode, one series per

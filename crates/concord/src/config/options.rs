@@ -365,9 +365,13 @@ static OPTIONS: [OptionSpec; 36] = [
         key: "numa",
         env: "CONCORD_NUMA",
         kind: ValueKind::Switch(Switch::Numa),
-        doc: "NUMA layout of the heap (004 §3.2): off (first touch, workers not placed by node) \
-              or interleaved (eden, survivors and old with pages round-robin over the nodes; GC \
-              worker i pinned to the CPUs of node i % nodes) (default off in every preset).",
+        doc: "NUMA layout of the heap (004 §3.2): off (first touch, workers not placed by node), \
+              interleaved (eden, survivors and old with pages round-robin over the nodes; GC \
+              worker i pinned to the CPUs of node i % nodes), fragmented (eden and survivors one \
+              fragment per node, each of the whole space's virtual size; TLABs and PLABs from \
+              the allocating thread's node; old interleaved) or segregated (fragmented, plus \
+              node-local stealing and scan messages between nodes in young collections; at \
+              least one GC thread per node) (default off in every preset).",
         set: |c, v| {
             c.numa = v.parse()?;
             Ok(())
