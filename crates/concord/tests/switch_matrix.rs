@@ -292,6 +292,35 @@ fn check_numa(ctx: &str, combo: &Combo, stats: &concord::GcStats) {
     let fraction = stats.remote_copy_fraction();
     let allocated: u64 = report.bytes_allocated_per_node.iter().sum();
     assert!(allocated > 0, "{ctx}: no allocation counted per node");
+    // Each record carries what was allocated per node since the previous one: together they
+    // are the run's per-node totals up to the last collection.
+    let nodes = report.bytes_allocated_per_node.len();
+    let mut per_node_records = vec![0u64; nodes];
+    for r in &stats.records {
+        assert_eq!(
+            r.bytes_allocated_per_node.len(),
+            nodes,
+            "{ctx}: record {}",
+            r.id
+        );
+        for (sum, b) in per_node_records.iter_mut().zip(&r.bytes_allocated_per_node) {
+            *sum += b;
+        }
+    }
+    for (n, (&in_records, &total)) in per_node_records
+        .iter()
+        .zip(&report.bytes_allocated_per_node)
+        .enumerate()
+    {
+        assert!(
+            in_records <= total,
+            "{ctx}: node {n}: {in_records} > {total}"
+        );
+    }
+    assert!(
+        per_node_records.iter().sum::<u64>() > 0,
+        "{ctx}: no record counted allocation per node"
+    );
     match (synthetic, combo.numa) {
         (false, _) => {
             assert_eq!(report.nodes.len(), 1, "{ctx}");

@@ -34,6 +34,8 @@ pub(crate) struct HeapNuma {
     memory_bound: bool,
     /// Bytes handed to mutators, by node index.
     allocated: Box<[AtomicU64]>,
+    /// `allocated` as the last collection record read it.
+    allocated_at_last_record: Mutex<Vec<u64>>,
     /// Placements of GC workers the OS refused.
     placement_failures: Mutex<Vec<String>>,
 }
@@ -119,6 +121,7 @@ impl HeapNuma {
             topology,
             memory_bound,
             allocated: (0..nodes).map(|_| AtomicU64::new(0)).collect(),
+            allocated_at_last_record: Mutex::new(vec![0; nodes]),
             placement_failures: Mutex::new(Vec::new()),
         })
     }
@@ -154,6 +157,22 @@ impl HeapNuma {
         } else {
             1
         }
+    }
+
+    /// Bytes handed to mutators per node since the previous call (each collection's record
+    /// calls it once, with the world stopped and every TLAB retired).
+    pub fn allocated_since_last_record(&self) -> Vec<u64> {
+        let mut last = lock(&self.allocated_at_last_record);
+        self.allocated
+            .iter()
+            .zip(last.iter_mut())
+            .map(|(counter, seen)| {
+                let now = counter.load(Ordering::Relaxed);
+                let since = now.saturating_sub(*seen);
+                *seen = now;
+                since
+            })
+            .collect()
     }
 
     /// Whether figures are counted (more than one node, or a layout).

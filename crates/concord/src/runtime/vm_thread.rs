@@ -594,9 +594,11 @@ impl Operation<'_> {
                 .uses_task_manager_monitor()
                 .then(|| after.monitor.since(&before.monitor).into()),
             numa: None,
+            bytes_allocated_per_node: Vec::new(),
         };
         if heap.numa.accounting() {
             r.numa = Some(NumaCollectionRecord::from_workers(&r.workers));
+            r.bytes_allocated_per_node = heap.numa.allocated_since_last_record();
         }
         fill(&mut r);
         r.attribute_usage(pause.vm_usage);

@@ -121,6 +121,11 @@ pub struct CollectionRecord {
     /// when the heap counts no NUMA figures (one node and no layout).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub numa: Option<NumaCollectionRecord>,
+    /// Bytes handed to mutators (TLAB refills and direct allocations) since the previous
+    /// collection, by node index under the layout's node map; empty when the heap counts no
+    /// NUMA figures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bytes_allocated_per_node: Vec<u64>,
 }
 
 /// The NUMA figures of one collection: its workers' [`WorkerNumaStats`] summed.
@@ -593,6 +598,7 @@ impl CollectionRecord {
             cpu_occupancy: CpuOccupancy::default(),
             verified: None,
             numa: None,
+            bytes_allocated_per_node: Vec::new(),
         }
     }
 }
