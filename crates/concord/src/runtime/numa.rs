@@ -312,6 +312,21 @@ mod tests {
         .unwrap()
     }
 
+    /// Memory with two young fragments per space (a fragmented heap on two nodes).
+    fn two_fragment_memory() -> HeapMemory {
+        HeapMemory::with_layout(
+            SpaceSizes {
+                old: 4 * KIB64,
+                eden: 4 * KIB64,
+                survivor: KIB64,
+            },
+            2,
+            KIB64,
+            None,
+        )
+        .unwrap()
+    }
+
     fn config(layout: &str, topology: &str) -> GcConfig {
         let mut c = GcConfig::for_preset(Preset::Optimized);
         c.numa = layout.parse().unwrap();
@@ -415,17 +430,7 @@ mod tests {
     fn synthetic_fragmented_maps_young_addresses_by_fragment() {
         let config = config("fragmented", "0/1");
         assert_eq!(HeapNuma::young_fragments(&config, &cpus()).unwrap(), 2);
-        let mem = HeapMemory::with_layout(
-            SpaceSizes {
-                old: 4 * KIB64,
-                eden: 4 * KIB64,
-                survivor: KIB64,
-            },
-            2,
-            KIB64,
-            None,
-        )
-        .unwrap();
+        let mem = two_fragment_memory();
         let numa = HeapNuma::new(&config, &cpus(), &mem).unwrap();
         assert!(
             !numa.memory_bound,
@@ -502,17 +507,7 @@ mod tests {
     #[test]
     fn segregated_needs_a_gc_thread_per_node() {
         // A segregated heap is fragmented: one young fragment per node.
-        let mem = HeapMemory::with_layout(
-            SpaceSizes {
-                old: 4 * KIB64,
-                eden: 4 * KIB64,
-                survivor: KIB64,
-            },
-            2,
-            KIB64,
-            None,
-        )
-        .unwrap();
+        let mem = two_fragment_memory();
         let mut c = config("segregated", "0/1");
         c.gc_threads = 1;
         let err = c.validate().unwrap_err().to_string();
