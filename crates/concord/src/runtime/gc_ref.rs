@@ -231,12 +231,7 @@ impl<'m> Gc<'m> {
     #[inline(always)]
     #[track_caller]
     fn payload_field(self, offset: usize, len: usize) -> usize {
-        let h = self.header();
-        let bytes = h.payload_bytes();
-        if offset > bytes || bytes - offset < len {
-            payload_out_of_bounds(offset, len, bytes);
-        }
-        self.addr() + h.payload_offset() + offset
+        checked_payload_field(self.addr(), self.header(), offset, len)
     }
 }
 
@@ -264,11 +259,24 @@ pub(crate) fn slot_out_of_bounds(slot: usize, refs: usize) -> ! {
     panic!("reference slot {slot} out of bounds ({refs} slots)")
 }
 
+/// Address of `len` payload bytes at `offset` of the object at `obj` with header `h`, after
+/// checking they lie in its payload (the one bounds check of every payload accessor, through a
+/// `Gc` or a handle).
+#[inline(always)]
+#[track_caller]
+pub(crate) fn checked_payload_field(obj: usize, h: Header, offset: usize, len: usize) -> usize {
+    let bytes = h.payload_bytes();
+    if offset > bytes || bytes - offset < len {
+        payload_out_of_bounds(offset, len, bytes);
+    }
+    obj + h.payload_offset() + offset
+}
+
 /// The panic of an out-of-bounds payload access.
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub(crate) fn payload_out_of_bounds(offset: usize, len: usize, bytes: usize) -> ! {
+fn payload_out_of_bounds(offset: usize, len: usize, bytes: usize) -> ! {
     panic!(
         "payload access {offset}..{} out of bounds ({bytes} bytes)",
         offset.saturating_add(len)

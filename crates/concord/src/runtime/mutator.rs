@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::gc_ref::{payload_out_of_bounds, slot_out_of_bounds, Gc};
+use super::gc_ref::{checked_payload_field, slot_out_of_bounds, Gc};
 use super::heap::{GcError, Heap, HeapInner};
 use super::safepoint::Request;
 use crate::collection::verify::VerifyReport;
@@ -351,10 +351,9 @@ impl<'h> Mutator<'h> {
             slot_out_of_bounds(refs.len() - 1, ty.refs());
         }
         let h = ty.header();
-        let size = h.size_bytes();
-        // The fast path's own check, so the slots below know whether a card mark is needed.
-        let from_tlab = size < self.large_object_threshold && self.tlab_top + size <= self.tlab_end;
-        let a = self.allocate(h, size)?;
+        let a = self.allocate(h, h.size_bytes())?;
+        // A TLAB object is young, and young objects' cards are never scanned.
+        let from_tlab = a >= self.tlab_start && a < self.tlab_top;
         // Read the handles only now: the allocation may have collected and moved their objects.
         for (slot, r) in refs.iter().enumerate() {
             let v = r.map_or(0, |r| self.addr(r));
@@ -629,11 +628,7 @@ impl<'h> Mutator<'h> {
     #[track_caller]
     fn payload_range(&self, obj: Handle, offset: usize, len: usize) -> usize {
         let (o, h) = self.obj(obj);
-        let bytes = h.payload_bytes();
-        if offset > bytes || bytes - offset < len {
-            payload_out_of_bounds(offset, len, bytes);
-        }
-        o + h.payload_offset() + offset
+        checked_payload_field(o, h, offset, len)
     }
 
     /// Read a `T` at `offset` in the payload, bounds-checked.
