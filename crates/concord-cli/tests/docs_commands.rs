@@ -554,3 +554,48 @@ fn markers_and_continuations_are_read_as_the_guide_says() {
         ["a", "a-1", "concord-vs-hotspot-beside-hotspot"]
     );
 }
+
+#[test]
+fn checking_arguments_validates_the_configuration_and_starts_nothing() {
+    let checked = |args: &[&str]| {
+        common::command(args)
+            .env("CONCORD_CHECK_ARGS", "1")
+            .output()
+            .expect("the concord binary runs")
+    };
+    // Bad values are still refused, including those only building the configuration finds.
+    for bad in [
+        &["run", "binary-trees", "--heap", "12q"][..],
+        &[
+            "run",
+            "gcbench",
+            "--numa",
+            "fragmented",
+            "--numa-topology",
+            "0/0",
+        ],
+        &["compare", "gcbench", "--preset", "fast"],
+        &["ablation", "gcbench", "--only", "+faster"],
+        &["jvm", "bench", "--no-such-flag"],
+    ] {
+        let out = checked(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+    // Good ones stop before any work: no summary, no results directory.
+    let results = common::scratch("docs_commands_check").join("results");
+    let out_dir = results.to_str().unwrap();
+    for good in [
+        &["run", "binary-trees", "16", "--json"][..],
+        &["compare", "gcbench", "--out", out_dir],
+        &["jvm", "attach", "4242"],
+    ] {
+        let out = checked(good);
+        assert_eq!(out.status.code(), Some(0), "{good:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{good:?} printed {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(CHECKED),
+            "{out:?}"
+        );
+    }
+    assert!(!results.exists(), "compare created its results directory");
+}
