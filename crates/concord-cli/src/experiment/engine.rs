@@ -3,8 +3,10 @@
 //! run its summary and records go into the results directory and `experiment.json` is
 //! rewritten, so the directory is consistent whenever the process stops. A failed run is
 //! recorded and the experiment goes on; a stop request (Ctrl-C, SIGTERM) ends it after the
-//! current run.
+//! current run; a file of the results directory that cannot be written (a full disk) ends it
+//! too, saying what was lost (no further run could be kept).
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,7 +15,9 @@ use serde_json::json;
 
 use super::figures::{Figures, Outcome};
 use super::plan::Plan;
-use super::results::{write_atomic, ExperimentFile, ResultsDir, RunEntry, RUNS_DIR};
+use super::results::{
+    write_atomic, ExperimentFile, ResultsDir, RunEntry, EXPERIMENT_FILE, RUNS_DIR,
+};
 use super::runner::{RunFiles, RunResult};
 use crate::interference::Interference;
 use crate::RunFailed;
@@ -40,6 +44,9 @@ pub struct Executed {
     pub file: ExperimentFile,
     /// Per arm, per run with a result: the workload's own result details.
     pub details: Vec<Vec<Vec<(String, String)>>>,
+    /// What could not be written to the results directory and what that lost, when a write
+    /// failed after the first run started: the experiment stopped there.
+    pub write_failure: Option<String>,
 }
 
 impl Executed {
@@ -54,11 +61,11 @@ impl Executed {
     }
 
     /// The exit status: 128 + the signal if interrupted (130 for Ctrl-C, 143 for SIGTERM),
-    /// else 1 if a run failed, else success.
+    /// else 1 if a run failed or the results could not be written, else success.
     pub fn exit_code(&self) -> ExitCode {
         if self.file.interrupted {
             crate::interrupt::exit_code()
-        } else if self.failed().is_empty() {
+        } else if self.failed().is_empty() && self.write_failure.is_none() {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
@@ -88,7 +95,10 @@ fn run_arm(
 /// records into `dir` and `file` (as `experiment.json`) after every run. Before each run it
 /// looks at `stop`: once set, no further run starts, and the file says `interrupted`. A run
 /// that fails (an error, a wrong checksum, a failed verification) is recorded as `failed`, and
-/// the experiment goes on. `report` hears about every run before and after it.
+/// the experiment goes on. A run's summary or `experiment.json` that cannot be written stops
+/// the experiment after that run ([`Executed::write_failure`] says what was lost); only the
+/// first `experiment.json`, before any run, is an error (a [`RunFailed`]). `report` hears
+/// about every run before and after it.
 pub fn execute(
     plan: &Plan,
     dir: &ResultsDir,
@@ -102,6 +112,7 @@ pub fn execute(
     let digits = total.to_string().len().max(3);
     let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); arms.len()];
     let mut details: Vec<Vec<Vec<(String, String)>>> = vec![Vec::new(); arms.len()];
+    let mut write_failure = None;
     // Once the results directory exists, a file of it that cannot be written is a failed run
     // (exit 1), not bad input.
     dir.write_experiment(&file).map_err(RunFailed::wrap)?;
@@ -139,25 +150,30 @@ pub fn execute(
             status: "ok".to_string(),
             error: None,
         };
+        let what = format!("run {n} ({}, round {})", arm.id, round + 1);
+        let mut summary_lost = None;
         let line = match result {
-            Ok(result) => {
-                let mut text = serde_json::to_string_pretty(&result.summary)?;
-                text.push('\n');
-                let path = dir.path(&summary_rel);
-                write_atomic(&path, text.as_bytes())
-                    .with_context(|| format!("cannot write '{}'", path.display()))?;
-                entry.summary = Some(summary_rel);
-                if let Some(problem) = result.problem {
-                    entry.status = "failed".to_string();
-                    entry.error = Some(problem);
-                } else {
-                    // A run with a wrong result is recorded but not counted in the medians,
-                    // as the report leaves it out too.
-                    runs[a].push(result.figures);
-                    details[a].push(result.details);
+            Ok(result) => match write_summary(&dir.path(&summary_rel), &result.summary) {
+                Ok(()) => {
+                    entry.summary = Some(summary_rel);
+                    if let Some(problem) = result.problem {
+                        entry.status = "failed".to_string();
+                        entry.error = Some(problem);
+                    } else {
+                        // A run with a wrong result is recorded but not counted in the
+                        // medians, as the report leaves it out too.
+                        runs[a].push(result.figures);
+                        details[a].push(result.details);
+                    }
+                    result.line
                 }
-                result.line
-            }
+                Err(e) => {
+                    entry.status = "failed".to_string();
+                    entry.error = Some(format!("{e:#}: the run's summary is lost"));
+                    summary_lost = Some(format!("{e:#}: the summary of {what} is lost"));
+                    String::new()
+                }
+            },
             Err(e) => {
                 entry.status = "failed".to_string();
                 entry.error = Some(format!("{e:#}"));
@@ -165,8 +181,8 @@ pub fn execute(
             }
         };
         file.runs.push(entry);
+        let recorded = dir.write_experiment(&file);
         let entry = file.runs.last().expect("just pushed");
-        dir.write_experiment(&file).map_err(RunFailed::wrap)?;
         report(&RunEvent {
             n,
             total,
@@ -177,14 +193,46 @@ pub fn execute(
                 None => Ok(line),
             }),
         });
+        let index_lost = recorded.err().map(|e| {
+            let before = match n - 1 {
+                0 => "no run".to_string(),
+                1 => "only the run before it".to_string(),
+                k => format!("only the {k} runs before it"),
+            };
+            format!("{e:#}: {what} is missing from {EXPERIMENT_FILE}, which lists {before}")
+        });
+        let lost: Vec<String> = summary_lost.into_iter().chain(index_lost).collect();
+        if !lost.is_empty() {
+            write_failure = Some(format!(
+                "{}; the experiment stopped after run {n} of {total}",
+                lost.join("; ")
+            ));
+            break;
+        }
     }
     file.complete = file.runs.len() == total;
-    dir.write_experiment(&file).map_err(RunFailed::wrap)?;
+    if write_failure.is_none() {
+        if let Err(e) = dir.write_experiment(&file) {
+            write_failure = Some(format!(
+                "{e:#}: {EXPERIMENT_FILE} lists every run but does not say the experiment is \
+                 complete"
+            ));
+        }
+    }
     Ok(Executed {
         outcome: Outcome::of(runs),
         file,
         details,
+        write_failure,
     })
+}
+
+/// Writes a run's summary JSON to `path` atomically.
+fn write_summary(path: &Path, summary: &serde_json::Value) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(summary)?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 #[cfg(test)]
@@ -232,6 +280,85 @@ mod tests {
             .err()
             .expect("the write fails");
         assert!(err.downcast_ref::<RunFailed>().is_some(), "{err:#}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    /// A runner that, while it runs, puts a directory where `experiment.json` goes (as a
+    /// disk that fills up during the run would make its next write fail).
+    struct BlockingTheIndex;
+
+    impl Runner for BlockingTheIndex {
+        fn run(&self, files: &RunFiles) -> Result<RunResult> {
+            let root = files.records.parent().unwrap().parent().unwrap();
+            std::fs::remove_file(root.join(EXPERIMENT_FILE))?;
+            std::fs::create_dir(root.join(EXPERIMENT_FILE))?;
+            Failing.run(files)
+        }
+    }
+
+    #[test]
+    fn a_summary_that_cannot_be_written_stops_the_experiment_and_says_what_was_lost() {
+        let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
+        plan.repeat = 2;
+        let out = scratch("summary-lost");
+        let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::of_unix(0), "concord compare".into());
+        // A directory where the second run's summary goes: its write fails.
+        std::fs::create_dir(out.join("runs/002-b-0.summary.json")).unwrap();
+        let executed = execute(&plan, &dir, file, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let failure = executed.write_failure.as_deref().expect("a write failure");
+        assert!(
+            failure.starts_with("cannot write '") && failure.contains("002-b-0.summary.json"),
+            "{failure}"
+        );
+        assert!(
+            failure.contains("the summary of run 2 (b-0, round 1) is lost")
+                && failure.ends_with("the experiment stopped after run 2 of 4"),
+            "{failure}"
+        );
+        assert_eq!(executed.exit_code(), ExitCode::FAILURE);
+        // The first run counts; the second is recorded as failed, in the file too.
+        assert_eq!(executed.outcome.runs[0].len(), 1);
+        let json = read_json(&out.join("experiment.json"));
+        assert_eq!(json["complete"], false);
+        let runs = json["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0]["status"], "ok");
+        assert_eq!(runs[1]["status"], "failed");
+        assert_eq!(runs[1]["summary"], Value::Null);
+        assert!(
+            runs[1]["error"]
+                .as_str()
+                .unwrap()
+                .ends_with("the run's summary is lost"),
+            "{}",
+            runs[1]
+        );
+        let text = epilogue(&plan, &executed, &dir);
+        assert!(text.contains("stopped after 2 of 4 runs"), "{text}");
+        assert!(!text.contains("results written to"), "{text}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
+    #[test]
+    fn an_experiment_file_that_cannot_be_updated_stops_the_experiment_and_says_what_was_lost() {
+        let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
+        plan.arms[1].runner = Arc::new(BlockingTheIndex);
+        let out = scratch("index-lost");
+        let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
+        let file = plan.experiment_file(&Timestamp::of_unix(0), "concord compare".into());
+        let executed = execute(&plan, &dir, file, &AtomicBool::new(false), &mut |_| {}).unwrap();
+        let failure = executed.write_failure.as_deref().expect("a write failure");
+        assert!(failure.contains("experiment.json"), "{failure}");
+        assert!(
+            failure.contains(
+                "run 2 (b-0, round 1) is missing from experiment.json, which lists only the run \
+                 before it"
+            ),
+            "{failure}"
+        );
+        assert_eq!(executed.exit_code(), ExitCode::FAILURE);
+        assert_eq!(executed.file.runs.len(), 2);
         std::fs::remove_dir_all(&out).unwrap();
     }
 
