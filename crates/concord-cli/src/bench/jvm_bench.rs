@@ -955,6 +955,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn files_cut_short_or_complained_about_are_incomplete() {
+        assert_eq!(incomplete("", "", &LOG_COMPLAINTS), None);
+        assert_eq!(incomplete("a\nb\n", "warning: x\n", &LOG_COMPLAINTS), None);
+        assert_eq!(
+            incomplete("a\nb", "", &LOG_COMPLAINTS).as_deref(),
+            Some("it ends in a cut-off line")
+        );
+        let said = "  Could not flush log: file=/r/gc.log (No space left on device (28))\n";
+        assert_eq!(
+            incomplete("a\n", said, &LOG_COMPLAINTS).as_deref(),
+            Some(said.trim())
+        );
+    }
+
+    #[test]
     fn loads_are_parsed_and_named() {
         assert_eq!("none".parse(), Ok(JvmLoad::None));
         assert_eq!("jvms:2".parse(), Ok(JvmLoad::Jvms(2)));
@@ -1003,7 +1018,11 @@ mod tests {
             beside(Path::new("/r/runs/001-trees-none.records.jsonl"), "gc.log"),
             Path::new("/r/runs/001-trees-none.gc.log")
         );
-        assert!(option_text(Path::new("/a,b")).is_err());
+        assert_eq!(option_text(Path::new("/r/a b:c=d")).unwrap(), "/r/a b:c=d");
+        for (path, c) in [("/a,b", ','), ("/a\"b", '"'), ("/a%p", '%')] {
+            let err = option_text(Path::new(path)).unwrap_err().to_string();
+            assert!(err.contains(&format!("holds '{c}'")), "{err}");
+        }
         let err = choose("workloads", &["x".to_string()], &WORKLOADS)
             .unwrap_err()
             .to_string();
