@@ -195,11 +195,13 @@ fn on_full_disk(test: &str, pad: usize, args: &[&str]) -> (Output, PathBuf) {
     (output, copy)
 }
 
-/// Checks that every file of a results directory is complete: no hidden (staging) files, every
-/// file ending in a whole line, every summary JSON, `experiment.json` JSON naming only files
-/// that exist, and no empty file but the records of a run it marks failed.
+/// Checks that every file of a results directory is complete and recorded: `experiment.json`
+/// names only files that exist, every file in `runs/` is of a run it lists (`NNN-…`), no
+/// hidden (staging) file is left, every file ends in a whole line, every summary is JSON, and
+/// no file is empty but the records of a run it marks failed.
 fn assert_whole(results: &Path) {
     let e = read_json(&results.join("experiment.json"));
+    let listed = e["runs"].as_array().unwrap().len();
     let mut of_failed_runs = Vec::new();
     for run in e["runs"].as_array().unwrap() {
         for key in ["summary", "records"] {
@@ -215,6 +217,11 @@ fn assert_whole(results: &Path) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(!name.starts_with('.'), "{name} was left behind");
+        let n: usize = name.split('-').next().unwrap().parse().unwrap();
+        assert!(
+            (1..=listed).contains(&n),
+            "{name} is of a run experiment.json does not list"
+        );
         let bytes = std::fs::read(&path).unwrap();
         if bytes.is_empty() {
             assert!(of_failed_runs.contains(&path), "{name} is empty");
@@ -287,7 +294,10 @@ fn a_full_disk_fails_compare_with_status_1_saying_what_was_lost() {
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
-    assert!(stderr.contains("is lost") || stderr.contains("is missing from experiment.json"));
+    assert!(
+        stderr.contains("is lost (its files are removed"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("the experiment stopped after run"),
         "{stderr}"

@@ -150,8 +150,9 @@ pub fn execute(
             status: "ok".to_string(),
             error: None,
         };
-        let what = format!("run {n} ({}, round {})", arm.id, round + 1);
-        let mut summary_lost = None;
+        // What could not be written of this run; any of it loses the run.
+        let mut write_errors = Vec::new();
+        let mut measured = None;
         let line = match result {
             Ok(result) => match write_summary(&dir.path(&summary_rel), &result.summary) {
                 Ok(()) => {
@@ -162,15 +163,12 @@ pub fn execute(
                     } else {
                         // A run with a wrong result is recorded but not counted in the
                         // medians, as the report leaves it out too.
-                        runs[a].push(result.figures);
-                        details[a].push(result.details);
+                        measured = Some((result.figures, result.details));
                     }
                     result.line
                 }
                 Err(e) => {
-                    entry.status = "failed".to_string();
-                    entry.error = Some(format!("{e:#}: the run's summary is lost"));
-                    summary_lost = Some(format!("{e:#}: the summary of {what} is lost"));
+                    write_errors.push(format!("{e:#}"));
                     String::new()
                 }
             },
@@ -180,9 +178,23 @@ pub fn execute(
                 String::new()
             }
         };
+        let problem = entry.error.clone();
+        if !write_errors.is_empty() {
+            lose(&mut entry, problem.as_deref(), dir, &stem, &write_errors);
+        }
         file.runs.push(entry);
         let recorded = dir.write_experiment(&file);
-        let entry = file.runs.last().expect("just pushed");
+        let entry = file.runs.last_mut().expect("just pushed");
+        if let Err(e) = &recorded {
+            write_errors.push(format!("{e:#}"));
+            lose(entry, problem.as_deref(), dir, &stem, &write_errors);
+        }
+        if write_errors.is_empty() {
+            if let Some((figures, run_details)) = measured {
+                runs[a].push(figures);
+                details[a].push(run_details);
+            }
+        }
         report(&RunEvent {
             n,
             total,
@@ -193,19 +205,19 @@ pub fn execute(
                 None => Ok(line),
             }),
         });
-        let index_lost = recorded.err().map(|e| {
-            let before = match n - 1 {
-                0 => "no run".to_string(),
-                1 => "only the run before it".to_string(),
-                k => format!("only the {k} runs before it"),
+        if !write_errors.is_empty() {
+            let listed = match (recorded, n - 1) {
+                (Ok(()), _) => format!("{EXPERIMENT_FILE} records it as failed"),
+                (Err(_), 0) => format!("{EXPERIMENT_FILE} lists no run"),
+                (Err(_), 1) => format!("{EXPERIMENT_FILE} lists only the run before it"),
+                (Err(_), k) => format!("{EXPERIMENT_FILE} lists only the {k} runs before it"),
             };
-            format!("{e:#}: {what} is missing from {EXPERIMENT_FILE}, which lists {before}")
-        });
-        let lost: Vec<String> = summary_lost.into_iter().chain(index_lost).collect();
-        if !lost.is_empty() {
             write_failure = Some(format!(
-                "{}; the experiment stopped after run {n} of {total}",
-                lost.join("; ")
+                "{}: run {n} ({}, round {}) is lost (its files are removed; {listed}); the \
+                 experiment stopped after run {n} of {total}",
+                write_errors.join("; "),
+                arm.id,
+                round + 1
             ));
             break;
         }
@@ -225,6 +237,35 @@ pub fn execute(
         details,
         write_failure,
     })
+}
+
+/// Marks the run of `entry` lost to the `write_errors` of the results directory: failed (saying
+/// `problem` too, what failed the run before, if anything), naming no file, and its files
+/// (`runs/STEM.*`) removed, so that none of them is left looking like a result of a run the
+/// directory does not record.
+fn lose(
+    entry: &mut RunEntry,
+    problem: Option<&str>,
+    dir: &ResultsDir,
+    stem: &str,
+    write_errors: &[String],
+) {
+    entry.status = "failed".to_string();
+    let before = problem.map_or(String::new(), |p| format!("{p}; "));
+    entry.error = Some(format!(
+        "{before}{}: the run's results are lost",
+        write_errors.join("; ")
+    ));
+    entry.summary = None;
+    entry.records = None;
+    let prefix = format!("{stem}.");
+    if let Ok(files) = std::fs::read_dir(dir.path(RUNS_DIR)) {
+        for file in files.flatten() {
+            if file.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(file.path());
+            }
+        }
+    }
 }
 
 /// Writes a run's summary JSON to `path` atomically.
@@ -283,16 +324,16 @@ mod tests {
         std::fs::remove_dir_all(&out).unwrap();
     }
 
-    /// A runner that, while it runs, puts a directory where `experiment.json` goes (as a
-    /// disk that fills up during the run would make its next write fail).
-    struct BlockingTheIndex;
+    /// A runner that, while its inner runner runs, puts a directory where `experiment.json`
+    /// goes (as a disk that fills up during the run would make its next write fail).
+    struct BlockingTheIndex(Arc<dyn Runner>);
 
     impl Runner for BlockingTheIndex {
         fn run(&self, files: &RunFiles) -> Result<RunResult> {
             let root = files.records.parent().unwrap().parent().unwrap();
             std::fs::remove_file(root.join(EXPERIMENT_FILE))?;
             std::fs::create_dir(root.join(EXPERIMENT_FILE))?;
-            Failing.run(files)
+            self.0.run(files)
         }
     }
 
@@ -312,10 +353,15 @@ mod tests {
             "{failure}"
         );
         assert!(
-            failure.contains("the summary of run 2 (b-0, round 1) is lost")
-                && failure.ends_with("the experiment stopped after run 2 of 4"),
+            failure.contains(
+                "run 2 (b-0, round 1) is lost (its files are removed; experiment.json records it \
+                 as failed); the experiment stopped after run 2 of 4"
+            ),
             "{failure}"
         );
+        // Its records went with it.
+        assert!(!out.join("runs/002-b-0.records.jsonl").exists());
+        assert!(out.join("runs/001-a-0.records.jsonl").is_file());
         assert_eq!(executed.exit_code(), ExitCode::FAILURE);
         // The first run counts; the second is recorded as failed, in the file too.
         assert_eq!(executed.outcome.runs[0].len(), 1);
@@ -326,11 +372,12 @@ mod tests {
         assert_eq!(runs[0]["status"], "ok");
         assert_eq!(runs[1]["status"], "failed");
         assert_eq!(runs[1]["summary"], Value::Null);
+        assert_eq!(runs[1]["records"], Value::Null);
         assert!(
             runs[1]["error"]
                 .as_str()
                 .unwrap()
-                .ends_with("the run's summary is lost"),
+                .ends_with("the run's results are lost"),
             "{}",
             runs[1]
         );
@@ -343,7 +390,7 @@ mod tests {
     #[test]
     fn an_experiment_file_that_cannot_be_updated_stops_the_experiment_and_says_what_was_lost() {
         let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
-        plan.arms[1].runner = Arc::new(BlockingTheIndex);
+        plan.arms[1].runner = Arc::new(BlockingTheIndex(plan.arms[1].runner.clone()));
         let out = scratch("index-lost");
         let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
         let file = plan.experiment_file(&Timestamp::of_unix(0), "concord compare".into());
@@ -352,13 +399,23 @@ mod tests {
         assert!(failure.contains("experiment.json"), "{failure}");
         assert!(
             failure.contains(
-                "run 2 (b-0, round 1) is missing from experiment.json, which lists only the run \
-                 before it"
+                "run 2 (b-0, round 1) is lost (its files are removed; experiment.json lists only \
+                 the run before it)"
             ),
             "{failure}"
         );
         assert_eq!(executed.exit_code(), ExitCode::FAILURE);
         assert_eq!(executed.file.runs.len(), 2);
+        // The run measured, but nothing of it is recorded: not counted, its files removed.
+        assert_eq!(executed.file.runs[1].status, "failed");
+        assert_eq!(executed.outcome.runs[0].len(), 1);
+        assert_eq!(executed.outcome.runs[1].len(), 0);
+        let mut names: Vec<String> = std::fs::read_dir(out.join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["001-a-0.records.jsonl", "001-a-0.summary.json"]);
         std::fs::remove_dir_all(&out).unwrap();
     }
 
