@@ -226,8 +226,8 @@ pub fn execute(
     if write_failure.is_none() {
         if let Err(e) = dir.write_experiment(&file) {
             write_failure = Some(format!(
-                "{e:#}: {EXPERIMENT_FILE} lists every run but does not say the experiment is \
-                 complete"
+                "{e:#}: {EXPERIMENT_FILE} lists every run that ran but not how the experiment \
+                 ended"
             ));
         }
     }
