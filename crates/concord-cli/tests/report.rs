@@ -351,6 +351,113 @@ fn an_output_that_is_not_a_regular_file_is_refused() {
     assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
 }
 
+/// Every file of `dir` (relative name → bytes), to see that nothing changed.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(snapshot(&path));
+        } else {
+            files.push((path.clone(), fs::read(&path).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// An output that is one of the files the page is made from (`experiment.json`, a run's
+/// summary or records), by its name, another spelling of it, a symbolic link or a hard link,
+/// or a file a run names that is missing, is refused before anything is written: the page
+/// would take its place and the directory could not be read again.
+#[test]
+fn an_output_that_is_one_of_the_reports_inputs_is_refused() {
+    let (dir, results) = copied("output-is-input", "results-compare");
+    let mut exp = read_experiment(&results);
+    // A run whose summary is named but missing: the page must not be written in its place.
+    let missing = "runs/005-vanilla.summary.json";
+    let mut lost = exp["runs"][0].clone();
+    lost["summary"] = missing.into();
+    exp["runs"].as_array_mut().unwrap().push(lost);
+    write_experiment(&results, &exp);
+    let records = exp["runs"][1]["records"].as_str().unwrap().to_string();
+    let link = dir.join("link.html");
+    std::os::unix::fs::symlink(results.join("experiment.json"), &link).unwrap();
+    let hard = dir.join("hard.html");
+    fs::hard_link(results.join(&records), &hard).unwrap();
+    let before = snapshot(&results);
+    let r = results.to_str().unwrap();
+    for output in [
+        results.join("experiment.json"),
+        results.join("runs/001-vanilla.summary.json"),
+        results.join("runs/../runs/./001-vanilla.records.jsonl"),
+        results.join(missing),
+        link.clone(),
+        hard.clone(),
+    ] {
+        let o = output.to_str().unwrap();
+        assert_exit_2(
+            &["report", r, "-o", o],
+            "one of the results the report reads; the page would replace it",
+        );
+        assert_eq!(snapshot(&results), before, "-o {o} changed the results");
+    }
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        fs::read(&hard).unwrap(),
+        fs::read(results.join(&records)).unwrap()
+    );
+    // The directory still renders, to its default page and to a file of its own.
+    let o = concord(&["report", r]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    render(&results, &results.join("runs/page.html"));
+}
+
+/// A number replaced by something else in a summary is said on the page and on stderr (which
+/// file, which field, what it holds, that a number was expected); the page still renders, with
+/// the figure shown as missing.
+#[test]
+fn a_number_replaced_by_a_string_is_a_warning_on_the_page_and_on_stderr() {
+    let (dir, results) = copied("number-replaced", "results-compare");
+    let exp = read_experiment(&results);
+    let rel = exp["runs"][0]["summary"].as_str().unwrap().to_string();
+    let path = results.join(&rel);
+    let mut summary: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    summary["gc_pause_total_ms"] = "abc".into();
+    summary["steal_attempts"] = serde_json::json!([1, 2]);
+    fs::write(&path, summary.to_string()).unwrap();
+    let out = dir.join("page.html");
+    let o = concord(&[
+        "report",
+        results.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let html = fs::read_to_string(&out).unwrap();
+    assert!(html.contains("Read with care"));
+    for (field, found) in [
+        ("gc_pause_total_ms", "\"abc\""),
+        ("steal_attempts", "[1,2]"),
+    ] {
+        let note = format!(
+            "Run vanilla round 1: summary {rel}: field \"{field}\" is {found}, expected a number"
+        );
+        assert!(
+            stderr.contains(&format!("concord report: warning: {note}")),
+            "{stderr}"
+        );
+        let on_page = note.replace('"', "&quot;");
+        assert!(html.contains(&on_page), "{on_page} is not on the page");
+    }
+    // Only those two: the other runs' numbers, and strings where strings belong, are fine.
+    assert_eq!(stderr.matches("warning:").count(), 2, "{stderr}");
+}
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     let dir = scratch("bad");
