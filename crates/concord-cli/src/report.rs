@@ -83,11 +83,15 @@ fn check_output(path: &Path) -> anyhow::Result<()> {
 /// its place, and the directory could not be read again.
 fn check_not_an_input(output: &Path, exp: &model::Experiment) -> anyhow::Result<()> {
     if let Some(input) = exp.inputs().into_iter().find(|i| same_file(output, i)) {
+        let through = if input == output {
+            String::new()
+        } else {
+            format!(" (the same file as {})", input.display())
+        };
         anyhow::bail!(
-            "--output: {} is {}, one of the results the report reads; the page would replace \
-             it (write the page elsewhere, e.g. {})",
+            "--output: {}{through} is one of the results the report reads; the page would \
+             replace it (write the page elsewhere, e.g. {})",
             output.display(),
-            input.display(),
             exp.dir.join("report.html").display()
         );
     }

@@ -47,17 +47,23 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Render `dir` to `out` and return the page; the command must succeed.
 fn render(dir: &Path, out: &Path) -> String {
+    render_with_stderr(dir, out).0
+}
+
+/// [`render`], and what the command wrote to stderr.
+fn render_with_stderr(dir: &Path, out: &Path) -> (String, String) {
     let o = concord(&[
         "report",
         dir.to_str().unwrap(),
         "--output",
         out.to_str().unwrap(),
     ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "status {:?}: {stderr}", o.status);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("wrote"), "{stdout}");
-    fs::read_to_string(out).expect("the page was written")
+    let page = fs::read_to_string(out).expect("the page was written");
+    (page, stderr)
 }
 
 fn count(haystack: &str, needle: &str) -> usize {
@@ -429,16 +435,7 @@ fn a_number_replaced_by_a_string_is_a_warning_on_the_page_and_on_stderr() {
     summary["gc_pause_total_ms"] = "abc".into();
     summary["steal_attempts"] = serde_json::json!([1, 2]);
     fs::write(&path, summary.to_string()).unwrap();
-    let out = dir.join("page.html");
-    let o = concord(&[
-        "report",
-        results.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let html = fs::read_to_string(&out).unwrap();
+    let (html, stderr) = render_with_stderr(&results, &dir.join("page.html"));
     assert!(html.contains("Read with care"));
     for (field, found) in [
         ("gc_pause_total_ms", "\"abc\""),

@@ -411,7 +411,7 @@ impl Experiment {
 
     /// A note for every summary field the page reads as a number that holds something else
     /// (`"gc_pause_total_ms": "abc"`): Concord's own fields, and any field that is a number in
-    /// another run. The page shows it as missing (—) and leaves it out of the medians.
+    /// another run. Such a value counts as missing.
     fn check_numbers(&mut self) {
         let numeric_somewhere = |key: &str| {
             self.runs.iter().any(|r| {
@@ -437,8 +437,8 @@ impl Experiment {
                     found = found.chars().take(57).collect::<String>() + "…";
                 }
                 notes.push(format!(
-                    "Run {}: summary {}: field \"{key}\" is {found}, expected a number; it is \
-                     shown as — and left out of the medians.",
+                    "Run {}: summary {}: field \"{key}\" is {found}, expected a number; it \
+                     counts as missing (— on the page, left out of the medians).",
                     run_name(&run.entry),
                     run.entry.summary.as_deref().unwrap_or_default()
                 ));
