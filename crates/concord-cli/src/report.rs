@@ -9,8 +9,8 @@
 //!
 //! `model` reads the directory, `plots` draws, `page` and `kinds` write the HTML. The page is written to a
 //! temporary file next to the output and renamed into place, so a reader never sees half a page,
-//! and an output that names one of the files the page is made from is refused before anything
-//! is written.
+//! and an output that names one of the results (the files the page is made from, anything in
+//! `runs/`) is refused before anything is written.
 
 mod kinds;
 mod model;
@@ -44,7 +44,7 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
     }
     let exp = model::Experiment::load(dir)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
-    check_not_an_input(&output, &exp)?;
+    check_not_a_result(&output, &exp)?;
     let html = page::render(&exp)?;
     crate::experiment::results::write_atomic(&output, html.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))
@@ -78,20 +78,22 @@ fn check_output(path: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Refuses (bad input) an output that names a file the page is made from: `experiment.json`
-/// or a run's summary or records, also through a symbolic or hard link. The page would take
-/// its place, and the directory could not be read again.
-fn check_not_an_input(output: &Path, exp: &model::Experiment) -> anyhow::Result<()> {
-    if let Some(input) = exp.inputs().into_iter().find(|i| same_file(output, i)) {
+/// Refuses (bad input) an output that names one of the results: `experiment.json`, a run's
+/// summary or records, a file in `runs/`, also through a symbolic or hard link. The page would
+/// take its place, and the directory could not be read again.
+fn check_not_a_result(output: &Path, exp: &model::Experiment) -> anyhow::Result<()> {
+    let results = exp.results_files();
+    if let Some(input) = results.into_iter().find(|i| same_file(output, i)) {
         let through = if input == output {
             String::new()
         } else {
             format!(" (the same file as {})", input.display())
         };
         anyhow::bail!(
-            "--output: {}{through} is one of the results the report reads; the page would \
-             replace it (write the page elsewhere, e.g. {})",
+            "--output: {}{through} is one of the results in {}; the page would replace it \
+             (write the page elsewhere, e.g. {})",
             output.display(),
+            exp.dir.display(),
             exp.dir.join("report.html").display()
         );
     }

@@ -372,10 +372,10 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 
-/// An output that is one of the files the page is made from (`experiment.json`, a run's
-/// summary or records), by its name, another spelling of it, a symbolic link or a hard link,
-/// or a file a run names that is missing, is refused before anything is written: the page
-/// would take its place and the directory could not be read again.
+/// An output that is one of the results (`experiment.json`, a run's summary or records, any
+/// file in `runs/`), by its name, another spelling of it, a symbolic link or a hard link, or a
+/// file a run names that is missing, is refused before anything is written: the page would
+/// take its place and the directory could not be read again.
 #[test]
 fn an_output_that_is_one_of_the_reports_inputs_is_refused() {
     let (dir, results) = copied("output-is-input", "results-compare");
@@ -391,6 +391,7 @@ fn an_output_that_is_one_of_the_reports_inputs_is_refused() {
     std::os::unix::fs::symlink(results.join("experiment.json"), &link).unwrap();
     let hard = dir.join("hard.html");
     fs::hard_link(results.join(&records), &hard).unwrap();
+    fs::write(results.join("runs/notes.txt"), "kept beside the runs\n").unwrap();
     let before = snapshot(&results);
     let r = results.to_str().unwrap();
     for output in [
@@ -398,14 +399,12 @@ fn an_output_that_is_one_of_the_reports_inputs_is_refused() {
         results.join("runs/001-vanilla.summary.json"),
         results.join("runs/../runs/./001-vanilla.records.jsonl"),
         results.join(missing),
+        results.join("runs/notes.txt"),
         link.clone(),
         hard.clone(),
     ] {
         let o = output.to_str().unwrap();
-        assert_exit_2(
-            &["report", r, "-o", o],
-            "one of the results the report reads; the page would replace it",
-        );
+        assert_exit_2(&["report", r, "-o", o], "is one of the results in");
         assert_eq!(snapshot(&results), before, "-o {o} changed the results");
     }
     assert!(fs::symlink_metadata(&link)
@@ -419,7 +418,7 @@ fn an_output_that_is_one_of_the_reports_inputs_is_refused() {
     // The directory still renders, to its default page and to a file of its own.
     let o = concord(&["report", r]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    render(&results, &results.join("runs/page.html"));
+    render(&results, &results.join("page.html"));
 }
 
 /// A number replaced by something else in a summary is said on the page and on stderr (which

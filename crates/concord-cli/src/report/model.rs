@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::experiment::results::{ConfigurationEntry, ExperimentFile, RunEntry};
-use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
+use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, RUNS_DIR, VERSION};
 
 /// One collection record (the fields the page uses; everything else is ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -355,11 +355,18 @@ impl Experiment {
         Ok(exp)
     }
 
-    /// The files the page is made from: `experiment.json` and every file a run names.
-    pub fn inputs(&self) -> Vec<PathBuf> {
+    /// The results the page must never replace: `experiment.json`, every file a run names
+    /// (the page is made from them, present or not) and every file in `runs/` (a HotSpot run
+    /// keeps its GC log and the agent's records there).
+    pub fn results_files(&self) -> Vec<PathBuf> {
         let named = self.file.runs.iter().flat_map(|r| [&r.summary, &r.records]);
+        let in_runs = std::fs::read_dir(self.dir.join(RUNS_DIR))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some(e.ok()?.path()));
         std::iter::once(self.dir.join(EXPERIMENT_FILE))
             .chain(named.flatten().map(|rel| self.dir.join(rel)))
+            .chain(in_runs)
             .collect()
     }
 
