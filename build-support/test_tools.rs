@@ -22,6 +22,9 @@ const REQUIRE: &str = "CONCORD_REQUIRE_TEST_TOOLS";
 /// Where JDKs are installed (Debian's packages and Adoptium's).
 pub const JVM_DIR: &str = "/usr/lib/jvm";
 
+/// The JDK 17 the tests run (Debian's openjdk-17-jdk-headless, which `.ci/run` installs).
+pub const JDK17_HOME: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+
 /// The programs checked so far, and which are missing.
 pub struct TestTools {
     /// Whether a missing program fails the build.

@@ -8,10 +8,7 @@ mod test_tools;
 
 use std::path::PathBuf;
 
-use test_tools::{all_exist, jdk_files, on_path, TestTools};
-
-/// The JDK 17 that `tests/jvm.rs` runs (Debian's openjdk-17-jdk-headless).
-const JDK17_HOME: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+use test_tools::{all_exist, jdk_files, on_path, TestTools, JDK17_HOME};
 
 fn main() {
     let mut tools = TestTools::new();

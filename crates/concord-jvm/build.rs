@@ -6,10 +6,8 @@
 #[path = "../../build-support/test_tools.rs"]
 mod test_tools;
 
-use test_tools::{all_exist, jdk_files, TestTools};
+use test_tools::{all_exist, jdk_files, TestTools, JDK17_HOME};
 
-/// The JDK 17 the tests use (Debian's openjdk-17-jdk-headless).
-const JDK17_HOME: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
 /// The JDK 25 the tests use when present (Adoptium's temurin-25-jdk).
 const JDK25_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
