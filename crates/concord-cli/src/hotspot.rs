@@ -126,12 +126,22 @@ pub struct HotspotRun {
 
 /// Finds a JDK.
 ///
-/// With `explicit` (a `java` binary, a JDK `bin` directory or a JDK home) only that one is
-/// tried. Otherwise, in order: `$JAVA_HOME/bin`, `java`/`javac` on `PATH`,
+/// With `explicit` only that one is tried: a file is the `java` executable itself (its
+/// `javac` is found in the home it reports); a directory is a JDK `bin` directory or home. Otherwise, in order: `$JAVA_HOME/bin`, `java`/`javac` on `PATH`,
 /// `/usr/lib/jvm/java-17-openjdk-amd64/bin`. A candidate is accepted when `javac` exists
 /// next to `java` and `java -version` succeeds.
 pub fn find_java(explicit: Option<&Path>) -> Result<JavaTools> {
     if let Some(path) = explicit {
+        // A file is the java executable itself (a wrapper script or a link lives outside its
+        // JDK): it is asked for its home, never replaced by the `java` beside it.
+        if path.is_file() {
+            let jdk = crate::bench::jdk::Jdk::find(Some(path))?;
+            return Ok(JavaTools {
+                java: jdk.exe,
+                javac: jdk.javac,
+                version: jdk.version,
+            });
+        }
         let bin = explicit_bin_dir(path)?;
         return probe_bin_dir(&bin)
             .with_context(|| format!("--java {}: not a usable JDK", path.display()));
@@ -334,10 +344,6 @@ pub fn pause_count(pauses: &[HotspotPause], kind: PauseKind) -> usize {
 
 /// The `bin` directory meant by an explicit `--java` path.
 fn explicit_bin_dir(path: &Path) -> Result<PathBuf> {
-    if path.is_file() {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        return Ok(dir.unwrap_or(Path::new(".")).to_path_buf());
-    }
     if path.is_dir() {
         if path.join("bin").join("java").is_file() {
             return Ok(path.join("bin"));
@@ -816,6 +822,42 @@ random text
     fn explicit_java_that_does_not_exist() {
         let err = find_java(Some(Path::new("/nonexistent/jdk"))).unwrap_err();
         assert!(format!("{err:#}").contains("/nonexistent/jdk"));
+    }
+
+    /// `--java FILE` is that executable (here a wrapper script beside a decoy `java` that
+    /// fails), with `javac` from the home it reports, never the `java` in FILE's directory.
+    #[test]
+    #[cfg_attr(
+        no_jdk17,
+        ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+    )]
+    fn explicit_java_file_is_the_executable_given() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = env::temp_dir().join(format!("concord-java-wrapper-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let script = |name: &str, body: &str| {
+            let path = dir.join(name);
+            fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        script("java", "exit 3");
+        script("javac", "exit 3");
+        let wrapper = script(
+            "java17",
+            "exec /usr/lib/jvm/java-17-openjdk-amd64/bin/java \"$@\"",
+        );
+        let tools = find_java(Some(&wrapper));
+        let _ = fs::remove_dir_all(&dir);
+        let tools = tools.unwrap();
+        assert_eq!(tools.java, wrapper);
+        assert!(tools.version.starts_with("17"), "{tools:?}");
+        assert!(
+            tools
+                .javac
+                .starts_with("/usr/lib/jvm/java-17-openjdk-amd64"),
+            "{tools:?}"
+        );
     }
 
     /// Compiles and runs GCBench on a real JDK. `.ci/run` installs one; without it this fails

@@ -63,7 +63,8 @@ pub struct VsHotspotArgs {
         allow_negative_numbers = true
     )]
     pub repeat: u32,
-    /// A `java` binary, JDK bin directory or JDK home (default: JAVA_HOME, PATH, then JDK 17).
+    /// The `java` executable itself (run as given; javac comes from the home it reports), a JDK
+    /// bin directory or a JDK home (default: JAVA_HOME, PATH, then JDK 17).
     #[arg(long)]
     pub java: Option<std::path::PathBuf>,
     /// Extra JVM option (repeatable), e.g. --jvm-arg=-XX:-UseAdaptiveSizePolicy.
