@@ -22,6 +22,7 @@ mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
 pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
+pub use validate::same_file;
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
 /// For the PLAB tests, which cut a buffer of every accepted size.
 #[cfg(test)]
