@@ -847,15 +847,24 @@ fn collector_notice(kinds: &BTreeSet<GcWorkerKind>, gc_affinity: GcAffinity) -> 
     if gc_affinity == GcAffinity::None {
         return None;
     }
-    let names: Vec<&str> = concurrent.iter().map(|k| k.names()).collect();
-    Some(format!(
-        "{}: gc-affinity {gc_affinity} places its workers ({}) at each pause the agent sees \
-         (GarbageCollectionStart); they do most of their work concurrently with the program, \
-         between those pauses, where they keep the last placement while the load changes \
-         (dynamic follows the load only at the pauses)",
-        first.collector(),
-        names.join(", ")
-    ))
+    let names = concurrent
+        .iter()
+        .map(|k| k.names())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = match gc_affinity {
+        GcAffinity::Static => format!(
+            "gc-affinity static pins each of its workers ({names}) to one CPU when the agent \
+             first sees it; the pin holds for their concurrent work too"
+        ),
+        _ => format!(
+            "gc-affinity {gc_affinity} places its workers ({names}) at each pause the agent \
+             sees (GarbageCollectionStart); they do most of their work concurrently with the \
+             program, between those pauses, where the placement of the last pause holds while \
+             the load changes"
+        ),
+    };
+    Some(format!("{}: {what}", first.collector()))
 }
 
 #[cfg(test)]

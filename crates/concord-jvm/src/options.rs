@@ -260,26 +260,31 @@ impl AgentOptions {
         .collect()
     }
 
-    /// No two outputs may be one file (compared as files: `./x` and `x`, a link and its
-    /// target, two hard links): each would be written over the other.
-    pub fn check_distinct_outputs(&self) -> Result<(), OptionError> {
+    /// The first two outputs that are one file (compared as files: `./x` and `x`, a link and
+    /// its target, two hard links), later one first: each would be written over the other.
+    pub fn shared_output(&self) -> Option<[(&'static str, &Path); 2]> {
         let outputs = self.outputs();
-        for (i, &(key, path)) in outputs.iter().enumerate() {
-            if let Some(&(earlier, earlier_path)) = outputs[..i]
+        outputs.iter().enumerate().find_map(|(i, &later)| {
+            let earlier = outputs[..i]
                 .iter()
-                .find(|(_, p)| concord::config::same_file(p, path))
-            {
-                return Err(OptionError {
-                    problem: format!(
-                        "{key} '{}' names the same file as {earlier} '{}'",
-                        path.display(),
-                        earlier_path.display()
-                    ),
-                    allowed: "a file of its own for each output".into(),
-                });
-            }
+                .find(|(_, p)| concord::config::same_file(p, later.1))?;
+            Some([later, *earlier])
+        })
+    }
+
+    /// No two outputs may be one file (see [`AgentOptions::shared_output`]).
+    pub fn check_distinct_outputs(&self) -> Result<(), OptionError> {
+        match self.shared_output() {
+            Some([(key, path), (earlier, earlier_path)]) => Err(OptionError {
+                problem: format!(
+                    "{key} '{}' names the same file as {earlier} '{}'",
+                    path.display(),
+                    earlier_path.display()
+                ),
+                allowed: "a file of its own for each output".into(),
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

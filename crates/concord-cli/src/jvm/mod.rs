@@ -155,9 +155,17 @@ impl AgentFlags {
         options
             .check_supported()
             .map_err(|e| anyhow::anyhow!("--fifo-scope and --mutator-sched: {e}"))?;
-        options.check_distinct_outputs().map_err(|e| {
-            anyhow::anyhow!("--records, --report and --mutator-sched profile: {e}")
-        })?;
+        if let Some([(key, path), (earlier, earlier_path)]) = options.shared_output() {
+            let flag = |key: &str, path: &Path| match key {
+                "mutator-sched profile" => format!("--mutator-sched profile:{}", path.display()),
+                _ => format!("--{key} {}", path.display()),
+            };
+            bail!(
+                "{} names the same file as {}; give each output a file of its own",
+                flag(key, path),
+                flag(earlier, earlier_path)
+            );
+        }
         Ok(options)
     }
 }
@@ -257,8 +265,8 @@ mod tests {
         let err = flags.encode(Path::new("/w")).unwrap_err().to_string();
         assert_eq!(
             err,
-            "--records, --report and --mutator-sched profile: report '/w/./out.json' names the \
-             same file as records '/w/out.json'; allowed: a file of its own for each output"
+            "--report /w/./out.json names the same file as --records /w/out.json; give each \
+             output a file of its own"
         );
     }
 
