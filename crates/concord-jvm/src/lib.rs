@@ -54,10 +54,7 @@ fn claim_process() -> Result<Option<OwnedFd>, String> {
     let namespace = std::fs::read_link("/proc/self/ns/pid")
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let name = format!(
-        "concord-jvm-agent:{}:{namespace}",
-        std::process::id()
-    );
+    let name = format!("concord-jvm-agent:{}:{namespace}", std::process::id());
     // SAFETY: socket(2) takes three integers and returns a new descriptor or -1.
     let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {

@@ -402,7 +402,11 @@ mod tests {
             )),
             "{e}"
         );
-        let profile = format!("report={},mutator-sched=profile:{}/./x.json", x.display(), dir.display());
+        let profile = format!(
+            "report={},mutator-sched=profile:{}/./x.json",
+            x.display(),
+            dir.display()
+        );
         assert!(AgentOptions::parse(Some(&profile))
             .unwrap()
             .check_distinct_outputs()

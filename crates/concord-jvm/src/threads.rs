@@ -227,7 +227,13 @@ mod tests {
         assert_eq!(gc_worker("ZWorkerYoung#1"), Some((ZgcYoung, Some(1))));
         assert_eq!(gc_worker("ZWorkerOld#0"), Some((ZgcOld, Some(0))));
         assert_eq!(gc_worker("Shenandoah GC T"), Some((Shenandoah, None)));
-        for not_a_worker in ["G1 Conc#0", "G1 Refine#0", "ZDriver", "ZDirector", "Shenandoah Cont"] {
+        for not_a_worker in [
+            "G1 Conc#0",
+            "G1 Refine#0",
+            "ZDriver",
+            "ZDirector",
+            "Shenandoah Cont",
+        ] {
             assert_eq!(gc_worker(not_a_worker), None, "{not_a_worker}");
         }
         let scan = Scan {

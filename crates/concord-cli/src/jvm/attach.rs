@@ -199,6 +199,8 @@ pub fn load_failure(output: &str) -> Option<String> {
 
 /// Runs `concord jvm attach`.
 pub fn run(args: AttachArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let options = args.agent.encode(&cwd)?;
     let dir = proc_dir(args.pid)?;
     let status = std::fs::read_to_string(dir.join("status"))
         .with_context(|| format!("cannot read {}", dir.join("status").display()))?;
@@ -232,8 +234,6 @@ pub fn run(args: AttachArgs) -> Result<ExitCode> {
         );
     }
     check_attachable(args.pid, &options_of(&dir))?;
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let options = args.agent.encode(&cwd)?;
     let lib = agent_library()?;
     let jcmd = find_jcmd(exe.as_deref())?;
     let mut command = Command::new(&jcmd);

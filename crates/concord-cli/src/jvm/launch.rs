@@ -463,10 +463,7 @@ pub fn plan_launch(
     }
     if async_log {
         if let Some(own) = found.iter().find(|f| f.option == "-Xlog:async") {
-            notes.push(format!(
-                "--async-log: {}; not adding it again",
-                given(own)
-            ));
+            notes.push(format!("--async-log: {}; not adding it again", given(own)));
         } else {
             added.push("-Xlog:async".into());
             notes.push(
@@ -559,10 +556,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut options = args.agent.options(&cwd)?;
-    let outcome = std::env::temp_dir().join(format!(
-        "concord-jvm-outcome.{}.json",
-        std::process::id()
-    ));
+    let outcome =
+        std::env::temp_dir().join(format!("concord-jvm-outcome.{}.json", std::process::id()));
     options.outcome = Some(PathBuf::from(option_path(
         "the agent's outcome file (in TMPDIR)",
         &outcome,
@@ -613,7 +608,10 @@ fn output_problems(
     status: ExitStatus,
     pid: u32,
 ) -> Vec<String> {
-    let outputs = [("--report", &options.report), ("--records", &options.records)];
+    let outputs = [
+        ("--report", &options.report),
+        ("--records", &options.records),
+    ];
     let requested: Vec<(&str, &PathBuf)> = outputs
         .into_iter()
         .filter_map(|(flag, path)| Some((flag, path.as_ref()?)))
@@ -855,7 +853,8 @@ mod option_sources {
     }
 
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("concord-launch-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("concord-launch-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -864,7 +863,10 @@ mod option_sources {
     #[test]
     fn options_are_split_as_the_launcher_splits_them() {
         assert_eq!(
-            split_options("-Xmx1g  '-Dx=a b' \"-Dy=c\"\n# a comment -Xms1g\n-cp x", true),
+            split_options(
+                "-Xmx1g  '-Dx=a b' \"-Dy=c\"\n# a comment -Xms1g\n-cp x",
+                true
+            ),
             v(&["-Xmx1g", "-Dx=a b", "-Dy=c", "-cp", "x"])
         );
         assert_eq!(split_options("-Dz=#1", true), v(&["-Dz=#1"]));
@@ -884,12 +886,9 @@ mod option_sources {
             _ => None,
         };
         let found =
-            visible_jvm_options(&v(&["-Xss1m", &at, "Main", "@not-read", "-Xmx2g"]), &env)
-                .unwrap();
-        let shown: Vec<(String, String)> = found
-            .into_iter()
-            .map(|f| (f.option, f.source))
-            .collect();
+            visible_jvm_options(&v(&["-Xss1m", &at, "Main", "@not-read", "-Xmx2g"]), &env).unwrap();
+        let shown: Vec<(String, String)> =
+            found.into_iter().map(|f| (f.option, f.source)).collect();
         let pair = |o: &str, s: &str| (o.to_string(), s.to_string());
         assert_eq!(
             shown,
