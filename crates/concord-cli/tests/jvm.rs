@@ -525,6 +525,42 @@ fn start_sleeping_jvm(dir: &Path, options: &[&str]) -> (std::process::Child, i32
     (run, pid)
 }
 
+/// Starts `java FLAGS -cp DIR Sleep 60000` directly (no concord), once it has printed its pid.
+fn sleeping_java(dir: &Path, flags: &[&str]) -> std::process::Child {
+    compile(dir, "Sleep", SLEEP);
+    let mut jvm = Command::new(java())
+        .args(flags)
+        .args(["-cp", dir.to_str().unwrap(), "Sleep", "60000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(jvm.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    jvm
+}
+
+/// `concord jvm run OPTIONS -- java -XX:+UseParallelGC -Xmx32m -Xmn4m -cp DIR Churn 0`.
+fn churn_run(dir: &Path, options: &[&str]) -> Command {
+    compile(dir, "Churn", CHURN);
+    let java = java();
+    let mut args = vec!["jvm", "run"];
+    args.extend_from_slice(options);
+    args.extend([
+        "--",
+        &java,
+        "-XX:+UseParallelGC",
+        "-Xmx32m",
+        "-Xmn4m",
+        "-cp",
+        dir.to_str().unwrap(),
+        "Churn",
+        "0",
+    ]);
+    common::command(&args)
+}
+
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
 fn ended(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -544,22 +580,9 @@ fn signal(pid: i32, signal: i32) {
 #[test]
 fn records_that_cannot_be_written_fail_the_run_naming_what_was_lost() {
     let dir = scratch("jvm-records-full");
-    compile(&dir, "Churn", CHURN);
-    let java = java();
-    let o = concord(&[
-        "jvm",
-        "run",
-        "--records",
-        "/dev/full",
-        "--",
-        &java,
-        "-XX:+UseParallelGC",
-        "-Xmx32m",
-        "-cp",
-        dir.to_str().unwrap(),
-        "Churn",
-        "0",
-    ]);
+    let o = churn_run(&dir, &["--records", "/dev/full"])
+        .output()
+        .unwrap();
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(
@@ -577,27 +600,17 @@ fn records_that_cannot_be_written_fail_the_run_naming_what_was_lost() {
 #[test]
 fn records_cut_by_a_file_size_limit_keep_whole_lines_and_fail_the_run() {
     let dir = scratch("jvm-records-fsize");
-    compile(&dir, "Churn", CHURN);
     let records = dir.join("records.jsonl");
     let report = dir.join("report.json");
-    let java = java();
-    let mut cmd = common::command(&[
-        "jvm",
-        "run",
-        "--records",
-        records.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--",
-        &java,
-        "-XX:+UseParallelGC",
-        "-Xmx32m",
-        "-Xmn4m",
-        "-cp",
-        dir.to_str().unwrap(),
-        "Churn",
-        "0",
-    ]);
+    let mut cmd = churn_run(
+        &dir,
+        &[
+            "--records",
+            records.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
     // SAFETY: setrlimit in the forked child before exec, async-signal-safe, no allocation.
     // The JVM inherits the limit; HotSpot ignores SIGXFSZ, so its writes fail with EFBIG.
     unsafe {
@@ -788,22 +801,7 @@ fn a_second_copy_of_the_agent_is_refused_wherever_it_is_given() {
 #[test]
 fn attach_checks_what_it_needs_before_jcmd() {
     let dir = scratch("jvm-attach-checks");
-    compile(&dir, "Sleep", SLEEP);
-    let mut jvm = Command::new(java())
-        .args([
-            "-XX:+DisableAttachMechanism",
-            "-cp",
-            dir.to_str().unwrap(),
-            "Sleep",
-            "60000",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(jvm.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut jvm = sleeping_java(&dir, &["-XX:+DisableAttachMechanism"]);
     let pid = jvm.id().to_string();
     let o = concord(&["jvm", "attach", &pid]);
     let _ = jvm.kill();
@@ -829,16 +827,7 @@ fn attach_as_another_user_or_without_proc_access_is_refused_up_front() {
     // SAFETY: geteuid has no arguments and cannot fail.
     assert_eq!(unsafe { libc::geteuid() }, 0, "run as root");
     let dir = scratch("jvm-attach-user");
-    compile(&dir, "Sleep", SLEEP);
-    let mut jvm = Command::new(java())
-        .args(["-cp", dir.to_str().unwrap(), "Sleep", "60000"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(jvm.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut jvm = sleeping_java(&dir, &[]);
     let as_nobody = |pid: &str| {
         Command::new("/usr/bin/setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
