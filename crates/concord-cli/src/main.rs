@@ -13,6 +13,9 @@
 //! verification, an output that could not be written: a [`RunFailed`] error, or a command's
 //! own verdict); 2 bad input, rejected before anything ran (every other error); 130 / 143
 //! stopped by a signal; 141 standard output was a closed pipe ([`console`]).
+//!
+//! With `CONCORD_CHECK_ARGS=1` in the environment, `concord` only checks its command line
+//! ([`stop_if_checking_args`]): the documentation test runs the guide's long commands that way.
 
 mod bench;
 mod co_run;
@@ -160,6 +163,40 @@ enum Command {
     ThpTuner(thp_tuner::ThpTunerArgs),
 }
 
+impl Command {
+    /// Whether the command itself calls [`stop_if_checking_args`] where its work starts, after
+    /// building and validating its whole configuration (`run` and the experiment commands on
+    /// Concord heaps); the others are checked as far as parsing.
+    fn checks_args_before_work(&self) -> bool {
+        matches!(
+            self,
+            Command::Run(_)
+                | Command::Compare(_)
+                | Command::Sweep(_)
+                | Command::Ablation(_)
+                | Command::OsBench(_)
+                | Command::SchedBench(_)
+                | Command::PauseBench(_)
+        )
+    }
+}
+
+/// The environment variable that makes `concord` stop, with status 0, once its arguments (and,
+/// for `run` and the experiment commands, its whole configuration) are checked, before any
+/// work: how the documentation test checks commands that take minutes or need a JVM.
+const CHECK_ARGS_ENV: &str = "CONCORD_CHECK_ARGS";
+
+/// Under [`CHECK_ARGS_ENV`] (set and neither empty nor `0`), says how far the command line was
+/// checked (`how`) and ends the process with status 0; otherwise returns. Called before
+/// anything is written or started.
+pub fn stop_if_checking_args(how: &str) {
+    let checking = std::env::var_os(CHECK_ARGS_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    if checking {
+        errln!("concord: arguments checked ({how}); not running, since {CHECK_ARGS_ENV} is set");
+        std::process::exit(0);
+    }
+}
+
 fn main() -> ExitCode {
     abort_on_panic();
     logger::install();
@@ -167,6 +204,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_failure(&e),
     };
+    if !cli.command.checks_args_before_work() {
+        stop_if_checking_args("parsed");
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Ablation(args) => bench::ablation::run(args),

@@ -8,19 +8,22 @@
 //! affinity mode for os-bench, 001's lifespan histograms for sched-bench).
 //!
 //! `model` reads the directory, `plots` draws, `page` and `kinds` write the HTML. The page is written to a
-//! temporary file next to the output and renamed into place, so a reader never sees half a page.
+//! temporary file next to the output and renamed into place, so a reader never sees half a page,
+//! and an output that names one of the results (the files the page is made from, anything in
+//! `runs/`) is refused before anything is written.
 
 mod kinds;
 mod model;
 mod page;
 mod plots;
 
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use crate::console::outln;
+use crate::console::{errln, outln};
 
 /// Arguments of `concord report`.
 #[derive(clap::Args, Debug)]
@@ -40,8 +43,9 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
         check_output(path)?;
     }
     let exp = model::Experiment::load(dir)?;
-    let html = page::render(&exp)?;
     let output = output.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    check_not_a_result(&output, &exp)?;
+    let html = page::render(&exp)?;
     crate::experiment::results::write_atomic(&output, html.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))
         .map_err(crate::RunFailed::wrap)?;
@@ -74,6 +78,55 @@ fn check_output(path: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Refuses (bad input) an output that names one of the results: `experiment.json`, a run's
+/// summary or records, a file in `runs/`, also through a symbolic or hard link. The page would
+/// take its place, and the directory could not be read again.
+fn check_not_a_result(output: &Path, exp: &model::Experiment) -> anyhow::Result<()> {
+    let results = exp.results_files();
+    if let Some(input) = results.into_iter().find(|i| same_file(output, i)) {
+        let through = if input == output {
+            String::new()
+        } else {
+            format!(" (the same file as {})", input.display())
+        };
+        anyhow::bail!(
+            "--output: {}{through} is one of the results in {}; the page would replace it \
+             (write the page elsewhere, e.g. {})",
+            output.display(),
+            exp.dir.display(),
+            exp.dir.join("report.html").display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` name one file: the same device and inode where both exist (links and
+/// hard links too), else the same name in the same real directory (an input that is named but
+/// missing would be created by the page).
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return (ma.dev(), ma.ino()) == (mb.dev(), mb.ino());
+    }
+    matches!((file_identity(a), file_identity(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// `path` as an absolute name with its directory's links resolved; a dangling symbolic link
+/// stands for the file it would create.
+fn file_identity(path: &Path) -> Option<PathBuf> {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return Some(real);
+    }
+    let path = match std::fs::read_link(path) {
+        Ok(to) => path.parent().map_or(to.clone(), |dir| dir.join(&to)),
+        Err(_) => path.to_path_buf(),
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
+}
+
 /// For the bench commands: write `DIR/report.html` now and say where it is, or why not (a
 /// report that cannot be written does not fail the experiment; `concord report DIR` retries).
 pub fn after_experiment(dir: &Path) -> String {
@@ -89,6 +142,11 @@ pub fn after_experiment(dir: &Path) -> String {
 /// Read the results directory, write the page, say where it is.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let (output, exp) = write(&args.dir, args.output.as_deref())?;
+    // What the page's "Read with care" box says, also where a script or a person at the
+    // terminal sees it without opening the page.
+    for note in &exp.notes {
+        errln!("concord report: warning: {note}");
+    }
     let failed = exp.failed_runs().count();
     outln!(
         "concord report: wrote {} ({} configuration{}, {} run{}{}{})",

@@ -232,6 +232,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
              one instance, or --co-run without them)"
         );
     }
+    crate::stop_if_checking_args("configuration built and validated");
     if harness.co_run > 1 {
         log::info!(
             "starting {} instances of {} as separate processes",

@@ -120,6 +120,10 @@ fn gc_pause_lines(log: &str) -> Vec<&str> {
 }
 
 #[test]
+#[cfg_attr(
+    no_java,
+    ignore = "needs a JDK (java with javac on PATH) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_hotspot_17_log_is_read_with_cpu_times_and_safepoints() {
     let dir = scratch("diagnose-hotspot17");
     let log = hotspot_log(&dir);

@@ -77,6 +77,10 @@ public class Churn {
 "#;
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_program_runs_the_same_with_the_agent_and_its_exit_status_passes_through() {
     let dir = scratch("jvm-same-output");
     compile(&dir, "Churn", CHURN);
@@ -108,6 +112,10 @@ fn a_program_runs_the_same_with_the_agent_and_its_exit_status_passes_through() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_jvm_killed_by_a_signal_gives_128_plus_the_signal() {
     let dir = scratch("jvm-signal");
     compile(
@@ -137,6 +145,10 @@ public class Die {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn usage_errors_and_conflicting_flags_are_refused() {
     assert_exit_2(
         &["jvm", "run", "java", "-version"],
@@ -196,6 +208,10 @@ fn usage_errors_and_conflicting_flags_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_bad_agent_option_fails_the_jvm_with_the_agents_message() {
     let lib = agent();
     let o = Command::new(java())
@@ -212,6 +228,10 @@ fn a_bad_agent_option_fails_the_jvm_with_the_agents_message() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn the_report_counts_every_pause_of_the_gc_log() {
     let dir = scratch("jvm-report");
     compile(&dir, "Churn", CHURN);
@@ -254,6 +274,10 @@ fn the_report_counts_every_pause_of_the_gc_log() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_report_that_could_not_be_written_fails_the_run() {
     let java = java();
     let o = concord(&[
@@ -277,6 +301,10 @@ fn a_report_that_could_not_be_written_fails_the_run() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn thp_and_async_log_decisions_are_said() {
     let java = java();
     let o = concord(&[
@@ -315,6 +343,10 @@ fn thp_and_async_log_decisions_are_said() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn attach_loads_the_agent_into_a_running_jvm() {
     let dir = scratch("jvm-attach");
     compile(
@@ -399,6 +431,10 @@ fn attach_to_a_dead_pid_or_a_process_that_is_not_a_jvm_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_small_bench_writes_its_results_directory() {
     let out = scratch("jvm-bench").join("out");
     let o = concord(&[
@@ -446,6 +482,10 @@ fn a_small_bench_writes_its_results_directory() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_sigterm_to_concord_reaches_the_jvm() {
     let dir = scratch("jvm-sigterm");
     compile(
@@ -586,7 +626,7 @@ fn records_that_cannot_be_written_fail_the_run_naming_what_was_lost() {
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("concord: GC records /dev/full: No space left on device")
+        stderr.contains("concord: cannot write records to '/dev/full': No space left on device")
             && stderr.contains("collections) are lost"),
         "{stderr}"
     );
@@ -635,7 +675,8 @@ fn records_cut_by_a_file_size_limit_keep_whole_lines_and_fail_the_run() {
     let events = read_json(&report)["gc_events"].as_u64().unwrap() as usize;
     assert!(lines < events, "{lines} of {events}");
     let lost = format!(
-        "concord: GC records {}: File too large (os error 27); the records of GC({lines})..GC({}) \
+        "concord: cannot write records to '{}': File too large (os error 27); the records of \
+         GC({lines})..GC({}) \
          ({} collections) are lost",
         records.display(),
         events - 1,

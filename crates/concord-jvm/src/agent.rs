@@ -445,8 +445,14 @@ impl Agent {
             }
         }
         if let Some(lines) = records {
-            if let Err(failure) = lines.finish() {
-                self.output_failed(failure.to_string());
+            if let Err(f) = lines.finish() {
+                // Worded as before staging (`concord jvm bench` looks for this start).
+                self.output_failed(format!(
+                    "cannot write records to '{}': {}; {}",
+                    f.path.display(),
+                    f.error,
+                    f.lost
+                ));
             }
         }
     }
@@ -734,7 +740,7 @@ impl Agent {
             if let Err(e) = written {
                 // The staged file is gone: an earlier file at the path keeps its content.
                 self.output_failed(format!(
-                    "agent report {}: {e}; the report of this run is lost",
+                    "cannot write the report '{}': {e}; the report of this run is lost",
                     path.display()
                 ));
             }
@@ -753,7 +759,9 @@ impl Agent {
             .is_some_and(|path| write_outcome(path, &outcome).is_ok());
         for n in &report.notices {
             let failure = outcome.failures.contains(n);
-            if (failure && !told) || (!failure && !report_written) {
+            if failure && !told {
+                eprintln!("concord-jvm: {n}");
+            } else if !failure && !report_written {
                 eprintln!("concord-jvm: notice: {n}");
             }
         }

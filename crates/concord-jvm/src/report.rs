@@ -134,7 +134,7 @@ pub struct Outcome {
     /// did: it wrote nothing else.
     pub passive: Option<String>,
     /// Every output that could not be written completely: which, what went wrong, what was
-    /// lost (`GC records /x: No space left on device (os error 28); the records of
-    /// GC(155)..GC(1755) (1601 collections) are lost`).
+    /// lost (`cannot write records to '/x': No space left on device (os error 28); the
+    /// records of GC(155)..GC(1755) (1601 collections) are lost`).
     pub failures: Vec<String>,
 }

@@ -54,20 +54,28 @@ fn event_count_matches_the_gc_log(jdk: Jdk) {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn event_count_matches_the_gc_log_on_jdk17() {
     event_count_matches_the_gc_log(JDK17);
 }
 
 #[test]
 #[cfg_attr(
-    no_jdk25,
-    ignore = "JDK 25 is not installed at /usr/lib/jvm/temurin-25-jdk-amd64"
+    any(no_jdk17, no_jdk25),
+    ignore = "needs Temurin 25 in /usr/lib/jvm/temurin-25-jdk-amd64 and JDK 17 (its javac compiles the tests' programs) in /usr/lib/jvm/java-17-openjdk-amd64 when the tests were built"
 )]
 fn event_count_matches_the_gc_log_on_jdk25() {
     event_count_matches_the_gc_log(JDK25);
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn program_output_is_the_same_with_and_without_the_agent() {
     let dir = scratch("same-output");
     let flags = &["-XX:+UseParallelGC", "-XX:ParallelGCThreads=2", "-Xmx64m"];
@@ -96,6 +104,10 @@ fn allowed_cpus() -> Vec<u32> {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn static_affinity_shows_in_the_gc_threads_status() {
     let cpus = allowed_cpus();
     assert!(
@@ -156,6 +168,10 @@ fn static_affinity_shows_in_the_gc_threads_status() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn dynamic_affinity_moves_a_worker_off_a_crowded_cpu() {
     let cpus = allowed_cpus();
     assert!(
@@ -264,6 +280,10 @@ fn java_thread_policies(jvm: &LiveJvm) -> Vec<SchedPolicy> {
 }
 
 #[test]
+#[cfg_attr(
+    any(no_jdk17, no_sched_fifo),
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 and SCHED_FIFO (root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 1) when the tests were built: apt-get install openjdk-17-jdk-headless, run as root or `ulimit -r 1`"
+)]
 fn fifo_puts_java_threads_on_sched_fifo() {
     let dir = scratch("fifo");
     let report = dir.join("report.json");
@@ -295,6 +315,10 @@ fn fifo_puts_java_threads_on_sched_fifo() {
 }
 
 #[test]
+#[cfg_attr(
+    any(no_jdk17, no_sched_fifo),
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 and SCHED_FIFO (root, CAP_SYS_NICE or RLIMIT_RTPRIO >= 1) when the tests were built: apt-get install openjdk-17-jdk-headless, run as root or `ulimit -r 1`"
+)]
 fn fifo_scope_all_covers_the_jvms_own_threads() {
     let dir = scratch("fifo-all");
     let report = dir.join("report.json");
@@ -319,6 +343,10 @@ fn fifo_scope_all_covers_the_jvms_own_threads() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn bad_options_stop_the_jvm_naming_the_option_and_the_allowed_values() {
     let cases = [
         (
@@ -357,6 +385,10 @@ fn bad_options_stop_the_jvm_naming_the_option_and_the_allowed_values() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn a_collector_without_gc_workers_gets_a_notice() {
     let dir = scratch("serial");
     let report = dir.join("report.json");
@@ -536,6 +568,10 @@ fn records_past_a_file_size_limit_keep_whole_lines_and_say_what_was_lost() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn jcmd_attaches_the_agent_to_a_running_jvm() {
     let dir = scratch("attach");
     let report = dir.join("report.json");
@@ -573,6 +609,10 @@ fn jcmd_attaches_the_agent_to_a_running_jvm() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn profile_records_the_java_threads_then_decides_from_them() {
     let dir = scratch("profile");
     let profile = dir.join("waves.profile");
@@ -607,6 +647,10 @@ fn profile_records_the_java_threads_then_decides_from_them() {
 }
 
 #[test]
+#[cfg_attr(
+    no_jdk17,
+    ignore = "needs JDK 17 in /usr/lib/jvm/java-17-openjdk-amd64 (java, javac, jcmd, include/jvmti.h) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
 fn adaptive_samples_the_live_java_threads() {
     let dir = scratch("adaptive");
     let report = dir.join("report.json");

@@ -11,8 +11,13 @@
 //! [`crate::hotspot::parse_gc_log`]), its own wall time (startup excluded) and the agent's
 //! report (callback µs, affinity moves); the GC log, the agent's per-GC records and its report
 //! go to the results directory beside the run's summary (`runs/NNN-….gc.log`, `.agent.jsonl`,
-//! `.agent.json`). A wrong checksum, a JVM that failed or an agent that wrote no report fails
-//! the run.
+//! `.agent.json`). The JVM writes them into a hidden folder of the run (`runs/.NNN-….partial/`)
+//! and each is put in place only when complete, so a file that could not be written whole (a
+//! full disk) is never left looking like a result. A wrong checksum, a JVM that failed, an
+//! agent that wrote no report or a file that could not be written fails the run.
+//!
+//! `--java` is the java executable itself, asked what it is before anything runs
+//! ([`super::jdk`]); every path the JVM's options carry is checked up front (`--out`).
 
 use concord::os::process::kill_child_with_parent;
 use concord::telemetry::nearest_rank;
@@ -26,13 +31,16 @@ use clap::Args;
 use concord_workloads::WorkloadParams;
 use serde_json::{json, Value};
 
+use super::jdk::Jdk;
 use super::{conclude, Text};
 use crate::experiment::figures::{pauses_over, Figures};
+use crate::experiment::results::check_out;
 use crate::experiment::runner::{RunFiles, RunResult, Runner};
 use crate::experiment::{Arm, Column, Plan};
 use crate::flags::{count_in, BenchFlags, Size};
-use crate::hotspot::{self, HotspotPause, JavaTools, PauseKind};
+use crate::hotspot::{self, HotspotPause, PauseKind};
 use crate::interference::Interference;
+use crate::interrupt;
 use crate::jvm::{agent_library, FifoScope};
 use concord::os::policy::GcAffinity;
 use concord_jvm::options::AgentOptions;
@@ -96,9 +104,10 @@ pub struct JvmBenchArgs {
         value_name = "L,…"
     )]
     pub loads: Vec<String>,
-    /// The java binary, JDK bin directory or JDK home (default: $JAVA_HOME, PATH, then
-    /// /usr/lib/jvm/java-17-openjdk-amd64).
-    #[arg(long, value_name = "PATH")]
+    /// The java executable of the JDK to measure, e.g. /usr/lib/jvm/java-17-openjdk-amd64/bin/java
+    /// or a wrapper script (default: $JAVA_HOME/bin/java, java on PATH, then
+    /// /usr/lib/jvm/java-17-openjdk-amd64/bin/java).
+    #[arg(long, value_name = "FILE")]
     pub java: Option<PathBuf>,
     /// The Java heap (-Xms and -Xmx).
     #[arg(long, default_value = "96m", value_name = "SIZE")]
@@ -249,8 +258,9 @@ impl JavaWorkload {
     }
 }
 
-/// Writes both workloads' sources into `workdir` and compiles them into `workdir/classes`.
-fn compile(tools: &JavaTools, workdir: &Path) -> Result<PathBuf> {
+/// Writes both workloads' sources into `workdir` and compiles them into `workdir/classes`
+/// with the JDK's javac.
+fn compile(jdk: &Jdk, workdir: &Path) -> Result<PathBuf> {
     let classes = workdir.join("classes");
     std::fs::create_dir_all(&classes)
         .with_context(|| format!("cannot create {}", classes.display()))?;
@@ -263,12 +273,12 @@ fn compile(tools: &JavaTools, workdir: &Path) -> Result<PathBuf> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         sources.push(path);
     }
-    let output = Command::new(&tools.javac)
+    let output = Command::new(&jdk.javac)
         .args(["-encoding", "UTF-8", "-d"])
         .arg(&classes)
         .args(&sources)
         .output()
-        .with_context(|| format!("cannot start {}", tools.javac.display()))?;
+        .with_context(|| format!("cannot start {}", jdk.javac.display()))?;
     if !output.status.success() {
         bail!(
             "javac failed ({}):\n{}{}",
@@ -291,7 +301,7 @@ impl Drop for TempDir {
 
 /// One run of an arm: the JVM (and its co-running JVMs) with the agent's options.
 struct JvmRunner {
-    java: PathBuf,
+    jdk: Jdk,
     classes: PathBuf,
     /// The agent library, `None` for `off`.
     agent: Option<PathBuf>,
@@ -305,6 +315,11 @@ struct JvmRunner {
     jvms: usize,
 }
 
+/// The run's files, by their suffix after `NNN-label.`.
+const GC_LOG: &str = "gc.log";
+const AGENT_RECORDS: &str = "agent.jsonl";
+const AGENT_REPORT: &str = "agent.json";
+
 /// A file beside the run's records: `NNN-label.<suffix>`.
 fn beside(records: &Path, suffix: &str) -> PathBuf {
     let name = records
@@ -315,19 +330,123 @@ fn beside(records: &Path, suffix: &str) -> PathBuf {
     records.with_file_name(format!("{stem}.{suffix}"))
 }
 
+/// The characters a path in the JVM's options cannot hold, and why.
+const UNCARRIED: [(char, &str); 3] = [
+    (
+        ',',
+        "the agent's options (-agentpath:LIB=records=PATH,report=PATH) are separated by ','",
+    ),
+    (
+        '"',
+        "the JVM's -Xlog:gc:file=\"PATH\" puts the path in '\"'",
+    ),
+    (
+        '%',
+        "the JVM's -Xlog replaces %p and %t in a log file's name",
+    ),
+];
+
 /// A path as option text; refused if it would break the option it goes in.
-fn option_text(path: &Path) -> Result<String> {
-    let text = path
-        .to_str()
-        .with_context(|| format!("the path {} is not UTF-8", path.display()))?;
-    if text.contains([',', '"']) {
+fn option_text(path: &Path) -> Result<&str> {
+    let Some(text) = path.to_str() else {
         bail!(
-            "the path {text} contains ',' or '\"', which the JVM's options cannot carry (use a \
-             results directory without them)"
+            "'{}' is not UTF-8, which the JVM's options need",
+            path.display()
+        );
+    };
+    if let Some((c, why)) = UNCARRIED.iter().find(|(c, _)| text.contains(*c)) {
+        bail!(
+            "'{text}' holds '{c}', which the JVM's options cannot carry: {why} (allowed: a UTF-8 \
+             path without ',', '\"' or '%')"
         );
     }
-    Ok(text.to_string())
+    Ok(text)
 }
+
+/// The files one JVM run writes (GC log, the agent's records and report): the JVM writes them
+/// into a hidden folder beside the run's records, and each is put in place as
+/// `NNN-label.<suffix>` only once known complete. The folder goes with what is left in it
+/// when dropped, and on a second Ctrl-C.
+struct RunOutputs {
+    /// `runs/.NNN-label.partial`.
+    staging: PathBuf,
+    /// The run's records path, which the final names follow.
+    records: PathBuf,
+}
+
+impl RunOutputs {
+    fn create(records: &Path) -> Result<RunOutputs> {
+        let staging = beside(records, "partial");
+        let name = staging.file_name().unwrap_or_default().to_string_lossy();
+        let staging = staging.with_file_name(format!(".{name}"));
+        std::fs::create_dir(&staging)
+            .with_context(|| format!("cannot create '{}'", staging.display()))?;
+        interrupt::remove_on_quit(&staging);
+        Ok(RunOutputs {
+            staging,
+            records: records.to_path_buf(),
+        })
+    }
+
+    /// Where the JVM writes the file with `suffix`.
+    fn staged(&self, suffix: &str) -> PathBuf {
+        self.staging.join(suffix)
+    }
+
+    /// Puts the file with `suffix` in place, unless `lost` says why it is incomplete; returns
+    /// its name in the results directory's `runs/`, or adds to `problems` what was lost.
+    fn keep(
+        &self,
+        suffix: &str,
+        what: &str,
+        lost: Option<String>,
+        problems: &mut Vec<String>,
+    ) -> Option<String> {
+        let target = beside(&self.records, suffix);
+        let kept = match lost {
+            Some(why) => Err(why),
+            None => std::fs::rename(self.staged(suffix), &target)
+                .map_err(|e| format!("cannot put it in place as '{}': {e}", target.display())),
+        };
+        match kept {
+            Ok(()) => target.file_name().map(|n| n.to_string_lossy().into_owned()),
+            Err(why) => {
+                problems.push(format!("lost {what} ({why}): it is not kept"));
+                None
+            }
+        }
+    }
+}
+
+impl Drop for RunOutputs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+        interrupt::forget_on_quit(&self.staging);
+    }
+}
+
+/// Why a file a JVM or the agent wrote is incomplete, if it is: the writer's own complaint on
+/// the JVM's stderr (`complaints`: the start of its lines), or a last line cut off.
+fn incomplete(text: &str, stderr: &str, complaints: &[&str]) -> Option<String> {
+    let said = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| complaints.iter().any(|c| line.starts_with(c)));
+    match said {
+        Some(line) => Some(line.to_string()),
+        None if !text.is_empty() && !text.ends_with('\n') => {
+            Some("it ends in a cut-off line".to_string())
+        }
+        None => None,
+    }
+}
+
+/// What HotSpot's unified logging says on stderr when it cannot write a log file.
+const LOG_COMPLAINTS: [&str; 2] = ["Could not write log:", "Could not flush log:"];
+/// What the agent says on stderr when it cannot write its report.
+const REPORT_COMPLAINT: &str = "concord-jvm: cannot write the report";
+/// The start of the agent's notice (in its report) when it cannot write its records.
+const RECORDS_COMPLAINT: &str = "cannot write records";
 
 /// Co-running JVMs, stopped when dropped.
 struct Companions(Vec<Child>);
@@ -390,7 +509,7 @@ impl JvmRunner {
         let mut companions = Companions(Vec::new());
         let flags = self.jvm_flags(None, None)?;
         for i in 1..self.jvms {
-            let mut cmd = Command::new(&self.java);
+            let mut cmd = Command::new(&self.jdk.exe);
             // A JVM that hangs (FIFO on too few CPUs can) must not outlive a quit at once.
             kill_child_with_parent(&mut cmd);
             let child = cmd
@@ -421,19 +540,99 @@ fn agent_figures(report: &Value) -> (Option<f64>, Option<f64>, Option<f64>, Opti
     )
 }
 
+/// A JVM run's files as they were left: the GC log's text, the agent's report, and the names
+/// of those complete enough to be put in place (the others are counted as problems).
+struct Settled {
+    log: String,
+    report: Value,
+    gc_log: Option<String>,
+    agent_records: Option<String>,
+    agent_report: Option<String>,
+}
+
+impl JvmRunner {
+    /// Checks the files the JVM and the agent wrote into `outputs` (`stderr`: what the JVM
+    /// said) and puts every complete one in place; what is incomplete goes to `problems`.
+    fn settle(&self, outputs: &RunOutputs, stderr: &str, problems: &mut Vec<String>) -> Settled {
+        let read = |suffix: &str| std::fs::read_to_string(outputs.staged(suffix));
+        let (log, log_lost) = match read(GC_LOG) {
+            Ok(text) => {
+                let lost = incomplete(&text, stderr, &LOG_COMPLAINTS);
+                (text, lost)
+            }
+            Err(e) => (String::new(), Some(format!("cannot read it: {e}"))),
+        };
+        let gc_log = outputs.keep(GC_LOG, "the GC log", log_lost, problems);
+        if self.agent.is_none() {
+            return Settled {
+                log,
+                report: Value::Null,
+                gc_log,
+                agent_records: None,
+                agent_report: None,
+            };
+        }
+        let (report, report_lost) = match read(AGENT_REPORT) {
+            Ok(text) => match incomplete(&text, stderr, &[REPORT_COMPLAINT]) {
+                Some(why) => (Value::Null, Some(why)),
+                None => match serde_json::from_str::<Value>(&text) {
+                    Ok(report) => (report, None),
+                    Err(e) => (Value::Null, Some(format!("it is not JSON: {e}"))),
+                },
+            },
+            Err(e) => (
+                Value::Null,
+                Some(format!(
+                    "the agent wrote none ({e}); the JVM said: {}",
+                    stderr.trim()
+                )),
+            ),
+        };
+        // The agent notes in its report a records file it could not write: without the
+        // report, the records cannot be vouched for.
+        let records_lost = if report_lost.is_some() {
+            Some("without the agent's report, they cannot be known complete".to_string())
+        } else {
+            let notices = report["notices"].as_array().into_iter().flatten();
+            let notice = notices
+                .filter_map(Value::as_str)
+                .find(|n| n.starts_with(RECORDS_COMPLAINT));
+            match (notice, read(AGENT_RECORDS)) {
+                (Some(notice), _) => Some(format!("the agent said: {notice}")),
+                (None, Ok(text)) => incomplete(&text, "", &[]),
+                (None, Err(e)) => Some(format!("cannot read them: {e}")),
+            }
+        };
+        Settled {
+            log,
+            agent_records: outputs.keep(
+                AGENT_RECORDS,
+                "the agent's records",
+                records_lost,
+                problems,
+            ),
+            agent_report: outputs.keep(AGENT_REPORT, "the agent's report", report_lost, problems),
+            report,
+            gc_log,
+        }
+    }
+}
+
 impl Runner for JvmRunner {
     fn run(&self, files: &RunFiles) -> Result<RunResult> {
-        let gc_log = beside(&files.records, "gc.log");
-        let agent_records = beside(&files.records, "agent.jsonl");
-        let agent_report = beside(&files.records, "agent.json");
-        let mut flags = self.jvm_flags(Some(&agent_records), Some(&agent_report))?;
+        let outputs = RunOutputs::create(&files.records)?;
+        let mut flags = self.jvm_flags(
+            Some(&outputs.staged(AGENT_RECORDS)),
+            Some(&outputs.staged(AGENT_REPORT)),
+        )?;
+        // filecount=0: one file, never rotated into others that would not be put in place.
         flags.push(format!(
-            "-Xlog:gc:file=\"{}\":uptime,level,tags",
-            option_text(&gc_log)?
+            "-Xlog:gc:file=\"{}\":uptime,level,tags:filecount=0",
+            option_text(&outputs.staged(GC_LOG))?
         ));
         let companions = self.start_companions()?;
         let started = Instant::now();
-        let mut cmd = Command::new(&self.java);
+        let mut cmd = Command::new(&self.jdk.exe);
         kill_child_with_parent(&mut cmd);
         let output = cmd
             .args(&flags)
@@ -443,17 +642,20 @@ impl Runner for JvmRunner {
             .args(self.workload.args(self.rounds))
             .stdin(Stdio::null())
             .output()
-            .with_context(|| format!("cannot start {}", self.java.display()))?;
+            .with_context(|| format!("cannot start {}", self.jdk.java.display()))?;
         let process_wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let mut problems = companions.stop();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
+        // Complete files are kept also when the JVM failed: its GC log tells why.
+        let settled = self.settle(&outputs, &stderr, &mut problems);
         if !output.status.success() {
             bail!(
-                "the JVM failed ({}): {} {}\n{stdout}{stderr}",
+                "the JVM failed ({}): {} {}\n{stdout}{stderr}{}",
                 output.status,
-                self.java.display(),
-                flags.join(" ")
+                self.jdk.java.display(),
+                flags.join(" "),
+                problems.join("\n")
             );
         }
         let (checksum, wall_ms) = hotspot::parse_gcbench_output(&stdout)
@@ -462,31 +664,10 @@ impl Runner for JvmRunner {
         if checksum != expected {
             problems.push(format!("checksum {checksum} (expected {expected})"));
         }
-        let log = std::fs::read_to_string(&gc_log)
-            .with_context(|| format!("cannot read the GC log {}", gc_log.display()))?;
-        let pauses: Vec<HotspotPause> = hotspot::parse_gc_log(&log);
+        let pauses: Vec<HotspotPause> = hotspot::parse_gc_log(&settled.log);
         let mut sorted: Vec<f64> = pauses.iter().map(|p| p.ms).collect();
         sorted.sort_by(f64::total_cmp);
-        let report = match &self.agent {
-            None => Value::Null,
-            Some(_) => match std::fs::read_to_string(&agent_report) {
-                Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| {
-                    problems.push(format!(
-                        "the agent's report {} is not JSON: {e}",
-                        agent_report.display()
-                    ));
-                    Value::Null
-                }),
-                Err(e) => {
-                    problems.push(format!(
-                        "the agent wrote no report {} ({e}); the JVM said: {}",
-                        agent_report.display(),
-                        stderr.trim()
-                    ));
-                    Value::Null
-                }
-            },
-        };
+        let report = settled.report;
         let (events, cb_p50, cb_max, moves) = agent_figures(&report);
         let gc_ms = hotspot::total_pause_ms(&pauses);
         let figures = Figures {
@@ -505,7 +686,7 @@ impl Runner for JvmRunner {
         let summary = json!({
             "kind": "jvm",
             "workload": self.workload.name(),
-            "java": self.java.display().to_string(),
+            "java": self.jdk.java.display().to_string(),
             "jvm_flags": flags,
             "main": self.workload.main_class(),
             "args": self.workload.args(self.rounds),
@@ -522,8 +703,9 @@ impl Runner for JvmRunner {
             "checksum": checksum,
             "expected_checksum": expected,
             "checksum_ok": checksum == expected,
-            "gc_log": gc_log.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "agent_records": self.agent.as_ref().and(agent_records.file_name()).map(|n| n.to_string_lossy().into_owned()),
+            "gc_log": settled.gc_log,
+            "agent_records": settled.agent_records,
+            "agent_report": settled.agent_report,
             // The agent sees one event pair per GC VM operation; -Xlog:gc one line per pause.
             "agent_events_match_log": events.map(|e| e as usize == pauses.len()),
             "callback_us_p50": cb_p50,
@@ -613,6 +795,12 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
             args.heap
         );
     }
+    if let Some(out) = &args.bench.out {
+        // The runs' files are named in the JVM's options: a directory they cannot name is
+        // refused before anything is created.
+        option_text(out).map_err(|e| anyhow::anyhow!("--out {e}"))?;
+        check_out(out)?;
+    }
     let usable = concord::os::cpu::usable_cpu_count() as u32;
     let gc_threads = args.gc_threads.unwrap_or(2 * usable);
     let threads = args.threads.unwrap_or(usable);
@@ -621,7 +809,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let tools = hotspot::find_java(args.java.as_deref())?;
+    let jdk = Jdk::find(args.java.as_deref())?;
     let workdir = TempDir(std::env::temp_dir().join(format!(
         "concord-jvm-bench-{}-{}",
         std::process::id(),
@@ -629,7 +817,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     )));
-    let classes = compile(&tools, &workdir.0)?;
+    let classes = compile(&jdk, &workdir.0)?;
     let mut arms = Vec::new();
     let mut groups = Vec::new();
     for name in &workloads {
@@ -703,7 +891,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
                             _ => None,
                         },
                         runner: Arc::new(JvmRunner {
-                            java: tools.java.clone(),
+                            jdk: jdk.clone(),
                             classes: classes.clone(),
                             agent: (!off).then(|| agent.clone()).flatten(),
                             agent_options,
@@ -724,8 +912,10 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
     let mut plan = Plan::new("jvm-bench", workloads.join(","), arms, args.bench.repeat);
     plan.groups = groups;
     for (k, v) in [
-        ("jdk", json!(tools.version)),
-        ("java", json!(tools.java.display().to_string())),
+        ("jdk", json!(jdk.version)),
+        ("java", json!(jdk.java.display().to_string())),
+        ("java_home", json!(jdk.home.display().to_string())),
+        ("javac", json!(jdk.javac.display().to_string())),
         ("heap", json!(args.heap.to_string())),
         ("gc_threads", json!(gc_threads)),
         ("tree_threads", json!(threads)),
@@ -748,7 +938,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
     let header = format!(
         "concord jvm bench: HotSpot {} Parallel GC, heap {}, {gc_threads} GC threads on {usable} \
          usable CPUs, medians of {} alternating runs each",
-        tools.version, args.heap, plan.repeat
+        jdk.version, args.heap, plan.repeat
     );
     let note = "GC ms: total pause time from -Xlog:gc; ratio, wall x: to the group's first arm; \
                 max: longest pause; wall: the workload's own time (JVM startup excluded); cb p50 / \
@@ -763,6 +953,21 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_cut_short_or_complained_about_are_incomplete() {
+        assert_eq!(incomplete("", "", &LOG_COMPLAINTS), None);
+        assert_eq!(incomplete("a\nb\n", "warning: x\n", &LOG_COMPLAINTS), None);
+        assert_eq!(
+            incomplete("a\nb", "", &LOG_COMPLAINTS).as_deref(),
+            Some("it ends in a cut-off line")
+        );
+        let said = "  Could not flush log: file=/r/gc.log (No space left on device (28))\n";
+        assert_eq!(
+            incomplete("a\n", said, &LOG_COMPLAINTS).as_deref(),
+            Some(said.trim())
+        );
+    }
 
     #[test]
     fn loads_are_parsed_and_named() {
@@ -813,7 +1018,11 @@ mod tests {
             beside(Path::new("/r/runs/001-trees-none.records.jsonl"), "gc.log"),
             Path::new("/r/runs/001-trees-none.gc.log")
         );
-        assert!(option_text(Path::new("/a,b")).is_err());
+        assert_eq!(option_text(Path::new("/r/a b:c=d")).unwrap(), "/r/a b:c=d");
+        for (path, c) in [("/a,b", ','), ("/a\"b", '"'), ("/a%p", '%')] {
+            let err = option_text(Path::new(path)).unwrap_err().to_string();
+            assert!(err.contains(&format!("holds '{c}'")), "{err}");
+        }
         let err = choose("workloads", &["x".to_string()], &WORKLOADS)
             .unwrap_err()
             .to_string();

@@ -7,6 +7,7 @@
 
 pub mod ablation;
 pub mod compare;
+pub mod jdk;
 pub mod jvm_bench;
 pub mod os_bench;
 pub mod pause_bench;
@@ -23,7 +24,7 @@ use concord::config::GcThreads;
 use concord_workloads::{Workload, WorkloadParams};
 use serde_json::Value;
 
-use crate::console::{err, out, outln};
+use crate::console::{err, errln, out, outln};
 use crate::experiment::output::{epilogue, outcome_json};
 use crate::experiment::{default_heap, heap_arm, run_plan, Arm, Column, Executed, Plan, Variant};
 use crate::flags::{BenchFlags, WorkloadBench};
@@ -93,8 +94,9 @@ impl Text {
 
 /// Runs `plan` into its results directory (with progress and Ctrl-C handling), then prints
 /// the JSON of the outcome (with `json_more`'s additions) or `text` (the command's table),
-/// the epilogue, and writes the report unless `--no-report`. Returns the exit status: 130 if
-/// interrupted, 1 if a run failed.
+/// the epilogue, and writes the report unless `--no-report` (or the results directory could
+/// not be written: then that error, saying what was lost, ends the output on stderr). Returns
+/// the exit status: 130 if interrupted, 1 if a run failed or the results could not be written.
 pub fn conclude(
     plan: &Plan,
     bench: &BenchFlags,
@@ -102,7 +104,9 @@ pub fn conclude(
     text: impl FnOnce(&Executed) -> Text,
 ) -> Result<ExitCode> {
     let (executed, dir) = run_plan(plan, bench.out.as_deref())?;
-    let report = (!bench.no_report).then(|| crate::report::after_experiment(&dir.root));
+    let write_failure = executed.write_failure.as_ref();
+    let report = (!bench.no_report && write_failure.is_none())
+        .then(|| crate::report::after_experiment(&dir.root));
     let after = format!(
         "{}{}",
         epilogue(plan, &executed, &dir),
@@ -117,6 +121,9 @@ pub fn conclude(
         printed?;
     } else {
         out!("{}{after}", text(&executed).render(plan, &executed))?;
+    }
+    if let Some(failure) = write_failure {
+        errln!("concord: {failure}");
     }
     Ok(executed.exit_code())
 }

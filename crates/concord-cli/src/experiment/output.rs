@@ -85,6 +85,7 @@ pub fn outcome_json(plan: &Plan, executed: &Executed, dir: &ResultsDir) -> Value
         ("failed_runs", json!(executed.failed().len())),
         ("interrupted", json!(file.interrupted)),
         ("complete", json!(file.complete)),
+        ("write_failure", json!(executed.write_failure)),
     ] {
         out.insert(k.to_string(), v);
     }
@@ -92,7 +93,7 @@ pub fn outcome_json(plan: &Plan, executed: &Executed, dir: &ResultsDir) -> Value
 }
 
 /// The lines after a table: numeric workload details, failures, an interruption, and where
-/// the results are.
+/// the results are (and that they are incomplete when the directory could not be written).
 pub fn epilogue(plan: &Plan, executed: &Executed, dir: &ResultsDir) -> String {
     let mut s = String::new();
     let width = plan
@@ -142,7 +143,17 @@ pub fn epilogue(plan: &Plan, executed: &Executed, dir: &ResultsDir) -> String {
         );
     }
     let root = dir.root.display();
-    let _ = writeln!(s, "results written to {root}; see: concord report {root}");
+    if executed.write_failure.is_some() {
+        let _ = writeln!(
+            s,
+            "stopped after {} of {} runs: the results directory could not be written (see the \
+             error); what it holds is in {root}; see: concord report {root}",
+            executed.file.runs.len(),
+            plan.schedule().len()
+        );
+    } else {
+        let _ = writeln!(s, "results written to {root}; see: concord report {root}");
+    }
     s
 }
 

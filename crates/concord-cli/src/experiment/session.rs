@@ -68,6 +68,7 @@ impl Progress {
 /// Creates the results directory (`out`, else `results/<timestamp>`), runs `plan` with
 /// progress on stderr and Ctrl-C handling, and returns the runs with the directory.
 pub fn run_plan(plan: &Plan, out: Option<&Path>) -> Result<(Executed, ResultsDir)> {
+    crate::stop_if_checking_args("experiment planned, every configuration validated");
     let started = Timestamp::now();
     let dir = ResultsDir::create(out, &started)?;
     let file = plan.experiment_file(&started, command_line());

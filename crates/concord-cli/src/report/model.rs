@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::experiment::results::{ConfigurationEntry, ExperimentFile, RunEntry};
-use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, VERSION};
+use crate::experiment::results::{EXPERIMENT_FILE, FORMAT, RUNS_DIR, VERSION};
 
 /// One collection record (the fields the page uses; everything else is ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -224,6 +224,34 @@ impl Run {
     }
 }
 
+/// Keys of the summary JSON that are Concord's own, not the workload's: numbers (or null where
+/// a run has none), never anything else.
+pub const STANDARD_KEYS: &[&str] = &[
+    "wall_ms",
+    "gc_pause_total_ms",
+    "pause_p50_ms",
+    "pause_p99_ms",
+    "pause_max_ms",
+    "gc_count",
+    "young_count",
+    "full_count",
+    "bytes_allocated",
+    "bytes_copied",
+    "bytes_promoted",
+    "steal_attempts",
+    "steal_failures",
+    "steal_failure_rate",
+    "root_task_imbalance",
+    "mean_cpus_used",
+    "gc_threads",
+    "mutators",
+    "rounds",
+    "heap_size",
+    "checksum",
+    "expected_checksum",
+    "affinity_moves",
+];
+
 /// A JSON number, or a string holding one.
 pub fn as_f64(v: &Value) -> Option<f64> {
     match v {
@@ -322,8 +350,24 @@ impl Experiment {
             notes: Vec::new(),
         };
         exp.read_runs();
+        exp.check_numbers();
         exp.group();
         Ok(exp)
+    }
+
+    /// The results the page must never replace: `experiment.json`, every file a run names
+    /// (the page is made from them, present or not) and every file in `runs/` (a HotSpot run
+    /// keeps its GC log and the agent's records there).
+    pub fn results_files(&self) -> Vec<PathBuf> {
+        let named = self.file.runs.iter().flat_map(|r| [&r.summary, &r.records]);
+        let in_runs = std::fs::read_dir(self.dir.join(RUNS_DIR))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some(e.ok()?.path()));
+        std::iter::once(self.dir.join(EXPERIMENT_FILE))
+            .chain(named.flatten().map(|rel| self.dir.join(rel)))
+            .chain(in_runs)
+            .collect()
     }
 
     pub fn is_sweep(&self) -> bool {
@@ -341,16 +385,7 @@ impl Experiment {
             );
         }
         for entry in entries {
-            let who = format!(
-                "{}{} round {}",
-                entry.configuration,
-                entry
-                    .value
-                    .as_ref()
-                    .map(|v| format!(" ({v})"))
-                    .unwrap_or_default(),
-                entry.round + 1
-            );
+            let who = run_name(&entry);
             let (mut summary, mut records) = (None, None);
             if entry.status == "ok" {
                 summary = self.read_summary(&who, entry.summary.as_deref());
@@ -379,6 +414,44 @@ impl Experiment {
                 records,
             });
         }
+    }
+
+    /// A note for every summary field the page reads as a number that holds something else
+    /// (`"gc_pause_total_ms": "abc"`): Concord's own fields, and any field that is a number in
+    /// another run. Such a value counts as missing.
+    fn check_numbers(&mut self) {
+        let numeric_somewhere = |key: &str| {
+            self.runs.iter().any(|r| {
+                r.summary
+                    .as_ref()
+                    .and_then(|s| s.get(key))
+                    .and_then(as_f64)
+                    .is_some()
+            })
+        };
+        let mut notes = Vec::new();
+        for run in &self.runs {
+            let Some(Value::Object(summary)) = &run.summary else {
+                continue;
+            };
+            for (key, value) in summary {
+                let expected = STANDARD_KEYS.contains(&key.as_str()) || numeric_somewhere(key);
+                if !expected || value.is_null() || as_f64(value).is_some() {
+                    continue;
+                }
+                let mut found = value.to_string();
+                if found.chars().count() > 60 {
+                    found = found.chars().take(57).collect::<String>() + "…";
+                }
+                notes.push(format!(
+                    "Run {}: summary {}: field \"{key}\" is {found}, expected a number; it \
+                     counts as missing (— on the page, left out of the medians).",
+                    run_name(&run.entry),
+                    run.entry.summary.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+        self.notes.extend(notes);
     }
 
     /// The text of the run's `what` file `rel` (`summary`, `records`), or a note saying it is
@@ -613,6 +686,20 @@ impl Experiment {
             .collect();
         median(v)
     }
+}
+
+/// How notes name a run: `vanilla round 1`, `vanilla (4) round 2` for a sweep.
+fn run_name(entry: &RunEntry) -> String {
+    format!(
+        "{}{} round {}",
+        entry.configuration,
+        entry
+            .value
+            .as_ref()
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default(),
+        entry.round + 1
+    )
 }
 
 /// Reject anything but a concord-results file of our version, naming what is wrong.

@@ -136,33 +136,6 @@ details summary { cursor: pointer; color: #2b5d8a; margin: 8px 0; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.85em; }
 "#;
 
-/// Keys of the summary JSON that are Concord's own, not the workload's.
-const STANDARD_KEYS: &[&str] = &[
-    "wall_ms",
-    "gc_pause_total_ms",
-    "pause_p50_ms",
-    "pause_p99_ms",
-    "pause_max_ms",
-    "gc_count",
-    "young_count",
-    "full_count",
-    "bytes_allocated",
-    "bytes_copied",
-    "bytes_promoted",
-    "steal_attempts",
-    "steal_failures",
-    "steal_failure_rate",
-    "root_task_imbalance",
-    "mean_cpus_used",
-    "gc_threads",
-    "mutators",
-    "rounds",
-    "heap_size",
-    "checksum",
-    "expected_checksum",
-    "affinity_moves",
-];
-
 /// Workload measurements worth a column: numeric, not Concord's own, and named like a
 /// measurement (`latency_p99_us`, `throughput_ops_s`, …).
 fn measurement_keys(exp: &Experiment) -> Vec<String> {
@@ -179,7 +152,7 @@ fn measurement_keys(exp: &Experiment) -> Vec<String> {
                 || ["_us", "_ms", "_ns", "_s"]
                     .iter()
                     .any(|w| lower.ends_with(w));
-            if named && !STANDARD_KEYS.contains(&k.as_str()) && model::as_f64(v).is_some() {
+            if named && !model::STANDARD_KEYS.contains(&k.as_str()) && model::as_f64(v).is_some() {
                 keys.insert(k.clone());
             }
         }

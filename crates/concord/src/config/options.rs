@@ -26,9 +26,10 @@ use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
-/// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter)
-/// and `CONCORD_CONFIG` (where a front end may look for the TOML file).
-pub const NON_CONFIG_ENV_VARS: &[&str] = &["CONCORD_LOG", "CONCORD_CONFIG"];
+/// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter),
+/// `CONCORD_CONFIG` (where a front end may look for the TOML file) and `CONCORD_CHECK_ARGS`
+/// (the `concord` command only checks its arguments).
+pub const NON_CONFIG_ENV_VARS: &[&str] = &["CONCORD_LOG", "CONCORD_CONFIG", "CONCORD_CHECK_ARGS"];
 
 /// The prefix of every Concord environment variable.
 const ENV_PREFIX: &str = "CONCORD_";

@@ -1,0 +1,47 @@
+//! Build script: tells the tests which of the programs they run this machine has (see
+//! `build-support/test_tools.rs`), so that a test whose program is absent shows as ignored with
+//! its reason: headless Chromium for the report pages (cfg `no_chromium`), JDK 17 for
+//! `concord jvm` (cfg `no_jdk17`), and any JDK for the HotSpot comparisons (cfg `no_java`).
+
+#[path = "../../build-support/test_tools.rs"]
+mod test_tools;
+
+use std::path::PathBuf;
+
+use test_tools::{all_exist, jdk_files, on_path, TestTools, JDK17_HOME};
+
+fn main() {
+    let mut tools = TestTools::new();
+    tools.check(
+        "no_chromium",
+        on_path(&["chromium", "chromium-browser"]).is_some(),
+        "headless Chromium: `chromium` or `chromium-browser` on PATH (apt-get install chromium)",
+    );
+    let jdk17 = all_exist(&jdk_files(JDK17_HOME, &["java", "javac", "jcmd"], false));
+    tools.check(
+        "no_jdk17",
+        jdk17,
+        &format!(
+            "JDK 17's java, javac and jcmd in {JDK17_HOME}/bin (apt-get install \
+             openjdk-17-jdk-headless)"
+        ),
+    );
+    tools.check(
+        "no_java",
+        jdk17 || java_with_javac_on_path(),
+        "a JDK: `java` with `javac` beside it on PATH (apt-get install openjdk-17-jdk-headless)",
+    );
+    tools.finish();
+}
+
+/// Whether `java` is on PATH with `javac` in its directory or, the link resolved, in the
+/// JDK's own `bin` (where HotSpot's tools look).
+fn java_with_javac_on_path() -> bool {
+    let Some(java) = on_path(&["java"]) else {
+        return false;
+    };
+    let real = std::fs::canonicalize(&java).unwrap_or_else(|_| java.clone());
+    [java, real]
+        .iter()
+        .any(|j: &PathBuf| j.with_file_name("javac").is_file())
+}
