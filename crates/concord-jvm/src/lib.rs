@@ -21,7 +21,7 @@ pub mod threads;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use agent::{Agent, VmInfo};
 use jvmti::{event, jint, Capabilities, EventCallbacks, JNIEnv, JThread, JavaVM, Jvmti, JvmtiEnv};
@@ -39,8 +39,16 @@ pub static CONCORD_JVM_AGENT_MARKER: [u8; 12] = *b"concord-jvm\0";
 /// The agent of this JVM (one per process; a second load is refused).
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
-/// This copy's claim on the process (see the crate documentation), held while the JVM runs.
-static CLAIM: OnceLock<OwnedFd> = OnceLock::new();
+/// This copy's claim on the process (see the crate documentation), held while its agent runs
+/// and given up when a load fails (the JVM unloads the library then, statics and all).
+static CLAIM: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+/// Gives up the claim after a failed load, unless this copy's agent is running.
+fn release_claim_unless_running() {
+    if AGENT.get().is_none() {
+        CLAIM.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
 
 /// Why this process cannot be claimed: another copy of the agent holds it.
 const ANOTHER_COPY: &str = "another copy of the Concord agent (libconcord_jvm.so, loaded from \
@@ -153,7 +161,7 @@ unsafe fn load(vm: *mut JavaVM, options: *const c_char, attached: bool) -> jint 
     }
     match claim_process() {
         Ok(Some(claim)) => {
-            let _ = CLAIM.set(claim);
+            *CLAIM.lock().unwrap_or_else(|p| p.into_inner()) = Some(claim);
         }
         Ok(None) => {}
         Err(reason) => return stay_passive(&reason, &options, attached),
@@ -255,8 +263,12 @@ pub unsafe extern "C" fn Agent_OnLoad(
         // SAFETY: forwarded from the JVM (this function's contract).
         unsafe { load(vm, options, false) }
     });
-    outcome
-        .unwrap_or_else(|_| fail("internal error while loading; the JVM is told the load failed"))
+    let rc = outcome
+        .unwrap_or_else(|_| fail("internal error while loading; the JVM is told the load failed"));
+    if rc != JNI_OK {
+        release_claim_unless_running();
+    }
+    rc
 }
 
 /// Loaded into a running JVM (`jcmd PID JVMTI.agent_load`).
@@ -273,7 +285,11 @@ pub unsafe extern "C" fn Agent_OnAttach(
         // SAFETY: forwarded from the JVM (this function's contract).
         unsafe { load(vm, options, true) }
     });
-    outcome.unwrap_or_else(|_| fail("internal error while attaching; the attach failed"))
+    let rc = outcome.unwrap_or_else(|_| fail("internal error while attaching; the attach failed"));
+    if rc != JNI_OK {
+        release_claim_unless_running();
+    }
+    rc
 }
 
 /// The JVM unloads the agent (at exit): finish if `VMDeath` did not.

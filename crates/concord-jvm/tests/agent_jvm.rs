@@ -576,26 +576,34 @@ fn jcmd_attaches_the_agent_to_a_running_jvm() {
     let dir = scratch("attach");
     let report = dir.join("report.json");
     let mut jvm = LiveJvm::start(java(JDK17, None, PARALLEL_2, "GcThenWait", &["2"]));
-    let out = std::process::Command::new(JDK17.tool("jcmd"))
-        .arg(jvm.pid().to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_lib())
-        // jcmd's own parser splits an unquoted argument at '=': the options go in quotes.
-        .arg(format!(
-            "\"gc-affinity=static,report={}\"",
-            report.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    // A second load into the same JVM is refused (one agent state per process).
-    let again = std::process::Command::new(JDK17.tool("jcmd"))
-        .arg(jvm.pid().to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_lib())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&again.stdout);
+    let load = |library: &std::path::Path, options: &str| {
+        let mut jcmd = std::process::Command::new(JDK17.tool("jcmd"));
+        jcmd.arg(jvm.pid().to_string())
+            .arg("JVMTI.agent_load")
+            .arg(library);
+        if !options.is_empty() {
+            // jcmd's own parser splits an unquoted argument at '=': the options go in quotes.
+            jcmd.arg(format!("\"{options}\""));
+        }
+        let out = jcmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A load that fails (an output it cannot create) leaves no claim behind: a retry works.
+    let failed = load(&agent_lib(), "report=/nonexistent-dir/r.json");
+    assert!(failed.contains("return code: -1"), "{failed}");
+    let loaded = load(
+        &agent_lib(),
+        &format!("gc-affinity=static,report={}", report.display()),
+    );
+    assert!(loaded.contains("return code: 0"), "{loaded}");
+    // A second load into the same JVM is refused (one agent state per process), of the same
+    // file or of a copy under another name.
+    let said = load(&agent_lib(), "");
+    assert!(said.contains("return code: -1"), "{said}");
+    let copy = dir.join("copy.so");
+    std::fs::copy(agent_lib(), &copy).unwrap();
+    let said = load(&copy, "");
     assert!(said.contains("return code: -1"), "{said}");
     for _ in 0..3 {
         jvm.gc();
