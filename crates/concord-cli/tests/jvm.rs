@@ -186,7 +186,7 @@ fn usage_errors_and_conflicting_flags_are_refused() {
     let own = format!("-agentpath:{}", lib.display());
     assert_exit_2(
         &["jvm", "run", "--", &java, &own, "-version"],
-        "already loads the companion agent",
+        "(the companion agent, or a copy of it)",
     );
     assert_exit_2(
         &[
@@ -199,7 +199,7 @@ fn usage_errors_and_conflicting_flags_are_refused() {
             "-XX:-UseTransparentHugePages",
             "-version",
         ],
-        "sets -XX:-UseTransparentHugePages and --thp decides that flag too",
+        "the command line has -XX:-UseTransparentHugePages and --thp decides that flag too",
     );
     assert_exit_2(
         &["jvm", "run", "--thp-margin", "1g", "--", &java, "-version"],
@@ -528,4 +528,392 @@ public class Sleep {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(!rest.contains("not stopped"), "{rest}");
+}
+
+/// A program that prints its process id, then sleeps for its first argument, in ms.
+const SLEEP: &str = r#"
+public class Sleep {
+    public static void main(String[] args) throws Exception {
+        System.out.println(ProcessHandle.current().pid());
+        System.out.flush();
+        Thread.sleep(Long.parseLong(args[0]));
+    }
+}
+"#;
+
+/// Starts `concord jvm run OPTIONS -- java -cp DIR Sleep 60000` and returns it with the JVM's
+/// process id.
+fn start_sleeping_jvm(dir: &Path, options: &[&str]) -> (std::process::Child, i32) {
+    compile(dir, "Sleep", SLEEP);
+    let java = java();
+    let mut args = vec!["jvm", "run"];
+    args.extend_from_slice(options);
+    args.extend(["--", &java, "-cp", dir.to_str().unwrap(), "Sleep", "60000"]);
+    let mut run = common::command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(run.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid: i32 = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("a pid: {line:?}"));
+    (run, pid)
+}
+
+/// Starts `java FLAGS -cp DIR Sleep 60000` directly (no concord), once it has printed its pid.
+fn sleeping_java(dir: &Path, flags: &[&str]) -> std::process::Child {
+    compile(dir, "Sleep", SLEEP);
+    let mut jvm = Command::new(java())
+        .args(flags)
+        .args(["-cp", dir.to_str().unwrap(), "Sleep", "60000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(jvm.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    jvm
+}
+
+/// `concord jvm run OPTIONS -- java -XX:+UseParallelGC -Xmx32m -Xmn4m -cp DIR Churn 0`.
+fn churn_run(dir: &Path, options: &[&str]) -> Command {
+    compile(dir, "Churn", CHURN);
+    let java = java();
+    let mut args = vec!["jvm", "run"];
+    args.extend_from_slice(options);
+    args.extend([
+        "--",
+        &java,
+        "-XX:+UseParallelGC",
+        "-Xmx32m",
+        "-Xmn4m",
+        "-cp",
+        dir.to_str().unwrap(),
+        "Churn",
+        "0",
+    ]);
+    common::command(&args)
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Sends `signal` to `pid`.
+fn signal(pid: i32, signal: i32) {
+    // SAFETY: kill(2) on a process this test started (directly or through concord).
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill");
+}
+
+#[test]
+fn records_that_cannot_be_written_fail_the_run_naming_what_was_lost() {
+    let dir = scratch("jvm-records-full");
+    let o = churn_run(&dir, &["--records", "/dev/full"])
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("concord: cannot write records to '/dev/full': No space left on device")
+            && stderr.contains("collections) are lost"),
+        "{stderr}"
+    );
+    assert_eq!(
+        text(&o.stdout),
+        "sum=0\nline two\n",
+        "the program ran to its end"
+    );
+}
+
+#[test]
+fn records_cut_by_a_file_size_limit_keep_whole_lines_and_fail_the_run() {
+    let dir = scratch("jvm-records-fsize");
+    let records = dir.join("records.jsonl");
+    let report = dir.join("report.json");
+    let mut cmd = churn_run(
+        &dir,
+        &[
+            "--records",
+            records.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    // SAFETY: setrlimit in the forked child before exec, async-signal-safe, no allocation.
+    // The JVM inherits the limit; HotSpot ignores SIGXFSZ, so its writes fail with EFBIG.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 8000,
+                rlim_max: 8000,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    let kept = std::fs::read_to_string(&records).unwrap();
+    assert!(kept.ends_with('\n'), "whole lines only");
+    let lines = kept.lines().count();
+    let events = read_json(&report)["gc_events"].as_u64().unwrap() as usize;
+    assert!(lines < events, "{lines} of {events}");
+    let lost = format!(
+        "concord: cannot write records to '{}': File too large (os error 27); the records of \
+         GC({lines})..GC({}) \
+         ({} collections) are lost",
+        records.display(),
+        events - 1,
+        events - lines
+    );
+    assert!(stderr.contains(&lost), "{stderr}");
+}
+
+#[test]
+fn one_file_for_two_outputs_is_refused() {
+    let dir = scratch("jvm-same-file");
+    let x = dir.join("x.json");
+    let link = dir.join("link.json");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&x, &link).unwrap();
+    let (x, link) = (x.to_str().unwrap(), link.to_str().unwrap());
+    let java = java();
+    assert_exit_2(
+        &[
+            "jvm",
+            "run",
+            "--report",
+            x,
+            "--records",
+            x,
+            "--",
+            &java,
+            "-version",
+        ],
+        &format!("--report {x} names the same file as --records {x}"),
+    );
+    assert_exit_2(
+        &[
+            "jvm",
+            "run",
+            "--report",
+            x,
+            "--records",
+            link,
+            "--",
+            &java,
+            "-version",
+        ],
+        &format!("--report {x} names the same file as --records {link}"),
+    );
+    let me = std::process::id().to_string();
+    assert_exit_2(
+        &["jvm", "attach", &me, "--report", link, "--records", x],
+        "names the same file as --records",
+    );
+    assert!(!Path::new(x).exists(), "nothing was written");
+}
+
+#[test]
+fn an_existing_report_survives_a_jvm_killed_before_the_end() {
+    let dir = scratch("jvm-kill-report");
+    let report = dir.join("report.json");
+    std::fs::write(&report, "{\"earlier\": true}\n").unwrap();
+    let (run, jvm) = start_sleeping_jvm(&dir, &["--report", report.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        "{\"earlier\": true}\n",
+        "untouched while the JVM runs"
+    );
+    signal(jvm, libc::SIGKILL);
+    let o = run.wait_with_output().unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(128 + 9), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&report).unwrap(),
+        "{\"earlier\": true}\n"
+    );
+    assert!(
+        stderr.contains("the JVM was killed by signal 9 before the agent finished")
+            && stderr.contains(&format!(
+                "--report {} was not written; the file there keeps its earlier content",
+                report.display()
+            )),
+        "{stderr}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "staged files left: {left:?}");
+}
+
+#[test]
+fn killing_concord_ends_its_jvm() {
+    let dir = scratch("jvm-kill-concord");
+    let (mut run, jvm) = start_sleeping_jvm(&dir, &[]);
+    signal(run.id() as i32, libc::SIGKILL);
+    run.wait().unwrap();
+    let start = std::time::Instant::now();
+    while !ended(jvm) && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let gone = ended(jvm);
+    if !gone {
+        signal(jvm, libc::SIGKILL);
+    }
+    assert!(gone, "JVM {jvm} outlived the concord that ran it");
+}
+
+#[test]
+fn a_second_copy_of_the_agent_is_refused_wherever_it_is_given() {
+    let dir = scratch("jvm-agent-copy");
+    let copy = dir.join("copy.so");
+    std::fs::copy(agent(), &copy).unwrap();
+    let option = format!("-agentpath:{}=report=/tmp/x.json", copy.display());
+    let argfile = dir.join("options");
+    std::fs::write(&argfile, format!("# JVM options\n{option}\n")).unwrap();
+    let at = format!("@{}", argfile.display());
+    let java = java();
+    let refused = |o: std::process::Output, source: &str| {
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{source}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "concord: {source} has {option} (the companion agent, or a copy of it)"
+            )),
+            "{source}: {stderr}"
+        );
+    };
+    refused(
+        concord(&["jvm", "run", "--", &java, &option, "-version"]),
+        "the command line",
+    );
+    refused(concord(&["jvm", "run", "--", &java, &at, "-version"]), &at);
+    for variable in ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"] {
+        let o = common::command(&["jvm", "run", "--", &java, "-version"])
+            .env(variable, &option)
+            .output()
+            .unwrap();
+        refused(o, variable);
+    }
+    // Where concord cannot see it (a wrapper script sets the variable), the agent concord adds
+    // finds the other copy, stays passive, and the run fails saying so.
+    let wrapper = dir.join("java-wrapper");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nJAVA_TOOL_OPTIONS='-agentpath:{}' exec {java} \"$@\"\n",
+            copy.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let o = concord(&["jvm", "run", "--", wrapper.to_str().unwrap(), "-version"]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("concord: the agent concord jvm run added stayed passive: another copy"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn attach_checks_what_it_needs_before_jcmd() {
+    let dir = scratch("jvm-attach-checks");
+    let mut jvm = sleeping_java(&dir, &["-XX:+DisableAttachMechanism"]);
+    let pid = jvm.id().to_string();
+    let o = concord(&["jvm", "attach", &pid]);
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "JVM {pid} was started with -XX:+DisableAttachMechanism (the command line)"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("\tat "), "no Java stack trace: {stderr}");
+}
+
+/// As root: `jvm attach` run as another user (nobody) is refused up front, against a JVM of
+/// root's (a user mismatch) and against a process of its own whose /proc/PID/maps it may not
+/// read (a non-dumpable one); never a jcmd time-out or a Java stack trace.
+#[test]
+#[ignore = "needs root, setpriv and python3 (to run concord as another user): run as root with \
+            --ignored"]
+fn attach_as_another_user_or_without_proc_access_is_refused_up_front() {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "run as root");
+    let dir = scratch("jvm-attach-user");
+    let mut jvm = sleeping_java(&dir, &[]);
+    let as_nobody = |pid: &str| {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_concord"))
+            .args(["jvm", "attach", pid])
+            .current_dir("/")
+            .output()
+            .unwrap()
+    };
+    let pid = jvm.id().to_string();
+    let o = as_nobody(&pid);
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "process {pid} runs as uid 0 and concord as uid 65534"
+        )),
+        "{stderr}"
+    );
+    // A process of nobody's own that made itself non-dumpable: its maps are root's.
+    let mut hidden = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["/bin/sh", "-c", "exec /usr/bin/python3 -c 'import ctypes,time; ctypes.CDLL(None).prctl(4,0,0,0,0); print(1, flush=True); time.sleep(60)'"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(hidden.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let start = std::time::Instant::now();
+    let o = as_nobody(&hidden.id().to_string());
+    let took = start.elapsed();
+    let _ = hidden.kill();
+    let _ = hidden.wait();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot read /proc/{}/maps", hidden.id())),
+        "{stderr}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "no jcmd time-out: {took:?}"
+    );
 }

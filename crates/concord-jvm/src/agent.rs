@@ -9,8 +9,6 @@
 //! the pause. No JNI call is made from a GC callback.
 
 use std::collections::BTreeSet;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -20,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use concord::os::affinity::set_thread_affinity;
 use concord::os::cpu::{CpuView, LoadSampler, DEFAULT_SAMPLE_PERIOD};
+use concord::os::fs::{write_atomic, StagedFile};
 use concord::os::gc_affinity::dynamic::wake_cpu;
 use concord::os::gc_affinity::{static_cpu, AffinityReport, GcAffinityController};
 use concord::os::mutator_sched::{
@@ -29,10 +28,11 @@ use concord::os::procfs::ThreadCounter;
 use concord::os::rusage::thread_cpu_now;
 use concord::os::sched::{current_tid, set_fifo, DEFAULT_FIFO_PRIORITY};
 use concord::telemetry::nearest_rank;
+use concord::telemetry::output::{OutputKind, RecordLines};
 
 use crate::options::{AgentOptions, FifoScope, GcAffinity, MutatorSched};
-use crate::report::{GcRecord, Report, StaticBinding, ThreadCpu};
-use crate::threads::{refresh_gc_threads, GcThread, GcThreads, Scan};
+use crate::report::{GcRecord, Outcome, Report, StaticBinding, ThreadCpu};
+use crate::threads::{refresh_gc_threads, GcThread, GcThreads, GcWorkerKind, Scan};
 
 /// Lock, ignoring poisoning: a panic elsewhere was already caught and reported, and the data
 /// behind these locks stays consistent between statements.
@@ -175,36 +175,47 @@ pub struct Agent {
     java_threads_started: AtomicU64,
     java_threads_ended: AtomicU64,
     seen_gc_threads: Mutex<BTreeSet<i32>>,
+    /// The worker families seen (which collector this is).
+    seen_gc_kinds: Mutex<BTreeSet<GcWorkerKind>>,
     static_bindings: Mutex<Vec<StaticBinding>>,
     fifo_threads: Mutex<BTreeSet<i32>>,
     fifo_refused: AtomicBool,
     scan_state: Mutex<ScanState>,
     notices: Mutex<Vec<String>>,
     helper: Mutex<Option<(Sender<Job>, JoinHandle<()>)>>,
-    records_file: Mutex<Option<(File, String)>>,
-    report_file: Mutex<Option<(File, String)>>,
+    /// The records, staged beside their path (taken by the helper thread, which writes them).
+    records_file: Mutex<Option<RecordLines>>,
+    /// The report's file, staged beside its path until VM death.
+    report_file: Mutex<Option<StagedFile>>,
+    /// Outputs that could not be written completely: which, why, what was lost.
+    output_failures: Mutex<Vec<String>>,
     /// Set after a caught panic: every callback returns at once.
     disabled: AtomicBool,
     finished: AtomicBool,
 }
 
 impl Agent {
-    /// An agent for `options` in a VM described by `vm`. Opens the output files now, so that
-    /// an unwritable path stops the JVM at start-up rather than losing the results at exit.
+    /// An agent for `options` in a VM described by `vm`. Starts the output files now, each
+    /// staged beside its path (an existing file keeps its content until the new one is put in
+    /// place at VM death), so that an unwritable path stops the JVM at start-up rather than
+    /// losing the results at exit.
     pub fn new(options: AgentOptions, vm: VmInfo, attached: bool) -> Result<Self, String> {
-        let open = |path: &Option<std::path::PathBuf>, what: &str| -> Result<_, String> {
-            path.as_ref()
-                .map(|p| {
-                    File::create(p)
-                        .map(|f| (f, p.display().to_string()))
-                        .map_err(|e| {
-                            format!("cannot create the {what} file '{}': {e}", p.display())
-                        })
-                })
-                .transpose()
+        let cannot = |what: &str, path: &std::path::Path, e: std::io::Error| {
+            format!("cannot create the {what} file '{}': {e}", path.display())
         };
-        let records_file = open(&options.records, "records")?;
-        let report_file = open(&options.report, "report")?;
+        let records_file = options
+            .records
+            .as_deref()
+            .map(|p| {
+                RecordLines::create(OutputKind::GcRecords, p, None)
+                    .map_err(|e| cannot("records", p, e))
+            })
+            .transpose()?;
+        let report_file = options
+            .report
+            .as_deref()
+            .map(|p| StagedFile::create(p).map_err(|e| cannot("report", p, e)))
+            .transpose()?;
         let mut notices = Vec::new();
         let active = vm.is_hotspot();
         if !active {
@@ -305,6 +316,7 @@ impl Agent {
             java_threads_started: AtomicU64::new(0),
             java_threads_ended: AtomicU64::new(0),
             seen_gc_threads: Mutex::default(),
+            seen_gc_kinds: Mutex::default(),
             static_bindings: Mutex::default(),
             fifo_threads: Mutex::default(),
             fifo_refused: AtomicBool::new(false),
@@ -313,6 +325,7 @@ impl Agent {
             helper: Mutex::new(None),
             records_file: Mutex::new(records_file),
             report_file: Mutex::new(report_file),
+            output_failures: Mutex::default(),
             disabled: AtomicBool::new(false),
             finished: AtomicBool::new(false),
         })
@@ -391,9 +404,7 @@ impl Agent {
         }
     }
 
-    fn helper_loop(&self, rx: Receiver<Job>, records: Option<(File, String)>) {
-        let mut out = records.map(|(f, path)| (BufWriter::new(f), path));
-        let mut write_failed = false;
+    fn helper_loop(&self, rx: Receiver<Job>, mut records: Option<RecordLines>) {
         // Polls what the pauses left: soon after a collection, less often while none runs.
         let mut poll = HELPER_POLL_MIN;
         loop {
@@ -418,14 +429,12 @@ impl Agent {
                     Job::Rescan => self.guarded("rescan", |a| a.rescan()),
                     Job::SampleCpus => self.guarded("CPU sample", |a| a.sample_cpus()),
                     Job::Record(record) => {
-                        if let Some((w, path)) = out.as_mut() {
-                            let line = serde_json::to_string(&record).unwrap_or_default();
-                            if let Err(e) = writeln!(w, "{line}") {
-                                if !write_failed {
-                                    write_failed = true;
-                                    self.notice(format!("cannot write records to '{path}': {e}"));
-                                }
-                            }
+                        // Whole lines only: a write that fails part way is cut back, and the
+                        // records from there on are counted as lost.
+                        if let Some(lines) = records.as_mut() {
+                            lines.write_line(record.gc_id, || {
+                                serde_json::to_string(&record).map_err(std::io::Error::other)
+                            });
                         }
                     }
                     Job::Stop => {}
@@ -435,11 +444,24 @@ impl Agent {
                 break;
             }
         }
-        if let Some((mut w, path)) = out {
-            if let Err(e) = w.flush() {
-                self.notice(format!("cannot write records to '{path}': {e}"));
+        if let Some(lines) = records {
+            if let Err(f) = lines.finish() {
+                // Worded as before staging (`concord jvm bench` looks for this start).
+                self.output_failed(format!(
+                    "cannot write records to '{}': {}; {}",
+                    f.path.display(),
+                    f.error,
+                    f.lost
+                ));
             }
         }
+    }
+
+    /// An output could not be written completely: kept for the outcome and the report's
+    /// notices.
+    fn output_failed(&self, text: String) {
+        self.notice(text.clone());
+        lock(&self.output_failures).push(text);
     }
 
     /// Walk `/proc/self/task`: publish the GC workers for the next pause, pin new ones
@@ -461,6 +483,7 @@ impl Agent {
         let known = lock(&self.gc_threads).clone();
         let (threads, new) = refresh_gc_threads(&known, &scan);
         lock(&self.seen_gc_threads).extend(threads.iter().map(|t| t.tid));
+        lock(&self.seen_gc_kinds).extend(threads.iter().map(|t| t.kind));
         if self.active && self.options.gc_affinity == GcAffinity::Static {
             self.bind_static(&new);
         }
@@ -496,7 +519,8 @@ impl Agent {
         *lock(&self.sampled_cpus) = Some(cpus);
     }
 
-    /// `static`: GC worker `GC Thread#i` to the `i`-th allowed CPU, once.
+    /// `static`: the `i`-th GC worker (`GC Thread#i` for Parallel and G1) to the `i`-th allowed
+    /// CPU, once.
     fn bind_static(&self, new: &[(i32, usize)]) {
         if self.allowed_cpus.len() < 2 {
             return;
@@ -513,7 +537,7 @@ impl Agent {
                 Err(e) => {
                     self.affinity_failures.fetch_add(1, Ordering::Relaxed);
                     self.notice(format!(
-                        "cannot pin GC Thread#{index} (thread {tid}) to CPU {cpu}: {e}"
+                        "cannot pin GC worker {index} (thread {tid}) to CPU {cpu}: {e}"
                     ));
                 }
             }
@@ -702,18 +726,44 @@ impl Agent {
             // Writes a recorded profile (profile:PATH) and stops the adaptive sampler.
             *lock(&self.mutators_report) = Some(mutators.finish());
         }
+        let report_file = lock(&self.report_file).take();
+        let mut report_written = false;
+        if let (Some(mut file), Some(path)) = (report_file, self.options.report.as_ref()) {
+            let written = serde_json::to_vec_pretty(&self.report())
+                .map_err(std::io::Error::other)
+                .and_then(|mut bytes| {
+                    bytes.push(b'\n');
+                    file.append(&bytes)?;
+                    file.commit()
+                });
+            report_written = written.is_ok();
+            if let Err(e) = written {
+                // The staged file is gone: an earlier file at the path keeps its content.
+                self.output_failed(format!(
+                    "cannot write the report '{}': {e}; the report of this run is lost",
+                    path.display()
+                ));
+            }
+        }
         let report = self.report();
-        let Some((file, path)) = lock(&self.report_file).take() else {
-            for n in &report.notices {
+        // The outputs' fate goes to the `concord jvm run` that asked for it, which says it;
+        // else to the JVM's stderr, with the notices a report did not carry.
+        let outcome = Outcome {
+            passive: None,
+            failures: lock(&self.output_failures).clone(),
+        };
+        let told = self
+            .options
+            .outcome
+            .as_deref()
+            .is_some_and(|path| write_outcome(path, &outcome).is_ok());
+        for n in &report.notices {
+            let failure = outcome.failures.contains(n);
+            if failure && !told {
+                eprintln!("concord-jvm: {n}");
+            } else if !failure && !report_written {
                 eprintln!("concord-jvm: notice: {n}");
             }
-            return;
-        };
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| write_all(file, &bytes).map_err(|e| e.to_string()));
-        if let Err(e) = written {
-            eprintln!("concord-jvm: cannot write the report '{path}': {e}");
         }
     }
 
@@ -735,12 +785,11 @@ impl Agent {
             notices.extend(m.notices.iter().cloned());
         }
         let mutator_fifo = mutators.as_ref().map_or(0, |m| m.fifo_sets);
-        if self.active && gc_events > 0 && seen.is_empty() {
-            notices.push(
-                "no 'GC Thread#' workers in this JVM (a serial collector such as \
-                 -XX:+UseSerialGC?): gc-affinity stayed passive"
-                    .into(),
-            );
+        let kinds = lock(&self.seen_gc_kinds).clone();
+        if self.active && gc_events > 0 {
+            if let Some(text) = collector_notice(&kinds, self.options.gc_affinity) {
+                notices.push(text);
+            }
         }
         Report {
             jdk: self.vm.jdk.clone(),
@@ -754,6 +803,7 @@ impl Agent {
             allowed_cpus: self.allowed_cpus.clone(),
             gc_events,
             gc_threads: seen.len(),
+            gc_worker_names: kinds.iter().map(|k| k.names().to_string()).collect(),
             gc_thread_ids: seen.into_iter().collect(),
             affinity_moves: self.affinity_moves.load(Ordering::Relaxed),
             affinity_failures: self.affinity_failures.load(Ordering::Relaxed),
@@ -777,12 +827,52 @@ impl Agent {
     }
 }
 
-fn write_all(file: File, bytes: &[u8]) -> std::io::Result<()> {
-    let mut w = BufWriter::new(file);
-    w.write_all(bytes)?;
-    w.write_all(b"\n")?;
-    w.flush()?;
-    w.into_inner().map_err(|e| e.into_error())?.sync_all()
+/// Writes `outcome` to `path` (whole or not at all).
+pub fn write_outcome(path: &std::path::Path, outcome: &Outcome) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(outcome).map_err(std::io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+/// What the user should know about the collector's workers (`kinds`, the families seen) and
+/// what gc-affinity does with them; `None` when there is nothing to add (Parallel, G1).
+fn collector_notice(kinds: &BTreeSet<GcWorkerKind>, gc_affinity: GcAffinity) -> Option<String> {
+    if kinds.is_empty() {
+        return Some(
+            "no GC worker threads in this JVM (none named GC Thread#N as Parallel and G1 name \
+             them, ZWorker#N, XWorker#N, ZWorkerYoung#N or ZWorkerOld#N as ZGC does, or \
+             Shenandoah GC Threads#N): the collector works on the VM thread alone (Serial, as \
+             -XX:+UseSerialGC or HotSpot's choice on a machine with one CPU or under 1792 MB, \
+             or Epsilon), so gc-affinity has nothing to place and stayed passive"
+                .into(),
+        );
+    }
+    let concurrent: Vec<GcWorkerKind> = kinds
+        .iter()
+        .copied()
+        .filter(|k| k.mostly_concurrent())
+        .collect();
+    let first = concurrent.first()?;
+    if gc_affinity == GcAffinity::None {
+        return None;
+    }
+    let names = concurrent
+        .iter()
+        .map(|k| k.names())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = match gc_affinity {
+        GcAffinity::Static => format!(
+            "gc-affinity static pins each of its workers ({names}) to one CPU when the agent \
+             first sees it; the pin holds for their concurrent work too"
+        ),
+        _ => format!(
+            "gc-affinity {gc_affinity} places its workers ({names}) at each pause the agent \
+             sees (GarbageCollectionStart); they do most of their work concurrently with the \
+             program, between those pauses, where the placement of the last pause holds while \
+             the load changes"
+        ),
+    };
+    Some(format!("{}: {what}", first.collector()))
 }
 
 #[cfg(test)]

@@ -10,12 +10,13 @@
 //! | `records` | a file path (JSON lines, one per GC event) | none |
 //! | `report` | a file path (JSON written at VM death) | none |
 //! | `proc-stat` | a `/proc/stat`-format file `dynamic` reads CPU busy times from (tests, experiments) | `/proc/stat` |
+//! | `outcome` | a file path: at VM death, what became of the outputs (JSON, [`crate::report::Outcome`]); `concord jvm run` reads it | none |
 //!
 //! A value never contains `,`. Every problem is an [`OptionError`] whose text names what was
 //! wrong and what is allowed.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use concord::os::policy::{GcAffinity, MutatorSched};
@@ -64,7 +65,8 @@ impl FromStr for FifoScope {
 }
 
 /// The keys the agent understands, for error messages.
-pub const KEYS: &str = "gc-affinity, mutator-sched, fifo-scope, records, report, proc-stat";
+pub const KEYS: &str =
+    "gc-affinity, mutator-sched, fifo-scope, records, report, proc-stat, outcome";
 
 /// A bad option string: what was wrong and what is allowed. Displayed as
 /// `<what was wrong>; allowed: <list>` (the agent prefixes `concord-jvm: `).
@@ -100,6 +102,9 @@ pub struct AgentOptions {
     /// Where `dynamic` reads the CPUs' busy times (`None`: `/proc/stat`). Lets a test or an
     /// experiment set the load Algorithm 1 sees.
     pub proc_stat: Option<PathBuf>,
+    /// Where the agent says, at VM death, which outputs it wrote and what it lost
+    /// ([`crate::report::Outcome`]), for the `concord jvm run` that started the JVM.
+    pub outcome: Option<PathBuf>,
 }
 
 impl Default for AgentOptions {
@@ -111,6 +116,7 @@ impl Default for AgentOptions {
             records: None,
             report: None,
             proc_stat: None,
+            outcome: None,
         }
     }
 }
@@ -156,7 +162,7 @@ impl AgentOptions {
                 "fifo-scope" => {
                     options.fifo_scope = value.parse().map_err(|_| bad_value(FifoScope::ALLOWED))?
                 }
-                "records" | "report" | "proc-stat" => {
+                "records" | "report" | "proc-stat" | "outcome" => {
                     if value.is_empty() {
                         return Err(bad_value("a file path"));
                     }
@@ -164,6 +170,7 @@ impl AgentOptions {
                     match key {
                         "records" => options.records = path,
                         "report" => options.report = path,
+                        "outcome" => options.outcome = path,
                         _ => options.proc_stat = path,
                     }
                 }
@@ -196,6 +203,7 @@ impl AgentOptions {
             ("records", &self.records),
             ("report", &self.report),
             ("proc-stat", &self.proc_stat),
+            ("outcome", &self.outcome),
         ];
         for (key, path) in paths {
             if let Some(path) = path {
@@ -233,6 +241,53 @@ impl AgentOptions {
     }
 }
 
+impl AgentOptions {
+    /// The files the agent writes, with the option that names each: records, report, the
+    /// profile of `mutator-sched=profile:PATH` and the outcome file.
+    pub fn outputs(&self) -> Vec<(&'static str, &Path)> {
+        let profile = match &self.mutator_sched {
+            MutatorSched::Profile(path) => Some(path.as_path()),
+            _ => None,
+        };
+        [
+            ("records", self.records.as_deref()),
+            ("report", self.report.as_deref()),
+            ("mutator-sched profile", profile),
+            ("outcome", self.outcome.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(key, path)| Some((key, path?)))
+        .collect()
+    }
+
+    /// The first two outputs that are one file (compared as files: `./x` and `x`, a link and
+    /// its target, two hard links), later one first: each would be written over the other.
+    pub fn shared_output(&self) -> Option<[(&'static str, &Path); 2]> {
+        let outputs = self.outputs();
+        outputs.iter().enumerate().find_map(|(i, &later)| {
+            let earlier = outputs[..i]
+                .iter()
+                .find(|(_, p)| concord::config::same_file(p, later.1))?;
+            Some([later, *earlier])
+        })
+    }
+
+    /// No two outputs may be one file (see [`AgentOptions::shared_output`]).
+    pub fn check_distinct_outputs(&self) -> Result<(), OptionError> {
+        match self.shared_output() {
+            Some([(key, path), (earlier, earlier_path)]) => Err(OptionError {
+                problem: format!(
+                    "{key} '{}' names the same file as {earlier} '{}'",
+                    path.display(),
+                    earlier_path.display()
+                ),
+                allowed: "a file of its own for each output".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 fn gc_allowed() -> String {
     GcAffinity::ALL
         .iter()
@@ -259,7 +314,7 @@ mod tests {
     #[test]
     fn every_key_parses_and_round_trips() {
         let text = "gc-affinity=dynamic,mutator-sched=fifo,fifo-scope=all,records=/tmp/r.jsonl,\
-                    report=/tmp/rep.json,proc-stat=/tmp/stat";
+                    report=/tmp/rep.json,proc-stat=/tmp/stat,outcome=/tmp/o.json";
         let o = AgentOptions::parse(Some(text)).unwrap();
         assert_eq!(o.gc_affinity, GcAffinity::Dynamic);
         assert_eq!(o.mutator_sched, MutatorSched::Fifo);
@@ -267,6 +322,7 @@ mod tests {
         assert_eq!(o.records, Some(PathBuf::from("/tmp/r.jsonl")));
         assert_eq!(o.report, Some(PathBuf::from("/tmp/rep.json")));
         assert_eq!(o.proc_stat, Some(PathBuf::from("/tmp/stat")));
+        assert_eq!(o.outcome, Some(PathBuf::from("/tmp/o.json")));
         assert_eq!(o.to_option_string().unwrap(), text);
         let a = AgentOptions::parse(Some("mutator-sched=adaptive:0.5")).unwrap();
         assert_eq!(
@@ -323,6 +379,44 @@ mod tests {
                 .check_supported()
                 .is_ok());
         }
+    }
+
+    #[test]
+    fn two_outputs_in_one_file_are_refused() {
+        let dir = std::env::temp_dir().join(format!("concord-jvm-outputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let x = dir.join("x.json");
+        let link = dir.join("link.json");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&x, &link).unwrap();
+        let text = format!("report={},records={}", x.display(), link.display());
+        let e = AgentOptions::parse(Some(&text))
+            .unwrap()
+            .check_distinct_outputs()
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with(&format!(
+                "report '{}' names the same file as records '{}'",
+                x.display(),
+                link.display()
+            )),
+            "{e}"
+        );
+        let profile = format!(
+            "report={},mutator-sched=profile:{}/./x.json",
+            x.display(),
+            dir.display()
+        );
+        assert!(AgentOptions::parse(Some(&profile))
+            .unwrap()
+            .check_distinct_outputs()
+            .is_err());
+        let apart = format!("report={},records={}/r.jsonl", x.display(), dir.display());
+        AgentOptions::parse(Some(&apart))
+            .unwrap()
+            .check_distinct_outputs()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What the agent writes: one [`GcRecord`] per collection (JSON lines, `records=PATH`) and the
-//! [`Report`] at VM death (`report=PATH`).
+//! What the agent writes: one [`GcRecord`] per collection (JSON lines, `records=PATH`), the
+//! [`Report`] at VM death (`report=PATH`) and, for `concord jvm run`, the [`Outcome`] of its
+//! outputs (`outcome=PATH`).
 
 use concord::os::gc_affinity::AffinityReport;
 use concord::os::mutator_sched::MutatorSchedReport;
@@ -9,7 +10,8 @@ use concord::os::mutator_sched::MutatorSchedReport;
 pub struct ThreadCpu {
     /// Kernel thread id.
     pub tid: i32,
-    /// Its number in `GC Thread#N`.
+    /// Its number among its collector's workers (`N` in `GC Thread#N`, `ZWorker#N`, …; see
+    /// [`crate::threads`]).
     pub index: usize,
     /// Where it will run: `stat` field 39 (the CPU it last ran on), or the one CPU its mask
     /// allows if that differs (`None`: unreadable, e.g. the thread has ended).
@@ -21,7 +23,8 @@ pub struct ThreadCpu {
 pub struct StaticBinding {
     /// Kernel thread id.
     pub tid: i32,
-    /// Its number in `GC Thread#N`.
+    /// Its place among the GC workers (`N` in `GC Thread#N` for Parallel and G1), which
+    /// picks its CPU.
     pub index: usize,
     /// The CPU it is pinned to.
     pub cpu: u32,
@@ -77,8 +80,10 @@ pub struct Report {
     pub allowed_cpus: Vec<u32>,
     /// `GarbageCollectionStart`/`Finish` pairs seen.
     pub gc_events: u64,
-    /// Distinct `GC Thread#N` workers seen.
+    /// Distinct GC workers seen (`GC Thread#N`, `ZWorker#N`, … see [`crate::threads`]).
     pub gc_threads: usize,
+    /// Their names, one entry per family seen (`GC Thread#N`, `ZWorkerYoung#N`, …).
+    pub gc_worker_names: Vec<String>,
     /// Their thread ids.
     pub gc_thread_ids: Vec<i32>,
     /// Successful placements (static pins plus dynamic moves).
@@ -118,4 +123,18 @@ pub struct Report {
     pub mutator_sched_detail: Option<MutatorSchedReport>,
     /// Things the user should know: refused calls, a non-HotSpot VM, no GC workers, …
     pub notices: Vec<String>,
+}
+
+/// What became of the agent's outputs, written at VM death to `outcome=PATH` for the
+/// `concord jvm run` that started the JVM (which says it and fails the run when something is
+/// lost). A file that is missing means the agent never finished (the JVM was killed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// Why this copy of the agent stayed passive (another copy of it was loaded first), if it
+    /// did: it wrote nothing else.
+    pub passive: Option<String>,
+    /// Every output that could not be written completely: which, what went wrong, what was
+    /// lost (`cannot write records to '/x': No space left on device (os error 28); the
+    /// records of GC(155)..GC(1755) (1601 collections) are lost`).
+    pub failures: Vec<String>,
 }

@@ -406,7 +406,165 @@ fn a_collector_without_gc_workers_gets_a_notice() {
     assert_eq!(r["gc_threads"], 0);
     assert_eq!(r["affinity_moves"], 0);
     let notices = r["notices"].to_string();
-    assert!(notices.contains("no 'GC Thread#' workers"), "{r}");
+    assert!(notices.contains("no GC worker threads in this JVM"), "{r}");
+    assert!(notices.contains("Serial"), "{r}");
+}
+
+/// `gc-affinity=static` under a mostly concurrent collector: the agent finds the collector's
+/// own workers (checked against `/proc`'s names through the report), pins them, and says what
+/// the mechanism does there rather than calling it a serial collector.
+fn concurrent_collector_workers_are_pinned(jdk: Jdk, flag: &str, names: &[&str], collector: &str) {
+    let dir = scratch(&format!("concurrent-{}-{}", jdk.major, &flag[7..]));
+    let report = dir.join("report.json");
+    let options = format!("gc-affinity=static,report={}", report.display());
+    let out = run(java(
+        jdk,
+        Some(&options),
+        &[flag, "-Xmx128m"],
+        "GcChurn",
+        &["4"],
+    ));
+    assert!(out.status.success(), "{out:?}");
+    let r = read_report(&report);
+    assert!(r["gc_events"].as_u64().unwrap() >= 4, "{r}");
+    assert!(r["gc_threads"].as_u64().unwrap() >= 1, "{r}");
+    assert_eq!(r["gc_worker_names"], serde_json::json!(names), "{r}");
+    if allowed_cpus().len() >= 2 {
+        assert!(!r["static_bindings"].as_array().unwrap().is_empty(), "{r}");
+    }
+    let notices = r["notices"].to_string();
+    assert!(!notices.contains("no GC worker threads"), "{r}");
+    assert!(
+        notices.contains(&format!(
+            "{collector}: gc-affinity static pins each of its workers"
+        )),
+        "{r}"
+    );
+}
+
+#[test]
+fn zgc_workers_are_found_and_pinned_on_jdk17() {
+    concurrent_collector_workers_are_pinned(JDK17, "-XX:+UseZGC", &["ZWorker#N"], "ZGC");
+}
+
+#[test]
+#[cfg_attr(
+    no_jdk25,
+    ignore = "JDK 25 is not installed at /usr/lib/jvm/temurin-25-jdk-amd64"
+)]
+fn generational_zgc_workers_are_found_and_pinned_on_jdk25() {
+    concurrent_collector_workers_are_pinned(
+        JDK25,
+        "-XX:+UseZGC",
+        &["ZWorkerYoung#N", "ZWorkerOld#N"],
+        "generational ZGC",
+    );
+}
+
+#[test]
+fn shenandoah_workers_are_found_and_pinned_on_jdk17() {
+    concurrent_collector_workers_are_pinned(
+        JDK17,
+        "-XX:+UseShenandoahGC",
+        &["Shenandoah GC Threads#N"],
+        "Shenandoah",
+    );
+}
+
+#[test]
+fn a_second_copy_of_the_agent_stays_passive() {
+    let dir = scratch("two-copies");
+    let copy = dir.join("copy.so");
+    std::fs::copy(agent_lib(), &copy).unwrap();
+    let first = dir.join("first.json");
+    let second = dir.join("second.json");
+    let outcome = dir.join("outcome.json");
+    let mut cmd = java(
+        JDK17,
+        Some(&format!(
+            "gc-affinity=static,report={},outcome={}",
+            second.display(),
+            outcome.display()
+        )),
+        &["-XX:+UseParallelGC"],
+        "GcChurn",
+        &["2"],
+    );
+    // The copy is loaded first (JAVA_TOOL_OPTIONS come before the command line).
+    cmd.env(
+        "JAVA_TOOL_OPTIONS",
+        format!(
+            "-agentpath:{}=gc-affinity=static,report={}",
+            copy.display(),
+            first.display()
+        ),
+    );
+    let out = run(cmd);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another copy of the Concord agent") && stderr.contains("stays passive"),
+        "{stderr}"
+    );
+    let r = read_report(&first);
+    assert!(r["gc_events"].as_u64().unwrap() >= 2, "{r}");
+    assert!(!second.exists(), "the passive copy wrote a report");
+    let told: concord_jvm::report::Outcome =
+        serde_json::from_slice(&std::fs::read(&outcome).unwrap()).unwrap();
+    assert!(told.passive.unwrap().contains("another copy"));
+}
+
+#[test]
+fn records_past_a_file_size_limit_keep_whole_lines_and_say_what_was_lost() {
+    let dir = scratch("fsize");
+    let records = dir.join("records.jsonl");
+    let report = dir.join("report.json");
+    let outcome = dir.join("outcome.json");
+    let options = format!(
+        "records={},report={},outcome={}",
+        records.display(),
+        report.display(),
+        outcome.display()
+    );
+    let mut cmd = java(JDK17, Some(&options), PARALLEL_2, "GcChurn", &["40"]);
+    const LIMIT: u64 = 6000;
+    // SAFETY: setrlimit in the forked child before exec, async-signal-safe, no allocation.
+    // HotSpot ignores SIGXFSZ, so a write past the limit fails with EFBIG instead.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(cmd);
+    assert!(out.status.success(), "the JVM is unharmed: {out:?}");
+    let text = std::fs::read_to_string(&records).unwrap();
+    assert!(text.ends_with('\n'), "whole lines only: {text:?}");
+    let lines = text.lines().count();
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every line is whole JSON");
+    }
+    let events = read_report(&report)["gc_events"].as_u64().unwrap() as usize;
+    assert!(
+        lines < events,
+        "{lines} of {events} records fit under {LIMIT} bytes"
+    );
+    let told: concord_jvm::report::Outcome =
+        serde_json::from_slice(&std::fs::read(&outcome).unwrap()).unwrap();
+    assert_eq!(told.failures.len(), 1, "{told:?}");
+    let expected = format!(
+        "the records of GC({lines})..GC({}) ({} collections) are lost",
+        events - 1,
+        events - lines
+    );
+    assert!(told.failures[0].contains(&expected), "{told:?}");
 }
 
 #[test]
@@ -418,26 +576,34 @@ fn jcmd_attaches_the_agent_to_a_running_jvm() {
     let dir = scratch("attach");
     let report = dir.join("report.json");
     let mut jvm = LiveJvm::start(java(JDK17, None, PARALLEL_2, "GcThenWait", &["2"]));
-    let out = std::process::Command::new(JDK17.tool("jcmd"))
-        .arg(jvm.pid().to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_lib())
-        // jcmd's own parser splits an unquoted argument at '=': the options go in quotes.
-        .arg(format!(
-            "\"gc-affinity=static,report={}\"",
-            report.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    // A second load into the same JVM is refused (one agent state per process).
-    let again = std::process::Command::new(JDK17.tool("jcmd"))
-        .arg(jvm.pid().to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_lib())
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&again.stdout);
+    let load = |library: &std::path::Path, options: &str| {
+        let mut jcmd = std::process::Command::new(JDK17.tool("jcmd"));
+        jcmd.arg(jvm.pid().to_string())
+            .arg("JVMTI.agent_load")
+            .arg(library);
+        if !options.is_empty() {
+            // jcmd's own parser splits an unquoted argument at '=': the options go in quotes.
+            jcmd.arg(format!("\"{options}\""));
+        }
+        let out = jcmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A load that fails (an output it cannot create) leaves no claim behind: a retry works.
+    let failed = load(&agent_lib(), "report=/nonexistent-dir/r.json");
+    assert!(failed.contains("return code: -1"), "{failed}");
+    let loaded = load(
+        &agent_lib(),
+        &format!("gc-affinity=static,report={}", report.display()),
+    );
+    assert!(loaded.contains("return code: 0"), "{loaded}");
+    // A second load into the same JVM is refused (one agent state per process), of the same
+    // file or of a copy under another name.
+    let said = load(&agent_lib(), "");
+    assert!(said.contains("return code: -1"), "{said}");
+    let copy = dir.join("copy.so");
+    std::fs::copy(agent_lib(), &copy).unwrap();
+    let said = load(&copy, "");
     assert!(said.contains("return code: -1"), "{said}");
     for _ in 0..3 {
         jvm.gc();

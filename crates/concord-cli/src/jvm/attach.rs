@@ -1,10 +1,16 @@
 //! `concord jvm attach PID [OPTIONS]`: loads the companion agent into a running JVM with
 //! `jcmd PID JVMTI.agent_load LIB OPTIONS`, using the `jcmd` of that JVM's own JDK (beside
-//! `/proc/PID/exe`) when there is one, else the one on `PATH`. A PID with no process is bad
-//! input (exit 2), checked in `/proc` first; a process that is not a JVM (no `libjvm.so`
-//! mapped) is refused; `jcmd`'s output is passed through (JDK 21+ print a warning about
-//! dynamically loaded agents on the JVM's stderr), and its failure, or the agent's, is a failed
-//! run (exit 1).
+//! `/proc/PID/exe`) when there is one, else the one on `PATH`.
+//!
+//! What the attach needs is checked first, in `/proc`, and each lack refused with its reason
+//! (exit 2), before `jcmd` sends the process anything (a SIGQUIT would kill a process that is
+//! not a JVM): a process PID; `concord` running as its user or as root (HotSpot's attach
+//! listener accepts no one else); a readable `/proc/PID/maps` showing `libjvm.so`; and a JVM
+//! that can answer an attach (not started with `-XX:+DisableAttachMechanism`; with `-Xrs`
+//! HotSpot starts its attach listener at start-up instead of on SIGQUIT, so that works). `jcmd`'s output is passed through when the load
+//! succeeds (JDK 21+ print a warning about dynamically loaded agents on the JVM's stderr); its
+//! failure, or the agent's, is a failed run (exit 1), said in one line, with `jcmd`'s own
+//! output after it, Java stack frames left out.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -12,6 +18,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::launch::{visible_jvm_options, FoundOption};
 use super::{agent_library, AgentFlags};
 use crate::console::{err, out};
 use crate::RunFailed;
@@ -37,6 +44,114 @@ fn proc_dir(pid: u32) -> Result<PathBuf> {
         );
     }
     Ok(dir)
+}
+
+/// The effective user id in a `/proc/PID/status` text (the second number of `Uid:`).
+fn effective_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1)?.parse().ok())
+}
+
+/// Checks that a process running as effective user `target` accepts an attach from this
+/// process (effective user `own`): the same user, or root.
+fn check_user(pid: u32, target: u32, own: u32) -> Result<()> {
+    if own != 0 && own != target {
+        bail!(
+            "process {pid} runs as uid {target} and concord as uid {own}: a JVM accepts an \
+             attach only from its own user or root (allowed: run concord jvm attach as uid \
+             {target}, e.g. with sudo -u '#{target}', or as root)"
+        );
+    }
+    Ok(())
+}
+
+/// The last `-XX:+NAME`/`-XX:-NAME` among `options`: whether the flag is on, and where it was
+/// given.
+fn last_flag<'a>(options: &'a [FoundOption], name: &str) -> Option<(bool, &'a FoundOption)> {
+    options.iter().rev().find_map(|f| {
+        let flag = f.option.strip_prefix("-XX:")?;
+        match flag.strip_suffix(name)? {
+            "+" => Some((true, f)),
+            "-" => Some((false, f)),
+            _ => None,
+        }
+    })
+}
+
+/// Checks, from the JVM's `options` (as [`visible_jvm_options`] found them in its command line
+/// and environment), that it can answer an attach.
+fn check_attachable(pid: u32, options: &[FoundOption]) -> Result<()> {
+    if let Some((true, f)) = last_flag(options, "DisableAttachMechanism") {
+        bail!(
+            "JVM {pid} was started with {} ({}): it accepts no attach (allowed: a JVM started \
+             without it; or start the JVM with the agent: concord jvm run)",
+            f.option,
+            f.source
+        );
+    }
+    Ok(())
+}
+
+/// The JVM options of process `dir` (`/proc/PID`): its command line's and those of the
+/// variables in its environment (argument files read from its working directory); empty when
+/// they cannot be read.
+fn options_of(dir: &Path) -> Vec<FoundOption> {
+    let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .skip(1)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let variables: Vec<(String, String)> = environ
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let text = String::from_utf8_lossy(entry);
+            let (name, value) = text.split_once('=')?;
+            Some((name.to_string(), value.to_string()))
+        })
+        .collect();
+    let env = |name: &str| {
+        variables
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    // Relative argument files are the JVM's, in its working directory.
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| match a.strip_prefix('@') {
+            Some(file) if !file.starts_with('@') && !file.starts_with('/') => {
+                format!("@{}", dir.join("cwd").join(file).display())
+            }
+            _ => a,
+        })
+        .collect();
+    visible_jvm_options(&args, &env).unwrap_or_default()
+}
+
+/// Lines of Java stack frames in a tool's output (`\tat …`, `\t... 3 more`).
+fn is_stack_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    line.starts_with(char::is_whitespace)
+        && (t.starts_with("at ") || (t.starts_with("... ") && t.ends_with(" more")))
+}
+
+/// jcmd's `output` without Java stack frames, and its first exception line (the reason), if
+/// any.
+fn without_stack_frames(output: &str) -> (Vec<&str>, Option<&str>) {
+    let lines: Vec<&str> = output
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !is_stack_frame(l))
+        .collect();
+    let reason = lines.iter().copied().find(|l| {
+        let first = l.split(':').next().unwrap_or("");
+        first.ends_with("Exception") || first.ends_with("Error")
+    });
+    (lines, reason)
 }
 
 /// Whether the memory map text `maps` shows HotSpot's `libjvm.so`.
@@ -84,23 +199,41 @@ pub fn load_failure(output: &str) -> Option<String> {
 
 /// Runs `concord jvm attach`.
 pub fn run(args: AttachArgs) -> Result<ExitCode> {
-    let dir = proc_dir(args.pid)?;
-    let exe = std::fs::read_link(dir.join("exe")).ok();
-    if let Ok(maps) = std::fs::read_to_string(dir.join("maps")) {
-        if !maps_show_a_jvm(&maps) {
-            bail!(
-                "process {} ({}) is not a HotSpot JVM: it has no libjvm.so mapped (allowed: the \
-                 PID of a running JVM, e.g. from `jcmd -l`)",
-                args.pid,
-                exe.as_ref()
-                    .map_or("its executable is unreadable".into(), |e| e
-                        .display()
-                        .to_string())
-            );
-        }
-    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let options = args.agent.encode(&cwd)?;
+    let dir = proc_dir(args.pid)?;
+    let status = std::fs::read_to_string(dir.join("status"))
+        .with_context(|| format!("cannot read {}", dir.join("status").display()))?;
+    let own = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| effective_uid(&s));
+    if let (Some(target), Some(own)) = (effective_uid(&status), own) {
+        check_user(args.pid, target, own)?;
+    }
+    let exe = std::fs::read_link(dir.join("exe")).ok();
+    let maps_path = dir.join("maps");
+    let maps = std::fs::read_to_string(&maps_path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read {} ({e}): concord cannot tell whether process {} is a JVM, and jcmd \
+             would send a process that is not one a SIGQUIT, which ends it (allowed: a process \
+             whose /proc entry concord may read: its own user's or, as root, any not hidden by \
+             the kernel's ptrace or hidepid rules)",
+            maps_path.display(),
+            args.pid
+        )
+    })?;
+    if !maps_show_a_jvm(&maps) {
+        bail!(
+            "process {} ({}) is not a HotSpot JVM: it has no libjvm.so mapped (allowed: the \
+             PID of a running JVM, e.g. from `jcmd -l`)",
+            args.pid,
+            exe.as_ref()
+                .map_or("its executable is unreadable".into(), |e| e
+                    .display()
+                    .to_string())
+        );
+    }
+    check_attachable(args.pid, &options_of(&dir))?;
     let lib = agent_library()?;
     let jcmd = find_jcmd(exe.as_deref())?;
     let mut command = Command::new(&jcmd);
@@ -121,24 +254,27 @@ pub fn run(args: AttachArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot start {}", jcmd.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    out!("{stdout}")?;
-    err!("{stderr}");
-    if !output.status.success() {
-        return Err(RunFailed::wrap(anyhow::anyhow!(
-            "{} {} JVMTI.agent_load failed ({})",
-            jcmd.display(),
-            args.pid,
-            output.status
-        )));
-    }
-    if let Some(why) = load_failure(&format!("{stdout}{stderr}")) {
-        return Err(RunFailed::wrap(anyhow::anyhow!(
-            "loading {} into JVM {} failed: {why} (the JVM's stderr says more)",
-            lib.display(),
-            args.pid
-        )));
-    }
-    Ok(ExitCode::SUCCESS)
+    let both = format!("{stdout}{stderr}");
+    let failure = if !output.status.success() {
+        Some(format!("jcmd failed ({})", output.status))
+    } else {
+        load_failure(&both)
+    };
+    let Some(why) = failure else {
+        out!("{stdout}")?;
+        err!("{stderr}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let (lines, reason) = without_stack_frames(&both);
+    let reason = reason.map_or(String::new(), |r| format!(": {}", r.trim()));
+    let said: String = lines.iter().map(|l| format!("\n  {l}")).collect();
+    Err(RunFailed::wrap(anyhow::anyhow!(
+        "loading {} into JVM {} failed: {why}{reason} (the JVM's stderr may say more); {} \
+         said:{said}",
+        lib.display(),
+        args.pid,
+        jcmd.display()
+    )))
 }
 
 #[cfg(test)]
@@ -160,6 +296,57 @@ mod tests {
         assert!(!maps_show_a_jvm(
             "7f00-7f01 r-xp 0 08:01 12 /usr/lib/libc.so.6"
         ));
+    }
+
+    #[test]
+    fn what_the_attach_needs_is_checked() {
+        let status = "Name:\tjava\nUid:\t1000\t1001\t1001\t1001\n";
+        assert_eq!(effective_uid(status), Some(1001));
+        check_user(7, 1001, 1001).unwrap();
+        check_user(7, 1001, 0).unwrap();
+        let err = check_user(7, 0, 1001).unwrap_err().to_string();
+        assert!(
+            err.starts_with("process 7 runs as uid 0 and concord as uid 1001"),
+            "{err}"
+        );
+        let found = |options: &[&str]| -> Vec<FoundOption> {
+            options
+                .iter()
+                .map(|o| FoundOption {
+                    option: o.to_string(),
+                    source: "the command line".into(),
+                })
+                .collect()
+        };
+        check_attachable(7, &found(&["-Xmx1g", "-Xrs"])).unwrap();
+        let err = check_attachable(7, &found(&["-XX:+DisableAttachMechanism"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "JVM 7 was started with -XX:+DisableAttachMechanism (the command line)"
+            ),
+            "{err}"
+        );
+        check_attachable(
+            7,
+            &found(&["-XX:+DisableAttachMechanism", "-XX:-DisableAttachMechanism"]),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn stack_frames_are_left_out_of_jcmds_output() {
+        let output = "27041:\njava.io.IOException: Operation not permitted\n\tat \
+                      jdk.attach/sun.tools.attach.VirtualMachineImpl.sendQuitTo(Native Method)\n\
+                      \tat jdk.jcmd/sun.tools.jcmd.JCmd.main(JCmd.java:97)\n\t... 3 more\n";
+        let (lines, reason) = without_stack_frames(output);
+        assert_eq!(
+            lines,
+            vec!["27041:", "java.io.IOException: Operation not permitted"]
+        );
+        assert_eq!(reason, Some("java.io.IOException: Operation not permitted"));
+        assert_eq!(without_stack_frames("1:\nreturn code: -1\n").1, None);
     }
 
     #[test]

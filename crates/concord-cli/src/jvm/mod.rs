@@ -119,10 +119,16 @@ pub struct AgentFlags {
 impl AgentFlags {
     /// The options as `-agentpath:LIB=` and `jcmd … JVMTI.agent_load LIB` take them:
     /// `key=value,…`, in the agent's own grammar ([`AgentOptions::to_option_string`]; empty
-    /// when every option is the agent's default). Paths are made absolute against `cwd` (an
-    /// attached JVM has its own working directory); a path with a comma, or one that is not
-    /// UTF-8, is refused (the agent splits at commas).
+    /// when every option is the agent's default). See [`AgentFlags::options`].
     pub fn encode(&self, cwd: &Path) -> Result<String> {
+        encode_options(&self.options(cwd)?)
+    }
+
+    /// The agent's options, checked as the agent would check them at load. Paths are made
+    /// absolute against `cwd` (an attached JVM has its own working directory); a path with a
+    /// comma, or one that is not UTF-8, is refused (the agent splits at commas), and so are two
+    /// outputs in one file (`--report X --records X`, or a link to the same file).
+    pub fn options(&self, cwd: &Path) -> Result<AgentOptions> {
         let absolute = |flag: &str, path: &Option<PathBuf>| -> Result<Option<PathBuf>> {
             path.as_ref()
                 .map(|p| option_path(flag, p, cwd).map(PathBuf::from))
@@ -149,10 +155,26 @@ impl AgentFlags {
         options
             .check_supported()
             .map_err(|e| anyhow::anyhow!("--fifo-scope and --mutator-sched: {e}"))?;
-        options
-            .to_option_string()
-            .map_err(|e| anyhow::anyhow!("the agent's options: {e}"))
+        if let Some([(key, path), (earlier, earlier_path)]) = options.shared_output() {
+            let flag = |key: &str, path: &Path| match key {
+                "mutator-sched profile" => format!("--mutator-sched profile:{}", path.display()),
+                _ => format!("--{key} {}", path.display()),
+            };
+            bail!(
+                "{} names the same file as {}; give each output a file of its own",
+                flag(key, path),
+                flag(earlier, earlier_path)
+            );
+        }
+        Ok(options)
     }
+}
+
+/// `options` in the agent's grammar (see [`AgentFlags::encode`]).
+pub fn encode_options(options: &AgentOptions) -> Result<String> {
+    options
+        .to_option_string()
+        .map_err(|e| anyhow::anyhow!("the agent's options: {e}"))
 }
 
 /// A `--fifo-scope` value; the message follows the quoted value.
@@ -231,6 +253,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("does not go with"), "{err}");
+    }
+
+    #[test]
+    fn two_outputs_in_one_file_are_refused() {
+        let flags = AgentFlags {
+            records: Some("out.json".into()),
+            report: Some("./out.json".into()),
+            ..AgentFlags::default()
+        };
+        let err = flags.encode(Path::new("/w")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--report /w/./out.json names the same file as --records /w/out.json; give each \
+             output a file of its own"
+        );
     }
 
     #[test]

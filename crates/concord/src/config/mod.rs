@@ -23,6 +23,7 @@ mod validate;
 pub use error::{ConfigError, ConfigKey, Origin};
 pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
+pub use validate::same_file;
 /// For the PLAB tests, which cut a buffer of every accepted size.
 #[cfg(test)]
 pub(crate) use validate::PLAB_RANGE;

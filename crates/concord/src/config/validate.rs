@@ -106,7 +106,7 @@ fn inconsistent(key: ConfigKey, message: String) -> ConfigError {
 /// Whether `a` and `b` name one file: the same file where both exist (links and hard links
 /// too), else the same name in the same directory (`./x` and `x`, through linked
 /// directories).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
         return (ma.dev(), ma.ino()) == (mb.dev(), mb.ino());
     }

@@ -225,6 +225,35 @@ fn temporary_name(target: &Path) -> io::Result<PathBuf> {
     )))
 }
 
+/// The temporary files that process `pid` left for `path` (named as [`StagedFile`] names
+/// them): what a process that was killed before it committed its outputs leaves behind, for
+/// its parent to remove (`concord jvm run` after its JVM was killed).
+pub fn temporaries_left_by(path: &Path, pid: u32) -> Vec<PathBuf> {
+    let target = resolve_links(path);
+    let (Some(name), Some(dir)) = (target.file_name(), target.parent()) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.{pid}.", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .is_some_and(|counter| counter.parse::<u64>().is_ok())
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
 /// Creates the temporary file `path` and registers it (refused once the process is exiting).
 fn create_temporary(path: &Path) -> io::Result<File> {
     let mut t = temporaries();
@@ -319,6 +348,21 @@ mod tests {
         drop(staged);
         assert_eq!(fs::read_to_string(&path).unwrap(), "new line\n");
         assert_eq!(entries(&dir), ["gc.log"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_temporary_files_a_process_left_are_found() {
+        let dir = scratch("left");
+        let path = dir.join("out.json");
+        let staged = StagedFile::create(&path).unwrap();
+        let me = std::process::id();
+        let left = temporaries_left_by(&path, me);
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(temporaries_left_by(&path, me + 1).is_empty());
+        assert!(temporaries_left_by(&dir.join("other"), me).is_empty());
+        drop(staged);
+        assert!(temporaries_left_by(&path, me).is_empty());
         fs::remove_dir_all(&dir).unwrap();
     }
 

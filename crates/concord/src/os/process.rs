@@ -11,6 +11,13 @@ use std::process::Command;
 /// exec). Start it from a thread that lives as long as the child should, such as the main
 /// thread. If this process is already gone when the child sets it, the child does not run.
 pub fn kill_child_with_parent(cmd: &mut Command) {
+    signal_child_with_parent(cmd, libc::SIGKILL);
+}
+
+/// As [`kill_child_with_parent`], with `signal` instead of SIGKILL: `concord jvm run` sends
+/// its JVM SIGTERM, so that the JVM shuts down in order and its agent still writes its
+/// outputs.
+pub fn signal_child_with_parent(cmd: &mut Command, signal: i32) {
     use std::os::unix::process::CommandExt;
     // SAFETY: getpid has no arguments and cannot fail.
     let parent = unsafe { libc::getpid() };
@@ -18,7 +25,7 @@ pub fn kill_child_with_parent(cmd: &mut Command) {
     // calls that are async-signal-safe (prctl, getppid); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong) != 0 {
                 return Err(io::Error::last_os_error());
             }
             if libc::getppid() != parent {

@@ -153,9 +153,10 @@ impl Encoding {
 }
 
 /// A file of one line per collection (plus an optional header): staged, stopped at the first
-/// failed write, and finished into an [`OutputFailure`] when it is incomplete.
+/// failed write, and finished into an [`OutputFailure`] when it is incomplete. Public for the
+/// JVMTI agent's per-GC records, which follow the same rules.
 #[derive(Debug)]
-pub(crate) struct RecordLines {
+pub struct RecordLines {
     kind: OutputKind,
     path: PathBuf,
     file: StagedFile,
@@ -172,7 +173,7 @@ impl RecordLines {
     }
 
     /// [`RecordLines::create`] with the text encoded as `encoding` says.
-    pub fn create_encoded(
+    pub(crate) fn create_encoded(
         kind: OutputKind,
         path: &Path,
         header: Option<&str>,
