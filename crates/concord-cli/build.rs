@@ -1,7 +1,8 @@
 //! Build script: tells the tests which of the programs they run this machine has (see
 //! `build-support/test_tools.rs`), so that a test whose program is absent shows as ignored with
 //! its reason: headless Chromium for the report pages (cfg `no_chromium`), JDK 17 for
-//! `concord jvm` (cfg `no_jdk17`), and any JDK for the HotSpot comparisons (cfg `no_java`).
+//! `concord jvm` (cfg `no_jdk17`), any JDK for the HotSpot comparisons (cfg `no_java`), and root
+//! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`).
 
 #[path = "../../build-support/test_tools.rs"]
 mod test_tools;
@@ -31,7 +32,24 @@ fn main() {
         jdk17 || java_with_javac_on_path(),
         "a JDK: `java` with `javac` beside it on PATH (apt-get install openjdk-17-jdk-headless)",
     );
+    tools.check(
+        "no_root_setpriv",
+        is_root() && on_path(&["setpriv"]).is_some() && on_path(&["python3"]).is_some(),
+        "root with `setpriv` (util-linux) and `python3` on PATH, to run `concord jvm attach` as \
+         another user (run the tests as root; apt-get install util-linux python3)",
+    );
     tools.finish();
+}
+
+/// Whether the build (and so the tests, run by the same user) runs as root: the effective uid
+/// in /proc/self/status is 0.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+            .is_some_and(|euid| euid == "0")
+    })
 }
 
 /// Whether `java` is on PATH with `javac` in its directory or, the link resolved, in the

@@ -862,8 +862,11 @@ fn attach_checks_what_it_needs_before_jcmd() {
 /// root's (a user mismatch) and against a process of its own whose /proc/PID/maps it may not
 /// read (a non-dumpable one); never a jcmd time-out or a Java stack trace.
 #[test]
-#[ignore = "needs root, setpriv and python3 (to run concord as another user): run as root with \
-            --ignored"]
+#[cfg_attr(
+    any(no_root_setpriv, no_jdk17),
+    ignore = "needs root, setpriv, python3 (to run concord as another user) and JDK 17 when the \
+              tests were built"
+)]
 fn attach_as_another_user_or_without_proc_access_is_refused_up_front() {
     // SAFETY: geteuid has no arguments and cannot fail.
     assert_eq!(unsafe { libc::geteuid() }, 0, "run as root");
