@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use concord::telemetry::{OutputError, OutputFailure};
+use concord::telemetry::{OutputError, OutputFailure, OutputKind};
 use concord::{GcConfig, GcStats, Heap, HeapError};
 use concord_workloads::{Workload, WorkloadError, WorkloadParams, WorkloadResult};
 use serde_json::Value;
@@ -136,16 +136,21 @@ pub fn run_on_heap_with(
     finished: impl FnOnce(),
     interruptible: bool,
 ) -> Result<HeapRun> {
-    let heap = Arc::new(Heap::new(config.clone()).map_err(|e| match e {
-        HeapError::Config(_)
-        | HeapError::GcLog { .. }
-        | HeapError::GcRecords { .. }
-        | HeapError::Profile { .. }
-        | HeapError::NumaTopology(_)
-        | HeapError::BeyondMemory { .. } => e.into(),
-        // What the OS would not give: address space, memory, threads.
-        _ => RunFailed::wrap(e),
-    })?);
+    let heap = match Heap::new(config.clone()) {
+        Ok(heap) => heap,
+        // A signal gave up opening an output (a FIFO nobody opened): the run ends before it
+        // started, reported as interrupted like any other.
+        Err(HeapError::GcLog { path, source }) if interruptible && interrupt::interrupted() => {
+            let failure = unopened(OutputKind::GcLog, path, source);
+            return Ok(interrupted_before_start(workload, config, params, failure));
+        }
+        Err(HeapError::GcRecords { path, source }) if interruptible && interrupt::interrupted() => {
+            let failure = unopened(OutputKind::GcRecords, path, source);
+            return Ok(interrupted_before_start(workload, config, params, failure));
+        }
+        Err(e) => return Err(heap_error(e)),
+    };
+    let heap = Arc::new(heap);
     ready().map_err(RunFailed::wrap)?;
     let start = Instant::now();
     let result = if interruptible {
@@ -212,6 +217,64 @@ pub fn run_on_heap_with(
         output_failures,
         interrupted: None,
     })
+}
+
+/// The error of a heap that could not be built: bad input, or what the OS would not give.
+fn heap_error(e: HeapError) -> anyhow::Error {
+    match e {
+        HeapError::Config(_)
+        | HeapError::GcLog { .. }
+        | HeapError::GcRecords { .. }
+        | HeapError::Profile { .. }
+        | HeapError::NumaTopology(_)
+        | HeapError::BeyondMemory { .. } => e.into(),
+        // What the OS would not give: address space, memory, threads.
+        _ => RunFailed::wrap(e),
+    }
+}
+
+/// An output that was still waiting to open when a signal came.
+fn unopened(output: OutputKind, path: String, source: std::io::Error) -> OutputFailure {
+    OutputFailure {
+        output,
+        path: path.into(),
+        error: source.to_string(),
+        lost: "nothing of this run was written there".to_string(),
+    }
+}
+
+/// The run of a heap whose output `failure` was still waiting to open when a signal came: no
+/// collection, the output reported as not written.
+fn interrupted_before_start(
+    workload: &Arc<dyn Workload>,
+    config: &GcConfig,
+    params: &WorkloadParams,
+    failure: OutputFailure,
+) -> HeapRun {
+    let signal = interrupt::signal().unwrap_or(signal_hook::consts::SIGINT);
+    let partial = WorkloadResult {
+        checksum: 0,
+        expected_checksum: None,
+        details: vec![(
+            "interrupted".to_string(),
+            format!(
+                "by {} before the workload started: an output was still waiting to open",
+                interrupt::name(signal)
+            ),
+        )],
+    };
+    HeapRun {
+        summary: Summary::new(
+            workload.name(),
+            config,
+            params,
+            0.0,
+            &GcStats::default(),
+            &partial,
+        ),
+        output_failures: vec![failure],
+        interrupted: Some(signal),
+    }
 }
 
 /// The statistics of a finished heap and the outputs it could not write.
