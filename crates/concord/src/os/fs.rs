@@ -234,13 +234,12 @@ pub fn is_fifo(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|meta| meta.file_type().is_fifo())
 }
 
-/// Opens the non-regular file `path` for appending (see the module documentation). A FIFO
-/// with no reader yet (`ENXIO` to a non-blocking open) is waited for, until a reader comes or
-/// [`abandon_blocked_writes`] gives up. The file is then blocking again: the waits of
-/// [`write_in_place`] are polls before each write.
+/// Opens the non-regular file `path` for appending, non-blocking (see the module
+/// documentation). A FIFO with no reader yet (`ENXIO`) is waited for, until a reader comes or
+/// [`abandon_blocked_writes`] gives up.
 fn open_in_place(path: &Path, fifo: bool) -> io::Result<File> {
     let mut told = false;
-    let file = loop {
+    loop {
         match OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -256,48 +255,78 @@ fn open_in_place(path: &Path, fifo: bool) -> io::Result<File> {
                 }
                 std::thread::sleep(BLOCKED_POLL);
             }
-            opened => break opened?,
-        }
-    };
-    // SAFETY: F_GETFL/F_SETFL on a descriptor `file` owns and keeps open.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags == -1
-            || libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) == -1
-        {
-            return Err(io::Error::last_os_error());
+            opened => return opened,
         }
     }
-    Ok(file)
 }
 
-/// Writes all of `bytes` to the in-place `file` a page at a time, each once `poll` says there
-/// is room, so that a reader that never reads holds the writer only until
-/// [`abandon_blocked_writes`] gives up. A write of a page at most is whole or not at all on a
-/// FIFO; one that still blocks (another writer took the room first) waits in the kernel, in
-/// turn, as any writer of a pipe does.
+/// Sets or clears `O_NONBLOCK` on `file`.
+fn set_nonblocking(file: &File, nonblocking: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a descriptor `file` owns and keeps open.
+    let set = unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        let flags = if nonblocking {
+            flags | libc::O_NONBLOCK
+        } else {
+            flags & !libc::O_NONBLOCK
+        };
+        flags != -1 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) != -1
+    };
+    if set {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Writes all of `bytes` to the non-blocking in-place `file`, a page at a time. A page the
+/// file takes now is written at once (a FIFO's page still being read is joined, as a blocking
+/// write joins it); otherwise `poll` waits for room in short slices, so that a reader that
+/// never reads holds the writer only until [`abandon_blocked_writes`] gives up, and then the
+/// page is written blocking, in turn with the pipe's other writers. A write of a page at most
+/// is whole or not at all on a FIFO, so a line is never cut by giving up.
 fn write_in_place(file: &mut File, bytes: &[u8]) -> io::Result<()> {
     for page in bytes.chunks(libc::PIPE_BUF) {
-        loop {
-            let mut ready = libc::pollfd {
-                fd: file.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            };
-            // SAFETY: `ready` is one valid pollfd for the duration of the call, and the
-            // descriptor stays open (borrowed from `file`).
-            let n = unsafe { libc::poll(&mut ready, 1, BLOCKED_POLL.as_millis() as libc::c_int) };
-            if n > 0 {
-                // Room, an error or a hang-up: the write says which.
-                break;
-            }
-            if let Some(gave_up) = abandoned("a write waited for the reader to read") {
-                return Err(gave_up);
+        let mut rest = page;
+        while !rest.is_empty() {
+            match file.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_for_room(file)?;
+                    set_nonblocking(file, false)?;
+                    let written = file.write_all(rest);
+                    set_nonblocking(file, true)?;
+                    written?;
+                    rest = &[];
+                }
+                Err(e) => return Err(e),
             }
         }
-        file.write_all(page)?;
     }
     Ok(())
+}
+
+/// Waits until `poll` says `file` takes a write (or has an error to report), or
+/// [`abandon_blocked_writes`] gives up.
+fn wait_for_room(file: &File) -> io::Result<()> {
+    loop {
+        let mut ready = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: `ready` is one valid pollfd for the duration of the call, and the
+        // descriptor stays open (borrowed from `file`).
+        let n = unsafe { libc::poll(&mut ready, 1, BLOCKED_POLL.as_millis() as libc::c_int) };
+        if n > 0 {
+            return Ok(());
+        }
+        if let Some(gave_up) = abandoned("a write waited for the reader to read") {
+            return Err(gave_up);
+        }
+    }
 }
 
 /// Checks that a new file for `path` can be made: its directory exists and takes a new file
