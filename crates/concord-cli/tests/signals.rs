@@ -457,3 +457,37 @@ fn the_first_signal_ends_a_run_whose_output_fifo_is_never_read() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A signal while the memory pressure child is still taking its memory stops it there: the
+/// run does not wait for it to take (or give back) gigabytes first.
+#[test]
+fn a_signal_stops_memory_pressure_while_it_is_still_taking_memory() {
+    let asked: u64 = 4 << 30;
+    let mut child = command(&[
+        "run",
+        "binary-trees",
+        "10",
+        "--memory-pressure",
+        "4g",
+        "--json",
+    ])
+    .env("CONCORD_LOG", "info")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = read_all(child.stdout.take().unwrap());
+    // Logged right before the child starts; taking 4 GiB a page at a time takes seconds.
+    wait_for(&err, &mut child, |l| l.contains("loads during the run"));
+    send(&child, libc::SIGINT);
+    let (status, out, err) = exit_within_guard(child, out, rest_of(err));
+    assert_eq!(status, 128 + libc::SIGINT, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    let pressure = &summary["loads"]["memory_pressure"];
+    assert_eq!(pressure["asked_bytes"], asked, "{summary}");
+    assert!(
+        pressure["held_at_start_bytes"].as_u64().unwrap() < asked,
+        "the run waited for the child to take everything: {pressure}"
+    );
+}
