@@ -291,12 +291,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     summary.interference = interference;
     if args.json {
         let mut json = summary.json();
+        json["outputs_finish_ms"] = serde_json::json!(run.outputs_finish_ms);
         if !loads.is_empty() {
             json["loads"] = loads_report;
         }
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        out!("{}{}", summary.readable(), stall::readable(&loads_report))?;
+        out!(
+            "{}  outputs   put in place in {:.1} ms after the workload\n{}",
+            summary.readable(),
+            run.outputs_finish_ms,
+            stall::readable(&loads_report)
+        )?;
     }
     for failure in &run.output_failures {
         errln!("concord: {failure}");

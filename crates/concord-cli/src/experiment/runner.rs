@@ -97,6 +97,9 @@ pub struct HeapRun {
     pub summary: Summary,
     /// The outputs the heap could not write completely (see [`concord::Heap::finish`]).
     pub output_failures: Vec<OutputFailure>,
+    /// How long putting the outputs in place took after the workload (`wall_ms` does not
+    /// count it), ms: an async GC log's final flush waits here, at most its flush timeout.
+    pub outputs_finish_ms: f64,
     /// The signal that stopped the run before the workload finished.
     pub interrupted: Option<i32>,
 }
@@ -171,7 +174,9 @@ pub fn run_on_heap_with(
         finished();
         if let (false, Some(signal)) = (done.load(Ordering::SeqCst), interrupt::signal()) {
             let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+            let closing = Instant::now();
             let (stats, output_failures) = split(heap.close_outputs());
+            let outputs_finish_ms = closing.elapsed().as_secs_f64() * 1e3;
             let partial = WorkloadResult {
                 checksum: 0,
                 expected_checksum: None,
@@ -188,6 +193,7 @@ pub fn run_on_heap_with(
             return Ok(HeapRun {
                 summary,
                 output_failures,
+                outputs_finish_ms,
                 interrupted: Some(signal),
             });
         }
@@ -201,7 +207,9 @@ pub fn run_on_heap_with(
     };
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let heap = Arc::into_inner(heap).expect("the workload's thread has ended");
+    let finishing = Instant::now();
     let (stats, output_failures) = split(heap.finish());
+    let outputs_finish_ms = finishing.elapsed().as_secs_f64() * 1e3;
     let result = result.map_err(|e| {
         for failure in &output_failures {
             log::error!("{failure}");
@@ -215,6 +223,7 @@ pub fn run_on_heap_with(
     Ok(HeapRun {
         summary: Summary::new(workload.name(), config, params, wall_ms, &stats, &result),
         output_failures,
+        outputs_finish_ms,
         interrupted: None,
     })
 }
@@ -273,6 +282,7 @@ fn interrupted_before_start(
             &partial,
         ),
         output_failures: vec![failure],
+        outputs_finish_ms: 0.0,
         interrupted: Some(signal),
     }
 }
