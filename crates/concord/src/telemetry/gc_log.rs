@@ -247,9 +247,11 @@ impl AsyncLog {
         header: String,
         options: GcLogOptions,
     ) -> io::Result<Self> {
-        let mut buffer = Buffer::default();
-        buffer.bytes = header.len() + 1;
-        buffer.lines.push_back((None, header));
+        let buffer = Buffer {
+            bytes: header.len() + 1,
+            lines: VecDeque::from([(None, header)]),
+            ..Buffer::default()
+        };
         let shared = Arc::new(Shared {
             buffer: Mutex::new(buffer),
             wake: Condvar::new(),
