@@ -332,12 +332,17 @@ fn exit_within_guard(
     )
 }
 
-/// `concord run` with `flags`, its stderr at `info` (so it says when it waits for a FIFO's
-/// reader): the child, its stderr lines and its stdout.
+/// `concord run gcbench --heap 24m` with `flags` (see [`start`]).
 fn start_run(flags: &[&str]) -> (Child, Receiver<String>, JoinHandle<String>) {
     let mut args = vec!["run", "gcbench", "--heap", "24m"];
     args.extend(flags);
-    let mut child = command(&args)
+    start(&args)
+}
+
+/// `concord ARGS`, its stderr at `info` (so it says when it waits for a FIFO's reader or
+/// starts its loads): the child, its stderr lines and its stdout.
+fn start(args: &[&str]) -> (Child, Receiver<String>, JoinHandle<String>) {
+    let mut child = command(args)
         .env("CONCORD_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -463,21 +468,14 @@ fn the_first_signal_ends_a_run_whose_output_fifo_is_never_read() {
 #[test]
 fn a_signal_stops_memory_pressure_while_it_is_still_taking_memory() {
     let asked: u64 = 4 << 30;
-    let mut child = command(&[
+    let (mut child, err, out) = start(&[
         "run",
         "binary-trees",
         "10",
         "--memory-pressure",
         "4g",
         "--json",
-    ])
-    .env("CONCORD_LOG", "info")
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let err = lines_of(child.stderr.take().unwrap());
-    let out = read_all(child.stdout.take().unwrap());
+    ]);
     // Logged right before the child starts; taking 4 GiB a page at a time takes seconds.
     wait_for(&err, &mut child, |l| l.contains("loads during the run"));
     send(&child, libc::SIGINT);

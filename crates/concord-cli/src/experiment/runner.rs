@@ -177,18 +177,11 @@ pub fn run_on_heap_with(
             let closing = Instant::now();
             let (stats, output_failures) = split(heap.close_outputs());
             let outputs_finish_ms = closing.elapsed().as_secs_f64() * 1e3;
-            let partial = WorkloadResult {
-                checksum: 0,
-                expected_checksum: None,
-                details: vec![(
-                    "interrupted".to_string(),
-                    format!(
-                        "by {} after {wall_ms:.1} ms: the workload did not finish, the figures \
-                         cover the run so far",
-                        interrupt::name(signal)
-                    ),
-                )],
-            };
+            let partial = interrupted_result(format!(
+                "by {} after {wall_ms:.1} ms: the workload did not finish, the figures cover \
+                 the run so far",
+                interrupt::name(signal)
+            ));
             let summary = Summary::new(workload.name(), config, params, wall_ms, &stats, &partial);
             return Ok(HeapRun {
                 summary,
@@ -228,6 +221,15 @@ pub fn run_on_heap_with(
     })
 }
 
+/// The result of a workload a signal stopped: no checksum, and `interrupted` saying when.
+fn interrupted_result(when: String) -> WorkloadResult {
+    WorkloadResult {
+        checksum: 0,
+        expected_checksum: None,
+        details: vec![("interrupted".to_string(), when)],
+    }
+}
+
 /// The error of a heap that could not be built: bad input, or what the OS would not give.
 fn heap_error(e: HeapError) -> anyhow::Error {
     match e {
@@ -261,17 +263,10 @@ fn interrupted_before_start(
     failure: OutputFailure,
 ) -> HeapRun {
     let signal = interrupt::signal().unwrap_or(signal_hook::consts::SIGINT);
-    let partial = WorkloadResult {
-        checksum: 0,
-        expected_checksum: None,
-        details: vec![(
-            "interrupted".to_string(),
-            format!(
-                "by {} before the workload started: an output was still waiting to open",
-                interrupt::name(signal)
-            ),
-        )],
-    };
+    let partial = interrupted_result(format!(
+        "by {} before the workload started: an output was still waiting to open",
+        interrupt::name(signal)
+    ));
     HeapRun {
         summary: Summary::new(
             workload.name(),
