@@ -12,10 +12,10 @@
 //! (a second Ctrl-C) removes them all with [`remove_temporary_files`] first.
 //!
 //! A path written in place that is not a regular file may block for ever: a FIFO nobody opens
-//! for reading blocks `open()`, one nobody reads blocks `write()`. Those are opened and
-//! written without blocking (waiting in short polls instead), so a program that must stop (a
-//! first Ctrl-C) calls [`abandon_blocked_writes`]: from its deadline on, an open or a write
-//! still waiting fails instead, and the output is reported as incomplete.
+//! for reading blocks `open()`, one nobody reads blocks `write()`. Those are opened without
+//! blocking, and a write that would block first waits in short polls, so a program that must
+//! stop (a first Ctrl-C) calls [`abandon_blocked_writes`]: from its deadline on, an open or a
+//! write still waiting fails instead, and the output is reported as incomplete.
 
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
