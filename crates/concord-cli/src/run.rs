@@ -112,7 +112,7 @@ fn read_config_file(path: &std::path::Path) -> Result<ConfigFile> {
     for key in HARNESS_KEYS {
         let snake = key.replace('-', "_");
         let (spelled, value) = match (table.remove(key), table.remove(&snake)) {
-            (Some(_), Some(_)) if snake != key => anyhow::bail!(
+            (Some(_), Some(_)) => anyhow::bail!(
                 "{snake} in {name}: the same option is already set as {key} in {name} \
                  (allowed: one of the two spellings)"
             ),
