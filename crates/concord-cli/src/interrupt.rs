@@ -2,6 +2,7 @@
 //! noted and the command looks at it: `run` stops waiting for its workload and reports the run
 //! so far, an experiment finishes its current run, co-running instances are stopped; the
 //! command then exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). A
+//! FIFO output that nobody opens or reads holds the stop at most [`OUTPUT_GRACE`]. A
 //! second signal exits at once with 128 + its number, after removing the temporary files of
 //! outputs not yet put in place and the directories the stall harnesses made, so none is left
 //! behind. Messages go above the progress bar when one is on screen.
@@ -137,6 +138,10 @@ pub fn forget_on_quit(dir: &Path) {
     lock(&ON_QUIT).retain(|d| d != dir);
 }
 
+/// How long outputs written in place (a FIFO) may still wait for their reader after the first
+/// signal, before their open or write gives up and they are reported as incomplete.
+pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
 /// Notes `sig` as the first signal; false when one came already.
 fn note(sig: i32) -> bool {
     let first = FIRST
@@ -144,6 +149,8 @@ fn note(sig: i32) -> bool {
         .is_ok();
     if first {
         INTERRUPTED.store(true, Ordering::SeqCst);
+        // A FIFO nobody opens or reads must not hold the stop for ever.
+        concord::os::fs::abandon_blocked_writes(OUTPUT_GRACE);
         wake();
     }
     first

@@ -75,8 +75,8 @@ pub struct Harness {
     pub co_run: usize,
 }
 
-/// The harness keys a configuration file may hold (kebab-case and snake_case).
-const HARNESS_KEYS: [&str; 3] = ["interfere", "co-run", "co_run"];
+/// The harness keys a configuration file may hold, kebab-case (snake_case is the same key).
+const HARNESS_KEYS: [&str; 2] = ["interfere", "co-run"];
 
 /// A `--config` file, read once: the harness keys, and the rest as TOML text for the
 /// configuration builder.
@@ -98,7 +98,7 @@ pub fn read_config(args: &RunArgs) -> Result<Option<ConfigFile>> {
 /// configuration builder.
 fn read_config_file(path: &std::path::Path) -> Result<ConfigFile> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = concord::config::read_config_file(path)
         .map_err(|e| anyhow::anyhow!("--config: cannot read {name}: {e}"))?;
     // A file that does not parse is left to the builder, whose message names the problem.
     let Ok(mut table) = text.parse::<toml::Table>() else {
@@ -110,8 +110,15 @@ fn read_config_file(path: &std::path::Path) -> Result<ConfigFile> {
     };
     let mut harness = Harness::default();
     for key in HARNESS_KEYS {
-        let Some(value) = table.remove(key) else {
-            continue;
+        let snake = key.replace('-', "_");
+        let (spelled, value) = match (table.remove(key), table.remove(&snake)) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "{snake} in {name}: the same option is already set as {key} in {name} \
+                 (allowed: one of the two spellings)"
+            ),
+            (Some(value), _) => (key, value),
+            (None, Some(value)) => (snake.as_str(), value),
+            (None, None) => continue,
         };
         let shown = value.to_string();
         match key {
@@ -126,7 +133,7 @@ fn read_config_file(path: &std::path::Path) -> Result<ConfigFile> {
                     .as_integer()
                     .filter(|m| (1..=i64::from(MAX_CO_RUN)).contains(m))
                     .ok_or_else(|| {
-                        anyhow::anyhow!("{key} in {name}: '{shown}' is not an instance count (allowed: 1..={MAX_CO_RUN})")
+                        anyhow::anyhow!("{spelled} in {name}: '{shown}' is not an instance count (allowed: 1..={MAX_CO_RUN})")
                     })?;
                 harness.co_run = m as usize;
             }
@@ -285,12 +292,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     summary.interference = interference;
     if args.json {
         let mut json = summary.json();
+        json["outputs_finish_ms"] = serde_json::json!(run.outputs_finish_ms);
         if !loads.is_empty() {
             json["loads"] = loads_report;
         }
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        out!("{}{}", summary.readable(), stall::readable(&loads_report))?;
+        out!(
+            "{}  outputs   put in place in {:.1} ms after the workload\n{}",
+            summary.readable(),
+            run.outputs_finish_ms,
+            stall::readable(&loads_report)
+        )?;
     }
     for failure in &run.output_failures {
         errln!("concord: {failure}");
@@ -494,6 +507,77 @@ mod tests {
             .to_string();
         assert!(
             err.contains("interfere in") && err.contains("busy:K"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every key, the library's and the harness's, is one key in both spellings: a file with
+    /// both is refused, naming both, whichever the harness or the builder reads.
+    #[test]
+    fn both_spellings_of_every_key_in_one_file_are_refused() {
+        let dir = std::env::temp_dir().join(format!("concord-spellings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("run.toml");
+        let path = file.display().to_string();
+        let keys: Vec<&str> = concord::config::option_docs()
+            .map(|(key, _, _)| key)
+            .chain(HARNESS_KEYS)
+            .filter(|key| key.contains('-'))
+            .collect();
+        assert!(keys.contains(&"co-run") && keys.contains(&"gc-threads"));
+        for key in keys {
+            let snake = key.replace('-', "_");
+            // A string is a value of every key's TOML type; both spellings get the same one,
+            // as a file that says the same thing twice would.
+            std::fs::write(&file, format!("{key} = \"2\"\n{snake} = \"2\"\n")).unwrap();
+            let a = args(&["--config", &path]);
+            let err = read_config(&a)
+                .and_then(|f| build_config(&a, f.as_ref(), 64 << 20).map(drop))
+                .expect_err(key)
+                .to_string();
+            assert!(
+                err.contains(&format!("{snake} in {path}"))
+                    && err.contains(&format!("already set as {key} in {path}")),
+                "{key}: {err}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_config_file_that_is_a_device_or_too_long_is_refused() {
+        let a = args(&["--config", "/dev/zero"]);
+        let err = read_config(&a).err().unwrap().to_string();
+        assert!(
+            err.contains(
+                "/dev/zero: it is a character device, not a regular file (allowed: a \
+                 regular file or a pipe of at most 1M)"
+            ),
+            "{err}"
+        );
+        let dir = std::env::temp_dir().join(format!("concord-long-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("long.toml");
+        let comment = "# a comment line of a long configuration file\n";
+        let long =
+            comment.repeat(concord::config::MAX_CONFIG_FILE_BYTES as usize / comment.len() + 1);
+        std::fs::write(&file, format!("heap = \"16m\"\n{long}")).unwrap();
+        let a = args(&["--config", &file.display().to_string()]);
+        let err = read_config(&a).err().unwrap().to_string();
+        assert!(
+            err.contains("longer than a configuration file can be"),
+            "{err}"
+        );
+        // Within the bound it is read as usual.
+        std::fs::write(&file, format!("heap = \"16m\"\n{comment}")).unwrap();
+        let file_read = read_config(&a).unwrap();
+        let c = build_config(&a, file_read.as_ref(), 64 << 20).unwrap();
+        assert_eq!(c.heap_size, 16 << 20);
+        let a = args(&["--config", &dir.display().to_string()]);
+        let err = read_config(&a).err().unwrap().to_string();
+        assert!(
+            err.contains("it is a directory, not a regular file"),
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

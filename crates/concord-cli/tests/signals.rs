@@ -305,3 +305,187 @@ fn a_second_signal_quits_at_once_and_leaves_no_temporary_file() {
         );
     }
 }
+
+/// Waits for `child` to exit, at most [`HANG_GUARD`] (then kills it and fails): its status,
+/// stdout and stderr.
+fn exit_within_guard(
+    mut child: Child,
+    out: JoinHandle<String>,
+    err: JoinHandle<String>,
+) -> (i32, String, String) {
+    let begin = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if begin.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not stop within {HANG_GUARD:?} of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().unwrap(),
+        err.join().unwrap(),
+    )
+}
+
+/// `concord run gcbench --heap 24m` with `flags` (see [`start`]).
+fn start_run(flags: &[&str]) -> (Child, Receiver<String>, JoinHandle<String>) {
+    let mut args = vec!["run", "gcbench", "--heap", "24m"];
+    args.extend(flags);
+    start(&args)
+}
+
+/// `concord ARGS`, its stderr at `info` (so it says when it waits for a FIFO's reader or
+/// starts its loads): the child, its stderr lines and its stdout.
+fn start(args: &[&str]) -> (Child, Receiver<String>, JoinHandle<String>) {
+    let mut child = command(args)
+        .env("CONCORD_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = read_all(child.stdout.take().unwrap());
+    (child, err, out)
+}
+
+/// The rest of `lines` (until the child closes stderr), joined.
+fn rest_of(lines: Receiver<String>) -> JoinHandle<String> {
+    std::thread::spawn(move || lines.iter().collect::<Vec<_>>().join("\n"))
+}
+
+#[test]
+fn the_first_signal_ends_a_run_whose_output_fifo_nobody_opens() {
+    // A sync log and the records are opened before the run, which ends before it starts; an
+    // async log's writer opens it, and finishing the log waits for it at most its flush
+    // timeout.
+    let waited_to_open = "the program stopped while waiting for a reader";
+    let async_writer_blocked = "its writer was still blocked after";
+    for (name, flags, expected) in [
+        (
+            "sync-log",
+            &["--gc-log-mode", "sync", "--gc-log"][..],
+            waited_to_open,
+        ),
+        (
+            "async-log",
+            &["--gc-log-mode", "async", "--gc-log"],
+            async_writer_blocked,
+        ),
+        ("records", &["--gc-records"], waited_to_open),
+    ] {
+        let dir = scratch(&format!("signal-no-reader-{name}"));
+        let fifo = dir.join("out.fifo");
+        mkfifo(&fifo);
+        let mut flags = flags.to_vec();
+        let path = fifo.display().to_string();
+        flags.push(&path);
+        let (mut child, err, out) = start_run(&flags);
+        wait_for(&err, &mut child, |l| {
+            l.contains("waiting for a reader to open the FIFO")
+        });
+        send(&child, libc::SIGTERM);
+        let (status, out, err) = exit_within_guard(child, out, rest_of(err));
+        assert_eq!(status, 128 + libc::SIGTERM, "{name}: {err}");
+        assert!(out.contains("interrupted: by SIGTERM"), "{name}: {out}");
+        assert!(
+            err.contains(&format!("{path}: {expected}")),
+            "{name}: {err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Bytes waiting in the pipe behind `reader`.
+fn queued(reader: &File) -> i32 {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int to `n`, on a descriptor `reader` keeps open.
+    assert_eq!(
+        unsafe { libc::ioctl(reader.as_raw_fd(), libc::FIONREAD, &mut n) },
+        0
+    );
+    n
+}
+
+#[test]
+fn the_first_signal_ends_a_run_whose_output_fifo_is_never_read() {
+    for (name, mode) in [("sync", "sync"), ("async", "async")] {
+        let dir = scratch(&format!("signal-never-read-{name}"));
+        let fifo = dir.join("gc.fifo");
+        mkfifo(&fifo);
+        let path = fifo.display().to_string();
+        // A reader that opens the FIFO, shrinks it to one page and never reads.
+        let opener = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let reader = File::open(&fifo).unwrap();
+                use std::os::fd::AsRawFd;
+                // SAFETY: F_SETPIPE_SZ on a descriptor `reader` keeps open.
+                unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+                reader
+            })
+        };
+        let (mut child, err, out) = start_run(&[
+            "--gc-log-mode",
+            mode,
+            "--gc-log",
+            &path,
+            "--gc-log-buffer",
+            "1k",
+        ]);
+        let reader = opener.join().unwrap();
+        // The event: the page is (nearly) full, so the log's writes wait for the reader.
+        let begin = std::time::Instant::now();
+        while queued(&reader) < 3000 {
+            if begin.elapsed() > HANG_GUARD {
+                let _ = child.kill();
+                panic!("{name}: the log never filled the pipe");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        send(&child, libc::SIGTERM);
+        let (status, out, err) = exit_within_guard(child, out, rest_of(err));
+        assert_eq!(status, 128 + libc::SIGTERM, "{name}: {err}");
+        assert!(out.contains("interrupted: by SIGTERM"), "{name}: {out}");
+        // What the pipe held is the reader's; the log lines it could not take, if any, are
+        // reported as lost.
+        assert!(
+            !err.contains("GC log") || err.contains(&format!("GC log {path}:")),
+            "{name}: {err}"
+        );
+        drop(reader);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// A signal while the memory pressure child is still taking its memory stops it there: the
+/// run does not wait for it to take (or give back) gigabytes first.
+#[test]
+fn a_signal_stops_memory_pressure_while_it_is_still_taking_memory() {
+    let asked: u64 = 4 << 30;
+    let (mut child, err, out) = start(&[
+        "run",
+        "binary-trees",
+        "10",
+        "--memory-pressure",
+        "4g",
+        "--json",
+    ]);
+    // Logged right before the child starts; taking 4 GiB a page at a time takes seconds.
+    wait_for(&err, &mut child, |l| l.contains("loads during the run"));
+    send(&child, libc::SIGINT);
+    let (status, out, err) = exit_within_guard(child, out, rest_of(err));
+    assert_eq!(status, 128 + libc::SIGINT, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    let pressure = &summary["loads"]["memory_pressure"];
+    assert_eq!(pressure["asked_bytes"], asked, "{summary}");
+    assert!(
+        pressure["held_at_start_bytes"].as_u64().unwrap() < asked,
+        "the run waited for the child to take everything: {pressure}"
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use concord::telemetry::{OutputError, OutputFailure};
+use concord::telemetry::{OutputError, OutputFailure, OutputKind};
 use concord::{GcConfig, GcStats, Heap, HeapError};
 use concord_workloads::{Workload, WorkloadError, WorkloadParams, WorkloadResult};
 use serde_json::Value;
@@ -97,6 +97,9 @@ pub struct HeapRun {
     pub summary: Summary,
     /// The outputs the heap could not write completely (see [`concord::Heap::finish`]).
     pub output_failures: Vec<OutputFailure>,
+    /// How long putting the outputs in place took after the workload (`wall_ms` does not
+    /// count it), ms: an async GC log's final flush waits here, at most its flush timeout.
+    pub outputs_finish_ms: f64,
     /// The signal that stopped the run before the workload finished.
     pub interrupted: Option<i32>,
 }
@@ -136,16 +139,21 @@ pub fn run_on_heap_with(
     finished: impl FnOnce(),
     interruptible: bool,
 ) -> Result<HeapRun> {
-    let heap = Arc::new(Heap::new(config.clone()).map_err(|e| match e {
-        HeapError::Config(_)
-        | HeapError::GcLog { .. }
-        | HeapError::GcRecords { .. }
-        | HeapError::Profile { .. }
-        | HeapError::NumaTopology(_)
-        | HeapError::BeyondMemory { .. } => e.into(),
-        // What the OS would not give: address space, memory, threads.
-        _ => RunFailed::wrap(e),
-    })?);
+    let heap = match Heap::new(config.clone()) {
+        Ok(heap) => heap,
+        // A signal gave up opening an output (a FIFO nobody opened): the run ends before it
+        // started, reported as interrupted like any other.
+        Err(HeapError::GcLog { path, source }) if interruptible && interrupt::interrupted() => {
+            let failure = unopened(OutputKind::GcLog, path, source);
+            return Ok(interrupted_before_start(workload, config, params, failure));
+        }
+        Err(HeapError::GcRecords { path, source }) if interruptible && interrupt::interrupted() => {
+            let failure = unopened(OutputKind::GcRecords, path, source);
+            return Ok(interrupted_before_start(workload, config, params, failure));
+        }
+        Err(e) => return Err(heap_error(e)),
+    };
+    let heap = Arc::new(heap);
     ready().map_err(RunFailed::wrap)?;
     let start = Instant::now();
     let result = if interruptible {
@@ -166,23 +174,19 @@ pub fn run_on_heap_with(
         finished();
         if let (false, Some(signal)) = (done.load(Ordering::SeqCst), interrupt::signal()) {
             let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+            let closing = Instant::now();
             let (stats, output_failures) = split(heap.close_outputs());
-            let partial = WorkloadResult {
-                checksum: 0,
-                expected_checksum: None,
-                details: vec![(
-                    "interrupted".to_string(),
-                    format!(
-                        "by {} after {wall_ms:.1} ms: the workload did not finish, the figures \
-                         cover the run so far",
-                        interrupt::name(signal)
-                    ),
-                )],
-            };
+            let outputs_finish_ms = closing.elapsed().as_secs_f64() * 1e3;
+            let partial = interrupted_result(format!(
+                "by {} after {wall_ms:.1} ms: the workload did not finish, the figures cover \
+                 the run so far",
+                interrupt::name(signal)
+            ));
             let summary = Summary::new(workload.name(), config, params, wall_ms, &stats, &partial);
             return Ok(HeapRun {
                 summary,
                 output_failures,
+                outputs_finish_ms,
                 interrupted: Some(signal),
             });
         }
@@ -196,7 +200,9 @@ pub fn run_on_heap_with(
     };
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let heap = Arc::into_inner(heap).expect("the workload's thread has ended");
+    let finishing = Instant::now();
     let (stats, output_failures) = split(heap.finish());
+    let outputs_finish_ms = finishing.elapsed().as_secs_f64() * 1e3;
     let result = result.map_err(|e| {
         for failure in &output_failures {
             log::error!("{failure}");
@@ -210,8 +216,70 @@ pub fn run_on_heap_with(
     Ok(HeapRun {
         summary: Summary::new(workload.name(), config, params, wall_ms, &stats, &result),
         output_failures,
+        outputs_finish_ms,
         interrupted: None,
     })
+}
+
+/// The result of a workload a signal stopped: no checksum, and `interrupted` saying when.
+fn interrupted_result(when: String) -> WorkloadResult {
+    WorkloadResult {
+        checksum: 0,
+        expected_checksum: None,
+        details: vec![("interrupted".to_string(), when)],
+    }
+}
+
+/// The error of a heap that could not be built: bad input, or what the OS would not give.
+fn heap_error(e: HeapError) -> anyhow::Error {
+    match e {
+        HeapError::Config(_)
+        | HeapError::GcLog { .. }
+        | HeapError::GcRecords { .. }
+        | HeapError::Profile { .. }
+        | HeapError::NumaTopology(_)
+        | HeapError::BeyondMemory { .. } => e.into(),
+        // What the OS would not give: address space, memory, threads.
+        _ => RunFailed::wrap(e),
+    }
+}
+
+/// An output that was still waiting to open when a signal came.
+fn unopened(output: OutputKind, path: String, source: std::io::Error) -> OutputFailure {
+    OutputFailure {
+        output,
+        path: path.into(),
+        error: source.to_string(),
+        lost: "nothing of this run was written there".to_string(),
+    }
+}
+
+/// The run of a heap whose output `failure` was still waiting to open when a signal came: no
+/// collection, the output reported as not written.
+fn interrupted_before_start(
+    workload: &Arc<dyn Workload>,
+    config: &GcConfig,
+    params: &WorkloadParams,
+    failure: OutputFailure,
+) -> HeapRun {
+    let signal = interrupt::signal().unwrap_or(signal_hook::consts::SIGINT);
+    let partial = interrupted_result(format!(
+        "by {} before the workload started: an output was still waiting to open",
+        interrupt::name(signal)
+    ));
+    HeapRun {
+        summary: Summary::new(
+            workload.name(),
+            config,
+            params,
+            0.0,
+            &GcStats::default(),
+            &partial,
+        ),
+        output_failures: vec![failure],
+        outputs_finish_ms: 0.0,
+        interrupted: Some(signal),
+    }
 }
 
 /// The statistics of a finished heap and the outputs it could not write.

@@ -41,6 +41,8 @@ const REGROW_MARGIN: u64 = 4 * CHUNK;
 const READY_WAIT: Duration = Duration::from_secs(300);
 /// How long a parent waits for its child to end after closing its stdin.
 const END_WAIT: Duration = Duration::from_secs(10);
+/// How often a parent waiting for its child to be ready looks for a signal.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 /// Where `MemAvailable` and `MemTotal` are read.
 const MEMINFO: &str = "/proc/meminfo";
 /// The line a child prints when it holds its memory: `ready BYTES`.
@@ -336,7 +338,20 @@ impl MemoryPressure {
             child,
             lines,
         };
-        let ready = pressure.lines.recv_timeout(READY_WAIT);
+        // Waited for in short slices: a signal meanwhile stops the child at once, and the run
+        // (which then ends at once too) reports it as held.
+        let deadline = Instant::now() + READY_WAIT;
+        let ready = loop {
+            match pressure.lines.recv_timeout(SIGNAL_CHECK) {
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if !interrupt::interrupted() && Instant::now() < deadline => {}
+                Err(mpsc::RecvTimeoutError::Timeout) if interrupt::interrupted() => {
+                    pressure.end();
+                    return Ok(pressure);
+                }
+                other => break other,
+            }
+        };
         match ready.as_deref().ok().and_then(|l| l.strip_prefix(READY)) {
             Some(bytes) => {
                 pressure.report.held_at_start = bytes.trim().parse().unwrap_or(0);
@@ -363,7 +378,14 @@ impl MemoryPressure {
         if let Some(mut stdin) = self.stdin.take() {
             let _ = stdin.flush();
         }
-        let deadline = Instant::now() + END_WAIT;
+        // After a signal the child is not asked: giving back many gigabytes chunk by chunk
+        // (or taking them first) would hold the stop for seconds.
+        let wait = if interrupt::interrupted() {
+            Duration::ZERO
+        } else {
+            END_WAIT
+        };
+        let deadline = Instant::now() + wait;
         while let Ok(line) = self
             .lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))

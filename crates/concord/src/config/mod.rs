@@ -21,7 +21,10 @@ mod size;
 mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
-pub use options::{option_docs, parse_bool, ConfigBuilder, NON_CONFIG_ENV_VARS};
+pub use options::{
+    option_docs, parse_bool, read_config_file, ConfigBuilder, MAX_CONFIG_FILE_BYTES,
+    NON_CONFIG_ENV_VARS,
+};
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
 pub use validate::same_file;
 /// For the PLAB tests, which cut a buffer of every accepted size.

@@ -711,6 +711,54 @@ impl Setting {
     }
 }
 
+/// The largest configuration file read, bytes: a file of keys is a few kilobytes, and a
+/// larger one (or an endless device such as `/dev/zero`) is refused before it fills memory.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of the configuration file `path`, read once (it may be a pipe such as
+/// `/dev/stdin`). Only a regular file or a pipe is read, and at most
+/// [`MAX_CONFIG_FILE_BYTES`] of it: a device, a directory or a longer file is an error saying
+/// what it is and what is allowed.
+pub fn read_config_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let refused = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{what} (allowed: a regular file or a pipe of at most {})",
+                super::format_size(MAX_CONFIG_FILE_BYTES as usize)
+            ),
+        )
+    };
+    let kind = std::fs::metadata(path)?.file_type();
+    if !(kind.is_file() || kind.is_fifo()) {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "a socket"
+        };
+        return Err(refused(&format!("it is {what}, not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(refused("it is longer than a configuration file can be"));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not UTF-8 text (allowed: a TOML file)",
+        )
+    })
+}
+
 /// Collects configuration from TOML files, `CONCORD_*` environment variables and CLI flags, and
 /// builds a validated [`GcConfig`] from them.
 ///
@@ -745,7 +793,7 @@ impl ConfigBuilder {
     /// file as `path` displays.
     pub fn apply_toml_file(&mut self, path: impl AsRef<Path>) -> Result<(), ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+        let text = read_config_file(path).map_err(|source| ConfigError::ReadFile {
             path: path.to_path_buf(),
             source,
         })?;

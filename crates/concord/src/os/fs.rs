@@ -10,14 +10,23 @@
 //!
 //! Every temporary file of the process is known here, so a program that must exit at once
 //! (a second Ctrl-C) removes them all with [`remove_temporary_files`] first.
+//!
+//! A path written in place that is not a regular file may block for ever: a FIFO nobody opens
+//! for reading blocks `open()`, one nobody reads blocks `write()`. Those are opened without
+//! blocking, and a write that would block first waits in short polls, so a program that must
+//! stop (a first Ctrl-C) calls [`abandon_blocked_writes`]: from its deadline on, an open or a
+//! write still waiting fails instead, and the output is reported as incomplete.
 
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The temporary files of this process that exist now, and whether new ones are refused.
 struct Temporaries {
@@ -33,6 +42,35 @@ static TEMPORARIES: Mutex<Temporaries> = Mutex::new(Temporaries {
 
 /// Distinguishes the temporary files of one process.
 static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
+/// From when on a blocked open or write of an in-place output gives up (see the module
+/// documentation); `None` until [`abandon_blocked_writes`].
+static ABANDON_AT: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// How long a blocked open or write sleeps before it looks at [`ABANDON_AT`] again.
+const BLOCKED_POLL: Duration = Duration::from_millis(20);
+
+/// From `grace` on, every open or write of an in-place output that is still waiting (a FIFO
+/// with no reader, or one nobody reads) fails instead of waiting longer, and so does every
+/// later one that would wait: for a program that must stop. Writes that make progress are not
+/// cut short before the deadline. An earlier deadline is kept.
+pub fn abandon_blocked_writes(grace: Duration) {
+    let mut at = ABANDON_AT.lock().unwrap_or_else(|p| p.into_inner());
+    let deadline = Instant::now() + grace;
+    *at = Some(at.map_or(deadline, |earlier| earlier.min(deadline)));
+}
+
+/// The error of an open or write given up by [`abandon_blocked_writes`], if its deadline has
+/// passed.
+fn abandoned(what: &str) -> Option<io::Error> {
+    let at = *ABANDON_AT.lock().unwrap_or_else(|p| p.into_inner());
+    at.is_some_and(|at| Instant::now() >= at).then(|| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the program stopped while {what}"),
+        )
+    })
+}
 
 /// Every change of the set is a push or a removal that a panic cannot leave half done.
 fn temporaries() -> MutexGuard<'static, Temporaries> {
@@ -93,13 +131,12 @@ impl StagedFile {
             }
             // A rename would replace a file the user may not write; refuse as opening would.
             check_writable(path)?;
-            let special = path.starts_with("/dev") || path.starts_with("/proc");
-            if special || !meta.is_file() {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .truncate(meta.is_file())
-                    .append(!meta.is_file())
-                    .open(path)?;
+            if is_written_in_place(path, meta) {
+                let file = if meta.is_file() {
+                    OpenOptions::new().write(true).truncate(true).open(path)?
+                } else {
+                    open_in_place(path, meta.file_type().is_fifo())?
+                };
                 return Ok(StagedFile {
                     target: path.to_path_buf(),
                     temporary: None,
@@ -134,7 +171,12 @@ impl StagedFile {
     /// file is cut back to what earlier appends wrote, so it never ends in a fragment (a
     /// device or FIFO written in place cannot be cut back).
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match self.file.write_all(bytes) {
+        let written = if self.regular {
+            self.file.write_all(bytes)
+        } else {
+            write_in_place(&mut self.file, bytes)
+        };
+        match written {
             Ok(()) => {
                 self.complete += bytes.len() as u64;
                 Ok(())
@@ -172,6 +214,117 @@ impl Drop for StagedFile {
     fn drop(&mut self) {
         if let Some(temporary) = self.temporary.take() {
             discard_temporary(&temporary);
+        }
+    }
+}
+
+/// Whether an output at `path` is written in place rather than staged beside it: a device, a
+/// FIFO, anything under `/dev` or `/proc` (see the module documentation).
+pub fn written_in_place(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|meta| is_written_in_place(path, &meta))
+}
+
+/// [`written_in_place`] for the existing `path` of `meta`.
+fn is_written_in_place(path: &Path, meta: &fs::Metadata) -> bool {
+    path.starts_with("/dev") || path.starts_with("/proc") || !meta.is_file()
+}
+
+/// Whether `path` is a FIFO: opening it for writing waits for a reader.
+pub fn is_fifo(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|meta| meta.file_type().is_fifo())
+}
+
+/// Opens the non-regular file `path` for appending, non-blocking (see the module
+/// documentation). A FIFO with no reader yet (`ENXIO`) is waited for, until a reader comes or
+/// [`abandon_blocked_writes`] gives up.
+fn open_in_place(path: &Path, fifo: bool) -> io::Result<File> {
+    let mut told = false;
+    loop {
+        match OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Err(e) if fifo && e.raw_os_error() == Some(libc::ENXIO) => {
+                if let Some(gave_up) = abandoned("waiting for a reader to open the FIFO") {
+                    return Err(gave_up);
+                }
+                if !told {
+                    log::info!("{}: waiting for a reader to open the FIFO", path.display());
+                    told = true;
+                }
+                std::thread::sleep(BLOCKED_POLL);
+            }
+            opened => return opened,
+        }
+    }
+}
+
+/// Sets or clears `O_NONBLOCK` on `file`.
+fn set_nonblocking(file: &File, nonblocking: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a descriptor `file` owns and keeps open.
+    let set = unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        let flags = if nonblocking {
+            flags | libc::O_NONBLOCK
+        } else {
+            flags & !libc::O_NONBLOCK
+        };
+        flags != -1 && libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) != -1
+    };
+    if set {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Writes all of `bytes` to the non-blocking in-place `file`, a page at a time. A page the
+/// file takes now is written at once (a FIFO's page still being read is joined, as a blocking
+/// write joins it); otherwise `poll` waits for room in short slices, so that a reader that
+/// never reads holds the writer only until [`abandon_blocked_writes`] gives up, and then the
+/// page is written blocking, in turn with the pipe's other writers. A write of a page at most
+/// is whole or not at all on a FIFO, so a line is never cut by giving up.
+fn write_in_place(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    for page in bytes.chunks(libc::PIPE_BUF) {
+        let mut rest = page;
+        while !rest.is_empty() {
+            match file.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_for_room(file)?;
+                    set_nonblocking(file, false)?;
+                    let written = file.write_all(rest);
+                    set_nonblocking(file, true)?;
+                    written?;
+                    rest = &[];
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits until `poll` says `file` takes a write (or has an error to report), or
+/// [`abandon_blocked_writes`] gives up.
+fn wait_for_room(file: &File) -> io::Result<()> {
+    loop {
+        let mut ready = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: `ready` is one valid pollfd for the duration of the call, and the
+        // descriptor stays open (borrowed from `file`).
+        let n = unsafe { libc::poll(&mut ready, 1, BLOCKED_POLL.as_millis() as libc::c_int) };
+        if n > 0 {
+            return Ok(());
+        }
+        if let Some(gave_up) = abandoned("a write waited for the reader to read") {
+            return Err(gave_up);
         }
     }
 }

@@ -8,8 +8,9 @@
 //! - [`GcLogMode::Async`], HotSpot 17's `-Xlog:async`: the VM thread only appends to a bounded
 //!   in-memory buffer and a writer thread of the log's own does the `write()`s. When the
 //!   buffer is full, lines are dropped and counted, never waited for, and the log says how
-//!   many in a line of its own as soon as it can. At exit the flush is bounded; what could not
-//!   be written counts as dropped.
+//!   many in a line of its own as soon as it can. Creating the log does not wait either: the
+//!   header is buffered like any line, and a FIFO (whose opening waits for a reader) is opened
+//!   by the writer. At exit the flush is bounded; what could not be written counts as dropped.
 //!
 //! After each safepoint that ran collections, a `[safepoint]` line (HotSpot 17's
 //! `-Xlog:safepoint`) gives the time to safepoint and the whole time the world was stopped,
@@ -60,6 +61,14 @@ pub struct GcLogReport {
     pub write_max_ms: f64,
 }
 
+/// An async log's output before its writer has it: opened already, or (a FIFO) to be opened
+/// by the writer with this encoding.
+#[derive(Debug)]
+enum Unopened {
+    Opened(RecordLines),
+    Deferred(Encoding),
+}
+
 /// A GC log being written (see [`super::output`]: staged beside its path, put in place when
 /// the heap finishes).
 #[derive(Debug)]
@@ -86,13 +95,27 @@ impl GcLog {
             options.gc_threads
         );
         let encoding = Encoding::new(options.compress);
-        let out = RecordLines::create_encoded(OutputKind::GcLog, path, Some(&header), encoding)?;
         let mode = match options.mode {
             GcLogMode::Sync => Mode::Sync {
-                out,
+                out: RecordLines::create_encoded(OutputKind::GcLog, path, Some(&header), encoding)?,
                 write_max_ms: 0.0,
             },
-            GcLogMode::Async => Mode::Async(AsyncLog::start(path, out, options)?),
+            // Nothing of an async log may wait: its header is buffered like any line, and a
+            // FIFO, whose opening waits for a reader, is opened by the writer. Any other path
+            // is opened here, so one that cannot be written is refused before the run.
+            GcLogMode::Async => {
+                let out = if crate::os::fs::is_fifo(path) {
+                    Unopened::Deferred(encoding)
+                } else {
+                    Unopened::Opened(RecordLines::create_encoded(
+                        OutputKind::GcLog,
+                        path,
+                        None,
+                        encoding,
+                    )?)
+                };
+                Mode::Async(AsyncLog::start(path, out, header, options)?)
+            }
         };
         Ok(Self {
             mode,
@@ -203,33 +226,60 @@ impl Shared {
 struct AsyncLog {
     shared: Arc<Shared>,
     path: std::path::PathBuf,
+    /// Whether the path is written in place (a FIFO, a device), not staged beside it.
+    in_place: bool,
     capacity: usize,
     flush_timeout: Duration,
-    /// The writer, which hands the output back when it has written everything; taken when
-    /// the log is closed.
+    /// The writer, which hands the output back when it has written everything (or why it
+    /// could not open it); taken when the log is closed.
     writer: Option<JoinHandle<()>>,
-    done: mpsc::Receiver<RecordLines>,
+    done: mpsc::Receiver<io::Result<RecordLines>>,
 }
 
 impl AsyncLog {
-    fn start(path: &Path, out: RecordLines, options: GcLogOptions) -> io::Result<Self> {
+    /// Starts the writer with `header` as the first buffered line.
+    fn start(
+        path: &Path,
+        out: Unopened,
+        header: String,
+        options: GcLogOptions,
+    ) -> io::Result<Self> {
+        let buffer = Buffer {
+            bytes: header.len() + 1,
+            lines: VecDeque::from([(None, header)]),
+            ..Buffer::default()
+        };
         let shared = Arc::new(Shared {
-            buffer: Mutex::new(Buffer::default()),
+            buffer: Mutex::new(buffer),
             wake: Condvar::new(),
         });
         let (done_tx, done) = mpsc::channel();
         let writer_shared = Arc::clone(&shared);
         let start = options.start;
+        let writer_path = path.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("concord-gc-log".into())
             .spawn(move || {
-                let out = write_until_closed(&writer_shared, out, start);
+                let opened = match out {
+                    Unopened::Opened(out) => Ok(out),
+                    Unopened::Deferred(encoding) => {
+                        RecordLines::create_encoded(OutputKind::GcLog, &writer_path, None, encoding)
+                    }
+                };
+                let out = match opened {
+                    Ok(out) => Ok(write_until_closed(&writer_shared, out, start)),
+                    Err(e) => {
+                        drop_until_closed(&writer_shared);
+                        Err(e)
+                    }
+                };
                 // The receiver is gone only when `finish` gave up waiting: then nothing is
                 // put in place, and dropping the output removes its temporary file.
                 let _ = done_tx.send(out);
             })?;
         Ok(AsyncLog {
             shared,
+            in_place: crate::os::fs::written_in_place(path),
             path: path.to_path_buf(),
             capacity: options.buffer,
             flush_timeout: options.flush_timeout,
@@ -256,7 +306,7 @@ impl AsyncLog {
 
     /// Tells the writer to write what is buffered and stop, and waits for it at most the
     /// flush timeout: the output back, or `None` when the writer is still blocked in a write.
-    fn close(&mut self) -> Option<RecordLines> {
+    fn close(&mut self) -> Option<io::Result<RecordLines>> {
         let writer = self.writer.take()?;
         self.shared.lock().closing = true;
         self.shared.wake.notify_one();
@@ -268,26 +318,37 @@ impl AsyncLog {
     fn finish(mut self) -> (GcLogReport, Result<(), OutputFailure>) {
         let written = self.close();
         let mut b = self.shared.lock();
+        let failure = |error: String, lost: String| OutputFailure {
+            output: OutputKind::GcLog,
+            path: self.path.clone(),
+            error,
+            lost,
+        };
         let result = match written {
-            Some(out) => out.finish(),
+            Some(Ok(out)) => out.finish(),
+            Some(Err(e)) => Err(failure(
+                format!("it could not be opened ({e})"),
+                format!("none of its {} lines was written", b.dropped),
+            )),
             None => {
-                // The writer is stuck in a write: what it still holds is lost, and so is the
-                // file if it is a staged one (devices and FIFOs are written in place).
+                // The writer is stuck (in a write, or waiting for a FIFO's reader): what it
+                // still holds is lost, and so is the file if it is a staged one.
                 let lost = line_count(&b.lines) + b.in_flight;
                 b.dropped += lost;
                 b.lines.clear();
-                Err(OutputFailure {
-                    output: OutputKind::GcLog,
-                    path: self.path.clone(),
-                    error: format!(
-                        "its writer was still blocked in a write after {:?}",
+                let kept = if self.in_place {
+                    "the path, written in place, keeps the lines written before"
+                } else {
+                    "a file staged beside the path is not put in place"
+                };
+                Err(failure(
+                    format!(
+                        "its writer was still blocked after {:?} (a write, or opening a FIFO \
+                         nobody reads)",
                         self.flush_timeout
                     ),
-                    lost: format!(
-                        "{lost} lines that were not written yet are dropped, and a file \
-                         staged beside the path is not put in place"
-                    ),
-                })
+                    format!("{lost} lines that were not written yet are dropped, and {kept}"),
+                ))
             }
         };
         let report = GcLogReport {
@@ -344,6 +405,22 @@ fn write_until_closed(shared: &Shared, mut out: RecordLines, start: Instant) -> 
         if closing && b.lines.is_empty() && b.dropped_unreported == 0 {
             return out;
         }
+    }
+}
+
+/// The writer of a log that could not be opened: every line handed to it is dropped and
+/// counted, until the log is closed.
+fn drop_until_closed(shared: &Shared) {
+    let mut b = shared.lock();
+    loop {
+        let lost = line_count(&b.lines);
+        b.dropped += lost;
+        b.lines.clear();
+        b.bytes = 0;
+        if b.closing {
+            return;
+        }
+        b = shared.wake.wait(b).unwrap_or_else(|p| p.into_inner());
     }
 }
 
@@ -557,6 +634,88 @@ mod tests {
         String::from_utf8(bytes).unwrap()
     }
 
+    /// Reads until an async log's writer has written the header (a watchdog bounds the wait:
+    /// the writer is not blocked here, so it writes at once).
+    fn read_header(reader: &mut File) {
+        let begin = Instant::now();
+        let mut text = String::new();
+        while !text.contains("Parallel Workers: 2\n") {
+            assert!(
+                begin.elapsed() < Duration::from_secs(600),
+                "no header: {text:?}"
+            );
+            text.push_str(&available(reader));
+            std::thread::yield_now();
+        }
+    }
+
+    /// Runs `f` on a thread and waits for it at most 600 s: a watchdog, not a timing
+    /// assertion (what it guards would otherwise block for ever).
+    fn within_bound<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(600))
+            .unwrap_or_else(|_| panic!("{what} blocked"))
+    }
+
+    #[test]
+    fn creating_an_async_log_on_a_stalled_fifo_does_not_wait_for_the_header() {
+        let (path, reader) = fifo("stalled-header");
+        // Nobody reads: the header's write would block.
+        fill_pipe(&path);
+        let opts = options(GcLogMode::Async, 64 * 1024, Duration::ZERO);
+        let create_path = path.clone();
+        let mut log = within_bound("creating the log", move || {
+            GcLog::create(&create_path, "test", opts).unwrap()
+        });
+        log.write_record(&CollectionRecord::test_young(0));
+        let (report, result) = log.finish();
+        // The header's 2 lines and the collection's 8, none written.
+        assert_eq!(report.dropped, 2 + 8);
+        let failure = result.unwrap_err();
+        assert!(failure.error.contains("still blocked after"), "{failure}");
+        // A FIFO is written in place: no file is staged beside it.
+        assert!(
+            failure
+                .lost
+                .ends_with("the path, written in place, keeps the lines written before"),
+            "{failure}"
+        );
+        drop(reader);
+    }
+
+    #[test]
+    fn an_async_log_on_a_fifo_nobody_opens_does_not_wait_for_a_reader() {
+        let dir =
+            std::env::temp_dir().join(format!("concord-gclog-{}-noreader", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("gc.log");
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let opts = options(GcLogMode::Async, 64 * 1024, Duration::from_millis(100));
+        let create_path = path.clone();
+        let mut log = within_bound("creating the log", move || {
+            GcLog::create(&create_path, "test", opts).unwrap()
+        });
+        log.write_record(&CollectionRecord::test_young(0));
+        let (report, result) = within_bound("finishing the log", move || log.finish());
+        assert_eq!(report.dropped, 2 + 8);
+        let failure = result.unwrap_err();
+        assert!(
+            failure.error.contains("opening a FIFO nobody reads"),
+            "{failure}"
+        );
+        // Let the writer, still waiting for a reader, open the FIFO and end.
+        let mut reader = File::open(&path).unwrap();
+        let mut rest = String::new();
+        reader.read_to_string(&mut rest).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_collection_is_logged_with_hotspot_17_tags() {
         let mut r = CollectionRecord::test_young(4);
@@ -616,7 +775,7 @@ mod tests {
         let (path, mut reader) = fifo("async");
         let long = Duration::from_secs(3600);
         let mut log = GcLog::create(&path, "test", options(GcLogMode::Async, 1024, long)).unwrap();
-        available(&mut reader);
+        read_header(&mut reader);
         // Nobody reads: the writer blocks on its first write, so the 1 KiB buffer fills up.
         fill_pipe(&path);
         let records = 2_000;
@@ -803,7 +962,7 @@ mod tests {
         let (path, mut reader) = fifo("again");
         let opts = options(GcLogMode::Async, 64 * 1024, Duration::ZERO);
         let mut log = GcLog::create(&path, "test", opts).unwrap();
-        available(&mut reader);
+        read_header(&mut reader);
         // The writer stays blocked, so everything buffered is still there when `finish` gives
         // up, and is counted: exactly what was handed over once.
         fill_pipe(&path);
@@ -822,7 +981,7 @@ mod tests {
         let (path, mut reader) = fifo("timeout");
         let opts = options(GcLogMode::Async, 64 * 1024, Duration::ZERO);
         let mut log = GcLog::create(&path, "test", opts).unwrap();
-        available(&mut reader);
+        read_header(&mut reader);
         fill_pipe(&path);
         for id in 0..5 {
             log.write_record(&CollectionRecord::test_young(id));
@@ -831,10 +990,7 @@ mod tests {
         // Nothing could be written: the pipe stayed full (8 lines per collection).
         assert_eq!(report.dropped, 5 * 8);
         let failure = result.unwrap_err();
-        assert!(
-            failure.error.contains("still blocked in a write"),
-            "{failure}"
-        );
+        assert!(failure.error.contains("still blocked after"), "{failure}");
         assert!(failure.lost.starts_with("40 lines"), "{failure}");
         // Closing the read end fails the writer's write, and its thread ends.
         drop(reader);

@@ -93,6 +93,14 @@ pub enum TopologyError {
         /// The second.
         second: usize,
     },
+    /// A CPU listed twice in one node's list (`0,0`, `0-3,2`).
+    #[error("CPU {cpu} is listed twice on node {node} (allowed: each CPU once, e.g. 0,1 or 0-3)")]
+    CpuListedTwice {
+        /// The CPU.
+        cpu: u32,
+        /// The node whose list names it twice.
+        node: usize,
+    },
     /// A CPU the process may not use.
     #[error(
         "CPU {cpu} of node {node} is not usable by this process (allowed: the usable CPUs {usable})"
@@ -136,16 +144,28 @@ impl FromStr for NumaTopologySpec {
         }
         let mut nodes: Vec<Vec<u32>> = Vec::new();
         for (node, part) in trimmed.split('/').enumerate() {
-            let cpus = parse_cpu_list(part).map_err(|e| TopologyError::Malformed {
+            let malformed = |e| TopologyError::Malformed {
                 node,
                 text: part.to_string(),
                 reason: match e {
                     crate::os::procfs::KernelFileError::Parse { reason, .. } => reason,
                     other => other.to_string(),
                 },
-            })?;
+            };
+            let cpus = parse_cpu_list(part).map_err(malformed)?;
             if cpus.is_empty() {
                 return Err(TopologyError::EmptyNode { node });
+            }
+            // The list is read as a set: a CPU its ranges name twice is a mistake to report,
+            // not to merge.
+            let mut listed = Vec::with_capacity(cpus.len());
+            for range in part.split(',') {
+                for cpu in parse_cpu_list(range).map_err(malformed)? {
+                    if listed.contains(&cpu) {
+                        return Err(TopologyError::CpuListedTwice { cpu, node });
+                    }
+                    listed.push(cpu);
+                }
             }
             for &cpu in &cpus {
                 if let Some(first) = nodes.iter().position(|n| n.contains(&cpu)) {
@@ -325,6 +345,14 @@ mod tests {
         assert_eq!(
             err("0-3/2-5").to_string(),
             "CPU 2 is on node 0 and on node 1 (allowed: each CPU on one node)"
+        );
+        assert_eq!(
+            err("0,0"),
+            TopologyError::CpuListedTwice { cpu: 0, node: 0 }
+        );
+        assert_eq!(
+            err("0/1-3,2").to_string(),
+            "CPU 2 is listed twice on node 1 (allowed: each CPU once, e.g. 0,1 or 0-3)"
         );
         assert_eq!(err("0//1"), TopologyError::EmptyNode { node: 1 });
         assert_eq!(err("0/"), TopologyError::EmptyNode { node: 1 });
