@@ -588,7 +588,11 @@ fn pressure_gives_memory_back_below_the_floor_and_takes_it_again() {
     );
     // Room again: it takes its chunks back, up to what was asked.
     write_meminfo(&meminfo, 8 << 30);
-    std::thread::sleep(Duration::from_millis(500));
+    let line = rx.recv_timeout(Duration::from_secs(60)).expect("a notice");
+    assert!(
+        line.contains("has room again: holding 256M as before"),
+        "{line}"
+    );
     drop(child.stdin.take());
     let done = lines.next().unwrap().unwrap();
     assert_eq!(

@@ -194,7 +194,13 @@ pub fn run(args: PressureArgs) -> Result<ExitCode> {
             );
         } else if held.bytes() < target && available > floor + CHUNK + REGROW_MARGIN {
             // A refusal now is tried again at the next check.
-            let _ = held.take();
+            if held.take() && held.bytes() >= target {
+                errln!(
+                    "concord pressure: MemAvailable {} has room again: holding {} as before",
+                    human(available),
+                    human(held.bytes())
+                );
+            }
         }
     }
     let (peak, given_back, at_end) = (held.peak, held.given_back, held.bytes());
