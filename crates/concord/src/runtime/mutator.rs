@@ -34,12 +34,14 @@ macro_rules! payload_scalars {
     ($($t:ty: $read:ident, $write:ident;)+) => {$(
         #[doc = concat!("Read a little-endian `", stringify!($t), "` at `offset` in the payload.")]
         #[inline(always)]
+        #[track_caller]
         pub fn $read(&self, obj: Handle, offset: usize) -> $t {
             self.read_scalar(obj, offset)
         }
 
         #[doc = concat!("Write a `", stringify!($t), "` at `offset` in the payload.")]
         #[inline(always)]
+        #[track_caller]
         pub fn $write(&mut self, obj: Handle, offset: usize, v: $t) {
             self.write_scalar(obj, offset, v)
         }
@@ -71,16 +73,29 @@ impl Scalar for u64 {
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
-/// Using a handle of another mutator, or one whose scope has ended, panics.
+/// Using a handle of another mutator, or one whose scope has ended, panics: a handle carries
+/// the scope epoch it was made in, and its slot remembers the epoch of the handle it holds now,
+/// so a stale handle is caught even after the stack has grown back past its index (the check
+/// is one load and one comparison; it could only miss a handle kept across exactly a multiple
+/// of 2^32 ended scopes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
     index: u32,
     owner: u32,
+    /// The owner's scope epoch when the handle was made.
+    epoch: u32,
 }
 
-/// The part of a mutator the collector reaches: its handle stack.
+/// The part of a mutator the collector reaches: its handle stack, and the thread it belongs
+/// to (for the safepoint protocol's diagnostics).
 pub(crate) struct MutatorShared {
     pub id: u32,
+    /// The attached thread.
+    pub thread: std::thread::ThreadId,
+    /// The attached thread's name, if it has one.
+    thread_name: Option<String>,
+    /// The attached thread's kernel thread id.
+    tid: i32,
     handles: UnsafeCell<Vec<usize>>,
 }
 
@@ -91,11 +106,27 @@ unsafe impl Sync for MutatorShared {}
 unsafe impl Send for MutatorShared {}
 
 impl MutatorShared {
-    pub fn new(id: u32) -> Self {
+    /// The shared half of mutator `id`, attached on the calling thread (kernel id `tid`).
+    pub fn new(id: u32, tid: i32) -> Self {
+        let thread = std::thread::current();
         Self {
             id,
+            thread: thread.id(),
+            thread_name: thread.name().map(str::to_string),
+            tid,
             handles: UnsafeCell::new(Vec::with_capacity(256)),
         }
+    }
+
+    /// How diagnostics name the mutator: its thread's name (or that it has none), its id and
+    /// its thread's kernel id, e.g. `thread 'worker-1' (mutator 3, tid 4242)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "thread '{}' (mutator {}, tid {})",
+            self.thread_name.as_deref().unwrap_or("<unnamed>"),
+            self.id,
+            self.tid
+        )
     }
 
     /// The handle stack as a root range.
@@ -144,6 +175,12 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
+    /// The scope epoch of each handle slot, in step with the handle stack (see [`Handle`]).
+    /// Only this thread reads it; the collector never does.
+    handle_epochs: UnsafeCell<Vec<u32>>,
+    /// Counts ended scopes: handles made now carry it, so none made before a scope ended
+    /// matches a slot refilled after.
+    epoch: u32,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
@@ -151,14 +188,15 @@ pub struct Mutator<'h> {
 }
 
 impl<'h> Mutator<'h> {
+    #[track_caller]
     pub(crate) fn new(heap: &'h Heap) -> Self {
         let inner = heap.inner();
         // Process-wide, so a handle of another heap's mutator is never mistaken for ours.
         static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(MutatorShared::new(id));
-        inner.safepoint.attach(shared.clone());
         let tid = crate::os::sched::current_tid();
+        let shared = Arc::new(MutatorShared::new(id, tid));
+        inner.safepoint.attach(shared.clone());
         inner.mutator_sched.on_attach(tid);
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
@@ -181,6 +219,8 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
+            handle_epochs: UnsafeCell::new(Vec::with_capacity(256)),
+            epoch: 0,
             tid,
             _not_send: PhantomData,
         }
@@ -193,9 +233,22 @@ impl<'h> Mutator<'h> {
     }
 
     #[inline(always)]
-    fn handles_mut(&mut self) -> &mut Vec<usize> {
-        // SAFETY: as above; `&mut self` makes this the only reference.
-        unsafe { &mut *self.shared.handles.get() }
+    fn handle_epochs(&self) -> &Vec<u32> {
+        // SAFETY: only this thread touches the epochs, and no `&mut` to them outlives a call.
+        unsafe { &*self.handle_epochs.get() }
+    }
+
+    /// Release the handles from `mark` up (a scope ends): they become stale, and handles made
+    /// from now on carry a new epoch, so a released one never matches a refilled slot.
+    #[inline(always)]
+    fn release_handles(&mut self, mark: usize) {
+        // SAFETY: this thread is running, so the collector does not touch the stack now, and
+        // `&mut self` makes these the only references.
+        unsafe {
+            (*self.shared.handles.get()).truncate(mark);
+            (*self.handle_epochs.get()).truncate(mark);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
     }
 
     /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
@@ -206,18 +259,26 @@ impl<'h> Mutator<'h> {
         // SAFETY: this thread is running (the collector does not touch the stack), and no
         // reference into the stack is alive: every method's borrow of it ends before it
         // returns, and none calls another while holding one.
-        let hs = unsafe { &mut *self.shared.handles.get() };
+        let (hs, epochs) = unsafe {
+            (
+                &mut *self.shared.handles.get(),
+                &mut *self.handle_epochs.get(),
+            )
+        };
         let index = hs.len();
         hs.push(addr);
+        epochs.push(self.epoch);
         Handle {
             index: index as u32,
             owner: self.id,
+            epoch: self.epoch,
         }
     }
 
     /// Overwrite what handle `h` holds (checked as in [`Self::addr`]); `&self` for the same
     /// reason as [`Self::push_handle`].
     #[inline(always)]
+    #[track_caller]
     fn write_handle(&self, h: Handle, addr: usize) {
         self.addr(h);
         // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
@@ -231,12 +292,35 @@ impl<'h> Mutator<'h> {
     /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
     /// another heap stored here would point the collector outside the heap it collects.
     #[inline(always)]
+    #[track_caller]
     fn own(&self, g: Gc<'_>) -> usize {
         let a = g.addr();
         if !self.barrier.covers(a) {
             foreign_reference(a);
         }
         a
+    }
+
+    /// [`Self::own`] of a reference that may be absent (0 for none). A `match`, not a closure,
+    /// so that a panic is reported at the caller (closures do not pass `#[track_caller]` on).
+    #[inline(always)]
+    #[track_caller]
+    fn own_or_null(&self, g: Option<Gc<'_>>) -> usize {
+        match g {
+            Some(g) => self.own(g),
+            None => 0,
+        }
+    }
+
+    /// [`Self::addr`] of a handle that may be absent (0 for none); a `match` for the same
+    /// reason as [`Self::own_or_null`].
+    #[inline(always)]
+    #[track_caller]
+    fn addr_or_null(&self, h: Option<Handle>) -> usize {
+        match h {
+            Some(h) => self.addr(h),
+            None => 0,
+        }
     }
 
     /// The address a handle holds (0 for null).
@@ -246,10 +330,14 @@ impl<'h> Mutator<'h> {
         if h.owner != self.id {
             foreign_handle();
         }
-        match self.handles().get(h.index as usize) {
-            Some(&a) => a,
-            None => stale_handle(),
+        let index = h.index as usize;
+        // A slot beyond the stack, or refilled since by a handle of a later epoch: stale.
+        if self.handle_epochs().get(index) != Some(&h.epoch) {
+            stale_handle();
         }
+        // SAFETY: the epochs and the handle stack always have the same length, and `index` is
+        // below the epochs' (checked above).
+        unsafe { *self.handles().get_unchecked(index) }
     }
 
     /// The object a handle refers to; panics on null.
@@ -288,7 +376,7 @@ impl<'h> Mutator<'h> {
     #[inline]
     #[track_caller]
     pub fn set_root(&self, dst: Handle, g: Option<Gc<'_>>) {
-        let a = g.map_or(0, |g| self.own(g));
+        let a = self.own_or_null(g);
         self.write_handle(dst, a);
     }
 
@@ -299,7 +387,7 @@ impl<'h> Mutator<'h> {
     #[track_caller]
     pub fn store(&self, obj: Gc<'_>, slot: usize, value: Option<Gc<'_>>) {
         let o = self.own(obj);
-        let v = value.map_or(0, |g| self.own(g));
+        let v = self.own_or_null(value);
         // SAFETY: `o` is a live object of this heap (a `Gc` checked above).
         let refs = unsafe { raw::header(o) }.ref_count();
         if slot >= refs {
@@ -356,7 +444,7 @@ impl<'h> Mutator<'h> {
         let from_tlab = a >= self.tlab_start && a < self.tlab_top;
         // Read the handles only now: the allocation may have collected and moved their objects.
         for (slot, r) in refs.iter().enumerate() {
-            let v = r.map_or(0, |r| self.addr(r));
+            let v = self.addr_or_null(*r);
             let addr = slot_addr(a, slot);
             // SAFETY: `a` is the new object, `slot` below its slot count (checked above), and
             // `v` comes from a handle of this mutator (0 or a live object of this heap).
@@ -480,16 +568,20 @@ impl<'h> Mutator<'h> {
             unsafe { raw::set_header(a, h) };
             return Ok(a);
         }
+        self.heap.refuse_larger_than_heap(size)?;
         // Collect and allocate inside one safepoint: the VM thread escalates to a full
         // collection before it gives up, and nobody can take the space it frees first.
         // The allocation failed here: from now until the memory is back, this thread stalls.
         let failed_at = Instant::now();
         self.before_stop();
         let node = self.heap.numa.allocation_node();
-        let result = self.heap.safepoint.request_allocation(size, old, node);
+        let result = self
+            .heap
+            .safepoint
+            .request_allocation(self.id, size, old, node);
         self.after_stop();
         self.heap.note_alloc_stall(failed_at.elapsed());
-        let a = result?;
+        let a = result.map_err(|e| e.with_live_handles(self.handle_count()))?;
         // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
         unsafe { raw::set_header(a, h) };
         Ok(a)
@@ -588,7 +680,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     pub fn set_ref(&mut self, obj: Handle, slot: usize, value: Option<Handle>) {
-        let v = value.map_or(0, |h| self.addr(h));
+        let v = self.addr_or_null(value);
         let (o, h) = self.obj(obj);
         if slot >= h.ref_count() {
             slot_out_of_bounds(slot, h.ref_count());
@@ -599,6 +691,7 @@ impl<'h> Mutator<'h> {
     }
 
     /// Number of reference slots of `obj`.
+    #[track_caller]
     pub fn ref_count(&self, obj: Handle) -> usize {
         self.obj(obj).1.ref_count()
     }
@@ -606,6 +699,7 @@ impl<'h> Mutator<'h> {
     // ---- payload ----
 
     /// The payload bytes of `obj` (fixed object payload, or a byte array's elements).
+    #[track_caller]
     pub fn payload(&self, obj: Handle) -> &[u8] {
         let (o, h) = self.obj(obj);
         // SAFETY: the payload lies inside the object; no collection can run while `&self` is
@@ -616,6 +710,7 @@ impl<'h> Mutator<'h> {
     }
 
     /// The payload bytes of `obj`, writable.
+    #[track_caller]
     pub fn payload_mut(&mut self, obj: Handle) -> &mut [u8] {
         let (o, h) = self.obj(obj);
         // SAFETY: as in `payload`; `&mut self` makes the view unique.
@@ -633,6 +728,7 @@ impl<'h> Mutator<'h> {
 
     /// Read a `T` at `offset` in the payload, bounds-checked.
     #[inline(always)]
+    #[track_caller]
     fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
@@ -641,6 +737,7 @@ impl<'h> Mutator<'h> {
 
     /// Write a `T` at `offset` in the payload, bounds-checked.
     #[inline(always)]
+    #[track_caller]
     fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
@@ -655,12 +752,14 @@ impl<'h> Mutator<'h> {
 
     /// Read an `f64` at `offset` in the payload.
     #[inline]
+    #[track_caller]
     pub fn read_f64(&self, obj: Handle, offset: usize) -> f64 {
         f64::from_bits(self.read_u64(obj, offset))
     }
 
     /// Write an `f64` at `offset` in the payload.
     #[inline]
+    #[track_caller]
     pub fn write_f64(&mut self, obj: Handle, offset: usize, v: f64) {
         self.write_u64(obj, offset, v.to_bits())
     }
@@ -668,26 +767,31 @@ impl<'h> Mutator<'h> {
     // ---- inspection ----
 
     /// What kind of object `obj` is.
+    #[track_caller]
     pub fn kind(&self, obj: Handle) -> ObjectKind {
         self.obj(obj).1.kind()
     }
 
     /// Elements of an array (0 for fixed objects).
+    #[track_caller]
     pub fn array_len(&self, obj: Handle) -> usize {
         self.obj(obj).1.array_len()
     }
 
     /// Application tag of a fixed object (0 for arrays).
+    #[track_caller]
     pub fn tag(&self, obj: Handle) -> u16 {
         self.obj(obj).1.tag()
     }
 
     /// Whether `h` holds null.
+    #[track_caller]
     pub fn is_null(&self, h: Handle) -> bool {
         self.addr(h) == 0
     }
 
     /// Whether two handles refer to the same object (or are both null).
+    #[track_caller]
     pub fn same_object(&self, a: Handle, b: Handle) -> bool {
         self.addr(a) == self.addr(b)
     }
@@ -712,7 +816,7 @@ impl<'h> Mutator<'h> {
     #[inline]
     #[track_caller]
     pub fn set_handle(&self, dst: Handle, src: Option<Handle>) {
-        let v = src.map_or(0, |h| self.addr(h));
+        let v = self.addr_or_null(src);
         self.write_handle(dst, v);
     }
 
@@ -727,13 +831,14 @@ impl<'h> Mutator<'h> {
         self.safepoint_poll();
         let mark = self.handles().len();
         let r = f(self);
-        self.handles_mut().truncate(mark);
+        self.release_handles(mark);
         r
     }
 
     /// Like [`Self::scope`], but the handle `f` returns survives as a new handle of the
     /// enclosing scope.
     #[inline]
+    #[track_caller]
     pub fn scope_escape(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<Option<Handle>, GcError>,
@@ -745,11 +850,11 @@ impl<'h> Mutator<'h> {
             Ok(Some(h)) => Some(self.addr(h)),
             Ok(None) => None,
             Err(e) => {
-                self.handles_mut().truncate(mark);
+                self.release_handles(mark);
                 return Err(e);
             }
         };
-        self.handles_mut().truncate(mark);
+        self.release_handles(mark);
         Ok(kept.map(|a| self.push_handle(a)))
     }
 
@@ -766,18 +871,18 @@ impl<'h> Mutator<'h> {
     #[cold]
     fn block_for_safepoint(&mut self) {
         self.before_stop();
-        self.heap.safepoint.block();
+        self.heap.safepoint.block(self.id);
         self.after_stop();
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
     pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> R {
         self.before_stop();
-        self.heap.safepoint.enter_blocking();
+        self.heap.safepoint.enter_blocking(self.id);
         struct Leave<'a, 'h>(&'a mut Mutator<'h>);
         impl Drop for Leave<'_, '_> {
             fn drop(&mut self) {
-                self.0.heap.safepoint.leave_blocking();
+                self.0.heap.safepoint.leave_blocking(self.0.id);
                 self.0.after_stop();
             }
         }
@@ -788,14 +893,16 @@ impl<'h> Mutator<'h> {
     /// Run a collection of `kind` now.
     pub fn collect(&mut self, kind: CollectionKind) {
         self.before_stop();
-        self.heap.safepoint.request(Request::Collect(kind), true);
+        self.heap
+            .safepoint
+            .request(Request::Collect(kind), Some(self.id));
         self.after_stop();
     }
 
     /// Verify the whole heap now (world stopped).
     pub fn verify_heap(&mut self) -> Result<VerifyReport, crate::collection::verify::VerifyError> {
         self.before_stop();
-        let r = self.heap.safepoint.request(Request::Verify, true);
+        let r = self.heap.safepoint.request(Request::Verify, Some(self.id));
         self.after_stop();
         match r.verify_error {
             Some(msg) => Err(crate::collection::verify::VerifyError(msg)),
