@@ -38,6 +38,9 @@ use crate::telemetry::{
 };
 
 /// Errors the runtime reports to a mutator.
+///
+/// Every variant's fields fit in three words, so that `Result<Handle, GcError>`, which every
+/// allocation returns, stays small.
 #[derive(thiserror::Error)]
 pub enum GcError {
     /// The heap cannot hold the request even after a full collection.
@@ -52,7 +55,7 @@ pub enum GcError {
         /// Heap capacity.
         heap_size: usize,
         /// Handles live on the mutator that asked (each keeps its object alive).
-        live_handles: usize,
+        live_handles: u32,
     },
     /// The GC overhead limit: the collections run for this request left less than
     /// [`GC_HEAP_FREE_LIMIT_PERCENT`] % of the heap free, and so did the last
@@ -76,25 +79,22 @@ pub enum GcError {
         /// Consecutive full collections that each left less than the limit free.
         full_collections: u32,
         /// Handles live on the mutator that asked (each keeps its object alive).
-        live_handles: usize,
+        live_handles: u32,
     },
     /// The request is larger than any object the heap can ever hold: larger than both the old
     /// generation and eden (an object lives in one of them). Refused at once, without a
     /// collection, since no collection could make room.
     #[error(
         "out of memory: the request of {} ({requested} bytes) is larger than this heap can ever \
-         hold: an object must fit in the old generation ({}) or in eden ({}) of the {} heap; \
-         use a larger heap",
+         hold: an object must fit in the old generation ({}) or in eden ({}); use a larger \
+         heap",
         format_size(*.requested),
         format_size(*.old_capacity),
-        format_size(*.eden_capacity),
-        format_size(*.heap_size)
+        format_size(*.eden_capacity)
     )]
     LargerThanHeap {
         /// Bytes asked for.
         requested: usize,
-        /// Heap capacity.
-        heap_size: usize,
         /// The old generation's capacity.
         old_capacity: usize,
         /// Eden's capacity (one node's fragment under a fragmented NUMA layout).
@@ -106,12 +106,12 @@ pub enum GcError {
 }
 
 /// Live handles at least this many are named as the likely cause of an out-of-memory error.
-const MANY_LIVE_HANDLES: usize = 10_000;
+const MANY_LIVE_HANDLES: u32 = 10_000;
 
 /// What an out-of-memory message says about the handles of the mutator that asked: their
 /// number, and when they are many, the usual cause (objects made in a loop are kept alive by
 /// their handles until the `scope` around the loop's body ends, and there was none).
-fn live_handles_note(live_handles: usize) -> String {
+fn live_handles_note(live_handles: u32) -> String {
     if live_handles >= MANY_LIVE_HANDLES {
         format!("; {live_handles} handles live on this mutator: a loop without `scope`?")
     } else {
@@ -123,6 +123,8 @@ impl GcError {
     /// The same error, naming the live handles of the mutator that asked (the VM thread, which
     /// makes the error, does not know them).
     pub(crate) fn with_live_handles(mut self, handles: usize) -> Self {
+        // Handle indices are `u32`: there are never more.
+        let handles = u32::try_from(handles).unwrap_or(u32::MAX);
         if let GcError::OutOfMemory { live_handles, .. }
         | GcError::GcOverheadLimit { live_handles, .. } = &mut self
         {
@@ -388,7 +390,6 @@ impl HeapInner {
         }
         Err(GcError::LargerThanHeap {
             requested: bytes,
-            heap_size: self.mem.capacity(),
             old_capacity,
             eden_capacity,
         })

@@ -15,7 +15,7 @@
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,17 +73,47 @@ impl Scalar for u64 {
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
-/// Using a handle of another mutator, or one whose scope has ended, panics: a handle carries
-/// the scope epoch it was made in, and its slot remembers the epoch of the handle it holds now,
-/// so a stale handle is caught even after the stack has grown back past its index (the check
-/// is one load and one comparison; it could only miss a handle kept across exactly a multiple
-/// of 2^32 ended scopes).
+/// Using a handle of another mutator, or one whose scope has ended, panics. The check is a
+/// generation check: a handle carries the stamp of the scope epoch it was made in, and its
+/// slot remembers the stamp of the handle it holds now. Every ended scope starts a new epoch,
+/// and stamps are unique in the process, so a stale handle (even once the stack has grown
+/// back past its index) or one of another mutator never matches: one load and one comparison
+/// per use. (Stamps are 32 bits: only after 2^32 scopes have ended in the process can one
+/// come back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
     index: u32,
-    owner: u32,
-    /// The owner's scope epoch when the handle was made.
-    epoch: u32,
+    /// The stamp of the epoch the handle was made in.
+    stamp: u32,
+}
+
+/// Stamps are taken from the process-wide stamp space in blocks of this many (the low bits of
+/// a stamp count within its block), so a mutator touches the shared counter once per this
+/// many ended scopes.
+const STAMP_BLOCK_BITS: u32 = 16;
+
+/// The next block of stamps to hand out (block 0 is never used, so no stamp is 0).
+static NEXT_STAMP_BLOCK: AtomicU32 = AtomicU32::new(1);
+
+/// The set of stamp blocks used by a mutator whose first stamp is `first` (a bit per block).
+fn used_stamp_blocks(first: u32) -> Box<[u64]> {
+    let mut blocks = vec![0u64; (1 << (32 - STAMP_BLOCK_BITS)) / 64].into_boxed_slice();
+    mark_stamp_block(&mut blocks, first);
+    blocks
+}
+
+/// Add the block of `stamp` to a mutator's used blocks.
+fn mark_stamp_block(blocks: &mut [u64], stamp: u32) {
+    let block = (stamp >> STAMP_BLOCK_BITS) as usize;
+    blocks[block / 64] |= 1 << (block % 64);
+}
+
+/// A fresh block of stamps: its first stamp.
+fn take_stamp_block() -> u32 {
+    // Relaxed: blocks only need to be distinct, which the read-modify-write guarantees.
+    let block = NEXT_STAMP_BLOCK.fetch_add(1, Ordering::Relaxed);
+    let block = block % (1 << (32 - STAMP_BLOCK_BITS));
+    block.max(1) << STAMP_BLOCK_BITS
 }
 
 /// The part of a mutator the collector reaches: its handle stack, and the thread it belongs
@@ -127,6 +157,13 @@ impl MutatorShared {
             self.id,
             self.tid
         )
+    }
+
+    /// The handle stack's capacity (only its own thread calls this, while it runs).
+    fn handle_capacity(&self) -> usize {
+        // SAFETY: called by the owning thread while it runs: the collector does not touch
+        // the stack now.
+        unsafe { (*self.handles.get()).capacity() }
     }
 
     /// The handle stack as a root range.
@@ -175,12 +212,17 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
-    /// The scope epoch of each handle slot, in step with the handle stack (see [`Handle`]).
-    /// Only this thread reads it; the collector never does.
-    handle_epochs: UnsafeCell<Vec<u32>>,
-    /// Counts ended scopes: handles made now carry it, so none made before a scope ended
-    /// matches a slot refilled after.
-    epoch: u32,
+    /// The stamp of each handle slot's handle (see [`Handle`]): entry `i` is meaningful
+    /// while `i` is below the handle stack's length, which is the only length kept. Never
+    /// shorter than the stack's capacity, so an index below the stack's length needs no
+    /// second bounds check. Only this thread touches it; the collector never does.
+    handle_stamps: UnsafeCell<Box<[u32]>>,
+    /// The current epoch's stamp: handles made now carry it. A new one after every ended
+    /// scope, so no handle made before matches a slot refilled after.
+    stamp: u32,
+    /// The stamp blocks this mutator has used (a bit per block), to tell its own stale
+    /// handles from handles of other mutators when a check fails.
+    stamp_blocks: Box<[u64]>,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
@@ -191,13 +233,16 @@ impl<'h> Mutator<'h> {
     #[track_caller]
     pub(crate) fn new(heap: &'h Heap) -> Self {
         let inner = heap.inner();
-        // Process-wide, so a handle of another heap's mutator is never mistaken for ours.
+        // Process-wide, so diagnostics name every mutator apart (handles are told apart by
+        // their stamps).
         static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let tid = crate::os::sched::current_tid();
         let shared = Arc::new(MutatorShared::new(id, tid));
         inner.safepoint.attach(shared.clone());
         inner.mutator_sched.on_attach(tid);
+        let stamps = vec![0; shared.handle_capacity()].into_boxed_slice();
+        let stamp = take_stamp_block();
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
             let left = profiler.next_gap(&mut rng);
@@ -219,8 +264,9 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
-            handle_epochs: UnsafeCell::new(Vec::with_capacity(256)),
-            epoch: 0,
+            handle_stamps: UnsafeCell::new(stamps),
+            stamp,
+            stamp_blocks: used_stamp_blocks(stamp),
             tid,
             _not_send: PhantomData,
         }
@@ -233,22 +279,31 @@ impl<'h> Mutator<'h> {
     }
 
     #[inline(always)]
-    fn handle_epochs(&self) -> &Vec<u32> {
-        // SAFETY: only this thread touches the epochs, and no `&mut` to them outlives a call.
-        unsafe { &*self.handle_epochs.get() }
+    fn handle_stamps(&self) -> &[u32] {
+        // SAFETY: only this thread touches the stamps, and no `&mut` to them outlives a call.
+        unsafe { &*self.handle_stamps.get() }
     }
 
     /// Release the handles from `mark` up (a scope ends): they become stale, and handles made
-    /// from now on carry a new epoch, so a released one never matches a refilled slot.
+    /// from now on carry a new stamp, so a released one never matches a refilled slot.
     #[inline(always)]
     fn release_handles(&mut self, mark: usize) {
         // SAFETY: this thread is running, so the collector does not touch the stack now, and
-        // `&mut self` makes these the only references.
-        unsafe {
-            (*self.shared.handles.get()).truncate(mark);
-            (*self.handle_epochs.get()).truncate(mark);
+        // `&mut self` makes this the only reference.
+        unsafe { (*self.shared.handles.get()).truncate(mark) };
+        // The last block's last stamp wraps to 0, which starts a block too.
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp.trailing_zeros() >= STAMP_BLOCK_BITS {
+            self.next_stamp_block();
         }
-        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// The current block of stamps is used up: take the next.
+    #[cold]
+    #[inline(never)]
+    fn next_stamp_block(&mut self) {
+        self.stamp = take_stamp_block();
+        mark_stamp_block(&mut self.stamp_blocks, self.stamp);
     }
 
     /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
@@ -259,19 +314,27 @@ impl<'h> Mutator<'h> {
         // SAFETY: this thread is running (the collector does not touch the stack), and no
         // reference into the stack is alive: every method's borrow of it ends before it
         // returns, and none calls another while holding one.
-        let (hs, epochs) = unsafe {
+        let (hs, stamps) = unsafe {
             (
                 &mut *self.shared.handles.get(),
-                &mut *self.handle_epochs.get(),
+                &mut *self.handle_stamps.get(),
             )
         };
         let index = hs.len();
-        hs.push(addr);
-        epochs.push(self.epoch);
+        // One capacity check for both: the stamps are never shorter than the stack's capacity.
+        if index == hs.capacity() {
+            grow_handle_stack(hs, stamps);
+        }
+        // SAFETY: `index` is the stack's length, below its capacity (checked above) and so
+        // below the stamps' length.
+        unsafe {
+            hs.as_mut_ptr().add(index).write(addr);
+            hs.set_len(index + 1);
+            *stamps.get_unchecked_mut(index) = self.stamp;
+        }
         Handle {
             index: index as u32,
-            owner: self.id,
-            epoch: self.epoch,
+            stamp: self.stamp,
         }
     }
 
@@ -327,17 +390,37 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     fn addr(&self, h: Handle) -> usize {
-        if h.owner != self.id {
-            foreign_handle();
-        }
         let index = h.index as usize;
-        // A slot beyond the stack, or refilled since by a handle of a later epoch: stale.
-        if self.handle_epochs().get(index) != Some(&h.epoch) {
-            stale_handle();
+        let hs = self.handles();
+        // Valid: a slot of the stack that still holds the handle made there, i.e. whose stamp
+        // is the handle's. A handle of the current epoch needs no look at the stamps: nothing
+        // has been released since it was made, and no other mutator has its stamp. Otherwise
+        // the slot may be beyond the stack, refilled since by a handle of a later epoch, or
+        // of another mutator's stack, and the stamps tell. (The stamps are at least as long as
+        // the stack's capacity, so an index below its length is in bounds for both.)
+        // SAFETY: the stamps are read only for `index < hs.len()`, in bounds (above).
+        let valid = index < hs.len()
+            && (h.stamp == self.stamp
+                || unsafe { *self.handle_stamps().get_unchecked(index) } == h.stamp);
+        if !valid {
+            self.invalid_handle(h);
         }
-        // SAFETY: the epochs and the handle stack always have the same length, and `index` is
-        // below the epochs' (checked above).
-        unsafe { *self.handles().get_unchecked(index) }
+        // SAFETY: `index` is below the stack's length (checked above).
+        unsafe { *hs.get_unchecked(index) }
+    }
+
+    /// The panic of a handle that failed the check in [`Self::addr`]: stale if its stamp is
+    /// one of this mutator's, else of another mutator.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn invalid_handle(&self, h: Handle) -> ! {
+        let block = (h.stamp >> STAMP_BLOCK_BITS) as usize;
+        if self.stamp_blocks[block / 64] & (1 << (block % 64)) != 0 {
+            stale_handle()
+        } else {
+            foreign_handle()
+        }
     }
 
     /// The object a handle refers to; panics on null.
@@ -914,6 +997,17 @@ impl<'h> Mutator<'h> {
     pub fn heap_used(&self) -> usize {
         self.heap.mem.used()
     }
+}
+
+/// Make room for one more handle in the stack and its stamps, keeping the stamps at least as
+/// long as the stack's capacity (so that `push_handle` checks one capacity).
+#[cold]
+#[inline(never)]
+fn grow_handle_stack(handles: &mut Vec<usize>, stamps: &mut Box<[u32]>) {
+    handles.reserve(1);
+    let mut grown = vec![0; handles.capacity()];
+    grown[..handles.len()].copy_from_slice(&stamps[..handles.len()]);
+    *stamps = grown.into_boxed_slice();
 }
 
 /// The panic of a handle used with another mutator (out of line, as every panic here: the
