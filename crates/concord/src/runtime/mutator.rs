@@ -77,9 +77,10 @@ impl Scalar for u64 {
 /// generation check: a handle carries the stamp of the scope epoch it was made in, and its
 /// slot remembers the stamp of the handle it holds now. Every ended scope starts a new epoch,
 /// and stamps are unique in the process, so a stale handle (even once the stack has grown
-/// back past its index) or one of another mutator never matches: one load and one comparison
-/// per use. (Stamps are 32 bits: only after 2^32 scopes have ended in the process can one
-/// come back.)
+/// back past its index) or one of another mutator never matches. A use costs the bounds
+/// comparison it always did plus one comparison with the current stamp, and for a handle
+/// made before the last ended scope one more load and comparison. (Stamps are 32 bits: only
+/// after 2^32 scopes have ended in the process can one come back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
     index: u32,
@@ -102,10 +103,16 @@ fn used_stamp_blocks(first: u32) -> Box<[u64]> {
     blocks
 }
 
+/// The word and bit of the block of `stamp` in a set of used blocks.
+fn stamp_block_bit(stamp: u32) -> (usize, u64) {
+    let block = (stamp >> STAMP_BLOCK_BITS) as usize;
+    (block / 64, 1 << (block % 64))
+}
+
 /// Add the block of `stamp` to a mutator's used blocks.
 fn mark_stamp_block(blocks: &mut [u64], stamp: u32) {
-    let block = (stamp >> STAMP_BLOCK_BITS) as usize;
-    blocks[block / 64] |= 1 << (block % 64);
+    let (word, bit) = stamp_block_bit(stamp);
+    blocks[word] |= bit;
 }
 
 /// A fresh block of stamps: its first stamp.
@@ -415,8 +422,8 @@ impl<'h> Mutator<'h> {
     #[inline(never)]
     #[track_caller]
     fn invalid_handle(&self, h: Handle) -> ! {
-        let block = (h.stamp >> STAMP_BLOCK_BITS) as usize;
-        if self.stamp_blocks[block / 64] & (1 << (block % 64)) != 0 {
+        let (word, bit) = stamp_block_bit(h.stamp);
+        if self.stamp_blocks[word] & bit != 0 {
             stale_handle()
         } else {
             foreign_handle()

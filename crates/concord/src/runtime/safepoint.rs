@@ -145,7 +145,8 @@ impl SpState {
 }
 
 impl Safepoint {
-    /// `timeout`: see [`Safepoint::timeout`].
+    /// `timeout`: how long a safepoint waits before it names the mutators still running
+    /// (`None`: it never does).
     pub fn new(timeout: Option<Duration>) -> Self {
         Self {
             requested: AtomicBool::new(false),
