@@ -966,6 +966,10 @@ impl<'h> Mutator<'h> {
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
+    ///
+    /// Anything that can block the thread (a channel receive, a lock, a join, a sleep, I/O)
+    /// belongs in here: a thread blocked outside holds up every other thread that needs a
+    /// collection, and after `safepoint-timeout` the heap names it on stderr.
     pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> R {
         self.before_stop();
         self.heap.safepoint.enter_blocking(self.id);
