@@ -1,7 +1,12 @@
 //! Misuse of the API fails loudly and clearly: panics with messages that say what was wrong,
 //! configuration errors that name the key, layout errors for unrepresentable shapes.
 
-use concord::config::{ConfigError, MIB};
+use std::time::Duration;
+
+mod common;
+
+use common::with_watchdog;
+use concord::config::{format_size, ConfigError, MIB};
 use concord::object::{LayoutError, MAX_ARRAY_LEN, MAX_FIXED_PAYLOAD, MAX_FIXED_REFS};
 use concord::{CollectionKind, GcConfig, GcError, Heap, HeapError, ObjectKind, ObjectType, Preset};
 
@@ -144,19 +149,23 @@ fn byte_array_write_out_of_bounds_panics() {
 #[should_panic(expected = "handle used with a mutator that did not create it")]
 fn handle_of_another_mutator_panics() {
     let heap = heap();
-    let mut a = heap.attach();
+    // A handle of a mutator on another thread (one thread has one mutator per heap).
+    let h = std::thread::scope(|s| {
+        s.spawn(|| heap.attach().alloc(PAIR).unwrap())
+            .join()
+            .unwrap()
+    });
     let mut b = heap.attach();
-    let h = a.alloc(PAIR).unwrap();
     // `b` has a handle at the same index, so only the owner check can catch this.
     let _ = b.alloc(PAIR).unwrap();
     b.read_u64(h, 0);
 }
 
-/// The documentation says a handle whose scope has ended panics; once the handle stack grows
-/// back to that index, the stale handle silently refers to whatever the new handle holds.
+/// Regression test: a handle whose scope had ended was caught only while the handle stack was
+/// shorter than its index; once the stack grew back past it, the stale handle silently
+/// referred to whatever the new handle held.
 #[test]
-#[ignore = "bug: a stale handle is not detected once the handle stack has grown back past its index"]
-#[should_panic(expected = "stale handle")]
+#[should_panic(expected = "stale handle: used after the scope that created it ended")]
 fn stale_handle_is_detected_after_the_stack_grows_back() {
     let heap = heap();
     let mut m = heap.attach();
@@ -167,8 +176,164 @@ fn stale_handle_is_detected_after_the_stack_grows_back() {
     });
     let other = m.alloc(PAIR).unwrap();
     m.write_u64(other, 0, 2);
-    // Reads `other` (2) instead of panicking.
+    // Used to read `other` (2) instead of panicking.
     m.read_u64(stale, 0);
+}
+
+/// The same through every way a handle is used, after the stack grew back past the stale
+/// handle's index in a later scope, several scopes deep.
+#[test]
+fn stale_handles_never_reach_another_object() {
+    let heap = heap();
+    let mut m = heap.attach();
+    let outer = m.alloc(PAIR).unwrap();
+    m.write_u64(outer, 0, 7);
+    let stale = m.scope(|m| m.scope(|m| m.alloc(PAIR).unwrap()));
+    m.scope(|m| {
+        // Refill the stack past the stale handle's index with other objects.
+        for _ in 0..4 {
+            let o = m.alloc(PAIR).unwrap();
+            m.write_u64(o, 0, 999);
+        }
+        let stale_panic = |what: &str, use_it: &dyn Fn()| {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(use_it));
+            let message = r.expect_err(what);
+            let message = message.downcast_ref::<&str>().copied().unwrap_or_default();
+            assert!(message.starts_with("stale handle"), "{what}: {message}");
+        };
+        stale_panic("read_u64", &|| {
+            m.read_u64(stale, 0);
+        });
+        stale_panic("view", &|| {
+            m.view(stale);
+        });
+        stale_panic("get_ref", &|| {
+            m.get_ref(stale, 0);
+        });
+        stale_panic("dup", &|| {
+            m.dup(stale);
+        });
+        stale_panic("set_handle (destination)", &|| m.set_handle(stale, None));
+        stale_panic("same_object", &|| {
+            m.same_object(stale, outer);
+        });
+    });
+    // The handles that are still valid still work.
+    assert_eq!(m.read_u64(outer, 0), 7);
+    m.verify_heap().unwrap();
+}
+
+/// Stamps come in blocks of 65,536 scopes: handles stay valid, and stale ones are still told
+/// from foreign ones, across blocks.
+#[test]
+#[should_panic(expected = "stale handle: used after the scope that created it ended")]
+fn stale_handles_are_caught_across_stamp_blocks() {
+    let heap = heap();
+    let mut m = heap.attach();
+    let kept = m.alloc(PAIR).unwrap();
+    m.write_u64(kept, 0, 7);
+    let stale = m.scope(|m| m.alloc(PAIR).unwrap());
+    for _ in 0..150_000 {
+        m.scope(|_| ());
+    }
+    let o = m.alloc(PAIR).unwrap();
+    m.write_u64(o, 0, 999);
+    assert_eq!(m.read_u64(kept, 0), 7);
+    m.read_u64(stale, 0);
+}
+
+/// A handle stays valid in the scope that made it however many inner scopes come and go.
+#[test]
+fn handles_outlive_inner_scopes() {
+    let heap = heap();
+    let mut m = heap.attach();
+    let kept = m.scope_escape(|m| {
+        let a = m.alloc(PAIR).unwrap();
+        m.write_u64(a, 0, 1);
+        for i in 0..100 {
+            m.scope(|m| {
+                let t = m.alloc(PAIR).unwrap();
+                m.write_u64(t, 0, i);
+            });
+        }
+        let b = m.alloc(PAIR).unwrap();
+        m.write_u64(b, 0, 2);
+        m.set_ref(a, 0, Some(b));
+        assert_eq!(m.read_u64(a, 0), 1);
+        Ok(Some(a))
+    });
+    let kept = kept.unwrap().unwrap();
+    m.collect(CollectionKind::Full);
+    let b = m.get_ref(kept, 0).unwrap();
+    assert_eq!((m.read_u64(kept, 0), m.read_u64(b, 0)), (1, 2));
+}
+
+// ---- threads that would wait for themselves ----
+
+#[test]
+#[should_panic(
+    expected = "Heap::collect called on a thread with a running mutator of this heap, \
+                           thread 'attached-collector' (mutator "
+)]
+fn heap_collect_on_an_attached_thread_panics() {
+    // Used to hang: the collection waited for the calling thread's own mutator.
+    on_named_thread("attached-collector", || {
+        let heap = heap();
+        let _m = heap.attach();
+        heap.collect(CollectionKind::Full);
+    });
+}
+
+/// `Heap::collect` is fine inside `blocking`, where the thread's mutator is stopped.
+#[test]
+fn heap_collect_inside_blocking_collects() {
+    with_watchdog(Duration::from_secs(60), || {
+        let heap = heap();
+        let mut m = heap.attach();
+        let o = m.alloc(PAIR).unwrap();
+        m.write_u64(o, 0, 7);
+        m.blocking(|| heap.collect(CollectionKind::Full));
+        assert_eq!(heap.collection_count(), 1);
+        assert_eq!(m.read_u64(o, 0), 7);
+    });
+}
+
+#[test]
+#[should_panic(
+    expected = "Heap::attach: this thread already has a mutator of this heap, \
+                           thread 'twice-attached' (mutator "
+)]
+fn second_attach_on_one_thread_panics() {
+    // Used to hang at the first collection: it waited for the mutator not in use.
+    on_named_thread("twice-attached", || {
+        let heap = heap();
+        let _first = heap.attach();
+        let _second = heap.attach();
+    });
+}
+
+/// One mutator per heap and thread: again after the first is dropped, and one of each heap.
+#[test]
+fn a_thread_attaches_again_after_detaching_and_to_other_heaps() {
+    with_watchdog(Duration::from_secs(60), || {
+        let (heap_a, heap_b) = (heap(), heap());
+        drop(heap_a.attach());
+        let mut a = heap_a.attach();
+        let mut b = heap_b.attach();
+        a.collect(CollectionKind::Young);
+        b.collect(CollectionKind::Young);
+    });
+}
+
+/// Run `f` on a thread named `name`, within a minute, re-raising its panic.
+fn on_named_thread(name: &str, f: impl FnOnce() + Send + 'static) {
+    let name = name.to_string();
+    with_watchdog(Duration::from_secs(60), move || {
+        let t = std::thread::Builder::new().name(name).spawn(f).unwrap();
+        if let Err(p) = t.join() {
+            std::panic::resume_unwind(p);
+        }
+    });
 }
 
 /// Regression test: mutator ids used to be counted per heap, so the first mutators of two heaps
@@ -371,17 +536,117 @@ fn representable_but_huge_shapes_are_out_of_memory() {
         m.alloc_byte_array(MAX_ARRAY_LEN),
     ] {
         match r {
-            Err(GcError::OutOfMemory {
-                requested,
-                heap_size,
-            }) => {
-                assert!(requested > heap_size, "{requested} {heap_size}");
+            Err(GcError::LargerThanHeap { requested, .. }) => {
+                assert!(requested > heap.capacity(), "{requested}");
             }
-            Err(other) => panic!("expected OutOfMemory, got {other}"),
+            Err(other) => panic!("expected LargerThanHeap, got {other}"),
             Ok(_) => panic!("a larger-than-heap object was allocated"),
         }
     }
     let o = m.alloc(PAIR).unwrap();
     assert_eq!(m.ref_count(o), 2);
     m.verify_heap().unwrap();
+}
+
+// ---- out of memory ----
+
+/// Every allocation returns a `Result<Handle, GcError>`: the error must not make it larger
+/// than a handle and three words.
+#[test]
+fn allocation_results_stay_small() {
+    assert!(std::mem::size_of::<Result<concord::Handle, GcError>>() <= 32);
+}
+
+/// A request no collection could ever make room for is refused as such at once, naming the
+/// sizes, instead of collecting for nothing and blaming the collections.
+#[test]
+fn a_request_larger_than_the_heap_says_so_without_collecting() {
+    let heap = heap();
+    let capacity = heap.capacity();
+    let mut m = heap.attach();
+    let err = m.alloc_byte_array(2 * capacity).unwrap_err();
+    let GcError::LargerThanHeap {
+        requested,
+        old_capacity,
+        eden_capacity,
+    } = err
+    else {
+        panic!("expected LargerThanHeap, got {err:?}");
+    };
+    assert!(requested > 2 * capacity);
+    assert!(old_capacity < capacity && eden_capacity < capacity);
+    let message = err.to_string();
+    for part in [
+        format!(
+            "the request of {} ({requested} bytes)",
+            format_size(requested)
+        ),
+        "is larger than this heap can ever hold".to_string(),
+        format!("old generation ({})", format_size(old_capacity)),
+        format!("eden ({})", format_size(eden_capacity)),
+    ] {
+        assert!(message.contains(&part), "{part:?} not in: {message}");
+    }
+    assert_eq!(heap.collection_count(), 0, "collected for nothing");
+    // The largest object the heap can hold is still served.
+    let largest = old_capacity.max(eden_capacity) - 64;
+    m.scope(|m| assert!(m.alloc_byte_array(largest).is_ok()));
+    m.verify_heap().unwrap();
+}
+
+/// Objects allocated in a loop without a `scope` stay alive through their handles until the
+/// collector gives up; the error says how many handles the mutator holds and what that means,
+/// in its message and in what `unwrap` prints. An impossible request made then is still
+/// refused as larger than the heap, not as the overhead limit.
+#[test]
+fn out_of_memory_names_the_live_handles_of_a_loop_without_scope() {
+    with_watchdog(Duration::from_secs(300), || {
+        let mut c = config();
+        c.verify = false;
+        let heap = Heap::new(c).unwrap();
+        let mut m = heap.attach();
+        let err = loop {
+            match m.alloc(PAIR) {
+                Ok(_) => continue,
+                Err(e) => break e,
+            }
+        };
+        let live = m.handle_count();
+        assert!(live > 10_000, "{live} handles");
+        assert!(
+            matches!(err, GcError::GcOverheadLimit { live_handles, .. } if live_handles as usize == live),
+            "{err:?}"
+        );
+        let note = format!("{live} handles live on this mutator: a loop without `scope`?");
+        assert!(err.to_string().contains(&note), "{err}");
+        assert!(format!("{err:?}").contains(&note), "{err:?}");
+        match m.alloc_byte_array(2 * heap.capacity()) {
+            Err(GcError::LargerThanHeap { .. }) => {}
+            other => panic!("expected LargerThanHeap, got {other:?}"),
+        }
+    });
+}
+
+/// With few handles the error still counts them, without the advice.
+#[test]
+fn out_of_memory_counts_a_few_live_handles_without_advice() {
+    let heap = heap();
+    let mut m = heap.attach();
+    // Half the heap each: the second cannot be allocated while the first is live.
+    let half = heap.capacity() / 2;
+    let first = m.alloc_byte_array(half / 2).unwrap();
+    let err = loop {
+        match m.alloc_byte_array(half / 2) {
+            Ok(_) => continue,
+            Err(e) => break e,
+        }
+    };
+    let live = m.handle_count();
+    assert!(live < 10, "{live}");
+    let message = err.to_string();
+    assert!(
+        message.ends_with(&format!("; {live} handles live on this mutator")),
+        "{message}"
+    );
+    assert_eq!(m.array_len(first), half / 2);
 }

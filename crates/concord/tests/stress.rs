@@ -379,6 +379,7 @@ fn out_of_memory_is_clean(chunk: usize, large_object_threshold: usize) {
             GcError::OutOfMemory {
                 requested,
                 heap_size,
+                ..
             }
             | GcError::GcOverheadLimit {
                 requested,
@@ -466,12 +467,12 @@ fn oversized_request_is_out_of_memory_not_a_hang() {
         let keep = m.alloc(NODE).unwrap();
         m.write_u64(keep, 0, 7);
         match m.alloc_byte_array(64 * MIB) {
-            Err(GcError::OutOfMemory { requested, .. }) => assert!(requested >= 64 * MIB),
-            other => panic!("expected OutOfMemory, got {other:?}"),
+            Err(GcError::LargerThanHeap { requested, .. }) => assert!(requested >= 64 * MIB),
+            other => panic!("expected LargerThanHeap, got {other:?}"),
         }
         match m.alloc_ref_array(1 << 20) {
-            Err(GcError::OutOfMemory { requested, .. }) => assert!(requested >= 8 << 20),
-            other => panic!("expected OutOfMemory, got {other:?}"),
+            Err(GcError::LargerThanHeap { requested, .. }) => assert!(requested >= 8 << 20),
+            other => panic!("expected LargerThanHeap, got {other:?}"),
         }
         // Nothing was lost on the way.
         assert_eq!(m.read_u64(keep, 0), 7);

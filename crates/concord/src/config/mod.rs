@@ -32,6 +32,11 @@ pub use validate::same_file;
 pub(crate) use validate::PLAB_RANGE;
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
+/// `safepoint-timeout`'s default: long enough that no healthy safepoint comes near it (they
+/// take microseconds to milliseconds), short enough to name a stuck thread while someone is
+/// still watching.
+pub const DEFAULT_SAFEPOINT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub const SPACE_ALIGNMENT: usize = 64 * KIB;
 /// The smallest heap a configuration may ask for.
 pub const MIN_HEAP: usize = 4 * MIB;
@@ -161,6 +166,10 @@ pub struct GcConfig {
     pub old_plab_size: usize,
     /// Objects at least this large (bytes) are allocated directly in the old generation.
     pub large_object_threshold: usize,
+    /// How long a collection waits for the mutators to reach its safepoint before the ones
+    /// still running are named on stderr, once per safepoint (`None`: never; HotSpot's
+    /// `-XX:+SafepointTimeout -XX:SafepointTimeoutDelay`).
+    pub safepoint_timeout: Option<std::time::Duration>,
     /// Verify the whole heap after every collection.
     pub verify: bool,
     /// Write a HotSpot unified-logging style GC log here.
@@ -415,6 +424,7 @@ impl GcConfig {
             young_plab_size: 32 * KIB,
             old_plab_size: 8 * KIB,
             large_object_threshold: 64 * KIB,
+            safepoint_timeout: Some(DEFAULT_SAFEPOINT_TIMEOUT),
             verify: false,
             gc_log: None,
             // HotSpot 8 writes its log inside the pause; HotSpot 17 has `-Xlog:async`.

@@ -140,7 +140,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 36] = [
+static OPTIONS: [OptionSpec; 37] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -474,6 +474,20 @@ static OPTIONS: [OptionSpec; 36] = [
                 return Err(size_too_small(MIN_LARGE_OBJECT_THRESHOLD));
             }
             c.large_object_threshold = size;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "safepoint-timeout",
+        env: "CONCORD_SAFEPOINT_TIMEOUT",
+        kind: ValueKind::Integer,
+        doc: "Milliseconds a collection waits for every attached thread to reach its \
+              safepoint before it names the threads still running on stderr, once per \
+              safepoint (a thread blocked outside Mutator::blocking holds every thread up); 0 \
+              never reports (0..=3600000, default 5000).",
+        set: |c, v| {
+            let ms = int_in(v, &(0..=3_600_000u64))?;
+            c.safepoint_timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms));
             Ok(())
         },
     },
@@ -1076,7 +1090,9 @@ mod tests {
             .iter()
             .flat_map(|(name, value)| match value.as_table() {
                 // A duration serializes as `{ secs, nanos }`: one field all the same.
-                Some(_) if name == "gc_log_flush_timeout" => vec![name.clone()],
+                Some(_) if name == "gc_log_flush_timeout" || name == "safepoint_timeout" => {
+                    vec![name.clone()]
+                }
                 Some(nested) => nested.keys().cloned().collect(),
                 None => vec![name.clone()],
             })
@@ -1133,6 +1149,7 @@ mod tests {
             ("young-plab-size", "64k"),
             ("old-plab-size", "16k"),
             ("large-object-threshold", "1m"),
+            ("safepoint-timeout", "250"),
             ("verify", "yes"),
             ("gc-log", "/tmp/gc.log"),
             ("gc-log-mode", "async"),
@@ -1179,6 +1196,10 @@ mod tests {
             assert_eq!(config.young_plab_size, 64 * KIB);
             assert_eq!(config.old_plab_size, 16 * KIB);
             assert_eq!(config.large_object_threshold, MIB);
+            assert_eq!(
+                config.safepoint_timeout,
+                Some(std::time::Duration::from_millis(250))
+            );
             assert!(config.verify);
             assert_eq!(config.gc_log, Some(PathBuf::from("/tmp/gc.log")));
             assert_eq!(config.gc_log_mode, GcLogMode::Async);

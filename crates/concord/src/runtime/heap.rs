@@ -38,15 +38,24 @@ use crate::telemetry::{
 };
 
 /// Errors the runtime reports to a mutator.
-#[derive(Debug, thiserror::Error)]
+///
+/// Every variant's fields fit in three words, so that `Result<Handle, GcError>`, which every
+/// allocation returns, stays small.
+#[derive(thiserror::Error)]
 pub enum GcError {
     /// The heap cannot hold the request even after a full collection.
-    #[error("out of memory: {requested} bytes could not be allocated after a full collection (heap {heap_size} bytes)")]
+    #[error(
+        "out of memory: {requested} bytes could not be allocated after a full collection \
+         (heap {heap_size} bytes){}",
+        live_handles_note(*.live_handles)
+    )]
     OutOfMemory {
         /// Bytes asked for.
         requested: usize,
         /// Heap capacity.
         heap_size: usize,
+        /// Handles live on the mutator that asked (each keeps its object alive).
+        live_handles: u32,
     },
     /// The GC overhead limit: the collections run for this request left less than
     /// [`GC_HEAP_FREE_LIMIT_PERCENT`] % of the heap free, and so did the last
@@ -58,8 +67,9 @@ pub enum GcError {
     #[error(
         "out of memory: the collector gave up because collections freed too little (the last \
          {full_collections} full collections each left less than {}% of the heap free); \
-         {requested} bytes could not be allocated (heap {heap_size} bytes)",
-        GC_HEAP_FREE_LIMIT_PERCENT
+         {requested} bytes could not be allocated (heap {heap_size} bytes){}",
+        GC_HEAP_FREE_LIMIT_PERCENT,
+        live_handles_note(*.live_handles)
     )]
     GcOverheadLimit {
         /// Bytes asked for.
@@ -68,10 +78,73 @@ pub enum GcError {
         heap_size: usize,
         /// Consecutive full collections that each left less than the limit free.
         full_collections: u32,
+        /// Handles live on the mutator that asked (each keeps its object alive).
+        live_handles: u32,
+    },
+    /// The request is larger than any object the heap can ever hold: larger than both the old
+    /// generation and eden (an object lives in one of them). Refused at once, without a
+    /// collection, since no collection could make room.
+    #[error(
+        "out of memory: the request of {} ({requested} bytes) is larger than this heap can ever \
+         hold: an object must fit in the old generation ({}) or in eden ({}); use a larger \
+         heap",
+        format_size(*.requested),
+        format_size(*.old_capacity),
+        format_size(*.eden_capacity)
+    )]
+    LargerThanHeap {
+        /// Bytes asked for.
+        requested: usize,
+        /// The old generation's capacity.
+        old_capacity: usize,
+        /// Eden's capacity (one node's fragment under a fragmented NUMA layout).
+        eden_capacity: usize,
     },
     /// The requested object shape cannot be represented.
     #[error(transparent)]
     Layout(#[from] crate::object::LayoutError),
+}
+
+/// Live handles at least this many are named as the likely cause of an out-of-memory error.
+const MANY_LIVE_HANDLES: u32 = 10_000;
+
+/// What an out-of-memory message says about the handles of the mutator that asked: their
+/// number, and when they are many, the usual cause (objects made in a loop are kept alive by
+/// their handles until the `scope` around the loop's body ends, and there was none).
+fn live_handles_note(live_handles: u32) -> String {
+    if live_handles >= MANY_LIVE_HANDLES {
+        format!("; {live_handles} handles live on this mutator: a loop without `scope`?")
+    } else {
+        format!("; {live_handles} handles live on this mutator")
+    }
+}
+
+impl GcError {
+    /// The same error, naming the live handles of the mutator that asked (the VM thread, which
+    /// makes the error, does not know them).
+    pub(crate) fn with_live_handles(mut self, handles: usize) -> Self {
+        // Handle indices are `u32`: there are never more.
+        let handles = u32::try_from(handles).unwrap_or(u32::MAX);
+        if let GcError::OutOfMemory { live_handles, .. }
+        | GcError::GcOverheadLimit { live_handles, .. } = &mut self
+        {
+            *live_handles = handles;
+        }
+        self
+    }
+}
+
+/// The variant and the message: `unwrap()` shows this, and the message carries the advice.
+impl std::fmt::Debug for GcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let variant = match self {
+            GcError::OutOfMemory { .. } => "OutOfMemory",
+            GcError::GcOverheadLimit { .. } => "GcOverheadLimit",
+            GcError::LargerThanHeap { .. } => "LargerThanHeap",
+            GcError::Layout(_) => "Layout",
+        };
+        write!(f, "{variant}(\"{self}\")")
+    }
 }
 
 /// Building a heap failed.
@@ -306,6 +379,22 @@ impl HeapInner {
         Some(a)
     }
 
+    /// Refuse at once an allocation of `bytes` that no collection could ever make room for:
+    /// an object lives in the old generation or in (one node's fragment of) eden, so it must
+    /// fit in one of them.
+    pub fn refuse_larger_than_heap(&self, bytes: usize) -> Result<(), GcError> {
+        let old_capacity = self.mem.old.capacity();
+        let eden_capacity = self.mem.eden.capacity();
+        if bytes <= old_capacity.max(eden_capacity) {
+            return Ok(());
+        }
+        Err(GcError::LargerThanHeap {
+            requested: bytes,
+            old_capacity,
+            eden_capacity,
+        })
+    }
+
     /// The adaptive-size policy state.
     pub fn policy(&self) -> MutexGuard<'_, Policy> {
         lock(&self.policy)
@@ -437,6 +526,7 @@ impl Heap {
         };
         // Lifespan profiler: enabled by configuration.
         let lifespans = config.lifespans.then(LifespanProfiler::default);
+        let safepoint_timeout = config.safepoint_timeout;
         let inner = Arc::new(HeapInner {
             policy: Mutex::new(Policy {
                 tenuring_threshold: config.initial_tenuring_threshold,
@@ -448,7 +538,7 @@ impl Heap {
             config,
             mem,
             pool,
-            safepoint: Safepoint::new(),
+            safepoint: Safepoint::new(safepoint_timeout),
             start,
             stats: Mutex::new(GcStats::default()),
             gc_log: Mutex::new(gc_log),
@@ -502,6 +592,9 @@ impl Heap {
     }
 
     /// Attach the calling thread as a mutator; detached when the returned value drops.
+    /// Panics if the thread has a mutator of this heap already (it would wait for itself at
+    /// the next collection).
+    #[track_caller]
     pub fn attach(&self) -> Mutator<'_> {
         Mutator::new(self)
     }
@@ -564,9 +657,11 @@ impl Heap {
     }
 
     /// Run a collection from a thread that is *not* attached (from a mutator, use
-    /// [`Mutator::collect`]; calling this from an attached thread would wait for itself).
+    /// [`Mutator::collect`]). Panics on a thread whose mutator of this heap is running (outside
+    /// [`Mutator::blocking`]): the collection would wait for that mutator forever.
+    #[track_caller]
     pub fn collect(&self, kind: CollectionKind) {
-        self.inner.safepoint.request(Request::Collect(kind), false);
+        self.inner.safepoint.request(Request::Collect(kind), None);
     }
 
     /// Bytes in use.

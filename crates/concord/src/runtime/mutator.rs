@@ -15,7 +15,7 @@
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,12 +34,14 @@ macro_rules! payload_scalars {
     ($($t:ty: $read:ident, $write:ident;)+) => {$(
         #[doc = concat!("Read a little-endian `", stringify!($t), "` at `offset` in the payload.")]
         #[inline(always)]
+        #[track_caller]
         pub fn $read(&self, obj: Handle, offset: usize) -> $t {
             self.read_scalar(obj, offset)
         }
 
         #[doc = concat!("Write a `", stringify!($t), "` at `offset` in the payload.")]
         #[inline(always)]
+        #[track_caller]
         pub fn $write(&mut self, obj: Handle, offset: usize, v: $t) {
             self.write_scalar(obj, offset, v)
         }
@@ -71,16 +73,66 @@ impl Scalar for u64 {
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
-/// Using a handle of another mutator, or one whose scope has ended, panics.
+/// Using a handle of another mutator, or one whose scope has ended, panics. The check is a
+/// generation check: a handle carries the stamp of the scope epoch it was made in, and its
+/// slot remembers the stamp of the handle it holds now. Every ended scope starts a new epoch,
+/// and stamps are unique in the process, so a stale handle (even once the stack has grown
+/// back past its index) or one of another mutator never matches. A use costs the bounds
+/// comparison it always did plus one comparison with the current stamp, and for a handle
+/// made before the last ended scope one more load and comparison. (Stamps are 32 bits: only
+/// after 2^32 scopes have ended in the process can one come back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Handle {
     index: u32,
-    owner: u32,
+    /// The stamp of the epoch the handle was made in.
+    stamp: u32,
 }
 
-/// The part of a mutator the collector reaches: its handle stack.
+/// Stamps are taken from the process-wide stamp space in blocks of this many (the low bits of
+/// a stamp count within its block), so a mutator touches the shared counter once per this
+/// many ended scopes.
+const STAMP_BLOCK_BITS: u32 = 16;
+
+/// The next block of stamps to hand out (block 0 is never used, so no stamp is 0).
+static NEXT_STAMP_BLOCK: AtomicU32 = AtomicU32::new(1);
+
+/// The set of stamp blocks used by a mutator whose first stamp is `first` (a bit per block).
+fn used_stamp_blocks(first: u32) -> Box<[u64]> {
+    let mut blocks = vec![0u64; (1 << (32 - STAMP_BLOCK_BITS)) / 64].into_boxed_slice();
+    mark_stamp_block(&mut blocks, first);
+    blocks
+}
+
+/// The word and bit of the block of `stamp` in a set of used blocks.
+fn stamp_block_bit(stamp: u32) -> (usize, u64) {
+    let block = (stamp >> STAMP_BLOCK_BITS) as usize;
+    (block / 64, 1 << (block % 64))
+}
+
+/// Add the block of `stamp` to a mutator's used blocks.
+fn mark_stamp_block(blocks: &mut [u64], stamp: u32) {
+    let (word, bit) = stamp_block_bit(stamp);
+    blocks[word] |= bit;
+}
+
+/// A fresh block of stamps: its first stamp.
+fn take_stamp_block() -> u32 {
+    // Relaxed: blocks only need to be distinct, which the read-modify-write guarantees.
+    let block = NEXT_STAMP_BLOCK.fetch_add(1, Ordering::Relaxed);
+    let block = block % (1 << (32 - STAMP_BLOCK_BITS));
+    block.max(1) << STAMP_BLOCK_BITS
+}
+
+/// The part of a mutator the collector reaches: its handle stack, and the thread it belongs
+/// to (for the safepoint protocol's diagnostics).
 pub(crate) struct MutatorShared {
     pub id: u32,
+    /// The attached thread.
+    pub thread: std::thread::ThreadId,
+    /// The attached thread's name, if it has one.
+    thread_name: Option<String>,
+    /// The attached thread's kernel thread id.
+    tid: i32,
     handles: UnsafeCell<Vec<usize>>,
 }
 
@@ -91,11 +143,34 @@ unsafe impl Sync for MutatorShared {}
 unsafe impl Send for MutatorShared {}
 
 impl MutatorShared {
-    pub fn new(id: u32) -> Self {
+    /// The shared half of mutator `id`, attached on the calling thread (kernel id `tid`).
+    pub fn new(id: u32, tid: i32) -> Self {
+        let thread = std::thread::current();
         Self {
             id,
+            thread: thread.id(),
+            thread_name: thread.name().map(str::to_string),
+            tid,
             handles: UnsafeCell::new(Vec::with_capacity(256)),
         }
+    }
+
+    /// How diagnostics name the mutator: its thread's name (or that it has none), its id and
+    /// its thread's kernel id, e.g. `thread 'worker-1' (mutator 3, tid 4242)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "thread '{}' (mutator {}, tid {})",
+            self.thread_name.as_deref().unwrap_or("<unnamed>"),
+            self.id,
+            self.tid
+        )
+    }
+
+    /// The handle stack's capacity (only its own thread calls this, while it runs).
+    fn handle_capacity(&self) -> usize {
+        // SAFETY: called by the owning thread while it runs: the collector does not touch
+        // the stack now.
+        unsafe { (*self.handles.get()).capacity() }
     }
 
     /// The handle stack as a root range.
@@ -144,6 +219,17 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
+    /// The stamp of each handle slot's handle (see [`Handle`]): entry `i` is meaningful
+    /// while `i` is below the handle stack's length, which is the only length kept. Never
+    /// shorter than the stack's capacity, so an index below the stack's length needs no
+    /// second bounds check. Only this thread touches it; the collector never does.
+    handle_stamps: UnsafeCell<Box<[u32]>>,
+    /// The current epoch's stamp: handles made now carry it. A new one after every ended
+    /// scope, so no handle made before matches a slot refilled after.
+    stamp: u32,
+    /// The stamp blocks this mutator has used (a bit per block), to tell its own stale
+    /// handles from handles of other mutators when a check fails.
+    stamp_blocks: Box<[u64]>,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
@@ -151,15 +237,19 @@ pub struct Mutator<'h> {
 }
 
 impl<'h> Mutator<'h> {
+    #[track_caller]
     pub(crate) fn new(heap: &'h Heap) -> Self {
         let inner = heap.inner();
-        // Process-wide, so a handle of another heap's mutator is never mistaken for ours.
+        // Process-wide, so diagnostics name every mutator apart (handles are told apart by
+        // their stamps).
         static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(MutatorShared::new(id));
-        inner.safepoint.attach(shared.clone());
         let tid = crate::os::sched::current_tid();
+        let shared = Arc::new(MutatorShared::new(id, tid));
+        inner.safepoint.attach(shared.clone());
         inner.mutator_sched.on_attach(tid);
+        let stamps = vec![0; shared.handle_capacity()].into_boxed_slice();
+        let stamp = take_stamp_block();
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
             let left = profiler.next_gap(&mut rng);
@@ -181,6 +271,9 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
+            handle_stamps: UnsafeCell::new(stamps),
+            stamp,
+            stamp_blocks: used_stamp_blocks(stamp),
             tid,
             _not_send: PhantomData,
         }
@@ -193,9 +286,31 @@ impl<'h> Mutator<'h> {
     }
 
     #[inline(always)]
-    fn handles_mut(&mut self) -> &mut Vec<usize> {
-        // SAFETY: as above; `&mut self` makes this the only reference.
-        unsafe { &mut *self.shared.handles.get() }
+    fn handle_stamps(&self) -> &[u32] {
+        // SAFETY: only this thread touches the stamps, and no `&mut` to them outlives a call.
+        unsafe { &*self.handle_stamps.get() }
+    }
+
+    /// Release the handles from `mark` up (a scope ends): they become stale, and handles made
+    /// from now on carry a new stamp, so a released one never matches a refilled slot.
+    #[inline(always)]
+    fn release_handles(&mut self, mark: usize) {
+        // SAFETY: this thread is running, so the collector does not touch the stack now, and
+        // `&mut self` makes this the only reference.
+        unsafe { (*self.shared.handles.get()).truncate(mark) };
+        // The last block's last stamp wraps to 0, which starts a block too.
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp.trailing_zeros() >= STAMP_BLOCK_BITS {
+            self.next_stamp_block();
+        }
+    }
+
+    /// The current block of stamps is used up: take the next.
+    #[cold]
+    #[inline(never)]
+    fn next_stamp_block(&mut self) {
+        self.stamp = take_stamp_block();
+        mark_stamp_block(&mut self.stamp_blocks, self.stamp);
     }
 
     /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
@@ -206,18 +321,34 @@ impl<'h> Mutator<'h> {
         // SAFETY: this thread is running (the collector does not touch the stack), and no
         // reference into the stack is alive: every method's borrow of it ends before it
         // returns, and none calls another while holding one.
-        let hs = unsafe { &mut *self.shared.handles.get() };
+        let (hs, stamps) = unsafe {
+            (
+                &mut *self.shared.handles.get(),
+                &mut *self.handle_stamps.get(),
+            )
+        };
         let index = hs.len();
-        hs.push(addr);
+        // One capacity check for both: the stamps are never shorter than the stack's capacity.
+        if index == hs.capacity() {
+            grow_handle_stack(hs, stamps);
+        }
+        // SAFETY: `index` is the stack's length, below its capacity (checked above) and so
+        // below the stamps' length.
+        unsafe {
+            hs.as_mut_ptr().add(index).write(addr);
+            hs.set_len(index + 1);
+            *stamps.get_unchecked_mut(index) = self.stamp;
+        }
         Handle {
             index: index as u32,
-            owner: self.id,
+            stamp: self.stamp,
         }
     }
 
     /// Overwrite what handle `h` holds (checked as in [`Self::addr`]); `&self` for the same
     /// reason as [`Self::push_handle`].
     #[inline(always)]
+    #[track_caller]
     fn write_handle(&self, h: Handle, addr: usize) {
         self.addr(h);
         // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
@@ -231,6 +362,7 @@ impl<'h> Mutator<'h> {
     /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
     /// another heap stored here would point the collector outside the heap it collects.
     #[inline(always)]
+    #[track_caller]
     fn own(&self, g: Gc<'_>) -> usize {
         let a = g.addr();
         if !self.barrier.covers(a) {
@@ -239,16 +371,62 @@ impl<'h> Mutator<'h> {
         a
     }
 
+    /// [`Self::own`] of a reference that may be absent (0 for none). A `match`, not a closure,
+    /// so that a panic is reported at the caller (closures do not pass `#[track_caller]` on).
+    #[inline(always)]
+    #[track_caller]
+    fn own_or_null(&self, g: Option<Gc<'_>>) -> usize {
+        match g {
+            Some(g) => self.own(g),
+            None => 0,
+        }
+    }
+
+    /// [`Self::addr`] of a handle that may be absent (0 for none); a `match` for the same
+    /// reason as [`Self::own_or_null`].
+    #[inline(always)]
+    #[track_caller]
+    fn addr_or_null(&self, h: Option<Handle>) -> usize {
+        match h {
+            Some(h) => self.addr(h),
+            None => 0,
+        }
+    }
+
     /// The address a handle holds (0 for null).
     #[inline(always)]
     #[track_caller]
     fn addr(&self, h: Handle) -> usize {
-        if h.owner != self.id {
-            foreign_handle();
+        let index = h.index as usize;
+        let hs = self.handles();
+        // Valid: a slot of the stack that still holds the handle made there, i.e. whose stamp
+        // is the handle's. A handle of the current epoch needs no look at the stamps: nothing
+        // has been released since it was made, and no other mutator has its stamp. Otherwise
+        // the slot may be beyond the stack, refilled since by a handle of a later epoch, or
+        // of another mutator's stack, and the stamps tell. (The stamps are at least as long as
+        // the stack's capacity, so an index below its length is in bounds for both.)
+        // SAFETY: the stamps are read only for `index < hs.len()`, in bounds (above).
+        let valid = index < hs.len()
+            && (h.stamp == self.stamp
+                || unsafe { *self.handle_stamps().get_unchecked(index) } == h.stamp);
+        if !valid {
+            self.invalid_handle(h);
         }
-        match self.handles().get(h.index as usize) {
-            Some(&a) => a,
-            None => stale_handle(),
+        // SAFETY: `index` is below the stack's length (checked above).
+        unsafe { *hs.get_unchecked(index) }
+    }
+
+    /// The panic of a handle that failed the check in [`Self::addr`]: stale if its stamp is
+    /// one of this mutator's, else of another mutator.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn invalid_handle(&self, h: Handle) -> ! {
+        let (word, bit) = stamp_block_bit(h.stamp);
+        if self.stamp_blocks[word] & bit != 0 {
+            stale_handle()
+        } else {
+            foreign_handle()
         }
     }
 
@@ -288,7 +466,7 @@ impl<'h> Mutator<'h> {
     #[inline]
     #[track_caller]
     pub fn set_root(&self, dst: Handle, g: Option<Gc<'_>>) {
-        let a = g.map_or(0, |g| self.own(g));
+        let a = self.own_or_null(g);
         self.write_handle(dst, a);
     }
 
@@ -299,7 +477,7 @@ impl<'h> Mutator<'h> {
     #[track_caller]
     pub fn store(&self, obj: Gc<'_>, slot: usize, value: Option<Gc<'_>>) {
         let o = self.own(obj);
-        let v = value.map_or(0, |g| self.own(g));
+        let v = self.own_or_null(value);
         // SAFETY: `o` is a live object of this heap (a `Gc` checked above).
         let refs = unsafe { raw::header(o) }.ref_count();
         if slot >= refs {
@@ -356,7 +534,7 @@ impl<'h> Mutator<'h> {
         let from_tlab = a >= self.tlab_start && a < self.tlab_top;
         // Read the handles only now: the allocation may have collected and moved their objects.
         for (slot, r) in refs.iter().enumerate() {
-            let v = r.map_or(0, |r| self.addr(r));
+            let v = self.addr_or_null(*r);
             let addr = slot_addr(a, slot);
             // SAFETY: `a` is the new object, `slot` below its slot count (checked above), and
             // `v` comes from a handle of this mutator (0 or a live object of this heap).
@@ -480,16 +658,20 @@ impl<'h> Mutator<'h> {
             unsafe { raw::set_header(a, h) };
             return Ok(a);
         }
+        self.heap.refuse_larger_than_heap(size)?;
         // Collect and allocate inside one safepoint: the VM thread escalates to a full
         // collection before it gives up, and nobody can take the space it frees first.
         // The allocation failed here: from now until the memory is back, this thread stalls.
         let failed_at = Instant::now();
         self.before_stop();
         let node = self.heap.numa.allocation_node();
-        let result = self.heap.safepoint.request_allocation(size, old, node);
+        let result = self
+            .heap
+            .safepoint
+            .request_allocation(self.id, size, old, node);
         self.after_stop();
         self.heap.note_alloc_stall(failed_at.elapsed());
-        let a = result?;
+        let a = result.map_err(|e| e.with_live_handles(self.handle_count()))?;
         // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
         unsafe { raw::set_header(a, h) };
         Ok(a)
@@ -588,7 +770,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     pub fn set_ref(&mut self, obj: Handle, slot: usize, value: Option<Handle>) {
-        let v = value.map_or(0, |h| self.addr(h));
+        let v = self.addr_or_null(value);
         let (o, h) = self.obj(obj);
         if slot >= h.ref_count() {
             slot_out_of_bounds(slot, h.ref_count());
@@ -599,6 +781,7 @@ impl<'h> Mutator<'h> {
     }
 
     /// Number of reference slots of `obj`.
+    #[track_caller]
     pub fn ref_count(&self, obj: Handle) -> usize {
         self.obj(obj).1.ref_count()
     }
@@ -606,6 +789,7 @@ impl<'h> Mutator<'h> {
     // ---- payload ----
 
     /// The payload bytes of `obj` (fixed object payload, or a byte array's elements).
+    #[track_caller]
     pub fn payload(&self, obj: Handle) -> &[u8] {
         let (o, h) = self.obj(obj);
         // SAFETY: the payload lies inside the object; no collection can run while `&self` is
@@ -616,6 +800,7 @@ impl<'h> Mutator<'h> {
     }
 
     /// The payload bytes of `obj`, writable.
+    #[track_caller]
     pub fn payload_mut(&mut self, obj: Handle) -> &mut [u8] {
         let (o, h) = self.obj(obj);
         // SAFETY: as in `payload`; `&mut self` makes the view unique.
@@ -633,6 +818,7 @@ impl<'h> Mutator<'h> {
 
     /// Read a `T` at `offset` in the payload, bounds-checked.
     #[inline(always)]
+    #[track_caller]
     fn read_scalar<T: Scalar>(&self, obj: Handle, offset: usize) -> T {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; every bit pattern is a valid `Scalar`.
@@ -641,6 +827,7 @@ impl<'h> Mutator<'h> {
 
     /// Write a `T` at `offset` in the payload, bounds-checked.
     #[inline(always)]
+    #[track_caller]
     fn write_scalar<T: Scalar>(&mut self, obj: Handle, offset: usize, v: T) {
         let a = self.payload_range(obj, offset, std::mem::size_of::<T>());
         // SAFETY: bounds checked above; `&mut self` keeps collections away meanwhile.
@@ -655,12 +842,14 @@ impl<'h> Mutator<'h> {
 
     /// Read an `f64` at `offset` in the payload.
     #[inline]
+    #[track_caller]
     pub fn read_f64(&self, obj: Handle, offset: usize) -> f64 {
         f64::from_bits(self.read_u64(obj, offset))
     }
 
     /// Write an `f64` at `offset` in the payload.
     #[inline]
+    #[track_caller]
     pub fn write_f64(&mut self, obj: Handle, offset: usize, v: f64) {
         self.write_u64(obj, offset, v.to_bits())
     }
@@ -668,26 +857,31 @@ impl<'h> Mutator<'h> {
     // ---- inspection ----
 
     /// What kind of object `obj` is.
+    #[track_caller]
     pub fn kind(&self, obj: Handle) -> ObjectKind {
         self.obj(obj).1.kind()
     }
 
     /// Elements of an array (0 for fixed objects).
+    #[track_caller]
     pub fn array_len(&self, obj: Handle) -> usize {
         self.obj(obj).1.array_len()
     }
 
     /// Application tag of a fixed object (0 for arrays).
+    #[track_caller]
     pub fn tag(&self, obj: Handle) -> u16 {
         self.obj(obj).1.tag()
     }
 
     /// Whether `h` holds null.
+    #[track_caller]
     pub fn is_null(&self, h: Handle) -> bool {
         self.addr(h) == 0
     }
 
     /// Whether two handles refer to the same object (or are both null).
+    #[track_caller]
     pub fn same_object(&self, a: Handle, b: Handle) -> bool {
         self.addr(a) == self.addr(b)
     }
@@ -712,7 +906,7 @@ impl<'h> Mutator<'h> {
     #[inline]
     #[track_caller]
     pub fn set_handle(&self, dst: Handle, src: Option<Handle>) {
-        let v = src.map_or(0, |h| self.addr(h));
+        let v = self.addr_or_null(src);
         self.write_handle(dst, v);
     }
 
@@ -727,13 +921,14 @@ impl<'h> Mutator<'h> {
         self.safepoint_poll();
         let mark = self.handles().len();
         let r = f(self);
-        self.handles_mut().truncate(mark);
+        self.release_handles(mark);
         r
     }
 
     /// Like [`Self::scope`], but the handle `f` returns survives as a new handle of the
     /// enclosing scope.
     #[inline]
+    #[track_caller]
     pub fn scope_escape(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<Option<Handle>, GcError>,
@@ -745,11 +940,11 @@ impl<'h> Mutator<'h> {
             Ok(Some(h)) => Some(self.addr(h)),
             Ok(None) => None,
             Err(e) => {
-                self.handles_mut().truncate(mark);
+                self.release_handles(mark);
                 return Err(e);
             }
         };
-        self.handles_mut().truncate(mark);
+        self.release_handles(mark);
         Ok(kept.map(|a| self.push_handle(a)))
     }
 
@@ -766,18 +961,22 @@ impl<'h> Mutator<'h> {
     #[cold]
     fn block_for_safepoint(&mut self) {
         self.before_stop();
-        self.heap.safepoint.block();
+        self.heap.safepoint.block(self.id);
         self.after_stop();
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
+    ///
+    /// Anything that can block the thread (a channel receive, a lock, a join, a sleep, I/O)
+    /// belongs in here: a thread blocked outside holds up every other thread that needs a
+    /// collection, and after `safepoint-timeout` the heap names it on stderr.
     pub fn blocking<R>(&mut self, f: impl FnOnce() -> R) -> R {
         self.before_stop();
-        self.heap.safepoint.enter_blocking();
+        self.heap.safepoint.enter_blocking(self.id);
         struct Leave<'a, 'h>(&'a mut Mutator<'h>);
         impl Drop for Leave<'_, '_> {
             fn drop(&mut self) {
-                self.0.heap.safepoint.leave_blocking();
+                self.0.heap.safepoint.leave_blocking(self.0.id);
                 self.0.after_stop();
             }
         }
@@ -788,14 +987,16 @@ impl<'h> Mutator<'h> {
     /// Run a collection of `kind` now.
     pub fn collect(&mut self, kind: CollectionKind) {
         self.before_stop();
-        self.heap.safepoint.request(Request::Collect(kind), true);
+        self.heap
+            .safepoint
+            .request(Request::Collect(kind), Some(self.id));
         self.after_stop();
     }
 
     /// Verify the whole heap now (world stopped).
     pub fn verify_heap(&mut self) -> Result<VerifyReport, crate::collection::verify::VerifyError> {
         self.before_stop();
-        let r = self.heap.safepoint.request(Request::Verify, true);
+        let r = self.heap.safepoint.request(Request::Verify, Some(self.id));
         self.after_stop();
         match r.verify_error {
             Some(msg) => Err(crate::collection::verify::VerifyError(msg)),
@@ -807,6 +1008,17 @@ impl<'h> Mutator<'h> {
     pub fn heap_used(&self) -> usize {
         self.heap.mem.used()
     }
+}
+
+/// Make room for one more handle in the stack and its stamps, keeping the stamps at least as
+/// long as the stack's capacity (so that `push_handle` checks one capacity).
+#[cold]
+#[inline(never)]
+fn grow_handle_stack(handles: &mut Vec<usize>, stamps: &mut Box<[u32]>) {
+    handles.reserve(1);
+    let mut grown = vec![0; handles.capacity()];
+    grown[..handles.len()].copy_from_slice(&stamps[..handles.len()]);
+    *stamps = grown.into_boxed_slice();
 }
 
 /// The panic of a handle used with another mutator (out of line, as every panic here: the

@@ -7,7 +7,14 @@
 //! The `requested` flag duplicates `active` so the poll fast path is one relaxed load; it is
 //! only a hint (every access to it is Relaxed), because whatever a mutator does about it
 //! happens under the mutex.
+//!
+//! Each attached mutator's state (running, stopped, waiting for an allocation) is kept beside
+//! the count, for two diagnostics: a thread that would wait for its own running mutator
+//! (`Heap::collect` on an attached thread, a second `attach` on it) panics at once, and when
+//! the world takes longer than `safepoint-timeout` to stop, the VM thread names the mutators
+//! still running on stderr (HotSpot's `-XX:+SafepointTimeout`), once per safepoint.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -34,6 +41,24 @@ pub(crate) enum Request {
     Verify,
 }
 
+/// Where an attached mutator is in the safepoint protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MutatorState {
+    /// Counted in `running`: it may touch the heap, and a safepoint waits for it.
+    Running,
+    /// Parked at a safepoint, waiting for a collection it asked for, or in a blocking region.
+    Stopped,
+    /// Waiting for the allocation of this ticket; the VM thread counts it running again when
+    /// it hands the memory out.
+    AwaitingAllocation(u64),
+}
+
+/// An attached mutator and its state.
+struct Attached {
+    shared: Arc<MutatorShared>,
+    state: MutatorState,
+}
+
 pub(crate) struct SpState {
     pub running: usize,
     pub active: bool,
@@ -42,7 +67,7 @@ pub(crate) struct SpState {
     pub ops_completed: u64,
     /// Result of the last `Verify` operation: (operation number, error message if it failed).
     pub last_verify: Option<(u64, Option<String>)>,
-    pub mutators: Vec<Arc<MutatorShared>>,
+    mutators: Vec<Attached>,
     pub shutdown: bool,
     next_ticket: u64,
     /// Scratch: the operation that served the request being returned (read under the lock).
@@ -79,10 +104,50 @@ pub(crate) struct Safepoint {
     state: Mutex<SpState>,
     mutator_cv: Condvar,
     vm_cv: Condvar,
+    /// How long the VM thread waits for the world to stop before it names the mutators still
+    /// running (`safepoint-timeout`; `None`: never).
+    timeout: Option<Duration>,
+}
+
+impl SpState {
+    fn mutator_mut(&mut self, id: u32) -> &mut Attached {
+        self.mutators
+            .iter_mut()
+            .find(|m| m.shared.id == id)
+            .expect("the mutator is attached")
+    }
+
+    /// Mutator `id` stops (`Stopped` or `AwaitingAllocation`): a safepoint no longer waits for
+    /// it.
+    fn stop(&mut self, id: u32, state: MutatorState) {
+        let m = self.mutator_mut(id);
+        debug_assert_eq!(m.state, MutatorState::Running);
+        m.state = state;
+        self.running -= 1;
+    }
+
+    /// Mutator `id` runs again.
+    fn resume(&mut self, id: u32) {
+        let m = self.mutator_mut(id);
+        debug_assert_ne!(m.state, MutatorState::Running);
+        m.state = MutatorState::Running;
+        self.running += 1;
+    }
+
+    /// The running mutator of the calling thread, if it has one.
+    fn running_on_this_thread(&self) -> Option<&MutatorShared> {
+        let me = std::thread::current().id();
+        self.mutators
+            .iter()
+            .find(|m| m.state == MutatorState::Running && m.shared.thread == me)
+            .map(|m| &*m.shared)
+    }
 }
 
 impl Safepoint {
-    pub fn new() -> Self {
+    /// `timeout`: how long a safepoint waits before it names the mutators still running
+    /// (`None`: it never does).
+    pub fn new(timeout: Option<Duration>) -> Self {
         Self {
             requested: AtomicBool::new(false),
             state: Mutex::new(SpState {
@@ -100,6 +165,7 @@ impl Safepoint {
             }),
             mutator_cv: Condvar::new(),
             vm_cv: Condvar::new(),
+            timeout,
         }
     }
 
@@ -114,19 +180,30 @@ impl Safepoint {
         self.requested.load(Ordering::Relaxed)
     }
 
-    /// Register a new running mutator (waits if a collection is in progress).
+    /// Register a new running mutator (waits if a collection is in progress). Panics if the
+    /// calling thread has a mutator of this heap already: the first would never reach a
+    /// safepoint while the thread uses the second, so the first collection would wait forever.
+    #[track_caller]
     pub fn attach(&self, m: Arc<MutatorShared>) {
         let mut st = self.lock();
+        if let Some(first) = st.mutators.iter().find(|a| a.shared.thread == m.thread) {
+            let first = first.shared.describe();
+            drop(st);
+            already_attached(&first);
+        }
         st = wait_while(&self.mutator_cv, st, |s| s.active);
         st.running += 1;
-        st.mutators.push(m);
+        st.mutators.push(Attached {
+            shared: m,
+            state: MutatorState::Running,
+        });
     }
 
     /// Unregister a running mutator.
     pub fn detach(&self, id: u32) {
         let mut st = self.lock();
-        st.running -= 1;
-        st.mutators.retain(|m| m.id != id);
+        st.stop(id, MutatorState::Stopped);
+        st.mutators.retain(|m| m.shared.id != id);
         self.vm_cv.notify_all();
     }
 
@@ -135,30 +212,30 @@ impl Safepoint {
         self.lock().mutators.len()
     }
 
-    /// Park the calling (running) mutator until no collection is in progress.
-    pub fn block(&self) {
+    /// Park the calling (running) mutator `id` until no collection is in progress.
+    pub fn block(&self, id: u32) {
         let mut st = self.lock();
         if !st.active {
             return;
         }
-        st.running -= 1;
+        st.stop(id, MutatorState::Stopped);
         self.vm_cv.notify_all();
         st = wait_while(&self.mutator_cv, st, |s| s.active);
-        st.running += 1;
+        st.resume(id);
     }
 
-    /// The calling mutator stops touching the heap (blocking region).
-    pub fn enter_blocking(&self) {
+    /// The calling mutator `id` stops touching the heap (blocking region).
+    pub fn enter_blocking(&self, id: u32) {
         let mut st = self.lock();
-        st.running -= 1;
+        st.stop(id, MutatorState::Stopped);
         self.vm_cv.notify_all();
     }
 
-    /// The calling mutator wants to touch the heap again.
-    pub fn leave_blocking(&self) {
+    /// The calling mutator `id` wants to touch the heap again.
+    pub fn leave_blocking(&self, id: u32) {
         let mut st = self.lock();
         st = wait_while(&self.mutator_cv, st, |s| s.active);
-        st.running += 1;
+        st.resume(id);
     }
 
     /// Ask the VM thread to collect and then allocate `bytes` inside the same safepoint, so no
@@ -166,7 +243,14 @@ impl Safepoint {
     /// Returns the zeroed memory, or the error to report if even a full collection did not
     /// make room.
     /// `node`: the requesting thread's node, whose eden fragment serves a young allocation.
-    pub fn request_allocation(&self, bytes: usize, old: bool, node: usize) -> AllocationResult {
+    /// `id`: the requesting (running) mutator.
+    pub fn request_allocation(
+        &self,
+        id: u32,
+        bytes: usize,
+        old: bool,
+        node: usize,
+    ) -> AllocationResult {
         let ticket = {
             let mut st = self.lock();
             st.next_ticket += 1;
@@ -182,8 +266,7 @@ impl Safepoint {
                 ticket,
                 node,
             },
-            true,
-            true,
+            Some(id),
         );
         let pos = st
             .alloc_results
@@ -193,10 +276,12 @@ impl Safepoint {
         st.alloc_results.swap_remove(pos).1
     }
 
-    /// Ask the VM thread for an operation and wait for it. `as_mutator`: the caller is a
-    /// running mutator (it stops itself while waiting).
-    pub fn request(&self, req: Request, as_mutator: bool) -> OpResult {
-        let st = self.wait_for_request(req, as_mutator, false);
+    /// Ask the VM thread for an operation and wait for it. `mutator`: the caller's running
+    /// mutator, which stops while it waits; `None` from a thread that is not a running mutator
+    /// of this heap (checked: such a thread would wait for itself forever).
+    #[track_caller]
+    pub fn request(&self, req: Request, mutator: Option<u32>) -> OpResult {
+        let st = self.wait_for_request(req, mutator);
         let my_op = st.served_op;
         let verify_error = match &st.last_verify {
             Some((op, err)) if *op >= my_op => err.clone(),
@@ -205,24 +290,38 @@ impl Safepoint {
         OpResult { verify_error }
     }
 
-    fn wait_for_request(
-        &self,
-        req: Request,
-        as_mutator: bool,
-        resumed_by_vm: bool,
-    ) -> MutexGuard<'_, SpState> {
+    /// Post `req` and wait until an operation has served it. An allocation's requester is
+    /// resumed by the VM thread (see `request_allocation`); any other requesting mutator
+    /// resumes itself once no operation is in progress.
+    #[track_caller]
+    fn wait_for_request(&self, req: Request, mutator: Option<u32>) -> MutexGuard<'_, SpState> {
         let mut st = self.lock();
-        if as_mutator {
-            st.running -= 1;
-        }
+        let resumed_by_vm = match (mutator, req) {
+            (Some(id), Request::Allocation { ticket, .. }) => {
+                st.stop(id, MutatorState::AwaitingAllocation(ticket));
+                true
+            }
+            (Some(id), _) => {
+                st.stop(id, MutatorState::Stopped);
+                false
+            }
+            (None, _) => {
+                if let Some(m) = st.running_on_this_thread() {
+                    let m = m.describe();
+                    drop(st);
+                    collect_from_running_mutator(&m);
+                }
+                false
+            }
+        };
         let my_op = st.ops_started + 1;
         st.pending.push(req);
         self.vm_cv.notify_all();
         st = wait_while(&self.mutator_cv, st, |s| {
             s.ops_completed < my_op || (s.active && !resumed_by_vm)
         });
-        if as_mutator && !resumed_by_vm {
-            st.running += 1;
+        if let (Some(id), false) = (mutator, resumed_by_vm) {
+            st.resume(id);
         }
         st.served_op = my_op;
         st
@@ -248,8 +347,33 @@ impl Safepoint {
         // stops waiting for `running == 0`.
         self.requested.store(true, Ordering::Relaxed);
         let t = Instant::now();
-        st = wait_while(&self.vm_cv, st, |s| s.running > 0);
-        Some((requests, op, st.mutators.clone(), t.elapsed()))
+        st = self.wait_until_stopped(st, t);
+        let mutators = st.mutators.iter().map(|m| m.shared.clone()).collect();
+        Some((requests, op, mutators, t.elapsed()))
+    }
+
+    /// Wait until no mutator runs. After `timeout`, name those still running on stderr, once,
+    /// and go on waiting: a collection cannot start without them, and only they can end the
+    /// wait (HotSpot's `SafepointTimeout`, which also only reports).
+    fn wait_until_stopped<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, SpState>,
+        started: Instant,
+    ) -> MutexGuard<'a, SpState> {
+        if let Some(timeout) = self.timeout {
+            let (guard, waited) = self
+                .vm_cv
+                .wait_timeout_while(st, timeout, |s| s.running > 0)
+                .unwrap_or_else(|p| p.into_inner());
+            st = guard;
+            if waited.timed_out() {
+                let report = safepoint_timeout_report(&st, started.elapsed(), timeout);
+                drop(st);
+                eprintln!("{report}");
+                st = self.lock();
+            }
+        }
+        wait_while(&self.vm_cv, st, |s| s.running > 0)
     }
 
     /// Resume the world after operation `op`, handing out the allocations made for waiting
@@ -263,7 +387,15 @@ impl Safepoint {
         let mut st = self.lock();
         // Each allocation was requested by a stopped mutator that resumes running right now
         // (see `request_allocation`).
-        st.running += allocations.len();
+        for (ticket, _) in &allocations {
+            let waiter = st
+                .mutators
+                .iter()
+                .find(|m| m.state == MutatorState::AwaitingAllocation(*ticket))
+                .map(|m| m.shared.id)
+                .expect("an allocation's requester waits for it");
+            st.resume(waiter);
+        }
         st.alloc_results.extend(allocations);
         st.active = false;
         // Relaxed: as in `begin_operation`; a stale `true` only costs a poller one trip
@@ -282,4 +414,57 @@ impl Safepoint {
         st.shutdown = true;
         self.vm_cv.notify_all();
     }
+}
+
+/// What the VM thread prints when the world took longer than `timeout` to stop: who is still
+/// running, and what to do about it.
+fn safepoint_timeout_report(st: &SpState, waited: Duration, timeout: Duration) -> String {
+    let running: Vec<&MutatorShared> = st
+        .mutators
+        .iter()
+        .filter(|m| m.state == MutatorState::Running)
+        .map(|m| &*m.shared)
+        .collect();
+    let mut report = format!(
+        "concord: safepoint timeout: a collection has waited {:.1} s for {} of {} attached \
+         mutators to reach a safepoint (safepoint-timeout = {} ms); still running:",
+        waited.as_secs_f64(),
+        running.len(),
+        st.mutators.len(),
+        timeout.as_millis()
+    );
+    for m in &running {
+        let _ = write!(report, "\n  {}", m.describe());
+    }
+    report.push_str(
+        "\nA thread attached to a heap must reach a safepoint often (an allocation or \
+         Mutator::safepoint_poll) and must run anything that can block it (receiving from a \
+         channel, taking a lock, joining a thread, sleeping, I/O) inside Mutator::blocking. \
+         The collection goes on waiting for them.",
+    );
+    report
+}
+
+/// The panic of a second `attach` on one thread.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn already_attached(first: &str) -> ! {
+    panic!(
+        "Heap::attach: this thread already has a mutator of this heap, {first}; \
+         use that one (a second mutator on the same thread would wait for the first forever at \
+         the next collection)"
+    )
+}
+
+/// The panic of `Heap::collect` on a thread whose mutator of the heap is running.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn collect_from_running_mutator(mutator: &str) -> ! {
+    panic!(
+        "Heap::collect called on a thread with a running mutator of this heap, {mutator}: \
+         the collection would wait for that mutator forever; call \
+         Mutator::collect on it instead"
+    )
 }

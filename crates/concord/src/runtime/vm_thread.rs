@@ -285,11 +285,14 @@ impl Operation<'_> {
                 requested: bytes,
                 heap_size,
                 full_collections: self.heap.policy().futile_full_collections,
+                // Filled in by the mutator that asked.
+                live_handles: 0,
             }
         } else {
             GcError::OutOfMemory {
                 requested: bytes,
                 heap_size,
+                live_handles: 0,
             }
         }
     }

@@ -1272,6 +1272,7 @@ impl Graph {
                             GcError::OutOfMemory {
                                 requested,
                                 heap_size,
+                                ..
                             } => {
                                 assert_eq!(heap_size, capacity);
                                 assert!(requested <= 2 * large + 16, "requested {requested}");
@@ -1280,6 +1281,7 @@ impl Graph {
                                 requested,
                                 heap_size,
                                 full_collections,
+                                ..
                             } => {
                                 assert_eq!(heap_size, capacity);
                                 assert!(requested <= 2 * large + 16, "requested {requested}");
