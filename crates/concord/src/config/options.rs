@@ -27,9 +27,15 @@ use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
 /// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter),
-/// `CONCORD_CONFIG` (where a front end may look for the TOML file) and `CONCORD_CHECK_ARGS`
-/// (the `concord` command only checks its arguments).
-pub const NON_CONFIG_ENV_VARS: &[&str] = &["CONCORD_LOG", "CONCORD_CONFIG", "CONCORD_CHECK_ARGS"];
+/// `CONCORD_CONFIG` (where a front end may look for the TOML file), `CONCORD_CHECK_ARGS`
+/// (the `concord` command only checks its arguments) and `CONCORD_REQUIRE_TEST_TOOLS` (read
+/// by the build scripts: CI sets it for the whole test run, so every test sees it).
+pub const NON_CONFIG_ENV_VARS: &[&str] = &[
+    "CONCORD_LOG",
+    "CONCORD_CONFIG",
+    "CONCORD_CHECK_ARGS",
+    "CONCORD_REQUIRE_TEST_TOOLS",
+];
 
 /// The prefix of every Concord environment variable.
 const ENV_PREFIX: &str = "CONCORD_";
