@@ -28,8 +28,8 @@ fn main() {
         "no_jdk25",
         all_exist(&jdk_files(JDK25_HOME, &["java"], true)),
         &format!(
-            "Temurin 25 (java, include/jvmti.h) in {JDK25_HOME} (apt-get install temurin-25-jdk \
-             from Adoptium's repository, packages.adoptium.net)"
+            "Temurin 25 (java, include/jvmti.h) in {JDK25_HOME} (Eclipse Temurin's temurin-25-jdk \
+             package; it is not in Debian's archive, and this project's machine image carries it)"
         ),
     );
     tools.check(
