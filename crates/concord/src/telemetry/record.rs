@@ -126,6 +126,18 @@ pub struct CollectionRecord {
     /// NUMA figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bytes_allocated_per_node: Vec<u64>,
+    /// Bytes handed to mutators (TLAB refills and direct allocations) since the previous
+    /// collection.
+    pub bytes_allocated: u64,
+    /// 004's GC throughput of this collection (Fig. 4/7): `bytes_allocated` in MiB per second
+    /// of its pause; `None` for a pause too short to time. Derived by
+    /// [`CollectionRecord::derive`].
+    pub gc_throughput_mb_s: Option<f64>,
+    /// The objects GC workers scanned, by node of the scanned memory (004 Table 4's accesses,
+    /// [`super::gc_metrics::scans_per_node`]); `None` when the heap counts no NUMA figures or
+    /// the split is unknown (remote scans on more than two nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scans_per_node: Option<Vec<u64>>,
 }
 
 /// The NUMA figures of one collection: its workers' [`WorkerNumaStats`] summed.
@@ -237,6 +249,8 @@ impl CollectionRecord {
 
     /// Fill the matrices derived from the per-worker counters.
     pub fn derive(&mut self) {
+        self.gc_throughput_mb_s =
+            super::gc_metrics::gc_throughput_mb_s(self.bytes_allocated, self.pause_ms);
         let n = self.workers.len();
         let mut tasks: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         for (w, stats) in self.workers.iter().enumerate() {
@@ -522,6 +536,30 @@ impl GcStats {
 
     /// Local and remote copies and scans summed over all collections (zero without NUMA
     /// figures).
+    /// 004's GC throughput over the run (Fig. 4/7): all bytes allocated, in MiB, per second
+    /// of all pauses; `None` without GC time.
+    pub fn gc_throughput_mb_s(&self) -> Option<f64> {
+        super::gc_metrics::gc_throughput_mb_s(self.bytes_allocated, self.pause_total_ms())
+    }
+
+    /// The objects GC workers scanned by node of the scanned memory, over all collections
+    /// that counted NUMA figures; `None` when none did or one's split is unknown.
+    pub fn scans_per_node(&self) -> Option<Vec<u64>> {
+        let mut total: Option<Vec<u64>> = None;
+        for r in self.records.iter().filter(|r| r.numa.is_some()) {
+            let per_node = r.scans_per_node.as_ref()?;
+            let sum = total.get_or_insert_with(|| vec![0; per_node.len()]);
+            sum.iter_mut().zip(per_node).for_each(|(t, n)| *t += n);
+        }
+        total
+    }
+
+    /// 004 Table 4's imbalance of the collector's accesses across nodes over the run
+    /// ([`super::gc_metrics::access_imbalance`] of [`GcStats::scans_per_node`]).
+    pub fn node_access_stddev(&self) -> Option<f64> {
+        super::gc_metrics::access_imbalance(&self.scans_per_node()?)
+    }
+
     pub fn numa_totals(&self) -> NumaCollectionRecord {
         let mut t = NumaCollectionRecord::default();
         for n in self.records.iter().filter_map(|r| r.numa.as_ref()) {
@@ -599,6 +637,9 @@ impl CollectionRecord {
             verified: None,
             numa: None,
             bytes_allocated_per_node: Vec::new(),
+            bytes_allocated: 0,
+            gc_throughput_mb_s: None,
+            scans_per_node: None,
         }
     }
 }
