@@ -534,16 +534,9 @@ impl GcStats {
         }
     }
 
-    /// Local and remote copies and scans summed over all collections (zero without NUMA
-    /// figures).
-    /// 004's GC throughput over the run (Fig. 4/7): all bytes allocated, in MiB, per second
-    /// of all pauses; `None` without GC time.
-    pub fn gc_throughput_mb_s(&self) -> Option<f64> {
-        super::gc_metrics::gc_throughput_mb_s(self.bytes_allocated, self.pause_total_ms())
-    }
-
     /// The objects GC workers scanned by node of the scanned memory, over all collections
-    /// that counted NUMA figures; `None` when none did or one's split is unknown.
+    /// that counted NUMA figures (004 Table 4's accesses); `None` when none did or one's split
+    /// is unknown.
     pub fn scans_per_node(&self) -> Option<Vec<u64>> {
         let mut total: Option<Vec<u64>> = None;
         for r in self.records.iter().filter(|r| r.numa.is_some()) {
@@ -554,12 +547,8 @@ impl GcStats {
         total
     }
 
-    /// 004 Table 4's imbalance of the collector's accesses across nodes over the run
-    /// ([`super::gc_metrics::access_imbalance`] of [`GcStats::scans_per_node`]).
-    pub fn node_access_stddev(&self) -> Option<f64> {
-        super::gc_metrics::access_imbalance(&self.scans_per_node()?)
-    }
-
+    /// Local and remote copies and scans summed over all collections (zero without NUMA
+    /// figures).
     pub fn numa_totals(&self) -> NumaCollectionRecord {
         let mut t = NumaCollectionRecord::default();
         for n in self.records.iter().filter_map(|r| r.numa.as_ref()) {
@@ -715,6 +704,25 @@ mod tests {
         assert_eq!(stats.gc_user_ms(), 20.0);
         assert_eq!(stats.pause_minor_faults(), 320);
         assert_eq!(stats.gc_involuntary_switches(), 20);
+    }
+
+    #[test]
+    fn scans_per_node_sum_over_the_collections_that_counted_them() {
+        let mut stats = GcStats::default();
+        assert_eq!(stats.scans_per_node(), None);
+        let counted = |per_node: Option<Vec<u64>>| {
+            let mut r = rec(1.0);
+            r.numa = Some(NumaCollectionRecord::default());
+            r.scans_per_node = per_node;
+            r
+        };
+        stats.records.push(counted(Some(vec![3, 4])));
+        stats.records.push(rec(1.0)); // counted nothing: skipped
+        stats.records.push(counted(Some(vec![10, 0])));
+        assert_eq!(stats.scans_per_node(), Some(vec![13, 4]));
+        // One collection whose split is unknown makes the sum unknown.
+        stats.records.push(counted(None));
+        assert_eq!(stats.scans_per_node(), None);
     }
 
     #[test]
