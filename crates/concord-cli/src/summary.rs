@@ -8,7 +8,7 @@ use concord::config::format_size;
 use concord::os::mutator_sched::MutatorSchedReport;
 use concord::os::thp::{SystemThp, ThpReport};
 use concord::os::vm::HugePageAdvice;
-use concord::telemetry::nearest_rank;
+use concord::telemetry::{gc_metrics, nearest_rank};
 use concord::telemetry::{LifespanReport, NumaCollectionRecord, NumaReport, WorkerTimeBreakdown};
 use concord::{CollectionKind, GcConfig, GcStats};
 use concord_workloads::{WorkloadParams, WorkloadResult};
@@ -73,6 +73,10 @@ pub struct Summary {
     pub numa: Option<Value>,
     /// Local and remote copies and scans over all collections.
     pub numa_totals: NumaCollectionRecord,
+    /// The objects GC workers scanned by node of the scanned memory, over all collections
+    /// (004 Table 4's accesses); `None` without NUMA figures, when the split is unknown, and
+    /// for an aggregate of several instances (their nodes are not the same nodes).
+    pub scans_per_node: Option<Vec<u64>>,
     /// Stall attribution over all pauses: what the GC threads used (their CPU time in user
     /// mode and in the kernel, page faults, involuntary context switches).
     pub attribution: PauseAttribution,
@@ -182,6 +186,7 @@ impl Summary {
             pretouch_ms: stats.pretouch.map(|p| p.ms),
             numa: stats.numa.as_ref().map(numa_json),
             numa_totals: stats.numa_totals(),
+            scans_per_node: stats.scans_per_node(),
             attribution: PauseAttribution::of(stats),
             alloc_stalls: stats.alloc_stalls.count(),
             alloc_stall_max_ms: stats.alloc_stalls.max_ms(),
@@ -200,6 +205,18 @@ impl Summary {
         } else {
             t.bytes_copied_remote as f64 / all as f64
         }
+    }
+
+    /// 004's GC throughput (Fig. 4/7): MiB allocated per second of GC pause; `None` without
+    /// GC time.
+    pub fn gc_throughput_mb_s(&self) -> Option<f64> {
+        gc_metrics::gc_throughput_mb_s(self.bytes_allocated, self.pause_total_ms)
+    }
+
+    /// 004 Table 4's imbalance of the collector's accesses across nodes; `None` without
+    /// per-node figures.
+    pub fn node_access_stddev(&self) -> Option<f64> {
+        gc_metrics::access_imbalance(self.scans_per_node.as_deref()?)
     }
 
     pub fn steal_failure_rate(&self) -> f64 {
@@ -230,6 +247,7 @@ impl Summary {
             "bytes_allocated": self.bytes_allocated,
             "bytes_copied": self.bytes_copied,
             "bytes_promoted": self.bytes_promoted,
+            "gc_throughput_mb_s": self.gc_throughput_mb_s(),
             "steal_attempts": self.steal_attempts,
             "steal_failures": self.steal_failures,
             "steal_failure_rate": self.steal_failure_rate(),
@@ -289,6 +307,8 @@ impl Summary {
         v["objects_scanned_local"] = json!(t.objects_scanned_local);
         v["objects_scanned_remote"] = json!(t.objects_scanned_remote);
         v["numa_messages"] = json!(t.messages);
+        v["scans_per_node"] = json!(self.scans_per_node);
+        v["node_access_stddev"] = json!(self.node_access_stddev());
         for (k, val) in &self.details {
             v[k.as_str()] = json!(val);
         }
@@ -360,8 +380,12 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "  pauses    p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            self.pause_p50_ms, self.pause_p99_ms, self.pause_max_ms
+            "  pauses    p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; GC throughput {}",
+            self.pause_p50_ms,
+            self.pause_p99_ms,
+            self.pause_max_ms,
+            self.gc_throughput_mb_s()
+                .map_or("n/a (no GC time)".to_string(), |t| format!("{t:.1} MiB/s"))
         );
         let a = &self.attribution;
         let _ = writeln!(
@@ -444,7 +468,8 @@ impl Summary {
             let _ = writeln!(
                 s,
                 "  NUMA      layout {}, {} topology {} ({} node(s)): remote copies {:.1}% of {}, \
-                 remote scans {remote_scans:.1}% of {scans}, {} messages between nodes",
+                 remote scans {remote_scans:.1}% of {scans}, {} messages between nodes, \
+                 access imbalance {}",
                 numa["layout"].as_str().unwrap_or("?"),
                 numa["kind"].as_str().unwrap_or("?"),
                 numa["topology"].as_str().unwrap_or("?"),
@@ -452,6 +477,8 @@ impl Summary {
                 100.0 * self.remote_copy_fraction(),
                 format_size((t.bytes_copied_local + t.bytes_copied_remote) as usize),
                 t.messages,
+                self.node_access_stddev()
+                    .map_or("unknown".to_string(), |d| format!("{d:.2}")),
             );
         }
         if let Some(thp) = &self.thp {
@@ -612,6 +639,7 @@ impl Summary {
                     t.messages += n.messages;
                     t
                 }),
+            scans_per_node: None,
             // Each instance pretouched its own heap; the longest is what start-up waited for.
             pretouch_ms: instances
                 .iter()
@@ -741,6 +769,9 @@ impl Summary {
                 objects_scanned_remote: v["objects_scanned_remote"].as_u64().unwrap_or(0),
                 messages: v["numa_messages"].as_u64().unwrap_or(0),
             },
+            scans_per_node: v["scans_per_node"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect()),
             attribution: PauseAttribution::from_json(v),
             alloc_stalls: v["alloc_stalls"].as_u64().unwrap_or(0) as usize,
             alloc_stall_max_ms: v["alloc_stall_max_ms"].as_f64().unwrap_or(0.0),

@@ -150,9 +150,9 @@ fn the_report_draws_local_and_remote_accesses_per_layout() {
     let out = common::concord(&[
         "compare",
         "binary-trees",
-        "10",
+        "12",
         "--heap",
-        "16m",
+        "8m",
         "--gc-threads",
         "2",
         "--preset",
@@ -185,9 +185,19 @@ fn the_report_draws_local_and_remote_accesses_per_layout() {
         "Bytes copied by the collections, to the copying worker",
         "scan messages between nodes",
         "Bytes allocated per node",
+        "Imbalance of the GC scans across nodes (004 Table 4)",
+        "GC throughput (004 Fig. 4/7)",
     ] {
         assert!(html.contains(needle), "{needle} missing");
     }
+    // Every run had the figures, so both are drawn rather than explained away.
+    for note in ["No run reported scans per node", "No run reported GC time"] {
+        assert!(!html.contains(note), "{note}");
+    }
+    assert!(
+        !html.contains("004 Fig. 6/7"),
+        "Table 4 is labelled as such"
+    );
     // A run without NUMA figures gets no NUMA section.
     let plain = dir.join("plain");
     let out = common::concord(&[
@@ -216,4 +226,73 @@ fn the_report_draws_local_and_remote_accesses_per_layout() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(!html.contains("NUMA: local and remote accesses"), "{html}");
+}
+
+/// 004's headline metrics on the whole path: the summary's `gc_throughput_mb_s` is the bytes
+/// allocated (MiB) per second of GC pause, each collection record carries its own, and
+/// `node_access_stddev` is the imbalance of `scans_per_node` (0 balanced, 1 all on one of two
+/// nodes); both NUMA keys are null without a NUMA layout or topology.
+#[test]
+fn gc_throughput_and_node_access_imbalance_are_reported() {
+    let dir = scratch("numa-004-metrics");
+    let records = dir.join("records.jsonl");
+    let mut args = argv(
+        "run binary-trees 12 --heap 16m --gc-threads 2 --numa interleaved --numa-topology 0/1 \
+         --json --gc-records",
+    );
+    args.push(records.to_str().unwrap());
+    let v = stdout_json(&common::concord(&args));
+    let mib = (1u64 << 20) as f64;
+    let allocated = v["bytes_allocated"].as_f64().unwrap();
+    let pause_s = v["gc_pause_total_ms"].as_f64().unwrap() / 1e3;
+    let throughput = v["gc_throughput_mb_s"].as_f64().unwrap();
+    assert!(
+        (throughput - allocated / mib / pause_s).abs() < 1e-6 * throughput,
+        "{v}"
+    );
+    let scans: Vec<f64> = v["scans_per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_f64().unwrap())
+        .collect();
+    assert_eq!(scans.len(), 2, "{v}");
+    let total = scans[0] + scans[1];
+    let expected = (scans[0] - scans[1]).abs() / total; // two nodes: |a−b|/(a+b)
+    let stddev = v["node_access_stddev"].as_f64().unwrap();
+    assert!((stddev - expected).abs() < 1e-9, "{stddev} vs {expected}");
+    // Interleaved spaces balance the accesses (004 §3.2.2).
+    assert!(stddev < 0.2, "{v}");
+
+    let text = std::fs::read_to_string(&records).unwrap();
+    let mut recorded = 0.0;
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let bytes = r["bytes_allocated"].as_f64().unwrap();
+        recorded += bytes;
+        let per_collection = r["gc_throughput_mb_s"].as_f64().unwrap();
+        let expected = bytes / mib / (r["pause_ms"].as_f64().unwrap() / 1e3);
+        assert!((per_collection - expected).abs() <= 1e-6 * expected, "{r}");
+        assert_eq!(r["scans_per_node"].as_array().unwrap().len(), 2, "{r}");
+    }
+    // What was allocated after the last collection is in no record.
+    assert!(
+        recorded > 0.0 && recorded <= allocated,
+        "{recorded} of {allocated}"
+    );
+
+    // First touch on a two-node topology: every scan is on node 0.
+    let off = json_of(&argv(
+        "run binary-trees 12 --heap 16m --gc-threads 2 --numa-topology 0/1 --json",
+    ));
+    assert_eq!(off["node_access_stddev"], 1.0, "{off}");
+    // No layout and one node: nothing counted per node.
+    let none = json_of(&argv("run binary-trees 12 --heap 16m --json"));
+    assert_eq!(
+        none["node_access_stddev"],
+        serde_json::Value::Null,
+        "{none}"
+    );
+    assert_eq!(none["scans_per_node"], serde_json::Value::Null, "{none}");
+    assert!(none["gc_throughput_mb_s"].as_f64().unwrap() > 0.0, "{none}");
 }

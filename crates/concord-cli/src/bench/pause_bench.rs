@@ -1,4 +1,4 @@
-//! `concord pause-bench`: paper 002's experiments (Fig. 4/6, Tables 1–3) as one command on the
+//! `concord pause-bench`: paper 002's experiments (Fig. 4/6, Tables 2–3) as one command on the
 //! experiment engine. `queue-churn` (002's Test.java: 10 KiB objects, 100 000 / 50 000) under
 //! each load (`none`, `io`: background writeback next to the GC log, `pressure`: a co-running
 //! process holding memory, `slow-log`: the GC log on a stalled device) × GC log mode (`sync`,
@@ -430,7 +430,7 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
         args.preset, plan.repeat
     );
     let note =
-        "max / p99: pause ms; >250ms … >2s: pauses longer than that (002 Tables 1-3); log write: \
+        "max / p99: pause ms; >250ms … >2s: pauses longer than that (002 Tables 2-3); log write: \
                 the longest single write() of GC log lines, ms (inside the pause when sync); \
                 dropped: GC log lines an async log dropped.";
     let text = Text::new(header, COLUMNS.to_vec(), note).legend_of(0);

@@ -20,7 +20,7 @@ pub struct Figures {
     /// Median and 90th percentile object lifespan, bytes, when the heap profiled them.
     pub lifespan_p50_bytes: Option<f64>,
     pub lifespan_p90_bytes: Option<f64>,
-    /// Pauses longer than each of [`PAUSE_THRESHOLDS_MS`] (002 Tables 1–3).
+    /// Pauses longer than each of [`PAUSE_THRESHOLDS_MS`] (002 Tables 2–3).
     pub pauses_over: [f64; 4],
     /// The longest single write of GC log lines, ms.
     pub log_write_max_ms: f64,

@@ -44,7 +44,7 @@ pub enum Column {
     LifeP50,
     /// Median of the runs' 90th percentile object lifespans.
     LifeP90,
-    /// Median count of pauses over 250 ms, 500 ms, 1 s and 2 s (002 Tables 1–3).
+    /// Median count of pauses over 250 ms, 500 ms, 1 s and 2 s (002 Tables 2–3).
     Over250,
     Over500,
     Over1000,

@@ -3,7 +3,7 @@
 //! time and CPUs used per affinity mode, without and with interference), `sched-bench` (001:
 //! object lifespan histograms per policy; GC and wall time relative to CFS), `pause-bench`
 //! (002 Fig. 4/6: a pause time series per load, one series per GC log mode × THP mode; 002
-//! Tables 1–3: pauses over 250/500/1000/2000 ms per arm), `jvm-bench` (issue 12: HotSpot's GC
+//! Tables 2–3: pauses over 250/500/1000/2000 ms per arm), `jvm-bench` (issue 12: HotSpot's GC
 //! pause totals and the companion agent's callback time per affinity mode and load); and, for every kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
 
 use std::fmt::Write as _;
@@ -165,7 +165,7 @@ fn ablation(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
 }
 
 /// 002's pictures: for each load, the pauses of every configuration's median run against
-/// time (Fig. 4/6), and the pauses over 250/500/1000/2000 ms per configuration (Tables 1–3).
+/// time (Fig. 4/6), and the pauses over 250/500/1000/2000 ms per configuration (Tables 2–3).
 fn pause_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     let _ = writeln!(
         h,
@@ -210,7 +210,7 @@ fn pause_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
     }
     let _ = writeln!(
         h,
-        "<h2 id=\"pauses-over\">Pauses over 250 / 500 / 1000 / 2000 ms (002 Tables 1–3)</h2>"
+        "<h2 id=\"pauses-over\">Pauses over 250 / 500 / 1000 / 2000 ms (002 Tables 2–3)</h2>"
     );
     let configs: Vec<&Configuration> = exp.configurations.iter().collect();
     let categories: Vec<String> = configs.iter().map(|c| c.label.clone()).collect();
@@ -241,7 +241,7 @@ fn pause_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
         )
         .legend("pauses")
         .decimals(0),
-        "Pauses per run longer than 250, 500, 1000 and 2000 ms, median over runs with min–max whiskers (002 Tables 1–3; 250 ms is its SLA). \
+        "Pauses per run longer than 250, 500, 1000 and 2000 ms, median over runs with min–max whiskers (002 Tables 2–3; 250 ms is its SLA). \
          Compare the sync and async bars of a load: what the async ones lack is the log writes that stalled inside the pause.",
         "No run has pause counts.",
     )?;
@@ -352,10 +352,11 @@ fn os_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     ])
 }
 
-/// NUMA accesses per configuration (004 Fig. 6/7's local and remote accesses per layout), for
+/// NUMA accesses per configuration (004 Table 4's non-locality and imbalance per layout), for
 /// any experiment whose runs counted them (a NUMA layout, or more than one node): bytes copied
-/// and objects scanned locally and remotely, messages between nodes, and bytes allocated per
-/// node. Nothing when no run counted NUMA figures.
+/// and objects scanned locally and remotely, messages between nodes, the imbalance of the
+/// scans across nodes, bytes allocated per node, and 004's GC throughput (Fig. 4/7). Nothing
+/// when no run counted NUMA figures.
 fn numa(h: &mut String, exp: &Experiment) -> anyhow::Result<Option<NavEntry>> {
     let counted = |r: &Run| {
         r.summary
@@ -391,7 +392,7 @@ fn numa(h: &mut String, exp: &Experiment) -> anyhow::Result<Option<NavEntry>> {
             &copies,
         )
         .legend("destination"),
-        "Bytes the GC workers copied (scavenges) or moved (full collections) per run, split by whether the destination lies on the copying worker's node          (by the layout's node map), median over runs with min–max whiskers (004 Fig. 6/7, local against remote accesses):          interleaved spaces send about half of the copies to the other node, fragmented spaces keep survivor copies local.",
+        "Bytes the GC workers copied (scavenges) or moved (full collections) per run, split by whether the destination lies on the copying worker's node          (by the layout's node map), median over runs with min–max whiskers (004 Table 4, local against remote accesses):          interleaved spaces send about half of the copies to the other node, fragmented spaces keep survivor copies local.",
         "No run reported NUMA copy figures.",
     )?;
     let scans = vec![
@@ -446,6 +447,41 @@ fn numa(h: &mut String, exp: &Experiment) -> anyhow::Result<Option<NavEntry>> {
         .legend("node"),
         "Where the memory that mutators' TLABs and direct allocations took lies, per node (by the layout's node map), median over runs with min–max whiskers:          under first touch (off) one node holds everything; interleaved and fragmented spaces spread it (004 §3.2.2).",
         "No run reported bytes allocated per node.",
+    )?;
+    let imbalance = vec![series(
+        "imbalance",
+        0,
+        per_config("node_access_stddev", 1.0),
+    )];
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Imbalance of the GC scans across nodes (004 Table 4)",
+            "configuration",
+            "standard deviation of the nodes' shares",
+            &labels,
+            &imbalance,
+        )
+        .decimals(2),
+        "The standard deviation over nodes of each node's share of the objects GC workers scanned (by the node of the scanned memory), relative to the mean share, median over runs with min–max whiskers (004 Table 4's imbalance): 0 is perfectly balanced, 1.0 is everything on one of two nodes.",
+        "No run reported scans per node (they are known on two nodes, or when every scan is local).",
+    )?;
+    let throughput = vec![series(
+        "GC throughput",
+        0,
+        per_config("gc_throughput_mb_s", 1.0),
+    )];
+    bars_or_note(
+        h,
+        &Bars::new(
+            "GC throughput (004 Fig. 4/7)",
+            "configuration",
+            "MiB allocated per second of GC",
+            &labels,
+            &throughput,
+        ),
+        "Bytes the application allocated divided by the time spent in GC pauses, MiB/s, median over runs with min–max whiskers (004 Fig. 4/7; higher is better).",
+        "No run reported GC time.",
     )?;
     Ok(Some(("numa", "NUMA accesses")))
 }

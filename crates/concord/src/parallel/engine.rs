@@ -399,7 +399,7 @@ fn worker_phase<T: ParallelTask>(
             }
             stats.steal_failures += 1;
             failures += 1;
-            if failures < terminator.failure_threshold() {
+            if failures < steal_failure_threshold(terminator, victims) {
                 continue;
             }
         }
@@ -431,6 +431,18 @@ fn worker_phase<T: ParallelTask>(
     let total = steal_start.elapsed().as_nanos() as u64;
     stats.steal_ns += total.saturating_sub(stats.termination_ns);
     stats.sample_cpu();
+}
+
+/// Consecutive failed steals after which a worker offers termination. In a segregated phase
+/// a worker steals only from its node's workers, so it gives up after 2·N_local failures
+/// (N_local = that node's workers; 000 §6 on 004's NUMA-aware stealing), or the protocol's
+/// own threshold when that is smaller (2·N_live late in a `live` phase).
+fn steal_failure_threshold<I>(terminator: &Terminator, victims: &Victims<'_, I>) -> usize {
+    let protocol = terminator.failure_threshold();
+    match &victims.members {
+        Some(node_workers) => protocol.min(2 * node_workers.len()),
+        None => protocol,
+    }
 }
 
 #[inline]
@@ -641,6 +653,34 @@ mod tests {
                         assert_eq!(sent, 0, "{ctx}");
                     }
                 }
+            }
+        }
+    }
+
+    /// With no work at all, every worker fails exactly its threshold of steals once, then
+    /// terminates: 2·N_local in a segregated phase (4 workers on 2 nodes: 2·2 = 4), 2·N = 8
+    /// in an ordinary phase of the same workers, under the `fixed` protocol.
+    #[test]
+    fn segregated_phases_stop_stealing_after_twice_the_node_workers() {
+        let pool = WorkerPool::new(4, "engine-test", ParkingKind::Futex, |_| {}).unwrap();
+        let policy = PhasePolicy::VANILLA;
+        assert_eq!(policy.termination, crate::parallel::TerminationKind::Fixed);
+        let task = Split {
+            leaves: AtomicU64::new(0),
+        };
+        let (_, segregated) = run_phase_segregated(
+            &pool,
+            &policy,
+            &task,
+            vec![],
+            vec![0u64; 4],
+            &segregation(4, 2),
+        );
+        let (_, ordinary) = run_phase(&pool, &policy, &task, vec![], vec![0u64; 4]);
+        for (stats, threshold) in [(&segregated, 4), (&ordinary, 8)] {
+            for s in stats {
+                assert_eq!(s.termination_exits, 0, "no work, so no offer is withdrawn");
+                assert_eq!(s.steal_failures, threshold, "worker {}", s.worker);
             }
         }
     }

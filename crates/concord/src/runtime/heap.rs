@@ -308,6 +308,8 @@ pub(crate) struct HeapInner {
     pub gc_records: Mutex<Option<RecordsFile>>,
     /// Bytes allocated so far, heap-wide (the lifespan profiler's clock).
     pub allocated: AtomicU64,
+    /// `allocated` when the previous collection record was made (for its `bytes_allocated`).
+    pub allocated_at_last_record: AtomicU64,
     pub last_verify: Mutex<VerifyReport>,
     pub collections: AtomicUsize,
     // ---- lifespan profiler (telemetry/lifespan.rs) ----
@@ -544,6 +546,7 @@ impl Heap {
             gc_log: Mutex::new(gc_log),
             gc_records: Mutex::new(gc_records),
             allocated: AtomicU64::new(0),
+            allocated_at_last_record: AtomicU64::new(0),
             last_verify: Mutex::new(VerifyReport::default()),
             collections: AtomicUsize::new(0),
             lifespans,

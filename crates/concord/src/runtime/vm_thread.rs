@@ -19,7 +19,8 @@ use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::{GcLogMode, SafepointTimes};
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{
-    CollectionKind, CollectionRecord, GcCause, NumaCollectionRecord, PhaseTimes, WorkerPhaseStats,
+    gc_metrics, CollectionKind, CollectionRecord, GcCause, NumaCollectionRecord, PhaseTimes,
+    WorkerPhaseStats,
 };
 
 /// The VM thread's main loop; returns when the heap shuts down.
@@ -598,10 +599,22 @@ impl Operation<'_> {
                 .then(|| after.monitor.since(&before.monitor).into()),
             numa: None,
             bytes_allocated_per_node: Vec::new(),
+            bytes_allocated: 0,
+            gc_throughput_mb_s: None,
+            scans_per_node: None,
         };
+        // Relaxed: mutators are stopped, and only the VM thread moves the mark.
+        let allocated = heap.allocated.load(std::sync::atomic::Ordering::Relaxed);
+        let previous = heap
+            .allocated_at_last_record
+            .swap(allocated, std::sync::atomic::Ordering::Relaxed);
+        r.bytes_allocated = allocated - previous;
         if heap.numa.accounting() {
             r.numa = Some(NumaCollectionRecord::from_workers(&r.workers));
             r.bytes_allocated_per_node = heap.numa.allocated_since_last_record();
+            let per_worker: Vec<_> = r.workers.iter().map(|w| w.numa).collect();
+            r.scans_per_node =
+                gc_metrics::scans_per_node(&per_worker, r.bytes_allocated_per_node.len());
         }
         fill(&mut r);
         r.attribute_usage(pause.vm_usage);

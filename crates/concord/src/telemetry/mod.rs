@@ -2,6 +2,7 @@
 //! GC log, summaries, and how the files among them are written and their failures reported.
 
 pub mod gc_log;
+pub mod gc_metrics;
 pub mod lifespan;
 pub mod output;
 pub mod phase;

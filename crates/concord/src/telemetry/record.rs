@@ -126,6 +126,18 @@ pub struct CollectionRecord {
     /// NUMA figures.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bytes_allocated_per_node: Vec<u64>,
+    /// Bytes handed to mutators (TLAB refills and direct allocations) since the previous
+    /// collection.
+    pub bytes_allocated: u64,
+    /// 004's GC throughput of this collection (Fig. 4/7): `bytes_allocated` in MiB per second
+    /// of its pause; `None` for a pause too short to time. Derived by
+    /// [`CollectionRecord::derive`].
+    pub gc_throughput_mb_s: Option<f64>,
+    /// The objects GC workers scanned, by node of the scanned memory (004 Table 4's accesses,
+    /// [`super::gc_metrics::scans_per_node`]); `None` when the heap counts no NUMA figures or
+    /// the split is unknown (remote scans on more than two nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scans_per_node: Option<Vec<u64>>,
 }
 
 /// The NUMA figures of one collection: its workers' [`WorkerNumaStats`] summed.
@@ -237,6 +249,8 @@ impl CollectionRecord {
 
     /// Fill the matrices derived from the per-worker counters.
     pub fn derive(&mut self) {
+        self.gc_throughput_mb_s =
+            super::gc_metrics::gc_throughput_mb_s(self.bytes_allocated, self.pause_ms);
         let n = self.workers.len();
         let mut tasks: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         for (w, stats) in self.workers.iter().enumerate() {
@@ -520,6 +534,19 @@ impl GcStats {
         }
     }
 
+    /// The objects GC workers scanned by node of the scanned memory, over all collections
+    /// that counted NUMA figures (004 Table 4's accesses); `None` when none did or one's split
+    /// is unknown.
+    pub fn scans_per_node(&self) -> Option<Vec<u64>> {
+        let mut total: Option<Vec<u64>> = None;
+        for r in self.records.iter().filter(|r| r.numa.is_some()) {
+            let per_node = r.scans_per_node.as_ref()?;
+            let sum = total.get_or_insert_with(|| vec![0; per_node.len()]);
+            sum.iter_mut().zip(per_node).for_each(|(t, n)| *t += n);
+        }
+        total
+    }
+
     /// Local and remote copies and scans summed over all collections (zero without NUMA
     /// figures).
     pub fn numa_totals(&self) -> NumaCollectionRecord {
@@ -599,6 +626,9 @@ impl CollectionRecord {
             verified: None,
             numa: None,
             bytes_allocated_per_node: Vec::new(),
+            bytes_allocated: 0,
+            gc_throughput_mb_s: None,
+            scans_per_node: None,
         }
     }
 }
@@ -674,6 +704,25 @@ mod tests {
         assert_eq!(stats.gc_user_ms(), 20.0);
         assert_eq!(stats.pause_minor_faults(), 320);
         assert_eq!(stats.gc_involuntary_switches(), 20);
+    }
+
+    #[test]
+    fn scans_per_node_sum_over_the_collections_that_counted_them() {
+        let mut stats = GcStats::default();
+        assert_eq!(stats.scans_per_node(), None);
+        let counted = |per_node: Option<Vec<u64>>| {
+            let mut r = rec(1.0);
+            r.numa = Some(NumaCollectionRecord::default());
+            r.scans_per_node = per_node;
+            r
+        };
+        stats.records.push(counted(Some(vec![3, 4])));
+        stats.records.push(rec(1.0)); // counted nothing: skipped
+        stats.records.push(counted(Some(vec![10, 0])));
+        assert_eq!(stats.scans_per_node(), Some(vec![13, 4]));
+        // One collection whose split is unknown makes the sum unknown.
+        stats.records.push(counted(None));
+        assert_eq!(stats.scans_per_node(), None);
     }
 
     #[test]
