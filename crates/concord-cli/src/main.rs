@@ -28,6 +28,7 @@ mod interference;
 mod interrupt;
 mod jvm;
 mod logger;
+mod paper;
 mod report;
 mod run;
 mod side_by_side;
@@ -161,6 +162,9 @@ enum Command {
     /// 002 Fig. 3's system-wide THP tuner: every period, sets the THP files from MemAvailable,
     /// the direct page-scan rate and khugepaged's CPU use; restores them when it stops.
     ThpTuner(thp_tuner::ThpTunerArgs),
+    /// The papers' catalogue: every figure and table, its status here and the command that
+    /// reproduces it; `concord paper ID [--repeat N] [--out DIR]` runs one.
+    Paper(paper::PaperArgs),
 }
 
 impl Command {
@@ -177,6 +181,7 @@ impl Command {
                 | Command::OsBench(_)
                 | Command::SchedBench(_)
                 | Command::PauseBench(_)
+                | Command::Paper(_)
         )
     }
 }
@@ -222,6 +227,7 @@ fn main() -> ExitCode {
         Command::Diagnose(args) => diagnose::run(args),
         Command::ThpTuner(args) => thp_tuner::run(args),
         Command::Pressure(args) => stall::pressure::run(args),
+        Command::Paper(args) => paper::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }

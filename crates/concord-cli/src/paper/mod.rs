@@ -1,0 +1,300 @@
+//! `concord paper`: the catalogue of every figure and table of the five papers this project
+//! follows, each with the `concord` command that reproduces it here and an honest status.
+//! `concord paper` lists them, `--json` prints them for tools, and `concord paper ID` runs one
+//! entry's command by re-invoking this binary (passing `--repeat` and `--out` through).
+
+mod catalogue;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use crate::console::{errln, outln};
+pub use catalogue::CATALOGUE;
+
+#[derive(Args, Debug)]
+pub struct PaperArgs {
+    /// An entry's id, e.g. 000-fig10 or 004-table4: run its command (without an id, list the
+    /// catalogue)
+    pub id: Option<String>,
+    /// Print the catalogue as a JSON array (id, paper, number, title, shows, status, command,
+    /// reason)
+    #[arg(long, conflicts_with = "id")]
+    pub json: bool,
+    /// Runs of each configuration, passed to the entry's command as --repeat
+    #[arg(long, value_name = "N", requires = "id")]
+    pub repeat: Option<u32>,
+    /// Results directory, passed to the entry's command as --out
+    #[arg(long, value_name = "DIR", requires = "id")]
+    pub out: Option<PathBuf>,
+}
+
+/// How far Concord gets with one figure or table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Concord measures the same quantity the same way (shapes, not the paper's numbers).
+    Reproduced,
+    /// A related measurement, with the difference in the reason.
+    Partial,
+    /// The command runs, but the effect needs more CPUs than this machine has.
+    NeedsCpus,
+    /// Nothing here can reproduce it (a diagram, or hardware or software we do not have).
+    Cannot,
+}
+
+impl Status {
+    fn label(self) -> &'static str {
+        match self {
+            Status::Reproduced => "reproduced",
+            Status::Partial => "partial",
+            Status::NeedsCpus => "needs-cpus",
+            Status::Cannot => "cannot",
+        }
+    }
+}
+
+/// One figure or table of a paper.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    /// `NNN-figK` or `NNN-tableK` (`NNN` the paper's file number).
+    pub id: &'static str,
+    /// The paper's own number for it, e.g. `Figure 10` or `Table 4`.
+    pub number: &'static str,
+    /// The caption, in our words.
+    pub title: &'static str,
+    /// What it shows.
+    pub shows: &'static str,
+    pub status: Status,
+    /// The arguments after `concord`, separated by spaces (empty for `cannot`).
+    pub command: &'static str,
+    /// Why the status is not `reproduced` (empty when it is).
+    pub reason: &'static str,
+}
+
+impl Entry {
+    /// The paper's file number, e.g. `000`.
+    pub fn paper(&self) -> &'static str {
+        self.id.split_once('-').map_or(self.id, |(paper, _)| paper)
+    }
+
+    fn argv(&self) -> Vec<&'static str> {
+        self.command.split_whitespace().collect()
+    }
+
+    /// Whether the entry's command takes `--repeat` and `--out` (the experiment commands do,
+    /// `run` does not).
+    fn takes_repeat_and_out(&self) -> bool {
+        self.argv().first().is_some_and(|cmd| *cmd != "run")
+    }
+}
+
+/// What `--json` prints for each entry.
+#[derive(Serialize)]
+struct JsonEntry<'a> {
+    id: &'a str,
+    paper: &'a str,
+    number: &'a str,
+    title: &'a str,
+    shows: &'a str,
+    status: Status,
+    command: Option<String>,
+    reason: &'a str,
+}
+
+pub fn run(args: PaperArgs) -> Result<ExitCode> {
+    let Some(id) = args.id else {
+        crate::stop_if_checking_args("parsed");
+        if args.json {
+            print_json()?;
+        } else {
+            print_table()?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let entry = find(&id)?;
+    if entry.status == Status::Cannot {
+        bail!(
+            "{} ({}) cannot be reproduced here: {}",
+            entry.id,
+            entry.number,
+            entry.reason
+        );
+    }
+    let mut argv: Vec<OsString> = entry.argv().into_iter().map(OsString::from).collect();
+    if !entry.takes_repeat_and_out() && (args.repeat.is_some() || args.out.is_some()) {
+        bail!(
+            "{}'s command (concord {}) takes neither --repeat nor --out",
+            entry.id,
+            entry.command
+        );
+    }
+    if let Some(repeat) = args.repeat {
+        argv.extend(["--repeat".into(), repeat.to_string().into()]);
+    }
+    if let Some(out) = args.out {
+        argv.push("--out".into());
+        argv.push(out.into_os_string());
+    }
+    errln!(
+        "concord paper: {} {}: {} [{}]",
+        paper_name(entry.paper()),
+        entry.number,
+        entry.title,
+        entry.status.label()
+    );
+    if !entry.reason.is_empty() {
+        errln!("concord paper: note: {}", entry.reason);
+    }
+    errln!("concord paper: running: concord {}", shown(&argv));
+    let exe = std::env::current_exe().context("finding the concord binary to run the entry")?;
+    let status = std::process::Command::new(exe)
+        .args(&argv)
+        .status()
+        .map_err(|e| {
+            crate::RunFailed::wrap(anyhow::anyhow!("running concord {}: {e}", shown(&argv)))
+        })?;
+    Ok(match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // Ended by a signal: the shell's 128 + signal convention.
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            let signal = status.signal().unwrap_or(0);
+            ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))
+        }
+    })
+}
+
+fn shown(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The entry with `id`, or an error listing the known ids.
+fn find(id: &str) -> Result<&'static Entry> {
+    CATALOGUE.iter().find(|e| e.id == id).ok_or_else(|| {
+        let known: Vec<&str> = CATALOGUE.iter().map(|e| e.id).collect();
+        anyhow::anyhow!("unknown paper entry '{id}'; known: {}", known.join(", "))
+    })
+}
+
+fn paper_name(paper: &str) -> &'static str {
+    match paper {
+        "000" => "Suo et al., EuroSys 2018",
+        "001" => "Qian et al., VEE 2016",
+        "002" => "Zhuang et al., LinkedIn",
+        "003" => "slides of Suo et al.'s talk",
+        "004" => "Gidra et al., ASPLOS 2013",
+        _ => "unknown paper",
+    }
+}
+
+fn print_table() -> Result<()> {
+    outln!("{:<12} {:<11} {:<10} title", "id", "status", "number")?;
+    for e in CATALOGUE {
+        outln!(
+            "{:<12} {:<11} {:<10} {}",
+            e.id,
+            e.status.label(),
+            e.number,
+            e.title
+        )?;
+    }
+    outln!(
+        "\n`concord paper ID` runs an entry; `concord paper --json` adds commands and reasons."
+    )?;
+    Ok(())
+}
+
+fn print_json() -> Result<()> {
+    let entries: Vec<JsonEntry> = CATALOGUE
+        .iter()
+        .map(|e| JsonEntry {
+            id: e.id,
+            paper: e.paper(),
+            number: e.number,
+            title: e.title,
+            shows: e.shows,
+            status: e.status,
+            command: (!e.command.is_empty()).then(|| format!("concord {}", e.command)),
+            reason: e.reason,
+        })
+        .collect();
+    outln!("{}", serde_json::to_string_pretty(&entries)?)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn well_formed(id: &str) -> bool {
+        let Some((paper, item)) = id.split_once('-') else {
+            return false;
+        };
+        let numbered = |prefix: &str| {
+            item.strip_prefix(prefix)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        paper.len() == 3
+            && paper.bytes().all(|b| b.is_ascii_digit())
+            && (numbered("fig") || numbered("table") || paper == "003")
+    }
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for e in CATALOGUE {
+            assert!(well_formed(e.id), "{} is not NNN-figK / NNN-tableK", e.id);
+            assert!(seen.insert(e.id), "{} appears twice", e.id);
+        }
+        assert!(!well_formed("000-fig") && !well_formed("00-fig1") && !well_formed("000-graph1"));
+    }
+
+    #[test]
+    fn every_status_is_explained_and_every_runnable_entry_has_a_command() {
+        for e in CATALOGUE {
+            assert_eq!(e.command.is_empty(), e.status == Status::Cannot, "{}", e.id);
+            assert_eq!(
+                e.reason.is_empty(),
+                e.status == Status::Reproduced,
+                "{}",
+                e.id
+            );
+            assert!(
+                !e.title.is_empty() && !e.shows.is_empty() && !e.number.is_empty(),
+                "{}",
+                e.id
+            );
+        }
+    }
+
+    #[test]
+    fn repeat_and_out_are_passed_only_to_experiment_commands() {
+        let run = CATALOGUE
+            .iter()
+            .find(|e| e.command.starts_with("run "))
+            .unwrap();
+        assert!(!run.takes_repeat_and_out());
+        let sweep = CATALOGUE
+            .iter()
+            .find(|e| e.command.starts_with("sweep "))
+            .unwrap();
+        assert!(sweep.takes_repeat_and_out());
+    }
+
+    #[test]
+    fn an_unknown_id_lists_the_known_ones() {
+        let message = find("000-fig99").unwrap_err().to_string();
+        assert!(
+            message.contains("000-fig99") && message.contains("004-table4"),
+            "{message}"
+        );
+    }
+}
