@@ -508,6 +508,14 @@ pub fn shell_status(status: ExitStatus) -> u8 {
 /// this process on to it, and tied to this process's life (it gets SIGTERM if this process is
 /// killed). Returns its status and its process id.
 pub fn run_forwarding_signals(argv: &[String]) -> Result<(ExitStatus, u32)> {
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]);
+    run_command_forwarding_signals(command)
+        .with_context(|| format!("cannot start the java command {}", argv[0]))
+}
+
+/// As [`run_forwarding_signals`], for a command already built.
+pub fn run_command_forwarding_signals(mut command: Command) -> Result<(ExitStatus, u32)> {
     let signals = [SIGINT, SIGTERM, SIGHUP];
     let flags: Vec<Arc<AtomicBool>> = signals
         .iter()
@@ -517,14 +525,10 @@ pub fn run_forwarding_signals(argv: &[String]) -> Result<(ExitStatus, u32)> {
     for (signal, flag) in signals.iter().zip(&flags) {
         ids.push(signal_hook::flag::register(*signal, flag.clone())?);
     }
-    let mut command = Command::new(&argv[0]);
-    command.args(&argv[1..]);
-    // From this (the main) thread, which waits for the JVM: SIGTERM, not SIGKILL, so that the
+    // From this (the main) thread, which waits for the child: SIGTERM, not SIGKILL, so that a
     // JVM shuts down in order and its agent still puts its outputs in place.
     concord::os::process::signal_child_with_parent(&mut command, SIGTERM);
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("cannot start the java command {}", argv[0]))?;
+    let mut child = command.spawn()?;
     let status = loop {
         // Forwarded only while the child is not yet reaped: its id cannot be reused before.
         for (signal, flag) in signals.iter().zip(&flags) {

@@ -152,12 +152,15 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
     }
     errln!("concord paper: running: concord {}", shown(&argv));
     let exe = std::env::current_exe().context("finding the concord binary to run the entry")?;
-    let status = std::process::Command::new(exe)
-        .args(&argv)
-        .status()
-        .map_err(|e| {
-            crate::RunFailed::wrap(anyhow::anyhow!("running concord {}: {e}", shown(&argv)))
-        })?;
+    let mut command = std::process::Command::new(exe);
+    command.args(&argv);
+    // In a process group of its own, so that a terminal's Ctrl-C reaches it once, forwarded
+    // by this process (a second signal would make it quit at once, without its summary); it
+    // gets SIGTERM if this process is killed.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let (status, _) = crate::jvm::launch::run_command_forwarding_signals(command).map_err(|e| {
+        crate::RunFailed::wrap(anyhow::anyhow!("running concord {}: {e:#}", shown(&argv)))
+    })?;
     Ok(match status.code() {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         // Ended by a signal: the shell's 128 + signal convention.
