@@ -526,7 +526,10 @@ mod tests {
         assert_eq!("Optimized".parse::<Preset>(), Ok(Preset::Optimized));
         let err = "fast".parse::<Preset>().unwrap_err().to_string();
         assert!(err.contains("'fast'"), "{err}");
-        assert!(err.contains("vanilla, modern, optimized"), "{err}");
+        assert!(
+            err.contains("vanilla, modern, suo18, naps, optimized"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl ValueKind {
     /// What a value of this kind looks like, for messages.
     fn expected(self) -> String {
         match self {
-            ValueKind::Preset => "one of vanilla, modern, optimized".to_string(),
+            ValueKind::Preset => "one of vanilla, modern, suo18, naps, optimized".to_string(),
             ValueKind::Size => "a size such as \"64m\" or a whole number of bytes".to_string(),
             ValueKind::OptionalSize => {
                 "a size such as \"64m\", a whole number of bytes, or \"auto\"".to_string()
@@ -638,8 +638,9 @@ fn known_keys() -> String {
 
 /// A preset name.
 fn parse_preset(text: &str) -> Result<Preset, String> {
-    text.parse()
-        .map_err(|_| "is not a preset (allowed: vanilla, modern, optimized)".to_string())
+    text.parse().map_err(|_| {
+        "is not a preset (allowed: vanilla, modern, suo18, naps, optimized)".to_string()
+    })
 }
 
 /// The sizes `gc-log-buffer` allows.
@@ -1158,6 +1159,7 @@ mod tests {
             ("task-affinity", "on"),
             ("steal", "last-victim"),
             ("termination", "owst"),
+            ("termination-backoff", "concord"),
             ("parking", "futex"),
             ("gc-affinity", "static"),
             ("mutator-sched", "adaptive:0.5"),
@@ -1199,6 +1201,10 @@ mod tests {
             assert!(config.phase.task_affinity);
             assert_eq!(config.phase.steal, StealPolicy::LastVictim);
             assert_eq!(config.phase.termination, TerminationKind::Owst);
+            assert_eq!(
+                config.phase.termination_backoff,
+                TerminationBackoff::Concord
+            );
             assert_eq!(config.parking, ParkingKind::Futex);
             assert_eq!(config.gc_affinity, GcAffinity::Static);
             assert_eq!(
@@ -1715,7 +1721,7 @@ mod tests {
         let err = build_err(builder);
         assert_eq!(
             err,
-            "preset in concord.toml: 'fast' is not a preset (allowed: vanilla, modern, optimized)"
+            "preset in concord.toml: 'fast' is not a preset (allowed: vanilla, modern, suo18, naps, optimized)"
         );
     }
 
