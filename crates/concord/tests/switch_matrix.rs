@@ -263,7 +263,7 @@ fn preset_and_backoff_combos() -> Vec<Combo> {
             v.push(Combo {
                 preset: Preset::Vanilla,
                 task_queue: TaskQueueKind::ALL[k % TaskQueueKind::ALL.len()],
-                task_affinity: k % 2 == 0,
+                task_affinity: k.is_multiple_of(2),
                 steal: StealPolicy::ALL[(k / 3) % StealPolicy::ALL.len()],
                 termination,
                 termination_backoff,
