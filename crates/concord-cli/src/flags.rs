@@ -217,9 +217,14 @@ pub struct SwitchFlags {
     /// Steal victim selection: best-of-2, last-victim or adaptive (default: the preset's).
     #[arg(long, value_name = "POLICY")]
     pub steal: Option<String>,
-    /// Termination protocol: fixed, owst or live (default: the preset's).
+    /// Termination protocol, i.e. when a worker offers: fixed (after 2·N failed steals), owst
+    /// or live (after 2·N_live) (default: the preset's).
     #[arg(long, value_name = "KIND")]
     pub termination: Option<String>,
+    /// How a worker waits inside the termination protocol: auto (the protocol's own), hotspot8
+    /// or concord (default: the preset's).
+    #[arg(long = "termination-backoff", value_name = "auto|hotspot8|concord")]
+    pub termination_backoff: Option<String>,
     /// Idle GC worker parking: monitor or futex (default: the preset's).
     #[arg(long, value_name = "KIND")]
     pub parking: Option<String>,
@@ -268,7 +273,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 19] = [
+        let given: [(&'static str, Option<String>); 20] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -276,6 +281,7 @@ impl RunFlags {
             ("task-affinity", s.task_affinity.map(on_off)),
             ("steal", s.steal.clone()),
             ("termination", s.termination.clone()),
+            ("termination-backoff", s.termination_backoff.clone()),
             ("parking", s.parking.clone()),
             ("pin-start", s.pin_start.map(|b| b.to_string())),
             ("gc-affinity", s.gc_affinity.clone()),

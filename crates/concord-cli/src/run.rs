@@ -23,7 +23,7 @@ use crate::stall::{self, StallFlags};
 pub struct RunArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// Policy preset: vanilla, modern or optimized (default optimized).
+    /// Policy preset: vanilla, modern, suo18, naps or optimized (default optimized).
     #[arg(long)]
     pub preset: Option<String>,
     #[command(flatten)]

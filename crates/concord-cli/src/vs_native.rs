@@ -50,7 +50,7 @@ pub struct VsNativeArgs {
         allow_negative_numbers = true
     )]
     pub gc_threads: u32,
-    /// Concord's policy preset: vanilla, modern or optimized.
+    /// Concord's policy preset: vanilla, modern, suo18, naps or optimized.
     #[arg(long, default_value = "optimized")]
     pub preset: String,
     /// How many A B pairs to run.

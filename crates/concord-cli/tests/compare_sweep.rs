@@ -189,11 +189,11 @@ fn bad_input_exits_2_naming_the_allowed_values_before_any_run() {
         ),
         (
             &argv("sweep binary-trees 8 --vary gc-threads=1 --preset fast"),
-            "unknown preset 'fast' (allowed: vanilla, modern, optimized)",
+            "unknown preset 'fast' (allowed: vanilla, modern, suo18, naps, optimized)",
         ),
         (
             &argv("compare binary-trees 8 --preset vanilla,fastest"),
-            "unknown preset 'fastest' (allowed: vanilla, modern, optimized)",
+            "unknown preset 'fastest' (allowed: vanilla, modern, suo18, naps, optimized)",
         ),
         (
             &argv("compare nosuch --preset vanilla"),

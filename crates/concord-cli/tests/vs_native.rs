@@ -174,7 +174,7 @@ fn bad_input_is_named_and_exits_2() {
         ),
         (
             &["vs-native", "--preset", "fast"],
-            "--preset: 'fast' is not a preset (allowed: vanilla, modern, optimized)",
+            "--preset: 'fast' is not a preset (allowed: vanilla, modern, suo18, naps, optimized)",
         ),
         (
             &["vs-native", "--heap", "lots"],

@@ -1,7 +1,8 @@
 //! Every combination of the parallel-phase switches keeps the heap correct.
 //!
 //! For each combination of `task_queue` × `task_affinity` × `steal` × `termination` × `parking`
-//! (3 × 2 × 3 × 3 × 2 = 108), plus a few with `dynamic_gc_threads` and/or `pin_start`, a small
+//! (3 × 2 × 3 × 3 × 2 = 108), plus a few with `dynamic_gc_threads` and/or `pin_start`, every
+//! preset exactly as it is, and every termination protocol under every `termination_backoff`, a small
 //! heap (8 MiB, 3 GC threads: the 2-CPU test machine is oversubscribed, verification after every
 //! collection) runs two mutator threads at once. Each mutator owns a random object graph (fixed
 //! nodes with three edges and an optional byte-array blob, hung from a 600-slot table and from a
@@ -45,7 +46,9 @@ use std::time::{Duration, Instant};
 mod common;
 
 use concord::os::numa::NumaLayout;
-use concord::parallel::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
+use concord::parallel::{
+    ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind,
+};
 use concord::{CollectionKind, GcConfig, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset};
 
 const MIB: usize = 1 << 20;
@@ -85,10 +88,13 @@ const COMBINATION_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy, Debug)]
 struct Combo {
+    /// The preset the other switches override (`optimized` outside the preset combinations).
+    preset: Preset,
     task_queue: TaskQueueKind,
     task_affinity: bool,
     steal: StealPolicy,
     termination: TerminationKind,
+    termination_backoff: TerminationBackoff,
     parking: ParkingKind,
     dynamic_gc_threads: bool,
     pin_start: bool,
@@ -102,12 +108,15 @@ impl fmt::Display for Combo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "task_queue={} task_affinity={} steal={} termination={} parking={} \
-             dynamic_gc_threads={} pin_start={} numa={} numa_topology={}",
+            "preset={} task_queue={} task_affinity={} steal={} termination={} \
+             termination_backoff={} parking={} dynamic_gc_threads={} pin_start={} numa={} \
+             numa_topology={}",
+            self.preset,
             self.task_queue,
             self.task_affinity,
             self.steal,
             self.termination,
+            self.termination_backoff,
             self.parking,
             self.dynamic_gc_threads,
             self.pin_start,
@@ -119,7 +128,7 @@ impl fmt::Display for Combo {
 
 impl Combo {
     fn config(&self) -> GcConfig {
-        let mut c = GcConfig::for_preset(Preset::Optimized);
+        let mut c = GcConfig::for_preset(self.preset);
         c.heap_size = HEAP_SIZE;
         c.gc_threads = GC_THREADS;
         c.verify = true;
@@ -130,6 +139,7 @@ impl Combo {
         c.phase.task_affinity = self.task_affinity;
         c.phase.steal = self.steal;
         c.phase.termination = self.termination;
+        c.phase.termination_backoff = self.termination_backoff;
         c.parking = self.parking;
         c.dynamic_gc_threads = self.dynamic_gc_threads;
         c.pin_start = self.pin_start;
@@ -144,10 +154,12 @@ fn full_matrix() -> Vec<Combo> {
     PhasePolicy::all()
         .flat_map(|p| {
             ParkingKind::ALL.iter().map(move |&parking| Combo {
+                preset: Preset::Optimized,
                 task_queue: p.task_queue,
                 task_affinity: p.task_affinity,
                 steal: p.steal,
                 termination: p.termination,
+                termination_backoff: p.termination_backoff,
                 parking,
                 dynamic_gc_threads: false,
                 pin_start: false,
@@ -166,10 +178,12 @@ fn extra_combos() -> Vec<Combo> {
     for &task_queue in TaskQueueKind::ALL {
         for (dynamic_gc_threads, pin_start) in [(true, false), (false, true), (true, true)] {
             v.push(Combo {
+                preset: Preset::Optimized,
                 task_queue,
                 task_affinity: k % 2 == 1,
                 steal: StealPolicy::ALL[k % StealPolicy::ALL.len()],
                 termination: TerminationKind::ALL[(k / 3 + k) % TerminationKind::ALL.len()],
+                termination_backoff: TerminationBackoff::Auto,
                 parking: ParkingKind::ALL[(k / 2) % ParkingKind::ALL.len()],
                 dynamic_gc_threads,
                 pin_start,
@@ -199,10 +213,12 @@ fn numa_combos() -> Vec<Combo> {
         for &(policy, dynamic_gc_threads) in &policies {
             for numa_topology in ["auto", "0/1"] {
                 v.push(Combo {
+                    preset: Preset::Optimized,
                     task_queue: policy.task_queue,
                     task_affinity: policy.task_affinity,
                     steal: policy.steal,
                     termination: policy.termination,
+                    termination_backoff: policy.termination_backoff,
                     parking: if policy == PhasePolicy::VANILLA {
                         ParkingKind::Monitor
                     } else {
@@ -214,6 +230,50 @@ fn numa_combos() -> Vec<Combo> {
                     numa_topology,
                 });
             }
+        }
+    }
+    v
+}
+
+/// Every preset exactly as it is (its NUMA layout on this machine's nodes included), then every
+/// termination protocol under every waiting loop, the task queues and parking modes rotating.
+fn preset_and_backoff_combos() -> Vec<Combo> {
+    let mut v: Vec<Combo> = Preset::ALL
+        .iter()
+        .map(|&preset| {
+            let c = GcConfig::for_preset(preset);
+            Combo {
+                preset,
+                task_queue: c.phase.task_queue,
+                task_affinity: c.phase.task_affinity,
+                steal: c.phase.steal,
+                termination: c.phase.termination,
+                termination_backoff: c.phase.termination_backoff,
+                parking: c.parking,
+                dynamic_gc_threads: c.dynamic_gc_threads,
+                pin_start: c.pin_start,
+                numa: c.numa,
+                numa_topology: "auto",
+            }
+        })
+        .collect();
+    let mut k = 0usize;
+    for &termination_backoff in TerminationBackoff::ALL {
+        for &termination in TerminationKind::ALL {
+            v.push(Combo {
+                preset: Preset::Vanilla,
+                task_queue: TaskQueueKind::ALL[k % TaskQueueKind::ALL.len()],
+                task_affinity: k.is_multiple_of(2),
+                steal: StealPolicy::ALL[(k / 3) % StealPolicy::ALL.len()],
+                termination,
+                termination_backoff,
+                parking: ParkingKind::ALL[k % ParkingKind::ALL.len()],
+                dynamic_gc_threads: false,
+                pin_start: false,
+                numa: NumaLayout::Off,
+                numa_topology: "auto",
+            });
+            k += 1;
         }
     }
     v
@@ -1363,6 +1423,13 @@ fn dynamic_gc_threads_and_pinned_start() {
 }
 
 #[test]
+fn presets_and_termination_backoffs() {
+    run_isolated("presets_and_termination_backoffs", || {
+        run_all(preset_and_backoff_combos())
+    });
+}
+
+#[test]
 fn numa_layouts_and_topologies() {
     run_isolated("numa_layouts_and_topologies", || run_all(numa_combos()));
 }
@@ -1394,6 +1461,28 @@ fn the_matrix_is_complete() {
     }
     for &q in TaskQueueKind::ALL {
         assert!(extras.iter().any(|c| c.task_queue == q), "{q}");
+    }
+    let presets = preset_and_backoff_combos();
+    for &preset in &Preset::ALL {
+        let combo = presets.iter().find(|c| c.preset == preset).unwrap();
+        let mut expected = GcConfig::for_preset(preset);
+        let got = combo.config();
+        expected.heap_size = got.heap_size;
+        expected.gc_threads = got.gc_threads;
+        expected.verify = true;
+        expected.max_tenuring_threshold = got.max_tenuring_threshold;
+        expected.initial_tenuring_threshold = got.initial_tenuring_threshold;
+        assert_eq!(got, expected, "{preset}: the preset's own switches");
+    }
+    for &b in TerminationBackoff::ALL {
+        for &t in TerminationKind::ALL {
+            assert!(
+                presets
+                    .iter()
+                    .any(|c| c.termination_backoff == b && c.termination == t),
+                "{t} {b}"
+            );
+        }
     }
     let numa = numa_combos();
     for &layout in NumaLayout::ALL {

@@ -25,7 +25,9 @@ pub struct AblationArgs {
     pub common: WorkloadBench,
 }
 
-/// The ablation set: the three presets and vanilla with each single fix of the papers.
+/// The ablation set: vanilla, 000 Fig. 10's arms, vanilla with each single fix of the papers,
+/// then the other presets. Every arm but the presets is vanilla plus the switches its label
+/// names (checked by the tests from the configuration each run records).
 pub const VARIANTS: &[Variant] = &[
     Variant {
         label: "vanilla",
@@ -33,9 +35,35 @@ pub const VARIANTS: &[Variant] = &[
         settings: &[("preset", "vanilla")],
     },
     Variant {
-        label: "+lockfree-queue",
-        what: "vanilla with the lock-free task queue (004 §3.1.1)",
-        settings: &[("preset", "vanilla"), ("task-queue", "lockfree")],
+        label: "+affinity",
+        what: "000 Fig. 10 'w/ GC-affinity': task affinity and dynamic GC thread affinity \
+               (000 §4.1, Algorithm 1)",
+        settings: &[
+            ("preset", "vanilla"),
+            ("task-affinity", "on"),
+            ("gc-affinity", "dynamic"),
+        ],
+    },
+    Variant {
+        label: "+steal",
+        what: "000 Fig. 10 'w/ steal': adaptive stealing with 2·N_live termination \
+               (000 Algorithm 2)",
+        settings: &[
+            ("preset", "vanilla"),
+            ("steal", "adaptive"),
+            ("termination", "live"),
+        ],
+    },
+    Variant {
+        label: "together",
+        what: "000 Fig. 10 'together': both of the above on the monitor queue (= preset suo18)",
+        settings: &[
+            ("preset", "vanilla"),
+            ("task-affinity", "on"),
+            ("gc-affinity", "dynamic"),
+            ("steal", "adaptive"),
+            ("termination", "live"),
+        ],
     },
     Variant {
         label: "+task-affinity",
@@ -43,14 +71,29 @@ pub const VARIANTS: &[Variant] = &[
         settings: &[("preset", "vanilla"), ("task-affinity", "on")],
     },
     Variant {
+        label: "+gc-affinity",
+        what: "vanilla with dynamic GC thread affinity (000 Algorithm 1)",
+        settings: &[("preset", "vanilla"), ("gc-affinity", "dynamic")],
+    },
+    Variant {
         label: "+adaptive-steal",
-        what: "vanilla with adaptive semi-random stealing (000 Algorithm 2)",
+        what: "vanilla with adaptive semi-random victim selection (000 Algorithm 2)",
         settings: &[("preset", "vanilla"), ("steal", "adaptive")],
     },
     Variant {
         label: "+live-termination",
-        what: "vanilla with 2·N_live termination (000 §4.2)",
+        what: "vanilla with the 2·N_live threshold, HotSpot 8's waiting loop kept (000 §4.2)",
         settings: &[("preset", "vanilla"), ("termination", "live")],
+    },
+    Variant {
+        label: "+concord-backoff",
+        what: "vanilla with Concord's shorter termination waiting loop (in no paper)",
+        settings: &[("preset", "vanilla"), ("termination-backoff", "concord")],
+    },
+    Variant {
+        label: "+lockfree-queue",
+        what: "vanilla with the lock-free task queue (004 §3.1.1)",
+        settings: &[("preset", "vanilla"), ("task-queue", "lockfree")],
     },
     Variant {
         label: "+futex-parking",
@@ -58,18 +101,18 @@ pub const VARIANTS: &[Variant] = &[
         settings: &[("preset", "vanilla"), ("parking", "futex")],
     },
     Variant {
-        label: "+gc-affinity",
-        what: "vanilla with dynamic GC thread affinity (000 Algorithm 1)",
-        settings: &[("preset", "vanilla"), ("gc-affinity", "dynamic")],
-    },
-    Variant {
         label: "modern",
         what: "HotSpot 17+: claiming, last-victim, OWST",
         settings: &[("preset", "modern")],
     },
     Variant {
+        label: "naps",
+        what: "004's NAPS: lock-free queue, futex parking, fragmented young",
+        settings: &[("preset", "naps")],
+    },
+    Variant {
         label: "optimized",
-        what: "all of the papers' parallel-phase fixes",
+        what: "Concord's best: all of the parallel-phase fixes, Concord's termination loop",
         settings: &[("preset", "optimized")],
     },
 ];
@@ -90,6 +133,7 @@ const SET_BY_THE_CONFIGURATIONS: &[&str] = &[
     "task-affinity",
     "steal",
     "termination",
+    "termination-backoff",
     "parking",
     "gc-affinity",
 ];
@@ -154,41 +198,100 @@ pub fn run(args: AblationArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    use concord::{GcConfig, Preset};
+
     use super::*;
     use crate::experiment::arm::build_config;
+    use crate::summary::switches;
 
-    #[test]
-    fn every_variant_builds_a_valid_configuration_differing_from_vanilla_in_one_switch() {
-        let common = [("heap", "32m".to_string()), ("gc-threads", "4".to_string())];
-        let config = |v: &Variant| {
-            let mut settings = v.settings();
-            settings.extend(common.iter().cloned());
-            build_config(&settings).unwrap()
-        };
-        let vanilla = config(&VARIANTS[0]);
-        for v in VARIANTS {
-            let c = config(v);
-            assert_eq!(c.gc_threads, 4, "{}", v.label);
-            if v.label.starts_with('+') {
-                let differing = [
-                    c.phase.task_queue != vanilla.phase.task_queue,
-                    c.phase.task_affinity != vanilla.phase.task_affinity,
-                    c.phase.steal != vanilla.phase.steal,
-                    c.phase.termination != vanilla.phase.termination,
-                    c.parking != vanilla.parking,
-                    c.gc_affinity != vanilla.gc_affinity,
-                ];
-                assert_eq!(differing.iter().filter(|&&d| d).count(), 1, "{}", v.label);
-                let mut same = c.clone();
-                same.phase.task_queue = vanilla.phase.task_queue;
-                same.phase.task_affinity = vanilla.phase.task_affinity;
-                same.phase.steal = vanilla.phase.steal;
-                same.phase.termination = vanilla.phase.termination;
-                same.parking = vanilla.parking;
-                same.gc_affinity = vanilla.gc_affinity;
-                assert_eq!(same, vanilla, "{}: nothing else differs", v.label);
+    /// The switches (as the summary records them) in which `config` differs from `base`.
+    fn differing_switches(config: &GcConfig, base: &GcConfig) -> Vec<&'static str> {
+        let (mine, theirs) = (switches(config), switches(base));
+        let mut keys: Vec<&str> = mine
+            .iter()
+            .zip(&theirs)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.0)
+            .collect();
+        for (key, differs) in [
+            ("numa", config.numa != base.numa),
+            ("thp", config.thp != base.thp),
+            (
+                "dynamic-gc-threads",
+                config.dynamic_gc_threads != base.dynamic_gc_threads,
+            ),
+            ("gc-log-mode", config.gc_log_mode != base.gc_log_mode),
+        ] {
+            if differs {
+                keys.push(key);
             }
         }
+        keys
+    }
+
+    fn config(v: &Variant) -> GcConfig {
+        let mut settings = v.settings();
+        settings.extend([("heap", "32m".to_string()), ("gc-threads", "4".to_string())]);
+        build_config(&settings).unwrap()
+    }
+
+    #[test]
+    fn every_arm_differs_from_vanilla_in_exactly_the_switches_its_label_names() {
+        use std::collections::BTreeSet;
+        let vanilla = config(&VARIANTS[0]);
+        let expected: &[(&str, &[&str])] = &[
+            ("vanilla", &[]),
+            ("+affinity", &["task-affinity", "gc-affinity"]),
+            ("+steal", &["steal", "termination"]),
+            (
+                "together",
+                &["task-affinity", "steal", "termination", "gc-affinity"],
+            ),
+            ("+task-affinity", &["task-affinity"]),
+            ("+gc-affinity", &["gc-affinity"]),
+            ("+adaptive-steal", &["steal"]),
+            ("+live-termination", &["termination"]),
+            ("+concord-backoff", &["termination-backoff"]),
+            ("+lockfree-queue", &["task-queue"]),
+            ("+futex-parking", &["parking"]),
+        ];
+        for (label, keys) in expected {
+            let v = VARIANTS.iter().find(|v| v.label == *label).unwrap();
+            let c = config(v);
+            assert_eq!(c.gc_threads, 4, "{label}");
+            let got: BTreeSet<_> = differing_switches(&c, &vanilla).into_iter().collect();
+            assert_eq!(got, keys.iter().copied().collect(), "{label}");
+            // Nothing else differs either.
+            let mut same = c.clone();
+            same.phase = vanilla.phase;
+            same.parking = vanilla.parking;
+            same.gc_affinity = vanilla.gc_affinity;
+            assert_eq!(same, vanilla, "{label}: only switches differ");
+        }
+        // Every arm built on vanilla is listed above; the rest are presets.
+        for v in VARIANTS {
+            let on_vanilla = v.settings[0] == ("preset", "vanilla");
+            let listed = expected.iter().any(|(label, _)| *label == v.label);
+            assert_eq!(on_vanilla, listed, "{}", v.label);
+            if !on_vanilla {
+                assert_eq!(v.settings, &[("preset", v.label)]);
+            }
+        }
+        // 000 Fig. 10's 'together' is exactly the suo18 preset.
+        let together = config(VARIANTS.iter().find(|v| v.label == "together").unwrap());
+        let suo18 = config(&Variant {
+            label: "suo18",
+            what: "",
+            settings: &[("preset", "suo18")],
+        });
+        assert_eq!(differing_switches(&together, &suo18), Vec::<&str>::new());
+        assert_eq!(
+            GcConfig {
+                preset: Preset::Suo18,
+                ..together
+            },
+            suo18
+        );
     }
 
     #[test]
@@ -197,7 +300,7 @@ mod tests {
         let two = chosen_variants(&["vanilla".into(), " +gc-affinity".into()]).unwrap();
         assert_eq!(two[1].label, "+gc-affinity");
         let err = chosen_variants(&["fast".into()]).unwrap_err().to_string();
-        assert!(err.contains("unknown configuration 'fast' (allowed: vanilla, +lockfree-queue"));
+        assert!(err.contains("unknown configuration 'fast' (allowed: vanilla, +affinity, +steal"));
         let args: AblationArgs = crate::flags::tests_support::parse(&["--steal", "adaptive"]);
         let err = args
             .common

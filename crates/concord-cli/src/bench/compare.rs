@@ -51,7 +51,7 @@ fn parse_numa_arms(names: &[String]) -> Result<Vec<NumaLayout>> {
 /// `--preset a,b[,c]` of `compare` and `sweep`.
 #[derive(Args, Debug, Clone)]
 pub struct Presets {
-    /// Presets, comma-separated (vanilla, modern, optimized); the first is the baseline of the
+    /// Presets, comma-separated (vanilla, modern, suo18, naps, optimized); the first is the baseline of the
     /// ratios (sweep: at each value). A preset may appear twice (an A/A check of the noise).
     /// Default: compare vanilla,optimized; sweep optimized.
     #[arg(long = "preset", value_delimiter = ',', value_name = "a,b[,c]")]
@@ -295,7 +295,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "--preset: unknown preset 'fast' (allowed: vanilla, modern, optimized)"
+            "--preset: unknown preset 'fast' (allowed: vanilla, modern, suo18, naps, optimized)"
         );
         assert!(parse_presets(&[]).is_err());
         assert_eq!(

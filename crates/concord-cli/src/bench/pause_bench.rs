@@ -81,7 +81,7 @@ pub struct PauseBenchArgs {
         value_name = "M,…"
     )]
     pub log_modes: Vec<String>,
-    /// Policy preset: vanilla, modern or optimized.
+    /// Policy preset: vanilla, modern, suo18, naps or optimized.
     #[arg(long, default_value = "optimized")]
     pub preset: String,
     #[command(flatten)]

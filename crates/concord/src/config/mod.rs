@@ -66,7 +66,9 @@ pub const DEFAULT_FIFO_CPU_THRESHOLD: usize = 8;
 
 /// A named set of policy switches (DESIGN.md, "Mechanisms and presets").
 ///
-/// Parses case-insensitively from `vanilla`, `modern` or `optimized` and displays in lowercase.
+/// Parses case-insensitively from `vanilla`, `modern`, `suo18`, `naps` or `optimized` and
+/// displays in lowercase. Each paper's system is a preset of its own (DESIGN.md, "Presets per
+/// paper"), so that its experiments run with exactly its switches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
@@ -74,7 +76,15 @@ pub enum Preset {
     Vanilla,
     /// HotSpot 17+ Parallel GC.
     Modern,
-    /// The papers' fixes.
+    /// 000's optimized JVM: OpenJDK 8 with task affinity, dynamic GC thread affinity and
+    /// adaptive stealing with `2·N_live` termination; the monitor queue and HotSpot 8's
+    /// termination loop kept.
+    Suo18,
+    /// 004's NAPS: OpenJDK 8 with the lock-free task queue, lazy futex parking and NUMA
+    /// layouts (fragmented young, interleaved old).
+    Naps,
+    /// Concord's best: the papers' fixes with Concord's own termination loop, chosen from
+    /// measurements.
     Optimized,
 }
 
@@ -235,16 +245,24 @@ impl fmt::Display for GcLogMode {
 
 impl Preset {
     /// Every preset, in the order of DESIGN.md.
-    pub const ALL: [Preset; 3] = [Preset::Vanilla, Preset::Modern, Preset::Optimized];
+    pub const ALL: [Preset; 5] = [
+        Preset::Vanilla,
+        Preset::Modern,
+        Preset::Suo18,
+        Preset::Naps,
+        Preset::Optimized,
+    ];
 
     /// The presets that can be used: all of them.
     pub const AVAILABLE: &'static [Preset] = &Preset::ALL;
 
-    /// The preset's name as users write it: `vanilla`, `modern`, `optimized`.
+    /// The preset's name as users write it: `vanilla`, `modern`, `suo18`, `naps`, `optimized`.
     pub fn name(self) -> &'static str {
         match self {
             Preset::Vanilla => "vanilla",
             Preset::Modern => "modern",
+            Preset::Suo18 => "suo18",
+            Preset::Naps => "naps",
             Preset::Optimized => "optimized",
         }
     }
@@ -258,7 +276,7 @@ impl fmt::Display for Preset {
 
 /// A text that names no preset; displays the text and the allowed names.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown preset '{0}' (allowed: vanilla, modern, optimized)")]
+#[error("unknown preset '{0}' (allowed: vanilla, modern, suo18, naps, optimized)")]
 pub struct UnknownPreset(pub String);
 
 impl FromStr for Preset {
@@ -354,28 +372,37 @@ impl GcConfig {
     /// these values and differ in the parallel-phase switches and the GC thread affinity
     /// (DESIGN.md, "Mechanisms and presets"):
     ///
-    /// | switch | vanilla | modern | optimized |
-    /// | --- | --- | --- | --- |
-    /// | `task_queue` | monitor | claim | lockfree |
-    /// | `task_affinity` | off | off | on |
-    /// | `steal` | best-of-2 | last-victim | adaptive |
-    /// | `termination` | fixed | owst | live |
-    /// | `parking` | monitor | futex | futex |
-    /// | `dynamic_gc_threads` | no | yes | no |
-    /// | `pin_start` | yes | no | no |
-    /// | `gc_affinity` | none | none | dynamic |
-    /// | `thp` | system | system | dynamic |
-    /// | `numa` | off | off | off |
+    /// | switch | vanilla | modern | suo18 | naps | optimized |
+    /// | --- | --- | --- | --- | --- | --- |
+    /// | `task_queue` | monitor | claim | monitor | lockfree | lockfree |
+    /// | `task_affinity` | off | off | on | off | on |
+    /// | `steal` | best-of-2 | last-victim | adaptive | best-of-2 | adaptive |
+    /// | `termination` | fixed | owst | live | fixed | live |
+    /// | `termination_backoff` | hotspot8 | auto | hotspot8 | hotspot8 | auto |
+    /// | `parking` | monitor | futex | monitor | futex | futex |
+    /// | `dynamic_gc_threads` | no | yes | no | no | no |
+    /// | `pin_start` | yes | no | yes | no | no |
+    /// | `gc_affinity` | none | none | dynamic | none | dynamic |
+    /// | `thp` | system | system | system | system | dynamic |
+    /// | `numa` | off | off | off | fragmented | off |
+    /// | `gc_log_mode` | sync | async | sync | sync | async |
     pub fn for_preset(preset: Preset) -> GcConfig {
         let phase = match preset {
             Preset::Vanilla => PhasePolicy::VANILLA,
             Preset::Modern => PhasePolicy::MODERN,
+            Preset::Suo18 => PhasePolicy::SUO18,
+            Preset::Naps => PhasePolicy::NAPS,
             Preset::Optimized => PhasePolicy::OPTIMIZED,
         };
         let (parking, dynamic_gc_threads, pin_start) = match preset {
             // OpenJDK 8: monitor wait/notify_all, a fixed thread count, and every GC thread
             // created on the VM thread's CPU and left to the OS scheduler.
             Preset::Vanilla => (ParkingKind::Monitor, false, true),
+            // 000 changed neither parking nor how OpenJDK 8 creates its GC threads.
+            Preset::Suo18 => (ParkingKind::Monitor, false, true),
+            // 004 §3.1.2: lazy parking on an epoch; NAPS pins its GC threads by node instead
+            // (the NUMA layout does that), so they are not created on one CPU.
+            Preset::Naps => (ParkingKind::Futex, false, false),
             // HotSpot 17+: semaphore-like parking, a thread count chosen per collection.
             Preset::Modern => (ParkingKind::Futex, true, false),
             // The papers' fixes: lazy futex parking on the collection epoch.
@@ -384,14 +411,22 @@ impl GcConfig {
         // Only the papers' fixes move GC threads off overloaded CPUs (000 Algorithm 1); OpenJDK
         // 8 and HotSpot 17+ leave them to the scheduler.
         let gc_affinity = match preset {
-            Preset::Vanilla | Preset::Modern => GcAffinity::None,
-            Preset::Optimized => GcAffinity::Dynamic,
+            Preset::Vanilla | Preset::Modern | Preset::Naps => GcAffinity::None,
+            Preset::Suo18 | Preset::Optimized => GcAffinity::Dynamic,
         };
         // HotSpot 8 and 17 make no madvise call unless -XX:+UseTransparentHugePages is given;
         // 002's fix decides from the memory available.
         let thp = match preset {
-            Preset::Vanilla | Preset::Modern => ThpMode::System,
+            Preset::Vanilla | Preset::Modern | Preset::Suo18 | Preset::Naps => ThpMode::System,
             Preset::Optimized => ThpMode::Dynamic,
+        };
+        // 004's NAPS places the young generation one fragment per node and interleaves old
+        // (004 §3.2). On a one-node machine that is one fragment per space on the only node,
+        // old on that node, and GC workers allowed on all of its CPUs: the ordinary layout, so
+        // the preset runs anywhere. The other presets leave pages to first touch.
+        let numa = match preset {
+            Preset::Naps => NumaLayout::Fragmented,
+            _ => NumaLayout::Off,
         };
         GcConfig {
             preset,
@@ -413,8 +448,7 @@ impl GcConfig {
             thp_margin: DEFAULT_THP_MARGIN,
             // Off everywhere, as HotSpot's AlwaysPreTouch is by default.
             pretouch: false,
-            // Off everywhere until the fragmented layouts exist (issue 14).
-            numa: NumaLayout::Off,
+            numa,
             numa_topology: NumaTopologySpec::Auto,
             lifespans: false,
             max_tenuring_threshold: 15,
@@ -429,7 +463,7 @@ impl GcConfig {
             gc_log: None,
             // HotSpot 8 writes its log inside the pause; HotSpot 17 has `-Xlog:async`.
             gc_log_mode: match preset {
-                Preset::Vanilla => GcLogMode::Sync,
+                Preset::Vanilla | Preset::Suo18 | Preset::Naps => GcLogMode::Sync,
                 Preset::Modern | Preset::Optimized => GcLogMode::Async,
             },
             gc_log_buffer: 64 * KIB,
@@ -480,7 +514,7 @@ impl GcConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parallel::{StealPolicy, TaskQueueKind, TerminationKind};
+    use crate::parallel::{StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind};
 
     #[test]
     fn presets_parse_case_insensitively_and_display_lowercase() {
@@ -492,7 +526,10 @@ mod tests {
         assert_eq!("Optimized".parse::<Preset>(), Ok(Preset::Optimized));
         let err = "fast".parse::<Preset>().unwrap_err().to_string();
         assert!(err.contains("'fast'"), "{err}");
-        assert!(err.contains("vanilla, modern, optimized"), "{err}");
+        assert!(
+            err.contains("vanilla, modern, suo18, naps, optimized"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -527,6 +564,8 @@ mod tests {
         let expected = [
             (Preset::Vanilla, (Q::Monitor, false, S::BestOf2, T::Fixed, P::Monitor, false, true, GcAffinity::None, PhasePolicy::VANILLA)),
             (Preset::Modern, (Q::Claim, false, S::LastVictim, T::Owst, P::Futex, true, false, GcAffinity::None, PhasePolicy::MODERN)),
+            (Preset::Suo18, (Q::Monitor, true, S::Adaptive, T::Live, P::Monitor, false, true, GcAffinity::Dynamic, PhasePolicy::SUO18)),
+            (Preset::Naps, (Q::LockFree, false, S::BestOf2, T::Fixed, P::Futex, false, false, GcAffinity::None, PhasePolicy::NAPS)),
             (Preset::Optimized, (Q::LockFree, true, S::Adaptive, T::Live, P::Futex, false, false, GcAffinity::Dynamic, PhasePolicy::OPTIMIZED)),
         ];
         for (preset, switches) in expected {
@@ -546,6 +585,22 @@ mod tests {
             assert_eq!(got, switches, "{preset}");
         }
         assert_eq!(PhasePolicy::OPTIMIZED, PhasePolicy::default());
+        // OpenJDK 8, 000 and 004 wait in HotSpot 8's termination loop; modern and optimized in
+        // their protocol's own.
+        for preset in Preset::ALL {
+            let expected = match preset {
+                Preset::Vanilla | Preset::Suo18 | Preset::Naps => TerminationBackoff::HotSpot8,
+                _ => TerminationBackoff::Auto,
+            };
+            let c = GcConfig::for_preset(preset);
+            assert_eq!(c.phase.termination_backoff, expected, "{preset}");
+            let numa = if preset == Preset::Naps {
+                NumaLayout::Fragmented
+            } else {
+                NumaLayout::Off
+            };
+            assert_eq!(c.numa, numa, "{preset}");
+        }
 
         // The phase policy follows overrides.
         let mut config = GcConfig::for_preset(Preset::Vanilla);

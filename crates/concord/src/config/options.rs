@@ -23,7 +23,9 @@ use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Pre
 use crate::os::numa::NumaLayout;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
-use crate::parallel::{ParkingKind, StealPolicy, TaskQueueKind, TerminationKind};
+use crate::parallel::{
+    ParkingKind, StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind,
+};
 
 /// `CONCORD_*` environment variables that are not configuration keys and that
 /// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter),
@@ -70,7 +72,7 @@ impl ValueKind {
     /// What a value of this kind looks like, for messages.
     fn expected(self) -> String {
         match self {
-            ValueKind::Preset => "one of vanilla, modern, optimized".to_string(),
+            ValueKind::Preset => "one of vanilla, modern, suo18, naps, optimized".to_string(),
             ValueKind::Size => "a size such as \"64m\" or a whole number of bytes".to_string(),
             ValueKind::OptionalSize => {
                 "a size such as \"64m\", a whole number of bytes, or \"auto\"".to_string()
@@ -96,6 +98,8 @@ enum Switch {
     Steal,
     /// [`TerminationKind`].
     Termination,
+    /// [`TerminationBackoff`].
+    TerminationBackoff,
     /// [`ParkingKind`].
     Parking,
     /// [`GcAffinity`].
@@ -117,6 +121,7 @@ impl Switch {
             Switch::TaskQueue => TaskQueueKind::allowed(),
             Switch::Steal => StealPolicy::allowed(),
             Switch::Termination => TerminationKind::allowed(),
+            Switch::TerminationBackoff => TerminationBackoff::allowed(),
             Switch::Parking => ParkingKind::allowed(),
             Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
@@ -146,7 +151,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 37] = [
+static OPTIONS: [OptionSpec; 38] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -276,9 +281,23 @@ static OPTIONS: [OptionSpec; 37] = [
         env: "CONCORD_TERMINATION",
         kind: ValueKind::Switch(Switch::Termination),
         doc: "Termination protocol: fixed (after 2N failed steals), owst (one spinning master) \
-              or live (after 2N_live failed steals) (default per preset: fixed, owst, live).",
+              or live (after 2N_live failed steals) (default per preset: fixed, owst, live, \
+              live for suo18, fixed for naps).",
         set: |c, v| {
             c.phase.termination = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "termination-backoff",
+        env: "CONCORD_TERMINATION_BACKOFF",
+        kind: ValueKind::Switch(Switch::TerminationBackoff),
+        doc: "How a worker waits inside the termination protocol: auto (the protocol's own: \
+              hotspot8 for fixed, concord for live and owst), hotspot8 (HotSpot 8's spin/yield/\
+              sleep loop) or concord (a few spins, 500 yields, then 50 us sleeps) (default per \
+              preset: hotspot8 for vanilla, suo18 and naps, auto for modern and optimized).",
+        set: |c, v| {
+            c.phase.termination_backoff = v.parse()?;
             Ok(())
         },
     },
@@ -619,8 +638,9 @@ fn known_keys() -> String {
 
 /// A preset name.
 fn parse_preset(text: &str) -> Result<Preset, String> {
-    text.parse()
-        .map_err(|_| "is not a preset (allowed: vanilla, modern, optimized)".to_string())
+    text.parse().map_err(|_| {
+        "is not a preset (allowed: vanilla, modern, suo18, naps, optimized)".to_string()
+    })
 }
 
 /// The sizes `gc-log-buffer` allows.
@@ -1139,6 +1159,7 @@ mod tests {
             ("task-affinity", "on"),
             ("steal", "last-victim"),
             ("termination", "owst"),
+            ("termination-backoff", "concord"),
             ("parking", "futex"),
             ("gc-affinity", "static"),
             ("mutator-sched", "adaptive:0.5"),
@@ -1180,6 +1201,10 @@ mod tests {
             assert!(config.phase.task_affinity);
             assert_eq!(config.phase.steal, StealPolicy::LastVictim);
             assert_eq!(config.phase.termination, TerminationKind::Owst);
+            assert_eq!(
+                config.phase.termination_backoff,
+                TerminationBackoff::Concord
+            );
             assert_eq!(config.parking, ParkingKind::Futex);
             assert_eq!(config.gc_affinity, GcAffinity::Static);
             assert_eq!(
@@ -1696,7 +1721,7 @@ mod tests {
         let err = build_err(builder);
         assert_eq!(
             err,
-            "preset in concord.toml: 'fast' is not a preset (allowed: vanilla, modern, optimized)"
+            "preset in concord.toml: 'fast' is not a preset (allowed: vanilla, modern, suo18, naps, optimized)"
         );
     }
 

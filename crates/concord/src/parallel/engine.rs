@@ -38,7 +38,7 @@ use super::policy::PhasePolicy;
 use super::pool::WorkerPool;
 use super::steal::{VictimQueues, VictimSelector};
 use super::task_queue::{RootTask, RootTaskSource, TaskSource};
-use super::termination::Terminator;
+use super::termination::{self, Terminator};
 use crate::telemetry::WorkerPhaseStats;
 
 /// One parallel phase's work, supplied by the collector.
@@ -280,7 +280,11 @@ fn run_phase_inner<T: ParallelTask>(
     let mut queue = TaskSource::new(policy.task_queue, policy.task_affinity, roots, n, pool);
     // The `monitor` queue's tasks go to the pool's task manager, published with the job.
     let tasks = queue.take_task_fifo();
-    let mut terminator = Terminator::new(policy.termination, n);
+    let mut terminator = Terminator::with_backoff(
+        policy.termination,
+        n,
+        termination::waiting_loop(policy.termination, policy.termination_backoff),
+    );
     if segregation.is_none() {
         // Segregated phases keep the gate open (module docs).
         terminator = terminator.with_watchers(termination_watchers(n, pool.usable_cpus()));

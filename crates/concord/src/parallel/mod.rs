@@ -20,5 +20,7 @@ pub mod task_queue;
 pub mod termination;
 
 pub use engine::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
-pub use policy::{ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationKind};
+pub use policy::{
+    ParkingKind, PhasePolicy, StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind,
+};
 pub use pool::WorkerPool;

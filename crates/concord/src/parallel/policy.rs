@@ -42,6 +42,22 @@ switch! {
 }
 
 switch! {
+    /// How a worker inside the termination protocol waits between two looks at the other
+    /// deques, apart from when it enters (which [`TerminationKind`] decides), so that 000's
+    /// `2·N_live` threshold can be measured with and without Concord's shorter loop.
+    TerminationBackoff, "termination backoff" {
+        /// The protocol's own loop: HotSpot 8's for `fixed`, Concord's for `live`, Concord's
+        /// with 1 ms naps for the `owst` spin master.
+        Auto => "auto",
+        /// HotSpot 8's spin/yield/sleep loop with its default constants (for `owst`: for the
+        /// spin master).
+        HotSpot8 => "hotspot8",
+        /// Concord's short loop: a few spins, 500 yields, then 50 µs sleeps (in no paper).
+        Concord => "concord",
+    }
+}
+
+switch! {
     /// How idle GC workers sleep between collections and how the end of a phase is detected.
     ParkingKind, "parking mode" {
         /// Wait/notify_all on the task-manager monitor, final-task leader barrier (004 §2.3.3).
@@ -60,8 +76,10 @@ pub struct PhasePolicy {
     pub task_affinity: bool,
     /// Victim selection.
     pub steal: StealPolicy,
-    /// Termination protocol.
+    /// Termination protocol (when a worker enters it).
     pub termination: TerminationKind,
+    /// How a worker waits inside the termination protocol.
+    pub termination_backoff: TerminationBackoff,
 }
 
 impl PhasePolicy {
@@ -71,6 +89,7 @@ impl PhasePolicy {
         task_affinity: true,
         steal: StealPolicy::Adaptive,
         termination: TerminationKind::Live,
+        termination_backoff: TerminationBackoff::Auto,
     };
     /// HotSpot 17+: claiming, last-victim best-of-2, OWST termination.
     pub const MODERN: PhasePolicy = PhasePolicy {
@@ -78,6 +97,7 @@ impl PhasePolicy {
         task_affinity: false,
         steal: StealPolicy::LastVictim,
         termination: TerminationKind::Owst,
+        termination_backoff: TerminationBackoff::Auto,
     };
     /// OpenJDK 8 Parallel Scavenge: monitor queue, best-of-2, fixed 2·N termination.
     pub const VANILLA: PhasePolicy = PhasePolicy {
@@ -85,11 +105,34 @@ impl PhasePolicy {
         task_affinity: false,
         steal: StealPolicy::BestOf2,
         termination: TerminationKind::Fixed,
+        // Named rather than `auto`, so that `--termination live` on vanilla changes the
+        // threshold alone (000 §4.2 on OpenJDK 8).
+        termination_backoff: TerminationBackoff::HotSpot8,
+    };
+    /// 000's optimized JVM (OpenJDK 8 with its fixes): the monitor queue kept, task affinity,
+    /// adaptive stealing with `2·N_live` termination, and HotSpot 8's waiting loop.
+    pub const SUO18: PhasePolicy = PhasePolicy {
+        task_queue: TaskQueueKind::Monitor,
+        task_affinity: true,
+        steal: StealPolicy::Adaptive,
+        termination: TerminationKind::Live,
+        termination_backoff: TerminationBackoff::HotSpot8,
+    };
+    /// 004's NAPS: the lock-free queue on an otherwise unchanged Parallel Scavenge (best-of-2,
+    /// `2·N` termination with HotSpot's waiting loop).
+    pub const NAPS: PhasePolicy = PhasePolicy {
+        task_queue: TaskQueueKind::LockFree,
+        task_affinity: false,
+        steal: StealPolicy::BestOf2,
+        termination: TerminationKind::Fixed,
+        termination_backoff: TerminationBackoff::HotSpot8,
     };
 }
 
 impl PhasePolicy {
-    /// Every combination of the four switches (3 × 2 × 3 × 3 = 54), task queue outermost.
+    /// Every combination of the first four switches (3 × 2 × 3 × 3 = 54), task queue
+    /// outermost, each with the protocol's own backoff (`auto`); the backoff is crossed with
+    /// the termination protocols separately, where it matters.
     pub fn all() -> impl Iterator<Item = PhasePolicy> {
         TaskQueueKind::ALL.iter().flat_map(|&task_queue| {
             [false, true].into_iter().flat_map(move |task_affinity| {
@@ -101,6 +144,7 @@ impl PhasePolicy {
                             task_affinity,
                             steal,
                             termination,
+                            termination_backoff: TerminationBackoff::Auto,
                         })
                 })
             })
@@ -143,9 +187,20 @@ mod tests {
         let distinct: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(distinct.len(), 54);
         for preset in [
-            PhasePolicy::VANILLA,
+            PhasePolicy {
+                termination_backoff: TerminationBackoff::Auto,
+                ..PhasePolicy::VANILLA
+            },
             PhasePolicy::MODERN,
             PhasePolicy::OPTIMIZED,
+            PhasePolicy {
+                termination_backoff: TerminationBackoff::Auto,
+                ..PhasePolicy::SUO18
+            },
+            PhasePolicy {
+                termination_backoff: TerminationBackoff::Auto,
+                ..PhasePolicy::NAPS
+            },
         ] {
             assert!(all.contains(&preset));
         }

@@ -43,7 +43,9 @@ pub enum Backoff {
 
 impl Backoff {
     /// OpenJDK 8's defaults: `WorkStealingHardSpins` 4096, `WorkStealingSpinToYieldRatio` 10,
-    /// `WorkStealingYieldsBeforeSleep` 5000, `WorkStealingSleepMillis` 1.
+    /// `WorkStealingYieldsBeforeSleep` 5000, `WorkStealingSleepMillis` 1 (the experimental
+    /// flags of HotSpot's `runtime/globals.hpp` in JDK 8, `gc/shared/gc_globals.hpp` later, read
+    /// by `ParallelTaskTerminator::offer_termination` in `utilities/taskqueue.cpp`).
     pub const HOTSPOT8: Backoff = Backoff::HotSpot {
         hard_spins: 4096,
         spin_to_yield_ratio: 10,

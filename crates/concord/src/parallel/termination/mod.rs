@@ -51,6 +51,12 @@
 //! timeout (its single spin master still watches). Left at its default the gate is open and
 //! every kind behaves exactly as described above.
 //!
+//! # Entering and waiting are separate switches
+//!
+//! The kind decides when a worker enters; [`TerminationBackoff`] decides how it waits once
+//! inside, so each of the two changes of 000 §4.2 relative to Concord's `live` defaults can be
+//! measured alone. `auto` keeps each kind's own loop, as listed above.
+//!
 //! The `concord-loom` crate model-checks this file and its variants (the withdraw race of
 //! `fixed`/`live`, OWST's hand-over of the spin master, and the closed gate).
 
@@ -63,9 +69,20 @@ pub mod owst;
 use crossbeam_utils::CachePadded;
 
 pub use self::backoff::{Backoff, Pause, Waiting};
-use super::policy::TerminationKind;
+use super::policy::{TerminationBackoff, TerminationKind};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::thread;
+
+/// The waiting loop of protocol `kind` under the backoff switch `choice`.
+pub fn waiting_loop(kind: TerminationKind, choice: TerminationBackoff) -> Backoff {
+    match (choice, kind) {
+        (TerminationBackoff::Auto, TerminationKind::Fixed) => fixed::BACKOFF,
+        (TerminationBackoff::Auto, TerminationKind::Live) => live::BACKOFF,
+        (TerminationBackoff::Auto, TerminationKind::Owst) => owst::MASTER_BACKOFF,
+        (TerminationBackoff::HotSpot8, _) => Backoff::HOTSPOT8,
+        (TerminationBackoff::Concord, _) => Backoff::SHORT,
+    }
+}
 
 /// Shared state of one phase's termination protocol.
 pub struct Terminator {
@@ -88,12 +105,7 @@ impl Terminator {
     /// A protocol of kind `kind` for `n` workers, none of them offering yet, with the kind's own
     /// waiting constants.
     pub fn new(kind: TerminationKind, n: usize) -> Self {
-        let backoff = match kind {
-            TerminationKind::Fixed => fixed::BACKOFF,
-            TerminationKind::Live => live::BACKOFF,
-            TerminationKind::Owst => owst::MASTER_BACKOFF,
-        };
-        Self::with_backoff(kind, n, backoff)
+        Self::with_backoff(kind, n, waiting_loop(kind, TerminationBackoff::Auto))
     }
 
     /// Like [`new`](Self::new) with other waiting constants (tests and models use tiny ones).
@@ -291,6 +303,32 @@ mod tests {
     struct Counts {
         termination_entries: u64,
         termination_exits: u64,
+    }
+
+    /// `auto` keeps each protocol's own loop; the other values replace it whatever the protocol,
+    /// so `live` can wait in HotSpot 8's loop and `fixed` in Concord's.
+    #[test]
+    fn backoff_switch_chooses_the_loop_apart_from_the_protocol() {
+        use TerminationBackoff as B;
+        use TerminationKind as K;
+        assert_eq!(waiting_loop(K::Fixed, B::Auto), Backoff::HOTSPOT8);
+        assert_eq!(waiting_loop(K::Live, B::Auto), Backoff::SHORT);
+        assert_eq!(
+            waiting_loop(K::Owst, B::Auto),
+            Backoff::SHORT.with_sleep(Duration::from_millis(1))
+        );
+        for kind in TerminationKind::ALL.iter().copied() {
+            assert_eq!(waiting_loop(kind, B::HotSpot8), Backoff::HOTSPOT8, "{kind}");
+            assert_eq!(waiting_loop(kind, B::Concord), Backoff::SHORT, "{kind}");
+        }
+        // The threshold is the protocol's alone: `live` under HotSpot 8's loop still offers
+        // after 2·N_live failed steals.
+        let t = Terminator::with_backoff(K::Live, 4, waiting_loop(K::Live, B::HotSpot8));
+        t.offered.store(1, Ordering::SeqCst);
+        assert_eq!(t.failure_threshold(), 6);
+        let t = Terminator::with_backoff(K::Fixed, 4, waiting_loop(K::Fixed, B::Concord));
+        t.offered.store(1, Ordering::SeqCst);
+        assert_eq!(t.failure_threshold(), 8);
     }
 
     impl Terminator {
