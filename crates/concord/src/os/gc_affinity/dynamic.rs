@@ -180,9 +180,8 @@ impl DynamicBalancer {
         self.begin(tids, cpus, active, other);
         {
             let mut round = self.round();
-            for worker in 0..round.cpus.len() {
+            for (worker, &tid) in tids.iter().enumerate().take(round.cpus.len()) {
                 let current = round.cpus[worker];
-                let tid = tids[worker];
                 // The caller's own workers: no `/proc` check inside the pause.
                 self.decide(&mut round, allowed, failures, worker, tid, current, |to| {
                     set_own_thread_affinity(tid, &[to])

@@ -150,7 +150,7 @@ enum Placement {
     /// `static`.
     Static,
     /// `dynamic`.
-    Dynamic(DynamicBalancer),
+    Dynamic(Box<DynamicBalancer>),
 }
 
 /// Applies a [`GcAffinity`] policy to the GC workers of one heap. `Send + Sync`; all methods
@@ -218,7 +218,7 @@ impl GcAffinityController {
             _ if allowed.len() < 2 => Placement::Unbound,
             GcAffinity::None => Placement::Unbound,
             GcAffinity::Static => Placement::Static,
-            GcAffinity::Dynamic => Placement::Dynamic(DynamicBalancer::new(other, seed)),
+            GcAffinity::Dynamic => Placement::Dynamic(Box::new(DynamicBalancer::new(other, seed))),
         };
         Self {
             kind,
