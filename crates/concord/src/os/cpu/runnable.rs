@@ -118,7 +118,15 @@ impl RunnableSampler {
     /// Fails when `/proc` cannot be listed or the thread cannot be started.
     pub fn start(period: Duration, excluded: Arc<ExcludedThreads>) -> io::Result<Self> {
         let root = Path::new("/proc");
-        let first = count_runnable(scan_threads(root)?, &excluded.lock());
+        // The scanning thread is runnable while it scans: never count it.
+        let scan = |skip: &ExcludedThreads| -> io::Result<Vec<f64>> {
+            let me = crate::os::sched::current_tid();
+            let threads = scan_threads(root)?
+                .into_iter()
+                .filter(|&(tid, _, _)| tid != me);
+            Ok(count_runnable(threads, &skip.lock()))
+        };
+        let first = scan(&excluded)?;
         let latest = Arc::new(Mutex::new(Some(Arc::new(LoadSnapshot::from_loads(
             first, period,
         )))));
@@ -126,10 +134,9 @@ impl RunnableSampler {
         let (out, cost, skip) = (latest.clone(), scan_us.clone(), excluded.clone());
         let tick = move || {
             let start = Instant::now();
-            let Ok(threads) = scan_threads(Path::new("/proc")) else {
+            let Ok(counts) = scan(&skip) else {
                 return;
             };
-            let counts = count_runnable(threads, &skip.lock());
             let mut slot = out.lock().unwrap_or_else(|p| p.into_inner());
             let loads = smooth(slot.as_deref(), &counts);
             *slot = Some(Arc::new(LoadSnapshot::from_loads(loads, period)));

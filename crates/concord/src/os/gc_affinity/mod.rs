@@ -18,13 +18,12 @@ pub mod plan;
 pub mod static_binding;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use self::dynamic::{worker_cpu, DynamicBalancer, OtherLoad};
 pub use self::plan::Thresholds;
 pub use self::static_binding::static_cpu;
-use std::sync::Arc;
-
 use super::cpu::{ExcludedThreads, LoadSampler, LoadSnapshot, RunnableSampler};
 use super::policy::GcAffinity;
 
