@@ -139,8 +139,8 @@ fn forced_dynamic_move_goes_where_decided() {
     let view = two_or_more_cpus();
     let (a, b) = (view.allowed[0], view.allowed[1]);
     // Two workers stacked on CPU a; nothing else counts (busy fractions forced to 0), so the
-    // loads are [2, 0]: a is high, b is low, and one worker moves (the second would find b no
-    // longer low).
+    // loads are [2, 0]: a is high, b is low, and worker 0 moves; worker 1, deciding after it,
+    // finds [1, 1] and stays.
     let workers = Parked::start(2, move |_| set_current_thread_affinity(&[a]).unwrap());
     let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![a, b], None).with_seed(42);
     let idle = LoadSnapshot::new(vec![0.0; b as usize + 1], Duration::from_millis(100));

@@ -308,8 +308,7 @@ pub(super) mod tests {
             rebalance_thread(&[0, 1, 2, 3], &[4.0, 2.0, 2.0, 2.0], 0, t, &mut |_| 0),
             None
         );
-        // 9, 1, 1, 1: avg 3, CPU 0 high, none ≤ 1.5? 1 ≤ 1.5: low. With 9, 2, 2, 2 (avg 3.75,
-        // low ≤ 1.875) there is no low CPU.
+        // 9, 2, 2, 2: avg 3.75, CPU 0 high (≥ 7.5) but no CPU ≤ 1.875: no low CPU.
         assert_eq!(
             rebalance_thread(&[0, 1, 2, 3], &[9.0, 2.0, 2.0, 2.0], 0, t, &mut |_| 0),
             None
