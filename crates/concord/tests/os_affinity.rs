@@ -139,8 +139,8 @@ fn forced_dynamic_move_goes_where_decided() {
     let view = two_or_more_cpus();
     let (a, b) = (view.allowed[0], view.allowed[1]);
     // Two workers stacked on CPU a; nothing else counts (busy fractions forced to 0), so the
-    // loads are [2, 0]: a is high, b is low, and one worker moves (the second would find b no
-    // longer low).
+    // loads are [2, 0]: a is high, b is low, and worker 0 moves; worker 1, deciding after it,
+    // finds [1, 1] and stays.
     let workers = Parked::start(2, move |_| set_current_thread_affinity(&[a]).unwrap());
     let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![a, b], None).with_seed(42);
     let idle = LoadSnapshot::new(vec![0.0; b as usize + 1], Duration::from_millis(100));
@@ -165,10 +165,64 @@ fn forced_dynamic_move_goes_where_decided() {
     let again = ctrl.rebalance_with(&workers.tids, 2, Some(&idle));
     assert!(again.is_quiet(), "{again:?}");
     assert_eq!(again.unknown_cpu_workers, Vec::<usize>::new());
-    // The same from the workers' own (stale: both still say `a`) last CPUs, as the heap calls
-    // it: the controller remembers it pinned worker 0 to `b`, so nothing moves.
-    let stale = ctrl.before_collection_from(&workers.tids, &[Some(a), Some(a)], 2);
-    assert!(stale.is_quiet(), "{stale:?}");
+}
+
+#[test]
+#[cfg_attr(
+    concord_one_usable_cpu,
+    ignore = "needs two usable CPUs (nothing to move to on one)"
+)]
+fn workers_sharing_a_cpu_with_a_busy_loop_move_off_it() {
+    use concord::os::cpu::runnable::{count_runnable, scan_threads};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let view = two_or_more_cpus();
+    let (a, b) = (view.allowed[0], view.allowed[1]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let spin = stop.clone();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let busy = std::thread::spawn(move || {
+        set_current_thread_affinity(&[a]).unwrap();
+        tid_tx.send(concord::os::sched::current_tid()).unwrap();
+        while !spin.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    let busy_tid = tid_rx.recv().unwrap();
+    let workers = Parked::start(2, move |_| set_current_thread_affinity(&[a]).unwrap());
+    // The busy loop counted as the sampler counts runnable threads, from a real `/proc` scan;
+    // every other thread (other tests', other processes') is left out so that what else runs
+    // cannot decide the test. Wait for the scan to see it runnable on `a`.
+    let runnable = loop {
+        let threads = scan_threads(Path::new("/proc"))
+            .unwrap()
+            .into_iter()
+            .filter(|&(tid, _, _)| tid == busy_tid);
+        let counts = count_runnable(threads, &Default::default());
+        if counts.get(a as usize) == Some(&1.0) {
+            break counts;
+        }
+        std::thread::yield_now();
+    };
+    // Loads: busy loop + 2 sleeping workers on `a` = 3, 0 on `b`; avg 1.5: `a` high (≥ 3),
+    // `b` low. Worker 0 moves to `b`; then 2, 1 and worker 1 stays (2 < 3).
+    let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![a, b], None).with_seed(5);
+    let snap = LoadSnapshot::from_loads(runnable, Duration::from_millis(100));
+    let report = ctrl.rebalance_with(&workers.tids, 2, Some(&snap));
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+    assert_eq!(
+        report.moves,
+        vec![WorkerMove {
+            worker: 0,
+            tid: workers.tids[0],
+            from: a,
+            to: b
+        }],
+        "{report:?}"
+    );
+    assert_eq!((report.high_cpus, report.low_cpus), (vec![a], vec![b]));
+    assert_eq!(cpus_allowed(workers.tids[0]), vec![b]);
+    assert_eq!(cpus_allowed(workers.tids[1]), vec![a]);
 }
 
 /// A load sampler that has published its first snapshot.

@@ -75,6 +75,9 @@ struct Shared {
     job_usage: Box<[Mutex<ThreadUsage>]>,
     /// Workers that have started (their tid and first CPU are known); `new` waits for all.
     started: (Mutex<usize>, Condvar),
+    /// Run by each participant on its own thread before its part of every job
+    /// ([`WorkerPool::set_job_start`]).
+    job_start: std::sync::OnceLock<Box<dyn Fn(usize) + Send + Sync>>,
 }
 
 /// Most workers a pool can have: a job's participant count travels in the futex epoch word.
@@ -193,6 +196,7 @@ impl WorkerPool {
             futile_wakeups: per_worker(0),
             job_usage: (0..n).map(|_| Mutex::new(ThreadUsage::default())).collect(),
             started: (Mutex::new(0), Condvar::new()),
+            job_start: std::sync::OnceLock::new(),
         });
         // Workers start from the epoch before any job: one that starts late must still see
         // the first job as new.
@@ -298,6 +302,13 @@ impl WorkerPool {
         self.shared.task_manager.stats()
     }
 
+    /// Have every participant run `hook(id)` on its own thread before its part of each job
+    /// (GC-thread affinity decides there, 000 §4.1). Set once; a second call is refused
+    /// (`false`).
+    pub fn set_job_start(&self, hook: impl Fn(usize) + Send + Sync + 'static) -> bool {
+        self.shared.job_start.set(Box::new(hook)).is_ok()
+    }
+
     /// Run `job(worker_id)` on workers `0..n` (clamped to the pool size) and wait for all.
     /// A panic inside a job aborts the process: a half-done collection cannot be unwound.
     pub fn run<F: Fn(usize) + Sync>(&self, n: usize, job: F) {
@@ -396,6 +407,9 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
         // Read by the worker itself, on its own thread, so the dispatcher never reads another
         // thread's usage on the pause path; both readings cost one system call each.
         let before = ThreadUsage::current_thread_or_zero();
+        if let Some(hook) = shared.job_start.get() {
+            hook(id);
+        }
         // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);

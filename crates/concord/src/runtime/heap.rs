@@ -16,7 +16,7 @@ use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::pretouch::{PretouchPlan, PretouchReport};
 use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
-use crate::os::cpu::{current_cpu, CpuView, LoadSampler, SystemPaths, DEFAULT_SAMPLE_PERIOD};
+use crate::os::cpu::{current_cpu, CpuView, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::fs::check_creatable;
 use crate::os::gc_affinity::GcAffinityController;
 use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
@@ -498,29 +498,26 @@ impl Heap {
         } else {
             config.gc_affinity
         };
-        let sampler = if gc_affinity_kind == GcAffinity::Dynamic {
-            LoadSampler::start(DEFAULT_SAMPLE_PERIOD)
-                .inspect_err(|e| {
-                    log::warn!(
-                        "cannot sample CPU load ({e}); dynamic GC affinity counts only the GC \
-                         workers"
-                    )
-                })
-                .ok()
-        } else {
-            None
-        };
-        let gc_affinity = Arc::new(GcAffinityController::new(
+        let (controller, sampler_error) = GcAffinityController::counting_runnable(
             gc_affinity_kind,
             cpus.allowed.clone(),
-            sampler,
-        ));
+            DEFAULT_SAMPLE_PERIOD,
+        );
+        if let Some(e) = sampler_error {
+            log::warn!(
+                "cannot count runnable threads per CPU ({e}); dynamic GC affinity counts only \
+                 the GC workers"
+            );
+        }
+        let gc_affinity = Arc::new(controller);
         let mutator_sched = MutatorScheduler::new(
             config.mutator_sched.clone(),
             cpus.usable_cpus(),
             config.fifo_cpu_threshold,
         );
         let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone(), numa.clone())?;
+        let affinity = gc_affinity.clone();
+        pool.set_job_start(move |worker| affinity.worker_phase_start(worker));
         let pretouch = if config.pretouch {
             Some(pretouch_heap(&mem, &pool, config.gc_threads, advice)?)
         } else {

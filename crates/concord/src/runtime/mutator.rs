@@ -248,6 +248,7 @@ impl<'h> Mutator<'h> {
         let shared = Arc::new(MutatorShared::new(id, tid));
         inner.safepoint.attach(shared.clone());
         inner.mutator_sched.on_attach(tid);
+        inner.gc_affinity.note_mutator(tid, true);
         let stamps = vec![0; shared.handle_capacity()].into_boxed_slice();
         let stamp = take_stamp_block();
         let sampler = inner.lifespans.as_ref().map(|profiler| {
@@ -1055,6 +1056,7 @@ impl Drop for Mutator<'_> {
     fn drop(&mut self) {
         self.retire_tlab();
         self.heap.mutator_sched.on_detach(self.tid);
+        self.heap.gc_affinity.note_mutator(self.tid, false);
         self.heap.safepoint.detach(self.id);
     }
 }

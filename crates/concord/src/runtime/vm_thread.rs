@@ -12,7 +12,6 @@ use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
 use crate::collection::{GcContext, NumaContext, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
-use crate::os::policy::GcAffinity;
 use crate::os::rusage::ThreadUsage;
 use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
@@ -350,22 +349,16 @@ impl Operation<'_> {
     }
 
     /// Dynamic GC affinity (000 Algorithm 1): at the start of each parallel collection (each
-    /// young and each full one, so twice in an operation whose scavenge is followed by a full
-    /// collection), decide which workers move off overloaded CPUs, and move them. The workers'
-    /// CPUs come from the pool (sampled by each worker when it started and when it last went
-    /// idle), so sleeping workers count and no `/proc` file is read on the pause path. Returns
-    /// the report for the record of the collection about to run.
-    fn place_workers(&self) -> Option<AffinityReport> {
-        let controller = &self.heap.gc_affinity;
-        if controller.kind() != GcAffinity::Dynamic {
-            return None;
-        }
+    /// young and each full one) open the round in which each taking-part worker decides for
+    /// itself when it starts its first job. The workers' last CPUs come from the pool, so
+    /// sleeping workers count and no `/proc` file is read on the pause path.
+    fn open_placement_round(&self) {
         let pool = &self.heap.pool;
-        Some(controller.before_collection_from(
+        self.heap.gc_affinity.begin_collection(
             &pool.worker_tids(),
             &pool.worker_last_cpus(),
             self.active_workers,
-        ))
+        );
     }
 
     /// Workers for the collection about to run: the configured count, or with dynamic GC
@@ -450,8 +443,8 @@ impl Operation<'_> {
         });
     }
 
-    /// One parallel collection's pause: place the workers (000 Algorithm 1), then run `collect`
-    /// with the objects the lifespan profiler follows; timed from before the placement. The GC
+    /// One parallel collection's pause: open the workers' placement round (000 Algorithm 1),
+    /// then run `collect` with the objects the lifespan profiler follows; timed from before the placement. The GC
     /// threads' resource usage is taken around it: the VM thread reads its own (one
     /// `getrusage` at each end), and the workers' sums, which they keep themselves, are read
     /// without a system call.
@@ -463,10 +456,11 @@ impl Operation<'_> {
         let workers_before = pool.worker_usage();
         let vm_before = ThreadUsage::current_thread_or_zero();
         let start = Instant::now();
-        let affinity = self.place_workers();
+        self.open_placement_round();
         let numa = self.heap.numa.context(pool, self.active_workers);
         let out =
             self.follow_lifespans(|tracked| collect(&self.ctx(numa.as_ref()), self.roots, tracked));
+        let affinity = self.heap.gc_affinity.end_collection();
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         let vm_usage = ThreadUsage::current_thread_or_zero().since(&vm_before);
         let worker_usage = pool

@@ -11,6 +11,7 @@
 //! [`CpuView`] gathers the mask, the limit and the topology once, at heap creation.
 
 pub mod cgroup;
+pub mod runnable;
 pub mod sampler;
 pub mod topology;
 
@@ -18,6 +19,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use cgroup::{read_cpu_quota, CpuQuota};
+pub use runnable::{ExcludedThreads, RunnableSampler};
 pub use sampler::{LoadSampler, LoadSnapshot, DEFAULT_SAMPLE_PERIOD};
 pub use topology::CpuTopology;
 

@@ -70,6 +70,21 @@ impl LoadSnapshot {
         }
     }
 
+    /// A snapshot of loads that are not fractions (e.g. runnable-thread counts of
+    /// [`super::RunnableSampler`]), taken now: non-numbers and negatives become 0, nothing is
+    /// capped.
+    pub fn from_loads(loads_by_cpu: Vec<f64>, window: Duration) -> Self {
+        let busy = loads_by_cpu
+            .into_iter()
+            .map(|l| if l.is_finite() && l > 0.0 { l } else { 0.0 })
+            .collect();
+        Self {
+            busy,
+            window,
+            taken: Instant::now(),
+        }
+    }
+
     /// The snapshot between two samples, the first taken at `prev_at`, the second now.
     fn between(
         prev: &BTreeMap<u32, CpuTimes>,
@@ -79,7 +94,8 @@ impl LoadSnapshot {
         Self::new(busy_between(prev, cur), prev_at.elapsed())
     }
 
-    /// Busy fraction of `cpu` in the window (0 for a CPU the sample did not cover).
+    /// Busy fraction (or load, for [`LoadSnapshot::from_loads`]) of `cpu` in the window (0
+    /// for a CPU the sample did not cover).
     pub fn busy(&self, cpu: u32) -> f64 {
         self.busy.get(cpu as usize).copied().unwrap_or(0.0)
     }

@@ -1,21 +1,29 @@
-//! `gc-affinity dynamic` (000 Algorithm 1): at the start of every parallel collection, find
-//! where each active worker will wake, add the CPUs' busy fractions from the [`LoadSampler`],
-//! plan the moves ([`super::plan`]) and pin every moved worker to its target CPU.
+//! `gc-affinity dynamic` (000 Algorithm 1): at the start of each parallel collection every
+//! GC worker taking part decides for itself, on its own thread, from the load of the CPU it is
+//! on ([`super::plan::rebalance_thread`]), and binds itself to a random low CPU if its CPU is
+//! high.
 //!
-//! A moved worker stays pinned to its single CPU until a later collection finds that CPU high
-//! and moves it again. A sleeping worker whose mask was changed only migrates when it wakes, so
-//! until then its last CPU is stale; the balancer remembers the pins it made and counts each
-//! pinned worker on its pin. A refused pin (`EINVAL` for a CPU outside the cgroup's cpuset or
-//! offline, `EPERM`) is recorded and the collection goes on.
+//! The per-CPU loads are the runnable-thread counts of a background sampler (kept fresh off
+//! the pause path: a decision only clones its latest snapshot) plus one for each worker of the
+//! collection on that CPU: a sleeping worker on the CPU it last ran on, an awake one on the CPU
+//! it runs on. The workers' CPUs form one table per collection, filled by the VM thread from
+//! the pool's last CPUs ([`DynamicBalancer::begin`]) and updated by each worker when it decides
+//! (its current CPU, then its target if it moves), under one lock: a worker that moved counts
+//! on its new CPU for those that decide after it, as a rebound thread does in the kernel's
+//! per-CPU load that the paper's threads read.
+//!
+//! A moved worker stays bound to its one CPU until a later collection finds that CPU high. A
+//! refused bind (`EINVAL` for a CPU outside the cgroup's cpuset or offline, `EPERM`) is
+//! recorded and the collection goes on.
 
-use std::collections::HashMap;
+use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::plan::{combined_loads, plan_rebalance, LoadDegree, Thresholds};
+use super::plan::{combined_loads, mark_load_degrees, rebalance_thread, LoadDegree, Thresholds};
 use super::{AffinityReport, FailureLog, SplitMix, WorkerMove};
-use crate::os::affinity::{set_own_thread_affinity, thread_affinity};
-use crate::os::cpu::{LoadSampler, LoadSnapshot};
+use crate::os::affinity::{set_current_thread_affinity, set_own_thread_affinity, thread_affinity};
+use crate::os::cpu::{LoadSampler, LoadSnapshot, RunnableSampler};
 use crate::os::procfs::read_task_stat;
 
 /// The CPU worker thread `tid` of this process is on, for placement, read from `/proc` (not
@@ -40,111 +48,206 @@ pub fn wake_cpu(tid: i32, last: u32) -> u32 {
     }
 }
 
+/// Where the load of other threads comes from.
+pub(super) enum OtherLoad {
+    /// Runnable threads per CPU (this process's GC workers and mutators left out).
+    Runnable(RunnableSampler),
+    /// Busy fractions of `/proc/stat` (the HotSpot agent, whose threads are not ours to tell
+    /// apart).
+    Busy(LoadSampler),
+    /// Only the GC workers count.
+    Nothing,
+}
+
+impl OtherLoad {
+    /// What the load is, for debugging output.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            OtherLoad::Runnable(_) => "runnable threads",
+            OtherLoad::Busy(_) => "busy fractions",
+            OtherLoad::Nothing => "none",
+        }
+    }
+
+    pub fn latest(&self) -> Option<Arc<LoadSnapshot>> {
+        match self {
+            OtherLoad::Runnable(s) => s.latest(),
+            OtherLoad::Busy(s) => s.latest(),
+            OtherLoad::Nothing => None,
+        }
+    }
+}
+
+/// One collection's table: where each taking-part worker is, and who has decided.
+#[derive(Default)]
+struct Round {
+    /// Counts up with every collection; `decided[w] == epoch` once worker `w` has decided.
+    epoch: u64,
+    cpus: Vec<Option<u32>>,
+    decided: Vec<u64>,
+    other: Option<Arc<LoadSnapshot>>,
+    report: AffinityReport,
+}
+
 /// The state of `gc-affinity dynamic` for one heap.
 pub(super) struct DynamicBalancer {
-    /// Busy fractions of the CPUs; without it only our own GC threads count as load.
-    pub sampler: Option<LoadSampler>,
+    pub other: OtherLoad,
     pub thresholds: Thresholds,
     pub rng: SplitMix,
-    /// Workers this balancer pinned to one CPU (tid → CPU).
-    pinned: Mutex<HashMap<i32, u32>>,
+    round: Mutex<Round>,
 }
 
 impl DynamicBalancer {
-    pub fn new(sampler: Option<LoadSampler>, seed: u64) -> Self {
+    pub fn new(other: OtherLoad, seed: u64) -> Self {
         Self {
-            sampler,
+            other,
             thresholds: Thresholds::default(),
             rng: SplitMix::new(seed),
-            pinned: Mutex::default(),
+            round: Mutex::default(),
         }
     }
 
-    /// The sampler's latest busy fractions, if any (never waits for a window).
-    pub fn latest_busy(&self) -> Option<Arc<LoadSnapshot>> {
-        self.sampler.as_ref().and_then(LoadSampler::latest)
+    fn round(&self) -> MutexGuard<'_, Round> {
+        self.round.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn pinned(&self) -> MutexGuard<'_, HashMap<i32, u32>> {
-        self.pinned.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Decide and apply the moves of the first `active` workers over the `allowed` CPUs.
-    /// `tids[w]` is worker `w`'s kernel thread id (0: not started), `last_cpus[w]` where it last
-    /// ran; a worker this balancer pinned counts on its pin instead.
-    pub fn rebalance(
+    /// Open a collection's round on the VM thread: the first `active` workers take part,
+    /// worker `w` (thread `tids[w]`, 0 if not started) last ran on `last_cpus[w]`; `other` is
+    /// the load of the other threads (`None`: only the workers count).
+    pub fn begin(
         &self,
-        allowed: &[u32],
-        failures: &FailureLog,
         tids: &[i32],
         last_cpus: &[Option<u32>],
         active: usize,
-        busy: Option<&LoadSnapshot>,
-    ) -> AffinityReport {
-        self.rebalance_from(allowed, failures, tids, last_cpus, active, busy, true)
-    }
-
-    /// [`DynamicBalancer::rebalance`]; with `use_pins` false the CPUs given are taken as they
-    /// are (the caller found where each worker will wake, e.g. with [`wake_cpu`], which also
-    /// sees a mask someone else set since our pin).
-    #[allow(clippy::too_many_arguments)]
-    pub fn rebalance_from(
-        &self,
-        allowed: &[u32],
-        failures: &FailureLog,
-        tids: &[i32],
-        last_cpus: &[Option<u32>],
-        active: usize,
-        busy: Option<&LoadSnapshot>,
-        use_pins: bool,
-    ) -> AffinityReport {
-        let start = Instant::now();
+        other: Option<Arc<LoadSnapshot>>,
+    ) {
         let active = active.min(tids.len()).min(last_cpus.len());
-        let tids = &tids[..active];
-        let worker_cpus: Vec<Option<u32>> = {
-            let pinned = self.pinned();
-            tids.iter()
-                .zip(last_cpus)
-                .map(|(&tid, &last)| match tid {
-                    // Not started yet: nowhere to count it.
-                    ..=0 => None,
-                    _ if !use_pins => last,
-                    _ => pinned.get(&tid).copied().or(last),
-                })
-                .collect()
-        };
-        let loads = combined_loads(allowed, busy, &worker_cpus);
-        let plan = plan_rebalance(allowed, &loads, &worker_cpus, self.thresholds, &mut |n| {
-            self.rng.below(n)
-        });
-        let mut report = AffinityReport {
-            average_load: plan.average,
-            high_cpus: plan.cpus_with(allowed, LoadDegree::High),
-            low_cpus: plan.cpus_with(allowed, LoadDegree::Low),
-            unknown_cpu_workers: (0..active).filter(|&w| worker_cpus[w].is_none()).collect(),
-            load_age_ms: busy.map(|s| s.age().as_secs_f64() * 1e3),
+        let mut round = self.round();
+        round.epoch += 1;
+        round.cpus = tids[..active]
+            .iter()
+            .zip(last_cpus)
+            .map(|(&tid, &cpu)| if tid > 0 { cpu } else { None })
+            .collect();
+        round.decided.resize(active, 0);
+        round.report = AffinityReport {
+            load_age_ms: other.as_ref().map(|s| s.age().as_secs_f64() * 1e3),
             ..AffinityReport::default()
         };
-        for m in &plan.moves {
-            let tid = tids[m.worker];
-            // The pool's own worker: no `/proc` check inside the pause.
-            match set_own_thread_affinity(tid, &[m.to]) {
-                Ok(()) => {
-                    self.pinned().insert(tid, m.to);
-                    report.moves.push(WorkerMove {
-                        worker: m.worker,
-                        tid,
-                        from: m.from,
-                        to: m.to,
-                    })
-                }
-                Err(e) => report
-                    .failures
-                    .push(failures.record(m.worker, tid, m.to, &e)),
+        round.other = other;
+    }
+
+    /// Worker `worker`'s own decision (lines 17–22), on its own thread, once per round: no-op
+    /// for a worker not taking part or that has decided already.
+    pub fn decide_on_worker(&self, allowed: &[u32], failures: &FailureLog, worker: usize) {
+        let mut round = self.round();
+        let epoch = round.epoch;
+        if worker >= round.cpus.len() || round.decided[worker] == epoch {
+            return;
+        }
+        round.decided[worker] = epoch;
+        let start = Instant::now();
+        let tid = crate::os::sched::current_tid();
+        let current = crate::os::cpu::current_cpu();
+        self.decide(&mut round, allowed, failures, worker, tid, current, |to| {
+            set_current_thread_affinity(&[to])
+        });
+        round.report.decide_us += start.elapsed().as_secs_f64() * 1e6;
+    }
+
+    /// Close the round: what the workers did (`None` if no round was open).
+    pub fn finish(&self) -> AffinityReport {
+        let mut round = self.round();
+        round.cpus.clear();
+        round.other = None;
+        std::mem::take(&mut round.report)
+    }
+
+    /// Every taking-part worker's decision made in turn on the calling thread, for workers
+    /// that cannot decide themselves (the HotSpot agent's, or a caller with only thread ids):
+    /// the same decision as [`DynamicBalancer::decide_on_worker`], each from `cpus[w]`, each
+    /// moved worker bound by thread id. `tids` must be threads of this process.
+    pub fn decide_in_turn(
+        &self,
+        allowed: &[u32],
+        failures: &FailureLog,
+        tids: &[i32],
+        cpus: &[Option<u32>],
+        active: usize,
+        other: Option<Arc<LoadSnapshot>>,
+    ) -> AffinityReport {
+        let start = Instant::now();
+        self.begin(tids, cpus, active, other);
+        {
+            let mut round = self.round();
+            for (worker, &tid) in tids.iter().enumerate().take(round.cpus.len()) {
+                let current = round.cpus[worker];
+                // The caller's own workers: no `/proc` check inside the pause.
+                self.decide(&mut round, allowed, failures, worker, tid, current, |to| {
+                    set_own_thread_affinity(tid, &[to])
+                });
             }
         }
+        let mut report = self.finish();
         report.decide_us = start.elapsed().as_secs_f64() * 1e6;
         report
+    }
+
+    /// One worker's decision against the round's table: count it on `current`, mark, and bind
+    /// it with `bind` if its CPU is high and a low one exists.
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &self,
+        round: &mut Round,
+        allowed: &[u32],
+        failures: &FailureLog,
+        worker: usize,
+        tid: i32,
+        current: Option<u32>,
+        bind: impl FnOnce(u32) -> io::Result<()>,
+    ) {
+        round.cpus[worker] = current;
+        let Some(from) = current else {
+            round.report.unknown_cpu_workers.push(worker);
+            return;
+        };
+        let loads = combined_loads(allowed, round.other.as_deref(), &round.cpus);
+        // The average is positive once a worker is counted, so 0 means "first decision": the
+        // marks as the first worker to decide saw them go in the record.
+        if round.report.average_load == 0.0 {
+            let (average, degrees) = mark_load_degrees(&loads, self.thresholds);
+            let with = |d: LoadDegree| -> Vec<u32> {
+                allowed
+                    .iter()
+                    .zip(&degrees)
+                    .filter(|(_, &x)| x == d)
+                    .map(|(&c, _)| c)
+                    .collect()
+            };
+            round.report.average_load = average;
+            round.report.high_cpus = with(LoadDegree::High);
+            round.report.low_cpus = with(LoadDegree::Low);
+        }
+        let Some(to) = rebalance_thread(allowed, &loads, from, self.thresholds, &mut |n| {
+            self.rng.below(n)
+        }) else {
+            return;
+        };
+        match bind(to) {
+            Ok(()) => {
+                round.cpus[worker] = Some(to);
+                round.report.moves.push(WorkerMove {
+                    worker,
+                    tid,
+                    from,
+                    to,
+                });
+            }
+            Err(e) => round
+                .report
+                .failures
+                .push(failures.record(worker, tid, to, &e)),
+        }
     }
 }
 

@@ -3,8 +3,10 @@
 //! * `none`: nothing is touched; threads are left to the OS scheduler.
 //! * `static` ([`static_binding`]): worker `i` is pinned to the `i`-th allowed CPU when it
 //!   starts ([`GcAffinityController::bind_at_start`]).
-//! * `dynamic` ([`dynamic`], planning in [`plan`]): 000 Algorithm 1 at the start of every
-//!   parallel collection ([`GcAffinityController::before_collection_from`]).
+//! * `dynamic` ([`dynamic`], the decision in [`plan`]): 000 Algorithm 1 — at the start of
+//!   every parallel collection ([`GcAffinityController::begin_collection`]) each worker
+//!   decides for itself, on its own thread, when it starts its first job of the collection
+//!   ([`GcAffinityController::worker_phase_start`]).
 //!
 //! The variant is chosen once, when the controller is built for a heap; with fewer than two
 //! allowed CPUs every variant does nothing. A placement the OS refuses is said once (as a
@@ -16,12 +18,13 @@ pub mod plan;
 pub mod static_binding;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use self::dynamic::{worker_cpu, DynamicBalancer};
+use self::dynamic::{worker_cpu, DynamicBalancer, OtherLoad};
 pub use self::plan::Thresholds;
 pub use self::static_binding::static_cpu;
-use super::cpu::{LoadSampler, LoadSnapshot};
+use super::cpu::{ExcludedThreads, LoadSampler, LoadSnapshot, RunnableSampler};
 use super::policy::GcAffinity;
 
 /// A worker that was moved.
@@ -55,11 +58,12 @@ pub struct AffinityFailure {
 /// What the controller did at the start of one collection (for the per-collection record).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct AffinityReport {
-    /// Average load over the allowed CPUs (0 when nothing was decided).
+    /// Average load over the allowed CPUs as the first worker to decide saw it (0 when nothing
+    /// was decided).
     pub average_load: f64,
-    /// CPUs marked high.
+    /// CPUs marked high (in the first decision).
     pub high_cpus: Vec<u32>,
-    /// CPUs marked low.
+    /// CPUs marked low (in the first decision).
     pub low_cpus: Vec<u32>,
     /// Moves carried out.
     pub moves: Vec<WorkerMove>,
@@ -67,9 +71,9 @@ pub struct AffinityReport {
     pub failures: Vec<AffinityFailure>,
     /// Active workers whose CPU could not be found out (not started, or their stat unreadable).
     pub unknown_cpu_workers: Vec<usize>,
-    /// Age of the busy fractions used, in milliseconds (`None`: no sample, busy counted as 0).
+    /// Age of the other threads' load used, in milliseconds (`None`: no sample, counted as 0).
     pub load_age_ms: Option<f64>,
-    /// Time spent deciding and applying, in microseconds.
+    /// Time spent deciding and applying, in microseconds, summed over the workers' decisions.
     pub decide_us: f64,
 }
 
@@ -145,7 +149,7 @@ enum Placement {
     /// `static`.
     Static,
     /// `dynamic`.
-    Dynamic(DynamicBalancer),
+    Dynamic(Box<DynamicBalancer>),
 }
 
 /// Applies a [`GcAffinity`] policy to the GC workers of one heap. `Send + Sync`; all methods
@@ -154,15 +158,54 @@ pub struct GcAffinityController {
     kind: GcAffinity,
     allowed: Vec<u32>,
     placement: Placement,
+    /// Threads of ours the runnable-thread count leaves out (GC workers and mutators).
+    excluded: Arc<ExcludedThreads>,
     failures: FailureLog,
 }
 
 impl GcAffinityController {
     /// A controller for `kind` over the CPUs in `allowed_cpus` (normally
-    /// [`crate::os::cpu::CpuView::allowed`]). `sampler` supplies busy fractions for `Dynamic`
-    /// (other policies drop it); without it only our own GC threads count as load. Default
-    /// thresholds (2, ½) and a time-based random seed.
+    /// [`crate::os::cpu::CpuView::allowed`]). `sampler` supplies busy fractions as the other
+    /// threads' load for `Dynamic` (other policies drop it); without it only the GC threads
+    /// count. Default thresholds (2, ½) and a time-based random seed. For a heap whose
+    /// workers and mutators are ours, [`GcAffinityController::counting_runnable`] counts
+    /// runnable threads instead, as 000 does.
     pub fn new(kind: GcAffinity, allowed_cpus: Vec<u32>, sampler: Option<LoadSampler>) -> Self {
+        let other = sampler.map_or(OtherLoad::Nothing, OtherLoad::Busy);
+        Self::with_other_load(kind, allowed_cpus, other, Arc::default())
+    }
+
+    /// A controller whose `Dynamic` counts, as the other threads' load, the runnable threads
+    /// per CPU of every process ([`RunnableSampler`]), leaving out the GC workers (registered
+    /// by [`GcAffinityController::bind_at_start`]) and the mutators
+    /// ([`GcAffinityController::note_mutator`]). If the sampler cannot start (no `/proc`) the
+    /// error is returned with a controller counting only the GC threads.
+    pub fn counting_runnable(
+        kind: GcAffinity,
+        allowed_cpus: Vec<u32>,
+        period: std::time::Duration,
+    ) -> (Self, Option<std::io::Error>) {
+        let excluded = Arc::<ExcludedThreads>::default();
+        let (other, error) = if kind == GcAffinity::Dynamic && allowed_cpus.len() >= 2 {
+            match RunnableSampler::start(period, excluded.clone()) {
+                Ok(s) => (OtherLoad::Runnable(s), None),
+                Err(e) => (OtherLoad::Nothing, Some(e)),
+            }
+        } else {
+            (OtherLoad::Nothing, None)
+        };
+        (
+            Self::with_other_load(kind, allowed_cpus, other, excluded),
+            error,
+        )
+    }
+
+    fn with_other_load(
+        kind: GcAffinity,
+        allowed_cpus: Vec<u32>,
+        other: OtherLoad,
+        excluded: Arc<ExcludedThreads>,
+    ) -> Self {
         let mut allowed = allowed_cpus;
         allowed.sort_unstable();
         allowed.dedup();
@@ -174,12 +217,13 @@ impl GcAffinityController {
             _ if allowed.len() < 2 => Placement::Unbound,
             GcAffinity::None => Placement::Unbound,
             GcAffinity::Static => Placement::Static,
-            GcAffinity::Dynamic => Placement::Dynamic(DynamicBalancer::new(sampler, seed)),
+            GcAffinity::Dynamic => Placement::Dynamic(Box::new(DynamicBalancer::new(other, seed))),
         };
         Self {
             kind,
             allowed,
             placement,
+            excluded,
             failures: FailureLog {
                 kind,
                 warned: AtomicBool::new(false),
@@ -234,8 +278,10 @@ impl GcAffinityController {
 
     /// Call on worker `worker_id`'s own thread when it starts (the pool's `on_start`). Under
     /// `Static` pins the calling thread to its CPU and returns it; otherwise does nothing
-    /// (`Ok(None)`). A refusal is said once per controller and returned.
+    /// (`Ok(None)`). A refusal is said once per controller and returned. The thread is left
+    /// out of the runnable-thread count (the decisions count GC workers themselves).
     pub fn bind_at_start(&self, worker_id: usize) -> Result<Option<u32>, AffinityFailure> {
+        self.excluded.set(crate::os::sched::current_tid(), true);
         match self.placement {
             Placement::Static => {
                 static_binding::bind_calling_worker(&self.allowed, worker_id, &self.failures)
@@ -244,39 +290,50 @@ impl GcAffinityController {
         }
     }
 
+    /// Mutator thread `tid` attached (`true`) or detached (`false`). Mutators are stopped
+    /// while a collection runs, so the runnable-thread count leaves them out while attached.
+    pub fn note_mutator(&self, tid: i32, attached: bool) {
+        self.excluded.set(tid, attached);
+    }
+
     /// Call at the start of each parallel collection on the VM thread, after the world is
-    /// stopped and before the workers are woken. `tids` are the kernel thread ids of the pool's
-    /// workers by worker id (`parallel::WorkerPool::worker_tids`), `last_cpus` the CPU each
-    /// last ran on (`WorkerPool::worker_last_cpus`, sampled by the workers themselves, so no
-    /// `/proc` file is read); the first `active` take part. Under `Dynamic` plans with the
-    /// sampler's latest busy fractions and applies the moves; otherwise returns an empty
-    /// report. The `tids` must be threads of this process that the caller started: the moves
-    /// skip the `/proc/self/task` check that [`crate::os::affinity::set_thread_affinity`]
-    /// makes, so that nothing is read from a file inside the pause.
-    pub fn before_collection_from(
-        &self,
-        tids: &[i32],
-        last_cpus: &[Option<u32>],
-        active: usize,
-    ) -> AffinityReport {
-        match &self.placement {
-            Placement::Dynamic(d) => d.rebalance(
-                &self.allowed,
-                &self.failures,
-                tids,
-                last_cpus,
-                active,
-                d.latest_busy().as_deref(),
-            ),
-            _ => AffinityReport::default(),
+    /// stopped and before the workers are woken: opens the collection's round. `tids` are the
+    /// kernel thread ids of the pool's workers by worker id (`parallel::WorkerPool::worker_tids`),
+    /// `last_cpus` the CPU each last ran on (`WorkerPool::worker_last_cpus`, sampled by the
+    /// workers themselves, so no `/proc` file is read); the first `active` take part. Under
+    /// `Dynamic` each of them then decides in [`GcAffinityController::worker_phase_start`];
+    /// otherwise nothing happens.
+    pub fn begin_collection(&self, tids: &[i32], last_cpus: &[Option<u32>], active: usize) {
+        if let Placement::Dynamic(d) = &self.placement {
+            d.begin(tids, last_cpus, active, d.other.latest());
         }
     }
 
-    /// [`GcAffinityController::before_collection_from`] for workers this process did not
-    /// start and whose masks others may change (the HotSpot agent's `GC Thread#N`):
-    /// `wake_cpus[w]` is where worker `w` will run when it wakes, as the caller found it with
-    /// [`dynamic::wake_cpu`], and is used as it is, without the controller's memory of its own
-    /// pins.
+    /// Call on worker `worker`'s own thread at the start of each of its jobs: under `Dynamic`,
+    /// its first job of the collection runs its Algorithm 1 decision (and moves it if its CPU
+    /// is high); later jobs, and workers not taking part, return at once.
+    pub fn worker_phase_start(&self, worker: usize) {
+        if let Placement::Dynamic(d) = &self.placement {
+            d.decide_on_worker(&self.allowed, &self.failures, worker);
+        }
+    }
+
+    /// Call on the VM thread when the collection's parallel work is over: what the workers'
+    /// decisions did (`None` unless `Dynamic`).
+    pub fn end_collection(&self) -> Option<AffinityReport> {
+        match &self.placement {
+            Placement::Dynamic(d) => Some(d.finish()),
+            _ if self.kind == GcAffinity::Dynamic => Some(AffinityReport::default()),
+            _ => None,
+        }
+    }
+
+    /// For workers this process did not start and that cannot run code of ours at a
+    /// collection's start (the HotSpot agent's `GC Thread#N`): the calling thread makes each
+    /// of the first `active` workers' decisions in turn, worker `w` counted from
+    /// `wake_cpus[w]` (where it will run when it wakes, as the caller found it with
+    /// [`dynamic::wake_cpu`]), and binds the movers by thread id. `tids` must be threads of
+    /// this process.
     pub fn before_collection_at(
         &self,
         tids: &[i32],
@@ -284,41 +341,41 @@ impl GcAffinityController {
         active: usize,
     ) -> AffinityReport {
         match &self.placement {
-            Placement::Dynamic(d) => d.rebalance_from(
+            Placement::Dynamic(d) => d.decide_in_turn(
                 &self.allowed,
                 &self.failures,
                 tids,
                 wake_cpus,
                 active,
-                d.latest_busy().as_deref(),
-                false,
+                d.other.latest(),
             ),
             _ => AffinityReport::default(),
         }
     }
 
-    /// [`GcAffinityController::before_collection_from`] with each worker's CPU read from
-    /// `/proc` ([`dynamic::worker_cpu`]); for callers that have only thread ids.
+    /// [`GcAffinityController::before_collection_at`] with each worker's CPU read from `/proc`
+    /// ([`dynamic::worker_cpu`]); for callers that have only thread ids.
     pub fn before_collection(&self, tids: &[i32], active: usize) -> AffinityReport {
         match &self.placement {
-            Placement::Dynamic(d) => self.rebalance_with(tids, active, d.latest_busy().as_deref()),
+            Placement::Dynamic(d) => self.rebalance_with(tids, active, d.other.latest().as_deref()),
             _ => AffinityReport::default(),
         }
     }
 
-    /// [`GcAffinityController::before_collection`] with the busy fractions given instead of
-    /// taken from the sampler (`None`: only the workers count). For tests and experiments that
-    /// need to force a decision.
+    /// [`GcAffinityController::before_collection`] with the other threads' load given instead
+    /// of sampled (`None`: only the workers count). For tests and experiments that need to
+    /// force a decision.
     pub fn rebalance_with(
         &self,
         tids: &[i32],
         active: usize,
-        busy: Option<&LoadSnapshot>,
+        other: Option<&LoadSnapshot>,
     ) -> AffinityReport {
         match &self.placement {
             Placement::Dynamic(d) => {
                 let cpus: Vec<Option<u32>> = tids.iter().map(|&tid| worker_cpu(tid)).collect();
-                d.rebalance(&self.allowed, &self.failures, tids, &cpus, active, busy)
+                let other = other.map(|s| Arc::new(s.clone()));
+                d.decide_in_turn(&self.allowed, &self.failures, tids, &cpus, active, other)
             }
             _ => AffinityReport::default(),
         }
@@ -327,15 +384,15 @@ impl GcAffinityController {
 
 impl std::fmt::Debug for GcAffinityController {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let sampler = match &self.placement {
-            Placement::Dynamic(d) => d.sampler.as_ref(),
-            _ => None,
+        let other = match &self.placement {
+            Placement::Dynamic(d) => d.other.describe(),
+            _ => "",
         };
         f.debug_struct("GcAffinityController")
             .field("kind", &self.kind)
             .field("allowed", &self.allowed)
             .field("active", &self.is_active())
-            .field("sampler", &sampler)
+            .field("other_load", &other)
             .field("failures_total", &self.failures_total())
             .finish()
     }
@@ -365,10 +422,9 @@ mod tests {
         assert_eq!(stat.allowed_cpus(), &[0, 1, 2]);
         assert_eq!(stat.static_cpu(4), Some(1));
         assert_eq!(stat.before_collection(&[me], 1), AffinityReport::default());
-        assert_eq!(
-            stat.before_collection_from(&[me], &[Some(0)], 1),
-            AffinityReport::default()
-        );
+        stat.begin_collection(&[me], &[Some(0)], 1);
+        stat.worker_phase_start(0);
+        assert_eq!(stat.end_collection(), None);
         let dynamic = GcAffinityController::new(GcAffinity::Dynamic, vec![0, 1], None);
         assert_eq!(dynamic.static_cpu(0), None);
         assert_eq!(dynamic.bind_at_start(0), Ok(None));
@@ -387,26 +443,83 @@ mod tests {
         assert_eq!(r.unknown_cpu_workers, vec![0]);
         // Last CPUs supplied by the caller: a worker not started yet is unknown whatever its
         // entry says.
-        let r = ctrl.before_collection_from(&[0, current_tid()], &[Some(0), None], 2);
+        let r = ctrl.before_collection_at(&[0, current_tid()], &[Some(0), None], 2);
         assert_eq!(r.unknown_cpu_workers, vec![0, 1]);
     }
 
     #[test]
-    fn given_wake_cpus_override_remembered_pins() {
+    fn given_wake_cpus_are_taken_as_they_are() {
         let (a, b) = (WaitingThread::start("pin-a"), WaitingThread::start("pin-b"));
         let ctrl = GcAffinityController::new(GcAffinity::Dynamic, vec![0, 1], None).with_seed(3);
         let tids = [a.tid, b.tid];
-        // Both on CPU 0: one moves to CPU 1 and is remembered there.
+        // Both on CPU 0 (2, 0): the first moves to CPU 1; then 1, 1 and the second stays.
         let r = ctrl.before_collection_at(&tids, &[Some(0), Some(0)], 2);
-        assert_eq!(r.moves.len(), 1);
-        // Someone moved it back to CPU 0: with the CPUs taken as given it moves again; with the
-        // remembered pins it would count on CPU 1 and stay.
-        let remembered = ctrl.before_collection_from(&tids, &[Some(0), Some(0)], 2);
-        assert!(remembered.moves.is_empty(), "{remembered:?}");
+        assert_eq!(
+            r.moves,
+            vec![WorkerMove {
+                worker: 0,
+                tid: a.tid,
+                from: 0,
+                to: 1
+            }]
+        );
+        assert_eq!((r.high_cpus, r.low_cpus), (vec![0], vec![1]));
+        // Someone moved it back: taken as given, it moves again.
         let r = ctrl.before_collection_at(&tids, &[Some(0), Some(0)], 2);
         assert_eq!(r.moves.len(), 1, "{r:?}");
+        // Spread: nothing moves.
+        assert!(ctrl
+            .before_collection_at(&tids, &[Some(1), Some(0)], 2)
+            .is_quiet());
         a.finish();
         b.finish();
+    }
+
+    #[test]
+    fn each_worker_decides_once_per_collection_on_its_own_thread() {
+        use std::sync::Barrier;
+        let allowed = crate::os::affinity::thread_affinity(0).unwrap();
+        if allowed.len() < 2 {
+            return; // covered by `inactive_controllers_do_nothing`
+        }
+        let (c0, c1) = (allowed[0], allowed[1]);
+        let ctrl = Arc::new(
+            GcAffinityController::new(GcAffinity::Dynamic, vec![c0, c1], None).with_seed(11),
+        );
+        // Two "workers", both bound to c0 so that that is where they are when they decide.
+        let ready = Arc::new(Barrier::new(3));
+        let go = Arc::new(Barrier::new(3));
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let (ctrl, ready, go) = (ctrl.clone(), ready.clone(), go.clone());
+                std::thread::spawn(move || {
+                    crate::os::affinity::set_current_thread_affinity(&[c0]).unwrap();
+                    ctrl.bind_at_start(w).unwrap();
+                    ready.wait();
+                    go.wait();
+                    ctrl.worker_phase_start(w);
+                    // A second job of the same collection decides nothing.
+                    ctrl.worker_phase_start(w);
+                    crate::os::cpu::current_cpu()
+                })
+            })
+            .collect();
+        ready.wait();
+        ctrl.begin_collection(&[1, 2], &[Some(c0), Some(c0)], 2);
+        go.wait();
+        let cpus: Vec<_> = workers.into_iter().map(|t| t.join().unwrap()).collect();
+        let r = ctrl.end_collection().unwrap();
+        // Loads 2, 0: whichever decides first moves to c1, the other then sees 1, 1 and stays.
+        assert_eq!(r.moves.len(), 1, "{r:?}");
+        let moved = r.moves[0].worker;
+        assert_eq!((r.moves[0].from, r.moves[0].to), (c0, c1));
+        assert_eq!(cpus[moved], Some(c1));
+        assert_eq!(cpus[1 - moved], Some(c0));
+        assert!(r.decide_us > 0.0);
+        assert_eq!(r.high_cpus, vec![c0]);
+        // A worker outside the round does nothing.
+        ctrl.worker_phase_start(5);
+        assert_eq!(ctrl.end_collection(), Some(AffinityReport::default()));
     }
 
     #[test]

@@ -1,37 +1,34 @@
 //! 000 Algorithm 1 as pure functions: the load of each CPU ([`combined_loads`]), its degree
-//! against the average ([`mark_load_degrees`]) and the moves ([`plan_rebalance`]). No system
-//! call, no clock: [`super::dynamic`] gathers the inputs and applies the moves.
+//! against the average ([`mark_load_degrees`], lines 3–14) and one GC thread's own decision
+//! ([`rebalance_thread`], lines 17–22). No system call, no clock: [`super::dynamic`] gathers
+//! the inputs, runs each worker's decision on that worker and applies the move.
 //!
 //! # The load of a CPU
 //!
-//! The kernel's own per-CPU load ignores sleeping threads, and parked GC workers sleep, so a
-//! CPU on which several workers are about to wake up looks idle to it (000 §2.5, §4.1). The
-//! load used here therefore adds our own workers back in:
+//! The kernel's `load_avg` counts the runnable threads of a CPU but not the sleeping ones, and
+//! parked GC workers sleep, so a CPU on which several workers are about to wake looks idle to
+//! it (000 §2.5); the paper changed the kernel to add sleeping threads (§4.1). Here the same
+//! sum is made in user space:
 //!
 //! ```text
-//! load_i = busy_i + GC_THREAD_LOAD × |{ t ∈ workers : cpu(t) = i }|
+//! load_i = runnable_i + GC_THREAD_LOAD × |{ t ∈ workers : cpu(t) = i }|
 //! ```
 //!
-//! where `busy_i ∈ [0, 1]` is the fraction of the last sampling window CPU `i` spent busy
-//! ([`crate::os::cpu::sampler`]) and `workers` are the GC threads that take part in the coming
-//! collection, whatever their state (at the start of a collection they are all parked, so
-//! their own work is not in `busy_i`). Each worker counts [`GC_THREAD_LOAD`] = 1, one runnable
-//! task's worth, on the CPU it will wake on.
+//! where `runnable_i` is the number of runnable threads whose last CPU is `i`, of every
+//! process, leaving out this process's GC workers and mutators ([`crate::os::cpu::runnable`]),
+//! and `workers` are the GC threads taking part in the coming collection, asleep or awake,
+//! each counted on the CPU it is on (or last ran on, if asleep).
 //!
-//! # The decision (000 Algorithm 1, with one refinement)
+//! # The decision
 //!
-//! With `L_i` the load of allowed CPU `i` and `avg` their mean, CPU `i` is *high* when
-//! `L_i ≥ 2·avg`, *low* when `L_i ≤ ½·avg`, *normal* otherwise (the factors are
-//! [`Thresholds`]). The marks are taken once, before any move. Workers are then visited in id
-//! order; a worker whose current CPU is marked high moves to a CPU drawn uniformly from the
-//! **still-low** CPUs. The refinement: a moved worker is counted on its target (its
-//! [`GC_THREAD_LOAD`] moves from source to target), and a CPU marked low stays a candidate only
-//! while its updated load is still `≤ ½·avg`. So several workers leaving one crowded CPU spread
-//! over several low CPUs instead of all landing on the same one; when no candidate is left the
-//! remaining workers stay where they are. Since moves keep the total load, `avg` does not
-//! change. CPUs outside the allowed set are never targets, and workers on CPUs outside it (or
-//! whose CPU is unknown) are neither counted nor moved. With fewer than two allowed CPUs, or
-//! no load at all, nothing moves.
+//! With `avg` the mean load over the allowed CPUs, CPU `i` is *high* when `L_i ≥ 2·avg`,
+//! *low* when `L_i ≤ ½·avg`, *normal* otherwise (the factors are [`Thresholds`]). A GC thread
+//! whose current CPU is high binds itself to the `k`-th low CPU, `k` uniform in `0..N_low`;
+//! otherwise it stays. Each thread decides for itself from the loads as they are when it
+//! decides, so a thread that moved counts on its new CPU for the threads deciding after it
+//! (as a rebound thread does in the kernel's per-CPU load). CPUs outside the allowed set are
+//! never targets, and a thread on a CPU outside it (or on an unknown CPU) stays. With fewer
+//! than two allowed CPUs, or no load at all, nothing moves.
 
 use crate::os::cpu::LoadSnapshot;
 
@@ -117,130 +114,61 @@ pub fn mark_load_degrees(loads: &[f64], thresholds: Thresholds) -> (f64, Vec<Loa
     (avg, degrees)
 }
 
-/// One decided move of worker `worker` (an index into the worker list given).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct PlannedMove {
-    /// Worker id (index into the worker list given).
-    pub worker: usize,
-    /// The CPU it is on.
-    pub from: u32,
-    /// The CPU it should go to.
-    pub to: u32,
-}
-
-/// The outcome of [`plan_rebalance`].
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct RebalancePlan {
-    /// Average load over the allowed CPUs.
-    pub average: f64,
-    /// Degree of each allowed CPU, in the order given, before any move.
-    pub degrees: Vec<LoadDegree>,
-    /// Loads after the planned moves, in the order given.
-    pub loads_after: Vec<f64>,
-    /// The moves, in worker order.
-    pub moves: Vec<PlannedMove>,
-}
-
-impl RebalancePlan {
-    /// CPUs (of `cpus`, the list the plan was made for) with the given degree.
-    pub fn cpus_with(&self, cpus: &[u32], degree: LoadDegree) -> Vec<u32> {
-        cpus.iter()
-            .zip(&self.degrees)
-            .filter(|(_, &d)| d == degree)
-            .map(|(&c, _)| c)
-            .collect()
-    }
-}
-
-/// 000 Algorithm 1 as described in the module documentation.
+/// Algorithm 1 lines 17–22 for one GC thread on CPU `current`: `Some(target)` if it should
+/// bind itself to `target`, `None` if it stays.
 ///
-/// * `cpus`: the allowed CPUs (distinct); `loads[k]` is the load of `cpus[k]` and **must
-///   already include** [`GC_THREAD_LOAD`] for each worker on it (as [`combined_loads`]
-///   computes), because a moved worker's share is taken off its source and put on its target.
-/// * `worker_cpus[w]`: the CPU worker `w` is on (`None` if unknown).
+/// * `cpus`: the allowed CPUs (distinct); `loads[k]` is the load of `cpus[k]`, including this
+///   thread and the other GC threads ([`combined_loads`]).
 /// * `below(n)`: a uniform random number in `0..n` (out-of-range answers are wrapped).
-pub fn plan_rebalance(
+pub fn rebalance_thread(
     cpus: &[u32],
     loads: &[f64],
-    worker_cpus: &[Option<u32>],
+    current: u32,
     thresholds: Thresholds,
     below: &mut dyn FnMut(usize) -> usize,
-) -> RebalancePlan {
+) -> Option<u32> {
     debug_assert_eq!(cpus.len(), loads.len(), "one load per allowed CPU");
     let n = cpus.len().min(loads.len());
-    let cpus = &cpus[..n];
-    let mut loads: Vec<f64> = loads[..n].iter().map(|&l| sane(l)).collect();
-    let (average, degrees) = mark_load_degrees(&loads, thresholds);
-    let mut plan = RebalancePlan {
-        average,
-        degrees,
-        loads_after: Vec::new(),
-        moves: Vec::new(),
-    };
-    if n < 2 || average <= 0.0 {
-        plan.loads_after = loads;
-        return plan;
+    if n < 2 {
+        return None;
     }
-    let low_limit = thresholds.low * average;
-    let mut candidates: Vec<usize> = Vec::with_capacity(n);
-    for (worker, cpu) in worker_cpus.iter().enumerate() {
-        let Some(from) = cpu.and_then(|c| cpus.iter().position(|&x| x == c)) else {
-            continue;
-        };
-        if plan.degrees[from] != LoadDegree::High {
-            continue;
-        }
-        candidates.clear();
-        candidates.extend(
-            (0..n).filter(|&k| plan.degrees[k] == LoadDegree::Low && loads[k] <= low_limit),
-        );
-        if candidates.is_empty() {
-            continue;
-        }
-        let to = candidates[below(candidates.len()) % candidates.len()];
-        loads[from] = (loads[from] - GC_THREAD_LOAD).max(0.0);
-        loads[to] += GC_THREAD_LOAD;
-        plan.moves.push(PlannedMove {
-            worker,
-            from: cpus[from],
-            to: cpus[to],
-        });
+    let (_, degrees) = mark_load_degrees(&loads[..n], thresholds);
+    let from = cpus[..n].iter().position(|&c| c == current)?;
+    if degrees[from] != LoadDegree::High {
+        return None;
     }
-    plan.loads_after = loads;
-    plan
+    let low: Vec<u32> = (0..n)
+        .filter(|&k| degrees[k] == LoadDegree::Low)
+        .map(|k| cpus[k])
+        .collect();
+    if low.is_empty() {
+        return None;
+    }
+    Some(low[below(low.len()) % low.len()])
 }
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::*;
-    use std::collections::BTreeSet;
     use std::time::Duration;
 
-    /// A tiny deterministic generator for the tests.
-    pub(crate) fn rng(seed: u64) -> impl FnMut(usize) -> usize {
-        let s = crate::os::gc_affinity::SplitMix::new(seed);
-        move |n| s.below(n)
-    }
+    use super::*;
 
-    fn plan(cpus: &[u32], busy: &[f64], workers: &[Option<u32>], seed: u64) -> RebalancePlan {
-        let mut by_cpu = vec![0.0; cpus.iter().max().map_or(0, |&m| m as usize + 1)];
-        for (&c, &b) in cpus.iter().zip(busy) {
-            by_cpu[c as usize] = b;
-        }
-        let snap = LoadSnapshot::new(by_cpu, Duration::from_millis(100));
-        let loads = combined_loads(cpus, Some(&snap), workers);
-        plan_rebalance(cpus, &loads, workers, Thresholds::default(), &mut rng(seed))
+    /// A deterministic stand-in for the random source.
+    pub(crate) fn rng(seed: u64) -> impl FnMut(usize) -> usize {
+        let r = super::super::SplitMix::new(seed);
+        move |n| r.below(n)
     }
 
     #[test]
-    fn combined_loads_add_our_threads() {
-        let snap = LoadSnapshot::new(vec![0.5, 0.25, f64::NAN, 7.0], Duration::from_millis(100));
+    fn combined_loads_add_our_threads_asleep_or_not() {
+        // Runnable counts (not fractions): nothing is capped.
+        let snap = LoadSnapshot::from_loads(vec![3.0, 0.5, f64::NAN, 7.0], Duration::ZERO);
         let loads = combined_loads(
             &[0, 1, 5],
             Some(&snap),
             &[Some(0), Some(0), Some(1), None, Some(9)],
         );
-        assert_eq!(loads, vec![2.5, 1.25, 0.0]);
+        assert_eq!(loads, vec![5.0, 1.5, 0.0]);
         assert_eq!(combined_loads(&[0, 1], None, &[Some(1)]), vec![0.0, 1.0]);
     }
 
@@ -263,135 +191,132 @@ pub(super) mod tests {
         assert_eq!(mark_load_degrees(&[], Thresholds::default()).1, vec![]);
     }
 
-    #[test]
-    fn only_workers_on_high_cpus_move() {
-        // cpu0: busy 1 + three workers; cpus 1 and 2: idle + one worker each; cpu3 idle.
-        let p = plan(
-            &[0, 1, 2, 3],
-            &[1.0, 0.0, 0.0, 0.0],
-            &[Some(0), Some(0), Some(0), Some(1), Some(2)],
-            1,
-        );
-        // loads [4, 1, 1, 0], avg 1.5: cpu0 high, cpu3 low (≤ 0.75), cpus 1 and 2 normal.
-        assert_eq!(
-            p.degrees,
-            vec![
-                LoadDegree::High,
-                LoadDegree::Normal,
-                LoadDegree::Normal,
-                LoadDegree::Low
-            ]
-        );
-        // Only one worker fits on cpu3 before it stops being low (0 + 1 > 0.75).
-        assert_eq!(
-            p.moves,
-            vec![PlannedMove {
-                worker: 0,
-                from: 0,
-                to: 3
-            }]
-        );
-        assert_eq!(p.loads_after, vec![3.0, 1.0, 1.0, 1.0]);
-        assert_eq!(p.cpus_with(&[0, 1, 2, 3], LoadDegree::Low), vec![3]);
-    }
-
-    #[test]
-    fn targets_are_drawn_from_every_low_cpu_and_nothing_else() {
-        // cpu0: busy 1 + one worker = 2 (high); cpus 1-3 idle (low); cpus 4-7 busy 0.45
-        // (normal). avg = 3.8 / 8 = 0.475; high ≥ 0.95, low ≤ 0.2375.
-        let cpus: Vec<u32> = (0..8).collect();
-        let busy = [1.0, 0.0, 0.0, 0.0, 0.45, 0.45, 0.45, 0.45];
-        let mut seen = BTreeSet::new();
-        for seed in 0..500 {
-            let p = plan(&cpus, &busy, &[Some(0)], seed);
-            assert_eq!(p.moves.len(), 1, "seed {seed}");
-            let m = p.moves[0];
-            assert_eq!((m.worker, m.from), (0, 0));
-            assert!((1..=3).contains(&m.to), "seed {seed}: moved to {}", m.to);
-            seen.insert(m.to);
+    /// Run the decisions of `workers` (their CPUs) in turn, as the workers do, each moved
+    /// worker counted on its target for the ones after it; returns the CPUs after.
+    fn in_turn(
+        cpus: &[u32],
+        runnable: &[f64],
+        workers: &[Option<u32>],
+        seed: u64,
+    ) -> Vec<Option<u32>> {
+        let snap = LoadSnapshot::from_loads(runnable.to_vec(), Duration::ZERO);
+        let mut at = workers.to_vec();
+        let mut below = rng(seed);
+        for w in 0..at.len() {
+            let Some(cur) = at[w] else { continue };
+            let loads = combined_loads(cpus, Some(&snap), &at);
+            if let Some(to) = rebalance_thread(cpus, &loads, cur, Thresholds::default(), &mut below)
+            {
+                at[w] = Some(to);
+            }
         }
-        assert_eq!(seen, BTreeSet::from([1, 2, 3]));
+        at
     }
 
     #[test]
-    fn workers_leaving_one_cpu_spread_over_the_low_ones() {
-        // Three stacked workers, four idle CPUs: loads [3, 0, 0, 0], avg 0.75, low ≤ 0.375.
-        for seed in 0..200 {
-            let p = plan(&[0, 1, 2, 3], &[0.0; 4], &[Some(0); 3], seed);
-            let targets: BTreeSet<u32> = p.moves.iter().map(|m| m.to).collect();
-            assert_eq!(p.moves.len(), 3, "seed {seed}");
-            assert_eq!(targets, BTreeSet::from([1, 2, 3]), "seed {seed}");
-        }
-        // Two stacked workers on two CPUs: one moves, the other stays (no pile-up).
-        let p = plan(&[0, 1], &[0.0, 0.0], &[Some(0), Some(0)], 3);
+    fn two_sleeping_workers_stacked_on_one_of_two_cpus_spread() {
+        // Loads 2, 0: avg 1, CPU 0 high (2 ≥ 2), CPU 1 low. The first worker moves; then 1, 1:
+        // both normal, the second stays.
+        let loads = combined_loads(&[0, 1], None, &[Some(0), Some(0)]);
+        assert_eq!(loads, vec![2.0, 0.0]);
+        let mut below = rng(1);
         assert_eq!(
-            p.moves,
-            vec![PlannedMove {
-                worker: 0,
-                from: 0,
-                to: 1
-            }]
+            rebalance_thread(&[0, 1], &loads, 0, Thresholds::default(), &mut below),
+            Some(1)
+        );
+        assert_eq!(
+            in_turn(&[0, 1], &[], &[Some(0), Some(0)], 1),
+            vec![Some(1), Some(0)]
         );
     }
 
     #[test]
-    fn the_allowed_set_is_respected() {
-        // Worker 1 sits on CPU 9, outside the allowed set: neither counted nor moved, and no
-        // target is ever outside the set.
-        for seed in 0..200 {
-            let p = plan(
-                &[2, 4, 6],
-                &[1.0, 0.0, 0.0],
-                &[Some(2), Some(9), Some(2), None],
-                seed,
-            );
-            assert!(p.moves.iter().all(|m| m.worker != 1 && m.worker != 3));
-            assert!(p.moves.iter().all(|m| [4, 6].contains(&m.to)));
-            assert_eq!(p.moves.len(), 2, "seed {seed}");
-        }
+    fn a_busy_loop_on_the_workers_cpu_moves_one_of_four() {
+        // Busy loop + 4 workers on CPU 0: 5, 0; avg 2.5, high ≥ 5, low ≤ 1.25. One moves:
+        // 4, 1 — CPU 0 is normal now (4 < 5), so the other three stay: the paper's rule.
+        let workers = [Some(0); 4];
+        assert_eq!(
+            in_turn(&[0, 1], &[1.0], &workers, 7),
+            vec![Some(1), Some(0), Some(0), Some(0)]
+        );
+        // The busy loop on the other CPU: 4, 1 from the start, nobody moves.
+        assert_eq!(in_turn(&[0, 1], &[0.0, 1.0], &workers, 7), workers.to_vec());
     }
 
     #[test]
-    fn no_low_cpu_means_no_move() {
-        // loads [4, 1.2, 1.2, 1.6], avg 2: cpu0 high, nothing ≤ 1.
+    fn only_a_thread_on_a_high_cpu_moves_and_only_to_a_low_one() {
+        // Runnable 0, 3, 0, 1 and one worker on CPU 1: 0, 4, 0, 1; avg 1.25, high ≥ 2.5,
+        // low ≤ 0.625: CPU 1 high, CPUs 0 and 2 low, CPU 3 normal.
         let cpus = [0, 1, 2, 3];
-        let loads = [4.0, 1.2, 1.2, 1.6];
-        let workers = [Some(0), Some(0)];
-        let p = plan_rebalance(&cpus, &loads, &workers, Thresholds::default(), &mut rng(1));
-        assert_eq!(p.degrees[0], LoadDegree::High);
-        assert!(p.moves.is_empty());
-        // Evenly loaded: nothing is high.
-        let p = plan(&cpus, &[0.0; 4], &[Some(0), Some(1), Some(2), Some(3)], 1);
-        assert!(p.moves.is_empty());
+        let loads = combined_loads(
+            &cpus,
+            Some(&LoadSnapshot::from_loads(
+                vec![0.0, 3.0, 0.0, 1.0],
+                Duration::ZERO,
+            )),
+            &[Some(1)],
+        );
+        assert_eq!(loads, vec![0.0, 4.0, 0.0, 1.0]);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut below = rng(3);
+        for _ in 0..200 {
+            seen.insert(rebalance_thread(
+                &cpus,
+                &loads,
+                1,
+                Thresholds::default(),
+                &mut below,
+            ));
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![Some(0), Some(2)]);
+        for stay in [0, 2, 3] {
+            assert_eq!(
+                rebalance_thread(&cpus, &loads, stay, Thresholds::default(), &mut below),
+                None
+            );
+        }
+        // A CPU outside the allowed set: the thread stays.
+        assert_eq!(
+            rebalance_thread(&cpus, &loads, 9, Thresholds::default(), &mut below),
+            None
+        );
     }
 
     #[test]
-    fn one_cpu_or_no_load_means_no_move() {
-        let p = plan(&[0], &[1.0], &[Some(0), Some(0), Some(0)], 1);
-        assert!(p.moves.is_empty());
-        let p = plan_rebalance(
-            &[0, 1],
-            &[0.0, 0.0],
-            &[None],
-            Thresholds::default(),
-            &mut rng(1),
+    fn the_kth_low_cpu_is_picked() {
+        // loads 6, 0, 1, 0: avg 1.75, high ≥ 3.5 (CPU 10), low ≤ 0.875 (CPUs 11 and 13).
+        let cpus = [10, 11, 12, 13];
+        let loads = [6.0, 0.0, 1.0, 0.0];
+        let t = Thresholds::default();
+        assert_eq!(
+            rebalance_thread(&cpus, &loads, 10, t, &mut |n| {
+                assert_eq!(n, 2);
+                0
+            }),
+            Some(11)
         );
-        assert!(p.moves.is_empty());
-        let p = plan_rebalance(&[], &[], &[Some(0)], Thresholds::default(), &mut rng(1));
-        assert!(p.moves.is_empty());
+        assert_eq!(rebalance_thread(&cpus, &loads, 10, t, &mut |_| 1), Some(13));
+        // A wild random source is wrapped, never out of the low set.
+        assert_eq!(rebalance_thread(&cpus, &loads, 10, t, &mut |_| 5), Some(13));
     }
 
     #[test]
-    fn a_wild_random_source_cannot_pick_outside_the_candidates() {
-        let loads = combined_loads(&[0, 1, 2], None, &[Some(0), Some(0)]);
-        let p = plan_rebalance(
-            &[0, 1, 2],
-            &loads,
-            &[Some(0), Some(0)],
-            Thresholds::default(),
-            &mut |_| usize::MAX,
+    fn no_low_cpu_one_cpu_or_no_load_means_no_move() {
+        let t = Thresholds::default();
+        // 4, 2, 2, 2: avg 2.5, nothing ≥ 5: no high CPU.
+        assert_eq!(
+            rebalance_thread(&[0, 1, 2, 3], &[4.0, 2.0, 2.0, 2.0], 0, t, &mut |_| 0),
+            None
         );
-        assert!(p.moves.iter().all(|m| m.to == 1 || m.to == 2));
-        assert_eq!(p.moves.len(), 2);
+        // 9, 2, 2, 2: avg 3.75, CPU 0 high (≥ 7.5) but no CPU ≤ 1.875: no low CPU.
+        assert_eq!(
+            rebalance_thread(&[0, 1, 2, 3], &[9.0, 2.0, 2.0, 2.0], 0, t, &mut |_| 0),
+            None
+        );
+        assert_eq!(rebalance_thread(&[0], &[5.0], 0, t, &mut |_| 0), None);
+        assert_eq!(
+            rebalance_thread(&[0, 1], &[0.0, 0.0], 0, t, &mut |_| 0),
+            None
+        );
     }
 }
