@@ -72,10 +72,11 @@ fn records_file_has_one_line_per_collection_with_matrices() {
             let occ = &line["cpu_occupancy"];
             assert_eq!(occ["samples"].as_array().unwrap().len(), rec.gc_threads);
             assert!(!occ["cpus"].as_array().unwrap().is_empty(), "{preset}");
-            // The task manager's monitor (000 Fig. 5): only vanilla uses it (monitor queue and
-            // monitor parking); its counters describe this collection alone.
+            // The task manager's monitor (000 Fig. 5): only the presets with the monitor queue
+            // and monitor parking use it (vanilla, and suo18, which keeps it); its counters
+            // describe this collection alone.
             let monitor = &line["monitor"];
-            if preset == Preset::Vanilla {
+            if matches!(preset, Preset::Vanilla | Preset::Suo18) {
                 let acquisitions = monitor["acquisitions"].as_u64().unwrap();
                 // At least: the publish, one wake-up and one check-in per worker, and one
                 // dequeue and one completion per root task.
