@@ -78,20 +78,22 @@ fn a_stalled_log_lengthens_sync_pauses_by_the_stall_and_async_pauses_not() {
         }
         // The writing thread was stuck in write(): the VM thread (sync) for a page; the log's
         // writer thread (async) until the device drained or the run ended and released it.
-        let least = if mode == "sync" { 150.0 } else { 1.0 };
+        // A page drains in 250 ms at 16 KiB/s; a write that found part of it drained waits
+        // less, so 100 ms is the bound (an unstalled write takes well under 1 ms).
+        let least = if mode == "sync" { 100.0 } else { 1.0 };
         assert!(f(&v["gc_log_write_max_ms"]) >= least, "{mode}: {v}");
         stalls.push((v, records(&rec)));
     }
     let (sync, sync_records) = &stalls[0];
     let stalled: Vec<&Value> = sync_records
         .iter()
-        .filter(|r| f(&r["log_write_ms"]) >= 150.0)
+        .filter(|r| f(&r["log_write_ms"]) >= 100.0)
         .collect();
     assert!(stalled.len() >= 2, "{sync_records:?}");
     for r in sync_records {
         assert!(f(&r["pause_ms"]) >= f(&r["log_write_ms"]), "{r}");
     }
-    assert!(f(&sync["pause_max_ms"]) >= 150.0, "{sync}");
+    assert!(f(&sync["pause_max_ms"]) >= 100.0, "{sync}");
     let (asynchronous, async_records) = &stalls[1];
     assert!(async_records.iter().all(|r| f(&r["log_write_ms"]) == 0.0));
     let sync_stall = f(&sync["gc_log_write_max_ms"]);
@@ -318,8 +320,12 @@ fn pause_bench_writes_its_results_and_the_report_draws_them() {
             "{}",
             log.display()
         );
+        // The throttled device stalls a synchronous write for tens to hundreds of ms (a
+        // one-page pipe kept full, drained at 16 KiB/s); a write to a plain file takes well
+        // under a millisecond. 50 ms separates the two without depending on how long one
+        // particular write waited (149.6 ms was seen where 150 was once required).
         if run["configuration"] == "slow-log:sync/never" {
-            assert!(f(&s["gc_log_write_max_ms"]) >= 150.0, "{s}");
+            assert!(f(&s["gc_log_write_max_ms"]) >= 50.0, "{s}");
         }
     }
     let m = &configs[0]["median"];
