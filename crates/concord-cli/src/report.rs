@@ -17,7 +17,6 @@ mod model;
 mod page;
 mod plots;
 
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -83,7 +82,10 @@ fn check_output(path: &Path) -> anyhow::Result<()> {
 /// take its place, and the directory could not be read again.
 fn check_not_a_result(output: &Path, exp: &model::Experiment) -> anyhow::Result<()> {
     let results = exp.results_files();
-    if let Some(input) = results.into_iter().find(|i| same_file(output, i)) {
+    if let Some(input) = results
+        .into_iter()
+        .find(|i| concord::config::same_file(output, i))
+    {
         let through = if input == output {
             String::new()
         } else {
@@ -98,33 +100,6 @@ fn check_not_a_result(output: &Path, exp: &model::Experiment) -> anyhow::Result<
         );
     }
     Ok(())
-}
-
-/// Whether `a` and `b` name one file: the same device and inode where both exist (links and
-/// hard links too), else the same name in the same real directory (an input that is named but
-/// missing would be created by the page).
-fn same_file(a: &Path, b: &Path) -> bool {
-    if let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        return (ma.dev(), ma.ino()) == (mb.dev(), mb.ino());
-    }
-    matches!((file_identity(a), file_identity(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// `path` as an absolute name with its directory's links resolved; a dangling symbolic link
-/// stands for the file it would create.
-fn file_identity(path: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return Some(real);
-    }
-    let path = match std::fs::read_link(path) {
-        Ok(to) => path.parent().map_or(to.clone(), |dir| dir.join(&to)),
-        Err(_) => path.to_path_buf(),
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
 }
 
 /// For the bench commands: write `DIR/report.html` now and say where it is, or why not (a
