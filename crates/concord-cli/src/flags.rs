@@ -176,8 +176,8 @@ pub struct RunFlags {
     #[arg(long)]
     pub pretouch: bool,
     /// Load during every run: busy:K starts K busy-loop threads in this process (K in
-    /// 1..=1024).
-    #[arg(long, value_name = "busy:K")]
+    /// 1..=1024); busy:K@CPU pins them to that CPU.
+    #[arg(long, value_name = "busy:K[@CPU]")]
     pub interfere: Option<Interference>,
     /// How the GC log is written: sync (inside the pause, counted in it) or async (by a
     /// writer thread through a bounded buffer; dropped lines are counted) (default: vanilla

@@ -482,7 +482,7 @@ mod tests {
         assert_eq!(
             harness_of(&a).unwrap(),
             Harness {
-                interfere: Some(Interference::Busy(2)),
+                interfere: Some(Interference::busy(2)),
                 co_run: 3
             }
         );
@@ -586,12 +586,12 @@ mod tests {
     #[test]
     fn harness_flags() {
         let a = args(&["--interfere", "busy:3", "--co-run", "2"]);
-        assert_eq!(a.run.interfere, Some(Interference::Busy(3)));
+        assert_eq!(a.run.interfere, Some(Interference::busy(3)));
         assert_eq!(a.co_run, Some(2));
         assert_eq!(
             harness(&a, None).unwrap(),
             Harness {
-                interfere: Some(Interference::Busy(3)),
+                interfere: Some(Interference::busy(3)),
                 co_run: 2
             }
         );

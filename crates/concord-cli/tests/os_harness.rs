@@ -43,11 +43,29 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
         ),
         (
             &argv("run gcbench --interfere spin:2"),
-            &["'spin:2'", "allowed: busy:K with K in 1..=1024"],
+            &[
+                "'spin:2'",
+                "allowed: busy:K or busy:K@CPU with K in 1..=1024",
+            ],
         ),
         (
             &argv("run gcbench --interfere busy:0"),
-            &["'busy:0'", "allowed: busy:K with K in 1..=1024"],
+            &[
+                "'busy:0'",
+                "allowed: busy:K or busy:K@CPU with K in 1..=1024",
+            ],
+        ),
+        (
+            &argv("run gcbench --interfere busy:1@one"),
+            &["'busy:1@one'", "busy:K@CPU"],
+        ),
+        (
+            &argv("run gcbench --heap 8m --interfere busy:1@4095"),
+            &["busy-loop CPU 4095 is not one this process may run on (allowed: "],
+        ),
+        (
+            &argv("os-bench gcbench --busy-cpu 4095"),
+            &["--busy-cpu: busy-loop CPU 4095 is not one this process may run on"],
         ),
         (&argv("run gcbench --co-run 65"), &["--co-run", "1..=64"]),
         (&argv("run gcbench --co-run 0"), &["--co-run", "1..=64"]),
@@ -323,9 +341,10 @@ fn notices_go_to_stderr_as_the_log_filter_says() {
 fn os_bench_prints_json_and_writes_its_directory() {
     let (v, out) = json_into(
         "os-bench",
-        &argv("os-bench binary-trees 10 --heap 8m --repeat 1 --busy 1 --json --no-report"),
+        &argv("os-bench binary-trees 10 --heap 8m --repeat 1 --busy 1 --busy-cpu 0 --json --no-report"),
     );
     assert_eq!(v["busy"], 1);
+    assert_eq!(v["busy_cpu"], 0);
     let configs = v["configurations"].as_array().unwrap();
     let labels: Vec<(&str, Option<&str>)> = configs
         .iter()
@@ -337,7 +356,7 @@ fn os_bench_prints_json_and_writes_its_directory() {
         "optimized/static",
         "optimized/dynamic",
     ];
-    let expected: Vec<(&str, Option<&str>)> = [None, Some("busy:1")]
+    let expected: Vec<(&str, Option<&str>)> = [None, Some("busy:1@0")]
         .into_iter()
         .flat_map(|load| variants.iter().map(move |l| (*l, load)))
         .collect();
@@ -351,9 +370,12 @@ fn os_bench_prints_json_and_writes_its_directory() {
     assert_eq!(configs[4]["gc_ratio"], 1.0);
     let e = check_results(&out, "os-bench", 8);
     let c = &e["configurations"][5];
-    assert_eq!(c["label"], "optimized/none (busy:1)");
+    assert_eq!(c["label"], "optimized/none (busy:1@0)");
     assert_eq!(c["name"], "optimized/none");
-    assert_eq!(c["group"], "busy:1: 1 busy-loop thread during every run");
+    assert_eq!(
+        c["group"],
+        "busy:1@0: 1 busy-loop thread on CPU 0 during every run"
+    );
     assert_eq!(e["parameters"]["busy"], 1);
 }
 

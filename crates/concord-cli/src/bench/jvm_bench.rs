@@ -144,7 +144,7 @@ impl std::str::FromStr for JvmLoad {
     fn from_str(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let allowed =
-            format!("allowed: none, busy:K with K in 1..=1024, jvms:M with M in 2..={MAX_JVMS}");
+            format!("allowed: none, busy:K or busy:K@CPU with K in 1..=1024, jvms:M with M in 2..={MAX_JVMS}");
         if text == "none" {
             return Ok(JvmLoad::None);
         }
@@ -973,7 +973,7 @@ mod tests {
     fn loads_are_parsed_and_named() {
         assert_eq!("none".parse(), Ok(JvmLoad::None));
         assert_eq!("jvms:2".parse(), Ok(JvmLoad::Jvms(2)));
-        assert_eq!("busy:1".parse(), Ok(JvmLoad::Busy(Interference::Busy(1))));
+        assert_eq!("busy:1".parse(), Ok(JvmLoad::Busy(Interference::busy(1))));
         for bad in ["jvms:1", "jvms:17", "idle", "busy:0"] {
             let err = bad.parse::<JvmLoad>().unwrap_err();
             assert!(err.contains("allowed: none, busy:K"), "{err}");

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -30,6 +30,11 @@ pub struct OsBenchArgs {
         allow_negative_numbers = true
     )]
     pub busy: u32,
+    /// Pin the busy-loop threads to this CPU (default: the OS scheduler places them). With
+    /// --pin-start the GC threads are born on the first usable CPU, so `--busy-cpu` naming it
+    /// puts the load on the GC threads' CPU in every run.
+    #[arg(long, value_name = "CPU")]
+    pub busy_cpu: Option<u32>,
     #[command(flatten)]
     pub common: WorkloadBench,
 }
@@ -72,7 +77,11 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
     let why = "it runs every configuration without and with --busy K busy loops";
     flags.run.refuse("os-bench", &["interfere"], why)?;
     let stacked = Stacked::new(flags, &workload);
-    let busy = Interference::Busy(args.busy as usize);
+    let busy = Interference::Busy {
+        threads: args.busy as usize,
+        cpu: args.busy_cpu,
+    };
+    busy.check().context("--busy-cpu")?;
     let mut arms = Vec::new();
     for (group, load) in [None, Some(busy)].into_iter().enumerate() {
         for v in VARIANTS {
@@ -90,6 +99,8 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
     stacked.describe_in(&mut plan);
     plan.parameters.insert("usable_cpus".into(), json!(cpus));
     plan.parameters.insert("busy".into(), json!(args.busy));
+    plan.parameters
+        .insert("busy_cpu".into(), json!(args.busy_cpu));
     let header = format!(
         "concord os-bench {}: {} on {cpus} usable CPUs, medians of {} alternating runs each",
         plan.workload,

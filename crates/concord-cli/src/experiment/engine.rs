@@ -485,7 +485,7 @@ mod tests {
     fn an_interruption_stops_after_the_current_run_and_leaves_a_consistent_directory() {
         let mut plan = plan_of(&[("a", 0), ("b", 0)], &[""]);
         plan.repeat = 3;
-        plan.arms[1].interference = Some(Interference::Busy(1));
+        plan.arms[1].interference = Some(Interference::busy(1));
         let out = scratch("interrupted");
         let dir = ResultsDir::create(Some(&out), &Timestamp::now()).unwrap();
         let file = plan.experiment_file(&Timestamp::now(), "concord compare".into());

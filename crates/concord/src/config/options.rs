@@ -234,9 +234,9 @@ static OPTIONS: [OptionSpec; 38] = [
         key: "pin-start",
         env: "CONCORD_PIN_START",
         kind: ValueKind::Bool,
-        doc: "Create every GC thread on the CPU of the thread that creates them and leave them \
-              to the OS from there, as HotSpot does (default true for preset vanilla, else \
-              false).",
+        doc: "Create every GC thread on one CPU (the first the heap may use) and leave them to \
+              the OS from there, as HotSpot's are born together where the VM creates them \
+              (default true for preset vanilla, else false).",
         set: |c, v| {
             c.pin_start = parse_bool(v)?;
             Ok(())

@@ -16,7 +16,7 @@ use crate::memory::heap_memory::SpaceSizes;
 use crate::memory::pretouch::{PretouchPlan, PretouchReport};
 use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
-use crate::os::cpu::{current_cpu, CpuView, SystemPaths, DEFAULT_SAMPLE_PERIOD};
+use crate::os::cpu::{CpuView, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::fs::check_creatable;
 use crate::os::gc_affinity::GcAffinityController;
 use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
@@ -952,9 +952,11 @@ fn ensure_room_for_threads(config: &GcConfig, heap: usize) -> Result<(), HeapErr
         })
 }
 
-/// Start the GC worker pool. With `pin_start`, every worker is born on the CPU the creating
-/// thread runs on (as HotSpot's GC threads are born where the VM creates them) and then given
-/// back the `allowed` CPUs, leaving placement to the OS scheduler.
+/// Start the GC worker pool. With `pin_start`, every worker is born on one CPU, the first of
+/// `allowed` (as HotSpot's GC threads are born together where the VM creates them; the first
+/// CPU rather than the creator's current one, so that an experiment knows where they start and
+/// can put interference there), and then given back the `allowed` CPUs, leaving placement to
+/// the OS scheduler.
 /// With static GC affinity, each worker then binds itself to its CPU; with a NUMA layout,
 /// worker `i` pins itself to all CPUs of node `i % nodes` instead.
 fn start_gc_workers(
@@ -964,7 +966,7 @@ fn start_gc_workers(
     numa: Arc<HeapNuma>,
 ) -> Result<WorkerPool, HeapError> {
     let birth_cpu = if config.pin_start {
-        current_cpu()
+        allowed.first().copied()
     } else {
         None
     };
