@@ -274,10 +274,12 @@ impl Runner for PlacementRunner {
         let time_ms = elapsed.as_secs_f64() * 1e3;
         let mut problems = Vec::new();
         let mut thread_json = Vec::new();
+        let mut checksum_ok = true;
         for (i, (t, outcome)) in threads.iter().zip(outcomes).enumerate() {
             let (sum, measured) = outcome?;
             let planned = self.planned_pages(i);
             if t.works() && sum != expected_sum(pages as u64, t.operations) {
+                checksum_ok = false;
                 problems.push(format!("thread {i} read the wrong sum {sum}"));
             }
             if let Some(m) = measured.as_ref().filter(|m| **m != planned) {
@@ -310,6 +312,7 @@ impl Runner for PlacementRunner {
             "reads_per_node": accesses.per_node,
             "node_access_stddev": accesses.imbalance(),
             "remote_share": accesses.remote_share(),
+            "checksum_ok": checksum_ok,
             "thread_plan": thread_json,
         });
         Ok(RunResult {
@@ -576,6 +579,55 @@ mod tests {
         assert_eq!(expected_sum(3, 5), 9);
         assert_eq!(expected_sum(3, 6), 12);
         assert_eq!(expected_sum(4, 2), 3);
+    }
+
+    /// A runner of `placement` with `threads` threads on "machine" nodes that are both the
+    /// kernel's node 0 (this machine's only one): mbind and move_pages run for real, and every
+    /// page lands on node index 0.
+    fn on_node_zero_twice(placement: Placement, threads: usize) -> PlacementRunner {
+        let cpus = current_thread_affinity().unwrap();
+        let node = |cpu| concord::os::numa::NumaNode {
+            id: 0,
+            cpus: vec![cpu],
+        };
+        let topology = NumaTopology {
+            kind: TopologyKind::Auto,
+            nodes: vec![node(cpus[0]), node(*cpus.last().unwrap())],
+        };
+        let plan = PlacementPlan::new(placement, &topology, threads, 8, 20);
+        PlacementRunner {
+            plan,
+            setup: Setup {
+                topology,
+                spec: NumaTopologySpec::Auto,
+                page: page_size(),
+                pages: 8,
+            },
+        }
+    }
+
+    #[test]
+    fn on_machine_nodes_a_run_checks_where_the_pages_landed() {
+        let files = RunFiles {
+            records: std::env::temp_dir().join("unused.records.jsonl"),
+        };
+        // Everything planned on node 0, and there it is.
+        let ok = on_node_zero_twice(Placement::UnbalancedRemote, 2)
+            .run(&files)
+            .unwrap();
+        assert_eq!(ok.problem, None);
+        assert_eq!(ok.summary["checksum_ok"], true);
+        let plan = &ok.summary["thread_plan"][1];
+        assert_eq!(plan["measured_pages_per_node"], json!([8, 0]));
+        assert_eq!(plan["pages_per_node"], json!([8, 0]));
+        // Thread 1's buffer is planned on node 1 but lands on node 0: the run fails.
+        let off = on_node_zero_twice(Placement::BalancedLocal, 2)
+            .run(&files)
+            .unwrap();
+        assert_eq!(
+            off.problem.as_deref(),
+            Some("thread 1's buffer has pages per node [8, 0], planned [0, 8]")
+        );
     }
 
     #[test]
