@@ -3,9 +3,9 @@
 //!
 //! Subcommands: `run` (one workload, readable summary or `--json`, `--co-run M` separate
 //! processes), the bench commands on the one experiment engine (`compare`, `sweep`,
-//! `ablation`, `os-bench`, `sched-bench`, `pause-bench`, `placement-bench`; [`bench`],
-//! [`experiment`]), `report` (an HTML page of a results directory) and `vs-hotspot` (the same
-//! GCBench on HotSpot Parallel GC and on Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
+//! `ablation`, `os-bench`, `sched-bench`; [`bench`], [`experiment`]), `report` (an HTML page of
+//! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
+//! Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
 //! plain Rust with `Box`, alternating); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
 //! agent in unmodified JVMs, [`jvm`]).
 //!

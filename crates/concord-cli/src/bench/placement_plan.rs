@@ -56,10 +56,19 @@ impl Placement {
     /// What it does, in words.
     pub fn what(self) -> &'static str {
         match self {
-            Placement::UnbalancedRemote => "every buffer on node 0 (remote but for node 0's threads; unbalanced)",
-            Placement::BalancedRemote => "each buffer's pages round-robin over the nodes (mostly remote; balanced)",
-            Placement::BalancedLocal => "each buffer on its thread's node (local; balanced when the threads divide evenly)",
-            Placement::UnbalancedLocal => "only node 0's threads work, on buffers on node 0; the others idle (local; unbalanced)",
+            Placement::UnbalancedRemote => {
+                "every buffer on node 0 (remote but for node 0's threads; unbalanced)"
+            }
+            Placement::BalancedRemote => {
+                "each buffer's pages round-robin over the nodes (mostly remote; balanced)"
+            }
+            Placement::BalancedLocal => {
+                "each buffer on its thread's node (local; balanced when the threads divide evenly)"
+            }
+            Placement::UnbalancedLocal => {
+                "only node 0's threads work, on buffers on node 0; the others idle (local; \
+                 unbalanced)"
+            }
         }
     }
 
