@@ -143,8 +143,9 @@ fn bad_input_is_refused_before_anything_is_written() {
     );
     assert_exit_2(
         &with("--threads 1,100000"),
-        "--threads: '100000' is out of range",
+        "--threads: '100000' is out of range (allowed: 1..=",
     );
+    assert_exit_2(&with("--threads 1,-1"), "--threads: '-1' is out of range");
     assert_exit_2(&with("--threads 2"), "--threads: 1 is missing");
     assert_exit_2(&with("--threads 1,1"), "'1' is given twice");
     assert_exit_2(

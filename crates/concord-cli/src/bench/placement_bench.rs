@@ -64,7 +64,7 @@ pub struct PlacementBenchArgs {
         long,
         value_delimiter = ',',
         value_name = "N,…",
-        value_parser = count_in(0, 1 << 20),
+        value_parser = thread_count,
         allow_negative_numbers = true
     )]
     pub threads: Vec<u32>,
@@ -79,7 +79,7 @@ pub struct PlacementBenchArgs {
     /// Each working thread's buffer (default twice the last-level cache from sysfs, else 64m).
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub buffer: Option<Size>,
-    /// Operations shared by the working threads, each a read of one page (default 1048576).
+    /// Operations shared by the working threads, each a read of one page.
     #[arg(
         long,
         value_name = "N",
@@ -101,21 +101,34 @@ struct Setup {
     pages: usize,
 }
 
-/// The thread counts of `--threads` (default 1..=`cpus`), ascending, checked: each in
-/// 1..=`cpus`, none twice, 1 among them.
+/// The CPUs this process may run on (its affinity mask), at least 1.
+fn allowed_cpus() -> usize {
+    current_thread_affinity().map_or(1, |cpus| cpus.len().max(1))
+}
+
+/// A parser of one `--threads` value: a whole number in 1..= the CPUs this process may run on.
+fn thread_count(text: &str) -> Result<u32, String> {
+    let cpus = allowed_cpus();
+    count_in(1, cpus as u32)(text).map_err(|e| {
+        let range = format!("1..={cpus}");
+        e.replace(
+            &range,
+            &format!("{range}, the CPUs this process may run on"),
+        )
+    })
+}
+
+/// The thread counts of `--threads` (default 1..=`cpus`), ascending, checked: none twice, 1
+/// among them (each is in range already, [`thread_count`]).
 fn thread_counts(given: &[u32], cpus: usize) -> Result<Vec<usize>> {
-    let allowed = format!("allowed: 1..={cpus}, the CPUs this process may run on");
     if given.is_empty() {
         return Ok((1..=cpus).collect());
     }
     let mut counts: Vec<usize> = Vec::new();
     for &n in given {
         let n = n as usize;
-        if n == 0 || n > cpus {
-            bail!("--threads: '{n}' is out of range ({allowed})");
-        }
         if counts.contains(&n) {
-            bail!("--threads: '{n}' is given twice ({allowed})");
+            bail!("--threads: '{n}' is given twice (allowed: each thread count once)");
         }
         counts.push(n);
     }
@@ -459,10 +472,7 @@ pub fn run(args: PlacementBenchArgs) -> Result<ExitCode> {
         .filter_map(Placement::of_name)
         .collect();
     let (spec, topology) = topology_of(&args.numa_topology)?;
-    let cpus = current_thread_affinity()
-        .context("cannot read this process's CPU affinity")?
-        .len();
-    let counts = thread_counts(&args.threads, cpus)?;
+    let counts = thread_counts(&args.threads, allowed_cpus())?;
     let page = page_size();
     let llc = last_level_cache(std::path::Path::new(CPU0_CACHE));
     let buffer = match &args.buffer {
@@ -578,15 +588,23 @@ mod tests {
 
     #[test]
     fn thread_counts_are_checked_against_the_cpus() {
+        let cpus = allowed_cpus();
+        let allowed = format!("(allowed: 1..={cpus}, the CPUs this process may run on)");
+        assert_eq!(thread_count("0"), Err(format!("is out of range {allowed}")));
+        let beyond = (cpus + 1).to_string();
+        assert_eq!(
+            thread_count(&beyond),
+            Err(format!("is out of range {allowed}"))
+        );
+        assert_eq!(
+            thread_count("x"),
+            Err(format!("is not a whole number {allowed}"))
+        );
+        assert_eq!(thread_count(" 1"), Ok(1));
         assert_eq!(thread_counts(&[], 3).unwrap(), [1, 2, 3]);
         assert_eq!(thread_counts(&[2, 1], 2).unwrap(), [1, 2]);
         let err = |given: &[u32]| thread_counts(given, 2).unwrap_err().to_string();
-        assert_eq!(
-            err(&[0]),
-            "--threads: '0' is out of range (allowed: 1..=2, the CPUs this process may run on)"
-        );
-        assert!(err(&[1, 3]).starts_with("--threads: '3' is out of range"));
-        assert!(err(&[1, 1]).contains("given twice"));
+        assert!(err(&[1, 1]).starts_with("--threads: '1' is given twice"));
         assert!(err(&[2]).starts_with("--threads: 1 is missing"));
     }
 
