@@ -480,9 +480,12 @@ pub fn run(args: PlacementBenchArgs) -> Result<ExitCode> {
         Some(b) => b.bytes(),
         None => llc.map_or(FALLBACK_BUFFER, |c| 2 * c),
     };
-    let pages = buffer.div_ceil(page);
-    let most = counts.last().copied().unwrap_or(1) * pages * page;
-    let available = concord::os::procfs::read_mem_available(std::path::Path::new("/proc/meminfo"))?;
+    // At least a page; never more than fits in the address space (a size that large is refused
+    // below, against MemAvailable).
+    let pages = buffer.div_ceil(page).min(usize::MAX / page);
+    let most = (pages * page).saturating_mul(counts.last().copied().unwrap_or(1));
+    let available = concord::os::procfs::read_mem_available(std::path::Path::new("/proc/meminfo"))
+        .context("cannot read MemAvailable to check the buffers fit")?;
     if most as u64 > available / 2 {
         bail!(
             "--buffer: {} per thread is {} with {} threads, more than half of MemAvailable ({}) \
