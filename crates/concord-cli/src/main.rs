@@ -135,6 +135,11 @@ enum Command {
     /// log) × GC log modes × THP modes, alternating; max pause, p99 and pauses over
     /// 250/500/1000/2000 ms per arm; every run goes to a results directory.
     PauseBench(bench::pause_bench::PauseBenchArgs),
+    /// 004 Fig. 3's memory-placement microbenchmark: page reads of thread-local buffers by
+    /// 1, 2, … threads pinned round-robin over the NUMA nodes, under four placements
+    /// (unbalanced/balanced × remote/local), alternating; time, speedup, reads per node,
+    /// their imbalance and the remote share; every run goes to a results directory.
+    PlacementBench(bench::placement_bench::PlacementBenchArgs),
     /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
     /// Run binary-trees or GCBench on Concord (one mutator) and in plain Rust (Box,
@@ -181,6 +186,7 @@ impl Command {
                 | Command::OsBench(_)
                 | Command::SchedBench(_)
                 | Command::PauseBench(_)
+                | Command::PlacementBench(_)
                 | Command::Paper(_)
         )
     }
@@ -221,6 +227,7 @@ fn main() -> ExitCode {
         Command::VsNative(args) => vs_native::run(args),
         Command::Jvm(args) => jvm::run(args),
         Command::PauseBench(args) => bench::pause_bench::run(args),
+        Command::PlacementBench(args) => bench::placement_bench::run(args),
         Command::Compare(args) => bench::compare::run(args),
         Command::Sweep(args) => bench::sweep::run(args),
         Command::Report(args) => report::run(args),

@@ -1,9 +1,10 @@
 //! The bench commands, each a thin plan on the experiment engine ([`crate::experiment`]):
 //! `compare` (presets side by side), `sweep` (a parameter's values × presets), `ablation` (000
 //! Fig. 10: vanilla, each single fix, modern, optimized), `os-bench` (GC thread affinity with and
-//! without interference), `sched-bench` (mutator scheduling policies, 001) and `pause-bench`
-//! (002: queue-churn under loads × GC log modes × THP modes). Each builds its
-//! arms, runs them through [`conclude`], and prints its own table.
+//! without interference), `sched-bench` (mutator scheduling policies, 001), `pause-bench`
+//! (002: queue-churn under loads × GC log modes × THP modes) and `placement-bench` (004 Fig. 3:
+//! memory placement and scalability, on its own runner instead of a Concord heap). Each builds
+//! its arms, runs them through [`conclude`], and prints its own table.
 
 pub mod ablation;
 pub mod compare;
@@ -11,6 +12,8 @@ pub mod jdk;
 pub mod jvm_bench;
 pub mod os_bench;
 pub mod pause_bench;
+pub mod placement_bench;
+pub mod placement_plan;
 pub mod sched_bench;
 pub mod sweep;
 

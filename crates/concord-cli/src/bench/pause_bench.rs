@@ -93,7 +93,11 @@ pub struct PauseBenchArgs {
 }
 
 /// `list` checked against `allowed` (each once, in the order given).
-fn choose(flag: &str, list: &[String], allowed: &[&'static str]) -> Result<Vec<&'static str>> {
+pub(crate) fn choose(
+    flag: &str,
+    list: &[String],
+    allowed: &[&'static str],
+) -> Result<Vec<&'static str>> {
     let mut out: Vec<&'static str> = Vec::new();
     for item in list {
         let item = item.trim();
