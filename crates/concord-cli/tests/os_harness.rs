@@ -23,7 +23,8 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
             &argv("run gcbench --mutator-sched rr"),
             &[
                 "--mutator-sched: 'rr'",
-                "allowed: cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS",
+                "allowed: cfs, fifo, profile:PATH, adaptive[:SECONDS] or \
+                 adaptive-majority[:SECONDS]",
             ],
         ),
         (
@@ -86,6 +87,10 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
     assert_eq!(v["mutator_sched"], "cfs");
+    // Summed over the mutator threads: each blocks at least once at a collection's safepoint.
+    let switches = &v["mutator_context_switches"];
+    assert!(switches["voluntary"].as_u64().unwrap() > 0, "{v}");
+    assert!(switches["involuntary"].is_u64(), "{v}");
 
     let out = concord(&small("run", "10", &["--preset", "vanilla"]));
     assert!(out.status.success());
@@ -401,6 +406,8 @@ fn sched_bench_prints_json_and_writes_its_directory() {
             "{c}"
         );
         assert!(c["median"]["wall_ms"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["median"]["mutator_voluntary_switches"].is_number(), "{c}");
+        assert!(c["median"]["gc_involuntary_switches"].is_number(), "{c}");
     }
     let e = check_results(&out, "sched-bench", 6);
     assert_eq!(e["configurations"][3]["label"], "cfs (gcbench)");

@@ -224,18 +224,21 @@ impl AgentOptions {
     /// (the automatic policies decide for the Java threads they see start and end).
     pub fn check_supported(&self) -> Result<(), OptionError> {
         match (&self.mutator_sched, self.fifo_scope) {
-            (MutatorSched::Profile(_) | MutatorSched::Adaptive(_), FifoScope::All) => {
-                Err(OptionError {
-                    problem: format!(
-                        "fifo-scope 'all' does not go with mutator-sched '{}' (profile and \
+            (
+                MutatorSched::Profile(_)
+                | MutatorSched::Adaptive(_)
+                | MutatorSched::AdaptiveMajority(_),
+                FifoScope::All,
+            ) => Err(OptionError {
+                problem: format!(
+                    "fifo-scope 'all' does not go with mutator-sched '{}' (profile and \
                          adaptive decide for the Java threads only)",
-                        self.mutator_sched
-                    ),
-                    allowed: "fifo-scope=all with mutator-sched=fifo; fifo-scope=mutators with \
+                    self.mutator_sched
+                ),
+                allowed: "fifo-scope=all with mutator-sched=fifo; fifo-scope=mutators with \
                               any policy"
-                        .into(),
-                })
-            }
+                    .into(),
+            }),
             _ => Ok(()),
         }
     }

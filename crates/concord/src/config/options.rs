@@ -330,10 +330,13 @@ static OPTIONS: [OptionSpec; 38] = [
         env: "CONCORD_MUTATOR_SCHED",
         kind: ValueKind::Switch(Switch::MutatorSched),
         doc: "How mutator threads are scheduled: cfs, fifo (SCHED_FIFO), profile:PATH (choose \
-              from a per-thread CPU-time profile, recorded there if missing, 001 Algorithm 1) or \
-              adaptive[:SECONDS] (switch on changes of the live thread set, sampled every 2 s \
-              or SECONDS, 001 Algorithm 2) (default cfs in every preset: FIFO can starve an \
-              embedding program's other threads, so it is opt-in).",
+              from a per-thread CPU-time profile, recorded there if missing, 001 Algorithm 1), \
+              adaptive[:SECONDS] (001 Algorithm 2 as listed: start under FIFO, sample the live \
+              mutator thread ids every 2 s or SECONDS, switch to CFS for good once a thread is \
+              seen at two samples) or adaptive-majority[:SECONDS] (start under CFS, re-decide at \
+              every sample: FIFO when most ids are new, CFS when mostly the same) (default cfs \
+              in every preset: FIFO can starve an embedding program's other threads, so it is \
+              opt-in).",
         set: |c, v| {
             c.mutator_sched = v.parse()?;
             Ok(())
@@ -1628,13 +1631,13 @@ mod tests {
                 "mutator-sched",
                 "rr",
                 "--mutator-sched: 'rr' is not a mutator scheduling policy (allowed: cfs, fifo, \
-                 profile:PATH, adaptive or adaptive:SECONDS)",
+                 profile:PATH, adaptive[:SECONDS] or adaptive-majority[:SECONDS])",
             ),
             (
                 "mutator-sched",
                 "fifo:2",
                 "--mutator-sched: 'fifo:2' is not a mutator scheduling policy (allowed: cfs, \
-                 fifo, profile:PATH, adaptive or adaptive:SECONDS)",
+                 fifo, profile:PATH, adaptive[:SECONDS] or adaptive-majority[:SECONDS])",
             ),
             (
                 "mutator-sched",
