@@ -15,10 +15,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use concord::os::mutator_sched::{
-    write_profile, MutatorSchedReport, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
-    ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
+    write_profile, MutatorSchedConfig, MutatorSchedReport, MutatorScheduler, ProfileAction,
+    ProfileFile, SchedChoice, ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
-use concord::os::policy::MutatorSched;
+use concord::os::policy::{FifoScope, MutatorSched};
 use concord::os::sched::{self, SchedPolicy};
 
 /// The report's notices that contain `phrase`.
@@ -243,6 +243,65 @@ fn the_listing_starts_fifo_stays_on_churn_and_switches_to_cfs_for_good() {
     assert_eq!(json["requested"], "adaptive:3600");
     assert_eq!(json["listing_decisions"][3]["already_seen"], 2);
     assert_eq!(json["listing_decisions"][3]["choice"], "cfs");
+}
+
+/// A thread that is not a mutator (as a GC worker): reports its tid, blocks until released.
+fn bystander() -> (i32, mpsc::Sender<()>, thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        tx.send(sched::current_tid()).unwrap();
+        let _ = released.recv();
+    });
+    (rx.recv().unwrap(), release, handle)
+}
+
+#[test]
+fn fifo_scope_all_takes_the_runtime_threads_along() {
+    let mut config = MutatorSchedConfig::new(MutatorSched::Adaptive(NEVER), 2);
+    config.fifo_cpu_threshold = 0;
+    config.fifo_scope = FifoScope::All;
+    let s = Arc::new(MutatorScheduler::with_config(config));
+    let (worker, release, handle) = bystander();
+    s.add_runtime_threads(&[worker]);
+    s.add_runtime_threads(&[worker]); // counted once
+    let under_fifo = expected_for(&s, SchedChoice::Fifo);
+    assert_eq!(
+        policy_of(worker),
+        under_fifo,
+        "the listing starts under FIFO"
+    );
+    // A mutator seen at two samples: CFS, for the runtime thread too.
+    let t = sleeper(&s);
+    s.sample_now();
+    s.sample_now();
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    assert_eq!(policy_of(worker), SchedPolicy::Other);
+    assert_eq!(t.finish(), SchedPolicy::Other);
+    let report = s.finish();
+    assert_eq!(report.runtime_threads, 1);
+    assert_eq!(report.fifo_scope, FifoScope::All);
+    release.send(()).unwrap();
+    handle.join().unwrap();
+
+    // Explicit FIFO: back to CFS at `finish`. With the default scope, runtime threads are
+    // left alone.
+    for (scope, while_running) in [
+        (FifoScope::All, under_fifo),
+        (FifoScope::Mutators, SchedPolicy::Other),
+    ] {
+        let mut config = MutatorSchedConfig::new(MutatorSched::Fifo, 2);
+        config.fifo_scope = scope;
+        let s = MutatorScheduler::with_config(config);
+        let (worker, release, handle) = bystander();
+        s.add_runtime_threads(&[worker]);
+        assert_eq!(policy_of(worker), while_running, "{scope}");
+        let report = s.finish();
+        assert_eq!(policy_of(worker), SchedPolicy::Other, "{scope}");
+        assert_eq!(report.runtime_threads, usize::from(scope == FifoScope::All));
+        release.send(()).unwrap();
+        handle.join().unwrap();
+    }
 }
 
 #[test]

@@ -21,7 +21,7 @@ use super::validate::{
 };
 use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
 use crate::os::numa::NumaLayout;
-use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::policy::{FifoScope, GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
 use crate::parallel::{
     ParkingKind, StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind,
@@ -106,6 +106,8 @@ enum Switch {
     GcAffinity,
     /// [`MutatorSched`].
     MutatorSched,
+    /// [`FifoScope`].
+    FifoScope,
     /// [`GcLogMode`].
     GcLogMode,
     /// [`ThpMode`].
@@ -125,6 +127,7 @@ impl Switch {
             Switch::Parking => ParkingKind::allowed(),
             Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
+            Switch::FifoScope => FifoScope::allowed(),
             Switch::GcLogMode => GcLogMode::ALLOWED.to_string(),
             Switch::Thp => ThpMode::allowed(),
             Switch::Numa => NumaLayout::allowed(),
@@ -151,7 +154,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 38] = [
+static OPTIONS: [OptionSpec; 39] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -339,6 +342,22 @@ static OPTIONS: [OptionSpec; 38] = [
               opt-in).",
         set: |c, v| {
             c.mutator_sched = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "fifo-scope",
+        env: "CONCORD_FIFO_SCOPE",
+        kind: ValueKind::Switch(Switch::FifoScope),
+        doc: "The threads a mutator-sched policy puts under SCHED_FIFO when it chooses FIFO: \
+              mutators, or all (also the VM thread and the GC workers, as 001 ran the whole JVM \
+              under FIFO). All at one priority; waiting GC workers yield to each other. The \
+              kernel's real-time throttle (/proc/sys/kernel/sched_rt_runtime_us, 950000 of \
+              every 1000000 us by default) keeps 5 % of each CPU for other threads; with it off \
+              (-1), concord run refuses all when the GC threads, the VM thread and the mutators \
+              outnumber the usable CPUs (default mutators).",
+        set: |c, v| {
+            c.fifo_scope = v.parse()?;
             Ok(())
         },
     },
@@ -1167,6 +1186,7 @@ mod tests {
             ("gc-affinity", "static"),
             ("mutator-sched", "adaptive:0.5"),
             ("fifo-cpu-threshold", "0"),
+            ("fifo-scope", "all"),
             ("thp", "never"),
             ("thp-margin", "2g"),
             ("pretouch", "on"),
@@ -1215,6 +1235,7 @@ mod tests {
                 MutatorSched::Adaptive(Duration::from_millis(500))
             );
             assert_eq!(config.fifo_cpu_threshold, 0);
+            assert_eq!(config.fifo_scope, crate::os::policy::FifoScope::All);
             assert_eq!(config.thp, ThpMode::Never);
             assert_eq!(config.thp_margin, 2 * GIB);
             assert!(config.pretouch);
@@ -1702,8 +1723,8 @@ mod tests {
             .to_string();
         assert!(
             err.contains(
-                "is a TOML array (expected one of cfs, fifo, profile:PATH, adaptive or \
-                 adaptive:SECONDS)"
+                "is a TOML array (expected one of cfs, fifo, profile:PATH, adaptive[:SECONDS] \
+                 or adaptive-majority[:SECONDS])"
             ),
             "{err}"
         );

@@ -37,6 +37,17 @@ switch! {
     }
 }
 
+switch! {
+    /// The threads the mutator scheduling policy puts under SCHED_FIFO when it chooses FIFO.
+    FifoScope, "FIFO scope" {
+        /// The mutator threads only.
+        Mutators => "mutators",
+        /// The mutators, the VM thread and the GC workers: the whole runtime, as 001 ran the
+        /// whole JVM under FIFO.
+        All => "all",
+    }
+}
+
 /// The default sampling period of the adaptive mutator scheduling policies (001 §5.2).
 pub const DEFAULT_ADAPTIVE_PERIOD: Duration = Duration::from_secs(2);
 

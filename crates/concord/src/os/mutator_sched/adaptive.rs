@@ -312,6 +312,7 @@ impl Shared {
             }
             self.apply(st, tid, after);
         }
+        self.apply_runtime(st, effective(st));
         true
     }
 

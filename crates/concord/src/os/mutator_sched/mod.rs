@@ -26,6 +26,7 @@
 mod adaptive;
 mod fifo;
 mod profile;
+mod scope;
 mod switches;
 
 use std::collections::{HashMap, HashSet};
@@ -43,9 +44,10 @@ pub use self::profile::{
     ProfileDecision, ProfileFile, ProfileOutcome, ProfileRule, ThreadProfile, WorkSpread,
     PROFILE_FORMAT, PROFILE_VERSION,
 };
+pub use self::scope::{check_fifo_scope, read_rt_runtime_us, RunThreads, RT_RUNTIME_PATH};
 pub use self::switches::ContextSwitches;
 use crate::os::periodic::Periodic;
-use crate::os::policy::MutatorSched;
+use crate::os::policy::{FifoScope, MutatorSched};
 use crate::os::sched::{self, SchedError};
 
 /// Lock the scheduler's state, ignoring poisoning: every update of it is a few assignments that
@@ -103,6 +105,8 @@ pub struct MutatorSchedConfig {
     pub sample_measure: SampleMeasure,
     /// The similarity at or above which the adaptive selection picks CFS.
     pub similarity_threshold: f64,
+    /// Whether FIFO also applies to the runtime's own threads (`add_runtime_threads`).
+    pub fifo_scope: FifoScope,
 }
 
 impl MutatorSchedConfig {
@@ -116,6 +120,7 @@ impl MutatorSchedConfig {
             profile_rule: ProfileRule::default(),
             sample_measure: SampleMeasure::default(),
             similarity_threshold: DEFAULT_SIMILARITY_THRESHOLD,
+            fifo_scope: FifoScope::Mutators,
         }
     }
 }
@@ -129,6 +134,11 @@ pub struct MutatorSchedReport {
     pub usable_cpus: usize,
     /// FIFO is chosen automatically only above this many CPUs.
     pub fifo_cpu_threshold: usize,
+    /// The threads FIFO applies to: the mutators, or also the VM thread and GC workers.
+    pub fifo_scope: FifoScope,
+    /// The runtime's own threads (VM thread, GC workers) put under the policy with the
+    /// mutators (`fifo-scope all`; 0 otherwise).
+    pub runtime_threads: usize,
     /// Whether `usable_cpus > fifo_cpu_threshold`.
     pub automatic_fifo_allowed: bool,
     /// The policy mutators run under now (before `finish`) or ran under last (after it).
@@ -137,7 +147,7 @@ pub struct MutatorSchedReport {
     pub fifo_denied: bool,
     /// Mutator registrations (`on_attach` calls).
     pub attaches: u64,
-    /// Successful switches of a thread to SCHED_FIFO.
+    /// Successful switches of a thread (mutator or runtime thread) to SCHED_FIFO.
     pub fifo_sets: u64,
     /// Profile-based selection, when asked for.
     pub profile: Option<ProfileOutcome>,
@@ -179,6 +189,10 @@ struct State {
     fifo_denied: bool,
     suppression_noted: bool,
     members: HashMap<i32, Member>,
+    /// `fifo-scope all`: the runtime's own threads, and whether each is under FIFO now.
+    runtime: HashMap<i32, bool>,
+    /// Runtime threads registered in all.
+    runtime_registered: usize,
     /// Profile recording: per thread id, name and CPU time so far.
     recording: Option<HashMap<i32, ThreadProfile>>,
     profile: Option<ProfileOutcome>,
@@ -242,6 +256,8 @@ impl MutatorScheduler {
                 fifo_denied: false,
                 suppression_noted: false,
                 members: HashMap::new(),
+                runtime: HashMap::new(),
+                runtime_registered: 0,
                 recording: None,
                 profile: None,
                 attaches: 0,
@@ -351,6 +367,28 @@ impl MutatorScheduler {
         }
     }
 
+    /// With `fifo-scope all`, put the runtime's own threads `tids` (the VM thread, the GC
+    /// workers) under the policy in force now and whenever it changes, until `finish`; nothing
+    /// with `fifo-scope mutators`.
+    pub fn add_runtime_threads(&self, tids: &[i32]) {
+        let shared = &*self.shared;
+        if shared.config.fifo_scope != FifoScope::All {
+            return;
+        }
+        let mut st = lock(&shared.state);
+        if st.finished {
+            return;
+        }
+        for &tid in tids {
+            if !st.runtime.contains_key(&tid) {
+                st.runtime.insert(tid, false);
+                st.runtime_registered += 1;
+            }
+        }
+        let now = effective(&st);
+        shared.apply_runtime(&mut st, now);
+    }
+
     /// Unregister thread `tid` (after as many calls as `on_attach`): set it back to CFS if it
     /// was put under FIFO, and account its CPU time when recording a profile. Call it from the
     /// thread itself, or at least while it is alive, or its CPU time is lost.
@@ -388,6 +426,8 @@ impl MutatorScheduler {
         }
         let shared = &*self.shared;
         let mut st = lock(&shared.state);
+        shared.apply_runtime(&mut st, SchedChoice::Cfs);
+        st.runtime.clear();
         let members: Vec<(i32, Member)> = st.members.drain().collect();
         for (tid, member) in &members {
             if member.on_fifo {
@@ -412,6 +452,8 @@ impl MutatorScheduler {
             requested: shared.config.policy.clone(),
             usable_cpus: shared.config.usable_cpus,
             fifo_cpu_threshold: shared.config.fifo_cpu_threshold,
+            fifo_scope: shared.config.fifo_scope,
+            runtime_threads: st.runtime_registered,
             automatic_fifo_allowed: shared.auto_fifo_allowed,
             applied: effective(&st),
             fifo_denied: st.fifo_denied,
@@ -561,6 +603,45 @@ impl Shared {
             .collect();
         for tid in on_fifo {
             self.restore(st, tid);
+        }
+        self.apply_runtime(st, SchedChoice::Cfs);
+    }
+
+    /// Put the runtime's own threads (`fifo-scope all`) under `choice`. A thread that has
+    /// exited is forgotten; a refused FIFO turns FIFO off for good.
+    fn apply_runtime(&self, st: &mut State, choice: SchedChoice) {
+        let want_fifo = choice == SchedChoice::Fifo;
+        let tids: Vec<i32> = st
+            .runtime
+            .iter()
+            .filter(|&(_, &on_fifo)| on_fifo != want_fifo)
+            .map(|(&tid, _)| tid)
+            .collect();
+        for tid in tids {
+            let result = if want_fifo {
+                if st.fifo_denied {
+                    return;
+                }
+                sched::set_fifo(tid, self.config.fifo_priority)
+            } else {
+                sched::set_other(tid)
+            };
+            match result {
+                Ok(()) => {
+                    st.runtime.insert(tid, want_fifo);
+                    if want_fifo {
+                        st.fifo_sets += 1;
+                    }
+                }
+                Err(e) if e.is_no_such_thread() => {
+                    st.runtime.remove(&tid);
+                }
+                Err(e) if want_fifo && e.is_permission_denied() => {
+                    self.deny_fifo(st, e);
+                    return;
+                }
+                Err(e) => self.fail(st, e.to_string()),
+            }
         }
     }
 }
