@@ -48,6 +48,12 @@ switch! {
     }
 }
 
+impl Default for FifoScope {
+    fn default() -> Self {
+        FifoScope::Mutators
+    }
+}
+
 /// The default sampling period of the adaptive mutator scheduling policies (001 §5.2).
 pub const DEFAULT_ADAPTIVE_PERIOD: Duration = Duration::from_secs(2);
 
