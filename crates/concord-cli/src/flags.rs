@@ -161,6 +161,10 @@ pub struct RunFlags {
     /// Profile object lifespans and report their histogram.
     #[arg(long)]
     pub lifespans: bool,
+    /// With --lifespans: mean bytes allocated between two sampled objects (0..=1g; 0 samples
+    /// every object) (default 64k).
+    #[arg(long = "lifespan-sample-bytes", value_name = "SIZE")]
+    pub lifespan_sample_bytes: Option<String>,
     /// Transparent huge pages for the heap: system (no madvise call), never, madvise, always
     /// or dynamic (huge pages while MemAvailable >= the heap's remaining footprint +
     /// --thp-margin, re-checked every 2 s) (default: the preset's; dynamic for optimized;
@@ -278,7 +282,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 21] = [
+        let given: [(&'static str, Option<String>); 22] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -303,6 +307,7 @@ impl RunFlags {
             ("gc-log-flush-timeout", self.gc_log_flush_timeout.clone()),
             ("thp", self.thp.clone()),
             ("thp-margin", self.thp_margin.as_ref().map(Size::to_string)),
+            ("lifespan-sample-bytes", self.lifespan_sample_bytes.clone()),
         ];
         let mut settings: Vec<(&'static str, String)> = given
             .into_iter()

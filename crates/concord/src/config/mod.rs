@@ -162,6 +162,9 @@ pub struct GcConfig {
     /// Profile object lifespans (bytes allocated between an object's allocation and its death,
     /// 001 §2) and report their histogram.
     pub lifespans: bool,
+    /// Mean bytes of a mutator's allocation between two lifespan samples; 0 samples every
+    /// object (every allocation then takes the slow path).
+    pub lifespan_sample_bytes: usize,
     /// Upper bound of the adaptive tenuring threshold, 0..=15 (HotSpot `MaxTenuringThreshold`).
     pub max_tenuring_threshold: u32,
     /// Tenuring threshold used until the first scavenge has measured survivor occupancy.
@@ -455,6 +458,7 @@ impl GcConfig {
             numa,
             numa_topology: NumaTopologySpec::Auto,
             lifespans: false,
+            lifespan_sample_bytes: crate::telemetry::lifespan::DEFAULT_SAMPLE_INTERVAL as usize,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,
             target_survivor_ratio: 50,

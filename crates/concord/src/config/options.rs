@@ -154,7 +154,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 39] = [
+static OPTIONS: [OptionSpec; 40] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -629,7 +629,24 @@ static OPTIONS: [OptionSpec; 39] = [
             Ok(())
         },
     },
+    OptionSpec {
+        key: "lifespan-sample-bytes",
+        env: "CONCORD_LIFESPAN_SAMPLE_BYTES",
+        kind: ValueKind::Size,
+        doc: "With lifespans: mean bytes of a mutator's allocation between two sampled objects \
+              (0..=1g; 0 samples every object, and every allocation then takes the slow path; \
+              default 64k). Deaths are seen at the collection that finds the object dead, so a \
+              young object's lifespan is known to within the young generation's size: a smaller \
+              young generation gives a finer resolution at the price of more collections.",
+        set: |c, v| {
+            c.lifespan_sample_bytes = size_in(v, &LIFESPAN_SAMPLE_RANGE)?;
+            Ok(())
+        },
+    },
 ];
+
+/// Allowed `lifespan-sample-bytes` values.
+const LIFESPAN_SAMPLE_RANGE: RangeInclusive<usize> = 0..=1 << 30;
 
 /// `(key, environment variable, doc)` of every option, in `--help` order, for the README and
 /// `--help`.
@@ -1208,6 +1225,7 @@ mod tests {
             ("gc-log-compress", "yes"),
             ("gc-records", "/tmp/records.jsonl"),
             ("lifespans", "on"),
+            ("lifespan-sample-bytes", "0"),
         ];
         assert_eq!(values.len(), OPTIONS.len());
         let check = |config: GcConfig| {
@@ -1266,6 +1284,7 @@ mod tests {
             assert!(config.gc_log_compress);
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
             assert!(config.lifespans);
+            assert_eq!(config.lifespan_sample_bytes, 0);
         };
 
         let mut cli = ConfigBuilder::new();
@@ -1782,7 +1801,7 @@ mod tests {
         assert!(
             err.ends_with(
                 "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, \
-                 gc-log-compress, gc-records, lifespans)"
+                 gc-log-compress, gc-records, lifespans, lifespan-sample-bytes)"
             ),
             "{err}"
         );

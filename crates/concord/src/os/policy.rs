@@ -39,18 +39,14 @@ switch! {
 
 switch! {
     /// The threads the mutator scheduling policy puts under SCHED_FIFO when it chooses FIFO.
+    #[derive(Default)]
     FifoScope, "FIFO scope" {
         /// The mutator threads only.
+        #[default]
         Mutators => "mutators",
         /// The mutators, the VM thread and the GC workers: the whole runtime, as 001 ran the
         /// whole JVM under FIFO.
         All => "all",
-    }
-}
-
-impl Default for FifoScope {
-    fn default() -> Self {
-        FifoScope::Mutators
     }
 }
 

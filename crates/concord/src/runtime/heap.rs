@@ -528,7 +528,9 @@ impl Heap {
             None
         };
         // Lifespan profiler: enabled by configuration.
-        let lifespans = config.lifespans.then(LifespanProfiler::default);
+        let lifespans = config
+            .lifespans
+            .then(|| LifespanProfiler::new(config.lifespan_sample_bytes as u64));
         let safepoint_timeout = config.safepoint_timeout;
         let inner = Arc::new(HeapInner {
             policy: Mutex::new(Policy {

@@ -380,8 +380,8 @@ impl MutatorScheduler {
             return;
         }
         for &tid in tids {
-            if !st.runtime.contains_key(&tid) {
-                st.runtime.insert(tid, false);
+            if let std::collections::hash_map::Entry::Vacant(entry) = st.runtime.entry(tid) {
+                entry.insert(false);
                 st.runtime_registered += 1;
             }
         }
