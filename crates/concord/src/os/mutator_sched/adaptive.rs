@@ -197,12 +197,18 @@ impl Shared {
 
     /// One sample of the adaptive policy asked for.
     pub(super) fn sample(&self) {
+        let listing = matches!(self.config.policy, MutatorSched::Adaptive(_));
+        // The listing decides no more after its switch to CFS: nothing to read.
+        if listing && lock(&self.state).listing_done {
+            return;
+        }
         let Some((mut st, live)) = self.live_mutators() else {
             return;
         };
-        match self.config.policy {
-            MutatorSched::Adaptive(_) => self.sample_listing(&mut st, live),
-            _ => self.sample_majority(&mut st, live),
+        if listing {
+            self.sample_listing(&mut st, live);
+        } else {
+            self.sample_majority(&mut st, live);
         }
     }
 
