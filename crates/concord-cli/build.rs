@@ -2,14 +2,17 @@
 //! `build-support/test_tools.rs`), so that a test whose program is absent shows as ignored with
 //! its reason: headless Chromium for the report pages (cfg `no_chromium`), JDK 17 for
 //! `concord jvm` (cfg `no_jdk17`), any JDK for the HotSpot comparisons (cfg `no_java`), and root
-//! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`).
+//! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`), and the
+//! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`).
 
 #[path = "../../build-support/test_tools.rs"]
 mod test_tools;
 
 use std::path::PathBuf;
 
-use test_tools::{all_exist, jdk_files, on_path, TestTools, JDK17_HOME};
+use test_tools::{
+    all_exist, jdk_files, may_use_sched_fifo, on_path, TestTools, JDK17_HOME, SCHED_FIFO_NEEDS,
+};
 
 fn main() {
     let mut tools = TestTools::new();
@@ -32,6 +35,7 @@ fn main() {
         jdk17 || java_with_javac_on_path(),
         "a JDK: `java` with `javac` beside it on PATH (apt-get install openjdk-17-jdk-headless)",
     );
+    tools.check("no_sched_fifo", may_use_sched_fifo(), SCHED_FIFO_NEEDS);
     tools.check(
         "no_root_setpriv",
         is_root() && on_path(&["setpriv"]).is_some() && on_path(&["python3"]).is_some(),

@@ -161,6 +161,10 @@ pub struct RunFlags {
     /// Profile object lifespans and report their histogram.
     #[arg(long)]
     pub lifespans: bool,
+    /// With --lifespans: mean bytes allocated between two sampled objects (0..=1g; 0 samples
+    /// every object) (default 64k).
+    #[arg(long = "lifespan-sample-bytes", value_name = "SIZE")]
+    pub lifespan_sample_bytes: Option<String>,
     /// Transparent huge pages for the heap: system (no madvise call), never, madvise, always
     /// or dynamic (huge pages while MemAvailable >= the heap's remaining footprint +
     /// --thp-margin, re-checked every 2 s) (default: the preset's; dynamic for optimized;
@@ -254,6 +258,11 @@ pub struct SwitchFlags {
         allow_negative_numbers = true
     )]
     pub fifo_cpu_threshold: Option<String>,
+    /// The threads FIFO applies to: mutators, or all (also the VM thread and the GC workers;
+    /// refused when they outnumber the usable CPUs and the kernel's real-time throttle is off)
+    /// (default mutators).
+    #[arg(long = "fifo-scope", value_name = "mutators|all")]
+    pub fifo_scope: Option<String>,
     /// NUMA layout of the heap (004 §3.2): off, interleaved (pages round-robin over the
     /// nodes, GC worker i pinned to node i % nodes), fragmented (eden and survivors one
     /// fragment per node, TLABs and PLABs from the allocating thread's node, old interleaved)
@@ -273,7 +282,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 20] = [
+        let given: [(&'static str, Option<String>); 22] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -287,6 +296,7 @@ impl RunFlags {
             ("gc-affinity", s.gc_affinity.clone()),
             ("mutator-sched", s.mutator_sched.clone()),
             ("fifo-cpu-threshold", s.fifo_cpu_threshold.clone()),
+            ("fifo-scope", s.fifo_scope.clone()),
             ("numa", s.numa.clone()),
             ("numa-topology", s.numa_topology.clone()),
             ("gc-log-mode", self.gc_log_mode.clone()),
@@ -297,6 +307,7 @@ impl RunFlags {
             ("gc-log-flush-timeout", self.gc_log_flush_timeout.clone()),
             ("thp", self.thp.clone()),
             ("thp-margin", self.thp_margin.as_ref().map(Size::to_string)),
+            ("lifespan-sample-bytes", self.lifespan_sample_bytes.clone()),
         ];
         let mut settings: Vec<(&'static str, String)> = given
             .into_iter()

@@ -3,12 +3,15 @@
 //! With `--interfere busy:K` busy-loop threads run alongside; with `--co-run M`, M instances
 //! run at once as separate processes ([`crate::co_run`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
 use concord::config::ConfigBuilder;
+use concord::os::mutator_sched::{
+    check_fifo_scope, read_rt_runtime_us, RunThreads, RT_RUNTIME_PATH,
+};
 
 use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
 use crate::console::{err, errln, out, outln};
@@ -209,6 +212,23 @@ pub fn build_config(
     Ok(b.build()?)
 }
 
+/// Refuse `fifo-scope all` where busy FIFO threads could starve the machine
+/// ([`check_fifo_scope`]), given the kernel's real-time throttle `rt_runtime_us`.
+fn refuse_unsafe_fifo_scope(
+    config: &concord::GcConfig,
+    threads: RunThreads,
+    rt_runtime_us: Option<i64>,
+) -> Result<()> {
+    check_fifo_scope(
+        &config.mutator_sched,
+        config.fifo_scope,
+        threads,
+        concord::os::cpu::usable_cpu_count(),
+        rt_runtime_us,
+    )
+    .map_err(|e| anyhow::anyhow!("--fifo-scope: {e}"))
+}
+
 /// Run `concord run`. Everything is checked before the heap is built (workload parameters,
 /// configuration, harness), so bad input touches no file.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -225,6 +245,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         return run_instance(&workload, &params, &config, n as usize);
     }
     let harness = harness(&args, file.as_ref())?;
+    refuse_unsafe_fifo_scope(
+        &config,
+        RunThreads {
+            instances: harness.co_run,
+            gc_threads: config.gc_threads,
+            mutators: params.mutators,
+        },
+        read_rt_runtime_us(Path::new(RT_RUNTIME_PATH)),
+    )?;
     let interference = harness.interfere.map(|l| {
         let place = if harness.co_run > 1 {
             "in the parent process"
@@ -464,6 +493,37 @@ mod tests {
         assert_eq!(
             err,
             "--gc-affinity: 'pinned' is not a GC affinity (allowed: none, static, dynamic)"
+        );
+    }
+
+    #[test]
+    fn fifo_scope_all_is_refused_with_more_threads_than_cpus_and_no_rt_throttle() {
+        use concord::os::policy::FifoScope;
+        let cpus = concord::os::cpu::usable_cpu_count();
+        let threads = RunThreads {
+            instances: 1,
+            gc_threads: cpus,
+            mutators: 1,
+        };
+        let c = config(&["--mutator-sched", "fifo", "--fifo-scope", "all"]).unwrap();
+        assert_eq!(c.fifo_scope, FifoScope::All);
+        let err = refuse_unsafe_fifo_scope(&c, threads, Some(-1))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--fifo-scope: fifo-scope 'all'"), "{err}");
+        assert!(err.contains("real-time throttle is off"), "{err}");
+        // The throttle on (the kernel's default): allowed.
+        assert!(refuse_unsafe_fifo_scope(&c, threads, Some(950_000)).is_ok());
+        // Mutators only: allowed.
+        let c = config(&["--mutator-sched", "fifo"]).unwrap();
+        assert_eq!(c.fifo_scope, FifoScope::Mutators);
+        assert!(refuse_unsafe_fifo_scope(&c, threads, Some(-1)).is_ok());
+        let err = config(&["--fifo-scope", "everything"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--fifo-scope: 'everything' is not a FIFO scope (allowed: mutators, all)"
         );
     }
 

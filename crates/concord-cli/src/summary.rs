@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use concord::config::format_size;
-use concord::os::mutator_sched::MutatorSchedReport;
+use concord::os::mutator_sched::{ContextSwitches, MutatorSchedReport, SchedChoice};
 use concord::os::thp::{SystemThp, ThpReport};
 use concord::os::vm::HugePageAdvice;
 use concord::telemetry::{gc_metrics, nearest_rank};
@@ -58,6 +58,9 @@ pub struct Summary {
     pub affinity_moves: usize,
     /// What the mutator scheduling policy did.
     pub mutator_sched: Option<MutatorSchedReport>,
+    /// Context switches of the mutator threads while attached, summed over them (001 §4.1);
+    /// `None` when the heap reported no scheduling.
+    pub mutator_context_switches: Option<ContextSwitches>,
     /// How the GC log was written (`sync`/`async`), when there was one.
     pub gc_log_mode: Option<String>,
     /// GC log lines dropped (0 without a log).
@@ -179,6 +182,7 @@ impl Summary {
             lifespans: stats.lifespans.clone(),
             affinity_moves: stats.affinity_moves(),
             mutator_sched: stats.mutator_sched.clone(),
+            mutator_context_switches: stats.mutator_sched.as_ref().map(|r| r.context_switches),
             gc_log_mode: stats.gc_log.map(|l| l.mode.to_string()),
             gc_log_dropped: stats.gc_log.map_or(0, |l| l.dropped),
             gc_log_write_max_ms: stats.gc_log.map_or(0.0, |l| l.write_max_ms),
@@ -272,6 +276,7 @@ impl Summary {
             "alloc_stall_max_ms": self.alloc_stall_max_ms,
             "alloc_stall_p99_ms": self.alloc_stall_p99_ms,
         });
+        v["mutator_context_switches"] = json!(self.mutator_context_switches);
         for (k, val) in &self.switches {
             v[k.replace('-', "_")] = json!(val);
         }
@@ -452,6 +457,23 @@ impl Summary {
                 "  mutators  scheduled {} (asked: {}), {} policy switches",
                 r.applied, r.requested, r.switches
             );
+            let _ = writeln!(
+                s,
+                "            context switches: {} voluntary, {} involuntary",
+                r.context_switches.voluntary, r.context_switches.involuntary
+            );
+            if let Some(last) = r.listing_decisions.last() {
+                let _ = writeln!(
+                    s,
+                    "            Algorithm 2: {} samples, {}",
+                    r.listing_decisions.len(),
+                    if last.step.choice == SchedChoice::Cfs {
+                        format!("a thread seen again at {} ms: CFS from then on", last.at_ms)
+                    } else {
+                        "every thread new at every sample: FIFO throughout".to_string()
+                    }
+                );
+            }
             for notice in &r.notices {
                 let _ = writeln!(s, "            {notice}");
             }
@@ -620,6 +642,7 @@ impl Summary {
             lifespans: None,
             affinity_moves: instances.iter().map(|s| s.affinity_moves).sum(),
             mutator_sched: None,
+            mutator_context_switches: instances.iter().map(|s| s.mutator_context_switches).sum(),
             gc_log_mode: instances.iter().find_map(|s| s.gc_log_mode.clone()),
             gc_log_dropped: instances.iter().map(|s| s.gc_log_dropped).sum(),
             gc_log_write_max_ms: instances
@@ -762,6 +785,8 @@ impl Summary {
             lifespans: None,
             affinity_moves: v["affinity_moves"].as_u64().unwrap_or(0) as usize,
             mutator_sched: None,
+            mutator_context_switches: serde_json::from_value(v["mutator_context_switches"].clone())
+                .ok(),
             gc_log_mode: v["gc_log_mode"].as_str().map(str::to_string),
             gc_log_dropped: v["gc_log_dropped"].as_u64().unwrap_or(0),
             gc_log_write_max_ms: v["gc_log_write_max_ms"].as_f64().unwrap_or(0.0),

@@ -23,7 +23,8 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
             &argv("run gcbench --mutator-sched rr"),
             &[
                 "--mutator-sched: 'rr'",
-                "allowed: cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS",
+                "allowed: cfs, fifo, profile:PATH, adaptive[:SECONDS] or \
+                 adaptive-majority[:SECONDS]",
             ],
         ),
         (
@@ -32,6 +33,10 @@ fn bad_values_of_the_new_flags_are_bad_input_naming_the_allowed_values() {
                 "--mutator-sched: 'adaptive:0'",
                 "allowed: seconds from 0.01 to 3600",
             ],
+        ),
+        (
+            &argv("run gcbench --fifo-scope everything"),
+            &["--fifo-scope: 'everything'", "allowed: mutators, all"],
         ),
         (
             &argv("run gcbench --mutator-sched profile:"),
@@ -104,6 +109,10 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
     assert_eq!(v["mutator_sched"], "cfs");
+    // Summed over the mutator threads: each blocks at least once at a collection's safepoint.
+    let switches = &v["mutator_context_switches"];
+    assert!(switches["voluntary"].as_u64().unwrap() > 0, "{v}");
+    assert!(switches["involuntary"].is_u64(), "{v}");
 
     let out = concord(&small("run", "10", &["--preset", "vanilla"]));
     assert!(out.status.success());
@@ -111,6 +120,46 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
     assert!(
         text.contains("gc-affinity none, mutator-sched cfs"),
         "{text}"
+    );
+}
+
+/// `--fifo-scope all`: the GC workers and the VM thread go under SCHED_FIFO with the mutators
+/// (5 FIFO threads on this machine's CPUs, the kernel's real-time throttle on), the run ends
+/// and the heap verifies after every collection.
+#[test]
+#[cfg_attr(
+    no_sched_fifo,
+    ignore = "needs the right to use SCHED_FIFO when the tests were built: root, CAP_SYS_NICE or `ulimit -r 1`"
+)]
+fn fifo_scope_all_puts_the_runtime_threads_under_fifo_and_the_heap_verifies() {
+    let throttle = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+    assert_ne!(
+        throttle.trim(),
+        "-1",
+        "the real-time throttle is off: the run would be refused (tested in run.rs)"
+    );
+    let v = json_of(&argv(
+        "run binary-trees 12 --heap 16m --young 2m --gc-threads 2 --mutators 2 \
+         --mutator-sched fifo --fifo-scope all --verify --json",
+    ));
+    assert_eq!(v["checksum_ok"], true, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert!(v["gc_count"].as_u64().unwrap() > 0, "{v}");
+    let r = &v["mutator_sched_report"];
+    assert_eq!(r["fifo_scope"], "all", "{r}");
+    assert_eq!(r["fifo_denied"], false, "{r}");
+    // Two GC workers and the VM thread, each set to FIFO once; the mutators too.
+    assert_eq!(r["runtime_threads"], 3, "{r}");
+    assert!(r["fifo_sets"].as_u64().unwrap() >= 5, "{r}");
+    assert!(r["failures"].as_array().unwrap().is_empty(), "{r}");
+    // Mutators only (the default): the runtime threads are left alone.
+    let v = json_of(&argv(
+        "run binary-trees 10 --heap 8m --gc-threads 2 --mutator-sched fifo --json",
+    ));
+    let r = &v["mutator_sched_report"];
+    assert_eq!(
+        (&r["fifo_scope"], &r["runtime_threads"]),
+        (&"mutators".into(), &0.into())
     );
 }
 
@@ -423,6 +472,8 @@ fn sched_bench_prints_json_and_writes_its_directory() {
             "{c}"
         );
         assert!(c["median"]["wall_ms"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["median"]["mutator_voluntary_switches"].is_number(), "{c}");
+        assert!(c["median"]["gc_involuntary_switches"].is_number(), "{c}");
     }
     let e = check_results(&out, "sched-bench", 6);
     assert_eq!(e["configurations"][3]["label"], "cfs (gcbench)");

@@ -17,52 +17,8 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-pub use concord::os::policy::{GcAffinity, MutatorSched};
-
-/// Which threads `mutator-sched fifo` puts on `SCHED_FIFO`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FifoScope {
-    /// Java threads only: the thread that receives `VMInit` (the main thread) and every
-    /// thread that starts afterwards (`ThreadStart`).
-    #[default]
-    Mutators,
-    /// The whole JVM, as 001 ran it: the Java threads plus the JVM's own threads (GC workers,
-    /// VM thread, compiler threads), found in `/proc/self/task`.
-    All,
-}
-
-impl FifoScope {
-    /// The allowed values, for error messages.
-    pub const ALLOWED: &'static str = "mutators, all";
-
-    /// The name users write.
-    pub fn name(self) -> &'static str {
-        match self {
-            FifoScope::Mutators => "mutators",
-            FifoScope::All => "all",
-        }
-    }
-}
-
-impl fmt::Display for FifoScope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for FifoScope {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "mutators" => Ok(FifoScope::Mutators),
-            "all" => Ok(FifoScope::All),
-            _ => Err(format!("'{text}' is not a FIFO scope")),
-        }
-    }
-}
+pub use concord::os::policy::{FifoScope, GcAffinity, MutatorSched};
 
 /// The keys the agent understands, for error messages.
 pub const KEYS: &str =
@@ -160,7 +116,9 @@ impl AgentOptions {
                     })?
                 }
                 "fifo-scope" => {
-                    options.fifo_scope = value.parse().map_err(|_| bad_value(FifoScope::ALLOWED))?
+                    options.fifo_scope = value
+                        .parse()
+                        .map_err(|_| bad_value(&FifoScope::allowed()))?
                 }
                 "records" | "report" | "proc-stat" | "outcome" => {
                     if value.is_empty() {
@@ -224,18 +182,21 @@ impl AgentOptions {
     /// (the automatic policies decide for the Java threads they see start and end).
     pub fn check_supported(&self) -> Result<(), OptionError> {
         match (&self.mutator_sched, self.fifo_scope) {
-            (MutatorSched::Profile(_) | MutatorSched::Adaptive(_), FifoScope::All) => {
-                Err(OptionError {
-                    problem: format!(
-                        "fifo-scope 'all' does not go with mutator-sched '{}' (profile and \
+            (
+                MutatorSched::Profile(_)
+                | MutatorSched::Adaptive(_)
+                | MutatorSched::AdaptiveMajority(_),
+                FifoScope::All,
+            ) => Err(OptionError {
+                problem: format!(
+                    "fifo-scope 'all' does not go with mutator-sched '{}' (profile and \
                          adaptive decide for the Java threads only)",
-                        self.mutator_sched
-                    ),
-                    allowed: "fifo-scope=all with mutator-sched=fifo; fifo-scope=mutators with \
+                    self.mutator_sched
+                ),
+                allowed: "fifo-scope=all with mutator-sched=fifo; fifo-scope=mutators with \
                               any policy"
-                        .into(),
-                })
-            }
+                    .into(),
+            }),
             _ => Ok(()),
         }
     }
@@ -349,7 +310,7 @@ mod tests {
         assert!(e.to_string().ends_with("allowed: mutators, all"), "{e}");
         let e = AgentOptions::parse(Some("mutator-sched=rr")).unwrap_err();
         assert!(e.to_string().contains("'rr'"), "{e}");
-        assert!(e.allowed.contains("adaptive:SECONDS"), "{e}");
+        assert!(e.allowed.contains("adaptive[:SECONDS]"), "{e}");
         let e = AgentOptions::parse(Some("gc-affinity")).unwrap_err();
         assert!(e.problem.contains("not key=value"), "{e}");
         let e = AgentOptions::parse(Some("report=")).unwrap_err();

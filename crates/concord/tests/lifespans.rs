@@ -160,6 +160,65 @@ fn short_and_long_lifespans_land_in_their_buckets() {
     assert!(objects > 10.0 * r.dead as f64, "{objects}");
 }
 
+/// 001 Fig. 3 from every object: a known pattern (objects dropped at once, and a batch kept
+/// through 8 MiB of allocation) gives exactly its object counts, and each lifespan within the
+/// resolution a copying collector has: a young object's death is seen at the next scavenge.
+#[test]
+fn every_object_sampled_gives_fig3_shares_of_a_known_pattern() {
+    let mut c = config(32 * MIB, MIB, 2, true);
+    c.lifespan_sample_bytes = 0;
+    let heap = Heap::new(c).unwrap();
+    let eden = heap.config().generation_sizes().eden as u64;
+    const KEPT: usize = 1000;
+    const CHURN: usize = 8 * MIB;
+    let short = (CHURN / SHORT.size_bytes()).div_ceil(256) * 256;
+    {
+        let mut m = heap.attach();
+        m.scope(|m| {
+            // One reference array and KEPT objects, alive through CHURN bytes of allocation.
+            let kept = long_lived(m, KEPT, 0);
+            churn(m, CHURN);
+            m.set_ref(kept, 0, None);
+        });
+        m.collect(CollectionKind::Full);
+    }
+    let stats = heap.stats();
+    assert_eq!(stats.verified(), Some(true), "{:?}", stats.verify_failures);
+    let r = heap.lifespans().unwrap();
+    check_consistent(&r);
+    println!("{r}");
+    assert_eq!(r.sample_interval_bytes, 0);
+    // Every object, each counted as one.
+    let total = (1 + KEPT + short) as u64;
+    assert_eq!((r.samples, r.dead, r.censored), (total, total, 0), "{r}");
+    let objects: f64 = r.buckets.iter().map(|b| b.dead_objects_estimate).sum();
+    assert_eq!(objects, total as f64);
+    // The kept ones die at the full collection, just after CHURN bytes more were allocated.
+    let long_share: f64 = r
+        .buckets
+        .iter()
+        .filter(|b| b.lo_bytes >= CHURN as u64)
+        .map(|b| b.object_share)
+        .sum();
+    assert!(
+        (long_share - (1 + KEPT) as f64 / total as f64).abs() < 1e-9,
+        "{long_share}\n{r}"
+    );
+    assert_eq!(
+        r.dead_between(CHURN as u64, 2 * CHURN as u64),
+        1 + KEPT as u64
+    );
+    // The dropped ones are seen dead by the next scavenge (one caught live by a scavenge
+    // survives it, and is seen dead by the one after): within two edens.
+    let bound = (2 * eden).next_power_of_two();
+    assert!(
+        (r.object_share_below(bound) - short as f64 / total as f64).abs() < 1e-9,
+        "below {bound}: {}\n{r}",
+        r.object_share_below(bound)
+    );
+    assert!(r.median_bytes.unwrap() < eden, "{r}");
+}
+
 #[test]
 fn disabled_profiler_reports_nothing() {
     let heap = Heap::new(config(16 * MIB, 4 * MIB, 1, false)).unwrap();

@@ -15,10 +15,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use concord::os::mutator_sched::{
-    write_profile, MutatorSchedReport, MutatorScheduler, ProfileAction, ProfileFile, SchedChoice,
-    ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
+    write_profile, MutatorSchedConfig, MutatorSchedReport, MutatorScheduler, ProfileAction,
+    ProfileFile, SchedChoice, ThreadProfile, WorkSpread, PROFILE_FORMAT, PROFILE_VERSION,
 };
-use concord::os::policy::MutatorSched;
+use concord::os::policy::{FifoScope, MutatorSched};
 use concord::os::sched::{self, SchedPolicy};
 
 /// The report's notices that contain `phrase`.
@@ -168,8 +168,165 @@ fn sleepers(s: &Arc<MutatorScheduler>, n: usize) -> Vec<Sleeper> {
 }
 
 #[test]
-fn adaptive_switches_on_churn_and_back_when_threads_stay() {
+fn the_listing_starts_fifo_stays_on_churn_and_switches_to_cfs_for_good() {
     let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(NEVER), 2, 0));
+    assert_eq!(
+        s.current(),
+        SchedChoice::Fifo,
+        "Algorithm 2 starts under FIFO"
+    );
+    let mut pair = sleepers(&s, 2);
+    for t in &pair {
+        assert_eq!(t.policy_attached, expected_for(&s, SchedChoice::Fifo));
+    }
+    // Churn: every sample sees a new pair; all ids new, so FIFO stays.
+    for _ in 0..2 {
+        s.sample_now();
+        for t in pair.drain(..) {
+            assert_eq!(t.finish(), SchedPolicy::Other);
+        }
+        pair = sleepers(&s, 2);
+    }
+    s.sample_now();
+    let denied = s.report().fifo_denied;
+    for t in &pair {
+        assert_eq!(policy_of(t.tid), expected_for(&s, SchedChoice::Fifo));
+    }
+    // The same pair at the next sample: ids seen again, CFS, and no more decisions.
+    s.sample_now();
+    for t in &pair {
+        assert_eq!(policy_of(t.tid), SchedPolicy::Other);
+    }
+    for t in pair.drain(..) {
+        assert_eq!(t.finish(), SchedPolicy::Other);
+    }
+    // New threads after the switch stay under CFS whatever later samples see.
+    pair = sleepers(&s, 2);
+    s.sample_now();
+    for t in pair {
+        assert_eq!(t.policy_attached, SchedPolicy::Other);
+        assert_eq!(t.finish(), SchedPolicy::Other);
+    }
+    let report = s.finish();
+    let steps: Vec<(usize, usize, SchedChoice)> = report
+        .listing_decisions
+        .iter()
+        .map(|d| (d.step.active, d.step.already_seen, d.step.choice))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (2, 0, SchedChoice::Fifo),
+            (2, 0, SchedChoice::Fifo),
+            (2, 0, SchedChoice::Fifo),
+            (2, 2, SchedChoice::Cfs)
+        ]
+    );
+    assert_eq!(
+        report.samples, 4,
+        "the sample after the switch decides nothing"
+    );
+    assert!(report.decisions.is_empty());
+    let switched: Vec<bool> = report
+        .listing_decisions
+        .iter()
+        .map(|d| d.switched)
+        .collect();
+    if denied {
+        assert_eq!(switched, [false; 4]);
+    } else {
+        assert_eq!(switched, [false, false, false, true]);
+        assert_eq!(report.switches, 1);
+    }
+    assert_eq!(report.applied, SchedChoice::Cfs);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["requested"], "adaptive:3600");
+    assert_eq!(json["listing_decisions"][3]["already_seen"], 2);
+    assert_eq!(json["listing_decisions"][3]["choice"], "cfs");
+}
+
+/// A thread that is not a mutator (as a GC worker): reports its tid, blocks until released.
+fn bystander() -> (i32, mpsc::Sender<()>, thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        tx.send(sched::current_tid()).unwrap();
+        let _ = released.recv();
+    });
+    (rx.recv().unwrap(), release, handle)
+}
+
+#[test]
+fn fifo_scope_all_takes_the_runtime_threads_along() {
+    let mut config = MutatorSchedConfig::new(MutatorSched::Adaptive(NEVER), 2);
+    config.fifo_cpu_threshold = 0;
+    config.fifo_scope = FifoScope::All;
+    let s = Arc::new(MutatorScheduler::with_config(config));
+    let (worker, release, handle) = bystander();
+    s.add_runtime_threads(&[worker]);
+    s.add_runtime_threads(&[worker]); // counted once
+    let under_fifo = expected_for(&s, SchedChoice::Fifo);
+    assert_eq!(
+        policy_of(worker),
+        under_fifo,
+        "the listing starts under FIFO"
+    );
+    // A mutator seen at two samples: CFS, for the runtime thread too.
+    let t = sleeper(&s);
+    s.sample_now();
+    s.sample_now();
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    assert_eq!(policy_of(worker), SchedPolicy::Other);
+    assert_eq!(t.finish(), SchedPolicy::Other);
+    let report = s.finish();
+    assert_eq!(report.runtime_threads, 1);
+    assert_eq!(report.fifo_scope, FifoScope::All);
+    release.send(()).unwrap();
+    handle.join().unwrap();
+
+    // Explicit FIFO: back to CFS at `finish`. With the default scope, runtime threads are
+    // left alone.
+    for (scope, while_running) in [
+        (FifoScope::All, under_fifo),
+        (FifoScope::Mutators, SchedPolicy::Other),
+    ] {
+        let mut config = MutatorSchedConfig::new(MutatorSched::Fifo, 2);
+        config.fifo_scope = scope;
+        let s = MutatorScheduler::with_config(config);
+        let (worker, release, handle) = bystander();
+        s.add_runtime_threads(&[worker]);
+        assert_eq!(policy_of(worker), while_running, "{scope}");
+        let report = s.finish();
+        assert_eq!(policy_of(worker), SchedPolicy::Other, "{scope}");
+        assert_eq!(report.runtime_threads, usize::from(scope == FifoScope::All));
+        release.send(()).unwrap();
+        handle.join().unwrap();
+    }
+}
+
+#[test]
+fn the_listing_keeps_cfs_on_few_cpus() {
+    // 2 usable CPUs, FIFO chosen automatically only on more than 8.
+    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(NEVER), 2, 8));
+    assert_eq!(s.current(), SchedChoice::Cfs);
+    let t = sleeper(&s);
+    assert_eq!(t.policy_attached, SchedPolicy::Other);
+    s.sample_now();
+    assert_eq!(t.finish(), SchedPolicy::Other);
+    let report = s.finish();
+    assert_eq!((report.fifo_sets, report.switches), (0, 0));
+    assert_eq!(notices_with(&report, "staying with CFS").len(), 1);
+    assert_eq!(report.listing_decisions[0].step.choice, SchedChoice::Fifo);
+    assert_eq!(report.listing_decisions[0].applied, SchedChoice::Cfs);
+}
+
+#[test]
+fn majority_switches_on_churn_and_back_when_threads_stay() {
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::AdaptiveMajority(NEVER),
+        2,
+        0,
+    ));
     assert_eq!(s.current(), SchedChoice::Cfs);
 
     // Churn: every sample sees a new pair of mutators, the previous pair gone.
@@ -239,14 +396,18 @@ fn adaptive_switches_on_churn_and_back_when_threads_stay() {
     }
     assert!(final_report.switches >= report.switches);
     let json = serde_json::to_value(&final_report).unwrap();
-    assert_eq!(json["requested"], "adaptive:3600");
+    assert_eq!(json["requested"], "adaptive-majority:3600");
     assert!(json["decisions"][0]["similarity"].is_number());
 }
 
 #[test]
-fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
+fn majority_observes_but_keeps_cfs_on_few_cpus() {
     // 2 usable CPUs, FIFO chosen automatically only on more than 8.
-    let s = Arc::new(MutatorScheduler::new(MutatorSched::Adaptive(NEVER), 2, 8));
+    let s = Arc::new(MutatorScheduler::new(
+        MutatorSched::AdaptiveMajority(NEVER),
+        2,
+        8,
+    ));
     let mut t = sleeper(&s);
     s.sample_now();
     for _ in 0..3 {
@@ -270,9 +431,9 @@ fn adaptive_observes_but_keeps_cfs_on_few_cpus() {
 
 /// The sampler thread takes the samples by itself, one every period.
 #[test]
-fn the_adaptive_sampler_thread_samples_every_period() {
+fn the_majority_sampler_thread_samples_every_period() {
     let s = Arc::new(MutatorScheduler::new(
-        MutatorSched::Adaptive(Duration::from_millis(10)),
+        MutatorSched::AdaptiveMajority(Duration::from_millis(10)),
         2,
         0,
     ));

@@ -38,6 +38,14 @@ pub struct Figures {
     /// Remote copied bytes over all copied bytes, when the heap counted NUMA figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_copy_fraction: Option<f64>,
+    /// Voluntary and involuntary context switches of the mutator threads while attached
+    /// (001 §4.1), when the heap reported its mutator scheduling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutator_voluntary_switches: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutator_involuntary_switches: Option<f64>,
+    /// Involuntary context switches of the GC threads during the pauses (the GC period).
+    pub gc_involuntary_switches: f64,
 }
 
 /// The pause lengths 002 counts pauses over, ms (its SLA is 250 ms).
@@ -84,6 +92,9 @@ impl Figures {
                 .as_ref()
                 .filter(|n| n["accounting"] == true)
                 .map(|_| s.remote_copy_fraction()),
+            mutator_voluntary_switches: s.mutator_context_switches.map(|c| c.voluntary as f64),
+            mutator_involuntary_switches: s.mutator_context_switches.map(|c| c.involuntary as f64),
+            gc_involuntary_switches: s.attribution.gc_involuntary_switches as f64,
         }
     }
 
@@ -112,6 +123,13 @@ impl Figures {
             callback_us_max: optional_median(runs.iter().map(|r| r.callback_us_max)),
             affinity_moves: optional_median(runs.iter().map(|r| r.affinity_moves)),
             remote_copy_fraction: optional_median(runs.iter().map(|r| r.remote_copy_fraction)),
+            mutator_voluntary_switches: optional_median(
+                runs.iter().map(|r| r.mutator_voluntary_switches),
+            ),
+            mutator_involuntary_switches: optional_median(
+                runs.iter().map(|r| r.mutator_involuntary_switches),
+            ),
+            gc_involuntary_switches: m(|r| r.gc_involuntary_switches),
         }
     }
 }

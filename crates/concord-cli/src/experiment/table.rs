@@ -61,6 +61,11 @@ pub enum Column {
     Moves,
     /// Median remote copy fraction (NUMA layouts; `-` without NUMA figures).
     RemoteCopy,
+    /// Median voluntary / involuntary context switches of the mutator threads (001 §4.1).
+    MutatorVoluntary,
+    MutatorInvoluntary,
+    /// Median involuntary context switches of the GC threads during the pauses.
+    GcInvoluntary,
 }
 
 impl Column {
@@ -103,6 +108,9 @@ impl Column {
             Column::CallbackMax => "cb max us",
             Column::Moves => "moves",
             Column::RemoteCopy => "remote%",
+            Column::MutatorVoluntary => "mut vcsw",
+            Column::MutatorInvoluntary => "mut icsw",
+            Column::GcInvoluntary => "gc icsw",
         }
     }
 
@@ -120,6 +128,7 @@ impl Column {
             Column::LogWrite | Column::CallbackP50 | Column::CallbackMax => 9,
             Column::Moves => 6,
             Column::RemoteCopy => 8,
+            Column::MutatorVoluntary | Column::MutatorInvoluntary | Column::GcInvoluntary => 9,
         }
     }
 
@@ -161,6 +170,9 @@ impl Column {
             Column::CallbackMax => optional(m.callback_us_max, 1),
             Column::Moves => optional(m.affinity_moves, 0),
             Column::RemoteCopy => optional(m.remote_copy_fraction.map(|f| 100.0 * f), 1),
+            Column::MutatorVoluntary => optional(m.mutator_voluntary_switches, 0),
+            Column::MutatorInvoluntary => optional(m.mutator_involuntary_switches, 0),
+            Column::GcInvoluntary => format!("{:.0}", m.gc_involuntary_switches),
         }
     }
 }

@@ -181,7 +181,7 @@ pub fn encode_options(options: &AgentOptions) -> Result<String> {
 pub fn parse_fifo_scope(text: &str) -> Result<FifoScope, String> {
     text.trim()
         .parse()
-        .map_err(|_| format!("is not a FIFO scope (allowed: {})", FifoScope::ALLOWED))
+        .map_err(|_| format!("is not a FIFO scope (allowed: {})", FifoScope::allowed()))
 }
 
 /// `path` made absolute against `cwd`, as text the agent's options can carry.

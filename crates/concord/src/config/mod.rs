@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use crate::os::cpu::usable_cpu_count;
 use crate::os::numa::{NumaLayout, NumaTopologySpec};
-use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::policy::{FifoScope, GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, PhasePolicy};
 
@@ -135,6 +135,9 @@ pub struct GcConfig {
     /// process may use more CPUs than this (001 §4.4: FIFO pays off with more than 8 cores);
     /// with fewer they keep CFS. `fifo` itself is not affected.
     pub fifo_cpu_threshold: usize,
+    /// The threads FIFO applies to when the mutator scheduling policy chooses it: the mutators,
+    /// or also the VM thread and the GC workers (`all`, as 001 ran the whole JVM under FIFO).
+    pub fifo_scope: FifoScope,
     /// Transparent huge pages for the heap (002 §3): no call (`system`), `MADV_NOHUGEPAGE`
     /// (`never`), `MADV_HUGEPAGE` on a 2 MiB-aligned heap (`madvise`, `always`), or 002's rule
     /// re-checked every few seconds (`dynamic`).
@@ -159,6 +162,9 @@ pub struct GcConfig {
     /// Profile object lifespans (bytes allocated between an object's allocation and its death,
     /// 001 §2) and report their histogram.
     pub lifespans: bool,
+    /// Mean bytes of a mutator's allocation between two lifespan samples; 0 samples every
+    /// object (every allocation then takes the slow path).
+    pub lifespan_sample_bytes: usize,
     /// Upper bound of the adaptive tenuring threshold, 0..=15 (HotSpot `MaxTenuringThreshold`).
     pub max_tenuring_threshold: u32,
     /// Tenuring threshold used until the first scavenge has measured survivor occupancy.
@@ -444,6 +450,7 @@ impl GcConfig {
             // Not FIFO, not adaptive, in any preset: see the field's documentation.
             mutator_sched: MutatorSched::Cfs,
             fifo_cpu_threshold: DEFAULT_FIFO_CPU_THRESHOLD,
+            fifo_scope: FifoScope::Mutators,
             thp,
             thp_margin: DEFAULT_THP_MARGIN,
             // Off everywhere, as HotSpot's AlwaysPreTouch is by default.
@@ -451,6 +458,7 @@ impl GcConfig {
             numa,
             numa_topology: NumaTopologySpec::Auto,
             lifespans: false,
+            lifespan_sample_bytes: crate::telemetry::lifespan::DEFAULT_SAMPLE_INTERVAL as usize,
             max_tenuring_threshold: 15,
             initial_tenuring_threshold: 7,
             target_survivor_ratio: 50,

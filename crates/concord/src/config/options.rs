@@ -21,7 +21,7 @@ use super::validate::{
 };
 use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
 use crate::os::numa::NumaLayout;
-use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::policy::{FifoScope, GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
 use crate::parallel::{
     ParkingKind, StealPolicy, TaskQueueKind, TerminationBackoff, TerminationKind,
@@ -106,6 +106,8 @@ enum Switch {
     GcAffinity,
     /// [`MutatorSched`].
     MutatorSched,
+    /// [`FifoScope`].
+    FifoScope,
     /// [`GcLogMode`].
     GcLogMode,
     /// [`ThpMode`].
@@ -125,6 +127,7 @@ impl Switch {
             Switch::Parking => ParkingKind::allowed(),
             Switch::GcAffinity => GcAffinity::allowed(),
             Switch::MutatorSched => MutatorSched::ALLOWED.to_string(),
+            Switch::FifoScope => FifoScope::allowed(),
             Switch::GcLogMode => GcLogMode::ALLOWED.to_string(),
             Switch::Thp => ThpMode::allowed(),
             Switch::Numa => NumaLayout::allowed(),
@@ -151,7 +154,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 38] = [
+static OPTIONS: [OptionSpec; 40] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -330,12 +333,31 @@ static OPTIONS: [OptionSpec; 38] = [
         env: "CONCORD_MUTATOR_SCHED",
         kind: ValueKind::Switch(Switch::MutatorSched),
         doc: "How mutator threads are scheduled: cfs, fifo (SCHED_FIFO), profile:PATH (choose \
-              from a per-thread CPU-time profile, recorded there if missing, 001 Algorithm 1) or \
-              adaptive[:SECONDS] (switch on changes of the live thread set, sampled every 2 s \
-              or SECONDS, 001 Algorithm 2) (default cfs in every preset: FIFO can starve an \
-              embedding program's other threads, so it is opt-in).",
+              from a per-thread CPU-time profile, recorded there if missing, 001 Algorithm 1), \
+              adaptive[:SECONDS] (001 Algorithm 2 as listed: start under FIFO, sample the live \
+              mutator thread ids every 2 s or SECONDS, switch to CFS for good once a thread is \
+              seen at two samples) or adaptive-majority[:SECONDS] (start under CFS, re-decide at \
+              every sample: FIFO when most ids are new, CFS when mostly the same) (default cfs \
+              in every preset: FIFO can starve an embedding program's other threads, so it is \
+              opt-in).",
         set: |c, v| {
             c.mutator_sched = v.parse()?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "fifo-scope",
+        env: "CONCORD_FIFO_SCOPE",
+        kind: ValueKind::Switch(Switch::FifoScope),
+        doc: "The threads a mutator-sched policy puts under SCHED_FIFO when it chooses FIFO: \
+              mutators, or all (also the VM thread and the GC workers, as 001 ran the whole JVM \
+              under FIFO). All at one priority; waiting GC workers yield to each other. The \
+              kernel's real-time throttle (/proc/sys/kernel/sched_rt_runtime_us, 950000 of \
+              every 1000000 us by default) keeps 5 % of each CPU for other threads; with it off \
+              (-1), concord run refuses all when the GC threads, the VM thread and the mutators \
+              outnumber the usable CPUs (default mutators).",
+        set: |c, v| {
+            c.fifo_scope = v.parse()?;
             Ok(())
         },
     },
@@ -607,7 +629,24 @@ static OPTIONS: [OptionSpec; 38] = [
             Ok(())
         },
     },
+    OptionSpec {
+        key: "lifespan-sample-bytes",
+        env: "CONCORD_LIFESPAN_SAMPLE_BYTES",
+        kind: ValueKind::Size,
+        doc: "With lifespans: mean bytes of a mutator's allocation between two sampled objects \
+              (0..=1g; 0 samples every object, and every allocation then takes the slow path; \
+              default 64k). Deaths are seen at the collection that finds the object dead, so a \
+              young object's lifespan is known to within the young generation's size: a smaller \
+              young generation gives a finer resolution at the price of more collections.",
+        set: |c, v| {
+            c.lifespan_sample_bytes = size_in(v, &LIFESPAN_SAMPLE_RANGE)?;
+            Ok(())
+        },
+    },
 ];
+
+/// Allowed `lifespan-sample-bytes` values.
+const LIFESPAN_SAMPLE_RANGE: RangeInclusive<usize> = 0..=1 << 30;
 
 /// `(key, environment variable, doc)` of every option, in `--help` order, for the README and
 /// `--help`.
@@ -1164,6 +1203,7 @@ mod tests {
             ("gc-affinity", "static"),
             ("mutator-sched", "adaptive:0.5"),
             ("fifo-cpu-threshold", "0"),
+            ("fifo-scope", "all"),
             ("thp", "never"),
             ("thp-margin", "2g"),
             ("pretouch", "on"),
@@ -1185,6 +1225,7 @@ mod tests {
             ("gc-log-compress", "yes"),
             ("gc-records", "/tmp/records.jsonl"),
             ("lifespans", "on"),
+            ("lifespan-sample-bytes", "0"),
         ];
         assert_eq!(values.len(), OPTIONS.len());
         let check = |config: GcConfig| {
@@ -1212,6 +1253,7 @@ mod tests {
                 MutatorSched::Adaptive(Duration::from_millis(500))
             );
             assert_eq!(config.fifo_cpu_threshold, 0);
+            assert_eq!(config.fifo_scope, crate::os::policy::FifoScope::All);
             assert_eq!(config.thp, ThpMode::Never);
             assert_eq!(config.thp_margin, 2 * GIB);
             assert!(config.pretouch);
@@ -1242,6 +1284,7 @@ mod tests {
             assert!(config.gc_log_compress);
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
             assert!(config.lifespans);
+            assert_eq!(config.lifespan_sample_bytes, 0);
         };
 
         let mut cli = ConfigBuilder::new();
@@ -1628,13 +1671,13 @@ mod tests {
                 "mutator-sched",
                 "rr",
                 "--mutator-sched: 'rr' is not a mutator scheduling policy (allowed: cfs, fifo, \
-                 profile:PATH, adaptive or adaptive:SECONDS)",
+                 profile:PATH, adaptive[:SECONDS] or adaptive-majority[:SECONDS])",
             ),
             (
                 "mutator-sched",
                 "fifo:2",
                 "--mutator-sched: 'fifo:2' is not a mutator scheduling policy (allowed: cfs, \
-                 fifo, profile:PATH, adaptive or adaptive:SECONDS)",
+                 fifo, profile:PATH, adaptive[:SECONDS] or adaptive-majority[:SECONDS])",
             ),
             (
                 "mutator-sched",
@@ -1699,8 +1742,8 @@ mod tests {
             .to_string();
         assert!(
             err.contains(
-                "is a TOML array (expected one of cfs, fifo, profile:PATH, adaptive or \
-                 adaptive:SECONDS)"
+                "is a TOML array (expected one of cfs, fifo, profile:PATH, adaptive[:SECONDS] \
+                 or adaptive-majority[:SECONDS])"
             ),
             "{err}"
         );
@@ -1758,7 +1801,7 @@ mod tests {
         assert!(
             err.ends_with(
                 "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, \
-                 gc-log-compress, gc-records, lifespans)"
+                 gc-log-compress, gc-records, lifespans, lifespan-sample-bytes)"
             ),
             "{err}"
         );

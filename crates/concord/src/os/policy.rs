@@ -30,12 +30,27 @@ switch! {
         Fifo => "fifo",
         /// 001 Algorithm 1, from a per-thread CPU-time profile.
         Profile => "profile",
-        /// 001 Algorithm 2, from samples of the live thread ids.
+        /// 001 Algorithm 2 as listed, from samples of the live thread ids.
         Adaptive => "adaptive",
+        /// 001 §5.2's prose variant of Algorithm 2: re-decides at every sample.
+        AdaptiveMajority => "adaptive-majority",
     }
 }
 
-/// The default sampling period of the adaptive mutator scheduling policy (001 §5.2).
+switch! {
+    /// The threads the mutator scheduling policy puts under SCHED_FIFO when it chooses FIFO.
+    #[derive(Default)]
+    FifoScope, "FIFO scope" {
+        /// The mutator threads only.
+        #[default]
+        Mutators => "mutators",
+        /// The mutators, the VM thread and the GC workers: the whole runtime, as 001 ran the
+        /// whole JVM under FIFO.
+        All => "all",
+    }
+}
+
+/// The default sampling period of the adaptive mutator scheduling policies (001 §5.2).
 pub const DEFAULT_ADAPTIVE_PERIOD: Duration = Duration::from_secs(2);
 
 /// The sampling periods `adaptive:SECONDS` allows, in seconds.
@@ -52,14 +67,19 @@ pub enum MutatorSched {
     /// when work is spread evenly over many threads, CFS when a few threads do most of it);
     /// otherwise run under CFS and record the profile there.
     Profile(PathBuf),
-    /// 001 Algorithm 2: sample the set of live thread ids every period and switch between FIFO
-    /// (the set changes) and CFS (it stays the same).
+    /// 001 Algorithm 2 as listed: start under FIFO; every period collect the live thread ids;
+    /// stay under FIFO while they are all new, and switch to CFS for good at the first sample
+    /// that sees a thread again.
     Adaptive(Duration),
+    /// 001 §5.2's prose: start under CFS and re-decide at every sample, FIFO when most of the
+    /// live thread ids are new since the previous sample, CFS when they are mostly the same.
+    AdaptiveMajority(Duration),
 }
 
 impl MutatorSched {
     /// The allowed forms, for error messages.
-    pub const ALLOWED: &'static str = "cfs, fifo, profile:PATH, adaptive or adaptive:SECONDS";
+    pub const ALLOWED: &'static str =
+        "cfs, fifo, profile:PATH, adaptive[:SECONDS] or adaptive-majority[:SECONDS]";
 
     /// The policy without its argument.
     pub fn kind(&self) -> MutatorSchedKind {
@@ -68,6 +88,17 @@ impl MutatorSched {
             MutatorSched::Fifo => MutatorSchedKind::Fifo,
             MutatorSched::Profile(_) => MutatorSchedKind::Profile,
             MutatorSched::Adaptive(_) => MutatorSchedKind::Adaptive,
+            MutatorSched::AdaptiveMajority(_) => MutatorSchedKind::AdaptiveMajority,
+        }
+    }
+
+    /// The sampling period of the adaptive policies.
+    pub fn sampling_period(&self) -> Option<Duration> {
+        match self {
+            MutatorSched::Adaptive(period) | MutatorSched::AdaptiveMajority(period) => {
+                Some(*period)
+            }
+            _ => None,
         }
     }
 
@@ -77,7 +108,7 @@ impl MutatorSched {
     pub fn check_argument(&self) -> Result<(), String> {
         match self {
             MutatorSched::Profile(path) if path.as_os_str().is_empty() => Err(needs_a_file()),
-            MutatorSched::Adaptive(period)
+            MutatorSched::Adaptive(period) | MutatorSched::AdaptiveMajority(period)
                 if !ADAPTIVE_PERIOD_SECONDS.contains(&period.as_secs_f64()) =>
             {
                 Err(bad_period(period.as_secs_f64()))
@@ -103,7 +134,9 @@ impl fmt::Display for MutatorSched {
         match self {
             MutatorSched::Cfs | MutatorSched::Fifo => f.write_str(self.kind().name()),
             MutatorSched::Profile(p) => write!(f, "profile:{}", p.display()),
-            MutatorSched::Adaptive(d) => write!(f, "adaptive:{}", d.as_secs_f64()),
+            MutatorSched::Adaptive(d) | MutatorSched::AdaptiveMajority(d) => {
+                write!(f, "{}:{}", self.kind().name(), d.as_secs_f64())
+            }
         }
     }
 }
@@ -135,15 +168,20 @@ impl FromStr for MutatorSched {
                 Ok(MutatorSched::Profile(PathBuf::from(path.trim())))
             }
             (MutatorSchedKind::Profile, _) => Err(needs_a_file()),
-            (MutatorSchedKind::Adaptive, None) => {
-                Ok(MutatorSched::Adaptive(DEFAULT_ADAPTIVE_PERIOD))
+            (MutatorSchedKind::Adaptive | MutatorSchedKind::AdaptiveMajority, arg) => {
+                let period = match arg {
+                    None => DEFAULT_ADAPTIVE_PERIOD,
+                    Some(secs) => match secs.trim().parse::<f64>() {
+                        Ok(s) if ADAPTIVE_PERIOD_SECONDS.contains(&s) => Duration::from_secs_f64(s),
+                        _ => return Err(bad_period(secs)),
+                    },
+                };
+                Ok(if kind == MutatorSchedKind::Adaptive {
+                    MutatorSched::Adaptive(period)
+                } else {
+                    MutatorSched::AdaptiveMajority(period)
+                })
             }
-            (MutatorSchedKind::Adaptive, Some(secs)) => match secs.trim().parse::<f64>() {
-                Ok(s) if ADAPTIVE_PERIOD_SECONDS.contains(&s) => {
-                    Ok(MutatorSched::Adaptive(Duration::from_secs_f64(s)))
-                }
-                _ => Err(bad_period(secs)),
-            },
         }
     }
 }
@@ -178,6 +216,17 @@ mod tests {
             assert_eq!(parsed(text), Ok(policy), "{text}");
         }
         assert_eq!(parsed("adaptive:0.5").unwrap().to_string(), "adaptive:0.5");
+        assert_eq!(
+            parsed("adaptive-majority"),
+            Ok(MutatorSched::AdaptiveMajority(DEFAULT_ADAPTIVE_PERIOD))
+        );
+        let majority = parsed("adaptive-majority:0.5").unwrap();
+        assert_eq!(majority.to_string(), "adaptive-majority:0.5");
+        assert_eq!(majority.sampling_period(), Some(Duration::from_millis(500)));
+        assert_eq!(MutatorSched::Fifo.sampling_period(), None);
+        assert!(parsed("adaptive-majority:0")
+            .unwrap_err()
+            .contains("0.01 to 3600"));
         assert_eq!(
             parsed("PROFILE:x").unwrap().kind(),
             MutatorSchedKind::Profile

@@ -20,7 +20,9 @@ use crate::os::cpu::{CpuView, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::fs::check_creatable;
 use crate::os::gc_affinity::GcAffinityController;
 use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
-use crate::os::mutator_sched::{MutatorSchedReport, MutatorScheduler, ProfileAction};
+use crate::os::mutator_sched::{
+    MutatorSchedConfig, MutatorSchedReport, MutatorScheduler, ProfileAction,
+};
 use crate::os::periodic::Periodic;
 use crate::os::policy::{GcAffinity, MutatorSched};
 use crate::os::procfs::KernelFileError;
@@ -510,12 +512,14 @@ impl Heap {
             );
         }
         let gc_affinity = Arc::new(controller);
-        let mutator_sched = MutatorScheduler::new(
-            config.mutator_sched.clone(),
-            cpus.usable_cpus(),
-            config.fifo_cpu_threshold,
-        );
+        let mutator_sched = MutatorScheduler::with_config(MutatorSchedConfig {
+            fifo_cpu_threshold: config.fifo_cpu_threshold,
+            fifo_scope: config.fifo_scope,
+            ..MutatorSchedConfig::new(config.mutator_sched.clone(), cpus.usable_cpus())
+        });
         let pool = start_gc_workers(&config, &cpus.allowed, gc_affinity.clone(), numa.clone())?;
+        // `fifo-scope all`: the GC workers follow the mutators' policy.
+        mutator_sched.add_runtime_threads(&pool.worker_tids());
         let affinity = gc_affinity.clone();
         pool.set_job_start(move |worker| affinity.worker_phase_start(worker));
         let pretouch = if config.pretouch {
@@ -524,7 +528,9 @@ impl Heap {
             None
         };
         // Lifespan profiler: enabled by configuration.
-        let lifespans = config.lifespans.then(LifespanProfiler::default);
+        let lifespans = config
+            .lifespans
+            .then(|| LifespanProfiler::new(config.lifespan_sample_bytes as u64));
         let safepoint_timeout = config.safepoint_timeout;
         let inner = Arc::new(HeapInner {
             policy: Mutex::new(Policy {

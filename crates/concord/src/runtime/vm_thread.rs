@@ -24,6 +24,9 @@ use crate::telemetry::{
 
 /// The VM thread's main loop; returns when the heap shuts down.
 pub(crate) fn run(heap: &HeapInner) {
+    // `fifo-scope all`: the VM thread follows the mutators' policy.
+    heap.mutator_sched
+        .add_runtime_threads(&[crate::os::sched::current_tid()]);
     // When the previous safepoint ended (the heap's creation before the first).
     let mut last_resumed = heap.start;
     while let Some((requests, op, mutators, ttsp)) = heap.safepoint.begin_operation() {

@@ -6,7 +6,8 @@
 //!
 //! **Sampling.** Each mutator sees its own allocations as a stream of bytes and samples the
 //! object that covers a point of a Poisson process on that stream (exponentially distributed
-//! gaps, mean [`DEFAULT_SAMPLE_INTERVAL`]). The allocation fast path is not changed: the mutator
+//! gaps, mean [`DEFAULT_SAMPLE_INTERVAL`] or `GcConfig::lifespan_sample_bytes`; 0 samples every
+//! object, and then every allocation takes the slow path). The allocation fast path is not changed: the mutator
 //! lowers the end of its TLAB to the next sample point, so the bump-pointer check fails there and
 //! the slow path records the sample and allocates the object in the TLAB (HotSpot's JEP 331
 //! trick). Without the profiler the TLAB end is the real end and the slow paths do one extra
@@ -25,7 +26,14 @@
 //! `(mutators - 1) × TLAB size`, about eden / 50. A death is seen only at the collection that
 //! finds the object unreachable: the next scavenge for young objects, the next full collection
 //! for old (promoted or large) ones. Lifespans are therefore rounded *up* to collection
-//! granularity — for young objects by less than one eden of allocation.
+//! granularity — for young objects by less than one eden of allocation. A copying collector
+//! learns of a death only when it collects, so that is the resolution: a smaller young
+//! generation (`young`) makes it finer, at the price of more scavenges and of objects promoted
+//! younger, whose deaths are then seen only at full collections.
+//!
+//! **001 Fig. 3.** The figure gives the share of *objects* per lifespan bucket; each report
+//! bucket carries it as `object_share` (the bucket's `dead_objects_estimate` over all dead
+//! objects), exact when every object is sampled.
 //!
 //! **Censoring.** Samples not seen to die — alive at the last collection, or allocated after
 //! it — are reported apart as censored: their lifespan is at least `clock - birth` at the report.
@@ -178,10 +186,15 @@ impl Default for LifespanProfiler {
 }
 
 impl LifespanProfiler {
-    /// A profiler sampling once per `interval` bytes of a mutator's allocation on average.
+    /// A profiler sampling once per `interval` bytes of a mutator's allocation on average;
+    /// `interval` 0 samples every object.
     pub fn new(interval: u64) -> Self {
         Self {
-            interval: interval.max(crate::object::WORD as u64),
+            interval: if interval == 0 {
+                0
+            } else {
+                interval.max(crate::object::WORD as u64)
+            },
             state: Mutex::new(State {
                 addrs: Vec::new(),
                 samples: Vec::new(),
@@ -202,8 +215,12 @@ impl LifespanProfiler {
 
     /// Bytes of allocation until the next sample point: exponentially distributed with mean
     /// `interval` (a Poisson process on the allocation stream), drawn from the caller's
-    /// generator state `rng` (any value), at least one word and at most 32 × `interval`.
+    /// generator state `rng` (any value), at least one word and at most 32 × `interval`; 0
+    /// with `interval` 0 (the next object is sampled).
     pub fn next_gap(&self, rng: &mut u64) -> usize {
+        if self.interval == 0 {
+            return 0;
+        }
         // splitmix64.
         *rng = rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = *rng;
@@ -255,6 +272,9 @@ impl LifespanProfiler {
 
     /// Probability that an object of `size` bytes is sampled.
     fn inclusion_probability(&self, size: u64) -> f64 {
+        if self.interval == 0 {
+            return 1.0;
+        }
         let p = -(-(size as f64) / self.interval as f64).exp_m1();
         p.max(f64::MIN_POSITIVE)
     }
@@ -276,6 +296,7 @@ impl LifespanProfiler {
                     dead: 0,
                     censored: 0,
                     dead_objects_estimate: st.dead.objects[i],
+                    object_share: 0.0,
                 }
             })
             .collect();
@@ -294,6 +315,12 @@ impl LifespanProfiler {
         }
         bounds.sort_unstable();
         let dead = &st.dead;
+        let objects: f64 = dead.objects.iter().sum();
+        if objects > 0.0 {
+            for b in &mut buckets {
+                b.object_share = b.dead_objects_estimate / objects;
+            }
+        }
         LifespanReport {
             sample_interval_bytes: self.interval,
             allocated_bytes: now,
@@ -350,6 +377,9 @@ pub struct LifespanBucket {
     /// Estimated number of dead *objects* with a lifespan here (each sample weighted by the
     /// inverse of its size-dependent sampling probability).
     pub dead_objects_estimate: f64,
+    /// This bucket's share of all dead objects (`dead_objects_estimate` over their sum; 0
+    /// without dead samples): 001 Fig. 3's y axis.
+    pub object_share: f64,
 }
 
 impl LifespanReport {
@@ -360,6 +390,16 @@ impl LifespanReport {
             .iter()
             .filter(|b| b.lo_bytes >= bucket_floor(lo) && b.lo_bytes < bucket_floor(hi))
             .map(|b| b.dead)
+            .sum()
+    }
+
+    /// Share of dead objects (001 Fig. 3: estimated from the samples) with a lifespan below
+    /// `bytes` (rounded down to a bucket bound); 0 without dead samples.
+    pub fn object_share_below(&self, bytes: u64) -> f64 {
+        self.buckets
+            .iter()
+            .filter(|b| b.lo_bytes < bucket_floor(bytes))
+            .map(|b| b.object_share)
             .sum()
     }
 
@@ -381,10 +421,17 @@ fn bucket_floor(v: u64) -> u64 {
 impl fmt::Display for LifespanReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let size = |b: u64| format_size(usize::try_from(b).unwrap_or(usize::MAX));
+        let rate = if self.sample_interval_bytes == 0 {
+            "every object sampled".to_string()
+        } else {
+            format!(
+                "1 sample per {} allocated",
+                size(self.sample_interval_bytes)
+            )
+        };
         writeln!(
             f,
-            "object lifespans (bytes allocated from birth to death; 1 sample per {} allocated):",
-            size(self.sample_interval_bytes)
+            "object lifespans (bytes allocated from birth to death; {rate}):"
         )?;
         writeln!(
             f,
@@ -407,8 +454,8 @@ impl fmt::Display for LifespanReport {
         }
         writeln!(
             f,
-            "  {:>17} {:>9} {:>9} {:>14}",
-            "lifespan", "dead", "censored", "dead objects~"
+            "  {:>17} {:>9} {:>9} {:>14} {:>9}",
+            "lifespan", "dead", "censored", "dead objects~", "objects%"
         )?;
         for b in self.buckets.iter().filter(|b| b.dead + b.censored > 0) {
             let range = match b.hi_bytes {
@@ -418,8 +465,12 @@ impl fmt::Display for LifespanReport {
             };
             writeln!(
                 f,
-                "  {:>17} {:>9} {:>9} {:>14.0}",
-                range, b.dead, b.censored, b.dead_objects_estimate
+                "  {:>17} {:>9} {:>9} {:>14.0} {:>8.1}%",
+                range,
+                b.dead,
+                b.censored,
+                b.dead_objects_estimate,
+                100.0 * b.object_share
             )?;
         }
         Ok(())
@@ -495,6 +546,37 @@ mod tests {
             let g = p.next_gap(&mut rng);
             (8..=32 * 65536).contains(&g)
         }));
+    }
+
+    #[test]
+    fn sampling_every_object_weighs_each_sample_as_one_object() {
+        let p = LifespanProfiler::new(0);
+        assert_eq!(p.interval(), 0);
+        let mut rng = 1;
+        assert_eq!(p.next_gap(&mut rng), 0);
+        // Three objects die at 500 bytes, one at 5000 (hand-computed shares: 3/4 and 1/4).
+        for (i, birth) in [0u64, 100, 200, 300].into_iter().enumerate() {
+            p.record(0x1000 + 64 * i, 16, birth);
+        }
+        p.follow_collection(600, |addrs| {
+            addrs[0] = 0;
+            addrs[1] = 0;
+            addrs[2] = 0;
+        });
+        p.follow_collection(5_300, |addrs| addrs[0] = 0);
+        let r = p.report(6_000);
+        assert_eq!((r.samples, r.dead, r.censored), (4, 4, 0));
+        assert_eq!(r.buckets[0].dead_objects_estimate, 3.0);
+        assert_eq!(r.buckets[0].object_share, 0.75);
+        assert_eq!(r.buckets[report_index(5_000)].object_share, 0.25);
+        assert_eq!(r.object_share_below(1024), 0.75);
+        assert_eq!(r.object_share_below(8192), 1.0);
+        let text = r.to_string();
+        assert!(text.contains("every object sampled"), "{text}");
+        assert!(text.contains("75.0%"), "{text}");
+        // Without dead samples every share is 0.
+        let empty = LifespanProfiler::new(0).report(0);
+        assert!(empty.buckets.iter().all(|b| b.object_share == 0.0));
     }
 
     #[test]

@@ -1,15 +1,25 @@
-//! `mutator-sched adaptive[:SECONDS]` (001 Algorithm 2): a sampler thread compares the set of
-//! live mutator thread ids every period with the previous sample ([`decide_from_samples`]):
-//! mostly the same threads → CFS, changed threads → FIFO. It starts under CFS.
+//! The adaptive mutator scheduling policies (001 §5.2): a sampler thread collects the ids of the
+//! live mutator threads every period.
+//!
+//! * `adaptive[:SECONDS]` follows Algorithm 2's listing ([`listing_step`]): the program starts
+//!   under FIFO; each sample goes into a table of the ids seen so far; while every id is new
+//!   the policy stays FIFO; at the first sample with an id already in the table it switches to
+//!   CFS and decides no more. Ids are only seen again when a thread lives across a sample, so
+//!   "already in the table" is "alive at the previous sample too" (ids are not reused while the
+//!   table could hold them: 001 notes 2^22 threads would have to be created first).
+//! * `adaptive-majority[:SECONDS]` follows §5.2's prose ([`decide_from_samples`]): it starts
+//!   under CFS and re-decides at every sample, CFS when the ids are mostly the same as at the
+//!   previous sample, FIFO when they changed, so it can switch back and forth with phases.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{effective, lock, SchedChoice, Shared};
+use super::{effective, lock, SchedChoice, Shared, State};
 use crate::os::periodic::Periodic;
+use crate::os::policy::MutatorSched;
 use crate::os::{procfs, sched};
 
 /// Two successive samples of mutator thread ids whose similarity ([`SampleMeasure`]) is at
@@ -20,7 +30,7 @@ pub const DEFAULT_SIMILARITY_THRESHOLD: f64 = 0.5;
 const MAX_RECORDED_SAMPLES: usize = 4096;
 
 /// Start the sampler thread (`concord-msched`): one sample every `period` until the scheduler
-/// finishes.
+/// finishes (the listing's sampler stops deciding after its switch to CFS).
 pub(super) fn start_sampler(shared: &Arc<Shared>, period: Duration) -> std::io::Result<Periodic> {
     let own = shared.clone();
     let on_start = move || {
@@ -120,7 +130,52 @@ pub fn decide_from_samples_with(
     }
 }
 
-/// One sample of the adaptive sampler.
+/// One step of 001 Algorithm 2's listing: the ids of the active threads go into `table` (the ids
+/// seen at earlier samples); CFS (and stop) when one of them was already there, else FIFO.
+pub fn listing_step(table: &mut HashSet<i32>, active: &[i32]) -> ListingStep {
+    let mut already_seen = 0;
+    for &tid in active {
+        if !table.insert(tid) {
+            already_seen += 1;
+        }
+    }
+    ListingStep {
+        active: active.len(),
+        already_seen,
+        choice: if already_seen > 0 {
+            SchedChoice::Cfs
+        } else {
+            SchedChoice::Fifo
+        },
+    }
+}
+
+/// What one step of the listing saw and chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ListingStep {
+    /// Live mutator threads at this sample.
+    pub active: usize,
+    /// Of those, the ones already in the table (seen at an earlier sample).
+    pub already_seen: usize,
+    /// FIFO while every thread is new; CFS, for good, once one is seen again.
+    pub choice: SchedChoice,
+}
+
+/// One sample of the listing's sampler (`adaptive`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ListingSample {
+    /// Milliseconds since the scheduler was created.
+    pub at_ms: u64,
+    /// What the step saw and chose.
+    #[serde(flatten)]
+    pub step: ListingStep,
+    /// The policy in force after this sample (CFS when FIFO was chosen but not allowed).
+    pub applied: SchedChoice,
+    /// Whether this sample changed the policy in force.
+    pub switched: bool,
+}
+
+/// One sample of the majority sampler (`adaptive-majority`).
 #[derive(Clone, Debug, Serialize)]
 pub struct AdaptiveSample {
     /// Milliseconds since the scheduler was created.
@@ -135,23 +190,72 @@ pub struct AdaptiveSample {
 }
 
 impl Shared {
-    /// One adaptive sample: compare the live mutators with the previous sample and switch.
+    /// `adaptive`: the program starts under FIFO (where FIFO may be chosen automatically).
+    pub(super) fn start_listing(&self, st: &mut State) {
+        st.target = self.allowed(st, SchedChoice::Fifo, "Algorithm 2 starts under FIFO");
+    }
+
+    /// One sample of the adaptive policy asked for.
     pub(super) fn sample(&self) {
-        let registered: Vec<i32> = lock(&self.state).members.keys().copied().collect();
-        // /proc is read without the lock; a thread registered meanwhile is seen next time.
-        let (live, dead): (Vec<i32>, Vec<i32>) = registered
-            .into_iter()
-            .partition(|&tid| procfs::thread_exists(tid));
-        let current: HashSet<i32> = live.into_iter().collect();
-        let mut st = lock(&self.state);
-        if st.stop {
+        let listing = matches!(self.config.policy, MutatorSched::Adaptive(_));
+        // The listing decides no more after its switch to CFS: nothing to read.
+        if listing && lock(&self.state).listing_done {
             return;
         }
-        // A thread that exited without detaching must not be touched again (its id may be
-        // reused).
+        let Some((mut st, live)) = self.live_mutators() else {
+            return;
+        };
+        if listing {
+            self.sample_listing(&mut st, live);
+        } else {
+            self.sample_majority(&mut st, live);
+        }
+    }
+
+    /// The live registered mutators, with the state locked; `None` once the scheduler stops.
+    /// Threads that exited without detaching are forgotten (their ids may be reused).
+    fn live_mutators(&self) -> Option<(MutexGuard<'_, State>, Vec<i32>)> {
+        let registered: Vec<i32> = lock(&self.state).members.keys().copied().collect();
+        // /proc is read without the lock; a thread registered meanwhile is seen next time.
+        let (mut live, dead): (Vec<i32>, Vec<i32>) = registered
+            .into_iter()
+            .partition(|&tid| procfs::thread_exists(tid));
+        live.sort_unstable();
+        let mut st = lock(&self.state);
+        if st.stop {
+            return None;
+        }
         for tid in dead {
             st.members.remove(&tid);
         }
+        Some((st, live))
+    }
+
+    /// One step of Algorithm 2's listing, until it has switched to CFS.
+    fn sample_listing(&self, st: &mut State, live: Vec<i32>) {
+        if st.listing_done {
+            return;
+        }
+        st.samples += 1;
+        let step = listing_step(&mut st.listing_table, &live);
+        let chosen = self.allowed(st, step.choice, "all thread ids new at a sample");
+        let switched = self.switch_to(st, chosen);
+        // "break": the listing decides no more after its switch to CFS.
+        st.listing_done = step.choice == SchedChoice::Cfs;
+        let record = ListingSample {
+            at_ms: self.elapsed_ms(),
+            step,
+            applied: effective(st),
+            switched,
+        };
+        if st.listing_decisions.len() < MAX_RECORDED_SAMPLES {
+            st.listing_decisions.push(record);
+        }
+    }
+
+    /// One sample of the majority variant: compare with the previous sample and switch.
+    fn sample_majority(&self, st: &mut State, live: Vec<i32>) {
+        let current: HashSet<i32> = live.into_iter().collect();
         st.samples += 1;
         let prev = st.previous_sample.replace(current.clone());
         let Some(prev) = prev else { return };
@@ -165,44 +269,61 @@ impl Shared {
             self.config.sample_measure,
             self.config.similarity_threshold,
         );
-        let mut chosen = decision.choice;
-        if chosen == SchedChoice::Fifo && !self.auto_fifo_allowed {
-            chosen = SchedChoice::Cfs;
-            if !st.suppression_noted {
-                st.suppression_noted = true;
-                let text = format!(
-                    "mutator scheduling {}: thread ids changed between samples (FIFO \
-                     indicated), but staying with CFS: only {} usable CPUs, FIFO is chosen \
-                     automatically only on more than {} (001 §4.4)",
-                    self.config.policy, self.config.usable_cpus, self.config.fifo_cpu_threshold
-                );
-                self.notice(&mut st, log::Level::Warn, text);
-            }
-        }
-        let before = effective(&st);
-        st.target = chosen;
-        let after = effective(&st);
-        let switched = before != after;
-        if switched {
-            st.switches += 1;
-            let tids: Vec<i32> = st.members.keys().copied().collect();
-            for tid in tids {
-                // A refused FIFO (first thread) puts everyone back; stop trying.
-                if effective(&st) != after {
-                    break;
-                }
-                self.apply(&mut st, tid, after);
-            }
-        }
+        let chosen = self.allowed(st, decision.choice, "thread ids changed between samples");
+        let switched = self.switch_to(st, chosen);
         let record = AdaptiveSample {
-            at_ms: u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+            at_ms: self.elapsed_ms(),
             decision,
-            applied: effective(&st),
+            applied: effective(st),
             switched,
         };
         if st.decisions.len() < MAX_RECORDED_SAMPLES {
             st.decisions.push(record);
         }
+    }
+
+    /// `choice`, or CFS when it is FIFO and FIFO may not be chosen automatically on this
+    /// machine (said once, with `why` FIFO was indicated).
+    fn allowed(&self, st: &mut State, choice: SchedChoice, why: &str) -> SchedChoice {
+        if choice == SchedChoice::Cfs || self.auto_fifo_allowed {
+            return choice;
+        }
+        if !st.suppression_noted {
+            st.suppression_noted = true;
+            let text = format!(
+                "mutator scheduling {}: {why} (FIFO indicated), but staying with CFS: only {} \
+                 usable CPUs, FIFO is chosen automatically only on more than {} (001 §4.4)",
+                self.config.policy, self.config.usable_cpus, self.config.fifo_cpu_threshold
+            );
+            self.notice(st, log::Level::Warn, text);
+        }
+        SchedChoice::Cfs
+    }
+
+    /// Make `chosen` the policy in force and put every registered mutator under it; whether
+    /// the policy in force changed.
+    fn switch_to(&self, st: &mut State, chosen: SchedChoice) -> bool {
+        let before = effective(st);
+        st.target = chosen;
+        let after = effective(st);
+        if before == after {
+            return false;
+        }
+        st.switches += 1;
+        let tids: Vec<i32> = st.members.keys().copied().collect();
+        for tid in tids {
+            // A refused FIFO (first thread) puts everyone back; stop trying.
+            if effective(st) != after {
+                break;
+            }
+            self.apply(st, tid, after);
+        }
+        self.apply_runtime(st, effective(st));
+        true
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 }
 
@@ -212,6 +333,37 @@ mod tests {
 
     fn set(ids: &[i32]) -> HashSet<i32> {
         ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn the_listing_stays_fifo_while_all_ids_are_new_and_stops_at_a_repeat() {
+        let mut table = HashSet::new();
+        // Nothing yet: no thread was seen before, so FIFO.
+        let step = listing_step(&mut table, &[]);
+        assert_eq!((step.active, step.already_seen), (0, 0));
+        assert_eq!(step.choice, SchedChoice::Fifo);
+        // Short-lived workers: each sample sees new ids only.
+        for ids in [[1, 2, 3], [4, 5, 6], [7, 8, 9]] {
+            let step = listing_step(&mut table, &ids);
+            assert_eq!(
+                step,
+                ListingStep {
+                    active: 3,
+                    already_seen: 0,
+                    choice: SchedChoice::Fifo
+                }
+            );
+        }
+        assert_eq!(table, set(&[1, 2, 3, 4, 5, 6, 7, 8, 9]));
+        // One thread (8) lived across a sample: CFS, even with many new ones beside it.
+        let step = listing_step(&mut table, &[8, 10, 11, 12, 13]);
+        assert_eq!((step.active, step.already_seen), (5, 1));
+        assert_eq!(step.choice, SchedChoice::Cfs);
+        // A long-running main thread is seen again at the second sample.
+        let mut table = HashSet::new();
+        assert_eq!(listing_step(&mut table, &[1]).choice, SchedChoice::Fifo);
+        let step = listing_step(&mut table, &[1, 2]);
+        assert_eq!((step.already_seen, step.choice), (1, SchedChoice::Cfs));
     }
 
     #[test]

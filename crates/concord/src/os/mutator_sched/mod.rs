@@ -6,8 +6,10 @@
 //!   otherwise"), with a notice when the machine has no more than the threshold's CPUs.
 //! * `profile:PATH` (`profile.rs`, 001 Algorithm 1) — decide from the CPU-time profile of an
 //!   earlier run, or record one.
-//! * `adaptive:SECONDS` (`adaptive.rs`, 001 Algorithm 2) — switch between CFS and FIFO as the
-//!   set of live mutator threads stays or changes.
+//! * `adaptive[:SECONDS]` (`adaptive.rs`, 001 Algorithm 2 as listed) — start under FIFO and
+//!   switch to CFS for good once a mutator thread lives across a sample;
+//!   `adaptive-majority[:SECONDS]` (§5.2's prose) — switch between CFS and FIFO at every sample
+//!   as the set of live mutator threads stays or changes.
 //!
 //! The variant is chosen once, when the scheduler is built for a heap; attaching mutators then
 //! only applies the policy in force. The automatic choices pick FIFO only when the process may
@@ -24,6 +26,8 @@
 mod adaptive;
 mod fifo;
 mod profile;
+mod scope;
+mod switches;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -32,16 +36,18 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use self::adaptive::{
-    decide_from_samples, decide_from_samples_with, AdaptiveSample, SampleDecision, SampleMeasure,
-    DEFAULT_SIMILARITY_THRESHOLD,
+    decide_from_samples, decide_from_samples_with, listing_step, AdaptiveSample, ListingSample,
+    ListingStep, SampleDecision, SampleMeasure, DEFAULT_SIMILARITY_THRESHOLD,
 };
 pub use self::profile::{
     decide_from_profile, load_profile, parse_profile, write_profile, ProfileAction,
     ProfileDecision, ProfileFile, ProfileOutcome, ProfileRule, ThreadProfile, WorkSpread,
     PROFILE_FORMAT, PROFILE_VERSION,
 };
+pub use self::scope::{check_fifo_scope, read_rt_runtime_us, RunThreads, RT_RUNTIME_PATH};
+pub use self::switches::ContextSwitches;
 use crate::os::periodic::Periodic;
-use crate::os::policy::MutatorSched;
+use crate::os::policy::{FifoScope, MutatorSched};
 use crate::os::sched::{self, SchedError};
 
 /// Lock the scheduler's state, ignoring poisoning: every update of it is a few assignments that
@@ -99,6 +105,8 @@ pub struct MutatorSchedConfig {
     pub sample_measure: SampleMeasure,
     /// The similarity at or above which the adaptive selection picks CFS.
     pub similarity_threshold: f64,
+    /// Whether FIFO also applies to the runtime's own threads (`add_runtime_threads`).
+    pub fifo_scope: FifoScope,
 }
 
 impl MutatorSchedConfig {
@@ -112,6 +120,7 @@ impl MutatorSchedConfig {
             profile_rule: ProfileRule::default(),
             sample_measure: SampleMeasure::default(),
             similarity_threshold: DEFAULT_SIMILARITY_THRESHOLD,
+            fifo_scope: FifoScope::Mutators,
         }
     }
 }
@@ -125,6 +134,11 @@ pub struct MutatorSchedReport {
     pub usable_cpus: usize,
     /// FIFO is chosen automatically only above this many CPUs.
     pub fifo_cpu_threshold: usize,
+    /// The threads FIFO applies to: the mutators, or also the VM thread and GC workers.
+    pub fifo_scope: FifoScope,
+    /// The runtime's own threads (VM thread, GC workers) put under the policy with the
+    /// mutators (`fifo-scope all`; 0 otherwise).
+    pub runtime_threads: usize,
     /// Whether `usable_cpus > fifo_cpu_threshold`.
     pub automatic_fifo_allowed: bool,
     /// The policy mutators run under now (before `finish`) or ran under last (after it).
@@ -133,22 +147,28 @@ pub struct MutatorSchedReport {
     pub fifo_denied: bool,
     /// Mutator registrations (`on_attach` calls).
     pub attaches: u64,
-    /// Successful switches of a thread to SCHED_FIFO.
+    /// Successful switches of a thread (mutator or runtime thread) to SCHED_FIFO.
     pub fifo_sets: u64,
     /// Profile-based selection, when asked for.
     pub profile: Option<ProfileOutcome>,
-    /// Adaptive samples taken.
+    /// Adaptive samples taken (`adaptive` counts those up to its switch to CFS).
     pub samples: u64,
     /// Changes of the policy in force made by the adaptive sampler.
     pub switches: u64,
-    /// The adaptive samples that compared two non-empty sets (at most 4096).
+    /// `adaptive-majority`: the samples that compared two non-empty sets (at most 4096).
     pub decisions: Vec<AdaptiveSample>,
+    /// `adaptive` (001 Algorithm 2's listing): every sample up to and including the switch to
+    /// CFS (at most 4096).
+    pub listing_decisions: Vec<ListingSample>,
     /// Messages for the user (each also given to the `log` facade once, as it arose).
     pub notices: Vec<String>,
     /// System calls or file operations that failed (at most 64).
     pub failures: Vec<String>,
     /// Failures not kept in `failures`.
     pub failures_dropped: u64,
+    /// Context switches of the mutator threads while attached, summed over those that have
+    /// detached (before `finish`) or over all of them (after it).
+    pub context_switches: ContextSwitches,
 }
 
 /// One registered mutator thread.
@@ -159,6 +179,8 @@ struct Member {
     on_fifo: bool,
     /// Its CPU time at registration (profile recording only).
     cpu_at_attach: Option<Duration>,
+    /// Its context switch counters at registration (`None` if they could not be read).
+    switches_at_attach: Option<ContextSwitches>,
 }
 
 struct State {
@@ -167,19 +189,30 @@ struct State {
     fifo_denied: bool,
     suppression_noted: bool,
     members: HashMap<i32, Member>,
+    /// `fifo-scope all`: the runtime's own threads, and whether each is under FIFO now.
+    runtime: HashMap<i32, bool>,
+    /// Runtime threads registered in all.
+    runtime_registered: usize,
     /// Profile recording: per thread id, name and CPU time so far.
     recording: Option<HashMap<i32, ThreadProfile>>,
     profile: Option<ProfileOutcome>,
     attaches: u64,
     fifo_sets: u64,
     samples: u64,
-    /// The live mutator thread ids at the last adaptive sample.
+    /// The live mutator thread ids at the last `adaptive-majority` sample.
     previous_sample: Option<HashSet<i32>>,
+    /// `adaptive`: the ids of the mutator threads seen at the samples so far.
+    listing_table: HashSet<i32>,
+    /// `adaptive`: the listing has switched to CFS and decides no more.
+    listing_done: bool,
+    listing_decisions: Vec<ListingSample>,
     switches: u64,
     decisions: Vec<AdaptiveSample>,
     notices: Vec<String>,
     failures: Vec<String>,
     failures_dropped: u64,
+    /// Context switches of the mutators that have detached, while they were attached.
+    context_switches: ContextSwitches,
     stop: bool,
     finished: bool,
 }
@@ -223,17 +256,23 @@ impl MutatorScheduler {
                 fifo_denied: false,
                 suppression_noted: false,
                 members: HashMap::new(),
+                runtime: HashMap::new(),
+                runtime_registered: 0,
                 recording: None,
                 profile: None,
                 attaches: 0,
                 fifo_sets: 0,
                 samples: 0,
                 previous_sample: None,
+                listing_table: HashSet::new(),
+                listing_done: false,
+                listing_decisions: Vec::new(),
                 switches: 0,
                 decisions: Vec::new(),
                 notices: Vec::new(),
                 failures: Vec::new(),
                 failures_dropped: 0,
+                context_switches: ContextSwitches::default(),
                 stop: false,
                 finished: false,
             }),
@@ -252,19 +291,26 @@ impl MutatorScheduler {
                     shared.start_profile(&mut st, path);
                     None
                 }
-                MutatorSched::Adaptive(period) => adaptive::start_sampler(&shared, period)
-                    .inspect_err(|e| {
-                        shared.fail(&mut st, format!("cannot start the sampler thread: {e}"));
-                        shared.notice(
-                            &mut st,
-                            log::Level::Warn,
-                            format!(
-                                "mutator scheduling adaptive: cannot start the sampler thread \
-                                 ({e}); running under CFS"
-                            ),
-                        );
-                    })
-                    .ok(),
+                MutatorSched::Adaptive(period) | MutatorSched::AdaptiveMajority(period) => {
+                    if matches!(shared.config.policy, MutatorSched::Adaptive(_)) {
+                        shared.start_listing(&mut st);
+                    }
+                    adaptive::start_sampler(&shared, period)
+                        .inspect_err(|e| {
+                            shared.fail(&mut st, format!("cannot start the sampler thread: {e}"));
+                            shared.notice(
+                                &mut st,
+                                log::Level::Warn,
+                                format!(
+                                    "mutator scheduling {}: cannot start the sampler thread \
+                                 ({e}); running under CFS",
+                                    shared.config.policy
+                                ),
+                            );
+                            st.target = SchedChoice::Cfs;
+                        })
+                        .ok()
+                }
             }
         };
         MutatorScheduler {
@@ -282,7 +328,7 @@ impl MutatorScheduler {
     /// for the other policies. For a caller that decides when samples are taken (a test that
     /// must not depend on timing chooses a period it never reaches).
     pub fn sample_now(&self) {
-        if matches!(self.shared.config.policy, MutatorSched::Adaptive(_)) {
+        if self.shared.config.policy.sampling_period().is_some() {
             self.shared.sample();
         }
     }
@@ -306,17 +352,41 @@ impl MutatorScheduler {
             return;
         }
         let cpu_at_attach = profile::note_attach(&mut st, tid);
+        let switches_at_attach = shared.read_switches(&mut st, tid);
         st.members.insert(
             tid,
             Member {
                 count: 1,
                 on_fifo: false,
                 cpu_at_attach,
+                switches_at_attach,
             },
         );
         if effective(&st) == SchedChoice::Fifo {
             shared.apply(&mut st, tid, SchedChoice::Fifo);
         }
+    }
+
+    /// With `fifo-scope all`, put the runtime's own threads `tids` (the VM thread, the GC
+    /// workers) under the policy in force now and whenever it changes, until `finish`; nothing
+    /// with `fifo-scope mutators`.
+    pub fn add_runtime_threads(&self, tids: &[i32]) {
+        let shared = &*self.shared;
+        if shared.config.fifo_scope != FifoScope::All {
+            return;
+        }
+        let mut st = lock(&shared.state);
+        if st.finished {
+            return;
+        }
+        for &tid in tids {
+            if let std::collections::hash_map::Entry::Vacant(entry) = st.runtime.entry(tid) {
+                entry.insert(false);
+                st.runtime_registered += 1;
+            }
+        }
+        let now = effective(&st);
+        shared.apply_runtime(&mut st, now);
     }
 
     /// Unregister thread `tid` (after as many calls as `on_attach`): set it back to CFS if it
@@ -337,6 +407,7 @@ impl MutatorScheduler {
             shared.restore(&mut st, tid);
         }
         profile::account_cpu(&mut st, tid, &member);
+        shared.account_switches(&mut st, tid, &member);
     }
 
     /// Stop the sampler, put every still-registered thread back under CFS, write the profile
@@ -355,12 +426,15 @@ impl MutatorScheduler {
         }
         let shared = &*self.shared;
         let mut st = lock(&shared.state);
+        shared.apply_runtime(&mut st, SchedChoice::Cfs);
+        st.runtime.clear();
         let members: Vec<(i32, Member)> = st.members.drain().collect();
         for (tid, member) in &members {
             if member.on_fifo {
                 shared.restore(&mut st, *tid);
             }
             profile::account_cpu(&mut st, *tid, member);
+            shared.account_switches(&mut st, *tid, member);
         }
         if let Some(recorded) = st.recording.take() {
             shared.write_recorded_profile(&mut st, recorded);
@@ -378,6 +452,8 @@ impl MutatorScheduler {
             requested: shared.config.policy.clone(),
             usable_cpus: shared.config.usable_cpus,
             fifo_cpu_threshold: shared.config.fifo_cpu_threshold,
+            fifo_scope: shared.config.fifo_scope,
+            runtime_threads: st.runtime_registered,
             automatic_fifo_allowed: shared.auto_fifo_allowed,
             applied: effective(&st),
             fifo_denied: st.fifo_denied,
@@ -387,9 +463,11 @@ impl MutatorScheduler {
             samples: st.samples,
             switches: st.switches,
             decisions: st.decisions.clone(),
+            listing_decisions: st.listing_decisions.clone(),
             notices: st.notices.clone(),
             failures: st.failures.clone(),
             failures_dropped: st.failures_dropped,
+            context_switches: st.context_switches,
         }
     }
 
@@ -428,6 +506,34 @@ impl Shared {
     fn notice(&self, st: &mut State, level: log::Level, message: String) {
         log::log!(level, "{message}");
         st.notices.push(message);
+    }
+
+    /// The context switch counters of registered thread `tid` now; a failed read is recorded.
+    fn read_switches(&self, st: &mut State, tid: i32) -> Option<ContextSwitches> {
+        ContextSwitches::of_thread(tid)
+            .inspect_err(|e| {
+                self.fail(
+                    st,
+                    format!("cannot read the context switches of thread {tid}: {e}"),
+                )
+            })
+            .ok()
+    }
+
+    /// Add the context switches `member` (thread `tid`) made while attached. A thread that
+    /// ended without detaching cannot be read any more and is left out.
+    fn account_switches(&self, st: &mut State, tid: i32, member: &Member) {
+        let Some(at_attach) = member.switches_at_attach else {
+            return;
+        };
+        match ContextSwitches::of_thread(tid) {
+            Ok(now) => st.context_switches += now.since(at_attach),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => self.fail(
+                st,
+                format!("cannot read the context switches of thread {tid}: {e}"),
+            ),
+        }
     }
 
     /// Record a failed operation.
@@ -498,6 +604,45 @@ impl Shared {
         for tid in on_fifo {
             self.restore(st, tid);
         }
+        self.apply_runtime(st, SchedChoice::Cfs);
+    }
+
+    /// Put the runtime's own threads (`fifo-scope all`) under `choice`. A thread that has
+    /// exited is forgotten; a refused FIFO turns FIFO off for good.
+    fn apply_runtime(&self, st: &mut State, choice: SchedChoice) {
+        let want_fifo = choice == SchedChoice::Fifo;
+        let tids: Vec<i32> = st
+            .runtime
+            .iter()
+            .filter(|&(_, &on_fifo)| on_fifo != want_fifo)
+            .map(|(&tid, _)| tid)
+            .collect();
+        for tid in tids {
+            let result = if want_fifo {
+                if st.fifo_denied {
+                    return;
+                }
+                sched::set_fifo(tid, self.config.fifo_priority)
+            } else {
+                sched::set_other(tid)
+            };
+            match result {
+                Ok(()) => {
+                    st.runtime.insert(tid, want_fifo);
+                    if want_fifo {
+                        st.fifo_sets += 1;
+                    }
+                }
+                Err(e) if e.is_no_such_thread() => {
+                    st.runtime.remove(&tid);
+                }
+                Err(e) if want_fifo && e.is_permission_denied() => {
+                    self.deny_fifo(st, e);
+                    return;
+                }
+                Err(e) => self.fail(st, e.to_string()),
+            }
+        }
     }
 }
 
@@ -524,6 +669,49 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["requested"], "cfs");
         assert_eq!(json["applied"], "cfs");
+    }
+
+    #[test]
+    fn context_switches_are_summed_over_mutators_that_ended() {
+        let s = Arc::new(MutatorScheduler::new(
+            MutatorSched::Cfs,
+            2,
+            DEFAULT_FIFO_CPU_THRESHOLD,
+        ));
+        // Three mutators that sleep 4 times each while attached, then detach and end.
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let tid = sched::current_tid();
+                    s.on_attach(tid);
+                    for _ in 0..4 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    s.on_detach(tid);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let detached = s.report().context_switches;
+        assert!(detached.voluntary >= 12, "{detached:?}");
+        // One still attached at the end is read by `finish`.
+        let tid = sched::current_tid();
+        s.on_attach(tid);
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let report = s.finish();
+        assert!(
+            report.context_switches.voluntary >= detached.voluntary + 3,
+            "{:?}",
+            report.context_switches
+        );
+        assert!(report.failures.is_empty(), "{:?}", report.failures);
+        let json = serde_json::to_value(&report).unwrap();
+        assert!(json["context_switches"]["involuntary"].is_u64(), "{json}");
     }
 
     #[test]
