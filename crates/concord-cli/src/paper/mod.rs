@@ -144,7 +144,7 @@ pub fn entry_from_env() -> Result<Option<PaperRecord>> {
     match std::env::var(ENTRY_ENV) {
         Ok(id) => find(&id)
             .map(|e| Some(e.record()))
-            .with_context(|| format!("{ENTRY_ENV}")),
+            .with_context(|| ENTRY_ENV),
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => bail!("{ENTRY_ENV} is not UTF-8"),
     }
@@ -413,6 +413,71 @@ mod tests {
             .find(|e| e.command.starts_with("sweep "))
             .unwrap();
         assert!(sweep.takes_repeat_and_out());
+    }
+
+    /// The report sections an entry may name (`page.rs` and `kinds.rs` draw them).
+    const SECTIONS: [&str; 14] = [
+        "summary",
+        "task-distribution",
+        "cpu-heatmap",
+        "gc-time-breakdown",
+        "stealing",
+        "scalability",
+        "each-fix",
+        "pause-series",
+        "pauses-over",
+        "interference",
+        "numa",
+        "lifespans",
+        "policy-times",
+        "monitor",
+    ];
+
+    #[test]
+    fn every_quick_version_is_the_same_command_and_names_a_section_of_its_report() {
+        for e in CATALOGUE {
+            assert_eq!(e.quick.is_empty(), e.command.is_empty(), "{}", e.id);
+            if e.command.is_empty() {
+                continue;
+            }
+            // Same subcommand and, where it names one, the same workload.
+            let (quick, full) = (e.argv(true), e.argv(false));
+            let workload = |argv: &[&str]| argv.get(1).filter(|w| !w.starts_with("--")).copied();
+            assert_eq!(quick[0], full[0], "{}", e.id);
+            assert_eq!(workload(&quick), workload(&full), "{}", e.id);
+            assert!(!e.quick.contains("--repeat") && !e.quick.contains("--out"));
+            if e.takes_repeat_and_out() {
+                assert!(SECTIONS.contains(&e.section), "{}: {}", e.id, e.section);
+            } else {
+                assert!(e.section.is_empty(), "{}", e.id);
+            }
+        }
+    }
+
+    #[test]
+    fn the_entry_variable_is_not_taken_for_configuration() {
+        assert!(concord::config::NON_CONFIG_ENV_VARS.contains(&ENTRY_ENV));
+    }
+
+    #[test]
+    fn the_counts_table_adds_up() {
+        let counts = markdown(MarkdownTable::Counts);
+        let total = counts.lines().last().unwrap();
+        let cells: Vec<usize> = total
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(cells.len(), 5, "{total}");
+        assert_eq!(cells[..4].iter().sum::<usize>(), cells[4]);
+        assert_eq!(cells[4], CATALOGUE.len());
+        let reproduced = CATALOGUE
+            .iter()
+            .filter(|e| e.status == Status::Reproduced)
+            .count();
+        assert_eq!(cells[0], reproduced);
+        let entries = markdown(MarkdownTable::Entries);
+        assert_eq!(entries.lines().count(), CATALOGUE.len() + 2);
+        assert!(entries.contains("| 000-fig10 | Figure 10 | Overall and GC time gains"));
     }
 
     #[test]
