@@ -442,7 +442,9 @@ mod tests {
             }
             // Same subcommand and, where it names one, the same workload.
             let (quick, full) = (e.argv(true), e.argv(false));
-            let workload = |argv: &[&str]| argv.get(1).filter(|w| !w.starts_with("--")).copied();
+            let workload = |argv: &[&'static str]| -> Option<&'static str> {
+                argv.get(1).filter(|w| !w.starts_with("--")).copied()
+            };
             assert_eq!(quick[0], full[0], "{}", e.id);
             assert_eq!(workload(&quick), workload(&full), "{}", e.id);
             assert!(!e.quick.contains("--repeat") && !e.quick.contains("--out"));
