@@ -1138,6 +1138,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_paper_figure_heads_its_section_and_nothing_else() {
+        let paper = PaperRecord {
+            id: "000-fig9".into(),
+            number: "Figure 9".into(),
+            title: "Fewer <steals>".into(),
+            status: "partial".into(),
+            reason: "on 2 CPUs".into(),
+            section: "stealing".into(),
+        };
+        let page = "<h2 id=\"summary\">Summary</h2>\n<h2 id=\"stealing\">Steals</h2>\n<p>x</p>";
+        let mut h = page.to_string();
+        head_section_with_paper(&mut h, &paper);
+        assert_eq!(
+            h,
+            "<h2 id=\"summary\">Summary</h2>\n<h2 id=\"stealing\">000 Figure 9 — Fewer \
+             &lt;steals&gt;</h2>\n<p class=\"caption\"><span class=\"chip\">partial</span> on 2 \
+             CPUs — Concord's section: Steals</p>\n<p>x</p>"
+        );
+        // A section the page does not draw, or none named: the page is left as it is.
+        for section in ["numa", ""] {
+            let mut h = page.to_string();
+            head_section_with_paper(
+                &mut h,
+                &PaperRecord {
+                    section: section.into(),
+                    ..paper.clone()
+                },
+            );
+            assert_eq!(h, page);
+        }
+    }
+
+    #[test]
     fn escaping() {
         assert_eq!(
             esc("<a href=\"x\">&'"),
