@@ -38,11 +38,16 @@ fn the_json_has_every_field_and_only_the_allowed_statuses() {
         );
         let status = field(entry, "status").as_str().unwrap();
         assert!(STATUSES.contains(&status), "{id}: {status}");
-        let command = field(entry, "command");
-        if status == "cannot" {
-            assert!(command.is_null(), "{id}");
-        } else {
-            assert!(command.as_str().unwrap().starts_with("concord "), "{id}");
+        for key in ["command", "quick_command"] {
+            let command = field(entry, key);
+            if status == "cannot" {
+                assert!(command.is_null(), "{id}: {key}");
+            } else {
+                assert!(
+                    command.as_str().unwrap().starts_with("concord "),
+                    "{id}: {key}"
+                );
+            }
         }
         if status != "reproduced" {
             assert!(
@@ -218,7 +223,7 @@ fn the_report_heads_the_figure_with_the_paper_number_and_caption() {
         "no Figure 6 heading"
     );
     assert!(
-        html.contains("<span class=\"chip\">partial</span> the same per-worker breakdown"),
+        html.contains("<span class=\"chip\">partial</span>: the same per-worker breakdown"),
         "no status and reason"
     );
 

@@ -16,7 +16,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console::{errln, outln};
-pub use crate::experiment::results::PaperRecord;
+use crate::experiment::results::PaperRecord;
 pub use catalogue::CATALOGUE;
 
 #[derive(Args, Debug)]
@@ -121,7 +121,7 @@ impl Entry {
 
     /// Whether the entry's command takes `--repeat` and `--out` (the experiment commands do,
     /// `run` does not).
-    pub fn takes_repeat_and_out(&self) -> bool {
+    fn takes_repeat_and_out(&self) -> bool {
         self.argv(false).first().is_some_and(|cmd| *cmd != "run")
     }
 
@@ -278,7 +278,8 @@ fn print_table() -> Result<()> {
         )?;
     }
     outln!(
-        "\n`concord paper ID` runs an entry; `concord paper --json` adds commands and reasons."
+        "\n`concord paper ID` runs an entry (`--quick`: its small version); `concord paper --json` \
+         adds commands and reasons; `--markdown counts|entries` prints the guide's tables."
     )?;
     Ok(())
 }
@@ -304,7 +305,7 @@ fn print_json() -> Result<()> {
 
 /// The Markdown table `table`, as the README (`counts`) and docs/papers.md (`entries`) carry
 /// it between their `<!-- catalogue: … -->` markers.
-pub fn markdown(table: MarkdownTable) -> String {
+fn markdown(table: MarkdownTable) -> String {
     const STATUSES: [Status; 4] = [
         Status::Reproduced,
         Status::Partial,

@@ -422,7 +422,7 @@ fn paper_status(paper: &PaperRecord) -> String {
     if paper.reason.is_empty() {
         status
     } else {
-        format!("{status} {}", esc(&paper.reason))
+        format!("{status}: {}", esc(&paper.reason))
     }
 }
 
@@ -1153,7 +1153,7 @@ mod tests {
         assert_eq!(
             h,
             "<h2 id=\"summary\">Summary</h2>\n<h2 id=\"stealing\">000 Figure 9 — Fewer \
-             &lt;steals&gt;</h2>\n<p class=\"caption\"><span class=\"chip\">partial</span> on 2 \
+             &lt;steals&gt;</h2>\n<p class=\"caption\"><span class=\"chip\">partial</span>: on 2 \
              CPUs — Concord's section: Steals</p>\n<p>x</p>"
         );
         // A section the page does not draw, or none named: the page is left as it is.
