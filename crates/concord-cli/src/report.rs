@@ -5,7 +5,10 @@
 //! timeline, GC time breakdown (Fig. 6), steal attempts and failure rate (Fig. 9), the
 //! task-manager monitor's events (Fig. 5); for sweeps, scalability curves (Fig. 3c / 12); and
 //! the figures of the experiment's kind (`kinds`: 000 Fig. 10 for ablation, interference per
-//! affinity mode for os-bench, 001's lifespan histograms for sched-bench).
+//! affinity mode for os-bench, 001's lifespan histograms for sched-bench). A directory that
+//! `concord paper ID` wrote names its catalogue entry: the header says which figure it
+//! reproduces, and the section that draws it is headed with the paper's number and caption,
+//! the entry's status and its reason.
 //!
 //! `model` reads the directory, `plots` draws, `page` and `kinds` write the HTML. The page is written to a
 //! temporary file next to the output and renamed into place, so a reader never sees half a page,

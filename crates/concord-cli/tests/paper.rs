@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{command, concord, stdout_json, text};
+use common::{command, concord, read_json, scratch, stdout_json, text};
 use serde_json::Value;
 
 const STATUSES: [&str; 4] = ["reproduced", "partial", "needs-cpus", "cannot"];
@@ -38,11 +38,16 @@ fn the_json_has_every_field_and_only_the_allowed_statuses() {
         );
         let status = field(entry, "status").as_str().unwrap();
         assert!(STATUSES.contains(&status), "{id}: {status}");
-        let command = field(entry, "command");
-        if status == "cannot" {
-            assert!(command.is_null(), "{id}");
-        } else {
-            assert!(command.as_str().unwrap().starts_with("concord "), "{id}");
+        for key in ["command", "quick_command"] {
+            let command = field(entry, key);
+            if status == "cannot" {
+                assert!(command.is_null(), "{id}: {key}");
+            } else {
+                assert!(
+                    command.as_str().unwrap().starts_with("concord "),
+                    "{id}: {key}"
+                );
+            }
         }
         if status != "reproduced" {
             assert!(
@@ -126,6 +131,168 @@ fn the_list_has_one_line_per_entry() {
                 .lines()
                 .any(|l| l.starts_with(id) && l.contains(status)),
             "{id} missing from the list"
+        );
+    }
+}
+
+/// An entry's results directory: `experiment.json` names the entry, every run finished, and
+/// the report was written.
+fn check_entry_results(id: &str, dir: &std::path::Path) -> Value {
+    let experiment = read_json(&dir.join("experiment.json"));
+    assert_eq!(experiment["paper"]["id"], id, "{id}: {experiment}");
+    assert_eq!(experiment["complete"], true, "{id}");
+    let runs = experiment["runs"].as_array().expect("runs");
+    assert!(!runs.is_empty(), "{id}: no runs");
+    assert!(dir.join("report.html").is_file(), "{id}: no report.html");
+    experiment
+}
+
+#[test]
+fn every_runnable_entry_runs_at_its_small_size() {
+    let root = scratch("paper-every-entry");
+    let started = std::time::Instant::now();
+    let mut ran = Vec::new();
+    for entry in catalogue() {
+        let Some(quick) = field(&entry, "quick_command").as_str() else {
+            continue;
+        };
+        let id = field(&entry, "id").as_str().unwrap();
+        let writes_results = !quick.starts_with("concord run ");
+        let out = root.join(id);
+        let mut args = vec!["paper", id, "--quick"];
+        if writes_results {
+            args.extend(["--out", out.to_str().unwrap()]);
+        }
+        let entry_started = std::time::Instant::now();
+        let output = concord(&args);
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{id} ({quick}): {stderr}");
+        assert!(
+            stderr.contains(&format!("running: {quick}")),
+            "{id} did not run its small version: {stderr}"
+        );
+        if writes_results {
+            check_entry_results(id, &out);
+        }
+        ran.push(format!(
+            "{id} {:.1}s",
+            entry_started.elapsed().as_secs_f64()
+        ));
+    }
+    assert!(ran.len() >= 35, "{} entries ran", ran.len());
+    eprintln!(
+        "{} entries in {:.0} s: {}",
+        ran.len(),
+        started.elapsed().as_secs_f64(),
+        ran.join(", ")
+    );
+}
+
+#[test]
+fn the_report_heads_the_figure_with_the_paper_number_and_caption() {
+    let root = scratch("paper-report-caption");
+    let dir = root.join("table1");
+    let out = concord(&[
+        "paper",
+        "000-table1",
+        "--quick",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let experiment = check_entry_results("000-table1", &dir);
+    assert_eq!(experiment["paper"]["number"], "Table 1");
+    assert_eq!(experiment["paper"]["status"], "partial");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let heading = "<h2 id=\"stealing\">000 Table 1 — Steal attempts and failed steals under \
+                   best-of-2 stealing</h2>";
+    assert!(html.contains(heading), "no heading {heading}");
+    assert!(html.contains("<td>reproduces</td>"), "no header line");
+
+    // A partial entry's reason is beside its heading.
+    let dir = root.join("fig9-like");
+    let out = command(&["compare", "search", "--preset", "vanilla", "--rounds", "1"])
+        .args(["--repeat", "1", "--out", dir.to_str().unwrap()])
+        .env("CONCORD_PAPER_ENTRY", "000-fig6")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h2 id=\"gc-time-breakdown\">000 Figure 6 — Where minor GC time goes"),
+        "no Figure 6 heading"
+    );
+    assert!(
+        html.contains("<span class=\"chip\">partial</span>: the same per-worker breakdown"),
+        "no status and reason"
+    );
+
+    // A directory written before the entry was recorded still renders, without it.
+    let path = dir.join("experiment.json");
+    let mut old = read_json(&path);
+    old.as_object_mut().unwrap().remove("paper");
+    std::fs::write(&path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let page = root.join("old.html");
+    let out = concord(&[
+        "report",
+        dir.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2 id=\"gc-time-breakdown\">GC time breakdown</h2>"));
+    assert!(!html.contains("reproduces") && !html.contains("Figure 6"));
+}
+
+#[test]
+fn an_unknown_entry_in_the_environment_is_refused_before_any_work() {
+    let dir = scratch("paper-unknown-env").join("out");
+    let out = command(&["compare", "binary-trees", "4", "--preset", "vanilla"])
+        .args(["--out", dir.to_str().unwrap()])
+        .env("CONCORD_PAPER_ENTRY", "000-fig99")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("CONCORD_PAPER_ENTRY") && stderr.contains("000-fig99"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "the results directory was created");
+}
+
+/// The text between `<!-- catalogue: NAME -->` and the next `<!-- /catalogue -->` of `page`
+/// (a path from the repository's root), without the newlines next to the markers.
+fn marked_table(page: &str, name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(page);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let open = format!("<!-- catalogue: {name} -->\n");
+    let start = text
+        .find(&open)
+        .unwrap_or_else(|| panic!("{page} has no {open:?} marker"))
+        + open.len();
+    let len = text[start..]
+        .find("\n<!-- /catalogue -->")
+        .unwrap_or_else(|| panic!("{page}: {open:?} is not closed by <!-- /catalogue -->"));
+    text[start..start + len].to_string()
+}
+
+#[test]
+fn the_readme_and_the_guide_carry_the_catalogue_tables() {
+    for (page, table) in [("README.md", "counts"), ("docs/papers.md", "entries")] {
+        let out = concord(&["paper", "--markdown", table]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let printed = text(&out.stdout);
+        let printed = printed.trim_end();
+        assert!(printed.starts_with("| "), "{printed}");
+        assert!(
+            marked_table(page, table) == printed,
+            "{page}'s table between <!-- catalogue: {table} --> and <!-- /catalogue --> is not \
+             the catalogue's: regenerate it with `concord paper --markdown {table}` \
+             (cargo run --release -p concord-cli -- paper --markdown {table})"
         );
     }
 }

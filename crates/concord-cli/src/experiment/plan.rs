@@ -109,6 +109,7 @@ impl Plan {
             runs: Vec::new(),
             interrupted: false,
             complete: false,
+            paper: None,
         }
     }
 

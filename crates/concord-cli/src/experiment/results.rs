@@ -239,6 +239,30 @@ pub struct ExperimentFile {
     pub interrupted: bool,
     /// Whether every planned run has run (failed runs included).
     pub complete: bool,
+    /// The papers' figure or table the experiment reproduces, when `concord paper ID` ran it;
+    /// absent otherwise (and in directories written before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paper: Option<PaperRecord>,
+}
+
+/// The catalogue entry (`concord paper`) an experiment reproduces, as `experiment.json`
+/// records it, so that its report shows the paper's number, caption, status and reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaperRecord {
+    /// The entry's id: `000-fig10`.
+    pub id: String,
+    /// The paper's own number: `Figure 10`.
+    pub number: String,
+    /// The caption, in Concord's words.
+    pub title: String,
+    /// `reproduced`, `partial`, `needs-cpus` or `cannot`.
+    pub status: String,
+    /// Why the status is not `reproduced` (empty when it is).
+    #[serde(default)]
+    pub reason: String,
+    /// The anchor of the report section that draws it (empty: none in particular).
+    #[serde(default)]
+    pub section: String,
 }
 
 impl Default for ExperimentFile {
@@ -259,6 +283,7 @@ impl Default for ExperimentFile {
             runs: Vec::new(),
             interrupted: false,
             complete: true,
+            paper: None,
         }
     }
 }

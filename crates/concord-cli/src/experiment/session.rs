@@ -66,12 +66,15 @@ impl Progress {
 }
 
 /// Creates the results directory (`out`, else `results/<timestamp>`), runs `plan` with
-/// progress on stderr and Ctrl-C handling, and returns the runs with the directory.
+/// progress on stderr and Ctrl-C handling, and returns the runs with the directory. When
+/// `concord paper ID` started the experiment, `experiment.json` records the entry.
 pub fn run_plan(plan: &Plan, out: Option<&Path>) -> Result<(Executed, ResultsDir)> {
+    let paper = crate::paper::entry_from_env()?;
     crate::stop_if_checking_args("experiment planned, every configuration validated");
     let started = Timestamp::now();
     let dir = ResultsDir::create(out, &started)?;
-    let file = plan.experiment_file(&started, command_line());
+    let mut file = plan.experiment_file(&started, command_line());
+    file.paper = paper;
     interrupt::install("the current run finishes, then the experiment stops");
     let progress = Progress::new(plan.schedule().len(), plan.repeat);
     let executed = execute(plan, &dir, file, interrupt::flag(), &mut |e| {

@@ -1,7 +1,9 @@
 //! `concord paper`: the catalogue of every figure and table of the five papers this project
 //! follows, each with the `concord` command that reproduces it here and an honest status.
-//! `concord paper` lists them, `--json` prints them for tools, and `concord paper ID` runs one
-//! entry's command by re-invoking this binary (passing `--repeat` and `--out` through).
+//! `concord paper` lists them, `--json` prints them for tools, `--markdown` prints the guide's
+//! tables, and `concord paper ID` runs one entry's command (or with `--quick` its small
+//! version) by re-invoking this binary, passing `--repeat` and `--out` through and naming the
+//! entry in [`ENTRY_ENV`], so that the results directory records which figure it reproduces.
 
 mod catalogue;
 
@@ -14,6 +16,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console::{errln, outln};
+use crate::experiment::results::PaperRecord;
 pub use catalogue::CATALOGUE;
 
 #[derive(Args, Debug)]
@@ -22,15 +25,38 @@ pub struct PaperArgs {
     /// catalogue)
     pub id: Option<String>,
     /// Print the catalogue as a JSON array (id, paper, number, title, shows, status, command,
-    /// reason)
-    #[arg(long, conflicts_with = "id")]
+    /// quick_command, reason)
+    #[arg(long, conflicts_with_all = ["id", "markdown"])]
     pub json: bool,
+    /// Print a Markdown table: `counts` (entries per status, per paper and in total: the
+    /// README's) or `entries` (every entry with its command and reason: docs/papers.md's)
+    #[arg(long, value_name = "TABLE", conflicts_with = "id")]
+    pub markdown: Option<MarkdownTable>,
+    /// Run the entry's small version instead: the same experiment with one round (unless
+    /// --repeat is given), smaller workload sizes, shorter runs, fewer sweep points and only
+    /// the arms the figure compares; it checks that the entry runs and what its report shows,
+    /// in seconds, not the figure's numbers
+    #[arg(long, requires = "id")]
+    pub quick: bool,
     /// Runs of each configuration, passed to the entry's command as --repeat
     #[arg(long, value_name = "N", requires = "id")]
     pub repeat: Option<u32>,
     /// Results directory, passed to the entry's command as --out
     #[arg(long, value_name = "DIR", requires = "id")]
     pub out: Option<PathBuf>,
+}
+
+/// The environment variable through which `concord paper ID` tells the experiment it runs
+/// which entry it reproduces; the experiment records the entry in `experiment.json`.
+pub const ENTRY_ENV: &str = "CONCORD_PAPER_ENTRY";
+
+/// The tables `--markdown` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MarkdownTable {
+    /// Entries per status, per paper and in total.
+    Counts,
+    /// Every entry: id, number, title, status, command and reason.
+    Entries,
 }
 
 /// How far Concord gets with one figure or table.
@@ -74,6 +100,11 @@ pub struct Entry {
     pub command: &'static str,
     /// Why the status is not `reproduced` (empty when it is).
     pub reason: &'static str,
+    /// The anchor of the `concord report` section that draws it (`stealing`, `each-fix`, …);
+    /// empty when its command writes no results directory.
+    pub section: &'static str,
+    /// The small version of `command` that `--quick` runs (empty for `cannot`).
+    pub quick: &'static str,
 }
 
 impl Entry {
@@ -82,14 +113,40 @@ impl Entry {
         self.id.split_once('-').map_or(self.id, |(paper, _)| paper)
     }
 
-    fn argv(&self) -> Vec<&'static str> {
-        self.command.split_whitespace().collect()
+    /// The words of the command, or with `quick` of its small version.
+    fn argv(&self, quick: bool) -> Vec<&'static str> {
+        let command = if quick { self.quick } else { self.command };
+        command.split_whitespace().collect()
     }
 
     /// Whether the entry's command takes `--repeat` and `--out` (the experiment commands do,
     /// `run` does not).
     fn takes_repeat_and_out(&self) -> bool {
-        self.argv().first().is_some_and(|cmd| *cmd != "run")
+        self.argv(false).first().is_some_and(|cmd| *cmd != "run")
+    }
+
+    /// What `experiment.json` records of the entry.
+    pub fn record(&self) -> PaperRecord {
+        PaperRecord {
+            id: self.id.to_string(),
+            number: self.number.to_string(),
+            title: self.title.to_string(),
+            status: self.status.label().to_string(),
+            reason: self.reason.to_string(),
+            section: self.section.to_string(),
+        }
+    }
+}
+
+/// The entry named by [`ENTRY_ENV`], if it is set: what an experiment records in its
+/// `experiment.json`. An id that is not in the catalogue is an error naming the variable.
+pub fn entry_from_env() -> Result<Option<PaperRecord>> {
+    match std::env::var(ENTRY_ENV) {
+        Ok(id) => find(&id)
+            .map(|e| Some(e.record()))
+            .with_context(|| ENTRY_ENV),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{ENTRY_ENV} is not UTF-8"),
     }
 }
 
@@ -103,6 +160,7 @@ struct JsonEntry<'a> {
     shows: &'a str,
     status: Status,
     command: Option<String>,
+    quick_command: Option<String>,
     reason: &'a str,
 }
 
@@ -111,6 +169,8 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
         crate::stop_if_checking_args("parsed");
         if args.json {
             print_json()?;
+        } else if let Some(table) = args.markdown {
+            outln!("{}", markdown(table).trim_end())?;
         } else {
             print_table()?;
         }
@@ -125,7 +185,11 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
             entry.reason
         );
     }
-    let mut argv: Vec<OsString> = entry.argv().into_iter().map(OsString::from).collect();
+    let mut argv: Vec<OsString> = entry
+        .argv(args.quick)
+        .into_iter()
+        .map(OsString::from)
+        .collect();
     if !entry.takes_repeat_and_out() && (args.repeat.is_some() || args.out.is_some()) {
         bail!(
             "{}'s command (concord {}) takes neither --repeat nor --out",
@@ -133,7 +197,11 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
             entry.command
         );
     }
-    if let Some(repeat) = args.repeat {
+    // The small version runs one round unless told otherwise.
+    let repeat = args
+        .repeat
+        .or((args.quick && entry.takes_repeat_and_out()).then_some(1));
+    if let Some(repeat) = repeat {
         argv.extend(["--repeat".into(), repeat.to_string().into()]);
     }
     if let Some(out) = args.out {
@@ -153,7 +221,7 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
     errln!("concord paper: running: concord {}", shown(&argv));
     let exe = std::env::current_exe().context("finding the concord binary to run the entry")?;
     let mut command = std::process::Command::new(exe);
-    command.args(&argv);
+    command.args(&argv).env(ENTRY_ENV, entry.id);
     // In a process group of its own, so that a terminal's Ctrl-C reaches it once, forwarded
     // by this process (a second signal would make it quit at once, without its summary); it
     // gets SIGTERM if this process is killed.
@@ -210,7 +278,8 @@ fn print_table() -> Result<()> {
         )?;
     }
     outln!(
-        "\n`concord paper ID` runs an entry; `concord paper --json` adds commands and reasons."
+        "\n`concord paper ID` runs an entry (`--quick`: its small version); `concord paper --json` \
+         adds commands and reasons; `--markdown counts|entries` prints the guide's tables."
     )?;
     Ok(())
 }
@@ -226,11 +295,66 @@ fn print_json() -> Result<()> {
             shows: e.shows,
             status: e.status,
             command: (!e.command.is_empty()).then(|| format!("concord {}", e.command)),
+            quick_command: (!e.quick.is_empty()).then(|| format!("concord {}", e.quick)),
             reason: e.reason,
         })
         .collect();
     outln!("{}", serde_json::to_string_pretty(&entries)?)?;
     Ok(())
+}
+
+/// The Markdown table `table`, as the README (`counts`) and docs/papers.md (`entries`) carry
+/// it between their `<!-- catalogue: … -->` markers.
+fn markdown(table: MarkdownTable) -> String {
+    const STATUSES: [Status; 4] = [
+        Status::Reproduced,
+        Status::Partial,
+        Status::NeedsCpus,
+        Status::Cannot,
+    ];
+    let mut md = String::new();
+    match table {
+        MarkdownTable::Counts => {
+            md.push_str("| paper | reproduced | partial | needs-cpus | cannot | entries |\n");
+            md.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+            let mut papers: Vec<&str> = CATALOGUE.iter().map(Entry::paper).collect();
+            papers.sort_unstable();
+            papers.dedup();
+            let row = |md: &mut String, name: &str, of: &dyn Fn(&Entry) -> bool| {
+                let count = |s: Status| CATALOGUE.iter().filter(|e| of(e) && e.status == s).count();
+                let counts: Vec<String> = STATUSES.iter().map(|s| count(*s).to_string()).collect();
+                let total = CATALOGUE.iter().filter(|e| of(e)).count();
+                md.push_str(&format!("| {name} | {} | {total} |\n", counts.join(" | ")));
+            };
+            for paper in papers {
+                let name = format!("{paper} ({})", paper_name(paper));
+                row(&mut md, &name, &|e: &Entry| e.paper() == paper);
+            }
+            row(&mut md, "**total**", &|_: &Entry| true);
+        }
+        MarkdownTable::Entries => {
+            md.push_str("| id | number | title | status | command | reason |\n");
+            md.push_str("| --- | --- | --- | --- | --- | --- |\n");
+            for e in CATALOGUE {
+                let command = if e.command.is_empty() {
+                    String::new()
+                } else {
+                    format!("`concord {}`", e.command)
+                };
+                let cells = [
+                    e.id.to_string(),
+                    e.number.to_string(),
+                    e.title.to_string(),
+                    e.status.label().to_string(),
+                    command,
+                    e.reason.to_string(),
+                ];
+                let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+                md.push_str(&format!("| {} |\n", cells.join(" | ")));
+            }
+        }
+    }
+    md
 }
 
 #[cfg(test)]
@@ -290,6 +414,73 @@ mod tests {
             .find(|e| e.command.starts_with("sweep "))
             .unwrap();
         assert!(sweep.takes_repeat_and_out());
+    }
+
+    /// The report sections an entry may name (`page.rs` and `kinds.rs` draw them).
+    const SECTIONS: [&str; 14] = [
+        "summary",
+        "task-distribution",
+        "cpu-heatmap",
+        "gc-time-breakdown",
+        "stealing",
+        "scalability",
+        "each-fix",
+        "pause-series",
+        "pauses-over",
+        "interference",
+        "numa",
+        "lifespans",
+        "policy-times",
+        "monitor",
+    ];
+
+    #[test]
+    fn every_quick_version_is_the_same_command_and_names_a_section_of_its_report() {
+        for e in CATALOGUE {
+            assert_eq!(e.quick.is_empty(), e.command.is_empty(), "{}", e.id);
+            if e.command.is_empty() {
+                continue;
+            }
+            // Same subcommand and, where it names one, the same workload.
+            let (quick, full) = (e.argv(true), e.argv(false));
+            let workload = |argv: &[&'static str]| -> Option<&'static str> {
+                argv.get(1).filter(|w| !w.starts_with("--")).copied()
+            };
+            assert_eq!(quick[0], full[0], "{}", e.id);
+            assert_eq!(workload(&quick), workload(&full), "{}", e.id);
+            assert!(!e.quick.contains("--repeat") && !e.quick.contains("--out"));
+            if e.takes_repeat_and_out() {
+                assert!(SECTIONS.contains(&e.section), "{}: {}", e.id, e.section);
+            } else {
+                assert!(e.section.is_empty(), "{}", e.id);
+            }
+        }
+    }
+
+    #[test]
+    fn the_entry_variable_is_not_taken_for_configuration() {
+        assert!(concord::config::NON_CONFIG_ENV_VARS.contains(&ENTRY_ENV));
+    }
+
+    #[test]
+    fn the_counts_table_adds_up() {
+        let counts = markdown(MarkdownTable::Counts);
+        let total = counts.lines().last().unwrap();
+        let cells: Vec<usize> = total
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(cells.len(), 5, "{total}");
+        assert_eq!(cells[..4].iter().sum::<usize>(), cells[4]);
+        assert_eq!(cells[4], CATALOGUE.len());
+        let reproduced = CATALOGUE
+            .iter()
+            .filter(|e| e.status == Status::Reproduced)
+            .count();
+        assert_eq!(cells[0], reproduced);
+        let entries = markdown(MarkdownTable::Entries);
+        assert_eq!(entries.lines().count(), CATALOGUE.len() + 2);
+        assert!(entries.contains("| 000-fig10 | Figure 10 | Overall and GC time gains"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::kinds;
 use super::model::{self, Configuration, Experiment, Run};
 use super::plots::{self, Curve, PauseSeries, StealBar};
+use crate::experiment::results::PaperRecord;
 
 /// Escape text for HTML element content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -241,6 +242,9 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     }
     h.push_str(&kind_sections);
     runs(&mut h, exp);
+    if let Some(paper) = &exp.file.paper {
+        head_section_with_paper(&mut h, paper);
+    }
     let _ = writeln!(
         h,
         "<footer>Written by <code>concord report</code> from <code>{}</code>. Medians are over the runs of a configuration that finished; per-run pictures show each configuration's median run by GC time (the faster of the two middle runs when their number is even).</footer>\n</main>\n</body>\n</html>",
@@ -388,7 +392,63 @@ fn header(h: &mut String, exp: &Experiment, title: &str) {
         "results",
         format!("<code>{}</code>", esc(&exp.dir.display().to_string())),
     );
+    if let Some(paper) = &f.paper {
+        let anchor = if paper.section.is_empty() {
+            String::new()
+        } else {
+            format!(" (section <a href=\"#{0}\">{0}</a>)", esc(&paper.section))
+        };
+        item(
+            "reproduces",
+            format!(
+                "<b>{}</b>{anchor}<br>{}",
+                esc(&paper_caption(paper)),
+                paper_status(paper)
+            ),
+        );
+    }
     let _ = writeln!(h, "</table>\n</header>");
+}
+
+/// The paper's number and caption: `000 Figure 10 — Overall and GC time gains …`.
+fn paper_caption(paper: &PaperRecord) -> String {
+    let number = paper.id.split_once('-').map_or("", |(n, _)| n);
+    format!("{number} {} — {}", paper.number, paper.title)
+}
+
+/// The entry's status and, unless it is `reproduced`, why: `partial: on stand-in …`.
+fn paper_status(paper: &PaperRecord) -> String {
+    let status = format!("<span class=\"chip\">{}</span>", esc(&paper.status));
+    if paper.reason.is_empty() {
+        status
+    } else {
+        format!("{status}: {}", esc(&paper.reason))
+    }
+}
+
+/// Gives the section that draws the paper's figure (`<h2 id="SECTION">`) the paper's number and
+/// caption as its heading, with the entry's status and reason and Concord's own title beneath.
+/// A section the page does not have (or none named) leaves the page as it is: the header
+/// names the figure in any case.
+fn head_section_with_paper(h: &mut String, paper: &PaperRecord) {
+    if paper.section.is_empty() {
+        return;
+    }
+    let open = format!("<h2 id=\"{}\">", esc(&paper.section));
+    let Some(start) = h.find(&open) else {
+        return;
+    };
+    let title_start = start + open.len();
+    let Some(title_len) = h[title_start..].find("</h2>") else {
+        return;
+    };
+    let concord_title = h[title_start..title_start + title_len].to_string();
+    let heading = format!(
+        "{open}{}</h2>\n<p class=\"caption\">{} — Concord's section: {concord_title}</p>",
+        esc(&paper_caption(paper)),
+        paper_status(paper)
+    );
+    h.replace_range(start..title_start + title_len + "</h2>".len(), &heading);
 }
 
 /// `items` as the `<li>` elements of a list.
@@ -1076,6 +1136,39 @@ fn runs(h: &mut String, exp: &Experiment) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_paper_figure_heads_its_section_and_nothing_else() {
+        let paper = PaperRecord {
+            id: "000-fig9".into(),
+            number: "Figure 9".into(),
+            title: "Fewer <steals>".into(),
+            status: "partial".into(),
+            reason: "on 2 CPUs".into(),
+            section: "stealing".into(),
+        };
+        let page = "<h2 id=\"summary\">Summary</h2>\n<h2 id=\"stealing\">Steals</h2>\n<p>x</p>";
+        let mut h = page.to_string();
+        head_section_with_paper(&mut h, &paper);
+        assert_eq!(
+            h,
+            "<h2 id=\"summary\">Summary</h2>\n<h2 id=\"stealing\">000 Figure 9 — Fewer \
+             &lt;steals&gt;</h2>\n<p class=\"caption\"><span class=\"chip\">partial</span>: on 2 \
+             CPUs — Concord's section: Steals</p>\n<p>x</p>"
+        );
+        // A section the page does not draw, or none named: the page is left as it is.
+        for section in ["numa", ""] {
+            let mut h = page.to_string();
+            head_section_with_paper(
+                &mut h,
+                &PaperRecord {
+                    section: section.into(),
+                    ..paper.clone()
+                },
+            );
+            assert_eq!(h, page);
+        }
+    }
 
     #[test]
     fn escaping() {

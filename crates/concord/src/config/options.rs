@@ -30,13 +30,15 @@ use crate::parallel::{
 /// `CONCORD_*` environment variables that are not configuration keys and that
 /// [`ConfigBuilder::apply_env`] therefore skips instead of rejecting: `CONCORD_LOG` (log filter),
 /// `CONCORD_CONFIG` (where a front end may look for the TOML file), `CONCORD_CHECK_ARGS`
-/// (the `concord` command only checks its arguments) and `CONCORD_REQUIRE_TEST_TOOLS` (read
-/// by the build scripts: CI sets it for the whole test run, so every test sees it).
+/// (the `concord` command only checks its arguments), `CONCORD_REQUIRE_TEST_TOOLS` (read
+/// by the build scripts: CI sets it for the whole test run, so every test sees it) and
+/// `CONCORD_PAPER_ENTRY` (`concord paper ID` names the entry its experiment reproduces).
 pub const NON_CONFIG_ENV_VARS: &[&str] = &[
     "CONCORD_LOG",
     "CONCORD_CONFIG",
     "CONCORD_CHECK_ARGS",
     "CONCORD_REQUIRE_TEST_TOOLS",
+    "CONCORD_PAPER_ENTRY",
 ];
 
 /// The prefix of every Concord environment variable.
