@@ -417,7 +417,7 @@ mod tests {
     }
 
     /// The report sections an entry may name (`page.rs` and `kinds.rs` draw them).
-    const SECTIONS: [&str; 14] = [
+    const SECTIONS: [&str; 16] = [
         "summary",
         "task-distribution",
         "cpu-heatmap",
@@ -431,6 +431,8 @@ mod tests {
         "numa",
         "lifespans",
         "policy-times",
+        "placement-speedup",
+        "placement-imbalance",
         "monitor",
     ];
 

@@ -3,8 +3,11 @@
 //! time and CPUs used per affinity mode, without and with interference), `sched-bench` (001:
 //! object lifespan histograms per policy; GC and wall time relative to CFS), `pause-bench`
 //! (002 Fig. 4/6: a pause time series per load, one series per GC log mode × THP mode; 002
-//! Tables 2–3: pauses over 250/500/1000/2000 ms per arm), `jvm-bench` (issue 12: HotSpot's GC
-//! pause totals and the companion agent's callback time per affinity mode and load); and, for every kind, the task-manager monitor's counters (000 Fig. 5) where the records have them.
+//! Tables 2–3: pauses over 250/500/1000/2000 ms per arm), `jvm-bench` (HotSpot's GC
+//! pause totals and the companion agent's callback time per affinity mode and load),
+//! `placement-bench` (004 Fig. 3: speedup over one thread per memory placement, and the
+//! placement's access imbalance and remote share); and, for every kind, the task-manager
+//! monitor's counters (000 Fig. 5) where the records have them.
 
 use std::fmt::Write as _;
 
@@ -26,6 +29,7 @@ pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry
         "sched-bench" => sched_bench(h, exp)?,
         "pause-bench" => pause_bench(h, exp)?,
         "jvm-bench" => jvm_bench(h, exp)?,
+        "placement-bench" => placement_bench(h, exp)?,
         _ => Vec::new(),
     };
     if let Some(entry) = numa(h, exp)? {
@@ -526,12 +530,122 @@ fn jvm_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> 
         .legend("workload; load")
         .decimals(1),
         "The companion agent's GarbageCollectionStart + GarbageCollectionFinish time inside each pause, median per run, median over runs with min–max whiskers \
-         (issue 12's budget: median at most 20 µs, longest at most 200 µs).",
+         (the companion's budget: median at most 20 µs, longest at most 200 µs).",
         "No run has the agent's report (all arms ran without the agent).",
     )?;
     Ok(vec![
         ("jvm-pauses", "HotSpot pause totals"),
         ("jvm-callback", "Agent callback time"),
+    ])
+}
+
+/// 004 Fig. 3: for each placement (a group, one configuration per thread count), the speedup
+/// of each thread count over the group's one thread, per run against the one-thread median;
+/// then the plan's access imbalance and remote share per thread count.
+fn placement_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"placement-speedup\">Speedup per memory placement</h2>"
+    );
+    let groups = groups(exp);
+    let threads_of = |c: &Configuration| c.value.clone().unwrap_or_else(|| c.name.clone());
+    let counts: Vec<String> = groups
+        .first()
+        .map(|g| in_group(exp, g).into_iter().map(threads_of).collect())
+        .unwrap_or_default();
+    let placement_of = |g: &Option<String>| {
+        let g = g.clone().unwrap_or_default();
+        g.split(':').next().unwrap_or_default().to_string()
+    };
+    let per_group = |f: &dyn Fn(&[&Configuration], &Configuration) -> Stat| -> Vec<BarSeries> {
+        groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let configs = in_group(exp, g);
+                let stats = counts
+                    .iter()
+                    .map(|n| {
+                        configs
+                            .iter()
+                            .find(|c| &threads_of(c) == n)
+                            .map_or((None, None), |c| f(&configs, c))
+                    })
+                    .collect();
+                series(&placement_of(g), i, stats)
+            })
+            .collect()
+    };
+    let speedup = per_group(&|configs, c| {
+        let one = configs.iter().find(|c| threads_of(c) == "1");
+        let base = one.and_then(|one| exp.median_of(one, &|r: &Run| r.num("wall_ms")));
+        match base {
+            Some(base) => stat(exp, c, |r| r.num("wall_ms").filter(|w| *w > 0.0).map(|w| base / w)),
+            None => (None, None),
+        }
+    });
+    let memory = exp
+        .file
+        .parameters
+        .get("memory")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Speedup over one thread, per placement",
+            "threads",
+            "speedup (one thread's median time / this run's time)",
+            &counts,
+            &speedup,
+        )
+        .legend("placement")
+        .reference(1.0, "one thread")
+        .decimals(2),
+        &format!(
+            "A fixed number of page reads from thread-local buffers shared by more threads, under each placement (004 Fig. 3), median over runs with min–max whiskers. \
+             In the paper, on 48 cores and 8 nodes, balancing the load matters more than locality: unbalanced-remote stops scaling at 8 threads, balanced-remote at 32, balanced-local goes on to 40. {}",
+            esc(memory)
+        ),
+        "No placement has a finished run with one thread and another count.",
+    )?;
+    let _ = writeln!(
+        h,
+        "<h2 id=\"placement-imbalance\">Access imbalance and remote share</h2>"
+    );
+    let imbalance = per_group(&|_, c| stat(exp, c, |r| r.num("node_access_stddev")));
+    let remote = per_group(&|_, c| stat(exp, c, |r| r.num("remote_share").map(|v| 100.0 * v)));
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Standard deviation of reads across nodes (004 Table 4's measure)",
+            "threads",
+            "stddev of each node's share / mean share",
+            &counts,
+            &imbalance,
+        )
+        .legend("placement")
+        .decimals(2),
+        "0 when every node serves the same share of the reads; √(N−1) when one node serves them all.",
+        "No run recorded its reads per node.",
+    )?;
+    bars_or_note(
+        h,
+        &Bars::new(
+            "Reads of a page on another node than the reader's",
+            "threads",
+            "remote reads (%)",
+            &counts,
+            &remote,
+        )
+        .legend("placement")
+        .decimals(0),
+        "The share of the page reads that cross nodes under each placement.",
+        "No run recorded its remote share.",
+    )?;
+    Ok(vec![
+        ("placement-speedup", "Speedup per placement"),
+        ("placement-imbalance", "Imbalance and remote share"),
     ])
 }
 
@@ -544,9 +658,9 @@ fn bucket_label(lo: u64) -> String {
     }
 }
 
-/// Dead samples per lifespan bucket, summed over the configuration's runs.
-fn lifespan_histogram(exp: &Experiment, c: &Configuration) -> Option<Vec<(u64, u64)>> {
-    let mut total: Vec<(u64, u64)> = Vec::new();
+/// Dead objects per lifespan bucket, summed over the configuration's runs.
+fn lifespan_histogram(exp: &Experiment, c: &Configuration) -> Option<Vec<(u64, f64)>> {
+    let mut total: Vec<(u64, f64)> = Vec::new();
     for buckets in exp.ok_runs(c).filter_map(Run::lifespan_buckets) {
         if total.is_empty() {
             total = buckets;
@@ -568,7 +682,7 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
     for group in &groups {
         let configs = in_group(exp, group);
         let title = group.clone().unwrap_or_else(|| exp.file.workload.clone());
-        let histograms: Vec<Option<Vec<(u64, u64)>>> =
+        let histograms: Vec<Option<Vec<(u64, f64)>>> =
             configs.iter().map(|c| lifespan_histogram(exp, c)).collect();
         let Some(bounds) = histograms.iter().flatten().next() else {
             empty(
@@ -586,7 +700,7 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
             histograms
                 .iter()
                 .flatten()
-                .any(|b| b.get(i).is_some_and(|x| x.1 > 0))
+                .any(|b| b.get(i).is_some_and(|x| x.1 > 0.0))
         };
         let first = (0..bounds.len()).find(|&i| used(i)).unwrap_or(0);
         let last = (0..bounds.len()).rfind(|&i| used(i)).unwrap_or(0);
@@ -602,9 +716,9 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
                 let stats = (first..=last)
                     .map(|b| {
                         let hist = hist.as_ref()?;
-                        let dead: u64 = hist.iter().map(|x| x.1).sum();
-                        let here = hist.get(b).map_or(0, |x| x.1);
-                        (dead > 0).then(|| 100.0 * here as f64 / dead as f64)
+                        let dead: f64 = hist.iter().map(|x| x.1).sum();
+                        let here = hist.get(b).map_or(0.0, |x| x.1);
+                        (dead > 0.0).then(|| 100.0 * here / dead)
                     })
                     .map(|v| (v, None))
                     .collect();
@@ -616,14 +730,14 @@ fn sched_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>
             &Bars::new(
                 &format!("Lifespans: {title}"),
                 "lifespan: bytes allocated heap-wide from birth to death (bucket from)",
-                "share of dead samples (%)",
+                "share of dead objects (%)",
                 &categories,
                 &shares,
             )
             .legend("mutator scheduling")
             .decimals(0),
             &format!(
-                "{}: how long sampled objects lived, as the share of dead samples in each log2 bucket, all runs of a policy together (001 Fig. 3): \
+                "{}: how long objects lived, as the share of dead objects in each log2 bucket (estimated from the samples; exact with --lifespan-sample-bytes 0), all runs of a policy together (001 Fig. 3): \
                  under CFS a preempted mutator leaves its young objects alive while others allocate, so mass moves to the right (longer lifespans, more copying); FIFO should keep it on the left.",
                 esc(&title)
             ),

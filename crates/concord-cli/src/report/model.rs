@@ -200,8 +200,10 @@ impl Run {
     }
 
     /// The lifespan histogram of the summary (`lifespans.buckets`, when the run profiled
-    /// lifespans): `(lower bound in bytes, dead samples)` per log2 bucket.
-    pub fn lifespan_buckets(&self) -> Option<Vec<(u64, u64)>> {
+    /// lifespans): `(lower bound in bytes, dead objects)` per log2 bucket. The objects are the
+    /// profiler's estimate (`dead_objects_estimate`, exact when every object was sampled);
+    /// summaries without it give dead samples instead.
+    pub fn lifespan_buckets(&self) -> Option<Vec<(u64, f64)>> {
         let buckets = self
             .summary
             .as_ref()?
@@ -210,7 +212,11 @@ impl Run {
             .as_array()?;
         buckets
             .iter()
-            .map(|b| Some((b.get("lo_bytes")?.as_u64()?, b.get("dead")?.as_u64()?)))
+            .map(|b| {
+                let objects = b.get("dead_objects_estimate").and_then(Value::as_f64);
+                let dead = objects.or_else(|| b.get("dead")?.as_f64())?;
+                Some((b.get("lo_bytes")?.as_u64()?, dead))
+            })
             .collect()
     }
 
@@ -384,14 +390,22 @@ impl Experiment {
                     .into(),
             );
         }
+        if self.file.kind == "placement-bench" {
+            self.notes.push(
+                "The memory-placement benchmark (concord placement-bench) runs no collector, so \
+                 the per-collection sections stay empty."
+                    .into(),
+            );
+        }
+        let has_records = !matches!(self.file.kind.as_str(), "jvm-bench" | "placement-bench");
         for entry in entries {
             let who = run_name(&entry);
             let (mut summary, mut records) = (None, None);
             if entry.status == "ok" {
                 summary = self.read_summary(&who, entry.summary.as_deref());
                 // A HotSpot run has no Concord per-collection records (its GC log and the
-                // agent's records are beside its summary).
-                if self.file.kind != "jvm-bench" {
+                // agent's records are beside its summary); a placement run has no collections.
+                if has_records {
                     records = self.read_records(&who, entry.records.as_deref());
                 }
                 if let Some(r) = &records {

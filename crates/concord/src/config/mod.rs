@@ -389,7 +389,7 @@ impl GcConfig {
     /// | `dynamic_gc_threads` | no | yes | no | no | no |
     /// | `pin_start` | yes | no | yes | no | no |
     /// | `gc_affinity` | none | none | dynamic | none | dynamic |
-    /// | `thp` | system | system | system | system | dynamic |
+    /// | `thp` | system | system | system | system | system |
     /// | `numa` | off | off | off | fragmented | off |
     /// | `gc_log_mode` | sync | async | sync | sync | async |
     pub fn for_preset(preset: Preset) -> GcConfig {
@@ -420,12 +420,13 @@ impl GcConfig {
             Preset::Vanilla | Preset::Modern | Preset::Naps => GcAffinity::None,
             Preset::Suo18 | Preset::Optimized => GcAffinity::Dynamic,
         };
-        // HotSpot 8 and 17 make no madvise call unless -XX:+UseTransparentHugePages is given;
-        // 002's fix decides from the memory available.
-        let thp = match preset {
-            Preset::Vanilla | Preset::Modern | Preset::Suo18 | Preset::Naps => ThpMode::System,
-            Preset::Optimized => ThpMode::Dynamic,
-        };
+        // HotSpot 8 and 17 make no madvise call unless -XX:+UseTransparentHugePages is given.
+        // `optimized` does not ask for huge pages either, though 002's `dynamic` policy is
+        // there to choose: measured side by side (docs/results.md, "Choosing `optimized`"),
+        // huge-page advice made the kernel zero (and compact for) 2 MiB pages the first time a
+        // collection copied into them, inside the pause, and `optimized`'s GC time on
+        // binary-trees 18 went from 0.62x vanilla's to 1.55x.
+        let thp = ThpMode::System;
         // 004's NAPS places the young generation one fragment per node and interleaves old
         // (004 §3.2). On a one-node machine that is one fragment per space on the only node,
         // old on that node, and GC workers allowed on all of its CPUs: the ordinary layout, so
