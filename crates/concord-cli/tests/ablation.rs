@@ -155,7 +155,7 @@ fn ablation_with_busy_loop_interference_prints_its_table() {
     );
     assert_exit_2(
         &["ablation", "--interfere", "busy:x"],
-        "busy:K with K in 1..=1024",
+        "busy:K or busy:K@CPU with K in 1..=1024",
     );
 }
 

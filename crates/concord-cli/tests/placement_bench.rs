@@ -81,6 +81,26 @@ fn a_tiny_run_reports_every_placement_and_thread_count() {
         last["thread_plan"][0]["measured_pages_per_node"],
         Value::Null
     );
+    // The report draws 004 Fig. 3 and no section about collections (there are none).
+    let page = out.join("page.html");
+    let o = concord(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for section in ["placement-speedup", "placement-imbalance"] {
+        assert!(
+            html.contains(&format!("<h2 id=\"{section}\">")),
+            "{section}"
+        );
+    }
+    for section in ["task-distribution", "cpu-heatmap", "stealing", "monitor"] {
+        assert!(!html.contains(&format!("id=\"{section}\"")), "{section}");
+    }
+    assert!(html.contains("Speedup over one thread, per placement"));
 }
 
 #[test]

@@ -153,7 +153,7 @@ pub const CATALOGUE: &[Entry] = &[
       "the share of objects at each lifespan in bytes",
       Partial, "sched-bench --young 4m --lifespan-sample-bytes 0",
       "every object is sampled and the share of objects per log2 lifespan bucket is plotted as in the figure, but a death is seen only at the collection that finds it, so lifespans are known to within one eden (4 MiB here); Concord's two workloads stand in for the paper's six, and on 2 CPUs CFS and FIFO give nearly the same distribution",
-      "lifespans", "sched-bench --small --rounds 1 --young 4m --lifespan-sample-bytes 0"),
+      "lifespans", "sched-bench --small --rounds 1 --young 2m --lifespan-sample-bytes 0"),
     e("001-fig4", "Figure 4", "Each thread's share of execution time as threads grow",
       "how evenly the mutator threads share the run as their number grows",
       Partial, "sweep binary-trees 16 --vary mutators=1,2,4,8",

@@ -20,8 +20,8 @@ use super::plots::{self, BarSeries, Bars};
 /// A section's anchor and its title in the page's navigation.
 pub type NavEntry = (&'static str, &'static str);
 
-/// Appends the sections of the experiment's kind and the monitor section to `h`; returns
-/// their navigation entries.
+/// Appends the sections of the experiment's kind and, where runs collect garbage, the NUMA and
+/// monitor sections to `h`; returns their navigation entries.
 pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry>> {
     let mut nav = match exp.file.kind.as_str() {
         "ablation" => ablation(h, exp)?,
@@ -32,11 +32,19 @@ pub fn sections(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEntry
         "placement-bench" => placement_bench(h, exp)?,
         _ => Vec::new(),
     };
-    if let Some(entry) = numa(h, exp)? {
-        nav.push(entry);
+    if has_collections(exp) {
+        if let Some(entry) = numa(h, exp)? {
+            nav.push(entry);
+        }
+        nav.push(monitor(h, exp)?);
     }
-    nav.push(monitor(h, exp)?);
     Ok(nav)
+}
+
+/// Whether the experiment's runs collect garbage (the memory-placement benchmark does not, so
+/// its page has no section about collections).
+pub fn has_collections(exp: &Experiment) -> bool {
+    exp.file.kind != "placement-bench"
 }
 
 /// Median over the configuration's runs of `f`, with the smallest and largest value.
@@ -578,9 +586,11 @@ fn placement_bench(h: &mut String, exp: &Experiment) -> anyhow::Result<Vec<NavEn
     };
     let speedup = per_group(&|configs, c| {
         let one = configs.iter().find(|c| threads_of(c) == "1");
-        let base = one.and_then(|one| exp.median_of(one, &|r: &Run| r.num("wall_ms")));
+        let base = one.and_then(|one| exp.median_of(one, |r: &Run| r.num("wall_ms")));
         match base {
-            Some(base) => stat(exp, c, |r| r.num("wall_ms").filter(|w| *w > 0.0).map(|w| base / w)),
+            Some(base) => stat(exp, c, |r| {
+                r.num("wall_ms").filter(|w| *w > 0.0).map(|w| base / w)
+            }),
             None => (None, None),
         }
     });

@@ -393,7 +393,8 @@ impl Experiment {
         if self.file.kind == "placement-bench" {
             self.notes.push(
                 "The memory-placement benchmark (concord placement-bench) runs no collector, so \
-                 the per-collection sections stay empty."
+                 this page has no section about collections; the GC columns of the summary are \
+                 empty."
                     .into(),
             );
         }

@@ -218,12 +218,19 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
         .iter()
         .map(|(id, title)| format!("<a href=\"#{id}\">{title}</a>"))
         .collect();
+    // The memory-placement benchmark runs no collector: no section about collections.
+    let collections = kinds::has_collections(exp);
+    let collection_nav = if collections {
+        "<a href=\"#task-distribution\">Task distribution</a><a href=\"#cpu-heatmap\">Threads on CPUs</a>\
+         <a href=\"#pause-timeline\">Pause timeline</a><a href=\"#gc-time-breakdown\">GC time breakdown</a>\
+         <a href=\"#stealing\">Stealing</a>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         h,
         "<nav><a href=\"#configurations\">Configurations</a><a href=\"#summary\">Summary</a>\
-         <a href=\"#task-distribution\">Task distribution</a><a href=\"#cpu-heatmap\">Threads on CPUs</a>\
-         <a href=\"#pause-timeline\">Pause timeline</a><a href=\"#gc-time-breakdown\">GC time breakdown</a>\
-         <a href=\"#stealing\">Stealing</a>{}{kind_nav}<a href=\"#runs\">Runs</a></nav>",
+         {collection_nav}{}{kind_nav}<a href=\"#runs\">Runs</a></nav>",
         if sweep {
             "<a href=\"#scalability\">Scalability</a>"
         } else {
@@ -232,11 +239,13 @@ pub fn render(exp: &Experiment) -> anyhow::Result<String> {
     );
     configurations(&mut h, exp, &rows);
     summary(&mut h, exp, &rows);
-    task_distribution(&mut h, exp, &rows)?;
-    cpu_heatmap(&mut h, exp, &rows)?;
-    pause_timeline(&mut h, exp, &rows)?;
-    breakdown(&mut h, exp, &rows)?;
-    stealing(&mut h, exp, &rows)?;
+    if collections {
+        task_distribution(&mut h, exp, &rows)?;
+        cpu_heatmap(&mut h, exp, &rows)?;
+        pause_timeline(&mut h, exp, &rows)?;
+        breakdown(&mut h, exp, &rows)?;
+        stealing(&mut h, exp, &rows)?;
+    }
     if sweep {
         scalability(&mut h, exp)?;
     }
