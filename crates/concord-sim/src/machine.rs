@@ -80,15 +80,24 @@ impl CpuSet {
 
     /// The CPUs in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        (0..MAX_CPUS).filter(move |&cpu| self.contains(cpu))
+        self.words.iter().enumerate().flat_map(|(i, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let bit = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    i * 64 + bit
+                })
+            })
+        })
     }
 
     /// The CPUs in increasing order starting at `start` and wrapping around (the kernel's
     /// `for_each_cpu_wrap`).
     pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
-        (start..MAX_CPUS)
-            .chain(0..start.min(MAX_CPUS))
-            .filter(move |&cpu| self.contains(cpu))
+        self.iter()
+            .skip_while(move |&cpu| cpu < start)
+            .chain(self.iter().take_while(move |&cpu| cpu < start))
     }
 
     /// The lowest CPU in the set.
@@ -584,5 +593,13 @@ mod tests {
     fn cpuset_wraps_from_start() {
         let set = CpuSet::first(5);
         assert_eq!(set.iter_wrap(3).collect::<Vec<_>>(), vec![3, 4, 0, 1, 2]);
+        let mut sparse = CpuSet::empty();
+        [1, 63, 64, 200].iter().for_each(|&c| sparse.insert(c));
+        assert_eq!(sparse.iter().collect::<Vec<_>>(), vec![1, 63, 64, 200]);
+        assert_eq!(
+            sparse.iter_wrap(64).collect::<Vec<_>>(),
+            vec![64, 200, 1, 63]
+        );
+        assert_eq!(sparse.len(), 4);
     }
 }

@@ -181,14 +181,14 @@ fn woken_sleeper_is_placed_half_a_latency_back_and_preempts_beyond_the_granulari
     assert_eq!(scenario(700_000), (105_500_000, true));
 }
 
-/// SMT machine of 4 cores (CPUs c and c+4 are siblings). With CPUs 0 and 1 busy, a task whose
-/// previous CPU is 0 wakes on CPU 2, the first fully idle core scanning from 0 — not on CPU 4,
-/// the idle sibling of busy CPU 0. With every core partly busy, it takes the first idle CPU of
-/// the LLC scanning from 0: CPU 4.
+/// SMT machine of 4 cores (CPUs c and c+4 are siblings). With CPUs 0 and 5 busy, a task whose
+/// previous CPU is 0 wakes on CPU 2, the first fully idle core scanning from 0 — not on CPU 1,
+/// the first idle CPU, whose sibling 5 is busy. With every core partly busy, it takes the first
+/// idle CPU of the LLC scanning from 0: CPU 4.
 #[test]
 fn wake_prefers_an_idle_core_then_an_idle_cpu_of_the_llc() {
     let mut d = Driver::new(machine("8", "on", "1"));
-    for cpu in [0, 1] {
+    for cpu in [0, 5] {
         d.task(NICE0, cpu, false);
     }
     let w = d.task(NICE0, 0, true);
