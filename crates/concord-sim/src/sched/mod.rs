@@ -5,7 +5,8 @@
 //!
 //! Time is virtual, in nanoseconds ([`Nanos`]), and never goes backwards: every call takes the
 //! current time `now`, which must be at least the `now` of the previous call (a model panics
-//! otherwise: that is a bug in the executor, not bad user input). Each call first runs every
+//! otherwise: that is a bug in the executor, not bad user input; so does a [`TaskId`] not returned
+//! by `create`, or a CPU number outside the machine). Each call first runs every
 //! timer due at or before `now` (scheduler ticks, the RT period, periodic load balancing), so a
 //! model is always up to date even if the executor skipped a [`SchedulerModel::next_timer`].
 //!

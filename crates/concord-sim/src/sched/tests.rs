@@ -351,6 +351,31 @@ fn new_idle_balance_pulls_a_queued_task_never_a_running_one() {
     assert_eq!(d.model.task_stats(a).migrations, 0);
 }
 
+/// Cache hotness (`task_hot`, 0.5 ms): two CPUs, D on CPU 1, B running on CPU 0. A wakes on
+/// CPU 0 at 1 ms and preempts B (A placed at 13 − 6 = 7 ms, 6 ms behind B's 13 ms, beyond the
+/// 2 ms granularity of 2 CPUs). When D blocks at 1.2 ms, B ran 0.2 ms ago: new-idle balance
+/// leaves it (the MC domain has not failed more than `cache_nice_tries` = 1 times) and CPU 1
+/// idles. At the 4 ms tick B is 3 ms cold and CPU 1's idle balance pulls it.
+#[test]
+fn cache_hot_tasks_are_left_by_new_idle_balance_and_pulled_once_cold() {
+    let mut d = Driver::new(machine("2", "off", "1"));
+    let b = d.task(NICE0, 0, false);
+    let a = d.task(NICE0, 0, true);
+    d.task(NICE0, 1, false);
+    d.settle();
+    d.now = MS;
+    d.model.wake(a, None, d.now);
+    assert_eq!(d.model.vruntime(a), 7 * MS as i64);
+    d.settle();
+    assert_eq!(d.model.current(0), Some(a));
+    d.now = 1_200_000;
+    d.model.block(1, d.now);
+    assert_eq!(d.model.pick_next(1, d.now), None);
+    assert_eq!(d.cpu_of(b), 0);
+    d.run_until(4 * MS);
+    assert_eq!(d.model.task_state(b), (TaskState::Running, 1));
+}
+
 /// 000's point: four threads asleep on CPU 0 of a 4-CPU machine (CPU 0 busy, the others idle)
 /// stay there through 2 s of periodic balancing, because sleeping tasks carry no load. The same
 /// threads runnable (with a fourth) are spread one per CPU by the idle CPUs' periodic balance.
