@@ -121,15 +121,35 @@ fn two_tasks_of_different_nice_run_in_vruntime_order() {
     );
 }
 
-/// Three tasks of nice −5, 0, 5 (weights 3121, 1024, 335) share one CPU in proportion to their
-/// weights: 69.7 %, 22.9 %, 7.5 % over 10 s (to within a tick's rounding).
+/// Three tasks of nice −5, 0, 5 (weights 3121, 1024, 335) created at t = 0 on one CPU, in that
+/// order. Start vruntimes (one vslice after min_vruntime 0, the queue growing):
+/// T1 = 6 ms × 1024/3121 = 1 968 599; T2: slice 6 ms × 1024/4145 = 1 482 267 (nice 0: vslice =
+/// slice); T3: slice 6 ms × 335/4480 = 448 660, vslice 1 371 426. So T3, T2, T1 run in that order,
+/// each past its slice at the next tick. T1's slice is 6 ms × 3121/4480 = 4.18 ms: at 12 ms it has
+/// run 4 ms (vruntime 3 280 998, behind T2's 5 482 267), at 16 ms 8 ms: preempted with vruntime
+/// 4 593 397, still leftmost, it runs again; at 24 ms (7 218 195) T2 runs.
+/// Over 10 s they share the CPU by weight: 69.7 %, 22.9 %, 7.5 %.
 #[test]
-fn three_tasks_share_the_cpu_by_weight() {
+fn three_tasks_run_in_vruntime_order_and_share_the_cpu_by_weight() {
     let mut d = Driver::new(machine("1", "off", "1"));
     let tasks: Vec<TaskId> = [-5, 0, 5]
         .iter()
         .map(|&nice| d.task(Policy::Normal { nice }, 0, false))
         .collect();
+    let (t1, t2, t3) = (tasks[0], tasks[1], tasks[2]);
+    let start: Vec<i64> = tasks.iter().map(|&t| d.model.vruntime(t)).collect();
+    assert_eq!(start, vec![1_968_599, 1_482_267, 1_371_426]);
+    d.run_until(24 * MS);
+    assert_eq!(
+        d.log,
+        vec![
+            (0, 0, Some(t3)),
+            (4 * MS, 0, Some(t2)),
+            (8 * MS, 0, Some(t1)),
+            (16 * MS, 0, Some(t1)),
+            (24 * MS, 0, Some(t2)),
+        ]
+    );
     d.run_until(10_000 * MS);
     let total: u64 = tasks.iter().map(|&t| d.model.task_stats(t).runtime).sum();
     assert_eq!(total, 10_000 * MS);
@@ -141,11 +161,6 @@ fn three_tasks_share_the_cpu_by_weight() {
             "task {t:?}: share {share:.4}, expected {expected:.4}"
         );
     }
-    // At every switch the picked task is the leftmost: its vruntime is the lowest of the three
-    // after the switch (no task yields here, so no skip buddy applies).
-    let min_v = tasks.iter().map(|&t| d.model.vruntime(t)).min().unwrap();
-    let current = d.model.current(0).unwrap();
-    assert!(d.model.vruntime(current) <= min_v + 4 * MS as i64 * 1024 / 335);
 }
 
 /// One CPU. A runs alone from t = 0 (vruntime 6 ms after the start debit), so at 100 ms its
@@ -163,6 +178,7 @@ fn woken_sleeper_is_placed_half_a_latency_back_and_preempts_beyond_the_granulari
         d.run_until(100 * MS);
         assert_eq!(d.model.current(0), Some(a));
         assert_eq!(d.model.vruntime(a), 106 * MS as i64);
+        assert_eq!(d.model.min_vruntime(0), 106 * MS as i64);
         d.model.wake(s, None, d.now);
         assert_eq!(d.model.vruntime(s), 103 * MS as i64);
         assert!(d.model.needs_resched(0, d.now), "3 ms behind preempts");
@@ -311,6 +327,8 @@ fn rt_throttle_caps_fifo_at_95_percent() {
     assert_eq!(rt + cfs, 10_000 * MS);
     let share = rt as f64 / 10_000.0 / MS as f64;
     assert!((share - 0.95).abs() <= 0.005, "FIFO share {share}");
+    d.run_until(10_952 * MS);
+    assert!(d.model.rt_throttled(0));
     // The first period: throttled at the 952 ms tick, released at 1000 ms.
     assert!(d
         .log
@@ -385,6 +403,7 @@ fn sleeping_tasks_are_invisible_to_periodic_balance() {
     d.task(NICE0, 0, false);
     let sleepers: Vec<TaskId> = (0..4).map(|_| d.task(NICE0, 0, true)).collect();
     d.run_until(2000 * MS);
+    assert_eq!(d.model.cpu_load(0), 1024, "the sleepers weigh nothing");
     for &t in &sleepers {
         assert_eq!(d.model.task_state(t), (TaskState::Sleeping, 0));
         assert_eq!(d.model.task_stats(t).migrations, 0);
