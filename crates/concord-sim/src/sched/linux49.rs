@@ -161,6 +161,7 @@ pub struct Linux49 {
     rqs: Vec<Runqueue>,
     now: Nanos,
     next_tick: Nanos,
+    next_rt_period: Nanos,
     seq: u64,
 }
 
@@ -171,8 +172,13 @@ impl Linux49 {
         Linux49::with_tunables(machine, tunables)
     }
 
-    /// A model with explicit tunables.
+    /// A model with explicit tunables (`tick` and `rt_period` must be positive: they drive the
+    /// timers).
     pub fn with_tunables(machine: Machine, tunables: Tunables) -> Linux49 {
+        assert!(
+            tunables.tick > 0 && tunables.rt_period > 0,
+            "tick and rt_period must be positive"
+        );
         let rqs = (0..machine.cpus())
             .map(|cpu| {
                 let levels = machine.domains(cpu).len();
@@ -191,6 +197,7 @@ impl Linux49 {
             rqs,
             now: 0,
             next_tick: tunables.tick,
+            next_rt_period: tunables.rt_period,
             seq: 0,
         }
     }
@@ -888,11 +895,17 @@ impl Linux49 {
                 self.check_preempt_tick(cpu, curr);
             }
         }
-        if now.is_multiple_of(self.tunables.rt_period) {
+        // sched_rt_period_timer: each elapsed period pays back one runtime (`overrun`).
+        let mut overrun = 0;
+        while self.next_rt_period <= now {
+            overrun += 1;
+            self.next_rt_period += self.tunables.rt_period;
+        }
+        if overrun > 0 {
             for cpu in 0..self.machine.cpus() {
                 let runtime = self.tunables.rt_runtime;
                 let rq = &mut self.rqs[cpu];
-                rq.rt_time = rq.rt_time.saturating_sub(runtime);
+                rq.rt_time = rq.rt_time.saturating_sub(overrun * runtime);
                 if rq.rt_throttled && rq.rt_time < runtime {
                     rq.rt_throttled = false;
                     if !rq.rt.is_empty() {
