@@ -314,6 +314,53 @@ fn fifo_preempts_cfs_on_wake_and_runs_until_it_blocks_among_equals() {
     assert_eq!(d.model.current(0), Some(c));
 }
 
+/// Two CPUs: F1 (FIFO 10) runs on CPU 0, C (CFS) on CPU 1. F2 (FIFO 10, last on CPU 0) wakes:
+/// CPU 0 runs an equal RT priority, so `find_lowest_rq` sends it to CPU 1, where it preempts C.
+/// F3 (FIFO 10) created on CPU 0 waits behind F1; when F2 blocks, CPU 1 pulls F3 rather than
+/// run C. A CFS task queued behind C that becomes FIFO preempts C at once.
+#[test]
+fn fifo_wakes_on_the_lowest_priority_cpu_and_is_pulled_by_a_cpu_dropping_to_cfs() {
+    let fifo = Policy::Fifo { priority: 10 };
+    let mut d = Driver::new(machine("2", "off", "1"));
+    let f1 = d.task(fifo, 0, false);
+    let c = d.task(NICE0, 1, false);
+    let f2 = d.task(fifo, 0, true);
+    d.settle();
+    assert_eq!(d.model.wake(f2, None, 0), 1);
+    d.settle();
+    assert_eq!(
+        (d.model.current(0), d.model.current(1)),
+        (Some(f1), Some(f2))
+    );
+    let f3 = d.task(fifo, 0, false);
+    d.settle();
+    assert_eq!(d.model.task_state(f3), (TaskState::Queued, 0));
+    d.now = MS;
+    d.model.block(1, d.now);
+    d.settle();
+    assert_eq!(d.model.current(1), Some(f3));
+    assert_eq!(d.model.task_state(c), (TaskState::Queued, 1));
+
+    let mut d = Driver::new(machine("1", "off", "1"));
+    let c = d.task(NICE0, 0, false);
+    let other = d.task(NICE0, 0, false);
+    d.settle();
+    let queued = if d.model.current(0) == Some(c) {
+        other
+    } else {
+        c
+    };
+    d.model.set_policy(queued, fifo, 0).unwrap();
+    assert!(d.model.needs_resched(0, 0));
+    d.settle();
+    assert_eq!(d.model.current(0), Some(queued));
+    d.model.set_policy(queued, NICE0, 0).unwrap();
+    assert!(
+        d.model.needs_resched(0, 0),
+        "leaving the RT class reschedules"
+    );
+}
+
 /// A FIFO task that never sleeps shares its CPU with a CFS task for 10 s: throttled once its RT
 /// time passes 950 ms in a period (detected at a tick), released when the period timer pays
 /// back 950 ms, it gets 95 % of the CPU (±0.5 %) and the CFS task the rest.
