@@ -1250,6 +1250,11 @@ impl SchedulerModel for Linux49 {
 
 #[cfg(test)]
 impl Linux49 {
+    /// Sets a task's wakee-switch count (`wakee_flips`), as if it had woken that many others.
+    pub(super) fn set_wakee_flips(&mut self, task: TaskId, flips: u64) {
+        self.tasks[task.0].wakee_flips = flips;
+    }
+
     /// Consistency of queues, loads and states (used by the randomised tests).
     pub(super) fn check_invariants(&self) {
         for (cpu, rq) in self.rqs.iter().enumerate() {

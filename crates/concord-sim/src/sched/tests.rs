@@ -225,16 +225,23 @@ fn wake_prefers_an_idle_core_then_an_idle_cpu_of_the_llc() {
 /// 100 × (1024 + 1024) ≤ (100 + 25/2) × 2048, so the target is the waker's CPU and the wakee
 /// lands on its idle LLC sibling, CPU 3. With one task on CPU 0 (load 1024) it does not hold
 /// (204 800 > 114 688): the target stays CPU 0, whose LLC has no idle CPU, so it queues there.
+/// With two tasks on CPU 0 again but a waker that has switched among 8 wakees and a wakee that
+/// has switched among 2 (`wake_wide`: 2 ≥ LLC size 2 and 8 + 1 ≥ 2 × 2), affine wake-up is off
+/// and the wakee stays on CPU 0.
 #[test]
 fn wake_affine_pulls_the_wakee_towards_the_waker_only_when_its_old_cpu_is_loaded() {
-    for (tasks_on_prev, expected) in [(2, 3), (1, 0)] {
+    for (tasks_on_prev, flips, expected) in [(2, None, 3), (1, None, 0), (2, Some((8, 2)), 0)] {
         let mut d = Driver::new(machine("4", "off", "2"));
         for _ in 0..tasks_on_prev {
             d.task(NICE0, 0, false);
         }
         d.task(NICE0, 1, false);
-        d.task(NICE0, 2, false);
+        let waker = d.task(NICE0, 2, false);
         let w = d.task(NICE0, 0, true);
+        if let Some((waker_flips, wakee_flips)) = flips {
+            d.model.set_wakee_flips(waker, waker_flips);
+            d.model.set_wakee_flips(w, wakee_flips);
+        }
         d.settle();
         assert_eq!(
             d.model.wake(w, Some(2), 0),
