@@ -803,7 +803,7 @@ impl State {
     }
 
     fn within_limit(&self, clock: Ns) -> bool {
-        self.limit.map_or(true, |limit| clock <= limit)
+        !matches!(self.limit, Some(limit) if clock > limit)
     }
 
     /// Hand the baton to the thread that runs next, or record the outcome if none can.
@@ -950,5 +950,161 @@ impl SplitMix64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::atomic::{AtomicU32 as SimU32, Ordering::SeqCst};
+    use crate::sync::{futex, hint, thread};
+
+    /// Distinct costs, so each hand-computed total says which operations were charged.
+    const COSTS: Costs = Costs {
+        atomic_load: 1,
+        atomic_store: 2,
+        atomic_rmw: 3,
+        cas: 4,
+        lock_uncontended: 5,
+        futex_wait: 100,
+        futex_wake: 200,
+        yield_syscall: 300,
+        sleep_syscall: 400,
+        spin_loop: 7,
+        context_switch: 1_000,
+        wakeup_latency: 50,
+    };
+
+    fn one_thread(body: impl FnOnce() + Send + 'static) -> Report {
+        let mut sim = Sim::new(1, COSTS, 0);
+        sim.spawn("only", body);
+        sim.run()
+    }
+
+    #[test]
+    fn every_operation_charges_its_cost_after_the_first_context_switch() {
+        let report = one_thread(|| {
+            let a = SimU32::new(0);
+            charge(100);
+            a.load(SeqCst);
+            a.store(1, SeqCst);
+            a.fetch_add(1, SeqCst);
+            let _ = a.compare_exchange(2, 3, SeqCst, SeqCst);
+            hint::spin_loop();
+            thread::yield_now(); // alone on its CPU: the system call, no switch
+        });
+        // 1000 (switch in) + 100 + 1 + 2 + 3 + 4 + 7 + 300.
+        assert_eq!(report.end_ns, 1_417);
+        assert_eq!(report.threads[0].run_ns, 417);
+        assert_eq!(report.threads[0].ops, 7);
+        assert_eq!(report.threads[0].yields, 1);
+        assert_eq!(report.cpus[0].busy_ns, 1_417);
+        assert_eq!(report.cpus[0].context_switches, 1);
+    }
+
+    #[test]
+    fn sleep_is_a_virtual_timer() {
+        let report = one_thread(|| thread::sleep(Duration::from_micros(10)));
+        // 1000 (switch in) + 400 (nanosleep) + 10 000 asleep; back on the same CPU: no switch.
+        assert_eq!(report.end_ns, 11_400);
+        assert_eq!(report.threads[0].blocked_ns, 10_000);
+        assert_eq!(report.threads[0].blocks, 1);
+        assert_eq!(report.cpus[0].busy_ns, 1_400);
+    }
+
+    #[test]
+    fn futex_wait_times_out_or_returns_on_a_changed_word() {
+        let report = one_thread(|| {
+            let w = SimU32::new(0);
+            futex::wait(&w, 1, Some(Duration::from_micros(1))); // word differs: no sleep
+            futex::wait(&w, 0, Some(Duration::from_nanos(5_000))); // times out
+        });
+        // 1000 + 100 + 100 + 5000.
+        assert_eq!(report.end_ns, 6_200);
+        assert_eq!(report.threads[0].blocked_ns, 5_000);
+    }
+
+    #[test]
+    fn a_woken_thread_runs_after_the_wake_and_its_latency() {
+        let word = Arc::new(SimU32::new(0));
+        let mut sim = Sim::new(2, COSTS, 3);
+        let w = word.clone();
+        sim.spawn("waiter", move || {
+            while w.load(SeqCst) == 0 {
+                futex::wait(&w, 0, None);
+            }
+        });
+        let w = word.clone();
+        sim.spawn("waker", move || {
+            charge(10_000);
+            w.store(1, SeqCst);
+            futex::wake(&w, 1);
+        });
+        let report = sim.run();
+        // Waiter: in at 1000, load 1001, blocks at 1101. Waker: in at 1000, work to 11 000,
+        // store 11 002, wake 11 202; the waiter is runnable at 11 252 and loads at 11 253.
+        assert_eq!(report.threads[0].finished_ns, 11_253);
+        assert_eq!(report.threads[0].blocked_ns, 11_252 - 1_101);
+        assert_eq!(report.threads[1].finished_ns, 11_202);
+        assert_eq!(report.end_ns, 11_253);
+    }
+
+    #[test]
+    fn two_threads_share_one_cpu_in_time_slices() {
+        let mut sim = Sim::with_placement(Box::new(RoundRobin::new(1, 1_000)), COSTS, 0);
+        for name in ["a", "b"] {
+            sim.spawn(name, || (0..10).for_each(|_| charge(300)));
+        }
+        let report = sim.run();
+        // Turns of 4, 4, 4, 4, 2, 2 charges of 300 (a slice of 1000 runs out on the fourth),
+        // each after a 1000 ns switch: a 1000-2200, b 3200-4400, a 5400-6600, b 7600-8800,
+        // a 9800-10 400, b 11 400-12 000.
+        assert_eq!(report.end_ns, 12_000);
+        assert_eq!(report.cpus[0].context_switches, 6);
+        assert_eq!(report.cpus[0].busy_ns, 12_000);
+        assert_eq!(report.threads[0].finished_ns, 10_400);
+        assert_eq!(report.threads[0].wait_ns, 2_200 + 2_200);
+        assert_eq!(report.threads[1].wait_ns, 2_200 + 2_200 + 1_600);
+        assert_eq!(report.threads[0].preemptions, 2);
+        assert_eq!(report.threads[1].preemptions, 2);
+    }
+
+    #[test]
+    fn yield_hands_the_cpu_to_the_next_runnable_thread() {
+        let mut sim = Sim::new(1, COSTS, 0);
+        sim.spawn("a", thread::yield_now);
+        sim.spawn("b", || charge(10));
+        let report = sim.run();
+        // a: in at 1000, yields (300) at 1300; b: in at 2300, runs to 2310; a: back at 3310.
+        assert_eq!(report.threads[1].finished_ns, 2_310);
+        assert_eq!(report.threads[0].finished_ns, 3_310);
+        assert_eq!(report.threads[0].preemptions, 0);
+        assert_eq!(report.cpus[0].context_switches, 3);
+    }
+
+    #[test]
+    fn outside_a_simulation_operations_act_at_once() {
+        let a = SimU32::new(5);
+        assert_eq!(a.fetch_add(1, SeqCst), 5);
+        futex::wait(&a, 6, None); // a spurious return, not a hang
+        futex::wake(&a, 1);
+        assert_eq!(now(), None);
+        assert_eq!(current_cpu(), None);
+    }
+
+    #[test]
+    fn the_seed_orders_cpus_as_a_permutation() {
+        for seed in 0..20 {
+            let sim = Sim::new(7, COSTS, seed);
+            let mut rank = sim.state.rank.clone();
+            rank.sort_unstable();
+            assert_eq!(rank, (0..7).collect::<Vec<_>>());
+        }
+        let ranks = |seed| Sim::new(7, COSTS, seed).state.rank.clone();
+        assert_eq!(ranks(4), ranks(4));
+        assert!(
+            (1..20).any(|s| ranks(s) != ranks(0)),
+            "the seed never changes the tie order"
+        );
     }
 }
