@@ -1,7 +1,8 @@
 //! How fast the simulator runs: one parallel phase of the collector's own termination protocol
 //! (`fixed`, HotSpot 8's spin/yield/sleep loop) with as many workers as CPUs, at 20 and 48
 //! simulated CPUs, printing simulated operations per wall-clock second and wall time per
-//! simulated second.
+//! simulated second, at the default lookahead and at 2 µs (fewer OS thread switches, coarser
+//! ordering).
 //!
 //! `cargo run --release -p concord-sim --example sim_speed`
 
@@ -11,32 +12,40 @@ mod common;
 use std::time::Instant;
 
 use common::{run_phase, PhaseShape};
-use concord_sim::policy::TerminationKind;
+use concord_sim::exec::Sim;
+use concord_sim::policy::{StealPolicy, TerminationKind};
 
 fn main() {
-    println!("cpus  workers  kind   items  sim_ms    ops        wall_s  ops_per_wall_s  wall_s_per_sim_s");
+    println!("cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  wall_s  ops_per_wall_s  wall_s_per_sim_s");
     for cpus in [20, 48] {
-        for kind in [TerminationKind::Fixed, TerminationKind::Owst] {
+        for (kind, lookahead) in [
+            (TerminationKind::Fixed, Sim::DEFAULT_LOOKAHEAD),
+            (TerminationKind::Owst, Sim::DEFAULT_LOOKAHEAD),
+            (TerminationKind::Fixed, 2_000),
+        ] {
             let shape = PhaseShape {
                 kind,
+                steal: StealPolicy::BestOf2,
                 workers: cpus,
                 cpus,
                 seeds: 20_000,
                 children: 20_000,
                 work_ns: 1_000,
                 seed: 1,
+                lookahead,
             };
             let start = Instant::now();
             let run = run_phase(shape);
             let wall = start.elapsed().as_secs_f64();
             let sim_s = run.report.end_ns as f64 / 1e9;
             println!(
-                "{cpus:>4}  {:>7}  {:<5}  {:>5}  {:>6.3}  {:>9}  {wall:>6.2}  {:>14.0}  {:>16.1}",
+                "{cpus:>4}  {:>7}  {:<5}  {lookahead:>12}  {:>5}  {:>6.3}  {:>9}  {:>8}  {wall:>6.2}  {:>14.0}  {:>16.1}",
                 shape.workers,
                 kind.to_string(),
                 run.processed.iter().sum::<usize>(),
                 sim_s * 1e3,
                 run.report.ops,
+                run.report.handoffs,
                 run.report.ops as f64 / wall,
                 wall / sim_s,
             );

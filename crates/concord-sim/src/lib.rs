@@ -23,7 +23,8 @@
 //! * [`exec`]: the virtual-time executor ([`exec::Sim`]), its cost table ([`exec::Costs`]) and
 //!   the seam for a scheduler model ([`exec::Placement`], built-in [`exec::RoundRobin`]).
 //! * [`sync`]: the simulated `crate::sync`.
-//! * [`ms_queue`], [`parking`], [`termination`], [`monitor`], [`policy`]: the collector's files.
+//! * [`ms_queue`], [`parking`], [`termination`], [`monitor`], [`steal`], [`rng`], [`policy`]:
+//!   the collector's files.
 //!
 //! The included files' own `#[cfg(test)]` unit tests use real threads and other parts of
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
@@ -62,3 +63,13 @@ pub mod termination;
 #[cfg(not(test))]
 #[path = "../../concord/src/parallel/monitor.rs"]
 pub mod monitor;
+
+// `concord::parallel::rng`: the workers' xorshift generator (the steal policies draw from it).
+#[cfg(not(test))]
+#[path = "../../concord/src/parallel/rng.rs"]
+pub mod rng;
+
+// `concord::parallel::steal` and its three policies (best-of-2, last victim, adaptive).
+#[cfg(not(test))]
+#[path = "../../concord/src/parallel/steal/mod.rs"]
+pub mod steal;

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{run_phase, PhaseShape};
-use concord_sim::policy::TerminationKind;
+use concord_sim::exec::Sim;
+use concord_sim::policy::{StealPolicy, TerminationKind};
 
 const KINDS: [TerminationKind; 3] = [
     TerminationKind::Fixed,
@@ -17,12 +18,14 @@ const KINDS: [TerminationKind; 3] = [
 fn shape(kind: TerminationKind, workers: usize, cpus: usize) -> PhaseShape {
     PhaseShape {
         kind,
+        steal: StealPolicy::BestOf2,
         workers,
         cpus,
         seeds: 200,
         children: 400,
         work_ns: 2_000,
         seed: 7,
+        lookahead: Sim::DEFAULT_LOOKAHEAD,
     }
 }
 
@@ -98,4 +101,57 @@ fn virtual_time_grows_when_workers_share_cpus() {
             ends[2]
         );
     }
+}
+
+#[test]
+fn the_steal_policy_is_the_collectors_own_and_swapping_it_shows() {
+    let runs: Vec<_> = [
+        StealPolicy::BestOf2,
+        StealPolicy::LastVictim,
+        StealPolicy::Adaptive,
+    ]
+    .into_iter()
+    .map(|steal| {
+        let run = run_phase(PhaseShape {
+            steal,
+            ..shape(TerminationKind::Live, 8, 4)
+        });
+        assert_eq!(
+            run.processed.iter().sum::<usize>(),
+            600,
+            "{steal}: items lost"
+        );
+        let attempts: usize = run.steal_attempts.iter().sum();
+        let failures: usize = run.steal_failures.iter().sum();
+        assert!(
+            attempts > failures && failures > 0,
+            "{steal}: {attempts} attempts, {failures} failures"
+        );
+        (attempts, failures, run.report.end_ns)
+    })
+    .collect();
+    assert!(
+        runs[0] != runs[1] && runs[0] != runs[2] && runs[1] != runs[2],
+        "three steal policies, indistinguishable runs: {runs:?}"
+    );
+}
+
+#[test]
+fn a_larger_lookahead_keeps_the_result_and_saves_handoffs() {
+    let exact = run_phase(PhaseShape {
+        lookahead: 0,
+        ..shape(TerminationKind::Fixed, 6, 3)
+    });
+    let loose = run_phase(PhaseShape {
+        lookahead: 5_000,
+        ..shape(TerminationKind::Fixed, 6, 3)
+    });
+    assert_eq!(exact.processed.iter().sum::<usize>(), 600);
+    assert_eq!(loose.processed.iter().sum::<usize>(), 600);
+    assert!(
+        loose.report.handoffs < exact.report.handoffs,
+        "handoffs: lookahead 0 {}, 5 µs {}",
+        exact.report.handoffs,
+        loose.report.handoffs
+    );
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use concord_sim::exec::{self, Costs, Sim};
 use concord_sim::monitor::Monitor;
+use concord_sim::ms_queue::MsQueue;
 use concord_sim::parking::{worker_bit, EpochParker};
 use concord_sim::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use concord_sim::sync::{futex, Condvar, Mutex};
@@ -188,4 +189,49 @@ fn condvar_wait_timeout_reports_the_timeout_in_virtual_time() {
         "{}",
         report.end_ns
     );
+}
+
+/// `concord`'s Michael–Scott task queue drained by consumers on shared simulated CPUs: every
+/// item comes out exactly once.
+#[test]
+fn the_collectors_ms_queue_hands_out_each_item_once() {
+    for (consumers, cpus) in [(2, 2), (6, 3), (8, 8)] {
+        let mut queue = MsQueue::new();
+        for item in 0..500u32 {
+            queue.enqueue(item);
+        }
+        let queue = Arc::new(queue);
+        let seen: Arc<Vec<std::sync::atomic::AtomicU32>> = Arc::new(
+            (0..500)
+                .map(|_| std::sync::atomic::AtomicU32::new(0))
+                .collect(),
+        );
+        let mut sim = Sim::new(cpus, Costs::DEFAULT, consumers as u64);
+        for id in 0..consumers {
+            let (queue, seen) = (queue.clone(), seen.clone());
+            sim.spawn(format!("consumer-{id}"), move || {
+                while let Some(&item) = queue.dequeue() {
+                    seen[item as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    exec::charge(200);
+                }
+            });
+        }
+        let report = sim.run();
+        for (item, count) in seen.iter().enumerate() {
+            let count = count.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                count, 1,
+                "{consumers}/{cpus}: item {item} came out {count} times"
+            );
+        }
+        let busy = report
+            .threads
+            .iter()
+            .filter(|t| t.run_ns > 200 * 50)
+            .count();
+        assert!(
+            busy > 1,
+            "{consumers}/{cpus}: one consumer did nearly everything"
+        );
+    }
 }

@@ -160,6 +160,9 @@ pub struct Report {
     pub cpus: Vec<CpuReport>,
     /// Operations charged by all threads.
     pub ops: u64,
+    /// Times the baton passed from one OS thread to another (what the simulation's wall time
+    /// mostly goes to).
+    pub handoffs: u64,
 }
 
 /// A simulation being set up: a machine, its cost table, a seed and the threads to run.
@@ -210,6 +213,7 @@ impl Sim {
                 outcome: None,
                 live: 0,
                 ops: 0,
+                handoffs: 0,
             },
             bodies: Vec::new(),
         }
@@ -645,6 +649,7 @@ struct State {
     /// Threads not finished.
     live: usize,
     ops: u64,
+    handoffs: u64,
 }
 
 impl State {
@@ -810,6 +815,9 @@ impl State {
     fn pass_baton(&mut self, shared: &Shared) {
         match self.next() {
             Some((t, clock)) if self.within_limit(clock) => {
+                if self.baton != Some(t) {
+                    self.handoffs += 1;
+                }
                 self.baton = Some(t);
                 self.threads[t].signal.notify_one();
             }
@@ -932,6 +940,7 @@ impl State {
                 })
                 .collect(),
             ops: self.ops,
+            handoffs: self.handoffs,
         }
     }
 }
