@@ -16,7 +16,7 @@ use concord_sim::exec::Sim;
 use concord_sim::policy::{StealPolicy, TerminationKind};
 
 fn main() {
-    println!("cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  wall_s  ops_per_wall_s  wall_s_per_sim_s");
+    println!("cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  steals  failed  wall_s  ops_per_wall_s  wall_s_per_sim_s");
     for cpus in [20, 48] {
         for (kind, lookahead) in [
             (TerminationKind::Fixed, Sim::DEFAULT_LOOKAHEAD),
@@ -39,13 +39,15 @@ fn main() {
             let wall = start.elapsed().as_secs_f64();
             let sim_s = run.report.end_ns as f64 / 1e9;
             println!(
-                "{cpus:>4}  {:>7}  {:<5}  {lookahead:>12}  {:>5}  {:>6.3}  {:>9}  {:>8}  {wall:>6.2}  {:>14.0}  {:>16.1}",
+                "{cpus:>4}  {:>7}  {:<5}  {lookahead:>12}  {:>5}  {:>6.3}  {:>9}  {:>8}  {:>6}  {:>6}  {wall:>6.2}  {:>14.0}  {:>16.1}",
                 shape.workers,
                 kind.to_string(),
                 run.processed.iter().sum::<usize>(),
                 sim_s * 1e3,
                 run.report.ops,
                 run.report.handoffs,
+                run.steal_attempts.iter().sum::<usize>(),
+                run.steal_failures.iter().sum::<usize>(),
                 run.report.ops as f64 / wall,
                 wall / sim_s,
             );

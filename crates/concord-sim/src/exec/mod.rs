@@ -214,6 +214,7 @@ impl Sim {
                 live: 0,
                 ops: 0,
                 handoffs: 0,
+                horizon: None,
             },
             bodies: Vec::new(),
         }
@@ -311,12 +312,12 @@ pub fn current_cpu() -> Option<CpuId> {
 /// Charge `ns` of modelled work (e.g. copying an object) to the calling simulated thread; a
 /// scheduling point. Outside a simulation it does nothing.
 pub fn charge(ns: Ns) {
-    with_running(|st, me| st.account(me, ns));
+    with_running(true, |st, me| st.account(me, ns));
 }
 
 /// Charge `op`'s cost; a scheduling point.
 pub(crate) fn op(op: Op) {
-    with_running(|st, me| {
+    with_running(true, |st, me| {
         let cost = st.costs.of(op);
         st.account(me, cost);
     });
@@ -325,7 +326,7 @@ pub(crate) fn op(op: Op) {
 /// `sched_yield`: go behind the other runnable threads of this CPU's queue.
 pub(crate) fn yield_now() {
     if in_simulation() {
-        with_running(|st, me| {
+        with_running(false, |st, me| {
             let cost = st.costs.yield_syscall;
             st.account(me, cost);
             st.threads[me].yields += 1;
@@ -339,7 +340,7 @@ pub(crate) fn yield_now() {
 /// `nanosleep(d)`: block until a virtual timer `d` from now.
 pub(crate) fn sleep(d: Duration) {
     if in_simulation() {
-        with_running(|st, me| {
+        with_running(false, |st, me| {
             let cost = st.costs.sleep_syscall;
             st.account(me, cost);
             let at = st.clock_of(me).saturating_add(nanos(d));
@@ -367,7 +368,7 @@ pub(crate) fn futex_wait(
         return false;
     }
     let mut woken = false;
-    with_running(|st, me| {
+    with_running(false, |st, me| {
         let cost = st.costs.futex_wait;
         st.account(me, cost);
         // The executor's lock plays the hash-bucket lock: compare and enqueue are one step.
@@ -394,7 +395,7 @@ pub(crate) fn futex_wait(
 /// `bits`, first come first woken. Returns how many.
 pub(crate) fn futex_wake(word: &AtomicU32, count: u32, bits: u32) -> usize {
     let mut woken = 0;
-    with_running(|st, me| {
+    with_running(false, |st, me| {
         let cost = st.costs.futex_wake;
         st.account(me, cost);
         let addr = word as *const AtomicU32 as usize;
@@ -457,8 +458,9 @@ fn with_context<R>(f: impl FnOnce(&Context) -> R) -> Option<R> {
 /// Run `step` on the executor's state as the calling (running) simulated thread, then let the
 /// executor decide who runs next; returns once this thread holds the baton again. Outside a
 /// simulation it does nothing. If the simulation failed meanwhile, the thread unwinds (unless it
-/// already is unwinding, in which case the step is skipped).
-fn with_running(step: impl FnOnce(&mut State, ThreadId)) {
+/// already is unwinding, in which case the step is skipped). A step that only charges time
+/// (`only_charges`) skips the decision while the thread stays within its horizon.
+fn with_running(only_charges: bool, step: impl FnOnce(&mut State, ThreadId)) {
     let Some((shared, me)) = with_context(|ctx| (ctx.shared.clone(), ctx.me)) else {
         return;
     };
@@ -469,6 +471,10 @@ fn with_running(step: impl FnOnce(&mut State, ThreadId)) {
         return;
     }
     step(&mut st, me);
+    if only_charges && st.within_horizon(me) {
+        return;
+    }
+    st.horizon = None;
     drop(reschedule(st, &shared, me));
 }
 
@@ -488,6 +494,7 @@ fn reschedule<'a>(
         let mine = st.clock_of(me);
         if let Some((t, clock)) = st.next() {
             if (t == me || mine <= clock.saturating_add(st.lookahead)) && st.within_limit(mine) {
+                st.horizon = Some(st.horizon_of(me));
                 return st;
             }
         }
@@ -650,6 +657,8 @@ struct State {
     live: usize,
     ops: u64,
     handoffs: u64,
+    /// Up to which clock the baton holder may charge time without a decision, if known.
+    horizon: Option<Ns>,
 }
 
 impl State {
@@ -807,6 +816,29 @@ impl State {
         }
     }
 
+    /// The latest clock up to which the running `me`, doing nothing but charging time, would
+    /// keep the baton with nothing else happening: the earliest other busy CPU plus the
+    /// lookahead, before the next timer, within the time limit. Only `me`'s clock moves while
+    /// it charges, so until then the full decision would come out the same.
+    fn horizon_of(&self, me: ThreadId) -> Ns {
+        let mine = self.threads[me].cpu;
+        let mut horizon = (0..self.cpus.len())
+            .filter(|&c| c != mine && self.cpus[c].current.is_some())
+            .map(|c| self.cpus[c].clock)
+            .min()
+            .map_or(Ns::MAX, |clock| clock.saturating_add(self.lookahead));
+        if let Some(&Reverse((at, ..))) = self.timers.peek() {
+            horizon = horizon.min(at.saturating_sub(1));
+        }
+        horizon.min(self.limit.unwrap_or(Ns::MAX))
+    }
+
+    /// Whether the running `me` may go on without a decision (see [`horizon_of`](Self::horizon_of)).
+    fn within_horizon(&self, me: ThreadId) -> bool {
+        let c = self.threads[me].cpu;
+        self.horizon.is_some_and(|h| self.cpus[c].clock <= h) && self.cpus[c].slice_left > 0
+    }
+
     fn within_limit(&self, clock: Ns) -> bool {
         !matches!(self.limit, Some(limit) if clock > limit)
     }
@@ -815,6 +847,7 @@ impl State {
     fn pass_baton(&mut self, shared: &Shared) {
         match self.next() {
             Some((t, clock)) if self.within_limit(clock) => {
+                self.horizon = None;
                 if self.baton != Some(t) {
                     self.handoffs += 1;
                 }
