@@ -1149,4 +1149,107 @@ mod tests {
             "the seed never changes the tie order"
         );
     }
+
+    /// The built-in placement, but a woken thread preempts the one running on its CPU.
+    struct Preempting(RoundRobin);
+
+    impl Placement for Preempting {
+        fn cpus(&self) -> usize {
+            self.0.cpus()
+        }
+        fn spawn(&mut self, thread: ThreadId, now: Ns) -> CpuId {
+            self.0.spawn(thread, now)
+        }
+        fn wake(&mut self, t: ThreadId, last: CpuId, waker: Option<CpuId>, now: Ns) -> CpuId {
+            self.0.wake(t, last, waker, now)
+        }
+        fn requeue(&mut self, cpu: CpuId, thread: ThreadId, now: Ns, why: Requeue) {
+            self.0.requeue(cpu, thread, now, why)
+        }
+        fn pick(&mut self, cpu: CpuId, now: Ns) -> Option<ThreadId> {
+            self.0.pick(cpu, now)
+        }
+        fn time_slice(&mut self, cpu: CpuId, thread: ThreadId, now: Ns) -> Ns {
+            self.0.time_slice(cpu, thread, now)
+        }
+        fn preempt_on_wake(&mut self, _: CpuId, _: ThreadId, _: ThreadId, _: Ns) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_placement_may_let_a_woken_thread_preempt_its_waker() {
+        let word = Arc::new(SimU32::new(0));
+        let placement = Preempting(RoundRobin::new(1, RoundRobin::DEFAULT_SLICE));
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        let w = word.clone();
+        sim.spawn("sleeper", move || {
+            while w.load(SeqCst) == 0 {
+                futex::wait(&w, 0, None);
+            }
+            charge(10);
+        });
+        let w = word.clone();
+        sim.spawn("waker", move || {
+            charge(100);
+            w.store(1, SeqCst);
+            futex::wake(&w, 1);
+            charge(5_000);
+        });
+        let report = sim.run();
+        // Sleeper: in at 1000, load 1001, blocks at 1101. Waker: in at 2101, work to 2201,
+        // store 2203, wake 2403; the sleeper, runnable at 2453, takes the CPU: in at 3453,
+        // load 3454, work to 3464. Waker: back in at 4464, work to 9464.
+        assert_eq!(report.threads[0].finished_ns, 3_464);
+        assert_eq!(report.threads[1].finished_ns, 9_464);
+        assert_eq!(report.threads[1].preemptions, 1);
+        assert_eq!(report.threads[1].wait_ns, 1_101 + (3_464 - 2_403));
+    }
+
+    /// One run queue for the whole machine: any free CPU takes its head, so threads migrate.
+    struct GlobalQueue {
+        cpus: usize,
+        queue: VecDeque<ThreadId>,
+    }
+
+    impl Placement for GlobalQueue {
+        fn cpus(&self) -> usize {
+            self.cpus
+        }
+        fn spawn(&mut self, thread: ThreadId, _: Ns) -> CpuId {
+            self.queue.push_back(thread);
+            0
+        }
+        fn wake(&mut self, thread: ThreadId, last: CpuId, _: Option<CpuId>, _: Ns) -> CpuId {
+            self.queue.push_back(thread);
+            last
+        }
+        fn requeue(&mut self, _: CpuId, thread: ThreadId, _: Ns, _: Requeue) {
+            self.queue.push_back(thread);
+        }
+        fn pick(&mut self, _: CpuId, _: Ns) -> Option<ThreadId> {
+            self.queue.pop_front()
+        }
+        fn time_slice(&mut self, _: CpuId, _: ThreadId, _: Ns) -> Ns {
+            1_000
+        }
+    }
+
+    #[test]
+    fn a_placement_may_migrate_threads_between_cpus() {
+        let placement = GlobalQueue {
+            cpus: 2,
+            queue: VecDeque::new(),
+        };
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        for name in ["a", "b", "c"] {
+            sim.spawn(name, || (0..10).for_each(|_| charge(300)));
+        }
+        let report = sim.run();
+        assert!(report.threads.iter().all(|t| t.run_ns == 3_000));
+        assert!(report.threads.iter().map(|t| t.migrations).sum::<u64>() > 0);
+        let busy: u64 = report.cpus.iter().map(|c| c.busy_ns).sum();
+        let switches: u64 = report.cpus.iter().map(|c| c.context_switches).sum();
+        assert_eq!(busy, 9_000 + 1_000 * switches);
+    }
 }
