@@ -17,6 +17,87 @@ pub mod atomic {
 
     use crate::exec::{self, Op};
 
+    /// Read-modify-write methods `(&self, v, order) -> old` that forward to `std` and charge
+    /// [`Op::Rmw`].
+    macro_rules! rmw_methods {
+        ($value:ty; $($(#[$doc:meta])* $method:ident),*) => {
+            $(
+                $(#[$doc])*
+                pub fn $method(&self, v: $value, order: Ordering) -> $value {
+                    let old = self.0.$method(v, order);
+                    exec::op(Op::Rmw);
+                    old
+                }
+            )*
+        };
+    }
+
+    /// The methods every simulated atomic has: load, store, compare-and-swap (charged as such)
+    /// and the free accessors of exclusive access.
+    macro_rules! basic_methods {
+        ($value:ty) => {
+            /// Atomic load.
+            pub fn load(&self, order: Ordering) -> $value {
+                let v = self.0.load(order);
+                exec::op(Op::Load);
+                v
+            }
+
+            /// Atomic store.
+            pub fn store(&self, v: $value, order: Ordering) {
+                self.0.store(v, order);
+                exec::op(Op::Store);
+            }
+
+            /// Compare-and-swap.
+            pub fn compare_exchange(
+                &self,
+                current: $value,
+                new: $value,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$value, $value> {
+                let r = self.0.compare_exchange(current, new, success, failure);
+                exec::op(Op::Cas);
+                r
+            }
+
+            /// Compare-and-swap that never fails spuriously here.
+            pub fn compare_exchange_weak(
+                &self,
+                current: $value,
+                new: $value,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$value, $value> {
+                self.compare_exchange(current, new, success, failure)
+            }
+
+            /// Apply `f` with a CAS loop; charged as one CAS (no other thread runs in between
+            /// here).
+            pub fn fetch_update(
+                &self,
+                set_order: Ordering,
+                fetch_order: Ordering,
+                f: impl FnMut($value) -> Option<$value>,
+            ) -> Result<$value, $value> {
+                let r = self.0.fetch_update(set_order, fetch_order, f);
+                exec::op(Op::Cas);
+                r
+            }
+
+            /// The value, through exclusive access (no cost).
+            pub fn get_mut(&mut self) -> &mut $value {
+                self.0.get_mut()
+            }
+
+            /// The value, consuming the atomic (no cost).
+            pub fn into_inner(self) -> $value {
+                self.0.into_inner()
+            }
+        };
+    }
+
     macro_rules! integer_atomic {
         ($name:ident, $int:ty) => {
             /// A simulated atomic integer (see the module docs).
@@ -29,114 +110,24 @@ pub mod atomic {
                     Self(std::sync::atomic::$name::new(v))
                 }
 
-                /// Atomic load.
-                pub fn load(&self, order: Ordering) -> $int {
-                    let v = self.0.load(order);
-                    exec::op(Op::Load);
-                    v
-                }
+                basic_methods!($int);
 
-                /// Atomic store.
-                pub fn store(&self, v: $int, order: Ordering) {
-                    self.0.store(v, order);
-                    exec::op(Op::Store);
-                }
-
-                /// Atomic swap.
-                pub fn swap(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.swap(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Compare-and-swap.
-                pub fn compare_exchange(
-                    &self,
-                    current: $int,
-                    new: $int,
-                    success: Ordering,
-                    failure: Ordering,
-                ) -> Result<$int, $int> {
-                    let r = self.0.compare_exchange(current, new, success, failure);
-                    exec::op(Op::Cas);
-                    r
-                }
-
-                /// Compare-and-swap that never fails spuriously here.
-                pub fn compare_exchange_weak(
-                    &self,
-                    current: $int,
-                    new: $int,
-                    success: Ordering,
-                    failure: Ordering,
-                ) -> Result<$int, $int> {
-                    self.compare_exchange(current, new, success, failure)
-                }
-
-                /// Atomic add (wrapping).
-                pub fn fetch_add(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_add(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Atomic subtract (wrapping).
-                pub fn fetch_sub(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_sub(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Atomic bitwise and.
-                pub fn fetch_and(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_and(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Atomic bitwise or.
-                pub fn fetch_or(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_or(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Atomic maximum.
-                pub fn fetch_max(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_max(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Atomic minimum.
-                pub fn fetch_min(&self, v: $int, order: Ordering) -> $int {
-                    let old = self.0.fetch_min(v, order);
-                    exec::op(Op::Rmw);
-                    old
-                }
-
-                /// Apply `f` with a CAS loop; charged as one CAS (no other thread runs
-                /// in between here).
-                pub fn fetch_update(
-                    &self,
-                    set_order: Ordering,
-                    fetch_order: Ordering,
-                    f: impl FnMut($int) -> Option<$int>,
-                ) -> Result<$int, $int> {
-                    let r = self.0.fetch_update(set_order, fetch_order, f);
-                    exec::op(Op::Cas);
-                    r
-                }
-
-                /// The value, through exclusive access (no cost).
-                pub fn get_mut(&mut self) -> &mut $int {
-                    self.0.get_mut()
-                }
-
-                /// The value, consuming the atomic (no cost).
-                pub fn into_inner(self) -> $int {
-                    self.0.into_inner()
-                }
+                rmw_methods!($int;
+                    /// Atomic swap.
+                    swap,
+                    /// Atomic add (wrapping).
+                    fetch_add,
+                    /// Atomic subtract (wrapping).
+                    fetch_sub,
+                    /// Atomic bitwise and.
+                    fetch_and,
+                    /// Atomic bitwise or.
+                    fetch_or,
+                    /// Atomic maximum.
+                    fetch_max,
+                    /// Atomic minimum.
+                    fetch_min
+                );
             }
 
             impl fmt::Debug for $name {
@@ -169,73 +160,16 @@ pub mod atomic {
             Self(std::sync::atomic::AtomicBool::new(v))
         }
 
-        /// Atomic load.
-        pub fn load(&self, order: Ordering) -> bool {
-            let v = self.0.load(order);
-            exec::op(Op::Load);
-            v
-        }
+        basic_methods!(bool);
 
-        /// Atomic store.
-        pub fn store(&self, v: bool, order: Ordering) {
-            self.0.store(v, order);
-            exec::op(Op::Store);
-        }
-
-        /// Atomic swap.
-        pub fn swap(&self, v: bool, order: Ordering) -> bool {
-            let old = self.0.swap(v, order);
-            exec::op(Op::Rmw);
-            old
-        }
-
-        /// Compare-and-swap.
-        pub fn compare_exchange(
-            &self,
-            current: bool,
-            new: bool,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<bool, bool> {
-            let r = self.0.compare_exchange(current, new, success, failure);
-            exec::op(Op::Cas);
-            r
-        }
-
-        /// Compare-and-swap that never fails spuriously here.
-        pub fn compare_exchange_weak(
-            &self,
-            current: bool,
-            new: bool,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<bool, bool> {
-            self.compare_exchange(current, new, success, failure)
-        }
-
-        /// Atomic and.
-        pub fn fetch_and(&self, v: bool, order: Ordering) -> bool {
-            let old = self.0.fetch_and(v, order);
-            exec::op(Op::Rmw);
-            old
-        }
-
-        /// Atomic or.
-        pub fn fetch_or(&self, v: bool, order: Ordering) -> bool {
-            let old = self.0.fetch_or(v, order);
-            exec::op(Op::Rmw);
-            old
-        }
-
-        /// The value, through exclusive access (no cost).
-        pub fn get_mut(&mut self) -> &mut bool {
-            self.0.get_mut()
-        }
-
-        /// The value, consuming the flag (no cost).
-        pub fn into_inner(self) -> bool {
-            self.0.into_inner()
-        }
+        rmw_methods!(bool;
+            /// Atomic swap.
+            swap,
+            /// Atomic and.
+            fetch_and,
+            /// Atomic or.
+            fetch_or
+        );
     }
 
     impl fmt::Debug for AtomicBool {
@@ -253,59 +187,12 @@ pub mod atomic {
             Self(std::sync::atomic::AtomicPtr::new(p))
         }
 
-        /// Atomic load.
-        pub fn load(&self, order: Ordering) -> *mut T {
-            let p = self.0.load(order);
-            exec::op(Op::Load);
-            p
-        }
+        basic_methods!(*mut T);
 
-        /// Atomic store.
-        pub fn store(&self, p: *mut T, order: Ordering) {
-            self.0.store(p, order);
-            exec::op(Op::Store);
-        }
-
-        /// Atomic swap.
-        pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
-            let old = self.0.swap(p, order);
-            exec::op(Op::Rmw);
-            old
-        }
-
-        /// Compare-and-swap.
-        pub fn compare_exchange(
-            &self,
-            current: *mut T,
-            new: *mut T,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<*mut T, *mut T> {
-            let r = self.0.compare_exchange(current, new, success, failure);
-            exec::op(Op::Cas);
-            r
-        }
-
-        /// Compare-and-swap that never fails spuriously here.
-        pub fn compare_exchange_weak(
-            &self,
-            current: *mut T,
-            new: *mut T,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<*mut T, *mut T> {
-            self.compare_exchange(current, new, success, failure)
-        }
-
-        /// The pointer, through exclusive access (no cost).
-        pub fn get_mut(&mut self) -> &mut *mut T {
-            self.0.get_mut()
-        }
-
-        /// The pointer, consuming the atomic (no cost).
-        pub fn into_inner(self) -> *mut T {
-            self.0.into_inner()
-        }
+        rmw_methods!(*mut T;
+            /// Atomic swap.
+            swap
+        );
     }
 
     impl<T> Default for AtomicPtr<T> {
