@@ -1,0 +1,1255 @@
+//! The virtual-time executor: simulated threads on simulated CPUs, one at a time, in the order
+//! of their CPUs' virtual clocks.
+//!
+//! Each simulated thread is a real OS thread, but only the one holding the *baton* runs; all
+//! others wait on a condition variable of their own. (Loom does the same; stackful coroutines
+//! would switch faster but need a crate the workspace does not have, and OS threads let the
+//! included code keep real `thread_local!`s and real stacks.) Every operation of the simulated
+//! `crate::sync` layer charges its cost in virtual nanoseconds to the CPU the thread runs on and
+//! is a scheduling point: the executor then hands the baton to the thread running on the CPU
+//! whose clock is earliest, after firing the timers (sleeps, futex timeouts) due by then. A
+//! thread keeps the baton while its clock is at most [`Sim::lookahead`] ahead of the earliest
+//! other CPU: that bounds how far two operations may be reordered against virtual time and saves
+//! most OS context switches when many threads spin.
+//!
+//! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
+//! run queues, so a scheduler model plugs in without touching this file. Futexes are simulated
+//! kernel queues keyed by the word's address: `wait` compares the word and enqueues the caller
+//! under the executor's lock, and a waker changes the word before `wake`, so no wake-up is
+//! lost (the semantics `concord-loom`'s futex model documents). Same seed, same costs, same code:
+//! the same schedule, bit for bit (no wall clock, no hash-order iteration; ties between CPUs with
+//! equal clocks are broken by an order drawn from the seed). When no CPU has a thread to run and
+//! no timer is pending while threads remain, [`Sim::run`] panics naming the blocked threads and
+//! what they wait on.
+
+mod placement;
+
+pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId};
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::fmt::Write as _;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Virtual cost, in ns, of each operation the simulated `crate::sync` layer performs. The
+/// defaults are order-of-magnitude figures for a 2010s x86 server; `concord sim calibrate` is
+/// meant to replace them with this machine's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Costs {
+    /// An atomic load.
+    pub atomic_load: Ns,
+    /// An atomic store.
+    pub atomic_store: Ns,
+    /// An atomic read-modify-write (`swap`, `fetch_*`).
+    pub atomic_rmw: Ns,
+    /// A compare-and-swap (including `fetch_update`).
+    pub cas: Ns,
+    /// Taking an uncontended lock.
+    pub lock_uncontended: Ns,
+    /// The `futex(FUTEX_WAIT)` system call (not the time asleep).
+    pub futex_wait: Ns,
+    /// The `futex(FUTEX_WAKE)` system call.
+    pub futex_wake: Ns,
+    /// The `sched_yield` system call.
+    pub yield_syscall: Ns,
+    /// The `nanosleep` system call (not the time asleep).
+    pub sleep_syscall: Ns,
+    /// One spin-wait hint (`PAUSE`).
+    pub spin_loop: Ns,
+    /// Switching a CPU from one thread to another.
+    pub context_switch: Ns,
+    /// From a wake-up (futex wake, timer) until the woken thread is runnable.
+    pub wakeup_latency: Ns,
+}
+
+impl Costs {
+    /// The default table.
+    pub const DEFAULT: Costs = Costs {
+        atomic_load: 1,
+        atomic_store: 1,
+        atomic_rmw: 20,
+        cas: 20,
+        lock_uncontended: 25,
+        futex_wait: 1_000,
+        futex_wake: 1_000,
+        yield_syscall: 500,
+        sleep_syscall: 1_000,
+        spin_loop: 10,
+        context_switch: 2_000,
+        wakeup_latency: 5_000,
+    };
+
+    fn of(&self, op: Op) -> Ns {
+        match op {
+            Op::Load => self.atomic_load,
+            Op::Store => self.atomic_store,
+            Op::Rmw => self.atomic_rmw,
+            Op::Cas => self.cas,
+            Op::Lock => self.lock_uncontended,
+            Op::SpinLoop => self.spin_loop,
+        }
+    }
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs::DEFAULT
+    }
+}
+
+/// An operation that costs time and is a scheduling point but cannot block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Load,
+    Store,
+    Rmw,
+    Cas,
+    Lock,
+    SpinLoop,
+}
+
+/// What one simulated thread did, in virtual time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadReport {
+    /// The name given to [`Sim::spawn`].
+    pub name: String,
+    /// Time it ran on a CPU (every charged cost).
+    pub run_ns: Ns,
+    /// Time it was runnable but waited for a CPU (run-queue wait).
+    pub wait_ns: Ns,
+    /// Time it was blocked (futex, lock, sleep).
+    pub blocked_ns: Ns,
+    /// When it finished.
+    pub finished_ns: Ns,
+    /// Operations charged (atomics, hints, system calls, `charge` calls).
+    pub ops: u64,
+    /// Times it was taken off its CPU while runnable (slice expiry, wake-up preemption).
+    pub preemptions: u64,
+    /// `sched_yield` calls.
+    pub yields: u64,
+    /// Times it blocked.
+    pub blocks: u64,
+    /// Times it started running on another CPU than before.
+    pub migrations: u64,
+    /// The CPU it ran on last.
+    pub last_cpu: CpuId,
+}
+
+/// What one simulated CPU did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuReport {
+    /// Time it ran threads, context switches included.
+    pub busy_ns: Ns,
+    /// Context switches (a different thread than the last one started running).
+    pub context_switches: u64,
+}
+
+/// The outcome of [`Sim::run`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// When the last thread finished.
+    pub end_ns: Ns,
+    /// Per thread, in spawn order.
+    pub threads: Vec<ThreadReport>,
+    /// Per CPU.
+    pub cpus: Vec<CpuReport>,
+    /// Operations charged by all threads.
+    pub ops: u64,
+    /// Times the baton passed from one OS thread to another (what the simulation's wall time
+    /// mostly goes to).
+    pub handoffs: u64,
+}
+
+/// A simulation being set up: a machine, its cost table, a seed and the threads to run.
+pub struct Sim {
+    state: State,
+    bodies: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+impl Sim {
+    /// Reordering allowed against virtual time by default (see [`lookahead`](Self::lookahead)).
+    pub const DEFAULT_LOOKAHEAD: Ns = 200;
+
+    /// `cpus` CPUs under the built-in [`RoundRobin`] placement with its default slice.
+    pub fn new(cpus: usize, costs: Costs, seed: u64) -> Sim {
+        Sim::with_placement(
+            Box::new(RoundRobin::new(cpus, RoundRobin::DEFAULT_SLICE)),
+            costs,
+            seed,
+        )
+    }
+
+    /// A machine whose run queues `placement` models.
+    pub fn with_placement(placement: Box<dyn Placement>, costs: Costs, seed: u64) -> Sim {
+        let cpus = placement.cpus();
+        assert!(cpus > 0, "a simulated machine needs at least one CPU");
+        let mut rng = SplitMix64(seed);
+        let mut order: Vec<CpuId> = (0..cpus).collect();
+        for i in (1..cpus).rev() {
+            order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+        }
+        let mut rank = vec![0; cpus];
+        for (r, &c) in order.iter().enumerate() {
+            rank[c] = r;
+        }
+        Sim {
+            state: State {
+                costs,
+                lookahead: Sim::DEFAULT_LOOKAHEAD,
+                limit: None,
+                placement,
+                threads: Vec::new(),
+                cpus: (0..cpus).map(|_| Cpu::default()).collect(),
+                rank,
+                timers: BinaryHeap::new(),
+                timer_seq: 0,
+                futexes: BTreeMap::new(),
+                baton: None,
+                outcome: None,
+                live: 0,
+                ops: 0,
+                handoffs: 0,
+                horizon: None,
+            },
+            bodies: Vec::new(),
+        }
+    }
+
+    /// Let the running thread go on while its CPU's clock is at most `ns` ahead of the earliest
+    /// other busy CPU (0: strictly earliest first, one OS switch per overtaking).
+    pub fn lookahead(mut self, ns: Ns) -> Sim {
+        self.state.lookahead = ns;
+        self
+    }
+
+    /// Stop with a panic naming every thread once a CPU's clock passes `ns` (a livelock guard).
+    pub fn time_limit(mut self, ns: Ns) -> Sim {
+        self.state.limit = Some(ns);
+        self
+    }
+
+    /// Add a simulated thread that runs `body`; returns its id (spawn order from 0).
+    pub fn spawn(
+        &mut self,
+        name: impl Into<String>,
+        body: impl FnOnce() + Send + 'static,
+    ) -> ThreadId {
+        let id = self.state.threads.len();
+        self.state.threads.push(Thread::new(name.into()));
+        self.bodies.push(Box::new(body));
+        id
+    }
+
+    /// Run every thread to its end and report what each did, in virtual time.
+    ///
+    /// # Panics
+    ///
+    /// On a deadlock (naming the blocked threads and what they wait on), when a simulated thread
+    /// panics (naming it, with its message), or past the [`time_limit`](Self::time_limit).
+    pub fn run(self) -> Report {
+        let Sim { state, bodies } = self;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            done: Condvar::new(),
+        });
+        let handles: Vec<JoinHandle<()>> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(me, body)| {
+                let shared = shared.clone();
+                let name = lock(&shared).threads[me].name.clone();
+                std::thread::Builder::new()
+                    .name(format!("sim:{name}"))
+                    .spawn(move || thread_main(shared, me, body))
+                    .expect("spawning an OS thread for a simulated thread")
+            })
+            .collect();
+        {
+            let mut st = lock(&shared);
+            for t in 0..st.threads.len() {
+                let cpu = st.placement.spawn(t, 0);
+                let thread = &mut st.threads[t];
+                thread.cpu = cpu;
+                thread.status = Status::Runnable;
+                st.live += 1;
+            }
+            st.offer_idle();
+            st.pass_baton(&shared);
+            while st.outcome.is_none() {
+                st = shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        for handle in handles {
+            // A simulated thread's panic is caught in `thread_main` and becomes the outcome.
+            let _ = handle.join();
+        }
+        let st = lock(&shared);
+        if let Some(Outcome::Failed(message)) = &st.outcome {
+            panic!("{message}");
+        }
+        st.report()
+    }
+}
+
+/// The virtual time on the calling simulated thread's CPU, or `None` outside a simulation.
+pub fn now() -> Option<Ns> {
+    with_context(|ctx| {
+        let st = lock(&ctx.shared);
+        st.cpus[st.threads[ctx.me].cpu].clock
+    })
+}
+
+/// The CPU the calling simulated thread runs on, or `None` outside a simulation.
+pub fn current_cpu() -> Option<CpuId> {
+    with_context(|ctx| lock(&ctx.shared).threads[ctx.me].cpu)
+}
+
+/// Charge `ns` of modelled work (e.g. copying an object) to the calling simulated thread; a
+/// scheduling point. Outside a simulation it does nothing.
+pub fn charge(ns: Ns) {
+    with_running(true, |st, me| st.account(me, ns));
+}
+
+/// Charge `op`'s cost; a scheduling point.
+pub(crate) fn op(op: Op) {
+    with_running(true, |st, me| {
+        let cost = st.costs.of(op);
+        st.account(me, cost);
+    });
+}
+
+/// `sched_yield`: go behind the other runnable threads of this CPU's queue.
+pub(crate) fn yield_now() {
+    if in_simulation() {
+        with_running(false, |st, me| {
+            let cost = st.costs.yield_syscall;
+            st.account(me, cost);
+            st.threads[me].yields += 1;
+            st.give_up(me, Requeue::Yield);
+        });
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// `nanosleep(d)`: block until a virtual timer `d` from now.
+pub(crate) fn sleep(d: Duration) {
+    if in_simulation() {
+        with_running(false, |st, me| {
+            let cost = st.costs.sleep_syscall;
+            st.account(me, cost);
+            let at = st.clock_of(me).saturating_add(nanos(d));
+            st.block(me, Blocker::Sleep);
+            st.add_timer(me, at);
+        });
+    } else {
+        std::thread::sleep(d);
+    }
+}
+
+/// `futex(FUTEX_WAIT_BITSET)`: block while `*word == expected` until a wake naming one of
+/// `bits`, or `timeout`. Returns whether a wake (rather than a mismatch or a timeout) ended it.
+/// Outside a simulation it yields once and returns (a spurious wake-up, which futex allows).
+pub(crate) fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    bits: u32,
+    timeout: Option<Duration>,
+) -> bool {
+    if !in_simulation() {
+        if word.load(Ordering::SeqCst) == expected {
+            std::thread::yield_now();
+        }
+        return false;
+    }
+    let mut woken = false;
+    with_running(false, |st, me| {
+        let cost = st.costs.futex_wait;
+        st.account(me, cost);
+        // The executor's lock plays the hash-bucket lock: compare and enqueue are one step.
+        if word.load(Ordering::SeqCst) != expected {
+            return;
+        }
+        let addr = word as *const AtomicU32 as usize;
+        st.futexes
+            .entry(addr)
+            .or_default()
+            .push_back(Waiter { thread: me, bits });
+        st.threads[me].timed_out = false;
+        st.block(me, Blocker::Futex(addr));
+        if let Some(d) = timeout {
+            let at = st.clock_of(me).saturating_add(nanos(d));
+            st.add_timer(me, at);
+        }
+        woken = true;
+    });
+    woken && with_context(|ctx| !lock(&ctx.shared).threads[ctx.me].timed_out).unwrap_or(false)
+}
+
+/// `futex(FUTEX_WAKE_BITSET)`: wake up to `count` threads blocked on `word` whose bits meet
+/// `bits`, first come first woken. Returns how many.
+pub(crate) fn futex_wake(word: &AtomicU32, count: u32, bits: u32) -> usize {
+    let mut woken = 0;
+    with_running(false, |st, me| {
+        let cost = st.costs.futex_wake;
+        st.account(me, cost);
+        let addr = word as *const AtomicU32 as usize;
+        let Some(queue) = st.futexes.get_mut(&addr) else {
+            return;
+        };
+        let mut chosen = Vec::new();
+        queue.retain(|w| {
+            let take = chosen.len() < count as usize && w.bits & bits != 0;
+            if take {
+                chosen.push(w.thread);
+            }
+            !take
+        });
+        if queue.is_empty() {
+            st.futexes.remove(&addr);
+        }
+        let at = st.clock_of(me).saturating_add(st.costs.wakeup_latency);
+        let cpu = st.threads[me].cpu;
+        for &t in &chosen {
+            st.make_runnable(t, at, Some(cpu));
+        }
+        woken = chosen.len();
+    });
+    woken
+}
+
+/// Whether the calling OS thread is a simulated thread.
+pub(crate) fn in_simulation() -> bool {
+    CONTEXT.with(|c| c.borrow().is_some())
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled once the outcome is known.
+    done: Condvar,
+}
+
+struct Context {
+    shared: Arc<Shared>,
+    me: ThreadId,
+}
+
+thread_local! {
+    static CONTEXT: RefCell<Option<Context>> = const { RefCell::new(None) };
+}
+
+/// The payload with which waiting simulated threads unwind when the simulation failed.
+struct Aborted;
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    // A simulated thread's panic is caught before it could poison the state.
+    shared.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn with_context<R>(f: impl FnOnce(&Context) -> R) -> Option<R> {
+    CONTEXT.with(|c| c.borrow().as_ref().map(f))
+}
+
+/// Run `step` on the executor's state as the calling (running) simulated thread, then let the
+/// executor decide who runs next; returns once this thread holds the baton again. Outside a
+/// simulation it does nothing. If the simulation failed meanwhile, the thread unwinds (unless it
+/// already is unwinding, in which case the step is skipped). A step that only charges time
+/// (`only_charges`) skips the decision while the thread stays within its horizon.
+fn with_running(only_charges: bool, step: impl FnOnce(&mut State, ThreadId)) {
+    let Some((shared, me)) = with_context(|ctx| (ctx.shared.clone(), ctx.me)) else {
+        return;
+    };
+    let mut st = lock(&shared);
+    if st.outcome.is_some() {
+        drop(st);
+        abort_unless_unwinding();
+        return;
+    }
+    step(&mut st, me);
+    if only_charges && st.within_horizon(me) {
+        return;
+    }
+    st.horizon = None;
+    drop(reschedule(st, &shared, me));
+}
+
+/// After a step of the running `me`: keep the baton if `me` still runs and is (within the
+/// lookahead) earliest, otherwise pass it on and wait until it comes back.
+fn reschedule<'a>(
+    mut st: MutexGuard<'a, State>,
+    shared: &'a Shared,
+    me: ThreadId,
+) -> MutexGuard<'a, State> {
+    let c = st.threads[me].cpu;
+    if st.threads[me].status == Status::Running && st.cpus[c].slice_left == 0 {
+        st.give_up(me, Requeue::SliceExpired);
+    }
+    if st.threads[me].status == Status::Running {
+        // The placement may have moved `me` to another CPU meanwhile.
+        let mine = st.clock_of(me);
+        if let Some((t, clock)) = st.next() {
+            if (t == me || mine <= clock.saturating_add(st.lookahead)) && st.within_limit(mine) {
+                st.horizon = Some(st.horizon_of(me));
+                return st;
+            }
+        }
+    }
+    st.pass_baton(shared);
+    match State::await_baton(st, me) {
+        Ok(st) => st,
+        Err(()) => {
+            abort_unless_unwinding();
+            lock(shared)
+        }
+    }
+}
+
+fn abort_unless_unwinding() {
+    if !std::thread::panicking() {
+        panic::resume_unwind(Box::new(Aborted));
+    }
+}
+
+fn thread_main(shared: Arc<Shared>, me: ThreadId, body: Box<dyn FnOnce() + Send>) {
+    CONTEXT.with(|c| {
+        *c.borrow_mut() = Some(Context {
+            shared: shared.clone(),
+            me,
+        })
+    });
+    let started = {
+        let st = lock(&shared);
+        State::await_baton(st, me).is_ok()
+    };
+    if started {
+        let result = panic::catch_unwind(AssertUnwindSafe(body));
+        let mut st = lock(&shared);
+        match result {
+            Err(payload) if !payload.is::<Aborted>() => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "(non-string panic payload)".into());
+                let name = st.threads[me].name.clone();
+                st.fail(
+                    &shared,
+                    format!("simulated thread `{name}` panicked: {message}"),
+                );
+            }
+            _ if st.outcome.is_some() => {}
+            _ => st.finish(&shared, me),
+        }
+    }
+    CONTEXT.with(|c| c.borrow_mut().take());
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Blocker {
+    Futex(usize),
+    Sleep,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    /// Spawned, not yet handed to the placement.
+    New,
+    Runnable,
+    Running,
+    Blocked(Blocker),
+    Finished,
+}
+
+struct Thread {
+    name: String,
+    signal: Arc<Condvar>,
+    status: Status,
+    cpu: CpuId,
+    /// When it last became runnable.
+    ready_at: Ns,
+    /// When it last blocked.
+    blocked_since: Ns,
+    /// Timers armed with another generation are stale.
+    timer_gen: u64,
+    /// Whether its last futex wait ended by a timeout.
+    timed_out: bool,
+    /// Whether it has run at all (its first CPU is no migration).
+    started: bool,
+    run_ns: Ns,
+    wait_ns: Ns,
+    blocked_ns: Ns,
+    finished_ns: Ns,
+    ops: u64,
+    preemptions: u64,
+    yields: u64,
+    blocks: u64,
+    migrations: u64,
+}
+
+impl Thread {
+    fn new(name: String) -> Self {
+        Thread {
+            name,
+            signal: Arc::new(Condvar::new()),
+            status: Status::New,
+            cpu: 0,
+            ready_at: 0,
+            blocked_since: 0,
+            timer_gen: 0,
+            timed_out: false,
+            started: false,
+            run_ns: 0,
+            wait_ns: 0,
+            blocked_ns: 0,
+            finished_ns: 0,
+            ops: 0,
+            preemptions: 0,
+            yields: 0,
+            blocks: 0,
+            migrations: 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Cpu {
+    clock: Ns,
+    current: Option<ThreadId>,
+    last: Option<ThreadId>,
+    slice_left: Ns,
+    busy_ns: Ns,
+    switches: u64,
+}
+
+struct Waiter {
+    thread: ThreadId,
+    bits: u32,
+}
+
+enum Outcome {
+    Finished,
+    Failed(String),
+}
+
+struct State {
+    costs: Costs,
+    lookahead: Ns,
+    limit: Option<Ns>,
+    placement: Box<dyn Placement>,
+    threads: Vec<Thread>,
+    cpus: Vec<Cpu>,
+    /// Tie-break order of CPUs with equal clocks, drawn from the seed.
+    rank: Vec<usize>,
+    /// (time, arming order, thread, generation), earliest first.
+    timers: BinaryHeap<Reverse<(Ns, u64, ThreadId, u64)>>,
+    timer_seq: u64,
+    /// Futex wait queues by word address (looked up, never iterated).
+    futexes: BTreeMap<usize, VecDeque<Waiter>>,
+    /// The thread allowed to run.
+    baton: Option<ThreadId>,
+    outcome: Option<Outcome>,
+    /// Threads not finished.
+    live: usize,
+    ops: u64,
+    handoffs: u64,
+    /// Up to which clock the baton holder may charge time without a decision, if known.
+    horizon: Option<Ns>,
+}
+
+impl State {
+    fn clock_of(&self, t: ThreadId) -> Ns {
+        self.cpus[self.threads[t].cpu].clock
+    }
+
+    /// Charge `ns` of running to `t` and its CPU.
+    fn account(&mut self, t: ThreadId, ns: Ns) {
+        let c = self.threads[t].cpu;
+        let cpu = &mut self.cpus[c];
+        cpu.clock = cpu.clock.saturating_add(ns);
+        cpu.busy_ns += ns;
+        cpu.slice_left = cpu.slice_left.saturating_sub(ns);
+        let thread = &mut self.threads[t];
+        thread.run_ns += ns;
+        thread.ops += 1;
+        self.ops += 1;
+        self.placement.ran(c, t, ns);
+    }
+
+    /// The running `t` leaves its CPU but stays runnable.
+    fn give_up(&mut self, t: ThreadId, why: Requeue) {
+        let c = self.threads[t].cpu;
+        let now = self.cpus[c].clock;
+        self.cpus[c].current = None;
+        let thread = &mut self.threads[t];
+        thread.status = Status::Runnable;
+        thread.ready_at = now;
+        if why != Requeue::Yield {
+            thread.preemptions += 1;
+        }
+        self.placement.requeue(c, t, now, why);
+        self.dispatch(c);
+        self.offer_idle();
+    }
+
+    /// The running `t` blocks on `blocker`.
+    fn block(&mut self, t: ThreadId, blocker: Blocker) {
+        let c = self.threads[t].cpu;
+        let now = self.cpus[c].clock;
+        self.cpus[c].current = None;
+        let thread = &mut self.threads[t];
+        thread.status = Status::Blocked(blocker);
+        thread.blocked_since = now;
+        thread.blocks += 1;
+        self.placement.left(c, t, now, false);
+        self.dispatch(c);
+    }
+
+    /// The blocked `t` becomes runnable at `at` (woken from a thread on `waker`, or a timer).
+    fn make_runnable(&mut self, t: ThreadId, at: Ns, waker: Option<CpuId>) {
+        let thread = &mut self.threads[t];
+        thread.blocked_ns += at.saturating_sub(thread.blocked_since);
+        thread.status = Status::Runnable;
+        thread.ready_at = at;
+        thread.timer_gen += 1;
+        let last = thread.cpu;
+        let c = self.placement.wake(t, last, waker, at);
+        if let Some(current) = self.cpus[c].current {
+            if self.placement.preempt_on_wake(c, current, t, at) {
+                self.give_up(current, Requeue::WakePreempted);
+            }
+        }
+        self.dispatch(c);
+        self.offer_idle();
+    }
+
+    /// If `c` is free, start the thread the placement picks for it.
+    fn dispatch(&mut self, c: CpuId) {
+        if self.cpus[c].current.is_some() {
+            return;
+        }
+        let Some(t) = self.placement.pick(c, self.cpus[c].clock) else {
+            return;
+        };
+        let thread = &mut self.threads[t];
+        debug_assert_eq!(thread.status, Status::Runnable, "{} picked", thread.name);
+        let cpu = &mut self.cpus[c];
+        let start = cpu.clock.max(thread.ready_at);
+        thread.wait_ns += start - thread.ready_at;
+        cpu.clock = start;
+        if cpu.last != Some(t) {
+            cpu.clock += self.costs.context_switch;
+            cpu.busy_ns += self.costs.context_switch;
+            cpu.switches += 1;
+        }
+        if thread.started && thread.cpu != c {
+            thread.migrations += 1;
+        }
+        thread.started = true;
+        thread.cpu = c;
+        thread.status = Status::Running;
+        cpu.current = Some(t);
+        cpu.last = Some(t);
+        let now = cpu.clock;
+        cpu.slice_left = self.placement.time_slice(c, t, now).max(1);
+    }
+
+    /// Give every idle CPU a chance to pick a thread.
+    fn offer_idle(&mut self) {
+        for c in 0..self.cpus.len() {
+            if self.cpus[c].current.is_none() {
+                self.dispatch(c);
+            }
+        }
+    }
+
+    fn add_timer(&mut self, t: ThreadId, at: Ns) {
+        let thread = &mut self.threads[t];
+        thread.timer_gen += 1;
+        self.timers
+            .push(Reverse((at, self.timer_seq, t, thread.timer_gen)));
+        self.timer_seq += 1;
+    }
+
+    /// The busy CPU with the earliest clock (ties by the seeded rank).
+    fn earliest_busy(&self) -> Option<(Ns, CpuId)> {
+        (0..self.cpus.len())
+            .filter(|&c| self.cpus[c].current.is_some())
+            .min_by_key(|&c| (self.cpus[c].clock, self.rank[c]))
+            .map(|c| (self.cpus[c].clock, c))
+    }
+
+    /// Fire the timers due before the earliest busy CPU's clock, then return the thread that
+    /// runs next and its clock (`None`: nothing can run and no timer is pending).
+    fn next(&mut self) -> Option<(ThreadId, Ns)> {
+        loop {
+            let busy = self.earliest_busy();
+            let due = match (self.timers.peek(), busy) {
+                (Some(&Reverse((at, ..))), Some((clock, _))) => at <= clock,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if !due {
+                return busy.map(|(clock, c)| (self.cpus[c].current.expect("busy CPU"), clock));
+            }
+            let Reverse((at, _, t, generation)) = self.timers.pop().expect("peeked timer");
+            let thread = &mut self.threads[t];
+            if thread.timer_gen != generation {
+                continue;
+            }
+            if let Status::Blocked(blocker) = thread.status {
+                if let Blocker::Futex(addr) = blocker {
+                    thread.timed_out = true;
+                    if let Some(queue) = self.futexes.get_mut(&addr) {
+                        queue.retain(|w| w.thread != t);
+                        if queue.is_empty() {
+                            self.futexes.remove(&addr);
+                        }
+                    }
+                }
+                self.make_runnable(t, at, None);
+            }
+        }
+    }
+
+    /// The latest clock up to which the running `me`, doing nothing but charging time, would
+    /// keep the baton with nothing else happening: the earliest other busy CPU plus the
+    /// lookahead, before the next timer, within the time limit. Only `me`'s clock moves while
+    /// it charges, so until then the full decision would come out the same.
+    fn horizon_of(&self, me: ThreadId) -> Ns {
+        let mine = self.threads[me].cpu;
+        let mut horizon = (0..self.cpus.len())
+            .filter(|&c| c != mine && self.cpus[c].current.is_some())
+            .map(|c| self.cpus[c].clock)
+            .min()
+            .map_or(Ns::MAX, |clock| clock.saturating_add(self.lookahead));
+        if let Some(&Reverse((at, ..))) = self.timers.peek() {
+            horizon = horizon.min(at.saturating_sub(1));
+        }
+        horizon.min(self.limit.unwrap_or(Ns::MAX))
+    }
+
+    /// Whether the running `me` may go on without a decision (see [`horizon_of`](Self::horizon_of)).
+    fn within_horizon(&self, me: ThreadId) -> bool {
+        let c = self.threads[me].cpu;
+        self.horizon.is_some_and(|h| self.cpus[c].clock <= h) && self.cpus[c].slice_left > 0
+    }
+
+    fn within_limit(&self, clock: Ns) -> bool {
+        !matches!(self.limit, Some(limit) if clock > limit)
+    }
+
+    /// Hand the baton to the thread that runs next, or record the outcome if none can.
+    fn pass_baton(&mut self, shared: &Shared) {
+        match self.next() {
+            Some((t, clock)) if self.within_limit(clock) => {
+                self.horizon = None;
+                if self.baton != Some(t) {
+                    self.handoffs += 1;
+                }
+                self.baton = Some(t);
+                self.threads[t].signal.notify_one();
+            }
+            Some((_, clock)) => {
+                let message = format!(
+                    "simulation passed its time limit of {} ns (a CPU reached {clock} ns); threads: {}",
+                    self.limit.unwrap_or(0),
+                    self.describe_threads()
+                );
+                self.fail(shared, message);
+            }
+            None if self.live == 0 => {
+                self.baton = None;
+                self.outcome = Some(Outcome::Finished);
+                shared.done.notify_all();
+            }
+            None => {
+                let message = format!(
+                    "simulated deadlock: every thread is blocked: {}",
+                    self.describe_threads()
+                );
+                self.fail(shared, message);
+            }
+        }
+    }
+
+    /// Wait until `me` holds the baton; `Err` if the simulation failed meanwhile.
+    fn await_baton<'a>(
+        mut st: MutexGuard<'a, State>,
+        me: ThreadId,
+    ) -> Result<MutexGuard<'a, State>, ()> {
+        let signal = st.threads[me].signal.clone();
+        loop {
+            if st.outcome.is_some() {
+                return Err(());
+            }
+            if st.baton == Some(me) {
+                return Ok(st);
+            }
+            st = signal.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// The running `me` returned from its body.
+    fn finish(&mut self, shared: &Shared, me: ThreadId) {
+        let c = self.threads[me].cpu;
+        let now = self.cpus[c].clock;
+        self.cpus[c].current = None;
+        let thread = &mut self.threads[me];
+        thread.status = Status::Finished;
+        thread.finished_ns = now;
+        self.live -= 1;
+        self.placement.left(c, me, now, true);
+        self.dispatch(c);
+        self.pass_baton(shared);
+    }
+
+    /// Record a failure and wake every waiting thread so that it unwinds.
+    fn fail(&mut self, shared: &Shared, message: String) {
+        if self.outcome.is_none() {
+            self.outcome = Some(Outcome::Failed(message));
+        }
+        self.baton = None;
+        for thread in &self.threads {
+            thread.signal.notify_all();
+        }
+        shared.done.notify_all();
+    }
+
+    /// Every unfinished thread with its state, for failure messages.
+    fn describe_threads(&self) -> String {
+        let mut out = String::new();
+        for thread in self.threads.iter().filter(|t| t.status != Status::Finished) {
+            let what = match thread.status {
+                Status::Blocked(Blocker::Futex(addr)) => format!("blocked on futex {addr:#x}"),
+                Status::Blocked(Blocker::Sleep) => "sleeping".into(),
+                Status::Running => format!("running on CPU {}", thread.cpu),
+                Status::Runnable | Status::New => "runnable".into(),
+                Status::Finished => unreachable!("filtered out"),
+            };
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "`{}` ({what})", thread.name);
+        }
+        out
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            end_ns: self
+                .threads
+                .iter()
+                .map(|t| t.finished_ns)
+                .max()
+                .unwrap_or(0),
+            threads: self
+                .threads
+                .iter()
+                .map(|t| ThreadReport {
+                    name: t.name.clone(),
+                    run_ns: t.run_ns,
+                    wait_ns: t.wait_ns,
+                    blocked_ns: t.blocked_ns,
+                    finished_ns: t.finished_ns,
+                    ops: t.ops,
+                    preemptions: t.preemptions,
+                    yields: t.yields,
+                    blocks: t.blocks,
+                    migrations: t.migrations,
+                    last_cpu: t.cpu,
+                })
+                .collect(),
+            cpus: self
+                .cpus
+                .iter()
+                .map(|c| CpuReport {
+                    busy_ns: c.busy_ns,
+                    context_switches: c.switches,
+                })
+                .collect(),
+            ops: self.ops,
+            handoffs: self.handoffs,
+        }
+    }
+}
+
+fn nanos(d: Duration) -> Ns {
+    u64::try_from(d.as_nanos()).unwrap_or(Ns::MAX)
+}
+
+/// SplitMix64 (Steele, Lea and Flood): the seed's stream for tie-breaking.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::atomic::{AtomicU32 as SimU32, Ordering::SeqCst};
+    use crate::sync::{futex, hint, thread};
+
+    /// Distinct costs, so each hand-computed total says which operations were charged.
+    const COSTS: Costs = Costs {
+        atomic_load: 1,
+        atomic_store: 2,
+        atomic_rmw: 3,
+        cas: 4,
+        lock_uncontended: 5,
+        futex_wait: 100,
+        futex_wake: 200,
+        yield_syscall: 300,
+        sleep_syscall: 400,
+        spin_loop: 7,
+        context_switch: 1_000,
+        wakeup_latency: 50,
+    };
+
+    fn one_thread(body: impl FnOnce() + Send + 'static) -> Report {
+        let mut sim = Sim::new(1, COSTS, 0);
+        sim.spawn("only", body);
+        sim.run()
+    }
+
+    #[test]
+    fn every_operation_charges_its_cost_after_the_first_context_switch() {
+        let report = one_thread(|| {
+            let a = SimU32::new(0);
+            charge(100);
+            a.load(SeqCst);
+            a.store(1, SeqCst);
+            a.fetch_add(1, SeqCst);
+            let _ = a.compare_exchange(2, 3, SeqCst, SeqCst);
+            hint::spin_loop();
+            thread::yield_now(); // alone on its CPU: the system call, no switch
+        });
+        // 1000 (switch in) + 100 + 1 + 2 + 3 + 4 + 7 + 300.
+        assert_eq!(report.end_ns, 1_417);
+        assert_eq!(report.threads[0].run_ns, 417);
+        assert_eq!(report.threads[0].ops, 7);
+        assert_eq!(report.threads[0].yields, 1);
+        assert_eq!(report.cpus[0].busy_ns, 1_417);
+        assert_eq!(report.cpus[0].context_switches, 1);
+    }
+
+    #[test]
+    fn sleep_is_a_virtual_timer() {
+        let report = one_thread(|| thread::sleep(Duration::from_micros(10)));
+        // 1000 (switch in) + 400 (nanosleep) + 10 000 asleep; back on the same CPU: no switch.
+        assert_eq!(report.end_ns, 11_400);
+        assert_eq!(report.threads[0].blocked_ns, 10_000);
+        assert_eq!(report.threads[0].blocks, 1);
+        assert_eq!(report.cpus[0].busy_ns, 1_400);
+    }
+
+    #[test]
+    fn futex_wait_times_out_or_returns_on_a_changed_word() {
+        let report = one_thread(|| {
+            let w = SimU32::new(0);
+            futex::wait(&w, 1, Some(Duration::from_micros(1))); // word differs: no sleep
+            futex::wait(&w, 0, Some(Duration::from_nanos(5_000))); // times out
+        });
+        // 1000 + 100 + 100 + 5000.
+        assert_eq!(report.end_ns, 6_200);
+        assert_eq!(report.threads[0].blocked_ns, 5_000);
+    }
+
+    #[test]
+    fn a_woken_thread_runs_after_the_wake_and_its_latency() {
+        let word = Arc::new(SimU32::new(0));
+        let mut sim = Sim::new(2, COSTS, 3);
+        let w = word.clone();
+        sim.spawn("waiter", move || {
+            while w.load(SeqCst) == 0 {
+                futex::wait(&w, 0, None);
+            }
+        });
+        let w = word.clone();
+        sim.spawn("waker", move || {
+            charge(10_000);
+            w.store(1, SeqCst);
+            futex::wake(&w, 1);
+        });
+        let report = sim.run();
+        // Waiter: in at 1000, load 1001, blocks at 1101. Waker: in at 1000, work to 11 000,
+        // store 11 002, wake 11 202; the waiter is runnable at 11 252 and loads at 11 253.
+        assert_eq!(report.threads[0].finished_ns, 11_253);
+        assert_eq!(report.threads[0].blocked_ns, 11_252 - 1_101);
+        assert_eq!(report.threads[1].finished_ns, 11_202);
+        assert_eq!(report.end_ns, 11_253);
+    }
+
+    #[test]
+    fn two_threads_share_one_cpu_in_time_slices() {
+        let mut sim = Sim::with_placement(Box::new(RoundRobin::new(1, 1_000)), COSTS, 0);
+        for name in ["a", "b"] {
+            sim.spawn(name, || (0..10).for_each(|_| charge(300)));
+        }
+        let report = sim.run();
+        // Turns of 4, 4, 4, 4, 2, 2 charges of 300 (a slice of 1000 runs out on the fourth),
+        // each after a 1000 ns switch: a 1000-2200, b 3200-4400, a 5400-6600, b 7600-8800,
+        // a 9800-10 400, b 11 400-12 000.
+        assert_eq!(report.end_ns, 12_000);
+        assert_eq!(report.cpus[0].context_switches, 6);
+        assert_eq!(report.cpus[0].busy_ns, 12_000);
+        assert_eq!(report.threads[0].finished_ns, 10_400);
+        assert_eq!(report.threads[0].wait_ns, 2_200 + 2_200);
+        assert_eq!(report.threads[1].wait_ns, 2_200 + 2_200 + 1_600);
+        assert_eq!(report.threads[0].preemptions, 2);
+        assert_eq!(report.threads[1].preemptions, 2);
+    }
+
+    #[test]
+    fn yield_hands_the_cpu_to_the_next_runnable_thread() {
+        let mut sim = Sim::new(1, COSTS, 0);
+        sim.spawn("a", thread::yield_now);
+        sim.spawn("b", || charge(10));
+        let report = sim.run();
+        // a: in at 1000, yields (300) at 1300; b: in at 2300, runs to 2310; a: back at 3310.
+        assert_eq!(report.threads[1].finished_ns, 2_310);
+        assert_eq!(report.threads[0].finished_ns, 3_310);
+        assert_eq!(report.threads[0].preemptions, 0);
+        assert_eq!(report.cpus[0].context_switches, 3);
+    }
+
+    #[test]
+    fn outside_a_simulation_operations_act_at_once() {
+        let a = SimU32::new(5);
+        assert_eq!(a.fetch_add(1, SeqCst), 5);
+        futex::wait(&a, 6, None); // a spurious return, not a hang
+        futex::wake(&a, 1);
+        assert_eq!(now(), None);
+        assert_eq!(current_cpu(), None);
+    }
+
+    #[test]
+    fn the_seed_orders_cpus_as_a_permutation() {
+        for seed in 0..20 {
+            let sim = Sim::new(7, COSTS, seed);
+            let mut rank = sim.state.rank.clone();
+            rank.sort_unstable();
+            assert_eq!(rank, (0..7).collect::<Vec<_>>());
+        }
+        let ranks = |seed| Sim::new(7, COSTS, seed).state.rank.clone();
+        assert_eq!(ranks(4), ranks(4));
+        assert!(
+            (1..20).any(|s| ranks(s) != ranks(0)),
+            "the seed never changes the tie order"
+        );
+    }
+
+    /// The built-in placement, but a woken thread preempts the one running on its CPU.
+    struct Preempting(RoundRobin);
+
+    impl Placement for Preempting {
+        fn cpus(&self) -> usize {
+            self.0.cpus()
+        }
+        fn spawn(&mut self, thread: ThreadId, now: Ns) -> CpuId {
+            self.0.spawn(thread, now)
+        }
+        fn wake(&mut self, t: ThreadId, last: CpuId, waker: Option<CpuId>, now: Ns) -> CpuId {
+            self.0.wake(t, last, waker, now)
+        }
+        fn requeue(&mut self, cpu: CpuId, thread: ThreadId, now: Ns, why: Requeue) {
+            self.0.requeue(cpu, thread, now, why)
+        }
+        fn pick(&mut self, cpu: CpuId, now: Ns) -> Option<ThreadId> {
+            self.0.pick(cpu, now)
+        }
+        fn time_slice(&mut self, cpu: CpuId, thread: ThreadId, now: Ns) -> Ns {
+            self.0.time_slice(cpu, thread, now)
+        }
+        fn preempt_on_wake(&mut self, _: CpuId, _: ThreadId, _: ThreadId, _: Ns) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_placement_may_let_a_woken_thread_preempt_its_waker() {
+        let word = Arc::new(SimU32::new(0));
+        let placement = Preempting(RoundRobin::new(1, RoundRobin::DEFAULT_SLICE));
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        let w = word.clone();
+        sim.spawn("sleeper", move || {
+            while w.load(SeqCst) == 0 {
+                futex::wait(&w, 0, None);
+            }
+            charge(10);
+        });
+        let w = word.clone();
+        sim.spawn("waker", move || {
+            charge(100);
+            w.store(1, SeqCst);
+            futex::wake(&w, 1);
+            charge(5_000);
+        });
+        let report = sim.run();
+        // Sleeper: in at 1000, load 1001, blocks at 1101. Waker: in at 2101, work to 2201,
+        // store 2203, wake 2403; the sleeper, runnable at 2453, takes the CPU: in at 3453,
+        // load 3454, work to 3464. Waker: back in at 4464, work to 9464.
+        assert_eq!(report.threads[0].finished_ns, 3_464);
+        assert_eq!(report.threads[1].finished_ns, 9_464);
+        assert_eq!(report.threads[1].preemptions, 1);
+        assert_eq!(report.threads[1].wait_ns, 1_101 + (3_464 - 2_403));
+    }
+
+    /// One run queue for the whole machine: any free CPU takes its head, so threads migrate.
+    struct GlobalQueue {
+        cpus: usize,
+        queue: VecDeque<ThreadId>,
+    }
+
+    impl Placement for GlobalQueue {
+        fn cpus(&self) -> usize {
+            self.cpus
+        }
+        fn spawn(&mut self, thread: ThreadId, _: Ns) -> CpuId {
+            self.queue.push_back(thread);
+            0
+        }
+        fn wake(&mut self, thread: ThreadId, last: CpuId, _: Option<CpuId>, _: Ns) -> CpuId {
+            self.queue.push_back(thread);
+            last
+        }
+        fn requeue(&mut self, _: CpuId, thread: ThreadId, _: Ns, _: Requeue) {
+            self.queue.push_back(thread);
+        }
+        fn pick(&mut self, _: CpuId, _: Ns) -> Option<ThreadId> {
+            self.queue.pop_front()
+        }
+        fn time_slice(&mut self, _: CpuId, _: ThreadId, _: Ns) -> Ns {
+            1_000
+        }
+    }
+
+    #[test]
+    fn a_placement_may_migrate_threads_between_cpus() {
+        let placement = GlobalQueue {
+            cpus: 2,
+            queue: VecDeque::new(),
+        };
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        for name in ["a", "b", "c"] {
+            sim.spawn(name, || (0..10).for_each(|_| charge(300)));
+        }
+        let report = sim.run();
+        assert!(report.threads.iter().all(|t| t.run_ns == 3_000));
+        assert!(report.threads.iter().map(|t| t.migrations).sum::<u64>() > 0);
+        let busy: u64 = report.cpus.iter().map(|c| c.busy_ns).sum();
+        let switches: u64 = report.cpus.iter().map(|c| c.context_switches).sum();
+        assert_eq!(busy, 9_000 + 1_000 * switches);
+    }
+}
