@@ -1356,4 +1356,70 @@ mod tests {
         let switches: u64 = report.cpus.iter().map(|c| c.context_switches).sum();
         assert_eq!(busy, 9_000 + 1_000 * switches);
     }
+
+    /// The built-in placement with one timer of its own, at which it wants CPU 0 rescheduled.
+    struct OneTick {
+        rr: RoundRobin,
+        at: Option<Ns>,
+        due: bool,
+    }
+
+    impl Placement for OneTick {
+        fn cpus(&self) -> usize {
+            self.rr.cpus()
+        }
+        fn spawn(&mut self, t: ThreadId, spec: &ThreadSpec, now: Ns) -> Result<CpuId, String> {
+            self.rr.spawn(t, spec, now)
+        }
+        fn wake(&mut self, t: ThreadId, last: CpuId, waker: Option<CpuId>, now: Ns) -> CpuId {
+            self.rr.wake(t, last, waker, now)
+        }
+        fn requeue(&mut self, cpu: CpuId, thread: ThreadId, now: Ns, why: Requeue) {
+            self.rr.requeue(cpu, thread, now, why)
+        }
+        fn pick(&mut self, cpu: CpuId, now: Ns) -> Option<ThreadId> {
+            self.rr.pick(cpu, now)
+        }
+        fn time_slice(&mut self, _: CpuId, _: ThreadId, _: Ns) -> Ns {
+            Ns::MAX
+        }
+        fn set_affinity(&mut self, t: ThreadId, mask: CpuSet, now: Ns) -> Result<(), String> {
+            self.rr.set_affinity(t, mask, now)
+        }
+        fn next_timer(&self) -> Option<Ns> {
+            self.at
+        }
+        fn run_timers(&mut self, now: Ns) {
+            if self.at.is_some_and(|at| at <= now) {
+                self.at = None;
+                self.due = true;
+            }
+        }
+        fn resched(&mut self) -> Vec<CpuId> {
+            if std::mem::take(&mut self.due) {
+                vec![0]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    #[test]
+    fn a_placement_timer_preempts_a_thread_while_every_cpu_is_busy() {
+        let placement = OneTick {
+            rr: RoundRobin::new(1, RoundRobin::DEFAULT_SLICE),
+            at: Some(5_000),
+            due: false,
+        };
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        sim.spawn("long", || (0..20).for_each(|_| charge(1_000)));
+        sim.spawn("short", || charge(10));
+        let report = sim.run();
+        // long: in at 1000, charges to 5000, where the timer fires and takes it off; short: in
+        // at 6000, done at 6010; long: back at 7010, its other 16 charges end at 23 010.
+        assert_eq!(report.threads[1].finished_ns, 6_010);
+        assert_eq!(report.threads[0].finished_ns, 23_010);
+        assert_eq!(report.threads[0].preemptions, 1);
+        assert_eq!(report.threads[0].wait_ns, 6_010 - 5_000);
+    }
 }
