@@ -54,18 +54,17 @@ impl<M: SchedulerModel + Send> Placement for ModelPlacement<M> {
     /// (where the process that spawns the threads runs).
     fn spawn(&mut self, thread: ThreadId, spec: &ThreadSpec, now: Ns) -> Result<CpuId, String> {
         debug_assert_eq!(thread, self.tasks.len(), "threads are spawned in order");
+        if let Some(cpu) = spec.start_cpu.filter(|&c| c >= self.cpus()) {
+            return Err(format!(
+                "start CPU {cpu} is not allowed; allowed: 0..{}",
+                self.cpus()
+            ));
+        }
         let now = self.at(now);
         let placement = match spec.start_cpu {
             Some(cpu) => sched::Placement::On(cpu),
             None => sched::Placement::Fork { parent_cpu: 0 },
         };
-        if spec.start_cpu.is_some_and(|cpu| cpu >= self.cpus()) {
-            return Err(format!(
-                "start CPU {} is not allowed; allowed: 0..{}",
-                spec.start_cpu.unwrap_or(0),
-                self.cpus()
-            ));
-        }
         let task_spec = TaskSpec {
             policy: spec.policy,
             affinity: spec

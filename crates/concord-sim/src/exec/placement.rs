@@ -20,7 +20,7 @@ pub type Ns = u64;
 /// Why a running thread goes back to a run queue while still runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Requeue {
-    /// Its time slice ran out.
+    /// Its time slice ran out, or the placement wants its CPU back ([`Placement::resched`]).
     SliceExpired,
     /// It called `sched_yield`.
     Yield,
