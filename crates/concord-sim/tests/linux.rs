@@ -157,6 +157,26 @@ fn threads_woken_together_from_one_cpu_are_spread_to_idle_cpus() {
 }
 
 #[test]
+fn runnable_threads_started_on_one_cpu_are_spread_by_load_balancing() {
+    let mut sim = linux(8);
+    for i in 0..6 {
+        sim.spawn_with(format!("stacked-{i}"), on(0), || {
+            (0..500).for_each(|_| exec::charge(10 * US))
+        })
+        .unwrap();
+    }
+    let report = sim.run();
+    // The idle CPUs' periodic balancing (in the executor's virtual time, while CPU 0 is busy)
+    // pulls the queued threads at their first balance, 4 ms in (the MC interval, 128 ms, over
+    // the busy factor 32); each then runs its 5 ms: done by about 9 ms. Stacked: 30 ms.
+    let mut cpus: Vec<usize> = report.threads.iter().map(|t| t.last_cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(cpus.len(), 6, "{report:?}");
+    assert!(report.end_ns < 10 * MS, "{report:?}");
+}
+
+#[test]
 fn runnable_threads_pinned_to_one_cpu_stay_stacked_there() {
     let mut sim = linux(8);
     for i in 0..6 {
