@@ -173,7 +173,7 @@ fn runnable_threads_started_on_one_cpu_are_spread_by_load_balancing() {
     cpus.sort_unstable();
     cpus.dedup();
     assert_eq!(cpus.len(), 6, "{report:?}");
-    assert!(report.end_ns < 10 * MS, "{report:?}");
+    assert!((9 * MS..10 * MS).contains(&report.end_ns), "{report:?}");
 }
 
 #[test]
