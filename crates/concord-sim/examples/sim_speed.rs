@@ -1,8 +1,13 @@
 //! How fast the simulator runs: one parallel phase of the collector's own termination protocol
-//! (`fixed`, HotSpot 8's spin/yield/sleep loop) with as many workers as CPUs, at 20 and 48
+//! (`fixed`, HotSpot 8's spin/yield/sleep loop) with as many workers as CPUs (and with twice as
+//! many), at 20 and 48
 //! simulated CPUs, printing simulated operations per wall-clock second and wall time per
 //! simulated second, at the default lookahead and at 2 µs (fewer OS thread switches, coarser
-//! ordering).
+//! ordering), under the built-in round-robin placement (`rr`) and under the Linux 4.9 model
+//! (`linux49`, on `xeon-2x10` and `magny-cours-48`).
+//!
+//! One worker per CPU finishes before the first scheduler tick, so there the two placements give
+//! the same schedule and the rows compare only the cost of the model.
 //!
 //! `cargo run --release -p concord-sim --example sim_speed`
 
@@ -11,13 +16,22 @@ mod common;
 
 use std::time::Instant;
 
-use common::{run_phase, PhaseShape};
-use concord_sim::exec::Sim;
+use common::{run_phase, run_phase_on, PhaseShape};
+use concord_sim::exec::{Costs, Sim};
+use concord_sim::machine::Machine;
 use concord_sim::policy::{StealPolicy, TerminationKind};
 
 fn main() {
-    println!("cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  steals  failed  wall_s  ops_per_wall_s  wall_s_per_sim_s");
-    for cpus in [20, 48] {
+    println!("sched    cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  steals  failed  wall_s  ops_per_wall_s  wall_s_per_sim_s");
+    // The last two rows are oversubscribed (two workers per CPU), where the placements differ.
+    for (sched, cpus, workers, machine) in [
+        ("rr", 20, 20, None),
+        ("rr", 48, 48, None),
+        ("linux49", 20, 20, Some("xeon-2x10")),
+        ("linux49", 48, 48, Some("magny-cours-48")),
+        ("rr", 20, 40, None),
+        ("linux49", 20, 40, Some("xeon-2x10")),
+    ] {
         for (kind, lookahead) in [
             (TerminationKind::Fixed, Sim::DEFAULT_LOOKAHEAD),
             (TerminationKind::Owst, Sim::DEFAULT_LOOKAHEAD),
@@ -26,7 +40,7 @@ fn main() {
             let shape = PhaseShape {
                 kind,
                 steal: StealPolicy::BestOf2,
-                workers: cpus,
+                workers,
                 cpus,
                 seeds: 20_000,
                 children: 20_000,
@@ -35,11 +49,18 @@ fn main() {
                 lookahead,
             };
             let start = Instant::now();
-            let run = run_phase(shape);
+            let run = match machine {
+                Some(name) => {
+                    let machine = Machine::named(name, None).expect("a named machine");
+                    assert_eq!(machine.cpus(), cpus);
+                    run_phase_on(shape, Sim::linux49(machine, Costs::DEFAULT, shape.seed))
+                }
+                None => run_phase(shape),
+            };
             let wall = start.elapsed().as_secs_f64();
             let sim_s = run.report.end_ns as f64 / 1e9;
             println!(
-                "{cpus:>4}  {:>7}  {:<5}  {lookahead:>12}  {:>5}  {:>6.3}  {:>9}  {:>8}  {:>6}  {:>6}  {wall:>6.2}  {:>14.0}  {:>16.1}",
+                "{sched:<7}  {cpus:>4}  {:>7}  {:<5}  {lookahead:>12}  {:>5}  {:>6.3}  {:>9}  {:>8}  {:>6}  {:>6}  {wall:>6.2}  {:>14.0}  {:>16.1}",
                 shape.workers,
                 kind.to_string(),
                 run.processed.iter().sum::<usize>(),

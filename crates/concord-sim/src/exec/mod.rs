@@ -13,7 +13,11 @@
 //! most OS context switches when many threads spin.
 //!
 //! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
-//! run queues, so a scheduler model plugs in without touching this file. Futexes are simulated
+//! run queues, so a scheduler model plugs in without touching this file: [`Sim::linux49`] runs
+//! the threads under the Linux 4.9 model ([`crate::sched::Linux49`]) through [`ModelPlacement`].
+//! A placement's own timers (scheduler ticks, periodic balancing) fire in virtual time like the
+//! threads' sleeps, even while every CPU is busy, and after every event the executor takes off
+//! its CPU each thread the placement wants rescheduled ([`Placement::resched`]). Futexes are simulated
 //! kernel queues keyed by the word's address: `wait` compares the word and enqueues the caller
 //! under the executor's lock, and a waker changes the word before `wake`, so no wake-up is
 //! lost (the semantics `concord-loom`'s futex model documents). Same seed, same costs, same code:
@@ -22,9 +26,14 @@
 //! no timer is pending while threads remain, [`Sim::run`] panics naming the blocked threads and
 //! what they wait on.
 
+mod model;
 mod placement;
 
-pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId};
+pub use model::ModelPlacement;
+pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
+
+use crate::machine::{CpuSet, Machine};
+use crate::sched::Linux49;
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -184,6 +193,15 @@ impl Sim {
         )
     }
 
+    /// `machine` scheduled by the Linux 4.9 CFS and SCHED_FIFO model.
+    pub fn linux49(machine: Machine, costs: Costs, seed: u64) -> Sim {
+        Sim::with_placement(
+            Box::new(ModelPlacement::new(Linux49::new(machine))),
+            costs,
+            seed,
+        )
+    }
+
     /// A machine whose run queues `placement` models.
     pub fn with_placement(placement: Box<dyn Placement>, costs: Costs, seed: u64) -> Sim {
         let cpus = placement.cpus();
@@ -233,16 +251,40 @@ impl Sim {
         self
     }
 
-    /// Add a simulated thread that runs `body`; returns its id (spawn order from 0).
+    /// Add a simulated thread that runs `body` under the default [`ThreadSpec`] (SCHED_OTHER,
+    /// nice 0, any CPU); returns its id (spawn order from 0).
     pub fn spawn(
         &mut self,
         name: impl Into<String>,
         body: impl FnOnce() + Send + 'static,
     ) -> ThreadId {
-        let id = self.state.threads.len();
-        self.state.threads.push(Thread::new(name.into()));
+        self.spawn_with(name, ThreadSpec::default(), body)
+            .expect("every placement accepts the default thread spec")
+    }
+
+    /// Add a simulated thread scheduled as `spec` says (policy, affinity, start CPU); it is
+    /// runnable from time 0. Returns its id, or the placement's error naming what in `spec` is
+    /// not allowed.
+    pub fn spawn_with(
+        &mut self,
+        name: impl Into<String>,
+        spec: ThreadSpec,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<ThreadId, String> {
+        let st = &mut self.state;
+        let id = st.threads.len();
+        let name = name.into();
+        let cpu = st
+            .placement
+            .spawn(id, &spec, 0)
+            .map_err(|e| format!("thread `{name}`: {e}"))?;
+        let mut thread = Thread::new(name);
+        thread.cpu = cpu;
+        thread.status = Status::Runnable;
+        st.threads.push(thread);
+        st.live += 1;
         self.bodies.push(Box::new(body));
-        id
+        Ok(id)
     }
 
     /// Run every thread to its end and report what each did, in virtual time.
@@ -271,14 +313,7 @@ impl Sim {
             .collect();
         {
             let mut st = lock(&shared);
-            for t in 0..st.threads.len() {
-                let cpu = st.placement.spawn(t, 0);
-                let thread = &mut st.threads[t];
-                thread.cpu = cpu;
-                thread.status = Status::Runnable;
-                st.live += 1;
-            }
-            st.offer_idle();
+            st.offer_idle(0);
             st.pass_baton(&shared);
             while st.outcome.is_none() {
                 st = shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -307,6 +342,31 @@ pub fn now() -> Option<Ns> {
 /// The CPU the calling simulated thread runs on, or `None` outside a simulation.
 pub fn current_cpu() -> Option<CpuId> {
     with_context(|ctx| lock(&ctx.shared).threads[ctx.me].cpu)
+}
+
+/// `sched_setaffinity` on the calling simulated thread: from now on it runs only on `mask`'s
+/// CPUs; if its CPU is not among them it leaves it at once and waits for an allowed one (as the
+/// kernel migrates a thread narrowing its own mask). Charged as a short system call
+/// ([`Costs::yield_syscall`]). Returns the placement's error for a mask it does not allow
+/// (empty, or naming CPUs the machine lacks), or an error outside a simulation.
+pub fn set_affinity(mask: CpuSet) -> Result<(), String> {
+    if !in_simulation() {
+        return Err("set_affinity is for simulated threads only".into());
+    }
+    let mut result = Ok(());
+    with_running(false, |st, me| {
+        let cost = st.costs.yield_syscall;
+        st.account(me, cost);
+        let c = st.threads[me].cpu;
+        let now = st.cpus[c].clock;
+        result = st.placement.set_affinity(me, mask, now);
+        if result.is_ok() && !mask.contains(c) {
+            st.give_up(me, Requeue::AffinityChanged);
+        } else {
+            st.offer_idle(now);
+        }
+    });
+    result
 }
 
 /// Charge `ns` of modelled work (e.g. copying an object) to the calling simulated thread; a
@@ -493,7 +553,12 @@ fn reschedule<'a>(
         // The placement may have moved `me` to another CPU meanwhile.
         let mine = st.clock_of(me);
         if let Some((t, clock)) = st.next() {
-            if (t == me || mine <= clock.saturating_add(st.lookahead)) && st.within_limit(mine) {
+            // Firing timers may have preempted `me`.
+            let still_running = st.threads[me].status == Status::Running;
+            if still_running
+                && (t == me || mine <= clock.saturating_add(st.lookahead))
+                && st.within_limit(mine)
+            {
                 st.horizon = Some(st.horizon_of(me));
                 return st;
             }
@@ -688,12 +753,12 @@ impl State {
         let thread = &mut self.threads[t];
         thread.status = Status::Runnable;
         thread.ready_at = now;
-        if why != Requeue::Yield {
+        if matches!(why, Requeue::SliceExpired | Requeue::WakePreempted) {
             thread.preemptions += 1;
         }
         self.placement.requeue(c, t, now, why);
-        self.dispatch(c);
-        self.offer_idle();
+        self.dispatch(c, now);
+        self.offer_idle(now);
     }
 
     /// The running `t` blocks on `blocker`.
@@ -706,7 +771,8 @@ impl State {
         thread.blocked_since = now;
         thread.blocks += 1;
         self.placement.left(c, t, now, false);
-        self.dispatch(c);
+        self.dispatch(c, now);
+        self.offer_idle(now);
     }
 
     /// The blocked `t` becomes runnable at `at` (woken from a thread on `waker`, or a timer).
@@ -723,22 +789,24 @@ impl State {
                 self.give_up(current, Requeue::WakePreempted);
             }
         }
-        self.dispatch(c);
-        self.offer_idle();
+        self.dispatch(c, at);
+        self.offer_idle(at);
     }
 
-    /// If `c` is free, start the thread the placement picks for it.
-    fn dispatch(&mut self, c: CpuId) {
+    /// If `c` is free, start the thread the placement picks for it, no earlier than `floor`
+    /// (the time of the event that made the pick possible: an idle CPU's own clock stops when it
+    /// goes idle).
+    fn dispatch(&mut self, c: CpuId, floor: Ns) {
         if self.cpus[c].current.is_some() {
             return;
         }
-        let Some(t) = self.placement.pick(c, self.cpus[c].clock) else {
+        let Some(t) = self.placement.pick(c, self.cpus[c].clock.max(floor)) else {
             return;
         };
         let thread = &mut self.threads[t];
         debug_assert_eq!(thread.status, Status::Runnable, "{} picked", thread.name);
         let cpu = &mut self.cpus[c];
-        let start = cpu.clock.max(thread.ready_at);
+        let start = cpu.clock.max(thread.ready_at).max(floor);
         thread.wait_ns += start - thread.ready_at;
         cpu.clock = start;
         if cpu.last != Some(t) {
@@ -758,12 +826,23 @@ impl State {
         cpu.slice_left = self.placement.time_slice(c, t, now).max(1);
     }
 
-    /// Give every idle CPU a chance to pick a thread.
-    fn offer_idle(&mut self) {
+    /// After an event at `now`: give every idle CPU a chance to pick a thread, then take off
+    /// its CPU each running thread the placement wants rescheduled (which offers again).
+    fn offer_idle(&mut self, now: Ns) {
         for c in 0..self.cpus.len() {
             if self.cpus[c].current.is_none() {
-                self.dispatch(c);
+                self.dispatch(c, now);
             }
+        }
+        // One at a time: each requeue changes what the placement wants next.
+        while let Some((c, t)) = self
+            .placement
+            .resched()
+            .into_iter()
+            .find_map(|c| self.cpus[c].current.map(|t| (c, t)))
+        {
+            debug_assert_eq!(self.threads[t].cpu, c);
+            self.give_up(t, Requeue::SliceExpired);
         }
     }
 
@@ -783,18 +862,36 @@ impl State {
             .map(|c| (self.cpus[c].clock, c))
     }
 
+    /// The earliest pending timer: a thread's (sleep, futex timeout) or the placement's.
+    fn next_timer(&self) -> Option<Ns> {
+        let thread = self.timers.peek().map(|&Reverse((at, ..))| at);
+        match (thread, self.placement.next_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Fire the timers due before the earliest busy CPU's clock, then return the thread that
     /// runs next and its clock (`None`: nothing can run and no timer is pending).
     fn next(&mut self) -> Option<(ThreadId, Ns)> {
         loop {
             let busy = self.earliest_busy();
-            let due = match (self.timers.peek(), busy) {
-                (Some(&Reverse((at, ..))), Some((clock, _))) => at <= clock,
+            let due = match (self.next_timer(), busy) {
+                (Some(at), Some((clock, _))) => at <= clock,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if !due {
                 return busy.map(|(clock, c)| (self.cpus[c].current.expect("busy CPU"), clock));
+            }
+            // A thread's timer first on a tie.
+            let thread_at = self.timers.peek().map(|&Reverse((at, ..))| at);
+            if let Some(at) = self.placement.next_timer() {
+                if thread_at.is_none_or(|t| at < t) {
+                    self.placement.run_timers(at);
+                    self.offer_idle(at);
+                    continue;
+                }
             }
             let Reverse((at, _, t, generation)) = self.timers.pop().expect("peeked timer");
             let thread = &mut self.threads[t];
@@ -827,7 +924,7 @@ impl State {
             .map(|c| self.cpus[c].clock)
             .min()
             .map_or(Ns::MAX, |clock| clock.saturating_add(self.lookahead));
-        if let Some(&Reverse((at, ..))) = self.timers.peek() {
+        if let Some(at) = self.next_timer() {
             horizon = horizon.min(at.saturating_sub(1));
         }
         horizon.min(self.limit.unwrap_or(Ns::MAX))
@@ -904,7 +1001,8 @@ impl State {
         thread.finished_ns = now;
         self.live -= 1;
         self.placement.left(c, me, now, true);
-        self.dispatch(c);
+        self.dispatch(c, now);
+        self.offer_idle(now);
         self.pass_baton(shared);
     }
 
@@ -1157,8 +1255,11 @@ mod tests {
         fn cpus(&self) -> usize {
             self.0.cpus()
         }
-        fn spawn(&mut self, thread: ThreadId, now: Ns) -> CpuId {
-            self.0.spawn(thread, now)
+        fn spawn(&mut self, thread: ThreadId, spec: &ThreadSpec, now: Ns) -> Result<CpuId, String> {
+            self.0.spawn(thread, spec, now)
+        }
+        fn set_affinity(&mut self, thread: ThreadId, mask: CpuSet, now: Ns) -> Result<(), String> {
+            self.0.set_affinity(thread, mask, now)
         }
         fn wake(&mut self, t: ThreadId, last: CpuId, waker: Option<CpuId>, now: Ns) -> CpuId {
             self.0.wake(t, last, waker, now)
@@ -1216,9 +1317,12 @@ mod tests {
         fn cpus(&self) -> usize {
             self.cpus
         }
-        fn spawn(&mut self, thread: ThreadId, _: Ns) -> CpuId {
+        fn spawn(&mut self, thread: ThreadId, _: &ThreadSpec, _: Ns) -> Result<CpuId, String> {
             self.queue.push_back(thread);
-            0
+            Ok(0)
+        }
+        fn set_affinity(&mut self, _: ThreadId, _: CpuSet, _: Ns) -> Result<(), String> {
+            Err("one global queue: no affinity".into())
         }
         fn wake(&mut self, thread: ThreadId, last: CpuId, _: Option<CpuId>, _: Ns) -> CpuId {
             self.queue.push_back(thread);
@@ -1251,5 +1355,71 @@ mod tests {
         let busy: u64 = report.cpus.iter().map(|c| c.busy_ns).sum();
         let switches: u64 = report.cpus.iter().map(|c| c.context_switches).sum();
         assert_eq!(busy, 9_000 + 1_000 * switches);
+    }
+
+    /// The built-in placement with one timer of its own, at which it wants CPU 0 rescheduled.
+    struct OneTick {
+        rr: RoundRobin,
+        at: Option<Ns>,
+        due: bool,
+    }
+
+    impl Placement for OneTick {
+        fn cpus(&self) -> usize {
+            self.rr.cpus()
+        }
+        fn spawn(&mut self, t: ThreadId, spec: &ThreadSpec, now: Ns) -> Result<CpuId, String> {
+            self.rr.spawn(t, spec, now)
+        }
+        fn wake(&mut self, t: ThreadId, last: CpuId, waker: Option<CpuId>, now: Ns) -> CpuId {
+            self.rr.wake(t, last, waker, now)
+        }
+        fn requeue(&mut self, cpu: CpuId, thread: ThreadId, now: Ns, why: Requeue) {
+            self.rr.requeue(cpu, thread, now, why)
+        }
+        fn pick(&mut self, cpu: CpuId, now: Ns) -> Option<ThreadId> {
+            self.rr.pick(cpu, now)
+        }
+        fn time_slice(&mut self, _: CpuId, _: ThreadId, _: Ns) -> Ns {
+            Ns::MAX
+        }
+        fn set_affinity(&mut self, t: ThreadId, mask: CpuSet, now: Ns) -> Result<(), String> {
+            self.rr.set_affinity(t, mask, now)
+        }
+        fn next_timer(&self) -> Option<Ns> {
+            self.at
+        }
+        fn run_timers(&mut self, now: Ns) {
+            if self.at.is_some_and(|at| at <= now) {
+                self.at = None;
+                self.due = true;
+            }
+        }
+        fn resched(&mut self) -> Vec<CpuId> {
+            if std::mem::take(&mut self.due) {
+                vec![0]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    #[test]
+    fn a_placement_timer_preempts_a_thread_while_every_cpu_is_busy() {
+        let placement = OneTick {
+            rr: RoundRobin::new(1, RoundRobin::DEFAULT_SLICE),
+            at: Some(5_000),
+            due: false,
+        };
+        let mut sim = Sim::with_placement(Box::new(placement), COSTS, 0);
+        sim.spawn("long", || (0..20).for_each(|_| charge(1_000)));
+        sim.spawn("short", || charge(10));
+        let report = sim.run();
+        // long: in at 1000, charges to 5000, where the timer fires and takes it off; short: in
+        // at 6000, done at 6010; long: back at 7010, its other 16 charges end at 23 010.
+        assert_eq!(report.threads[1].finished_ns, 6_010);
+        assert_eq!(report.threads[0].finished_ns, 23_010);
+        assert_eq!(report.threads[0].preemptions, 1);
+        assert_eq!(report.threads[0].wait_ns, 6_010 - 5_000);
     }
 }

@@ -158,6 +158,12 @@ fn counters(n: usize) -> Vec<std::sync::atomic::AtomicUsize> {
 
 /// Run one phase of `shape` under the built-in placement.
 pub fn run_phase(shape: PhaseShape) -> PhaseRun {
+    run_phase_on(shape, Sim::new(shape.cpus, Costs::DEFAULT, shape.seed))
+}
+
+/// Run one phase of `shape` on `sim` (a machine and its placement; `shape.cpus` is not used),
+/// with `shape`'s lookahead.
+pub fn run_phase_on(shape: PhaseShape, sim: Sim) -> PhaseRun {
     let phase = Arc::new(Phase {
         term: Terminator::new(shape.kind, shape.workers),
         deques: (0..shape.workers)
@@ -172,7 +178,7 @@ pub fn run_phase(shape: PhaseShape) -> PhaseRun {
         steal_attempts: counters(shape.workers),
         steal_failures: counters(shape.workers),
     });
-    let mut sim = Sim::new(shape.cpus, Costs::DEFAULT, shape.seed).lookahead(shape.lookahead);
+    let mut sim = sim.lookahead(shape.lookahead);
     for me in 0..shape.workers {
         let phase = phase.clone();
         sim.spawn(format!("gc-worker-{me}"), move || phase.worker(me));
