@@ -198,7 +198,8 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
     }
     let det = oo * bb - ob * ob;
     // Relative to the product of the norms: 0 for proportional columns, 1 for orthogonal.
-    if !(det > 1e-9 * oo * bb) {
+    let separable = det > 1e-9 * oo * bb; // false for NaN too
+    if !separable {
         bail!(
             "the copy-cost fit cannot separate per-object from per-byte cost: every point has \
              the same bytes per object"
