@@ -65,7 +65,8 @@ fn run_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             anyhow!(e).context(format!("cannot write the calibration to {}", out.display())),
         )
     };
-    // An empty --out is clap's error. Before a minute of measuring: a directory that does not exist or takes no file.
+    // (An empty --out is refused by clap.) Checked before a minute of measuring: a directory
+    // that does not exist or takes no new file.
     check_creatable(out).map_err(cannot_write)?;
     let effort = if args.quick {
         Effort::QUICK

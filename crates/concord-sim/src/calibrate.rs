@@ -825,51 +825,49 @@ mod tests {
         assert_eq!(load(&path).unwrap(), costs);
     }
 
+    /// The error of loading a file `name` holding `text` (none: no such file).
+    fn load_error(name: &str, text: Option<&str>) -> String {
+        let path = scratch(name);
+        if let Some(text) = text {
+            std::fs::write(&path, text).unwrap();
+        }
+        format!("{:#}", load(&path).unwrap_err())
+    }
+
     #[test]
     fn load_names_a_missing_a_corrupt_and_an_old_file() {
-        let missing = scratch("missing.json");
-        let e = format!("{:#}", load(&missing).unwrap_err());
+        let e = load_error("missing.json", None);
         assert!(
             e.contains("cannot read the calibration") && e.contains("missing.json"),
             "{e}"
         );
 
-        let corrupt = scratch("corrupt.json");
-        std::fs::write(&corrupt, "{\"version\": 1, \"costs\": ").unwrap();
-        let e = format!("{:#}", load(&corrupt).unwrap_err());
+        let e = load_error("corrupt.json", Some("{\"version\": 1, \"costs\": "));
         assert!(e.contains("corrupt.json is not JSON"), "{e}");
 
-        let old = scratch("old.json");
-        let text = sample()
+        let old = sample()
             .to_json()
             .replacen("\"version\": 1", "\"version\": 0", 1);
-        std::fs::write(&old, text).unwrap();
-        let e = format!("{:#}", load(&old).unwrap_err());
+        let e = load_error("old.json", Some(&old));
         assert!(
             e.contains("calibration of version 0") && e.contains("reads version 1"),
             "{e}"
         );
 
-        let unversioned = scratch("unversioned.json");
-        std::fs::write(&unversioned, "{}").unwrap();
-        let e = format!("{:#}", load(&unversioned).unwrap_err());
+        let e = load_error("unversioned.json", Some("{}"));
         assert!(e.contains("of no version"), "{e}");
 
-        let missing_field = scratch("missing-field.json");
         let mut value: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
         value["costs"].as_object_mut().unwrap().remove("cas");
-        std::fs::write(&missing_field, value.to_string()).unwrap();
-        let e = format!("{:#}", load(&missing_field).unwrap_err());
+        let e = load_error("missing-field.json", Some(&value.to_string()));
         assert!(
             e.contains("not a valid calibration") && e.contains("cas"),
             "{e}"
         );
 
-        let negative = scratch("negative.json");
-        let mut bad = sample();
-        bad.costs.futex_wake = -1.0;
-        std::fs::write(&negative, bad.to_json()).unwrap();
-        let e = format!("{:#}", load(&negative).unwrap_err());
+        let mut negative = sample();
+        negative.costs.futex_wake = -1.0;
+        let e = load_error("negative.json", Some(&negative.to_json()));
         assert!(e.contains("cost futex_wake is -1"), "{e}");
     }
 
