@@ -434,10 +434,12 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         }
     });
     progress("context switch");
-    let same_cpu = cpus[0];
+    let Some(&same_cpu) = cpus.first() else {
+        bail!("this thread may run on no CPU");
+    };
     let context_switch = ping_pong(&effort, effort.ops(200_000), same_cpu)?;
     progress("wake-up latency");
-    let (waker_cpu, sleeper_cpu) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
+    let (waker_cpu, sleeper_cpu) = (same_cpu, *cpus.get(1).unwrap_or(&same_cpu));
     let wakeup = wakeup_latency(&effort, effort.ops(5_000), waker_cpu, sleeper_cpu)?;
     progress("copy costs (young collections)");
     let fit = copy_fit(&effort)?;
