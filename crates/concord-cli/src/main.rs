@@ -7,7 +7,8 @@
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
 //! Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
 //! plain Rust with `Box`, alternating); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
-//! agent in unmodified JVMs, [`jvm`]).
+//! agent in unmodified JVMs, [`jvm`]); `sim` (`calibrate`: the many-core simulator's costs
+//! measured on this machine, [`sim`]).
 //!
 //! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
 //! verification, an output that could not be written: a [`RunFailed`] error, or a command's
@@ -32,6 +33,7 @@ mod paper;
 mod report;
 mod run;
 mod side_by_side;
+mod sim;
 mod stall;
 mod summary;
 mod thp_tuner;
@@ -170,6 +172,9 @@ enum Command {
     /// The papers' catalogue: every figure and table, its status here and the command that
     /// reproduces it; `concord paper ID [--repeat N] [--out DIR]` runs one.
     Paper(paper::PaperArgs),
+    /// The many-core simulator; `concord sim calibrate` measures this machine's costs of
+    /// atomics, futexes, context switches, wake-ups and copying and saves them as JSON.
+    Sim(sim::SimArgs),
 }
 
 impl Command {
@@ -235,6 +240,7 @@ fn main() -> ExitCode {
         Command::ThpTuner(args) => thp_tuner::run(args),
         Command::Pressure(args) => stall::pressure::run(args),
         Command::Paper(args) => paper::run(args),
+        Command::Sim(args) => sim::run(args),
     };
     result.unwrap_or_else(|e| failure_status(&e))
 }

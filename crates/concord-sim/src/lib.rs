@@ -37,6 +37,7 @@
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
 //! the simulations of them are the integration tests in `tests/`.
 
+pub mod calibrate;
 pub mod exec;
 pub mod machine;
 pub mod sched;

@@ -1,0 +1,118 @@
+//! `concord sim`: Concord's many-core simulator (crate `concord-sim`). For now one subcommand:
+//! `concord sim calibrate [--out FILE] [--json] [--quick]` measures the costs the simulator
+//! charges on this machine ([`concord_sim::calibrate`]) and saves them as JSON, atomically
+//! (staged beside the file and renamed), by default to `concord-costs.json` in the current
+//! directory.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, Subcommand};
+use concord::os::fs::{check_creatable, write_atomic};
+use concord_sim::calibrate::{self, CalibratedCosts, Effort, DEFAULT_FILE};
+
+use crate::console::{errln, out, outln};
+use crate::RunFailed;
+
+/// Flags of `concord sim`.
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    pub command: SimCommand,
+}
+
+/// The `concord sim` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// Measure this machine's costs of atomics, locks, futexes, yield, sleep, spinning, context
+    /// switches, wake-ups and the collector's copying, and save them as JSON for the simulator.
+    Calibrate(CalibrateArgs),
+}
+
+/// Flags of `concord sim calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// The file the calibration is written to (replaced atomically).
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_FILE)]
+    pub out: PathBuf,
+    /// Also print the calibration's JSON to standard output (instead of the table).
+    #[arg(long)]
+    pub json: bool,
+    /// Far fewer iterations (seconds instead of about a minute): for tests, not for use.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Runs `concord sim …`.
+pub fn run(args: SimArgs) -> Result<ExitCode> {
+    match args.command {
+        SimCommand::Calibrate(a) => run_calibrate(a),
+    }
+}
+
+fn run_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    let out = &args.out;
+    if out.is_dir() {
+        bail!(
+            "--out {} is a directory; give the file to write the calibration to (such as {})",
+            out.display(),
+            out.join(DEFAULT_FILE).display()
+        );
+    }
+    let cannot_write = |e: std::io::Error| {
+        RunFailed::wrap(
+            anyhow!(e).context(format!("cannot write the calibration to {}", out.display())),
+        )
+    };
+    // (An empty --out is refused by clap.) Checked before a minute of measuring: a directory
+    // that does not exist or takes no new file.
+    check_creatable(out).map_err(cannot_write)?;
+    let effort = if args.quick {
+        Effort::QUICK
+    } else {
+        Effort::FULL
+    };
+    let costs = calibrate::calibrate(effort, |what| {
+        errln!("concord sim calibrate: measuring {what}");
+    })
+    .map_err(RunFailed::wrap)?;
+    let json = costs.to_json();
+    write_atomic(out, json.as_bytes()).map_err(cannot_write)?;
+    if args.json {
+        out!("{json}")?;
+    } else {
+        print_table(&costs)?;
+    }
+    errln!("concord sim calibrate: wrote {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The calibration as a readable table: each cost with its spread, then the copy-cost fit.
+fn print_table(c: &CalibratedCosts) -> Result<()> {
+    let m = &c.machine;
+    outln!(
+        "{} ({} CPUs), Linux {}, {}{}",
+        m.cpu_model,
+        m.cpus,
+        m.kernel,
+        c.measured_at,
+        if c.quick { ", quick" } else { "" }
+    )?;
+    outln!("{:<18} {:>12} {:>12}", "cost", "ns", "spread ns")?;
+    for ((name, ns), (_, spread)) in c.costs.fields().into_iter().zip(c.spread.fields()) {
+        outln!("{name:<18} {ns:>12.3} {spread:>12.3}")?;
+    }
+    let f = &c.copy_fit;
+    outln!(
+        "copy fit over {} young collections: {:.2} ns/object + {:.4} ns/byte, residual rms \
+         {:.0} ns ({:.1}% of the mean), r² {:.4}",
+        f.points.len(),
+        f.per_object_ns,
+        f.per_byte_ns,
+        f.residual_rms_ns,
+        f.residual_relative * 100.0,
+        f.r_squared
+    )?;
+    Ok(())
+}

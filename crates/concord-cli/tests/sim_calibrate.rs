@@ -1,0 +1,132 @@
+//! `concord sim calibrate` end to end: a quick calibration writes a versioned JSON file equal to
+//! what `--json` prints, every cost positive and finite (never compared with a time bound: a
+//! slow or busy machine gives other figures, not wrong ones); bad input exits 2 before
+//! measuring; an output that cannot be written exits 1 naming it.
+
+mod common;
+
+use common::{assert_exit_2, concord, scratch, stdout_json, text};
+use serde_json::Value;
+
+/// The cost names every calibration holds, as the simulator's cost table and the copy fit
+/// name them.
+const COSTS: [&str; 14] = [
+    "atomic_load",
+    "atomic_store",
+    "atomic_rmw",
+    "cas",
+    "lock_uncontended",
+    "futex_wait",
+    "futex_wake",
+    "yield_syscall",
+    "sleep_syscall",
+    "spin_loop",
+    "context_switch",
+    "wakeup_latency",
+    "copy_per_object",
+    "copy_per_byte",
+];
+
+fn number(v: &Value, what: &str) -> f64 {
+    v.as_f64()
+        .unwrap_or_else(|| panic!("{what} is not a number: {v}"))
+}
+
+#[test]
+fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
+    let dir = scratch("sim-calibrate-quick");
+    let file = dir.join("costs.json");
+    let out = concord(&[
+        "sim",
+        "calibrate",
+        "--quick",
+        "--out",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    let printed = stdout_json(&out);
+    let saved = std::fs::read(&file).unwrap();
+    assert_eq!(
+        text(&saved),
+        text(&out.stdout),
+        "the file is what --json printed"
+    );
+    assert_eq!(printed["version"], 1);
+    assert_eq!(printed["quick"], true);
+    let costs = printed["costs"].as_object().unwrap();
+    let spread = printed["spread"].as_object().unwrap();
+    assert_eq!(costs.len(), COSTS.len(), "{costs:?}");
+    for name in COSTS {
+        let ns = number(&costs[name], name);
+        assert!(ns.is_finite() && ns > 0.0, "{name} = {ns}");
+        let s = number(&spread[name], name);
+        assert!(s.is_finite() && s >= 0.0, "spread of {name} = {s}");
+    }
+    let machine = &printed["machine"];
+    assert!(!machine["cpu_model"].as_str().unwrap().is_empty());
+    assert!(!machine["kernel"].as_str().unwrap().is_empty());
+    assert!(machine["cpus"].as_u64().unwrap() >= 1);
+    let fit = &printed["copy_fit"];
+    assert_eq!(fit["per_object_ns"], costs["copy_per_object"]);
+    assert_eq!(fit["per_byte_ns"], costs["copy_per_byte"]);
+    assert_eq!(
+        fit["points"].as_array().unwrap().len(),
+        8,
+        "4 payloads × 2 sizes"
+    );
+    for p in fit["points"].as_array().unwrap() {
+        for key in ["objects", "bytes", "ns"] {
+            let v = number(&p[key], key);
+            assert!(v.is_finite() && v > 0.0, "{key} = {v} in {p}");
+        }
+    }
+    assert!(number(&fit["residual_rms_ns"], "residual").is_finite());
+    let date = printed["measured_at"].as_str().unwrap();
+    assert!(date.len() == 20 && date.ends_with('Z'), "{date}");
+    // Staged and renamed: nothing else is left beside the file.
+    assert_eq!(common::entries(&dir), ["costs.json"]);
+}
+
+#[test]
+fn bad_input_is_refused_before_measuring() {
+    let dir = scratch("sim-calibrate-bad");
+    let d = dir.to_str().unwrap();
+    assert_exit_2(&["sim", "calibrate", "--out", d], "is a directory");
+    assert_exit_2(
+        &["sim", "calibrate", "--out", ""],
+        "a value is required for '--out",
+    );
+    assert_exit_2(
+        &["sim", "calibrate", "--fast"],
+        "unexpected argument '--fast'",
+    );
+    assert_exit_2(
+        &["sim", "calibrat"],
+        "similar subcommand exists: 'calibrate'",
+    );
+    assert_exit_2(&["sim", "measure"], "unrecognized subcommand 'measure'");
+    assert_eq!(common::entries(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn an_output_that_cannot_be_written_fails_with_status_1_naming_it() {
+    let dir = scratch("sim-calibrate-unwritable");
+    let missing = dir.join("no-such-dir").join("costs.json");
+    let out = concord(&[
+        "sim",
+        "calibrate",
+        "--quick",
+        "--out",
+        missing.to_str().unwrap(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the calibration to") && stderr.contains("no-such-dir"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("measuring"),
+        "refused before measuring: {stderr}"
+    );
+}

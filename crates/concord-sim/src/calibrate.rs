@@ -1,0 +1,896 @@
+//! `concord sim calibrate`: measures on this machine what the simulator charges in virtual time
+//! (the [`exec::Costs`] table, plus the collector's own per-object and per-byte copy costs) and
+//! saves it as a versioned JSON file ([`CalibratedCosts`]) that [`load`] reads back.
+//!
+//! # Methods
+//!
+//! Every microbenchmark runs a batch of `n` operations in a loop, times the batch with the
+//! monotonic clock and divides; it repeats the batch several times and keeps the **minimum**
+//! (the run least disturbed by interrupts and other processes) as the cost, and the spread
+//! (maximum − minimum over the batches) beside it. The loop's own overhead (an increment, a
+//! compare and a branch, well under a nanosecond) is included, not subtracted.
+//!
+//! * `atomic_load`, `atomic_store`: `AtomicU64::load(Acquire)` / `store(Release)` on an
+//!   uncontended, cache-resident word (the value goes through `black_box`).
+//! * `atomic_rmw`: `fetch_add(1, AcqRel)`; `cas`: a `compare_exchange(v, v + 1, AcqRel,
+//!   Acquire)` that succeeds.
+//! * `lock_uncontended`: `std::sync::Mutex` lock and unlock, one thread.
+//! * `futex_wait`: `FUTEX_WAIT` with an expected value that does not match, so the kernel
+//!   returns at once (`EAGAIN`): the system call alone, not the time asleep.
+//! * `futex_wake`: `FUTEX_WAKE` on a word nobody waits on.
+//! * `yield_syscall`: `sched_yield()` with no other runnable thread on the CPU.
+//! * `sleep_syscall`: `nanosleep` for 1 ns: everything a sleep costs beyond the time asked for
+//!   (the system call, the timer slack — 50 µs by default on Linux — and the wake-up).
+//! * `spin_loop`: `std::hint::spin_loop()` (`PAUSE` on x86).
+//! * `context_switch`: two threads pinned to the same CPU ping-pong through two futexes; a round
+//!   trip is two switches (each with its futex wake and wait), so the cost is half of it.
+//! * `wakeup_latency`: a thread on one CPU sleeps in `FUTEX_WAIT`; another thread on another
+//!   (otherwise idle) CPU stamps the clock, changes the word and wakes it; the latency is the
+//!   woken thread's clock minus the stamp. With a single usable CPU both run on it (the figure
+//!   then includes a switch, and [`Machine::cpus_used`] says so).
+//!
+//! # The copy costs
+//!
+//! The collector's own work is measured by running real young collections with Concord's
+//! library: a heap with one GC thread holds a complete binary tree (binary-trees' shape) of
+//! nodes with two references and a payload of `P` bytes, for several `P` and tree sizes; a
+//! young collection copies it all. For each shape, `x` is the number of objects, `y` the bytes
+//! the collection record says were copied, and `t` the worker's time in root tasks plus
+//! stealing (the time spent copying and scanning, without the termination protocol); the
+//! minimum over several collections of the same shape is kept. The heap is pre-touched, so the
+//! copies do not pay first-touch page faults (a running program's survivor spaces are warm). Then `t ≈ a·x + b·y` is fitted
+//! by least squares without an intercept ([`fit_copy_cost`]); `a` is `copy_per_object`, `b`
+//! is `copy_per_byte`. The fit is only meaningful if the shapes differ in bytes per object
+//! (otherwise `x` and `y` are proportional and `a`, `b` cannot be separated), which is why the
+//! payloads vary. The residual (root mean square of `t − a·x − b·y`, absolute and relative to
+//! the mean `t`) and `r²` are saved with every point, so a user can judge the fit.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use concord::os::{affinity, futex};
+use concord::{CollectionKind, GcConfig, GcError, Handle, Mutator, ObjectType, Preset};
+use serde::{Deserialize, Serialize};
+
+use crate::exec;
+
+/// The version of [`CalibratedCosts`]' JSON layout; [`load`] refuses any other.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where `concord sim calibrate` writes its result without `--out`: this file in the current
+/// directory.
+pub const DEFAULT_FILE: &str = "concord-costs.json";
+
+/// A calibration: this machine's costs, what machine it was, when, and how much the
+/// measurements varied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibratedCosts {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub version: u32,
+    /// The machine measured.
+    pub machine: Machine,
+    /// When, in UTC (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub measured_at: String,
+    /// Whether the reduced `--quick` iteration counts were used.
+    pub quick: bool,
+    /// The costs, ns.
+    pub costs: MeasuredCosts,
+    /// For each cost, the maximum minus the minimum over its batches, ns (for the copy costs:
+    /// the fit's root-mean-square residual divided by the mean objects resp. bytes of a
+    /// collection, i.e. how far one point typically lies off the fitted line, per unit).
+    pub spread: MeasuredCosts,
+    /// The copy-cost fit and its points.
+    pub copy_fit: CopyFit,
+}
+
+/// The machine a calibration was taken on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    /// `model name` from `/proc/cpuinfo` (or `unknown`).
+    pub cpu_model: String,
+    /// The kernel release (`uname -r`).
+    pub kernel: String,
+    /// CPUs this process may run on.
+    pub cpus: usize,
+    /// The CPUs the context-switch and wake-up measurements ran on (one CPU: both threads on
+    /// it, two: the sleeper and the waker).
+    pub cpus_used: Vec<u32>,
+}
+
+/// Every cost the simulator charges, in ns (fractions kept; [`CalibratedCosts::exec_costs`]
+/// rounds them for the executor).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredCosts {
+    pub atomic_load: f64,
+    pub atomic_store: f64,
+    pub atomic_rmw: f64,
+    pub cas: f64,
+    pub lock_uncontended: f64,
+    pub futex_wait: f64,
+    pub futex_wake: f64,
+    pub yield_syscall: f64,
+    pub sleep_syscall: f64,
+    pub spin_loop: f64,
+    pub context_switch: f64,
+    pub wakeup_latency: f64,
+    /// The collector's work per object copied (beyond its bytes).
+    pub copy_per_object: f64,
+    /// The collector's work per byte copied.
+    pub copy_per_byte: f64,
+}
+
+impl MeasuredCosts {
+    /// Every field with its name, in declaration order.
+    pub fn fields(&self) -> [(&'static str, f64); 14] {
+        [
+            ("atomic_load", self.atomic_load),
+            ("atomic_store", self.atomic_store),
+            ("atomic_rmw", self.atomic_rmw),
+            ("cas", self.cas),
+            ("lock_uncontended", self.lock_uncontended),
+            ("futex_wait", self.futex_wait),
+            ("futex_wake", self.futex_wake),
+            ("yield_syscall", self.yield_syscall),
+            ("sleep_syscall", self.sleep_syscall),
+            ("spin_loop", self.spin_loop),
+            ("context_switch", self.context_switch),
+            ("wakeup_latency", self.wakeup_latency),
+            ("copy_per_object", self.copy_per_object),
+            ("copy_per_byte", self.copy_per_byte),
+        ]
+    }
+}
+
+/// One collection shape of the copy-cost fit (the best of its repetitions).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyPoint {
+    /// Objects copied.
+    pub objects: f64,
+    /// Bytes copied (the collection record's `bytes_copied`).
+    pub bytes: f64,
+    /// The worker's copying time, ns.
+    pub ns: f64,
+}
+
+/// The least-squares fit `ns ≈ per_object·objects + per_byte·bytes`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CopyFit {
+    pub per_object_ns: f64,
+    pub per_byte_ns: f64,
+    /// Root mean square of the residuals, ns.
+    pub residual_rms_ns: f64,
+    /// `residual_rms_ns` over the mean `ns` of the points.
+    pub residual_relative: f64,
+    /// The share of the variance of `ns` about zero the fit explains (uncentred `r²`, as the
+    /// model has no intercept).
+    pub r_squared: f64,
+    /// The points fitted.
+    pub points: Vec<CopyPoint>,
+}
+
+/// Fits `ns ≈ a·objects + b·bytes` to `points` by least squares (the 2×2 normal equations).
+/// Errors when there are fewer than two points or the objects and bytes columns are (nearly)
+/// proportional, so that `a` and `b` cannot be told apart.
+pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
+    if points.len() < 2 {
+        bail!(
+            "the copy-cost fit needs at least 2 points, got {}",
+            points.len()
+        );
+    }
+    let (mut oo, mut ob, mut bb, mut ot, mut bt, mut tt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for p in points {
+        oo += p.objects * p.objects;
+        ob += p.objects * p.bytes;
+        bb += p.bytes * p.bytes;
+        ot += p.objects * p.ns;
+        bt += p.bytes * p.ns;
+        tt += p.ns * p.ns;
+    }
+    let det = oo * bb - ob * ob;
+    // Relative to the product of the norms: 0 for proportional columns, 1 for orthogonal.
+    let separable = det > 1e-9 * oo * bb; // false for NaN too
+    if !separable {
+        bail!(
+            "the copy-cost fit cannot separate per-object from per-byte cost: every point has \
+             the same bytes per object"
+        );
+    }
+    let a = (ot * bb - bt * ob) / det;
+    let b = (oo * bt - ob * ot) / det;
+    let sse: f64 = points
+        .iter()
+        .map(|p| (p.ns - a * p.objects - b * p.bytes).powi(2))
+        .sum();
+    let n = points.len() as f64;
+    let rms = (sse / n).sqrt();
+    let mean = points.iter().map(|p| p.ns).sum::<f64>() / n;
+    Ok(CopyFit {
+        per_object_ns: a,
+        per_byte_ns: b,
+        residual_rms_ns: rms,
+        residual_relative: if mean > 0.0 { rms / mean } else { f64::NAN },
+        r_squared: if tt > 0.0 { 1.0 - sse / tt } else { f64::NAN },
+        points: points.to_vec(),
+    })
+}
+
+impl CalibratedCosts {
+    /// The executor's cost table from these costs: each rounded to whole ns, at least 1 (the
+    /// executor needs every operation to advance time).
+    pub fn exec_costs(&self) -> exec::Costs {
+        let ns = |v: f64| (v.round() as exec::Ns).max(1);
+        let c = &self.costs;
+        exec::Costs {
+            atomic_load: ns(c.atomic_load),
+            atomic_store: ns(c.atomic_store),
+            atomic_rmw: ns(c.atomic_rmw),
+            cas: ns(c.cas),
+            lock_uncontended: ns(c.lock_uncontended),
+            futex_wait: ns(c.futex_wait),
+            futex_wake: ns(c.futex_wake),
+            yield_syscall: ns(c.yield_syscall),
+            sleep_syscall: ns(c.sleep_syscall),
+            spin_loop: ns(c.spin_loop),
+            context_switch: ns(c.context_switch),
+            wakeup_latency: ns(c.wakeup_latency),
+        }
+    }
+
+    /// The first cost that is not a positive finite number, or spread that is not a
+    /// non-negative finite one, as an error naming it.
+    pub fn check(&self) -> Result<()> {
+        for (name, v) in self.costs.fields() {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("cost {name} is {v}; every cost must be a positive number of ns");
+            }
+        }
+        for (name, v) in self.spread.fields() {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("spread of {name} is {v}; a spread must be a non-negative number of ns");
+            }
+        }
+        Ok(())
+    }
+
+    /// The calibration as pretty JSON, with a final newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).expect("plain data serializes");
+        text.push('\n');
+        text
+    }
+}
+
+/// Reads a calibration written by `concord sim calibrate`, with an error naming the file and
+/// what is wrong: missing or unreadable, not JSON of this layout, another version, or a cost
+/// that is not a positive number.
+pub fn load(path: &Path) -> Result<CalibratedCosts> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read the calibration {} (write one with `concord sim calibrate --out {}`)",
+            path.display(),
+            path.display()
+        )
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON: not a calibration", path.display()))?;
+    let version = value.get("version").and_then(serde_json::Value::as_u64);
+    if version != Some(u64::from(FORMAT_VERSION)) {
+        let found = version.map_or("no version".to_string(), |v| format!("version {v}"));
+        bail!(
+            "{} is a calibration of {found}; this concord reads version {FORMAT_VERSION} \
+             (measure again with `concord sim calibrate`)",
+            path.display()
+        );
+    }
+    let costs: CalibratedCosts = serde_json::from_value(value)
+        .with_context(|| format!("{} is not a valid calibration", path.display()))?;
+    costs
+        .check()
+        .with_context(|| format!("{} is not a valid calibration", path.display()))?;
+    Ok(costs)
+}
+
+/// How much to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Effort {
+    /// Batches per microbenchmark (the minimum is kept).
+    pub batches: usize,
+    /// Scale of the operations per batch (1.0: the full calibration).
+    pub scale: f64,
+    /// Bytes of the largest tree of the copy-cost fit.
+    pub copy_bytes: usize,
+    /// Collections per copy shape (the fastest is kept).
+    pub copy_repeats: usize,
+}
+
+impl Effort {
+    /// The full calibration (about a minute).
+    pub const FULL: Effort = Effort {
+        batches: 9,
+        scale: 1.0,
+        copy_bytes: 24 << 20,
+        copy_repeats: 3,
+    };
+    /// `--quick`: for tests; the same measurements with far fewer iterations.
+    pub const QUICK: Effort = Effort {
+        batches: 3,
+        scale: 0.02,
+        copy_bytes: 2 << 20,
+        copy_repeats: 2,
+    };
+
+    fn ops(&self, full: usize) -> usize {
+        ((full as f64 * self.scale) as usize).max(10)
+    }
+}
+
+/// One cost: the minimum over batches and the spread (maximum − minimum).
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    min: f64,
+    spread: f64,
+}
+
+impl Measured {
+    fn of(batches: &[f64]) -> Measured {
+        let min = batches.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = batches.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Measured {
+            min,
+            spread: max - min,
+        }
+    }
+}
+
+/// Runs `batch(n)` `effort.batches` times, each timed, and returns ns per operation.
+fn per_op(effort: &Effort, n: usize, mut batch: impl FnMut(usize)) -> Measured {
+    batch(n.min(1_000)); // warm up caches, the branch predictor and the page of the data
+    let times: Vec<f64> = (0..effort.batches)
+        .map(|_| {
+            let start = Instant::now();
+            batch(n);
+            start.elapsed().as_nanos() as f64 / n as f64
+        })
+        .collect();
+    Measured::of(&times)
+}
+
+/// Measures everything and returns the calibration. `progress` is told each measurement's name
+/// before it starts.
+pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<CalibratedCosts> {
+    let cpus = affinity::current_thread_affinity().context("reading this thread's CPU set")?;
+    let atomic = AtomicU64::new(0);
+    progress("atomics");
+    let load = per_op(&effort, effort.ops(20_000_000), |n| {
+        for _ in 0..n {
+            black_box(black_box(&atomic).load(Ordering::Acquire));
+        }
+    });
+    let store = per_op(&effort, effort.ops(20_000_000), |n| {
+        for i in 0..n {
+            black_box(&atomic).store(i as u64, Ordering::Release);
+        }
+    });
+    let rmw = per_op(&effort, effort.ops(10_000_000), |n| {
+        for _ in 0..n {
+            black_box(black_box(&atomic).fetch_add(1, Ordering::AcqRel));
+        }
+    });
+    let cas = per_op(&effort, effort.ops(10_000_000), |n| {
+        let a = black_box(&atomic);
+        for _ in 0..n {
+            let v = a.load(Ordering::Relaxed);
+            black_box(a.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire)).ok();
+        }
+    });
+    progress("lock");
+    let mutex = Mutex::new(0u64);
+    let lock = per_op(&effort, effort.ops(10_000_000), |n| {
+        for _ in 0..n {
+            *black_box(&mutex).lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        }
+    });
+    progress("system calls");
+    let word = AtomicU32::new(0);
+    let futex_wait = per_op(&effort, effort.ops(1_000_000), |n| {
+        for _ in 0..n {
+            futex::wait(&word, 1, None); // the word is 0: returns at once
+        }
+    });
+    let futex_wake = per_op(&effort, effort.ops(1_000_000), |n| {
+        for _ in 0..n {
+            futex::wake(&word, 1);
+        }
+    });
+    let yield_syscall = per_op(&effort, effort.ops(1_000_000), |n| {
+        for _ in 0..n {
+            // SAFETY: sched_yield takes no arguments and cannot fail on Linux.
+            unsafe { libc::sched_yield() };
+        }
+    });
+    let sleep = per_op(&effort, effort.ops(20_000), |n| {
+        let one_ns = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1,
+        };
+        for _ in 0..n {
+            // SAFETY: `one_ns` is a valid timespec; the remainder pointer may be null.
+            unsafe { libc::nanosleep(&one_ns, std::ptr::null_mut()) };
+        }
+    });
+    let spin = per_op(&effort, effort.ops(20_000_000), |n| {
+        for _ in 0..n {
+            std::hint::spin_loop();
+        }
+    });
+    progress("context switch");
+    let Some(&same_cpu) = cpus.first() else {
+        bail!("this thread may run on no CPU");
+    };
+    let context_switch = ping_pong(&effort, effort.ops(200_000), same_cpu)?;
+    progress("wake-up latency");
+    let (waker_cpu, sleeper_cpu) = (same_cpu, *cpus.get(1).unwrap_or(&same_cpu));
+    let wakeup = wakeup_latency(&effort, effort.ops(5_000), waker_cpu, sleeper_cpu)?;
+    progress("copy costs (young collections)");
+    let fit = copy_fit(&effort)?;
+    let mean =
+        |f: fn(&CopyPoint) -> f64| fit.points.iter().map(f).sum::<f64>() / fit.points.len() as f64;
+    let (mean_objects, mean_bytes) = (mean(|p| p.objects), mean(|p| p.bytes));
+    let both = |m: fn(&Measured) -> f64| MeasuredCosts {
+        atomic_load: m(&load),
+        atomic_store: m(&store),
+        atomic_rmw: m(&rmw),
+        cas: m(&cas),
+        lock_uncontended: m(&lock),
+        futex_wait: m(&futex_wait),
+        futex_wake: m(&futex_wake),
+        yield_syscall: m(&yield_syscall),
+        sleep_syscall: m(&sleep),
+        spin_loop: m(&spin),
+        context_switch: m(&context_switch),
+        wakeup_latency: m(&wakeup),
+        copy_per_object: 0.0,
+        copy_per_byte: 0.0,
+    };
+    let mut costs = both(|m| m.min);
+    costs.copy_per_object = fit.per_object_ns;
+    costs.copy_per_byte = fit.per_byte_ns;
+    let mut spread = both(|m| m.spread);
+    spread.copy_per_object = fit.residual_rms_ns / mean_objects;
+    spread.copy_per_byte = fit.residual_rms_ns / mean_bytes;
+    let mut used = vec![same_cpu];
+    if sleeper_cpu != same_cpu {
+        used.push(sleeper_cpu);
+    }
+    let result = CalibratedCosts {
+        version: FORMAT_VERSION,
+        machine: Machine {
+            cpu_model: cpu_model(),
+            kernel: kernel_release(),
+            cpus: cpus.len(),
+            cpus_used: used,
+        },
+        measured_at: utc_date(SystemTime::now()),
+        quick: effort.scale < 1.0,
+        costs,
+        spread,
+        copy_fit: fit,
+    };
+    result
+        .check()
+        .context("the measurements gave an impossible cost (the machine was too busy?)")?;
+    Ok(result)
+}
+
+/// Half the round trip of two threads pinned to `cpu` handing a token back and forth through
+/// futexes, per batch of `n` round trips.
+fn ping_pong(effort: &Effort, n: usize, cpu: u32) -> Result<Measured> {
+    // The token: even, the main thread's turn; odd, the partner's.
+    let token = Arc::new(AtomicU32::new(0));
+    let partner_token = Arc::clone(&token);
+    let total = n * (effort.batches + 1);
+    let partner = std::thread::spawn(move || -> std::io::Result<()> {
+        affinity::set_current_thread_affinity(&[cpu])?;
+        for i in 0..total as u32 {
+            let mine = 2 * i + 1;
+            while partner_token.load(Ordering::Acquire) != mine {
+                futex::wait(&partner_token, mine - 1, None);
+            }
+            partner_token.store(mine + 1, Ordering::Release);
+            futex::wake(&partner_token, 1);
+        }
+        Ok(())
+    });
+    let main_cpus = affinity::current_thread_affinity().context("reading this thread's CPUs")?;
+    affinity::set_current_thread_affinity(&[cpu])
+        .with_context(|| format!("pinning to CPU {cpu}"))?;
+    let mut round = 0u32;
+    let mut batch = |count: usize| {
+        for _ in 0..count {
+            token.store(2 * round + 1, Ordering::Release);
+            futex::wake(&token, 1);
+            let back = 2 * round + 2;
+            while token.load(Ordering::Acquire) != back {
+                futex::wait(&token, back - 1, None);
+            }
+            round += 1;
+        }
+    };
+    batch(n);
+    let times: Vec<f64> = (0..effort.batches)
+        .map(|_| {
+            let start = Instant::now();
+            batch(n);
+            start.elapsed().as_nanos() as f64 / n as f64 / 2.0
+        })
+        .collect();
+    affinity::set_current_thread_affinity(&main_cpus).context("restoring this thread's CPUs")?;
+    partner
+        .join()
+        .map_err(|_| anyhow::anyhow!("the context-switch partner thread panicked"))?
+        .with_context(|| format!("pinning the partner thread to CPU {cpu}"))?;
+    Ok(Measured::of(&times))
+}
+
+/// The time from a futex wake on `waker_cpu` until the woken thread runs on `sleeper_cpu`; each
+/// batch is the mean of `n` wake-ups, each after the sleeper had time to fall asleep.
+fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -> Result<Measured> {
+    let epoch = Instant::now();
+    let word = Arc::new(AtomicU32::new(0));
+    let stamp = Arc::new(AtomicU64::new(0));
+    let latency_sum = Arc::new(AtomicU64::new(0));
+    let (w, s, l) = (
+        Arc::clone(&word),
+        Arc::clone(&stamp),
+        Arc::clone(&latency_sum),
+    );
+    let total = n * (effort.batches + 1);
+    let sleeper = std::thread::spawn(move || -> std::io::Result<()> {
+        affinity::set_current_thread_affinity(&[sleeper_cpu])?;
+        for i in 0..total as u32 {
+            while w.load(Ordering::Acquire) == i {
+                futex::wait(&w, i, None);
+            }
+            let now = epoch.elapsed().as_nanos() as u64;
+            l.fetch_add(
+                now.saturating_sub(s.load(Ordering::Acquire)),
+                Ordering::AcqRel,
+            );
+        }
+        Ok(())
+    });
+    let main_cpus = affinity::current_thread_affinity().context("reading this thread's CPUs")?;
+    affinity::set_current_thread_affinity(&[waker_cpu])
+        .with_context(|| format!("pinning to CPU {waker_cpu}"))?;
+    let mut next = 0u32;
+    let mut batch = |count: usize| -> f64 {
+        let before = latency_sum.load(Ordering::Acquire);
+        for _ in 0..count {
+            // Long enough for the sleeper to block in the kernel and its CPU to go idle.
+            std::thread::sleep(Duration::from_micros(200));
+            stamp.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+            next += 1;
+            word.store(next, Ordering::Release);
+            futex::wake(&word, 1);
+        }
+        // Wait until the sleeper has accounted for the last wake-up.
+        std::thread::sleep(Duration::from_millis(1));
+        (latency_sum.load(Ordering::Acquire) - before) as f64 / count as f64
+    };
+    batch(n);
+    let times: Vec<f64> = (0..effort.batches).map(|_| batch(n)).collect();
+    affinity::set_current_thread_affinity(&main_cpus).context("restoring this thread's CPUs")?;
+    sleeper
+        .join()
+        .map_err(|_| anyhow::anyhow!("the wake-up latency sleeper thread panicked"))?
+        .with_context(|| format!("pinning the sleeper thread to CPU {sleeper_cpu}"))?;
+    Ok(Measured::of(&times))
+}
+
+/// The payloads of the copy-cost trees' nodes, bytes: from reference-only nodes to nodes that
+/// are mostly data, so that bytes per object varies by more than tenfold.
+const COPY_PAYLOADS: [u16; 4] = [0, 48, 240, 1008];
+
+/// Runs young collections of binary trees of each payload in [`COPY_PAYLOADS`] at two sizes
+/// (the largest `effort.copy_bytes`, and a quarter of that) and fits the copy costs.
+fn copy_fit(effort: &Effort) -> Result<CopyFit> {
+    let mut points = Vec::new();
+    for payload in COPY_PAYLOADS {
+        let node = ObjectType::fixed(2, payload);
+        // Header and two references, rounded as the heap lays objects out, approximately.
+        let node_bytes = 8 + 16 + usize::from(payload);
+        for target in [effort.copy_bytes / 4, effort.copy_bytes] {
+            let nodes = (target / node_bytes).max(64);
+            let depth = (usize::BITS - 1 - nodes.leading_zeros()).max(2) - 1;
+            let best = (0..effort.copy_repeats)
+                .map(|_| copy_once(node, depth, effort.copy_bytes))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .min_by(|a, b| a.ns.total_cmp(&b.ns))
+                .expect("at least one repetition");
+            points.push(best);
+        }
+    }
+    let fit = fit_copy_cost(&points)?;
+    if !(fit.per_object_ns > 0.0 && fit.per_byte_ns > 0.0) {
+        bail!(
+            "the copy-cost fit gave {:.3} ns per object and {:.5} ns per byte (residual {:.0}%): \
+             the collections' times were too noisy to separate the two; measure again on a \
+             quieter machine",
+            fit.per_object_ns,
+            fit.per_byte_ns,
+            fit.residual_relative * 100.0
+        );
+    }
+    Ok(fit)
+}
+
+/// One young collection, with one GC thread, of a complete binary tree of `depth` levels below
+/// its root (every node live) in a fresh heap whose eden holds at least `max_bytes`.
+fn copy_once(node: ObjectType, depth: u32, max_bytes: usize) -> Result<CopyPoint> {
+    let mut config = GcConfig::for_preset(Preset::Optimized);
+    config.gc_threads = 1;
+    let young = (4 * max_bytes).max(16 << 20);
+    config.young_size = Some(young);
+    config.heap_size = 3 * young;
+    // Eden and each survivor a third of young: the whole tree fits in a survivor, so every
+    // object takes the same path (copied, not promoted).
+    config.survivor_ratio = 1;
+    // Fault the heap in first: a real run's survivor spaces were touched by earlier collections,
+    // and first-touch page faults would otherwise count as copying.
+    config.pretouch = true;
+    let heap = concord::Heap::new(config).context("creating the calibration heap")?;
+    let mut m = heap.attach();
+    let root = tree(&mut m, node, depth).context("building the calibration tree")?;
+    let before = heap.stats().records.len();
+    m.collect(CollectionKind::Young);
+    black_box(root);
+    drop(m);
+    let stats = heap.stats();
+    let Some(record) = stats.records.get(before..).and_then(|new| new.last()) else {
+        bail!("the calibration heap recorded no collection");
+    };
+    if stats.records.len() != before + 1 || record.kind != CollectionKind::Young {
+        bail!("the calibration tree did not fit in eden: it was collected while being built");
+    }
+    let ns: u64 = record.workers.iter().map(|w| w.root_ns + w.steal_ns).sum();
+    Ok(CopyPoint {
+        objects: ((2u64 << depth) - 1) as f64,
+        bytes: record.bytes_copied as f64,
+        ns: ns as f64,
+    })
+}
+
+/// A complete binary tree of `depth` levels below its root, built bottom-up.
+fn tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Handle, GcError> {
+    if depth == 0 {
+        return m.alloc(node);
+    }
+    let built = m.scope_escape(|m| {
+        let l = tree(m, node, depth - 1)?;
+        let r = tree(m, node, depth - 1)?;
+        m.alloc_with(node, &[Some(l), Some(r)]).map(Some)
+    })?;
+    Ok(built.expect("the scope returns the node it built"))
+}
+
+/// `model name` of the first CPU in `/proc/cpuinfo`, or `unknown`.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The kernel release, from `/proc/sys/kernel/osrelease`, or `unknown`.
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// `time` as `YYYY-MM-DDTHH:MM:SSZ` (UTC; the proleptic Gregorian calendar, civil-from-days).
+fn utc_date(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(objects: f64, bytes: f64, ns: f64) -> CopyPoint {
+        CopyPoint { objects, bytes, ns }
+    }
+
+    #[test]
+    fn the_fit_recovers_exact_costs() {
+        // ns = 30·objects + 0.25·bytes, by hand: 30·100 + 0.25·2400 = 3600, …
+        let points = [
+            point(100.0, 2_400.0, 3_600.0),
+            point(100.0, 10_000.0, 5_500.0),
+            point(1_000.0, 24_000.0, 36_000.0),
+            point(50.0, 50_000.0, 14_000.0),
+        ];
+        let fit = fit_copy_cost(&points).unwrap();
+        assert!((fit.per_object_ns - 30.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.per_byte_ns - 0.25).abs() < 1e-12, "{fit:?}");
+        assert!(fit.residual_rms_ns < 1e-6, "{fit:?}");
+        assert!((fit.r_squared - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_fit_reports_its_residual() {
+        // ns = [20, 0, 11] at (objects, bytes) = (1, 0), (0, 1), (1, 1), by hand: the normal
+        // equations [2 1; 1 2]·[a b] = [31 11] give a = 17, b = −3; the residuals are 3, 3 and
+        // −3, so the rms is 3 and the mean ns 31/3.
+        let points = [
+            point(1.0, 0.0, 20.0),
+            point(0.0, 1.0, 0.0),
+            point(1.0, 1.0, 11.0),
+        ];
+        let fit = fit_copy_cost(&points).unwrap();
+        assert!((fit.per_object_ns - 17.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.per_byte_ns + 3.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.residual_rms_ns - 3.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.residual_relative - 3.0 / (31.0 / 3.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_fit_refuses_proportional_columns_and_too_few_points() {
+        let same_size = [point(10.0, 240.0, 500.0), point(20.0, 480.0, 1_000.0)];
+        let e = fit_copy_cost(&same_size).unwrap_err().to_string();
+        assert!(e.contains("same bytes per object"), "{e}");
+        let e = fit_copy_cost(&[point(1.0, 2.0, 3.0)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least 2 points"), "{e}");
+    }
+
+    fn sample() -> CalibratedCosts {
+        let costs = MeasuredCosts {
+            atomic_load: 0.4,
+            atomic_store: 0.6,
+            atomic_rmw: 6.2,
+            cas: 7.1,
+            lock_uncontended: 14.5,
+            futex_wait: 180.0,
+            futex_wake: 150.0,
+            yield_syscall: 210.0,
+            sleep_syscall: 55_000.0,
+            spin_loop: 9.0,
+            context_switch: 1_400.0,
+            wakeup_latency: 6_000.0,
+            copy_per_object: 25.0,
+            copy_per_byte: 0.3,
+        };
+        CalibratedCosts {
+            version: FORMAT_VERSION,
+            machine: Machine {
+                cpu_model: "Test CPU".into(),
+                kernel: "6.1.0".into(),
+                cpus: 2,
+                cpus_used: vec![0, 1],
+            },
+            measured_at: "2026-11-27T05:00:00Z".into(),
+            quick: true,
+            costs,
+            spread: MeasuredCosts {
+                atomic_load: 0.0,
+                ..costs
+            },
+            copy_fit: fit_copy_cost(&[point(1.0, 24.0, 32.0), point(1.0, 1024.0, 332.0)]).unwrap(),
+        }
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("concord-calibrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn a_saved_calibration_loads_back_equal() {
+        let path = scratch("round-trip.json");
+        let costs = sample();
+        concord::os::fs::write_atomic(&path, costs.to_json().as_bytes()).unwrap();
+        assert_eq!(load(&path).unwrap(), costs);
+    }
+
+    /// The error of loading a file `name` holding `text` (none: no such file).
+    fn load_error(name: &str, text: Option<&str>) -> String {
+        let path = scratch(name);
+        if let Some(text) = text {
+            std::fs::write(&path, text).unwrap();
+        }
+        format!("{:#}", load(&path).unwrap_err())
+    }
+
+    #[test]
+    fn load_names_a_missing_a_corrupt_and_an_old_file() {
+        let e = load_error("missing.json", None);
+        assert!(
+            e.contains("cannot read the calibration") && e.contains("missing.json"),
+            "{e}"
+        );
+
+        let e = load_error("corrupt.json", Some("{\"version\": 1, \"costs\": "));
+        assert!(e.contains("corrupt.json is not JSON"), "{e}");
+
+        let old = sample()
+            .to_json()
+            .replacen("\"version\": 1", "\"version\": 0", 1);
+        let e = load_error("old.json", Some(&old));
+        assert!(
+            e.contains("calibration of version 0") && e.contains("reads version 1"),
+            "{e}"
+        );
+
+        let e = load_error("unversioned.json", Some("{}"));
+        assert!(e.contains("of no version"), "{e}");
+
+        let mut value: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        value["costs"].as_object_mut().unwrap().remove("cas");
+        let e = load_error("missing-field.json", Some(&value.to_string()));
+        assert!(
+            e.contains("not a valid calibration") && e.contains("cas"),
+            "{e}"
+        );
+
+        let mut negative = sample();
+        negative.costs.futex_wake = -1.0;
+        let e = load_error("negative.json", Some(&negative.to_json()));
+        assert!(e.contains("cost futex_wake is -1"), "{e}");
+    }
+
+    #[test]
+    fn the_executor_table_rounds_and_keeps_every_cost_positive() {
+        let costs = sample().exec_costs();
+        assert_eq!(costs.atomic_load, 1, "0.4 ns rounds to 0, raised to 1");
+        assert_eq!(costs.atomic_rmw, 6);
+        assert_eq!(costs.cas, 7);
+        assert_eq!(costs.lock_uncontended, 15, "14.5 rounds away from zero");
+        assert_eq!(costs.sleep_syscall, 55_000);
+        assert_eq!(costs.context_switch, 1_400);
+        assert_eq!(costs.wakeup_latency, 6_000);
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        let at = |s: u64| utc_date(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        // 2000-02-29 (a leap day of a century leap year) 12:34:56 = 951_827_696.
+        assert_eq!(at(951_827_696), "2000-02-29T12:34:56Z");
+        assert_eq!(at(1_798_761_599), "2026-12-31T23:59:59Z");
+    }
+}
