@@ -33,7 +33,7 @@ pub use model::ModelPlacement;
 pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
 
 use crate::machine::{CpuSet, Machine};
-use crate::sched::Linux49;
+use crate::sched::{Eevdf, Linux49};
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -197,6 +197,15 @@ impl Sim {
     pub fn linux49(machine: Machine, costs: Costs, seed: u64) -> Sim {
         Sim::with_placement(
             Box::new(ModelPlacement::new(Linux49::new(machine))),
+            costs,
+            seed,
+        )
+    }
+
+    /// `machine` scheduled by the Linux 6.6 EEVDF and SCHED_FIFO model.
+    pub fn eevdf(machine: Machine, costs: Costs, seed: u64) -> Sim {
+        Sim::with_placement(
+            Box::new(ModelPlacement::new(Eevdf::new(machine))),
             costs,
             seed,
         )

@@ -118,11 +118,16 @@
 //! deadlines replace `place_entity`'s sleeper credit and wake-up granularity), reusing the
 //! machine, the domains and the balancing code, which EEVDF did not change.
 
+mod eevdf;
 mod linux49;
 
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod eevdf_tests;
+
+pub use eevdf::Eevdf;
 pub use linux49::{Linux49, Tunables};
 
 use crate::machine::{CpuId, CpuSet, Machine};
