@@ -14,7 +14,8 @@
 //!
 //! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
 //! run queues, so a scheduler model plugs in without touching this file: [`Sim::linux49`] runs
-//! the threads under the Linux 4.9 model ([`crate::sched::Linux49`]) through [`ModelPlacement`].
+//! the threads under the Linux 4.9 model ([`crate::sched::Linux49`]) through [`ModelPlacement`],
+//! [`Sim::eevdf`] under the Linux 6.6 EEVDF model ([`crate::sched::Eevdf`]).
 //! A placement's own timers (scheduler ticks, periodic balancing) fire in virtual time like the
 //! threads' sleeps, even while every CPU is busy, and after every event the executor takes off
 //! its CPU each thread the placement wants rescheduled ([`Placement::resched`]). Futexes are simulated

@@ -99,7 +99,12 @@ impl Linux49 {
 
     /// `entity_eligible`: `t`'s vruntime is at most the weighted mean, compared without dividing.
     pub(super) fn entity_eligible(&self, cpu: CpuId, t: TaskId) -> bool {
-        let (sum, load) = self.keys(cpu, &self.fair_entities(cpu, None));
+        let keys = self.keys(cpu, &self.fair_entities(cpu, None));
+        self.eligible_against(cpu, keys, t)
+    }
+
+    /// `entity_eligible` against the queue's precomputed (Σ w·key, Σ w).
+    fn eligible_against(&self, cpu: CpuId, (sum, load): (i128, i128), t: TaskId) -> bool {
         let key = i128::from(self.tasks[t.0].vruntime - self.rqs[cpu].min_vruntime);
         sum >= key * load
     }
@@ -170,9 +175,9 @@ impl Linux49 {
     /// not got a new deadline since it was picked keeps running.
     pub(super) fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let curr = rq
-            .curr
-            .filter(|c| !self.tasks[c.0].is_rt() && self.entity_eligible(cpu, *c));
+        let keys = self.keys(cpu, &self.fair_entities(cpu, None));
+        let eligible = |t: TaskId| self.eligible_against(cpu, keys, t);
+        let curr = rq.curr.filter(|&c| !self.tasks[c.0].is_rt() && eligible(c));
         if let Some(c) = curr {
             if self.tasks[c.0].deadline == self.tasks[c.0].deadline_at_pick {
                 return Some(c);
@@ -181,7 +186,7 @@ impl Linux49 {
         let best = rq
             .cfs_tree
             .iter()
-            .filter(|&&(_, _, t)| self.entity_eligible(cpu, t))
+            .filter(|&&(_, _, t)| eligible(t))
             .min_by_key(|&&(_, seq, t)| (self.tasks[t.0].deadline, seq))
             .map(|&(_, _, t)| t);
         match (best, curr) {
