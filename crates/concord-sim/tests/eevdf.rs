@@ -4,35 +4,16 @@
 //! Linux 4.9 model.
 
 // The built-in placement's `run_phase` and the steal counters are for tests/phase.rs.
+mod checks;
 #[allow(dead_code)]
 mod common;
 
+use checks::{assert_finished_all_work, model_phase, KINDS};
 use common::{run_phase_on, PhaseRun, PhaseShape};
 use concord_sim::exec::{Costs, Sim};
 use concord_sim::machine::Machine;
-use concord_sim::policy::{StealPolicy, TerminationKind};
 
 const MS: u64 = 1_000_000;
-
-const KINDS: [TerminationKind; 3] = [
-    TerminationKind::Fixed,
-    TerminationKind::Live,
-    TerminationKind::Owst,
-];
-
-fn phase(kind: TerminationKind, workers: usize, work_ns: u64) -> PhaseShape {
-    PhaseShape {
-        kind,
-        steal: StealPolicy::BestOf2,
-        workers,
-        cpus: 0,
-        seeds: 200,
-        children: 400,
-        work_ns,
-        seed: 7,
-        lookahead: Sim::DEFAULT_LOOKAHEAD,
-    }
-}
 
 fn xeon() -> Machine {
     Machine::named("xeon-2x10", None).unwrap()
@@ -54,17 +35,9 @@ fn termination_protocols_finish_all_work_under_eevdf() {
     for kind in KINDS {
         for (workers, machine) in [(15, xeon()), (30, xeon()), (8, flat(2))] {
             let cpus = machine.cpus();
-            let run = eevdf(machine, phase(kind, workers, 2_000));
-            assert_eq!(
-                run.processed.iter().sum::<usize>(),
-                600,
-                "{kind} {workers} workers on {cpus} CPUs: items lost or duplicated"
-            );
-            assert!(run.report.threads.iter().all(|t| t.finished_ns > 0));
-            if workers > cpus {
-                let waited: u64 = run.report.threads.iter().map(|t| t.wait_ns).sum();
-                assert!(waited > 0, "{kind} {workers}/{cpus}: no run-queue wait");
-            }
+            let shape = model_phase(kind, workers, 2_000);
+            let run = eevdf(machine, shape);
+            assert_finished_all_work(&shape, cpus, &run);
         }
     }
 }
@@ -73,8 +46,8 @@ fn termination_protocols_finish_all_work_under_eevdf() {
 fn same_seed_same_schedule_under_eevdf() {
     for kind in KINDS {
         let (a, b) = (
-            eevdf(xeon(), phase(kind, 15, 2_000)),
-            eevdf(xeon(), phase(kind, 15, 2_000)),
+            eevdf(xeon(), model_phase(kind, 15, 2_000)),
+            eevdf(xeon(), model_phase(kind, 15, 2_000)),
         );
         assert_eq!(a.report, b.report, "{kind}: reports differ");
         assert_eq!(a.processed, b.processed, "{kind}: work split differs");
@@ -89,7 +62,7 @@ fn same_seed_same_schedule_under_eevdf() {
 #[test]
 fn eevdf_and_linux49_schedule_an_oversubscribed_phase_differently() {
     for kind in KINDS {
-        let shape = phase(kind, 8, 50_000);
+        let shape = model_phase(kind, 8, 50_000);
         let new = eevdf(flat(2), shape);
         let old = run_phase_on(
             shape,
