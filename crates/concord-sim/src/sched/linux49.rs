@@ -1,5 +1,7 @@
 //! The Linux 4.9 scheduler model: CFS and SCHED_FIFO (see the module documentation of
-//! [`crate::sched`] for what is modelled from which kernel function, and what is not).
+//! [`crate::sched`] for what is modelled from which kernel function, and what is not). Its
+//! queues, placement, balancing and RT class also carry the EEVDF model ([`super::Eevdf`]),
+//! which swaps in 6.6's fair-class rules where [`FairClass`] says so.
 
 use super::{
     Nanos, Placement, Policy, SchedError, SchedulerModel, TaskId, TaskSpec, TaskState, TaskStats,
@@ -693,7 +695,7 @@ impl Linux49 {
 
     // ----- picking -----
 
-    /// `pick_next_entity` with the skip buddy.
+    /// `pick_next_entity` with the skip buddy (EEVDF: `pick_eevdf`).
     fn pick_cfs(&self, cpu: CpuId) -> Option<TaskId> {
         if self.fair == FairClass::Eevdf {
             return self.pick_eevdf(cpu);
@@ -1088,14 +1090,14 @@ impl SchedulerModel for Linux49 {
             wakee_flip_decay_ts: now,
         });
         if !spec.sleeping {
-            let fair = !self.tasks[id.0].is_rt();
-            if fair && self.fair == FairClass::Cfs {
+            let is_fair = !self.tasks[id.0].is_rt();
+            if is_fair && self.fair == FairClass::Cfs {
                 // place_entity(initial): START_DEBIT, one vslice after min_vruntime.
                 let slice = self.sched_slice(cpu, weight, false);
                 self.tasks[id.0].vruntime += Self::calc_delta_fair(slice, weight);
             }
             self.enqueue_queued(id);
-            if fair && self.fair == FairClass::Eevdf {
+            if is_fair && self.fair == FairClass::Eevdf {
                 self.halve_initial_deadline(id);
             }
             self.check_preempt(cpu, id);
