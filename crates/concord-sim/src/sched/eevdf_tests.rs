@@ -122,6 +122,26 @@ fn an_eligible_current_task_runs_to_its_deadline_before_a_wakee_preempts() {
     assert_eq!(settle(&mut m, 4 * MS), Some(b));
 }
 
+/// The other half of the rule: A (nice 0) runs alone and at the 4 ms tick gets a new deadline
+/// 4 + 0.75 = 4.75 ms without a reschedule (nothing else is runnable), so it is no longer
+/// protected. B (nice −5) wakes at 4.1 ms at A's vruntime with deadline 4100000 + 246074 =
+/// 4346074: both are eligible, B's deadline is earlier, and B preempts at once.
+#[test]
+fn a_wakee_with_an_earlier_deadline_preempts_a_task_past_its_first_slice() {
+    let mut m = Eevdf::new(one_cpu());
+    let a = create(&mut m, nice(0), false, 0);
+    let b = create(&mut m, nice(-5), true, 0);
+    assert_eq!(settle(&mut m, 0), Some(a));
+    m.run_timers(4 * MS);
+    assert!(!m.needs_resched(0, 4 * MS), "A is alone");
+    assert_eq!(m.deadline(a), 4_750_000);
+    m.wake(b, None, 4_100_000);
+    assert_eq!((m.vruntime(b), m.deadline(b)), (4_100_000, 4_346_074));
+    assert!(m.eligible(a) && m.eligible(b));
+    assert!(m.needs_resched(0, 4_100_000));
+    assert_eq!(settle(&mut m, 4_100_000), Some(b));
+}
+
 /// 6.6's `yield_task_fair` pushes the yielder's deadline one vslice later and leaves its
 /// vruntime alone. A (nice −5, deadline 123037) and B (nice 0, deadline 375000) at vruntime 0:
 /// A yields to deadline 369111, still the earliest, and runs again; its second yield
