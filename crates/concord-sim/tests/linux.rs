@@ -4,15 +4,17 @@
 //! the collector's termination protocols still finish all their work.
 
 // The built-in placement's `run_phase` and the steal counters are for tests/phase.rs.
+mod checks;
 #[allow(dead_code)]
 mod common;
 
 use std::sync::Arc;
 
+use checks::{assert_finished_all_work, model_phase, KINDS};
 use common::{run_phase_on, PhaseShape};
 use concord_sim::exec::{self, Costs, Report, Sim, ThreadSpec};
 use concord_sim::machine::{CpuSet, Machine};
-use concord_sim::policy::{StealPolicy, TerminationKind};
+use concord_sim::policy::TerminationKind;
 use concord_sim::sched::Policy;
 use concord_sim::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use concord_sim::sync::{futex, hint, thread};
@@ -47,24 +49,8 @@ fn pinned(cpu: usize, policy: Policy) -> ThreadSpec {
 const NICE0: Policy = Policy::Normal { nice: 0 };
 
 fn phase(kind: TerminationKind, workers: usize) -> PhaseShape {
-    PhaseShape {
-        kind,
-        steal: StealPolicy::BestOf2,
-        workers,
-        cpus: 0,
-        seeds: 200,
-        children: 400,
-        work_ns: 2_000,
-        seed: 7,
-        lookahead: Sim::DEFAULT_LOOKAHEAD,
-    }
+    model_phase(kind, workers, 2_000)
 }
-
-const KINDS: [TerminationKind; 3] = [
-    TerminationKind::Fixed,
-    TerminationKind::Live,
-    TerminationKind::Owst,
-];
 
 #[test]
 fn same_seed_same_schedule_under_the_linux_model() {
@@ -91,16 +77,7 @@ fn termination_protocols_finish_all_work_under_the_linux_model() {
             let cpus = machine.cpus();
             let sim = Sim::linux49(machine, Costs::DEFAULT, 7).time_limit(10_000 * MS);
             let run = run_phase_on(phase(kind, workers), sim);
-            assert_eq!(
-                run.processed.iter().sum::<usize>(),
-                600,
-                "{kind} {workers} workers on {cpus} CPUs: items lost or duplicated"
-            );
-            assert!(run.report.threads.iter().all(|t| t.finished_ns > 0));
-            if workers > cpus {
-                let waited: u64 = run.report.threads.iter().map(|t| t.wait_ns).sum();
-                assert!(waited > 0, "{kind} {workers}/{cpus}: no run-queue wait");
-            }
+            assert_finished_all_work(&phase(kind, workers), cpus, &run);
         }
     }
 }

@@ -4,16 +4,14 @@
 //! for bit, and sharing CPUs costs virtual time.
 
 mod common;
+// `assert_finished_all_work` is for the scheduler-model tests.
+#[allow(dead_code)]
+mod checks;
 
+use checks::KINDS;
 use common::{run_phase, PhaseShape};
 use concord_sim::exec::Sim;
 use concord_sim::policy::{StealPolicy, TerminationKind};
-
-const KINDS: [TerminationKind; 3] = [
-    TerminationKind::Fixed,
-    TerminationKind::Live,
-    TerminationKind::Owst,
-];
 
 fn shape(kind: TerminationKind, workers: usize, cpus: usize) -> PhaseShape {
     PhaseShape {

@@ -14,7 +14,8 @@
 //!
 //! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
 //! run queues, so a scheduler model plugs in without touching this file: [`Sim::linux49`] runs
-//! the threads under the Linux 4.9 model ([`crate::sched::Linux49`]) through [`ModelPlacement`].
+//! the threads under the Linux 4.9 model ([`crate::sched::Linux49`]) through [`ModelPlacement`],
+//! [`Sim::eevdf`] under the Linux 6.6 EEVDF model ([`crate::sched::Eevdf`]).
 //! A placement's own timers (scheduler ticks, periodic balancing) fire in virtual time like the
 //! threads' sleeps, even while every CPU is busy, and after every event the executor takes off
 //! its CPU each thread the placement wants rescheduled ([`Placement::resched`]). Futexes are simulated
@@ -33,7 +34,7 @@ pub use model::ModelPlacement;
 pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
 
 use crate::machine::{CpuSet, Machine};
-use crate::sched::Linux49;
+use crate::sched::{Eevdf, Linux49};
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -197,6 +198,15 @@ impl Sim {
     pub fn linux49(machine: Machine, costs: Costs, seed: u64) -> Sim {
         Sim::with_placement(
             Box::new(ModelPlacement::new(Linux49::new(machine))),
+            costs,
+            seed,
+        )
+    }
+
+    /// `machine` scheduled by the Linux 6.6 EEVDF and SCHED_FIFO model.
+    pub fn eevdf(machine: Machine, costs: Costs, seed: u64) -> Sim {
+        Sim::with_placement(
+            Box::new(ModelPlacement::new(Eevdf::new(machine))),
             costs,
             seed,
         )

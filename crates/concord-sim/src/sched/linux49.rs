@@ -1,5 +1,7 @@
 //! The Linux 4.9 scheduler model: CFS and SCHED_FIFO (see the module documentation of
-//! [`crate::sched`] for what is modelled from which kernel function, and what is not).
+//! [`crate::sched`] for what is modelled from which kernel function, and what is not). Its
+//! queues, placement, balancing and RT class also carry the EEVDF model ([`super::Eevdf`]),
+//! which swaps in 6.6's fair-class rules where [`FairClass`] says so.
 
 use super::{
     Nanos, Placement, Policy, SchedError, SchedulerModel, TaskId, TaskSpec, TaskState, TaskStats,
@@ -65,11 +67,26 @@ impl Tunables {
     }
 }
 
+/// The fair class's pick and preemption rules: 4.9's CFS, or 6.6's EEVDF (`super::eevdf`).
+/// Everything else (queues, placement, balancing, SCHED_FIFO) is shared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FairClass {
+    Cfs,
+    Eevdf,
+}
+
 #[derive(Clone, Debug)]
-struct Task {
+pub(super) struct Task {
     policy: Policy,
-    weight: u64,
-    vruntime: i64,
+    pub(super) weight: u64,
+    pub(super) vruntime: i64,
+    /// EEVDF: the virtual deadline (`se->deadline`).
+    pub(super) deadline: i64,
+    /// EEVDF: the lag saved at dequeue (`se->vlag`), used to place the task at its next enqueue.
+    pub(super) vlag: i64,
+    /// EEVDF: the deadline when the task was last picked (6.6 stashes it in `vlag`): while it is
+    /// unchanged the task keeps its CPU (`RUN_TO_PARITY`).
+    pub(super) deadline_at_pick: i64,
     sum_exec: Nanos,
     /// `sum_exec` when the task was last picked (`prev_sum_exec_runtime`).
     prev_sum_exec: Nanos,
@@ -78,7 +95,7 @@ struct Task {
     /// When the task last stopped running (cache hotness).
     last_ran: Option<Nanos>,
     state: TaskState,
-    cpu: CpuId,
+    pub(super) cpu: CpuId,
     affinity: CpuSet,
     stats: TaskStats,
     queued_since: Nanos,
@@ -93,7 +110,7 @@ struct Task {
 }
 
 impl Task {
-    fn is_rt(&self) -> bool {
+    pub(super) fn is_rt(&self) -> bool {
         matches!(self.policy, Policy::Fifo { .. })
     }
 
@@ -114,21 +131,21 @@ enum BalanceKind {
 }
 
 #[derive(Clone, Debug, Default)]
-struct Runqueue {
-    curr: Option<TaskId>,
+pub(super) struct Runqueue {
+    pub(super) curr: Option<TaskId>,
     /// Queued CFS tasks (not the current one), by (vruntime, insertion order).
-    cfs_tree: BTreeSet<(i64, u64, TaskId)>,
+    pub(super) cfs_tree: BTreeSet<(i64, u64, TaskId)>,
     /// Summed weight of runnable CFS tasks, current included.
     cfs_load: u64,
     /// Runnable CFS tasks, current included.
-    cfs_nr: usize,
-    min_vruntime: i64,
+    pub(super) cfs_nr: usize,
+    pub(super) min_vruntime: i64,
     skip: Option<TaskId>,
     /// Runnable FIFO tasks by priority (highest last), the running one included at its head.
     rt: BTreeMap<u8, VecDeque<TaskId>>,
     rt_time: Nanos,
     rt_throttled: bool,
-    need_resched: bool,
+    pub(super) need_resched: bool,
     /// Per domain level: next periodic balance, interval multiplier (1 or 2), failed balances.
     next_balance: Vec<Nanos>,
     interval_mult: Vec<u64>,
@@ -147,7 +164,7 @@ impl Runqueue {
             .and_then(|(&prio, list)| list.front().map(|&t| (prio, t)))
     }
 
-    fn nr_running(&self) -> usize {
+    pub(super) fn nr_running(&self) -> usize {
         self.cfs_nr + self.rt_nr()
     }
 }
@@ -156,9 +173,10 @@ impl Runqueue {
 #[derive(Clone, Debug)]
 pub struct Linux49 {
     machine: Machine,
-    tunables: Tunables,
-    tasks: Vec<Task>,
-    rqs: Vec<Runqueue>,
+    pub(super) tunables: Tunables,
+    pub(super) fair: FairClass,
+    pub(super) tasks: Vec<Task>,
+    pub(super) rqs: Vec<Runqueue>,
     now: Nanos,
     next_tick: Nanos,
     next_rt_period: Nanos,
@@ -175,6 +193,15 @@ impl Linux49 {
     /// A model with explicit tunables (`tick` and `rt_period` must be positive: they drive the
     /// timers).
     pub fn with_tunables(machine: Machine, tunables: Tunables) -> Linux49 {
+        Linux49::with_fair_class(machine, tunables, FairClass::Cfs)
+    }
+
+    /// A model whose fair class follows `fair`.
+    pub(super) fn with_fair_class(
+        machine: Machine,
+        tunables: Tunables,
+        fair: FairClass,
+    ) -> Linux49 {
         assert!(
             tunables.tick > 0 && tunables.rt_period > 0,
             "tick and rt_period must be positive"
@@ -193,6 +220,7 @@ impl Linux49 {
         Linux49 {
             machine,
             tunables,
+            fair,
             tasks: Vec::new(),
             rqs,
             now: 0,
@@ -272,7 +300,7 @@ impl Linux49 {
 
     // ----- accounting -----
 
-    fn calc_delta_fair(delta: Nanos, weight: u64) -> i64 {
+    pub(super) fn calc_delta_fair(delta: Nanos, weight: u64) -> i64 {
         if weight == NICE_0_WEIGHT {
             delta as i64
         } else {
@@ -281,7 +309,7 @@ impl Linux49 {
     }
 
     /// `update_curr` / `update_curr_rt`: charges the running task up to `self.now`.
-    fn update_curr(&mut self, cpu: CpuId) {
+    pub(super) fn update_curr(&mut self, cpu: CpuId) {
         let Some(t) = self.rqs[cpu].curr else { return };
         let now = self.now;
         let task = &mut self.tasks[t.0];
@@ -301,6 +329,9 @@ impl Linux49 {
             }
         } else {
             task.vruntime += Self::calc_delta_fair(delta, task.weight);
+            if self.fair == FairClass::Eevdf {
+                self.update_deadline(cpu, t);
+            }
             self.update_min_vruntime(cpu);
         }
     }
@@ -351,6 +382,9 @@ impl Linux49 {
 
     /// Makes a CFS task runnable on its CPU (`enqueue_entity`), in the tree unless it is current.
     fn cfs_enqueue(&mut self, t: TaskId, in_tree: bool) {
+        if self.fair == FairClass::Eevdf {
+            self.place_entity(t);
+        }
         let cpu = self.tasks[t.0].cpu;
         let seq = self.next_seq();
         let task = &mut self.tasks[t.0];
@@ -364,6 +398,9 @@ impl Linux49 {
     }
 
     fn cfs_dequeue(&mut self, t: TaskId, in_tree: bool) {
+        if self.fair == FairClass::Eevdf {
+            self.update_entity_lag(t);
+        }
         let cpu = self.tasks[t.0].cpu;
         let task = &self.tasks[t.0];
         let rq = &mut self.rqs[cpu];
@@ -429,8 +466,8 @@ impl Linux49 {
         if from == to {
             return;
         }
-        if !self.tasks[t.0].is_rt() {
-            // Keep the vruntime relative to the queue's min_vruntime.
+        if !self.tasks[t.0].is_rt() && self.fair == FairClass::Cfs {
+            // Keep the vruntime relative to the queue's min_vruntime (EEVDF places by lag instead).
             let delta = self.rqs[to].min_vruntime - self.rqs[from].min_vruntime;
             self.tasks[t.0].vruntime += delta;
         }
@@ -466,7 +503,10 @@ impl Linux49 {
             (false, true) => false,
             (false, false) => {
                 self.update_curr(cpu);
-                self.wakeup_preempt_entity(curr, t) == 1
+                match self.fair {
+                    FairClass::Cfs => self.wakeup_preempt_entity(curr, t) == 1,
+                    FairClass::Eevdf => self.pick_eevdf(cpu) == Some(t),
+                }
             }
         };
         if preempt {
@@ -655,8 +695,11 @@ impl Linux49 {
 
     // ----- picking -----
 
-    /// `pick_next_entity` with the skip buddy.
+    /// `pick_next_entity` with the skip buddy (EEVDF: `pick_eevdf`).
     fn pick_cfs(&self, cpu: CpuId) -> Option<TaskId> {
+        if self.fair == FairClass::Eevdf {
+            return self.pick_eevdf(cpu);
+        }
         let rq = &self.rqs[cpu];
         let mut iter = rq.cfs_tree.iter();
         let &(_, _, left) = iter.next()?;
@@ -891,7 +934,9 @@ impl Linux49 {
             let Some(curr) = self.rqs[cpu].curr else {
                 continue;
             };
-            if !self.tasks[curr.0].is_rt() && self.rqs[cpu].cfs_nr > 1 {
+            // EEVDF's slice end is checked by update_curr (`update_deadline`).
+            let cfs = self.fair == FairClass::Cfs;
+            if cfs && !self.tasks[curr.0].is_rt() && self.rqs[cpu].cfs_nr > 1 {
                 self.check_preempt_tick(cpu, curr);
             }
         }
@@ -1026,6 +1071,9 @@ impl SchedulerModel for Linux49 {
             policy: spec.policy,
             weight,
             vruntime: self.rqs[cpu].min_vruntime,
+            deadline: 0,
+            vlag: 0,
+            deadline_at_pick: 0,
             sum_exec: 0,
             prev_sum_exec: 0,
             exec_start: now,
@@ -1042,12 +1090,16 @@ impl SchedulerModel for Linux49 {
             wakee_flip_decay_ts: now,
         });
         if !spec.sleeping {
-            if !self.tasks[id.0].is_rt() {
+            let is_fair = !self.tasks[id.0].is_rt();
+            if is_fair && self.fair == FairClass::Cfs {
                 // place_entity(initial): START_DEBIT, one vslice after min_vruntime.
                 let slice = self.sched_slice(cpu, weight, false);
                 self.tasks[id.0].vruntime += Self::calc_delta_fair(slice, weight);
             }
             self.enqueue_queued(id);
+            if is_fair && self.fair == FairClass::Eevdf {
+                self.halve_initial_deadline(id);
+            }
             self.check_preempt(cpu, id);
         }
         Ok(id)
@@ -1070,7 +1122,7 @@ impl SchedulerModel for Linux49 {
         }
         self.update_curr(cpu);
         self.set_task_cpu(task, cpu);
-        if !self.tasks[task.0].is_rt() {
+        if !self.tasks[task.0].is_rt() && self.fair == FairClass::Cfs {
             // place_entity(wakeup) with GENTLE_FAIR_SLEEPERS.
             let floor = self.rqs[cpu].min_vruntime - (self.tunables.latency / 2) as i64;
             let v = &mut self.tasks[task.0].vruntime;
@@ -1093,6 +1145,8 @@ impl SchedulerModel for Linux49 {
         if self.tasks[t.0].is_rt() {
             self.rt_dequeue(t);
             self.rt_enqueue(t, false);
+        } else if self.fair == FairClass::Eevdf {
+            self.yield_eevdf(cpu, t);
         } else if self.rqs[cpu].cfs_nr > 1 {
             self.rqs[cpu].skip = Some(t);
         }
@@ -1209,6 +1263,7 @@ impl SchedulerModel for Linux49 {
             }
             task.exec_start = now;
             task.prev_sum_exec = task.sum_exec;
+            task.deadline_at_pick = task.deadline;
             task.lru = lru;
             self.rqs[cpu].curr = Some(t);
         }

@@ -113,16 +113,61 @@
 //! states. `calc_delta_fair` divides exactly instead of the kernel's 32-bit inverse-weight
 //! multiply (differences of a few ns).
 //!
-//! **EEVDF** (Linux 6.6+) is the second model the simulator needs; it is not written yet. It will
-//! implement the same [`SchedulerModel`] trait (lag-based placement, eligibility and virtual
-//! deadlines replace `place_entity`'s sleeper credit and wake-up granularity), reusing the
-//! machine, the domains and the balancing code, which EEVDF did not change.
+//! # The Linux 6.6 EEVDF model ([`Eevdf`])
+//!
+//! Linux 6.6 replaced CFS's pick and preemption with EEVDF and left the rest of the fair class
+//! (per-CPU queues, weights, wake-up placement, both balancers, affinity) and the RT class as
+//! they were at the level modelled here, so [`Eevdf`] is the same machinery as [`Linux49`] with
+//! a different fair class; everything in the list above holds for it except the tunables,
+//! placement, preemption and yield rules of CFS, which become:
+//!
+//! - **Base slice** (`sysctl_sched_base_slice`, which replaced `min_granularity`): 0.75 ms times
+//!   the same `1 + log2(min(ncpus, 8))`, so 3 ms from 8 CPUs up; a task's virtual slice is
+//!   `slice × 1024 / weight`. `sched_latency` and `wakeup_granularity` are gone.
+//! - **Eligibility** (`avg_vruntime`, `entity_eligible`): a CPU's `avg_vruntime` is the
+//!   load-weighted mean vruntime of its runnable fair tasks (current included), floored; a task
+//!   is eligible when its vruntime is at most that mean (compared exactly, without dividing).
+//! - **Pick** (`pick_eevdf`): the eligible task with the earliest virtual deadline (ties to the
+//!   task queued first). `RUN_TO_PARITY` (on in 6.6): an eligible current task whose deadline has
+//!   not changed since it was picked is kept.
+//! - **Deadlines** (`update_deadline`, from `update_curr`): when a running task's vruntime reaches
+//!   its deadline it gets a new one, vruntime + vslice, and is preempted if another fair task is
+//!   runnable. As in 6.6 without `HRTICK`, this is seen at the next accounting point, at the
+//!   latest the 4 ms tick; 4.9's `check_preempt_tick` is not used.
+//! - **Lag and placement** (`update_entity_lag`, `place_entity` with `PLACE_LAG`): every dequeue
+//!   (sleep, migration, policy change) saves the lag `avg_vruntime − vruntime`, clamped to the
+//!   virtual time of max(2 slices, one tick); every enqueue places the task at `avg_vruntime −
+//!   lag × (W + w) / W` (W the queue's other load, w the task's), so it is that lag from the new
+//!   mean, with deadline one vslice later. An empty queue drops the lag. A new task has lag 0 and
+//!   half a vslice to its first deadline (`PLACE_DEADLINE_INITIAL`). There is no sleeper credit
+//!   (`GENTLE_FAIR_SLEEPERS`) and no `START_DEBIT`, and a migrating task is placed by its lag
+//!   rather than renormalised against `min_vruntime`.
+//! - **Wake-up preemption** (`check_preempt_wakeup`): the woken (or newly created, or moved)
+//!   task preempts iff `pick_eevdf` over the queue with the current task would choose it: it is
+//!   eligible with the earliest deadline, and the current task is either ineligible or has had a
+//!   new deadline since it was picked (`RUN_TO_PARITY`).
+//! - **`sched_yield`** (`yield_task_fair` of 6.6): unless the task is alone on its CPU, its
+//!   deadline moves one vslice later; its vruntime is unchanged, so it stays eligible and runs
+//!   again if its new deadline is still the earliest. (Setting vruntime to the deadline, which
+//!   makes the yielder ineligible, came with Linux 6.17, not 6.6.) There is no skip buddy.
+//!
+//! Not modelled beyond 4.9's list: `reweight_entity`'s rescaling of lag and deadline when a
+//! queued task's nice changes (the task is dequeued and placed again with its lag instead);
+//! per-task slices (`sched_attr.sched_runtime`, 6.12); the `NEXT_BUDDY` (off by default);
+//! `DELAY_DEQUEUE` (6.12); `sched_ext`; `RUN_TO_PARITY` at a context switch caused by something
+//! other than the fair class (the previous task is put back and competes like any queued one).
+//! `avg_vruntime` is recomputed by scanning the queue rather than kept incrementally.
 
+mod eevdf;
 mod linux49;
 
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod eevdf_tests;
+
+pub use eevdf::Eevdf;
 pub use linux49::{Linux49, Tunables};
 
 use crate::machine::{CpuId, CpuSet, Machine};
