@@ -24,8 +24,9 @@
 //!   the seam for a scheduler model ([`exec::Placement`], built-in [`exec::RoundRobin`]).
 //! * [`machine`]: the simulated machine (CPUs, SMT siblings, NUMA nodes, LLC domains) and the
 //!   scheduling domains Linux builds over it.
-//! * [`sched`]: the scheduler model an executor drives (CFS and SCHED_FIFO as in Linux 4.9),
-//!   plugged into the executor by [`exec::ModelPlacement`]: [`exec::Sim::linux49`] runs the
+//! * [`sched`]: the scheduler models an executor drives (CFS and SCHED_FIFO as in Linux 4.9;
+//!   EEVDF as in Linux 6.6, [`exec::Sim::eevdf`]), plugged into the executor by
+//!   [`exec::ModelPlacement`]: [`exec::Sim::linux49`] runs the
 //!   simulated threads on a [`machine::Machine`] under it, with each thread's policy, affinity
 //!   and start CPU given at spawn ([`exec::ThreadSpec`]) and [`exec::set_affinity`] for a thread
 //!   moving itself.
