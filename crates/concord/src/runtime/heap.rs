@@ -806,12 +806,12 @@ fn refuse_heap_beyond(
     }
 }
 
+/// The GC log, records file and GC trace a heap writes, each if configured.
+type OpenedOutputs = (Option<GcLog>, Option<RecordsFile>, Option<GcTraceFile>);
+
 /// Starts the outputs `config` asks for (beside their paths; nothing is replaced yet), and
 /// checks that a mutator profile to be recorded can be written.
-fn open_outputs(
-    config: &GcConfig,
-    start: Instant,
-) -> Result<(Option<GcLog>, Option<RecordsFile>, Option<GcTraceFile>), HeapError> {
+fn open_outputs(config: &GcConfig, start: Instant) -> Result<OpenedOutputs, HeapError> {
     let log_options = GcLogOptions {
         mode: config.gc_log_mode,
         buffer: config.gc_log_buffer,
