@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
+use concord::os::numa::NumaLayout;
 use concord::telemetry::gc_trace::{
     Fate, GcTraceError, GcTraceReader, TraceCollection, TraceRootKind,
 };
@@ -72,7 +73,10 @@ fn stripe_work(t: &TraceCollection) -> (usize, u64) {
 /// collection, `ARRAY_LEN / 2` fresh nodes stored into the (old) array, reached only through
 /// its dirty cards.
 fn run(preset: Preset, gc_threads: usize, path: &Path) -> Vec<CollectionRecord> {
-    let mut c = GcConfig::for_preset(preset);
+    run_with(GcConfig::for_preset(preset), gc_threads, path)
+}
+
+fn run_with(mut c: GcConfig, gc_threads: usize, path: &Path) -> Vec<CollectionRecord> {
     c.heap_size = 32 << 20;
     c.gc_threads = gc_threads;
     c.gc_trace = Some(path.to_path_buf());
@@ -120,62 +124,74 @@ fn run(preset: Preset, gc_threads: usize, path: &Path) -> Vec<CollectionRecord> 
 fn the_trace_holds_exactly_what_each_young_collection_copied() {
     let dir = std::env::temp_dir().join(format!("concord-gc-trace-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for preset in [Preset::Vanilla, Preset::Optimized] {
-        for gc_threads in [1, 3] {
-            let what = format!("{preset} with {gc_threads} GC threads");
-            let path = dir.join(format!("{preset}-{gc_threads}.trace"));
-            let records = run(preset, gc_threads, &path);
-            let young: Vec<&CollectionRecord> = records
-                .iter()
-                .filter(|r| r.kind == CollectionKind::Young)
-                .collect();
-            let traces: Vec<TraceCollection> =
-                read_all(&path).into_iter().map(Result::unwrap).collect();
-            assert_eq!(
-                traces.len(),
-                young.len(),
-                "{what}: one frame per young collection"
-            );
-            for (t, r) in traces.iter().zip(&young) {
-                check_against_record(t, r, &what);
-            }
-            // The first collection copies the array and its nodes, nothing else: the array's
-            // slots name every node, each node (but the first) names the one before.
-            let first = &traces[0];
-            assert_eq!(first.objects.len(), ARRAY_LEN + 1, "{what}");
-            let array = first
-                .objects
-                .iter()
-                .position(|o| first.refs[o.refs.clone()].len() == ARRAY_LEN)
-                .expect("the array");
-            let handle_reaches: Vec<u32> = first
-                .roots
-                .iter()
-                .filter(|r| matches!(r.kind, TraceRootKind::HandleStack { .. }))
-                .flat_map(|r| r.reaches.iter().copied())
-                .collect();
-            assert_eq!(handle_reaches, [array as u32], "{what}");
-            let chained = (0..first.objects.len())
-                .filter(|&id| id != array && first.refs_of(id).len() == 1)
-                .count();
-            assert_eq!(chained, ARRAY_LEN - 1, "{what}");
-            // Ages grow until the tenuring threshold: some collection promotes the graph.
-            assert!(
-                traces.iter().any(|t| t.count(Fate::Promoted).0 > 0),
-                "{what}: nothing promoted"
-            );
-            // The last collection: only the fresh nodes, reached through the cards of the array.
-            let last = traces.last().unwrap();
-            assert_eq!(last.objects.len(), ARRAY_LEN / 2, "{what}");
-            let (reached, scanned) = stripe_work(last);
-            assert_eq!(reached, ARRAY_LEN / 2, "{what}");
-            assert!(scanned >= 1, "{what}");
-            // Root tasks name workers that took part.
-            assert!(
-                last.roots.iter().all(|r| (r.ran_on as usize) < gc_threads),
-                "{what}"
-            );
+    // Segregated work (004 §3.2.3) sends slots, copies and card-stripe slots to the other
+    // node's worker: two synthetic nodes on CPU 0 and CPU 1.
+    let mut segregated = GcConfig::for_preset(Preset::Optimized);
+    segregated.numa = NumaLayout::Segregated;
+    segregated.numa_topology = "0/1".parse().unwrap();
+    let two_cpus = concord::os::affinity::current_thread_affinity().is_ok_and(|s| s.len() >= 2);
+    let configs = [
+        ("vanilla", GcConfig::for_preset(Preset::Vanilla), 1),
+        ("vanilla", GcConfig::for_preset(Preset::Vanilla), 3),
+        ("optimized", GcConfig::for_preset(Preset::Optimized), 1),
+        ("optimized", GcConfig::for_preset(Preset::Optimized), 3),
+    ]
+    .into_iter()
+    .chain(two_cpus.then_some(("segregated", segregated, 2)));
+    for (name, config, gc_threads) in configs {
+        let what = format!("{name} with {gc_threads} GC threads");
+        let path = dir.join(format!("{name}-{gc_threads}.trace"));
+        let records = run_with(config, gc_threads, &path);
+        let young: Vec<&CollectionRecord> = records
+            .iter()
+            .filter(|r| r.kind == CollectionKind::Young)
+            .collect();
+        let traces: Vec<TraceCollection> =
+            read_all(&path).into_iter().map(Result::unwrap).collect();
+        assert_eq!(
+            traces.len(),
+            young.len(),
+            "{what}: one frame per young collection"
+        );
+        for (t, r) in traces.iter().zip(&young) {
+            check_against_record(t, r, &what);
         }
+        // The first collection copies the array and its nodes, nothing else: the array's
+        // slots name every node, each node (but the first) names the one before.
+        let first = &traces[0];
+        assert_eq!(first.objects.len(), ARRAY_LEN + 1, "{what}");
+        let array = first
+            .objects
+            .iter()
+            .position(|o| first.refs[o.refs.clone()].len() == ARRAY_LEN)
+            .expect("the array");
+        let handle_reaches: Vec<u32> = first
+            .roots
+            .iter()
+            .filter(|r| matches!(r.kind, TraceRootKind::HandleStack { .. }))
+            .flat_map(|r| r.reaches.iter().copied())
+            .collect();
+        assert_eq!(handle_reaches, [array as u32], "{what}");
+        let chained = (0..first.objects.len())
+            .filter(|&id| id != array && first.refs_of(id).len() == 1)
+            .count();
+        assert_eq!(chained, ARRAY_LEN - 1, "{what}");
+        // Ages grow until the tenuring threshold: some collection promotes the graph.
+        assert!(
+            traces.iter().any(|t| t.count(Fate::Promoted).0 > 0),
+            "{what}: nothing promoted"
+        );
+        // The last collection: only the fresh nodes, reached through the cards of the array.
+        let last = traces.last().unwrap();
+        assert_eq!(last.objects.len(), ARRAY_LEN / 2, "{what}");
+        let (reached, scanned) = stripe_work(last);
+        assert_eq!(reached, ARRAY_LEN / 2, "{what}");
+        assert!(scanned >= 1, "{what}");
+        // Root tasks name workers that took part.
+        assert!(
+            last.roots.iter().all(|r| (r.ran_on as usize) < gc_threads),
+            "{what}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
