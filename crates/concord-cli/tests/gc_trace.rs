@@ -5,10 +5,9 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 
-use common::{command, concord, entries, scratch, small, text};
+use common::{command, concord, entries, scratch, small, text, with_file_size_limit};
 use concord::telemetry::gc_trace::{Fate, GcTraceError, GcTraceReader, TraceCollection};
 use serde_json::Value;
 
@@ -121,28 +120,18 @@ fn a_trace_that_cannot_be_created_or_shares_a_file_is_refused_up_front() {
 fn a_trace_cut_by_a_full_disk_fails_the_run_and_says_what_was_lost() {
     let dir = scratch("gc-trace-full-disk");
     let trace = dir.join("t.trace");
-    let mut cmd = command(&small(
-        "run",
-        "14",
-        &["--gc-trace", trace.to_str().unwrap(), "--json"],
-    ));
-    // Files of at most 160 KiB, as on a disk that fills up (a write past it fails with EFBIG):
-    // binary-trees 14's first young collection takes about 140 KB of trace, its second 80 KB.
-    // SAFETY: between fork and exec only async-signal-safe calls are made.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 160 << 10,
-                rlim_max: 160 << 10,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    let o = cmd.output().unwrap();
+    // Files of at most 160 KiB, as on a disk that fills up: binary-trees 14's first young
+    // collection takes about 140 KB of trace, its second 80 KB.
+    let o = with_file_size_limit(
+        command(&small(
+            "run",
+            "14",
+            &["--gc-trace", trace.to_str().unwrap(), "--json"],
+        )),
+        160 << 10,
+    )
+    .output()
+    .unwrap();
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     let got = read_trace(&trace);
