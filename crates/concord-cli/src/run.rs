@@ -59,8 +59,9 @@ pub struct RunArgs {
     /// PATH.1, PATH.2, …).
     #[arg(long = "gc-records")]
     pub gc_records: Option<PathBuf>,
-    /// Record the work of every young collection (root tasks, the objects copied, their sizes
-    /// and references) in this binary file, for the simulator (with --co-run: PATH.1, …).
+    /// Record the parallel work of every collection (root tasks; the objects copied or marked,
+    /// their sizes and references) in this binary file, for the simulator (with --co-run:
+    /// PATH.1, …).
     #[arg(long = "gc-trace")]
     pub gc_trace: Option<PathBuf>,
     /// Read configuration from this TOML file (keys as the flags, e.g. heap = "64m").

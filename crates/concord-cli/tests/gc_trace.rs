@@ -1,5 +1,5 @@
-//! `concord run --gc-trace FILE` end to end: the trace of a real workload agrees with its
-//! records file collection by collection, a cut trace reads as truncated, and the trace is an
+//! `concord run --gc-trace FILE` end to end: the trace of a real workload (young and full
+//! collections) agrees with its records file collection by collection, a cut trace reads as truncated, and the trace is an
 //! output like the others (refused up front when it cannot be created or names another
 //! output's file, failing the run and saying what was lost when a write fails mid-run).
 
@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::{command, concord, entries, scratch, small, text, with_file_size_limit};
-use concord::telemetry::gc_trace::{Fate, GcTraceError, GcTraceReader, TraceCollection};
+use concord::telemetry::gc_trace::{Fate, GcTraceError, GcTraceReader, TraceCollection, TraceKind};
 use serde_json::Value;
 
 fn read_trace(path: &Path) -> Vec<Result<TraceCollection, GcTraceError>> {
@@ -22,43 +22,47 @@ fn the_trace_of_a_run_agrees_with_its_records() {
     let dir = scratch("gc-trace-run");
     let (trace, records) = (dir.join("t.trace"), dir.join("r.jsonl"));
     for threads in ["1", "2"] {
-        let o = concord(&small(
+        // A 4 MB heap: young and full collections.
+        let o = concord(&[
             "run",
+            "binary-trees",
             "14",
-            &[
-                "--gc-threads",
-                threads,
-                "--gc-trace",
-                trace.to_str().unwrap(),
-                "--gc-records",
-                records.to_str().unwrap(),
-            ],
-        ));
+            "--heap",
+            "4m",
+            "--gc-threads",
+            threads,
+            "--gc-trace",
+            trace.to_str().unwrap(),
+            "--gc-records",
+            records.to_str().unwrap(),
+        ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-        let young: Vec<Value> = std::fs::read_to_string(&records)
+        let records: Vec<Value> = std::fs::read_to_string(&records)
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|r| r["kind"] == "young")
             .collect();
         let collections: Vec<TraceCollection> =
             read_trace(&trace).into_iter().map(Result::unwrap).collect();
-        assert!(!young.is_empty());
-        assert_eq!(
-            collections.len(),
-            young.len(),
-            "one frame per young collection"
-        );
-        for (t, r) in collections.iter().zip(&young) {
+        assert!(records.iter().any(|r| r["kind"] == "young"));
+        assert!(records.iter().any(|r| r["kind"] == "full"));
+        assert_eq!(collections.len(), records.len(), "one frame per collection");
+        for (t, r) in collections.iter().zip(&records) {
             assert_eq!(t.id, r["id"].as_u64().unwrap());
-            let (_, survivors) = t.count(Fate::Survivor);
-            let (_, promoted) = t.count(Fate::Promoted);
-            assert_eq!(survivors + promoted, r["bytes_copied"].as_u64().unwrap());
-            assert_eq!(promoted, r["bytes_promoted"].as_u64().unwrap());
             let n = t.objects.len() as u32;
             assert!(t.refs.iter().all(|&id| id < n));
             assert!(t.roots.iter().flat_map(|r| &r.reaches).all(|&id| id < n));
             assert!(!t.roots.is_empty());
+            if r["kind"] == "full" {
+                assert_eq!(t.kind, TraceKind::Full);
+                assert_eq!(t.count(Fate::Marked).0, n as u64);
+                continue;
+            }
+            assert_eq!(t.kind, TraceKind::Young);
+            let (_, survivors) = t.count(Fate::Survivor);
+            let (_, promoted) = t.count(Fate::Promoted);
+            assert_eq!(survivors + promoted, r["bytes_copied"].as_u64().unwrap());
+            assert_eq!(promoted, r["bytes_promoted"].as_u64().unwrap());
         }
         // A cut file: every whole collection before the cut, then "truncated".
         let bytes = std::fs::read(&trace).unwrap();

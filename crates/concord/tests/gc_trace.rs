@@ -1,7 +1,8 @@
-//! The GC trace end to end: a heap with `gc_trace` writes one frame per young collection whose
-//! objects and bytes are exactly what the collection copied (against its record and against
-//! the graph the test built), whose references all name traced objects, for one GC worker and
-//! for several, and a cut file reads as truncated.
+//! The GC trace end to end: a heap with `gc_trace` writes one frame per collection; a young
+//! collection's objects and bytes are exactly what it copied (against its record and against
+//! the graph the test built), a full collection's exactly what the verifier finds reachable;
+//! every reference names a traced object, for one GC worker and for several, and a cut file
+//! reads as truncated.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -9,9 +10,9 @@ use std::path::Path;
 
 use concord::os::numa::NumaLayout;
 use concord::telemetry::gc_trace::{
-    Fate, GcTraceError, GcTraceReader, TraceCollection, TraceRootKind,
+    Fate, GcTraceError, GcTraceReader, TraceCollection, TraceKind, TraceRootKind,
 };
-use concord::{CollectionKind, CollectionRecord, GcConfig, Heap, ObjectType, Preset};
+use concord::{CollectionKind, CollectionRecord, GcConfig, Heap, ObjectType, Preset, VerifyReport};
 
 /// Two reference slots (slot 0: the previous node of a chain), 8 bytes of payload.
 const NODE: ObjectType = ObjectType::fixed(2, 8);
@@ -24,18 +25,27 @@ fn read_all(path: &Path) -> Vec<Result<TraceCollection, GcTraceError>> {
         .collect()
 }
 
-/// Every reference and root reach names an object of the collection; survivors and promoted
-/// objects add up to the record's bytes.
+/// Every reference and root reach names an object of the collection; a young collection's
+/// survivors and promoted objects add up to its record's bytes.
 fn check_against_record(t: &TraceCollection, r: &CollectionRecord, what: &str) {
     assert_eq!(t.id, r.id, "{what}");
-    assert_eq!(r.kind, CollectionKind::Young, "{what}");
     assert_eq!(t.workers as usize, r.gc_threads, "{what}");
+    assert!(
+        t.objects.iter().all(|o| (o.worker as usize) < r.gc_threads),
+        "{what}"
+    );
     let n = t.objects.len() as u32;
     assert!(t.refs.iter().all(|&id| id < n), "{what}");
     assert!(
         t.roots.iter().flat_map(|r| &r.reaches).all(|&id| id < n),
         "{what}"
     );
+    if r.kind == CollectionKind::Full {
+        assert_eq!(t.kind, TraceKind::Full, "{what}");
+        assert!(t.objects.iter().all(|o| o.fate == Fate::Marked), "{what}");
+        return;
+    }
+    assert_eq!(t.kind, TraceKind::Young, "{what}");
     let (_, survivor_bytes) = t.count(Fate::Survivor);
     let (_, promoted_bytes) = t.count(Fate::Promoted);
     assert_eq!(
@@ -48,10 +58,6 @@ fn check_against_record(t: &TraceCollection, r: &CollectionRecord, what: &str) {
         t.count(Fate::Stayed).0,
         0,
         "{what}: no promotion failure here"
-    );
-    assert!(
-        t.objects.iter().all(|o| (o.worker as usize) < r.gc_threads),
-        "{what}"
     );
 }
 
@@ -73,16 +79,21 @@ fn stripe_work(t: &TraceCollection) -> (usize, u64) {
 /// collection, `ARRAY_LEN / 2` fresh nodes stored into the (old) array, reached only through
 /// its dirty cards.
 fn run(preset: Preset, gc_threads: usize, path: &Path) -> Vec<CollectionRecord> {
-    run_with(GcConfig::for_preset(preset), gc_threads, path)
+    run_with(GcConfig::for_preset(preset), gc_threads, path).0
 }
 
-fn run_with(mut c: GcConfig, gc_threads: usize, path: &Path) -> Vec<CollectionRecord> {
+/// [`run`] for `c`; also returns what the verifier found after the full collection.
+fn run_with(
+    mut c: GcConfig,
+    gc_threads: usize,
+    path: &Path,
+) -> (Vec<CollectionRecord>, VerifyReport) {
     c.heap_size = 32 << 20;
     c.gc_threads = gc_threads;
     c.gc_trace = Some(path.to_path_buf());
     c.verify = true;
     let heap = Heap::new(c).unwrap();
-    {
+    let after_full = {
         let mut m = heap.attach();
         let array = m.alloc_ref_array(ARRAY_LEN).unwrap();
         m.scope(|m| {
@@ -103,6 +114,7 @@ fn run_with(mut c: GcConfig, gc_threads: usize, path: &Path) -> Vec<CollectionRe
             m.collect(CollectionKind::Young);
         }
         m.collect(CollectionKind::Full);
+        let after_full = m.verify_heap().unwrap();
         for i in 0..ARRAY_LEN / 2 {
             m.scope(|m| {
                 let node = m.alloc(NODE).unwrap();
@@ -110,18 +122,19 @@ fn run_with(mut c: GcConfig, gc_threads: usize, path: &Path) -> Vec<CollectionRe
             });
         }
         m.collect(CollectionKind::Young);
-    }
+        after_full
+    };
     let stats = heap.finish().unwrap();
     assert!(
         stats.verify_failures.is_empty(),
         "{:?}",
         stats.verify_failures
     );
-    stats.records
+    (stats.records, after_full)
 }
 
 #[test]
-fn the_trace_holds_exactly_what_each_young_collection_copied() {
+fn the_trace_holds_exactly_what_each_collection_traversed() {
     let dir = std::env::temp_dir().join(format!("concord-gc-trace-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Segregated work (004 §3.2.3) sends slots, copies and card-stripe slots to the other
@@ -141,21 +154,26 @@ fn the_trace_holds_exactly_what_each_young_collection_copied() {
     for (name, config, gc_threads) in configs {
         let what = format!("{name} with {gc_threads} GC threads");
         let path = dir.join(format!("{name}-{gc_threads}.trace"));
-        let records = run_with(config, gc_threads, &path);
-        let young: Vec<&CollectionRecord> = records
-            .iter()
-            .filter(|r| r.kind == CollectionKind::Young)
-            .collect();
+        let (records, after_full) = run_with(config, gc_threads, &path);
         let traces: Vec<TraceCollection> =
             read_all(&path).into_iter().map(Result::unwrap).collect();
         assert_eq!(
             traces.len(),
-            young.len(),
-            "{what}: one frame per young collection"
+            records.len(),
+            "{what}: one frame per collection"
         );
-        for (t, r) in traces.iter().zip(&young) {
+        for (t, r) in traces.iter().zip(&records) {
             check_against_record(t, r, &what);
         }
+        // The full collection marked exactly what the verifier then found reachable.
+        let full = &traces[records.len() - 2];
+        assert_eq!(full.kind, TraceKind::Full, "{what}");
+        assert_eq!(full.objects.len(), after_full.reachable_objects, "{what}");
+        assert_eq!(
+            full.count(Fate::Marked).1,
+            after_full.reachable_bytes as u64,
+            "{what}"
+        );
         // The first collection copies the array and its nodes, nothing else: the array's
         // slots name every node, each node (but the first) names the one before.
         let first = &traces[0];

@@ -45,7 +45,7 @@ use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
 use crate::telemetry::gc_trace::{
-    Fate, RawTrace, RootShape, TraceAffinity, TraceBuffer, TraceRootKind,
+    root_shapes, Fate, RawTrace, RootShape, TraceBuffer, TraceKind, TraceRootKind,
 };
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
@@ -680,7 +680,7 @@ pub fn scavenge(
             j += 1;
         }
     }
-    let trace_roots = params.trace.then(|| root_shapes(&root_tasks));
+    let trace_roots = params.trace.then(|| scavenge_root_shapes(&root_tasks));
     let mut phases = PhaseTimes {
         init_ms: ms_since(t0),
         ..Default::default()
@@ -752,6 +752,7 @@ pub fn scavenge(
     // The workers' buffers are only gathered here; numbering them is left to the VM thread
     // after the world has been resumed (`RawTrace::merge`).
     let trace = trace_roots.map(|roots| RawTrace {
+        kind: TraceKind::Young,
         roots,
         buffers: locals
             .iter_mut()
@@ -773,35 +774,22 @@ pub fn scavenge(
 }
 
 /// The root tasks as the GC trace describes them, in creation order.
-fn root_shapes(root_tasks: &[RootTask<Root>]) -> Vec<RootShape> {
-    root_tasks
-        .iter()
-        .map(|task| {
-            let (key, kind) = match task.root {
-                Root::ThreadRoots(slots) => (
-                    slots.ptr as usize,
-                    TraceRootKind::HandleStack {
-                        slots: slots.len as u64,
-                    },
-                ),
-                Root::OldToYoungRoots { lo, hi } => (
-                    lo,
-                    TraceRootKind::CardStripe {
-                        bytes: (hi - lo) as u64,
-                        scanned_objects: 0,
-                    },
-                ),
-            };
-            let affinity = match task.affinity {
-                Affinity::Any => TraceAffinity::Any,
-                Affinity::Prefers(w) => TraceAffinity::Prefers(w as u32),
-                Affinity::Stripe(w) => TraceAffinity::Stripe(w as u32),
-            };
-            RootShape {
-                key,
-                kind,
-                affinity,
-            }
-        })
-        .collect()
+fn scavenge_root_shapes(root_tasks: &[RootTask<Root>]) -> Vec<RootShape> {
+    root_shapes(root_tasks.iter().map(|task| match task.root {
+        Root::ThreadRoots(slots) => (
+            slots.ptr as usize,
+            TraceRootKind::HandleStack {
+                slots: slots.len as u64,
+            },
+            task.affinity,
+        ),
+        Root::OldToYoungRoots { lo, hi } => (
+            lo,
+            TraceRootKind::CardStripe {
+                bytes: (hi - lo) as u64,
+                scanned_objects: 0,
+            },
+            task.affinity,
+        ),
+    }))
 }

@@ -201,8 +201,9 @@ pub struct GcConfig {
     /// Write one JSON line per collection (phases, per-worker counters) here. The heap keeps the
     /// records in [`crate::Heap::stats`]; the `concord` front end writes them to this file.
     pub gc_records: Option<PathBuf>,
-    /// Record the work of every young collection (root tasks, the object graph copied) in
-    /// this binary file, for the many-core simulator ([`crate::telemetry::gc_trace`]).
+    /// Record the parallel work of every collection (root tasks, the object graph copied or
+    /// marked) in this binary file, for the many-core simulator
+    /// ([`crate::telemetry::gc_trace`]).
     pub gc_trace: Option<PathBuf>,
 }
 

@@ -624,9 +624,9 @@ static OPTIONS: [OptionSpec; 41] = [
         key: "gc-trace",
         env: "CONCORD_GC_TRACE",
         kind: ValueKind::Path,
-        doc: "Record the work of every young collection (root tasks, every object copied with \
-              its size and reference slots) in this binary file, for the simulator; slows \
-              collections while on (default none).",
+        doc: "Record the parallel work of every collection (root tasks; every object a young \
+              collection copies or a full collection marks, with its size and references) in \
+              this binary file, for the simulator; slows collections while on (default none).",
         set: |c, v| {
             c.gc_trace = Some(path(v)?);
             Ok(())

@@ -317,7 +317,7 @@ pub(crate) struct HeapInner {
     pub gc_log: Mutex<Option<GcLog>>,
     /// Per-collection records as JSON lines, when configured; written like the GC log.
     pub gc_records: Mutex<Option<RecordsFile>>,
-    /// The young collections' work (`gc-trace`), when configured; written like the records.
+    /// The collections' parallel work (`gc-trace`), when configured; written like the records.
     pub gc_trace: Mutex<Option<GcTraceFile>>,
     /// Bytes allocated so far, heap-wide (the lifespan profiler's clock).
     pub allocated: AtomicU64,

@@ -115,7 +115,7 @@ fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
     append(&heap.gc_records, records, RecordsFile::write_record);
 }
 
-/// Number the young collections' recorded work and append it to the GC trace: off the pause,
+/// Number the collections' recorded work and append it to the GC trace: off the pause,
 /// as the records are (the collections only gathered their workers' buffers).
 fn write_traces(heap: &HeapInner, traces: Vec<(u64, RawTrace)>) {
     if traces.is_empty() {
@@ -145,7 +145,7 @@ struct Operation<'a> {
     roots: &'a [RootSlots],
     ttsp: Duration,
     records: Vec<CollectionRecord>,
-    /// The GC trace's raw work of this operation's young collections, by record id.
+    /// The GC trace's raw work of this operation's collections, by record id.
     traces: Vec<(u64, RawTrace)>,
     full_ran: bool,
     /// GC workers taking part in this operation's collections (decided once per operation).
@@ -449,15 +449,15 @@ impl Operation<'_> {
             r.bytes_promoted = out.bytes_promoted;
             r.promotion_failed = out.promotion_failed;
         });
-        if let (Some(trace), Some(r)) = (out.trace.take(), self.records.last()) {
-            self.traces.push((r.id, trace));
-        }
+        self.keep_trace(out.trace.take());
         out.promotion_failed
     }
 
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
-        let (out, pause) = self.pause(full_collect);
+        let trace = lock(&self.heap.gc_trace).is_some();
+        let (mut out, pause) =
+            self.pause(|ctx, roots, tracked| full_collect(ctx, roots, tracked, trace));
         self.full_ran = true;
         self.count_futile_collections(CollectionKind::Full);
         let common = Common {
@@ -471,6 +471,15 @@ impl Operation<'_> {
         self.record(CollectionKind::Full, cause, common, |r| {
             r.bytes_copied = out.moved_bytes;
         });
+        self.keep_trace(out.trace.take());
+    }
+
+    /// Keep the collection just recorded's trace, if it was traced, to be written after the
+    /// world has been resumed.
+    fn keep_trace(&mut self, trace: Option<RawTrace>) {
+        if let (Some(trace), Some(r)) = (trace, self.records.last()) {
+            self.traces.push((r.id, trace));
+        }
     }
 
     /// One parallel collection's pause: open the workers' placement round (000 Algorithm 1),

@@ -1,7 +1,9 @@
-//! The GC trace (`gc-trace`): the work of every young collection, recorded compactly enough
-//! that a simulator can replay the collection's parallel phase without the heap — its root
-//! tasks as the collector formed them, the objects each reaches first-hand, and the object
-//! graph the collection copied (sizes, survivor or promoted, and the reference slots scanned).
+//! The GC trace (`gc-trace`): the work of every collection's parallel phase, recorded compactly
+//! enough that a simulator can replay it without the heap — its root tasks as the collector
+//! formed them, the objects each reaches first-hand, and the object graph it traversed (sizes,
+//! survivor or promoted, and the reference slots scanned). Young collections are traced whole
+//! (their one parallel phase copies); full collections, their marking phase (the summary,
+//! adjust and compaction phases that follow are not).
 //!
 //! # Format (version 1)
 //!
@@ -12,15 +14,16 @@
 //! file       = magic "CGCTRACE" (8 bytes), version, frame*, end
 //! frame      = payload length (> 0), payload       -- one collection
 //! end        = payload length 0                    -- written when the file is finished
-//! payload    = id, kind (0 young), workers, promotion failed (0/1),
+//! payload    = id, kind (0 young, 1 full), workers, promotion failed (0/1),
 //!              root count, root*, object count, object*
 //! root       = kind (0 handle stack, 1 card stripe), extent (slots / stripe bytes),
 //!              scanned objects (card stripe only: objects with slots on dirty cards),
 //!              affinity (0 none, 1 prefers, 2 stripe), [affinity worker],
 //!              ran on worker, reach count, reach*   -- reach: zigzag delta from the previous
 //!                                                     reached id (the first from 0)
-//! object     = size in bytes, fate (0 survivor, 1 promoted, 2 stayed: promotion failed),
-//!              copying worker, ref count, ref*     -- ref: zigzag delta from the object's id
+//! object     = size in bytes, fate (0 survivor, 1 promoted, 2 stayed: promotion failed,
+//!              3 marked: full collection), copying (or marking) worker, ref count,
+//!              ref*                                -- ref: zigzag delta from the object's id
 //! ```
 //!
 //! Object ids are the objects' indices in the frame, in the order of their addresses before the
@@ -30,9 +33,11 @@
 //!
 //! # Recording
 //!
-//! Each GC worker records into its own [`TraceBuffer`] at the points where the young collector
+//! Each GC worker records into its own [`TraceBuffer`] at the points where the collector
 //! already touches the work: a won copy (before its slots are pushed, so no other worker can
-//! have updated them yet), a promotion failure, a root task's slots. Addresses are kept as they
+//! have updated them yet), a promotion failure, a root task's slots, a won mark. A young
+//! collection's references are the slots it follows (those into eden and from-space); a full
+//! collection's, every non-null slot. Addresses are kept as they
 //! were before the collection; [`RawTrace::merge`] turns them into ids after the world has been
 //! resumed, and the VM thread writes the frame then, off the pause.
 
@@ -43,6 +48,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::output::{OutputFailure, OutputKind, RecordLines};
+use crate::parallel::task_queue::Affinity;
 
 /// The first bytes of a GC trace.
 pub const MAGIC: &[u8; 8] = b"CGCTRACE";
@@ -58,6 +64,18 @@ pub enum Fate {
     Promoted,
     /// Left where it was: neither space had room (promotion failure).
     Stayed,
+    /// Marked by a full collection (which moves it later, in its compaction phases).
+    Marked,
+}
+
+/// The kind of a traced collection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceKind {
+    /// A young collection (a scavenge): its parallel copying phase.
+    #[default]
+    Young,
+    /// A full collection: its parallel marking phase (the compaction phases are not traced).
+    Full,
 }
 
 /// The kind of a root task.
@@ -121,6 +139,8 @@ pub struct TraceObject {
 pub struct TraceCollection {
     /// The collection's number (`GC(id)`, the record's `id`).
     pub id: u64,
+    /// Young or full.
+    pub kind: TraceKind,
     /// GC workers taking part.
     pub workers: u32,
     /// Some object could not be copied.
@@ -151,7 +171,13 @@ impl TraceCollection {
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + 8 * self.objects.len() + 2 * self.refs.len());
         put(&mut out, self.id);
-        put(&mut out, 0); // young
+        put(
+            &mut out,
+            match self.kind {
+                TraceKind::Young => 0,
+                TraceKind::Full => 1,
+            },
+        );
         put(&mut out, u64::from(self.workers));
         put(&mut out, u64::from(self.promotion_failed));
         put(&mut out, self.roots.len() as u64);
@@ -198,6 +224,7 @@ impl TraceCollection {
                     Fate::Survivor => 0,
                     Fate::Promoted => 1,
                     Fate::Stayed => 2,
+                    Fate::Marked => 3,
                 },
             );
             put(&mut out, u64::from(object.worker));
@@ -214,10 +241,11 @@ impl TraceCollection {
     fn decode(bytes: &[u8]) -> Result<Self, String> {
         let mut p = Payload { bytes, at: 0 };
         let id = p.next()?;
-        let kind = p.next()?;
-        if kind != 0 {
-            return Err(format!("unknown collection kind {kind}"));
-        }
+        let kind = match p.next()? {
+            0 => TraceKind::Young,
+            1 => TraceKind::Full,
+            k => return Err(format!("unknown collection kind {k}")),
+        };
         let workers = p.small()?;
         let promotion_failed = p.next()? != 0;
         let root_count = p.len()?;
@@ -261,6 +289,7 @@ impl TraceCollection {
                 0 => Fate::Survivor,
                 1 => Fate::Promoted,
                 2 => Fate::Stayed,
+                3 => Fate::Marked,
                 f => return Err(format!("unknown fate {f}")),
             };
             let worker = p.small()?;
@@ -285,6 +314,7 @@ impl TraceCollection {
         }
         let collection = TraceCollection {
             id,
+            kind,
             workers,
             promotion_failed,
             roots,
@@ -566,6 +596,24 @@ pub struct RootShape {
     pub affinity: TraceAffinity,
 }
 
+/// The GC trace's description of root tasks given as (key, kind, affinity tag), in creation
+/// order.
+pub fn root_shapes(
+    tasks: impl Iterator<Item = (usize, TraceRootKind, Affinity)>,
+) -> Vec<RootShape> {
+    tasks
+        .map(|(key, kind, affinity)| RootShape {
+            key,
+            kind,
+            affinity: match affinity {
+                Affinity::Any => TraceAffinity::Any,
+                Affinity::Prefers(w) => TraceAffinity::Prefers(w as u32),
+                Affinity::Stripe(w) => TraceAffinity::Stripe(w as u32),
+            },
+        })
+        .collect()
+}
+
 /// One root task as a worker ran it.
 #[derive(Debug)]
 struct RanRoot {
@@ -584,7 +632,7 @@ struct RawObject {
     refs: Range<usize>,
 }
 
-/// What one GC worker recorded during a young collection: addresses as they were before it.
+/// What one GC worker recorded during a collection: addresses as they were before it.
 #[derive(Debug, Default)]
 pub struct TraceBuffer {
     roots: Vec<RanRoot>,
@@ -643,9 +691,11 @@ impl TraceBuffer {
     }
 }
 
-/// A young collection's trace as the workers left it: addresses, not yet ids.
+/// A collection's trace as the workers left it: addresses, not yet ids.
 #[derive(Debug)]
 pub struct RawTrace {
+    /// Young or full.
+    pub kind: TraceKind,
     /// The root tasks in creation order.
     pub roots: Vec<RootShape>,
     /// Each worker's buffer, by worker id.
@@ -728,6 +778,7 @@ impl RawTrace {
         }
         TraceCollection {
             id,
+            kind: self.kind,
             workers: self.buffers.len() as u32,
             promotion_failed: self.promotion_failed,
             roots,
@@ -741,11 +792,13 @@ impl RawTrace {
 mod tests {
     use super::*;
 
-    /// Two hand-made collections: a handle-stack root and a card stripe, a survivor that refers
-    /// to a promoted object and to itself, an object that stayed, a huge size.
+    /// Hand-made collections: a handle-stack root and a card stripe, a survivor that refers to
+    /// a promoted object and to itself, an object that stayed, a huge size; an empty one; a
+    /// full collection's marked object that refers to itself.
     fn collections() -> Vec<TraceCollection> {
         let first = TraceCollection {
             id: 3,
+            kind: TraceKind::Young,
             workers: 2,
             promotion_failed: false,
             roots: vec![
@@ -793,7 +846,26 @@ mod tests {
             promotion_failed: true,
             ..Default::default()
         };
-        vec![first, empty]
+        let full = TraceCollection {
+            id: 5,
+            kind: TraceKind::Full,
+            workers: 1,
+            promotion_failed: false,
+            roots: vec![TraceRoot {
+                kind: TraceRootKind::HandleStack { slots: 1 },
+                affinity: TraceAffinity::Any,
+                ran_on: 0,
+                reaches: vec![0],
+            }],
+            objects: vec![TraceObject {
+                size: 40,
+                fate: Fate::Marked,
+                worker: 0,
+                refs: 0..1,
+            }],
+            refs: vec![0],
+        };
+        vec![first, empty, full]
     }
 
     /// The bytes of a trace of `collections`, with or without its end marker.
@@ -852,12 +924,12 @@ mod tests {
     #[test]
     fn a_cut_file_is_reported_as_truncated_after_its_last_whole_collection() {
         let whole = file(&collections(), true);
-        // Without the end marker: both collections, then truncated after GC(4).
+        // Without the end marker: every collection, then truncated after GC(5).
         let got = read(&whole[..whole.len() - 1]);
-        assert_eq!(got.len(), 3);
+        assert_eq!(got.len(), 4);
         assert!(matches!(
-            got[2],
-            Err(GcTraceError::Truncated { after: Some(4) })
+            got[3],
+            Err(GcTraceError::Truncated { after: Some(5) })
         ));
         // Inside the first frame: nothing, truncated before the first collection.
         let got = read(&whole[..header().len() + 5]);
@@ -928,6 +1000,7 @@ mod tests {
         w1.object(0x200, 16, Fate::Survivor, [0x100].into_iter());
         w1.object(0x100, 48, Fate::Survivor, [0x300, 0x300].into_iter());
         let merged = RawTrace {
+            kind: TraceKind::Young,
             roots,
             buffers: vec![w0, w1],
             promotion_failed: false,

@@ -1,5 +1,6 @@
 //! The telemetry room: per-collection records (in memory and as JSON lines), the HotSpot-style
-//! GC log, the GC trace (young collections' work for the simulator), summaries, and how the files among them are written and their failures reported.
+//! GC log, the GC trace (the collections' parallel work, for the simulator), summaries, and
+//! how the files among them are written and their failures reported.
 
 pub mod gc_log;
 pub mod gc_metrics;

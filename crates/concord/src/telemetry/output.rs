@@ -32,7 +32,7 @@ pub enum OutputKind {
     GcRecords,
     /// The mutator scheduling profile (`mutator-sched profile:PATH`).
     MutatorProfile,
-    /// The young collections' work (`gc-trace`).
+    /// The collections' parallel work (`gc-trace`).
     GcTrace,
 }
 
