@@ -149,10 +149,10 @@ impl Marker<'_> {
 /// Record the marked object `obj` in the GC trace.
 #[cold]
 fn record_marked(trace: &mut TraceBuffer, obj: usize) {
-    // SAFETY: `obj` was just marked, so it is a valid object start; `i` is below its
-    // reference count.
+    // SAFETY: `obj` was just marked, so it is a valid object start.
     let h = unsafe { raw::header(obj) };
     let referents = (0..h.ref_count())
+        // SAFETY: `i` is below the object's reference count.
         .map(|i| unsafe { raw::load(slot_addr(obj, i)) })
         .filter(|&v| v != 0);
     trace.object(obj, h.size_bytes(), Fate::Marked, referents);
@@ -174,12 +174,13 @@ impl ParallelTask for Marker<'_> {
         for slot in roots.slot_addrs() {
             // SAFETY: root slots are valid words of a stopped mutator's handle stack.
             let v = unsafe { raw::load(slot) };
-            if v != 0 {
-                if let Some(trace) = &mut scans.trace {
-                    trace.root_reaches(v);
-                }
+            if v == 0 {
+                continue;
             }
-            if v != 0 && self.mark_traced(v, scans) {
+            if let Some(trace) = &mut scans.trace {
+                trace.root_reaches(v);
+            }
+            if self.mark_traced(v, scans) {
                 q.push(MarkItem::Object(v));
             }
         }
@@ -370,14 +371,9 @@ pub fn full_collect(
     let (mut scans, mut workers) = run_phase(ctx.pool, &ctx.policy, &marker, root_tasks, scans);
     // Only the marking phase is traced: its buffers are gathered here and numbered by the VM
     // thread after the world has been resumed.
-    let trace = trace_roots.map(|roots| RawTrace {
-        kind: TraceKind::Full,
-        roots,
-        buffers: scans
-            .iter_mut()
-            .map(|s| s.trace.take().map_or_else(TraceBuffer::default, |b| *b))
-            .collect(),
-        promotion_failed: false,
+    let trace = trace_roots.map(|roots| {
+        let buffers = scans.iter_mut().map(|s| s.trace.take());
+        RawTrace::gather(TraceKind::Full, roots, buffers, false)
     });
     let t_mark = ms_since(t0);
 

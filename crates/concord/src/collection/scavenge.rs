@@ -751,14 +751,9 @@ pub fn scavenge(
     );
     // The workers' buffers are only gathered here; numbering them is left to the VM thread
     // after the world has been resumed (`RawTrace::merge`).
-    let trace = trace_roots.map(|roots| RawTrace {
-        kind: TraceKind::Young,
-        roots,
-        buffers: locals
-            .iter_mut()
-            .map(|pm| pm.trace.take().map_or_else(TraceBuffer::default, |b| *b))
-            .collect(),
-        promotion_failed: failed,
+    let trace = trace_roots.map(|roots| {
+        let buffers = locals.iter_mut().map(|pm| pm.trace.take());
+        RawTrace::gather(TraceKind::Young, roots, buffers, failed)
     });
     phases.final_ms = ms_since(t2);
     ScavengeOutcome {

@@ -705,6 +705,24 @@ pub struct RawTrace {
 }
 
 impl RawTrace {
+    /// The trace of a collection of `kind` whose root tasks were `roots`, from its workers'
+    /// buffers in worker order (a worker without one recorded nothing).
+    pub fn gather(
+        kind: TraceKind,
+        roots: Vec<RootShape>,
+        buffers: impl Iterator<Item = Option<Box<TraceBuffer>>>,
+        promotion_failed: bool,
+    ) -> Self {
+        RawTrace {
+            kind,
+            roots,
+            buffers: buffers
+                .map(|b| b.map_or_else(TraceBuffer::default, |b| *b))
+                .collect(),
+            promotion_failed,
+        }
+    }
+
     /// The collection `id`'s trace: objects numbered in address order, every address turned
     /// into an id. Run after the world has been resumed (it reads no heap memory).
     pub fn merge(self, id: u64) -> TraceCollection {
