@@ -47,13 +47,14 @@ const GO: &str = "go";
 /// Lines of a failed child's stderr that its report shows.
 const STDERR_TAIL_LINES: usize = 6;
 
-/// `config` for co-running instance `n` (from 1): its own GC log and records files
+/// `config` for co-running instance `n` (from 1): its own GC log, records and trace files
 /// (`gc.log` → `gc.log.2`).
 pub fn instance_config(config: &GcConfig, n: usize) -> GcConfig {
     let mut c = config.clone();
     let per_instance = |p: &Path| PathBuf::from(format!("{}.{n}", p.display()));
     c.gc_log = c.gc_log.as_deref().map(per_instance);
     c.gc_records = c.gc_records.as_deref().map(per_instance);
+    c.gc_trace = c.gc_trace.as_deref().map(per_instance);
     c
 }
 
@@ -493,8 +494,10 @@ mod tests {
     fn instances_get_their_own_files() {
         let mut config = GcConfig::for_preset(concord::Preset::Optimized);
         config.gc_log = Some("gc.log".into());
+        config.gc_trace = Some("gc.trace".into());
         let c = instance_config(&config, 2);
         assert_eq!(c.gc_log, Some(PathBuf::from("gc.log.2")));
+        assert_eq!(c.gc_trace, Some(PathBuf::from("gc.trace.2")));
         assert_eq!(c.gc_records, None);
     }
 

@@ -59,6 +59,11 @@ pub struct RunArgs {
     /// PATH.1, PATH.2, …).
     #[arg(long = "gc-records")]
     pub gc_records: Option<PathBuf>,
+    /// Record the parallel work of every collection (root tasks; the objects copied or marked,
+    /// their sizes and references) in this binary file, for the simulator (with --co-run:
+    /// PATH.1, …).
+    #[arg(long = "gc-trace")]
+    pub gc_trace: Option<PathBuf>,
     /// Read configuration from this TOML file (keys as the flags, e.g. heap = "64m").
     #[arg(long, env = "CONCORD_CONFIG")]
     pub config: Option<PathBuf>,
@@ -205,6 +210,9 @@ pub fn build_config(
     }
     if let Some(p) = &args.gc_records {
         b.set_cli("gc-records", &p.display().to_string())?;
+    }
+    if let Some(p) = &args.gc_trace {
+        b.set_cli("gc-trace", &p.display().to_string())?;
     }
     if !b.is_set("heap") {
         b.set_cli("heap", &format!("{}k", default_heap.div_ceil(1024)))?;
@@ -673,5 +681,7 @@ mod tests {
     fn gc_records_is_configuration() {
         let c = config(&["--gc-records", "/tmp/records.jsonl"]).unwrap();
         assert_eq!(c.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
+        let c = config(&["--gc-trace", "/tmp/gc.trace"]).unwrap();
+        assert_eq!(c.gc_trace, Some(PathBuf::from("/tmp/gc.trace")));
     }
 }

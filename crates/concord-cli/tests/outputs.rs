@@ -8,32 +8,10 @@
 mod common;
 
 use std::io::Write as _;
-use std::os::unix::process::CommandExt as _;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use common::{command, concord, entries, read_json, scratch, small, text};
+use common::{command, concord, entries, read_json, scratch, small, text, with_file_size_limit};
 use serde_json::Value;
-
-/// `command` whose process may write files of at most `bytes` (RLIMIT_FSIZE, as on a disk
-/// that fills up); a write past it fails with EFBIG instead of killing the process.
-fn with_file_size_limit(mut command: Command, bytes: u64) -> Command {
-    // SAFETY: between fork and exec only async-signal-safe calls are made (setrlimit,
-    // signal), on values owned by the closure.
-    unsafe {
-        command.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    command
-}
 
 /// `concord ARGS` run to the end where files may grow to 16 KiB at most (a few records).
 fn concord_with_small_files(args: &[&str]) -> Output {

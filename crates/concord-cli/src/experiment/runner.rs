@@ -151,6 +151,10 @@ pub fn run_on_heap_with(
             let failure = unopened(OutputKind::GcRecords, path, source);
             return Ok(interrupted_before_start(workload, config, params, failure));
         }
+        Err(HeapError::GcTrace { path, source }) if interruptible && interrupt::interrupted() => {
+            let failure = unopened(OutputKind::GcTrace, path, source);
+            return Ok(interrupted_before_start(workload, config, params, failure));
+        }
         Err(e) => return Err(heap_error(e)),
     };
     let heap = Arc::new(heap);
@@ -236,6 +240,7 @@ fn heap_error(e: HeapError) -> anyhow::Error {
         HeapError::Config(_)
         | HeapError::GcLog { .. }
         | HeapError::GcRecords { .. }
+        | HeapError::GcTrace { .. }
         | HeapError::Profile { .. }
         | HeapError::NumaTopology(_)
         | HeapError::BeyondMemory { .. } => e.into(),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // Each test file uses its own part.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -152,4 +153,25 @@ pub fn check_results(dir: &Path, kind: &str, runs: usize) -> Value {
     let files = std::fs::read_dir(dir.join("runs")).unwrap().count();
     assert_eq!(files, 2 * runs, "no temporary files");
     e
+}
+
+/// `command` whose process may write files of at most `bytes` (RLIMIT_FSIZE, as on a disk
+/// that fills up); a write past it fails with EFBIG instead of killing the process.
+pub fn with_file_size_limit(mut command: Command, bytes: u64) -> Command {
+    // SAFETY: between fork and exec only async-signal-safe calls are made (setrlimit,
+    // signal), on values owned by the closure.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    command
 }

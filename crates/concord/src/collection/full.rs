@@ -26,6 +26,9 @@ use crate::object::raw::{self, slot_addr};
 use crate::object::WORD;
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
+use crate::telemetry::gc_trace::{
+    root_shapes, Fate, RawTrace, TraceBuffer, TraceKind, TraceRootKind,
+};
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
 pub use crate::memory::compaction::REGION_SIZE;
@@ -46,6 +49,8 @@ pub struct FullOutcome {
     pub workers: Vec<WorkerPhaseStats>,
     /// Timing.
     pub phases: PhaseTimes,
+    /// The marking phase's recorded work, when the GC trace is on.
+    pub trace: Option<RawTrace>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -78,6 +83,9 @@ struct MarkScans {
     node: usize,
     scanned: u64,
     scanned_remote: u64,
+    /// This worker's part of the GC trace, when recorded; `None` costs one predictable branch
+    /// at each object this worker marks.
+    trace: Option<Box<TraceBuffer>>,
 }
 
 impl Marker<'_> {
@@ -106,16 +114,48 @@ impl Marker<'_> {
         true
     }
 
+    /// Mark `obj` for the GC trace's sake too: when this call marked it and the trace is on,
+    /// record it with every non-null referent (marking writes no slot, so they are stable).
     #[inline(always)]
-    fn scan_slots(&self, obj: usize, from: usize, to: usize, q: &mut WorkQueue<MarkItem>) {
+    fn mark_traced(&self, obj: usize, scans: &mut MarkScans) -> bool {
+        let marked = self.mark(obj);
+        if marked {
+            if let Some(trace) = &mut scans.trace {
+                record_marked(trace, obj);
+            }
+        }
+        marked
+    }
+
+    #[inline(always)]
+    fn scan_slots(
+        &self,
+        obj: usize,
+        from: usize,
+        to: usize,
+        scans: &mut MarkScans,
+        q: &mut WorkQueue<MarkItem>,
+    ) {
         for i in from..to {
             // SAFETY: `i` is below `obj`'s reference count.
             let v = unsafe { raw::load(slot_addr(obj, i)) };
-            if v != 0 && self.mark(v) {
+            if v != 0 && self.mark_traced(v, scans) {
                 q.push(MarkItem::Object(v));
             }
         }
     }
+}
+
+/// Record the marked object `obj` in the GC trace.
+#[cold]
+fn record_marked(trace: &mut TraceBuffer, obj: usize) {
+    // SAFETY: `obj` was just marked, so it is a valid object start.
+    let h = unsafe { raw::header(obj) };
+    let referents = (0..h.ref_count())
+        // SAFETY: `i` is below the object's reference count.
+        .map(|i| unsafe { raw::load(slot_addr(obj, i)) })
+        .filter(|&v| v != 0);
+    trace.object(obj, h.size_bytes(), Fate::Marked, referents);
 }
 
 impl ParallelTask for Marker<'_> {
@@ -127,11 +167,20 @@ impl ParallelTask for Marker<'_> {
         "ThreadRoots"
     }
 
-    fn run_root(&self, roots: &RootSlots, _: &mut MarkScans, q: &mut WorkQueue<MarkItem>) {
+    fn run_root(&self, roots: &RootSlots, scans: &mut MarkScans, q: &mut WorkQueue<MarkItem>) {
+        if let Some(trace) = &mut scans.trace {
+            trace.begin_root(roots.ptr as usize, false);
+        }
         for slot in roots.slot_addrs() {
             // SAFETY: root slots are valid words of a stopped mutator's handle stack.
             let v = unsafe { raw::load(slot) };
-            if v != 0 && self.mark(v) {
+            if v == 0 {
+                continue;
+            }
+            if let Some(trace) = &mut scans.trace {
+                trace.root_reaches(v);
+            }
+            if self.mark_traced(v, scans) {
                 q.push(MarkItem::Object(v));
             }
         }
@@ -150,7 +199,7 @@ impl ParallelTask for Marker<'_> {
                 if let Some(start) = rest {
                     q.push(MarkItem::ArrayChunk { array: obj, start });
                 }
-                self.scan_slots(obj, 0, now, q);
+                self.scan_slots(obj, 0, now, scans, q);
             }
             MarkItem::ArrayChunk { array, start } => {
                 // SAFETY: as above.
@@ -160,7 +209,7 @@ impl ParallelTask for Marker<'_> {
                     q.push(MarkItem::ArrayChunk { array, start });
                 }
                 self.note_scan(array, scans);
-                self.scan_slots(array, start, end, q);
+                self.scan_slots(array, start, end, scans, q);
             }
         }
     }
@@ -274,7 +323,12 @@ fn parallel_for_workers(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize, usize) 
 /// Run a full collection. The world must be stopped; `roots` are all mutator root slots.
 /// `tracked` objects are updated to their new addresses, or to 0 when they died (see
 /// [`Tracked`]).
-pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'_>) -> FullOutcome {
+pub fn full_collect(
+    ctx: &GcContext<'_>,
+    roots: &[RootSlots],
+    tracked: Tracked<'_>,
+    trace: bool,
+) -> FullOutcome {
     let mem = ctx.mem;
     let t0 = Instant::now();
     let mut phases = PhaseTimes::default();
@@ -299,13 +353,28 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
             affinity: Affinity::Prefers(i % ctx.workers),
         })
         .collect();
+    let trace_roots = trace.then(|| {
+        root_shapes(root_tasks.iter().map(|t| {
+            let kind = TraceRootKind::HandleStack {
+                slots: t.root.len as u64,
+            };
+            (t.root.ptr as usize, kind, t.affinity)
+        }))
+    });
     let scans = (0..ctx.workers)
         .map(|w| MarkScans {
             node: worker_node(w),
+            trace: trace.then(Box::default),
             ..Default::default()
         })
         .collect();
-    let (scans, mut workers) = run_phase(ctx.pool, &ctx.policy, &marker, root_tasks, scans);
+    let (mut scans, mut workers) = run_phase(ctx.pool, &ctx.policy, &marker, root_tasks, scans);
+    // Only the marking phase is traced: its buffers are gathered here and numbered by the VM
+    // thread after the world has been resumed.
+    let trace = trace_roots.map(|roots| {
+        let buffers = scans.iter_mut().map(|s| s.trace.take());
+        RawTrace::gather(TraceKind::Full, roots, buffers, false)
+    });
     let t_mark = ms_since(t0);
 
     // 2. Summary. Its tables were allocated with the heap: nothing here allocates memory that
@@ -635,5 +704,6 @@ pub fn full_collect(ctx: &GcContext<'_>, roots: &[RootSlots], tracked: Tracked<'
         survivors_both_used,
         workers,
         phases,
+        trace,
     }
 }

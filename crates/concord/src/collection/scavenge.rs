@@ -44,6 +44,9 @@ use crate::object::raw::{self, slot_addr};
 use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
+use crate::telemetry::gc_trace::{
+    root_shapes, Fate, RawTrace, RootShape, TraceBuffer, TraceKind, TraceRootKind,
+};
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
 /// Items a card-scanning worker lets queue up before it processes some itself.
@@ -62,6 +65,8 @@ pub struct ScavengeParams {
     pub young_plab_size: usize,
     /// Old-generation PLAB size, bytes.
     pub old_plab_size: usize,
+    /// Record the collection's work for the GC trace (`gc-trace`).
+    pub trace: bool,
 }
 
 /// What a scavenge did.
@@ -82,6 +87,8 @@ pub struct ScavengeOutcome {
     pub workers: Vec<WorkerPhaseStats>,
     /// Timing.
     pub phases: PhaseTimes,
+    /// The recorded work, when [`ScavengeParams::trace`] asked for it.
+    pub trace: Option<RawTrace>,
 }
 
 /// A unit of scavenging work.
@@ -142,6 +149,9 @@ pub struct PromotionManager {
     scanned: u64,
     /// Of which on another node than `node`.
     scanned_remote: u64,
+    /// This worker's part of the GC trace, when recorded; `None` costs one predictable branch
+    /// at each recording point.
+    trace: Option<Box<TraceBuffer>>,
 }
 
 impl PromotionManager {
@@ -208,6 +218,36 @@ impl Scavenger<'_> {
         unsafe { raw::store(slot, new) };
         if self.mem.in_old(slot) && new >= self.young_start {
             self.mem.cards.dirty(slot);
+        }
+    }
+
+    /// The referents of `obj`'s slots that are in the collected set (what scanning it pushes),
+    /// for the GC trace.
+    fn collected_referents(&self, obj: usize, h: Header) -> impl Iterator<Item = usize> + '_ {
+        (0..h.ref_count()).filter_map(move |i| {
+            // SAFETY: `i` is below the object's reference count.
+            let v = unsafe { raw::load(slot_addr(obj, i)) };
+            (v != 0 && self.in_collected_set(v)).then_some(v)
+        })
+    }
+
+    /// Note in the GC trace that `root` starts, and for a handle-stack chunk which objects of
+    /// the collected set its slots refer to (a card stripe notes those as it scans, see
+    /// [`Scavenger::scan_dirty_cards`]).
+    #[cold]
+    fn trace_root(&self, trace: &mut TraceBuffer, root: &Root) {
+        match *root {
+            Root::ThreadRoots(slots) => {
+                trace.begin_root(slots.ptr as usize, false);
+                for slot in slots.slot_addrs() {
+                    // SAFETY: a slot of a stopped mutator's handle stack, not yet processed.
+                    let v = unsafe { raw::load(slot) };
+                    if v != 0 && self.in_collected_set(v) {
+                        trace.root_reaches(v);
+                    }
+                }
+            }
+            Root::OldToYoungRoots { lo, .. } => trace.begin_root(lo, true),
         }
     }
 
@@ -314,6 +354,16 @@ impl Scavenger<'_> {
                 } else {
                     pm.ages.add(new_h.age(), size);
                 }
+                if let Some(trace) = &mut pm.trace {
+                    // Before the slots are pushed: until then no other worker can update them,
+                    // so they still hold the referents' addresses from before the collection.
+                    let fate = if to_old {
+                        Fate::Promoted
+                    } else {
+                        Fate::Survivor
+                    };
+                    trace.object(obj, size, fate, self.collected_referents(new, new_h));
+                }
                 if new_h.ref_count() > 0 {
                     match self.remote_node(new, q) {
                         Some(node) => q.send(node, Item::Object(new)),
@@ -359,6 +409,14 @@ impl Scavenger<'_> {
             Ok(_) => {
                 self.promotion_failed.store(true, Ordering::Relaxed);
                 pm.failed.push((obj, h));
+                if let Some(trace) = &mut pm.trace {
+                    trace.object(
+                        obj,
+                        h.size_bytes(),
+                        Fate::Stayed,
+                        self.collected_referents(obj, h),
+                    );
+                }
                 if h.ref_count() > 0 {
                     self.note_scan(obj, pm);
                 }
@@ -444,6 +502,17 @@ impl Scavenger<'_> {
                 if n > 0 {
                     let first = slot_addr(o, 0).max(dlo);
                     let last = slot_addr(o, n).min(dhi);
+                    if let Some(trace) = &mut pm.trace {
+                        // Before the slots are pushed or sent, while they hold their referents.
+                        trace.stripe_scans_object();
+                        for slot in (first..last).step_by(WORD) {
+                            // SAFETY: a reference slot of a live old object.
+                            let v = unsafe { raw::load(slot) };
+                            if v != 0 && self.in_collected_set(v) {
+                                trace.root_reaches(v);
+                            }
+                        }
+                    }
                     let index = |slot: usize| u32::try_from((slot - slot_addr(o, 0)) / WORD);
                     match (self.remote_node(o, q), index(first), index(last)) {
                         (Some(node), Ok(from), Ok(to)) => {
@@ -485,6 +554,9 @@ impl ParallelTask for Scavenger<'_> {
     }
 
     fn run_root(&self, root: &Root, pm: &mut PromotionManager, q: &mut WorkQueue<Item>) {
+        if let Some(trace) = &mut pm.trace {
+            self.trace_root(trace, root);
+        }
         match *root {
             Root::ThreadRoots(slots) => {
                 for slot in slots.slot_addrs() {
@@ -608,6 +680,7 @@ pub fn scavenge(
             j += 1;
         }
     }
+    let trace_roots = params.trace.then(|| scavenge_root_shapes(&root_tasks));
     let mut phases = PhaseTimes {
         init_ms: ms_since(t0),
         ..Default::default()
@@ -615,13 +688,16 @@ pub fn scavenge(
 
     let t1 = Instant::now();
     let locals = (0..ctx.workers)
-        .map(|w| PromotionManager::on_node(ctx.numa.map_or(0, |n| n.worker_node(w))))
+        .map(|w| PromotionManager {
+            trace: params.trace.then(Box::default),
+            ..PromotionManager::on_node(ctx.numa.map_or(0, |n| n.worker_node(w)))
+        })
         .collect();
     let segregation = ctx.numa.filter(|n| n.segregated).map(|n| Segregation {
         nodes: n.map.nodes(),
         worker_nodes: n.worker_nodes.clone(),
     });
-    let (locals, mut workers) = match &segregation {
+    let (mut locals, mut workers) = match &segregation {
         Some(seg) => run_phase_segregated(ctx.pool, &ctx.policy, &task, root_tasks, locals, seg),
         None => run_phase(ctx.pool, &ctx.policy, &task, root_tasks, locals),
     };
@@ -673,6 +749,12 @@ pub fn scavenge(
         params.target_survivor_ratio,
         params.max_tenuring_threshold,
     );
+    // The workers' buffers are only gathered here; numbering them is left to the VM thread
+    // after the world has been resumed (`RawTrace::merge`).
+    let trace = trace_roots.map(|roots| {
+        let buffers = locals.iter_mut().map(|pm| pm.trace.take());
+        RawTrace::gather(TraceKind::Young, roots, buffers, failed)
+    });
     phases.final_ms = ms_since(t2);
     ScavengeOutcome {
         promotion_failed: failed,
@@ -682,5 +764,27 @@ pub fn scavenge(
         next_tenuring_threshold: next,
         workers,
         phases,
+        trace,
     }
+}
+
+/// The root tasks as the GC trace describes them, in creation order.
+fn scavenge_root_shapes(root_tasks: &[RootTask<Root>]) -> Vec<RootShape> {
+    root_shapes(root_tasks.iter().map(|task| match task.root {
+        Root::ThreadRoots(slots) => (
+            slots.ptr as usize,
+            TraceRootKind::HandleStack {
+                slots: slots.len as u64,
+            },
+            task.affinity,
+        ),
+        Root::OldToYoungRoots { lo, hi } => (
+            lo,
+            TraceRootKind::CardStripe {
+                bytes: (hi - lo) as u64,
+                scanned_objects: 0,
+            },
+            task.affinity,
+        ),
+    }))
 }

@@ -201,6 +201,10 @@ pub struct GcConfig {
     /// Write one JSON line per collection (phases, per-worker counters) here. The heap keeps the
     /// records in [`crate::Heap::stats`]; the `concord` front end writes them to this file.
     pub gc_records: Option<PathBuf>,
+    /// Record the parallel work of every collection (root tasks, the object graph copied or
+    /// marked) in this binary file, for the many-core simulator
+    /// ([`crate::telemetry::gc_trace`]).
+    pub gc_trace: Option<PathBuf>,
 }
 
 /// How the GC log is written (paper 002): `sync` writes each collection's lines inside its
@@ -479,6 +483,7 @@ impl GcConfig {
             gc_log_flush_timeout: std::time::Duration::from_secs(1),
             gc_log_compress: false,
             gc_records: None,
+            gc_trace: None,
         }
     }
 

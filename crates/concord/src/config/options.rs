@@ -156,7 +156,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 40] = [
+static OPTIONS: [OptionSpec; 41] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -617,6 +617,18 @@ static OPTIONS: [OptionSpec; 40] = [
               the concord command writes it at exit (default none).",
         set: |c, v| {
             c.gc_records = Some(path(v)?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "gc-trace",
+        env: "CONCORD_GC_TRACE",
+        kind: ValueKind::Path,
+        doc: "Record the parallel work of every collection (root tasks; every object a young \
+              collection copies or a full collection marks, with its size and references) in \
+              this binary file, for the simulator; slows collections while on (default none).",
+        set: |c, v| {
+            c.gc_trace = Some(path(v)?);
             Ok(())
         },
     },
@@ -1149,6 +1161,7 @@ mod tests {
         config.tlab_size = Some(KIB);
         config.gc_log = Some("gc.log".into());
         config.gc_records = Some("records.jsonl".into());
+        config.gc_trace = Some("gc.trace".into());
         let fields = toml::Value::try_from(&config).unwrap();
         // Nested policies (`phase`) contribute their own fields.
         let mut fields: Vec<String> = fields
@@ -1226,6 +1239,7 @@ mod tests {
             ("gc-log-flush-timeout", "250"),
             ("gc-log-compress", "yes"),
             ("gc-records", "/tmp/records.jsonl"),
+            ("gc-trace", "/tmp/gc.trace"),
             ("lifespans", "on"),
             ("lifespan-sample-bytes", "0"),
         ];
@@ -1285,6 +1299,7 @@ mod tests {
             );
             assert!(config.gc_log_compress);
             assert_eq!(config.gc_records, Some(PathBuf::from("/tmp/records.jsonl")));
+            assert_eq!(config.gc_trace, Some(PathBuf::from("/tmp/gc.trace")));
             assert!(config.lifespans);
             assert_eq!(config.lifespan_sample_bytes, 0);
         };
@@ -1803,7 +1818,7 @@ mod tests {
         assert!(
             err.ends_with(
                 "verify, gc-log, gc-log-mode, gc-log-buffer, gc-log-flush-timeout, \
-                 gc-log-compress, gc-records, lifespans, lifespan-sample-bytes)"
+                 gc-log-compress, gc-records, gc-trace, lifespans, lifespan-sample-bytes)"
             ),
             "{err}"
         );

@@ -218,7 +218,11 @@ impl GcConfig {
         self.validate_mutator_sched(key_of("mutator-sched"))?;
         self.validate_numa_topology(key_of("numa-topology"))?;
         self.validate_segregated(key_of("numa"))?;
-        for (key, path) in [("gc-log", &self.gc_log), ("gc-records", &self.gc_records)] {
+        for (key, path) in [
+            ("gc-log", &self.gc_log),
+            ("gc-records", &self.gc_records),
+            ("gc-trace", &self.gc_trace),
+        ] {
             if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(ConfigError::InvalidValue {
                     key: key_of(key),
@@ -283,7 +287,7 @@ impl GcConfig {
         ))
     }
 
-    /// No two outputs (GC log, records, mutator profile) may be one file: they would be
+    /// No two outputs (GC log, records, GC trace, mutator profile) may be one file: they would be
     /// written over each other. Paths are compared as files: `./x` and `x`, a link and its
     /// target, two hard links.
     fn validate_distinct_outputs(
@@ -297,6 +301,7 @@ impl GcConfig {
         let outputs: Vec<(&'static str, &Path)> = [
             ("gc-log", self.gc_log.as_deref()),
             ("gc-records", self.gc_records.as_deref()),
+            ("gc-trace", self.gc_trace.as_deref()),
             ("mutator-sched", profile),
         ]
         .into_iter()

@@ -33,6 +33,7 @@ use crate::os::thp::{
 use crate::os::vm::{page_size, HugePageAdvice, Reservation};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::{GcLog, GcLogOptions};
+use crate::telemetry::gc_trace::GcTraceFile;
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{
@@ -240,6 +241,14 @@ pub enum HeapError {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// The GC trace could not be created.
+    #[error("could not create the GC trace {path}")]
+    GcTrace {
+        /// The path asked for.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
     /// `mutator-sched profile:PATH` would record a profile where no file can be created.
     #[error(
         "cannot record the mutator scheduling profile {path}: its directory takes no new file"
@@ -308,6 +317,8 @@ pub(crate) struct HeapInner {
     pub gc_log: Mutex<Option<GcLog>>,
     /// Per-collection records as JSON lines, when configured; written like the GC log.
     pub gc_records: Mutex<Option<RecordsFile>>,
+    /// The collections' parallel work (`gc-trace`), when configured; written like the records.
+    pub gc_trace: Mutex<Option<GcTraceFile>>,
     /// Bytes allocated so far, heap-wide (the lifespan profiler's clock).
     pub allocated: AtomicU64,
     /// `allocated` when the previous collection record was made (for its `bytes_allocated`).
@@ -443,7 +454,7 @@ impl Heap {
         // is replaced until the heap finishes.
         // Time 0 of the records and of the GC log's timestamps.
         let start = Instant::now();
-        let (gc_log, gc_records) = open_outputs(&config, start)?;
+        let (gc_log, gc_records, gc_trace) = open_outputs(&config, start)?;
         let g = config.generation_sizes();
         let sizes = SpaceSizes {
             old: g.old,
@@ -548,6 +559,7 @@ impl Heap {
             stats: Mutex::new(GcStats::default()),
             gc_log: Mutex::new(gc_log),
             gc_records: Mutex::new(gc_records),
+            gc_trace: Mutex::new(gc_trace),
             allocated: AtomicU64::new(0),
             allocated_at_last_record: AtomicU64::new(0),
             last_verify: Mutex::new(VerifyReport::default()),
@@ -712,6 +724,9 @@ impl Heap {
         // that it has not written yet are written here, and outputs and statistics agree.
         let gc_log = lock(&self.inner.gc_log).take();
         let gc_records = lock(&self.inner.gc_records).take();
+        // Traces not written by now (a collection in progress) are not in the file; it still
+        // ends in its end marker, after the last collection it holds.
+        let gc_trace = lock(&self.inner.gc_trace).take();
         let mut stats = self.stats();
         stats.thp = Some(self.thp());
         let mut failures = Vec::new();
@@ -731,6 +746,9 @@ impl Heap {
         if let Some(mut records) = gc_records {
             stats.records.iter().for_each(|r| records.write_record(r));
             failures.extend(records.finish().err());
+        }
+        if let Some(trace) = gc_trace {
+            failures.extend(trace.finish().err());
         }
         failures.extend(profile_failure(&sched));
         if failures.is_empty() {
@@ -788,12 +806,12 @@ fn refuse_heap_beyond(
     }
 }
 
+/// The GC log, records file and GC trace a heap writes, each if configured.
+type OpenedOutputs = (Option<GcLog>, Option<RecordsFile>, Option<GcTraceFile>);
+
 /// Starts the outputs `config` asks for (beside their paths; nothing is replaced yet), and
 /// checks that a mutator profile to be recorded can be written.
-fn open_outputs(
-    config: &GcConfig,
-    start: Instant,
-) -> Result<(Option<GcLog>, Option<RecordsFile>), HeapError> {
+fn open_outputs(config: &GcConfig, start: Instant) -> Result<OpenedOutputs, HeapError> {
     let log_options = GcLogOptions {
         mode: config.gc_log_mode,
         buffer: config.gc_log_buffer,
@@ -831,7 +849,16 @@ fn open_outputs(
         ),
         None => None,
     };
-    Ok((gc_log, gc_records))
+    let gc_trace = match &config.gc_trace {
+        Some(path) => Some(
+            GcTraceFile::create(path).map_err(|source| HeapError::GcTrace {
+                path: path.display().to_string(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    Ok((gc_log, gc_records, gc_trace))
 }
 
 /// The profile `mutator-sched profile:PATH` should have written and could not.

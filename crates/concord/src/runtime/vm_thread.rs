@@ -16,6 +16,7 @@ use crate::os::rusage::ThreadUsage;
 use crate::parallel::monitor::MonitorStats;
 use crate::parallel::{ParkingKind, TaskQueueKind};
 use crate::telemetry::gc_log::{GcLogMode, SafepointTimes};
+use crate::telemetry::gc_trace::RawTrace;
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{
     gc_metrics, CollectionKind, CollectionRecord, GcCause, NumaCollectionRecord, PhaseTimes,
@@ -39,12 +40,17 @@ pub(crate) fn run(heap: &HeapInner) {
             roots: &roots,
             ttsp,
             records: Vec::new(),
+            traces: Vec::new(),
             full_ran: false,
             active_workers: 1,
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
-        let Operation { mut records, .. } = op_state;
+        let Operation {
+            mut records,
+            traces,
+            ..
+        } = op_state;
         write_sync_log(heap, &mut records);
         {
             let mut stats = lock(&heap.stats);
@@ -59,6 +65,7 @@ pub(crate) fn run(heap: &HeapInner) {
         let resumed = Instant::now();
         // The world runs again; logging is off the pause path.
         write_telemetry(heap, &records);
+        write_traces(heap, traces);
         if let Some(first) = records.first() {
             let requested = stopped.checked_sub(ttsp).unwrap_or(stopped);
             let times = SafepointTimes {
@@ -108,6 +115,19 @@ fn write_telemetry(heap: &HeapInner, records: &[CollectionRecord]) {
     append(&heap.gc_records, records, RecordsFile::write_record);
 }
 
+/// Number the collections' recorded work and append it to the GC trace: off the pause,
+/// as the records are (the collections only gathered their workers' buffers).
+fn write_traces(heap: &HeapInner, traces: Vec<(u64, RawTrace)>) {
+    if traces.is_empty() {
+        return;
+    }
+    if let Some(out) = lock(&heap.gc_trace).as_mut() {
+        for (id, trace) in traces {
+            out.write(&trace.merge(id));
+        }
+    }
+}
+
 /// Write `records` to the output in `slot`, if it is still open. A write failure stops that
 /// output (it reports itself when the heap finishes); the collector carries on.
 fn append<W>(
@@ -125,6 +145,8 @@ struct Operation<'a> {
     roots: &'a [RootSlots],
     ttsp: Duration,
     records: Vec<CollectionRecord>,
+    /// The GC trace's raw work of this operation's collections, by record id.
+    traces: Vec<(u64, RawTrace)>,
     full_ran: bool,
     /// GC workers taking part in this operation's collections (decided once per operation).
     active_workers: usize,
@@ -395,8 +417,10 @@ impl Operation<'_> {
             target_survivor_ratio: heap.config.target_survivor_ratio,
             young_plab_size: heap.config.young_plab_size,
             old_plab_size: heap.config.old_plab_size,
+            trace: lock(&heap.gc_trace).is_some(),
         };
-        let (out, pause) = self.pause(|ctx, roots, tracked| scavenge(ctx, roots, params, tracked));
+        let (mut out, pause) =
+            self.pause(|ctx, roots, tracked| scavenge(ctx, roots, params, tracked));
         {
             let mut policy = heap.policy();
             policy.tenuring_threshold = out.next_tenuring_threshold;
@@ -425,12 +449,15 @@ impl Operation<'_> {
             r.bytes_promoted = out.bytes_promoted;
             r.promotion_failed = out.promotion_failed;
         });
+        self.keep_trace(out.trace.take());
         out.promotion_failed
     }
 
     fn full(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) {
         let before = self.snapshot();
-        let (out, pause) = self.pause(full_collect);
+        let trace = lock(&self.heap.gc_trace).is_some();
+        let (mut out, pause) =
+            self.pause(|ctx, roots, tracked| full_collect(ctx, roots, tracked, trace));
         self.full_ran = true;
         self.count_futile_collections(CollectionKind::Full);
         let common = Common {
@@ -444,6 +471,15 @@ impl Operation<'_> {
         self.record(CollectionKind::Full, cause, common, |r| {
             r.bytes_copied = out.moved_bytes;
         });
+        self.keep_trace(out.trace.take());
+    }
+
+    /// Keep the collection just recorded's trace, if it was traced, to be written after the
+    /// world has been resumed.
+    fn keep_trace(&mut self, trace: Option<RawTrace>) {
+        if let (Some(trace), Some(r)) = (trace, self.records.last()) {
+            self.traces.push((r.id, trace));
+        }
     }
 
     /// One parallel collection's pause: open the workers' placement round (000 Algorithm 1),

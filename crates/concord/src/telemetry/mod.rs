@@ -1,8 +1,10 @@
 //! The telemetry room: per-collection records (in memory and as JSON lines), the HotSpot-style
-//! GC log, summaries, and how the files among them are written and their failures reported.
+//! GC log, the GC trace (the collections' parallel work, for the simulator), summaries, and
+//! how the files among them are written and their failures reported.
 
 pub mod gc_log;
 pub mod gc_metrics;
+pub mod gc_trace;
 pub mod lifespan;
 pub mod output;
 pub mod phase;

@@ -32,6 +32,8 @@ pub enum OutputKind {
     GcRecords,
     /// The mutator scheduling profile (`mutator-sched profile:PATH`).
     MutatorProfile,
+    /// The collections' parallel work (`gc-trace`).
+    GcTrace,
 }
 
 impl fmt::Display for OutputKind {
@@ -40,6 +42,7 @@ impl fmt::Display for OutputKind {
             OutputKind::GcLog => "GC log",
             OutputKind::GcRecords => "GC records",
             OutputKind::MutatorProfile => "mutator scheduling profile",
+            OutputKind::GcTrace => "GC trace",
         })
     }
 }
@@ -154,7 +157,8 @@ impl Encoding {
 
 /// A file of one line per collection (plus an optional header): staged, stopped at the first
 /// failed write, and finished into an [`OutputFailure`] when it is incomplete. Public for the
-/// JVMTI agent's per-GC records, which follow the same rules.
+/// JVMTI agent's per-GC records, which follow the same rules. The GC trace uses it for binary
+/// frames in place of lines ([`RecordLines::create_binary`], [`RecordLines::write_chunk`]).
 #[derive(Debug)]
 pub struct RecordLines {
     kind: OutputKind,
@@ -193,6 +197,20 @@ impl RecordLines {
         })
     }
 
+    /// Starts a binary output at `path` (written as it is, never compressed) with `header`.
+    pub(crate) fn create_binary(kind: OutputKind, path: &Path, header: &[u8]) -> io::Result<Self> {
+        let mut file = StagedFile::create(path)?;
+        file.append(header)?;
+        Ok(RecordLines {
+            kind,
+            path: path.to_path_buf(),
+            file,
+            encoding: Encoding::Plain,
+            written_through: None,
+            failed: None,
+        })
+    }
+
     /// Appends the line `format(r)` for collection `r`, unless it is written already or an
     /// earlier write failed (then `r` is counted as lost).
     pub fn write(
@@ -206,6 +224,17 @@ impl RecordLines {
     /// Appends the line `format()` for collection `id` (see [`RecordLines::write`]); for a
     /// writer that holds formatted lines rather than records.
     pub fn write_line(&mut self, id: u64, format: impl FnOnce() -> io::Result<String>) {
+        self.write_chunk(id, || {
+            format().map(|mut line| {
+                line.push('\n');
+                line.into_bytes()
+            })
+        });
+    }
+
+    /// Appends the bytes `format()` for collection `id`, whole or not at all (see
+    /// [`RecordLines::write`]).
+    pub(crate) fn write_chunk(&mut self, id: u64, format: impl FnOnce() -> io::Result<Vec<u8>>) {
         if self.written_through.is_some_and(|written| id <= written) {
             return;
         }
@@ -213,10 +242,7 @@ impl RecordLines {
             failed.last_lost = failed.last_lost.max(id);
             return;
         }
-        let written = format().and_then(|mut line| {
-            line.push('\n');
-            self.encoding.append(&mut self.file, line.as_bytes())
-        });
+        let written = format().and_then(|bytes| self.encoding.append(&mut self.file, &bytes));
         match written {
             Ok(()) => self.written_through = Some(id),
             Err(error) => {
@@ -240,13 +266,15 @@ impl RecordLines {
     /// log messages), unless an earlier write failed. A failure stops the output; the next
     /// collection's lines are the first counted as lost.
     pub fn write_notice(&mut self, line: &str) {
+        self.write_notice_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// [`RecordLines::write_notice`] for bytes (the GC trace's end marker).
+    pub(crate) fn write_notice_bytes(&mut self, bytes: &[u8]) {
         if self.failed.is_some() {
             return;
         }
-        if let Err(error) = self
-            .encoding
-            .append(&mut self.file, format!("{line}\n").as_bytes())
-        {
+        if let Err(error) = self.encoding.append(&mut self.file, bytes) {
             let next = self.written_through.map_or(0, |id| id + 1);
             log::info!(
                 "writing the {} {} failed ({error}); it stops there",
@@ -297,6 +325,7 @@ impl RecordLines {
             (Some(f), Ok(())) => {
                 let what = match kind {
                     OutputKind::GcLog => "the log lines",
+                    OutputKind::GcTrace => "the traces",
                     _ => "the records",
                 };
                 let count = f.last_lost - f.first_lost + 1;
