@@ -225,10 +225,11 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
 }
 
 impl CalibratedCosts {
-    /// The executor's cost table from these costs: each rounded to whole ns, at least 1 (the
-    /// executor needs every operation to advance time).
+    /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
+    /// whole ps), at least 1 (the executor needs every operation to advance time).
     pub fn exec_costs(&self) -> exec::Costs {
         let ns = |v: f64| (v.round() as exec::Ns).max(1);
+        let ps = |v: f64| ((v * 1000.0).round() as u64).max(1);
         let c = &self.costs;
         exec::Costs {
             atomic_load: ns(c.atomic_load),
@@ -243,6 +244,8 @@ impl CalibratedCosts {
             spin_loop: ns(c.spin_loop),
             context_switch: ns(c.context_switch),
             wakeup_latency: ns(c.wakeup_latency),
+            copy_per_object_ps: ps(c.copy_per_object),
+            copy_per_byte_ps: ps(c.copy_per_byte),
         }
     }
 
@@ -883,6 +886,9 @@ mod tests {
         assert_eq!(costs.sleep_syscall, 55_000);
         assert_eq!(costs.context_switch, 1_400);
         assert_eq!(costs.wakeup_latency, 6_000);
+        // The copy costs keep their fractions of a ns, in ps.
+        assert_eq!(costs.copy_per_object_ps, 25_000);
+        assert_eq!(costs.copy_per_byte_ps, 300);
     }
 
     #[test]
