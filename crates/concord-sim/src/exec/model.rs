@@ -140,6 +140,11 @@ impl<M: SchedulerModel + Send> Placement for ModelPlacement<M> {
         }
     }
 
+    /// The model's record: the CPU whose queue holds the task (field 39 of its `stat`).
+    fn queued_cpu(&self, thread: ThreadId) -> Option<CpuId> {
+        Some(self.model.task_state(*self.tasks.get(thread)?).1)
+    }
+
     fn set_affinity(&mut self, thread: ThreadId, mask: CpuSet, now: Ns) -> Result<(), String> {
         let now = self.at(now);
         self.model
