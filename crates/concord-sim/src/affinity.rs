@@ -1,7 +1,7 @@
 //! GC-thread affinity (`gc-affinity static|dynamic`) for simulated GC workers, deciding with
 //! `concord`'s own code: static binding's CPU is [`static_cpu`] and 000 Algorithm 1's loads,
 //! marks and per-worker decision are `concord::os::gc_affinity::plan`'s [`combined_loads`],
-//! [`mark_load_degrees`] and [`rebalance_thread`], called as they are (they are pure: no system
+//! [`marked_cpus`] and [`rebalance_thread`], called as they are (they are pure: no system
 //! call, no clock, no `crate::sync`, so they need no simulated recompilation). What this module
 //! adds is what `concord::os::gc_affinity::{mod, dynamic, static_binding}` do around them
 //! with the OS, done with the simulator's:
@@ -27,9 +27,7 @@
 use std::time::Duration;
 
 use concord::os::cpu::LoadSnapshot;
-use concord::os::gc_affinity::plan::{
-    combined_loads, mark_load_degrees, rebalance_thread, LoadDegree,
-};
+use concord::os::gc_affinity::plan::{combined_loads, marked_cpus, rebalance_thread};
 use concord::os::gc_affinity::{
     static_cpu, AffinityFailure, AffinityReport, Thresholds, WorkerMove,
 };
@@ -204,18 +202,10 @@ impl SimGcAffinity {
         let loads = combined_loads(&self.allowed, round.other.as_ref(), &round.cpus);
         // The marks as the first worker to decide saw them go in the record (as the runtime's).
         if round.report.average_load == 0.0 {
-            let (average, degrees) = mark_load_degrees(&loads, self.thresholds);
-            let with = |d: LoadDegree| -> Vec<u32> {
-                self.allowed
-                    .iter()
-                    .zip(&degrees)
-                    .filter(|(_, &x)| x == d)
-                    .map(|(&c, _)| c)
-                    .collect()
-            };
+            let (average, high, low) = marked_cpus(&self.allowed, &loads, self.thresholds);
             round.report.average_load = average;
-            round.report.high_cpus = with(LoadDegree::High);
-            round.report.low_cpus = with(LoadDegree::Low);
+            round.report.high_cpus = high;
+            round.report.low_cpus = low;
         }
         let to = rebalance_thread(&self.allowed, &loads, from, self.thresholds, &mut |n| {
             rng.below(n)
