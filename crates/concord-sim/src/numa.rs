@@ -8,8 +8,8 @@
 //! on node `m`, costs the calibrated local cost ([`Costs::copy_ns`]: per object plus per byte)
 //! with two changes:
 //!
-//! * **Bandwidth.** `k` is the number of CPUs copying on node `m` at `t` (this one, and every
-//!   other CPU whose latest copy on `m` started at or before `t` and ends after `t`). When `k`
+//! * **Bandwidth.** `k` is the number of CPUs copying on node `m` at `t`: this one, and every
+//!   other CPU whose latest copy on `m` so far ends after `t`. When `k`
 //!   exceeds [`NumaCosts::node_streams`], the node's bandwidth is shared: the per-byte part is
 //!   multiplied by `k / node_streams`. A remote copy also crosses the interconnect, which serves
 //!   [`NumaCosts::interconnect_streams`] remote copiers machine-wide the same way; the larger of
@@ -19,8 +19,9 @@
 //!   per mille of the local one, per-object and per-byte parts alike.
 //!
 //! Each CPU's copies are known when it makes them, and the executor runs CPUs in virtual-time
-//! order (within its lookahead), so a copy sees the copies that overlap its start; one that
-//! starts later during it is slowed by this one instead. Over many small copies (a collection
+//! order (within its lookahead), so a copy sees the copies that overlap its start (and any that
+//! another CPU, ahead by less than the lookahead, started just after it); one that starts later
+//! during it is slowed by this one instead. Over many small copies (a collection
 //! charges one per object or batch) the shares even out. The whole model is a function of the
 //! calls and their virtual times: deterministic.
 //!

@@ -33,8 +33,14 @@ struct Outcome {
 
 /// One collection on a flat 4-CPU machine: workers start pinned to `worker_cpus`, bind at start,
 /// and wait; a driver on CPU 1 waits until all are bound, opens the round and wakes them; each
-/// decides at its first job and works 1 ms. `busy` puts a busy loop on that CPU.
-fn collection(kind: GcAffinity, worker_cpus: &[usize], busy: Option<usize>, seed: u64) -> Outcome {
+/// decides at its first job and works 1 ms. `interference` adds threads (after the workers,
+/// before the driver).
+fn collection(
+    kind: GcAffinity,
+    worker_cpus: &[usize],
+    interference: impl FnOnce(&mut Sim),
+    seed: u64,
+) -> Outcome {
     let machine = Machine::new("4cpu", 1, 1, 4, false).unwrap();
     let mut sim = Sim::linux49(machine, Costs::DEFAULT, seed).time_limit(10_000 * MS);
     let n = worker_cpus.len();
@@ -63,9 +69,7 @@ fn collection(kind: GcAffinity, worker_cpus: &[usize], busy: Option<usize>, seed
             .unwrap()
         })
         .collect();
-    if let Some(cpu) = busy {
-        sim.busy_loops(&[cpu]).unwrap();
-    }
+    interference(&mut sim);
     let driver_affinity = affinity.clone();
     sim.spawn_with("driver", pinned(1), move || {
         loop {
@@ -90,6 +94,10 @@ fn collection(kind: GcAffinity, worker_cpus: &[usize], busy: Option<usize>, seed
     }
 }
 
+fn busy_on_0(sim: &mut Sim) {
+    sim.busy_loops(&[0]).unwrap();
+}
+
 fn distinct(cpus: &[usize]) -> usize {
     let mut cpus = cpus.to_vec();
     cpus.sort_unstable();
@@ -99,7 +107,7 @@ fn distinct(cpus: &[usize]) -> usize {
 
 #[test]
 fn workers_stacked_on_a_busy_cpu_spread_out() {
-    let out = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], Some(0), 4);
+    let out = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], busy_on_0, 4);
     let r = out.affinity.unwrap();
     // Runnable at the round's opening: the busy loop on CPU 0 and the driver on CPU 1 (the
     // workers are left out and counted by the round instead): loads 5, 1, 0, 0, average 1.5,
@@ -125,7 +133,7 @@ fn workers_stacked_on_a_busy_cpu_spread_out() {
 
 #[test]
 fn spread_workers_without_interference_stay() {
-    let out = collection(GcAffinity::Dynamic, &[0, 1, 2, 3], None, 4);
+    let out = collection(GcAffinity::Dynamic, &[0, 1, 2, 3], |_| {}, 4);
     let r = out.affinity.unwrap();
     // Loads 1, 2, 1, 1 (the driver on CPU 1): average 1.25, nothing ≥ 2.5.
     assert_eq!(r.average_load, 1.25);
@@ -136,7 +144,7 @@ fn spread_workers_without_interference_stay() {
 
 #[test]
 fn static_binding_pins_worker_i_to_cpu_i_mod_n() {
-    let out = collection(GcAffinity::Static, &[0; 6], None, 1);
+    let out = collection(GcAffinity::Static, &[0; 6], |_| {}, 1);
     let expected = [0, 1, 2, 3, 0, 1];
     assert_eq!(
         out.bound,
@@ -151,7 +159,7 @@ fn static_binding_pins_worker_i_to_cpu_i_mod_n() {
 
 #[test]
 fn none_moves_nobody() {
-    let out = collection(GcAffinity::None, &[0, 0, 0, 0], Some(0), 1);
+    let out = collection(GcAffinity::None, &[0, 0, 0, 0], busy_on_0, 1);
     assert_eq!(out.ran_on, vec![0; 4]);
     assert_eq!(out.bound, vec![None; 4]);
     assert_eq!(out.affinity, None);
@@ -164,9 +172,43 @@ fn none_moves_nobody() {
 
 #[test]
 fn same_seed_same_decisions() {
-    let a = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], Some(0), 11);
-    let b = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], Some(0), 11);
+    let a = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], busy_on_0, 11);
+    let b = collection(GcAffinity::Dynamic, &[0, 0, 0, 0], busy_on_0, 11);
     assert_eq!(a.report, b.report);
     assert_eq!(a.ran_on, b.ran_on);
     assert_eq!(a.affinity.map(|r| r.moves), b.affinity.map(|r| r.moves));
+}
+
+#[test]
+fn a_second_instances_workers_count_as_other_threads() {
+    // Instance B: two GC workers computing on CPU 2, left out of B's own count only.
+    let other = Arc::new(SimGcAffinity::new(GcAffinity::Dynamic, vec![0, 1, 2, 3], 2));
+    let b = other.clone();
+    let out = collection(
+        GcAffinity::Dynamic,
+        &[0, 0],
+        move |sim| {
+            for w in 0..2 {
+                let b = b.clone();
+                let body = move || {
+                    b.bind_at_start(w).unwrap();
+                    loop {
+                        exec::charge(20_000);
+                    }
+                };
+                sim.spawn_background(format!("b-gc-{w}"), pinned(2), body)
+                    .unwrap();
+            }
+        },
+        3,
+    );
+    // Instance A's count sees B's two workers on CPU 2 and its driver on CPU 1: loads 2, 1, 2,
+    // 0, average 1.25, nothing ≥ 2.5: A's workers stay. (Had B's workers been left out too,
+    // loads 2, 1, 0, 0 would have made CPU 0 high and moved one.)
+    let r = out.affinity.unwrap();
+    assert_eq!(r.average_load, 1.25);
+    assert!(r.moves.is_empty(), "{:?}", r.moves);
+    assert_eq!(out.ran_on, vec![0, 0]);
+    // B opened no round: its record is empty.
+    assert_eq!(other.end_collection(), Some(AffinityReport::default()));
 }

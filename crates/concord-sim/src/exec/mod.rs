@@ -314,7 +314,9 @@ impl Sim {
     /// not keep the simulation alive: [`Sim::run`] ends when every other thread has finished,
     /// and background threads still running or blocked then are stopped (unwound) where they
     /// are. Their CPU time is in [`Report::background_run_ns`]; their
-    /// [`ThreadReport::finished_ns`] is the time the run ended.
+    /// [`ThreadReport::finished_ns`] is the time the run ended. A busy background thread also
+    /// hides a deadlock of the others (something can always run): set a
+    /// [`time_limit`](Self::time_limit).
     pub fn spawn_background(
         &mut self,
         name: impl Into<String>,
