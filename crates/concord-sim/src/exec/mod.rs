@@ -1165,7 +1165,12 @@ impl State {
             self.live -= 1;
         }
         if self.live == 0 {
-            for thread in self.threads.iter_mut().filter(|t| t.background) {
+            // The run ends here for the background threads that have not finished on their own.
+            for thread in self
+                .threads
+                .iter_mut()
+                .filter(|t| t.background && t.status != Status::Finished)
+            {
                 thread.finished_ns = now;
             }
         }
@@ -1340,35 +1345,45 @@ mod tests {
     #[test]
     fn background_threads_end_with_the_last_foreground_thread() {
         // The limit turns a run that background threads keep alive into a failure.
-        let mut sim = Sim::new(2, COSTS, 0).time_limit(10_000_000);
+        let mut sim = Sim::new(3, COSTS, 0).time_limit(10_000_000);
         sim.spawn("work", || charge(100_000));
-        let spec = ThreadSpec {
-            start_cpu: Some(1),
+        let on = |cpu| ThreadSpec {
+            start_cpu: Some(cpu),
             ..ThreadSpec::default()
         };
-        sim.spawn_background("spin", spec, || loop {
+        sim.spawn_background("spin", on(1), || loop {
             charge(1_000);
         })
         .unwrap();
-        sim.spawn_background("asleep", spec, || {
+        sim.spawn_background("asleep", on(2), || {
             thread::sleep(Duration::from_secs(1));
         })
         .unwrap();
+        sim.spawn_background("brief", on(2), || charge(10)).unwrap();
         let report = sim.run();
         // work: in at 1000, done at 101 000. spin: in at 1000 on CPU 1, charging 1000 at a
         // time; it is stopped once work is done, at most a step past the end (the baton went
-        // to it while work was ahead by more than the lookahead).
+        // to it while work was ahead by more than the lookahead). asleep: in at 1000 on CPU 2,
+        // asleep from 1400 (the system call); brief: in at 2400, done at 2410.
         assert_eq!(report.end_ns, 101_000);
-        let (work, spin, asleep) = (&report.threads[0], &report.threads[1], &report.threads[2]);
-        assert!(!work.background && spin.background && asleep.background);
+        let [work, spin, asleep, brief] = &report.threads[..] else {
+            panic!("four threads: {report:?}");
+        };
+        assert!(!work.background && spin.background && asleep.background && brief.background);
         assert!(
             (100_000 - 1_000..=100_000 + 1_000 + Sim::DEFAULT_LOOKAHEAD).contains(&spin.run_ns),
             "{spin:?}"
         );
         assert_eq!(report.foreground_run_ns(), 100_000);
-        assert_eq!(report.background_run_ns(), spin.run_ns + asleep.run_ns);
+        assert_eq!(
+            report.background_run_ns(),
+            spin.run_ns + asleep.run_ns + brief.run_ns
+        );
+        assert_eq!((asleep.run_ns, asleep.blocks), (400, 1));
+        // The run's end for those still at it; its own end for one that finished.
         assert_eq!(spin.finished_ns, 101_000);
         assert_eq!(asleep.finished_ns, 101_000);
+        assert_eq!((brief.finished_ns, brief.run_ns), (2_410, 10));
         // Only background threads: nothing to wait for.
         let mut sim = Sim::new(1, COSTS, 0).time_limit(10_000_000);
         sim.spawn_background("spin", ThreadSpec::default(), || loop {
