@@ -31,6 +31,13 @@
 //!   and start CPU given at spawn ([`exec::ThreadSpec`]) and [`exec::set_affinity`] for a thread
 //!   moving itself.
 //! * [`sync`]: the simulated `crate::sync`.
+//! * [`interference`]: busy loops, mutators stopped at a safepoint, co-running instances
+//!   (background threads, [`exec::Sim::spawn_background`]).
+//! * [`affinity`]: GC-thread affinity (static binding, 000 Algorithm 1) for simulated workers,
+//!   deciding with `concord`'s own `os::gc_affinity::plan`; the per-CPU load it reads is
+//!   [`exec::runnable_per_cpu`].
+//! * [`numa`]: the NUMA cost model (remote latency, per-node and interconnect bandwidth) of
+//!   [`exec::charge_copy_on`], with 004's figures.
 //! * [`ms_queue`], [`parking`], [`termination`], [`monitor`], [`steal`], [`rng`], [`policy`]:
 //!   the collector's files.
 //!
@@ -38,9 +45,12 @@
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
 //! the simulations of them are the integration tests in `tests/`.
 
+pub mod affinity;
 pub mod calibrate;
 pub mod exec;
+pub mod interference;
 pub mod machine;
+pub mod numa;
 pub mod sched;
 pub mod sync;
 
