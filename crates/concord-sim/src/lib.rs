@@ -41,6 +41,7 @@
 pub mod calibrate;
 pub mod exec;
 pub mod machine;
+pub mod replay;
 pub mod sched;
 pub mod sync;
 
