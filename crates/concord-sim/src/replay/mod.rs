@@ -13,6 +13,7 @@
 //! gets a second module like `threads.rs`, the same three lines with `crate::parallel` in the `use`
 //! line.
 
+pub mod driver;
 pub mod output;
 pub mod threads;
 
