@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -69,7 +70,12 @@ pub struct SimWorkloadArgs {
     #[arg(long, value_name = "busy:K[@CPU]")]
     pub load: Option<Interference>,
     /// The simulation's seed: the same seed gives the same result, bit for bit.
-    #[arg(long, value_name = "S", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 0,
+        allow_hyphen_values = true
+    )]
     pub seed: u64,
     /// Replay this GC trace (written by concord run --gc-trace) instead of recording one by
     /// running the workload here first.
@@ -113,8 +119,14 @@ struct Checked {
 struct TempTrace(PathBuf);
 
 impl TempTrace {
+    /// A name of its own in the temporary directory (by process and a count: tests record
+    /// in parallel threads).
     fn new() -> Self {
-        TempTrace(std::env::temp_dir().join(format!("concord-sim-{}.trace", std::process::id())))
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        TempTrace(
+            std::env::temp_dir().join(format!("concord-sim-{}-{n}.trace", std::process::id())),
+        )
     }
 }
 
@@ -144,7 +156,9 @@ fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
 /// Checks every flag of `args` (bad input is an error naming the flag and what is allowed);
 /// loads `--trace` and `--costs`. `recording` is where a recording run would write its trace.
 fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<Checked> {
-    let workload = find_workload(&args.workload.workload)?;
+    // `concord sim NAME`: a workload, or a subcommand misspelt.
+    let workload = find_workload(&args.workload.workload)
+        .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate)"))?;
     let params = args.run.params(args.workload.size, 1);
     workload
         .validate(&params)
@@ -229,12 +243,15 @@ pub struct Simulated {
     pub stats: GcStats,
     /// The `sim` object.
     pub figures: SimFigures,
+    /// How long putting `--gc-records` in place took, ms (as `run`'s `outputs_finish_ms`).
+    pub outputs_finish_ms: f64,
 }
 
 impl Simulated {
     /// The summary JSON: `concord run --json`'s object with `sim` added.
     pub fn json(&self) -> Value {
         let mut json = self.summary.json();
+        json["outputs_finish_ms"] = serde_json::json!(self.outputs_finish_ms);
         json["sim"] = serde_json::json!(self.figures);
         json
     }
@@ -298,6 +315,7 @@ pub fn assemble(
         summary,
         stats,
         figures,
+        outputs_finish_ms: 0.0,
     }
 }
 
@@ -348,7 +366,7 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let sim_run = driver::simulate(&trace, &setup).map_err(RunFailed::wrap)?;
     let wall_s = started.elapsed().as_secs_f64();
-    let simulated = assemble(
+    let mut simulated = assemble(
         &workload_name,
         &config,
         &params,
@@ -358,10 +376,12 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         recorded.as_ref(),
         wall_s,
     );
+    let finishing = Instant::now();
     let records_failure = match &args.gc_records {
         Some(path) => write_records(path, &simulated.stats).err(),
         None => None,
     };
+    simulated.outputs_finish_ms = finishing.elapsed().as_secs_f64() * 1e3;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&simulated.json())?)?;
     } else {
@@ -413,4 +433,213 @@ fn write_records(
         file.write_record(r);
     }
     file.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use concord::parallel::WorkerPool;
+    use concord_sim::replay::output::SimulatedCollection;
+    use concord_sim::replay::threads::ReplayTask;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct TestCli {
+        #[command(flatten)]
+        sim: SimWorkloadArgs,
+    }
+
+    fn args(argv: &[&str]) -> SimWorkloadArgs {
+        let argv = ["concord-sim"].iter().chain(argv);
+        TestCli::try_parse_from(argv).unwrap().sim
+    }
+
+    fn error(argv: &[&str]) -> String {
+        let recording = TempTrace::new();
+        match check(&args(argv), &recording.0) {
+            Ok(_) => panic!("{argv:?} was accepted"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn the_run_flags_resolve_as_runs_and_the_machine_flags_build_the_machine() {
+        let recording = TempTrace::new();
+        let c = check(
+            &args(&[
+                "binary-trees",
+                "10",
+                "--preset",
+                "vanilla",
+                "--gc-threads",
+                "15",
+                "--mutators",
+                "3",
+                "--steal",
+                "adaptive",
+                "--machine",
+                "xeon-2x10",
+                "--smt",
+                "on",
+                "--sched",
+                "eevdf",
+                "--seed",
+                "7",
+            ]),
+            &recording.0,
+        )
+        .unwrap();
+        assert_eq!(c.workload_name, "binary-trees");
+        assert_eq!(c.setup.machine.cpus(), 40);
+        assert_eq!(c.setup.sched, SchedModel::Eevdf);
+        assert_eq!(
+            (c.setup.seed, c.setup.gc_threads, c.setup.mutators),
+            (7, 15, 3)
+        );
+        assert_eq!(
+            c.setup.policy.steal,
+            concord::parallel::StealPolicy::Adaptive
+        );
+        assert_eq!(
+            c.setup.policy.task_queue,
+            concord::parallel::TaskQueueKind::Monitor
+        );
+        assert_eq!(c.setup.costs, Costs::DEFAULT);
+        assert_eq!(c.costs_from, "built-in");
+        // Without --trace the workload is recorded, into the recording file.
+        match c.source {
+            Source::Record(config) => assert_eq!(config.gc_trace.as_deref(), Some(&*recording.0)),
+            Source::File(..) => panic!("no --trace was given"),
+        }
+        let c = check(&args(&["--cpus", "8", "--nodes", "2"]), &recording.0).unwrap();
+        assert_eq!((c.setup.machine.cpus(), c.setup.machine.nodes()), (8, 2));
+        assert_eq!(c.setup.sched, SchedModel::Cfs);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_naming_what_is_allowed() {
+        for (argv, expected) in [
+            (&["--cpus", "0"][..], "--cpus"),
+            (&["--cpus", "6", "--nodes", "4"], "multiple of 4"),
+            (
+                &["--machine", "cray-1"],
+                "allowed: xeon-2x10, magny-cours-48",
+            ),
+            (&["--machine", "xeon-2x10", "--cpus", "4"], "not both"),
+            (&["--cpus", "4", "--smt", "maybe"], "allowed: on, off"),
+            (&["--cpus", "4", "--steal", "random"], "allowed: best-of-2"),
+            (&["--cpus", "4", "--load", "busy:1@9"], "allowed: 0..=3"),
+            (&["--cpus", "4", "--interfere", "busy:1"], "--load busy:K"),
+            (&["nosuchload", "--cpus", "4"], "nosuchload"),
+        ] {
+            let err = error(argv);
+            assert!(err.contains(expected), "{argv:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_trace_given_is_loaded_and_a_costs_file_read() {
+        let dir = std::env::temp_dir().join(format!("concord-sim-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let costs = dir.join("costs.json");
+        std::fs::write(&costs, "{\"version\": 999}").unwrap();
+        let err = error(&["--cpus", "4", "--costs", costs.to_str().unwrap()]);
+        assert!(
+            err.starts_with("--costs: ") && err.contains("version 999"),
+            "{err}"
+        );
+        let trace = dir.join("empty.trace");
+        std::fs::write(&trace, b"CGCTRACE\x01\x00").unwrap();
+        let err = error(&["--cpus", "4", "--trace", trace.to_str().unwrap()]);
+        assert!(err.contains("holds no collection"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The summary of a simulation has exactly the top-level keys of `concord run --json`'s
+    /// plus `sim`. The workload is recorded as `concord sim` records it; the collections are
+    /// replayed on real threads (the replay task on `concord`'s engine), standing in for the
+    /// simulated engine.
+    #[test]
+    fn the_summary_has_runs_keys_plus_sim() {
+        let recording = TempTrace::new();
+        let c = check(
+            &args(&[
+                "binary-trees",
+                "12",
+                "--heap",
+                "4m",
+                "--cpus",
+                "4",
+                "--gc-threads",
+                "2",
+            ]),
+            &recording.0,
+        )
+        .unwrap();
+        let Source::Record(config) = &c.source else {
+            panic!("no --trace was given")
+        };
+        let workload = find_workload(&c.workload_name).unwrap();
+        let heap_run = run_on_heap(&workload, &c.params, config, || Ok(()), false).unwrap();
+        let trace = load_trace(&recording.0).unwrap();
+        assert!(trace.len() > 1);
+        let pool = WorkerPool::new(2, "sim-test", c.config.parking, |_| {}).unwrap();
+        let started = Instant::now();
+        let collections: Vec<SimulatedCollection> = trace
+            .iter()
+            .map(|collection| {
+                let start_ns = started.elapsed().as_nanos() as u64;
+                let (_, workers) = ReplayTask::new(collection).run(&pool, &c.setup.policy, 2);
+                SimulatedCollection {
+                    workers,
+                    start_ns,
+                    end_ns: started.elapsed().as_nanos() as u64,
+                    monitor: None,
+                }
+            })
+            .collect();
+        let end_ns = started.elapsed().as_nanos() as u64;
+        let run = SimRun {
+            collections,
+            threads: Vec::new(),
+            end_ns,
+        };
+        let simulated = assemble(
+            &c.workload_name,
+            &c.config,
+            &c.params,
+            &c.setup,
+            &trace,
+            run,
+            Some(&heap_run.summary),
+            0.5,
+        );
+        let sim_json = simulated.json();
+        let mut run_json = heap_run.summary.json();
+        run_json["outputs_finish_ms"] = serde_json::json!(heap_run.outputs_finish_ms);
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let mut expected = keys(&run_json);
+        expected.push("sim".to_string());
+        expected.sort();
+        assert_eq!(keys(&sim_json), expected);
+        // The figures are the replayed collections', the workload's result the recording's.
+        assert_eq!(sim_json["gc_count"], trace.len());
+        let copied: u64 = trace.iter().map(ReplayCollection::bytes_copied).sum();
+        assert_eq!(sim_json["bytes_copied"], copied);
+        assert_eq!(sim_json["checksum"], run_json["checksum"]);
+        assert_eq!(sim_json["checksum_ok"], true);
+        let sim = &sim_json["sim"];
+        assert_eq!(
+            (sim["cpus"].as_u64(), sim["sched"].as_str()),
+            (Some(4), Some("cfs"))
+        );
+        assert_eq!(sim["machine"], "4cpu-1node-smt-off");
+        assert!(sim["distinct_cpus_p50"].as_f64().unwrap() >= 1.0);
+        assert_eq!(sim["wall_s"], 0.5);
+    }
 }
