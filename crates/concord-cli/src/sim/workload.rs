@@ -112,7 +112,6 @@ struct Checked {
     setup: SimSetup,
     /// Where the costs came from, in words.
     costs_from: String,
-    source: Source,
 }
 
 /// The temporary trace of a recording run, removed when dropped.
@@ -155,7 +154,7 @@ fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
 
 /// Checks every flag of `args` (bad input is an error naming the flag and what is allowed);
 /// loads `--trace` and `--costs`. `recording` is where a recording run would write its trace.
-fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<Checked> {
+fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> {
     // `concord sim NAME`: a workload, or a subcommand misspelt.
     let workload = find_workload(&args.workload.workload)
         .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate)"))?;
@@ -225,14 +224,14 @@ fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<Checked> {
         }
         None => Source::Record(Box::new(config.clone())),
     };
-    Ok(Checked {
+    let checked = Checked {
         workload_name: workload.name().to_string(),
         params,
         config,
         setup,
         costs_from,
-        source,
-    })
+    };
+    Ok((checked, source))
 }
 
 /// A simulation's outcome in `run`'s terms.
@@ -257,15 +256,12 @@ impl Simulated {
     }
 }
 
-/// Assembles the outcome of simulating `trace` (`run`, as [`driver::simulate`] returned it,
-/// `wall_s` of real time): the records, the summary (with the recording run's `recorded`
-/// summary's workload result and heap reports where the workload was recorded on the fly;
-/// `wall_ms` is the simulated time) and the `sim` figures.
-pub fn assemble(
-    workload: &str,
-    config: &GcConfig,
-    params: &WorkloadParams,
-    setup: &SimSetup,
+/// Assembles the outcome of simulating `trace` as `checked` says (`run`, as
+/// [`driver::simulate`] returned it, `wall_s` of real time): the records, the summary (with
+/// the recording run's `recorded` summary's workload result and heap reports where the
+/// workload was recorded on the fly; `wall_ms` is the simulated time) and the `sim` figures.
+fn assemble(
+    checked: &Checked,
     trace: &[ReplayCollection],
     run: SimRun,
     recorded: Option<&Summary>,
@@ -285,10 +281,11 @@ pub fn assemble(
             details: Vec::new(),
         },
     };
+    let setup = &checked.setup;
     let mut summary = Summary::new(
-        workload,
-        config,
-        params,
+        &checked.workload_name,
+        &checked.config,
+        &checked.params,
         run.end_ns as f64 / 1e6,
         &stats,
         &result,
@@ -322,16 +319,15 @@ pub fn assemble(
 /// Runs `concord sim WORKLOAD [SIZE]`.
 pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
     let recording = TempTrace::new();
-    let checked = check(&args, &recording.0)?;
+    let (checked, source) = check(&args, &recording.0)?;
     crate::stop_if_checking_args("configuration, machine, costs and trace checked");
     let Checked {
         workload_name,
         params,
-        config,
         setup,
         costs_from,
-        source,
-    } = checked;
+        ..
+    } = &checked;
     let (trace, recorded) = match source {
         Source::File(path, trace) => {
             errln!(
@@ -343,8 +339,8 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         }
         Source::Record(config) => {
             errln!("concord sim: recording the collections of {workload_name} on this machine");
-            let workload = find_workload(&workload_name)?;
-            let heap_run = run_on_heap(&workload, &params, &config, || Ok(()), false)?;
+            let workload = find_workload(workload_name)?;
+            let heap_run = run_on_heap(&workload, params, &config, || Ok(()), false)?;
             if let Some(failure) = heap_run.output_failures.first() {
                 return Err(RunFailed::wrap(anyhow!("recording the trace: {failure}")));
             }
@@ -364,18 +360,9 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         costs_from
     );
     let started = Instant::now();
-    let sim_run = driver::simulate(&trace, &setup).map_err(RunFailed::wrap)?;
+    let sim_run = driver::simulate(&trace, setup).map_err(RunFailed::wrap)?;
     let wall_s = started.elapsed().as_secs_f64();
-    let mut simulated = assemble(
-        &workload_name,
-        &config,
-        &params,
-        &setup,
-        &trace,
-        sim_run,
-        recorded.as_ref(),
-        wall_s,
-    );
+    let mut simulated = assemble(&checked, &trace, sim_run, recorded.as_ref(), wall_s);
     let finishing = Instant::now();
     let records_failure = match &args.gc_records {
         Some(path) => write_records(path, &simulated.stats).err(),
@@ -466,7 +453,7 @@ mod tests {
     #[test]
     fn the_run_flags_resolve_as_runs_and_the_machine_flags_build_the_machine() {
         let recording = TempTrace::new();
-        let c = check(
+        let (c, source) = check(
             &args(&[
                 "binary-trees",
                 "10",
@@ -508,11 +495,11 @@ mod tests {
         assert_eq!(c.setup.costs, Costs::DEFAULT);
         assert_eq!(c.costs_from, "built-in");
         // Without --trace the workload is recorded, into the recording file.
-        match c.source {
+        match source {
             Source::Record(config) => assert_eq!(config.gc_trace.as_deref(), Some(&*recording.0)),
             Source::File(..) => panic!("no --trace was given"),
         }
-        let c = check(&args(&["--cpus", "8", "--nodes", "2"]), &recording.0).unwrap();
+        let (c, _) = check(&args(&["--cpus", "8", "--nodes", "2"]), &recording.0).unwrap();
         assert_eq!((c.setup.machine.cpus(), c.setup.machine.nodes()), (8, 2));
         assert_eq!(c.setup.sched, SchedModel::Cfs);
     }
@@ -563,7 +550,7 @@ mod tests {
     #[test]
     fn the_summary_has_runs_keys_plus_sim() {
         let recording = TempTrace::new();
-        let c = check(
+        let (c, source) = check(
             &args(&[
                 "binary-trees",
                 "12",
@@ -577,7 +564,7 @@ mod tests {
             &recording.0,
         )
         .unwrap();
-        let Source::Record(config) = &c.source else {
+        let Source::Record(config) = &source else {
             panic!("no --trace was given")
         };
         let workload = find_workload(&c.workload_name).unwrap();
@@ -605,16 +592,7 @@ mod tests {
             threads: Vec::new(),
             end_ns,
         };
-        let simulated = assemble(
-            &c.workload_name,
-            &c.config,
-            &c.params,
-            &c.setup,
-            &trace,
-            run,
-            Some(&heap_run.summary),
-            0.5,
-        );
+        let simulated = assemble(&c, &trace, run, Some(&heap_run.summary), 0.5);
         let sim_json = simulated.json();
         let mut run_json = heap_run.summary.json();
         run_json["outputs_finish_ms"] = serde_json::json!(heap_run.outputs_finish_ms);
