@@ -12,7 +12,7 @@
 //! Failed` (the collector's own rule for starting it).
 
 use concord::telemetry::gc_trace::TraceKind;
-use concord::telemetry::{nearest_rank, CpuOccupancy, MonitorRecord, PhaseTimes, WorkerPhaseStats};
+use concord::telemetry::{nearest_rank, MonitorRecord, PhaseTimes, WorkerPhaseStats};
 use concord::{CollectionKind, CollectionRecord, GcCause, GcStats};
 
 use super::ReplayCollection;
@@ -53,49 +53,22 @@ pub fn collection_record(
     let pause_ns = run.end_ns.saturating_sub(run.start_ns);
     let bytes_copied: u64 = run.workers.iter().map(|w| w.bytes_copied).sum();
     let mut record = CollectionRecord {
-        id: c.id,
-        kind,
-        cause,
         start_ms: ms(run.start_ns),
         pause_ms: ms(pause_ns),
-        time_to_safepoint_ms: 0.0,
-        log_write_ms: 0.0,
-        gc_user_ms: 0.0,
-        gc_sys_ms: 0.0,
-        pause_minor_faults: 0,
-        pause_major_faults: 0,
-        gc_involuntary_switches: 0,
-        vm_thread_usage: Default::default(),
-        heap_before: 0,
-        heap_after: 0,
-        heap_capacity: 0,
-        young_before: 0,
-        young_after: 0,
-        old_before: 0,
-        old_after: 0,
         bytes_copied: bytes_copied as usize,
         bytes_promoted: match c.kind {
             TraceKind::Young => c.bytes_promoted() as usize,
             TraceKind::Full => 0,
         },
         promotion_failed: c.promotion_failed,
-        tenuring_threshold: 0,
         gc_threads: run.workers.len(),
         phases: PhaseTimes {
             parallel_ms: ms(pause_ns),
             ..PhaseTimes::default()
         },
         workers: run.workers,
-        affinity: None,
-        task_distribution: Default::default(),
-        cpu_occupancy: CpuOccupancy::default(),
-        verified: None,
         monitor: run.monitor,
-        numa: None,
-        bytes_allocated_per_node: Vec::new(),
-        bytes_allocated: 0,
-        gc_throughput_mb_s: None,
-        scans_per_node: None,
+        ..CollectionRecord::zeroed(c.id, kind, cause)
     };
     record.derive();
     record
