@@ -7,8 +7,8 @@
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
 //! Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
 //! plain Rust with `Box`, alternating); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
-//! agent in unmodified JVMs, [`jvm`]); `sim` (a workload's collections on a simulated many-core machine; `calibrate`: the
-//! simulator's costs measured on this machine, [`sim`]).
+//! agent in unmodified JVMs, [`jvm`]); `sim` (a workload's collections on a simulated
+//! many-core machine; `calibrate`: the simulator's costs measured on this machine, [`sim`]).
 //!
 //! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
 //! verification, an output that could not be written: a [`RunFailed`] error, or a command's

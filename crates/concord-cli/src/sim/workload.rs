@@ -392,8 +392,11 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
             f.wall_s
         )?;
     }
-    if let Some(failure) = records_failure {
+    if let Some(failure) = &records_failure {
         errln!("concord: {failure}");
+    }
+    // As `run`: a wrong checksum of the recorded workload fails the command too.
+    if records_failure.is_some() || simulated.summary.checksum_ok == Some(false) {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
@@ -541,6 +544,36 @@ mod tests {
         let err = error(&["--cpus", "4", "--trace", trace.to_str().unwrap()]);
         assert!(err.contains("holds no collection"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn records_are_written_as_runs_and_a_failed_write_says_what_is_lost() {
+        let collection = |id| {
+            ReplayCollection::try_from(concord::telemetry::gc_trace::TraceCollection {
+                id,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let trace = vec![collection(3), collection(4)];
+        let stats = gc_stats(&trace, vec![Default::default(); 2]);
+        let dir = std::env::temp_dir().join(format!("concord-sim-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.jsonl");
+        write_records(&path, &stats).unwrap();
+        let ids: Vec<u64> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["id"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ids, vec![3, 4]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let failure = write_records(Path::new("/dev/full"), &stats).unwrap_err();
+        assert!(failure.to_string().contains("GC(3)..GC(4)"), "{failure}");
     }
 
     /// The summary of a simulation has exactly the top-level keys of `concord run --json`'s

@@ -6,12 +6,12 @@
 //!
 //! # One task source, two engines
 //!
-//! `task.rs` names its engine only as `super::engine` and `super::task_queue`. It is compiled
-//! here once, in [`threads`], against `concord::parallel` (real threads on a real
-//! `WorkerPool`: how its tests check that every object is copied exactly once); the simulated
-//! engine (`crate::parallel`, the collector's engine compiled against the simulated sync layer)
-//! gets a second module like `threads.rs`, the same three lines with `crate::parallel` in the `use`
-//! line.
+//! `task.rs` names the engine only as `super::parallel` (its module's alias). It is compiled
+//! here once, in [`threads`] (`use concord::parallel;`): real threads on a real
+//! `concord::parallel::WorkerPool`, how its tests check that every object is copied exactly
+//! once. The simulated engine (the collector's `parallel` module compiled against the
+//! simulated sync layer) gets a second module that is a copy of `threads.rs` with that one
+//! line `use crate::parallel;`.
 
 pub mod driver;
 pub mod output;
