@@ -7,8 +7,8 @@
 //! a results directory) and `vs-hotspot` (the same GCBench on HotSpot Parallel GC and on
 //! Concord, alternating, with ratios), `vs-native` (binary-trees or GCBench on Concord and in
 //! plain Rust with `Box`, alternating); `jvm` (`run`, `attach`, `bench`: the HotSpot companion
-//! agent in unmodified JVMs, [`jvm`]); `sim` (`calibrate`: the many-core simulator's costs
-//! measured on this machine, [`sim`]).
+//! agent in unmodified JVMs, [`jvm`]); `sim` (a workload's collections on a simulated
+//! many-core machine; `calibrate`: the simulator's costs measured on this machine, [`sim`]).
 //!
 //! Exit status: 0 success; 1 the run failed (out of memory, a wrong checksum, a failed heap
 //! verification, an output that could not be written: a [`RunFailed`] error, or a command's
@@ -172,8 +172,10 @@ enum Command {
     /// The papers' catalogue: every figure and table, its status here and the command that
     /// reproduces it; `concord paper ID [--repeat N] [--out DIR]` runs one.
     Paper(paper::PaperArgs),
-    /// The many-core simulator; `concord sim calibrate` measures this machine's costs of
-    /// atomics, futexes, context switches, wake-ups and copying and saves them as JSON.
+    /// The many-core simulator: `concord sim WORKLOAD --cpus N` replays the workload's
+    /// collections on N simulated CPUs under a model of the Linux scheduler; `concord sim
+    /// calibrate` measures this machine's costs of atomics, futexes, context switches,
+    /// wake-ups and copying and saves them as JSON.
     Sim(sim::SimArgs),
 }
 
@@ -193,7 +195,7 @@ impl Command {
                 | Command::PauseBench(_)
                 | Command::PlacementBench(_)
                 | Command::Paper(_)
-        )
+        ) || matches!(self, Command::Sim(sim) if sim.command.is_none())
     }
 }
 

@@ -1,8 +1,13 @@
-//! `concord sim`: Concord's many-core simulator (crate `concord-sim`). For now one subcommand:
-//! `concord sim calibrate [--out FILE] [--json] [--quick]` measures the costs the simulator
-//! charges on this machine ([`concord_sim::calibrate`]) and saves them as JSON, atomically
-//! (staged beside the file and renamed), by default to `concord-costs.json` in the current
-//! directory.
+//! `concord sim`: Concord's many-core simulator (crate `concord-sim`).
+//!
+//! * `concord sim WORKLOAD [SIZE] (--cpus N | --machine NAME) …` replays the workload's
+//!   collections on a simulated machine ([`workload`]).
+//! * `concord sim calibrate [--out FILE] [--json] [--quick]` measures the costs the simulator
+//!   charges on this machine ([`concord_sim::calibrate`]) and saves them as JSON, atomically
+//!   (staged beside the file and renamed), by default to `concord-costs.json` in the current
+//!   directory.
+
+mod workload;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,11 +20,14 @@ use concord_sim::calibrate::{self, CalibratedCosts, Effort, DEFAULT_FILE};
 use crate::console::{errln, out, outln};
 use crate::RunFailed;
 
-/// Flags of `concord sim`.
+/// Flags of `concord sim`: a subcommand, or a workload to simulate and its flags.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct SimArgs {
     #[command(subcommand)]
-    pub command: SimCommand,
+    pub command: Option<SimCommand>,
+    #[command(flatten)]
+    pub workload: workload::SimWorkloadArgs,
 }
 
 /// The `concord sim` subcommands.
@@ -47,7 +55,8 @@ pub struct CalibrateArgs {
 /// Runs `concord sim …`.
 pub fn run(args: SimArgs) -> Result<ExitCode> {
     match args.command {
-        SimCommand::Calibrate(a) => run_calibrate(a),
+        Some(SimCommand::Calibrate(a)) => run_calibrate(a),
+        None => workload::run(args.workload),
     }
 }
 

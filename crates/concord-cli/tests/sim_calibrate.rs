@@ -100,11 +100,15 @@ fn bad_input_is_refused_before_measuring() {
         &["sim", "calibrate", "--fast"],
         "unexpected argument '--fast'",
     );
+    // `concord sim NAME` is a workload or a subcommand: a misspelt one is neither.
     assert_exit_2(
         &["sim", "calibrat"],
-        "similar subcommand exists: 'calibrate'",
+        "unknown workload 'calibrat' (allowed: gcbench,",
     );
-    assert_exit_2(&["sim", "measure"], "unrecognized subcommand 'measure'");
+    assert_exit_2(
+        &["sim", "measure"],
+        "or a subcommand of concord sim (allowed: calibrate)",
+    );
     assert_eq!(common::entries(&dir), Vec::<String>::new());
 }
 

@@ -51,6 +51,7 @@ pub mod exec;
 pub mod interference;
 pub mod machine;
 pub mod numa;
+pub mod replay;
 pub mod sched;
 pub mod sync;
 

@@ -587,14 +587,15 @@ impl GcStats {
     }
 }
 
-#[cfg(test)]
 impl CollectionRecord {
-    /// A young collection `id` with every figure zero, for tests.
-    pub(crate) fn test_young(id: u64) -> CollectionRecord {
+    /// Collection `id` of `kind`, run for `cause`, with every figure zero and no workers: the
+    /// start of a record whose figures are measured elsewhere (the simulator's replayed
+    /// collections, tests).
+    pub fn zeroed(id: u64, kind: CollectionKind, cause: GcCause) -> CollectionRecord {
         CollectionRecord {
             id,
-            kind: CollectionKind::Young,
-            cause: GcCause::AllocationFailure,
+            kind,
+            cause,
             start_ms: 0.0,
             pause_ms: 0.0,
             time_to_safepoint_ms: 0.0,
@@ -615,8 +616,8 @@ impl CollectionRecord {
             bytes_copied: 0,
             bytes_promoted: 0,
             promotion_failed: false,
-            tenuring_threshold: 7,
-            gc_threads: 1,
+            tenuring_threshold: 0,
+            gc_threads: 0,
             phases: PhaseTimes::default(),
             workers: vec![],
             affinity: None,
@@ -629,6 +630,16 @@ impl CollectionRecord {
             bytes_allocated: 0,
             gc_throughput_mb_s: None,
             scans_per_node: None,
+        }
+    }
+
+    /// A young collection `id` with every figure zero, for tests.
+    #[cfg(test)]
+    pub(crate) fn test_young(id: u64) -> CollectionRecord {
+        CollectionRecord {
+            tenuring_threshold: 7,
+            gc_threads: 1,
+            ..CollectionRecord::zeroed(id, CollectionKind::Young, GcCause::AllocationFailure)
         }
     }
 }

@@ -1,0 +1,656 @@
+//! `concord sim WORKLOAD [SIZE]`: a workload's collections replayed on a simulated machine.
+//!
+//! The collections come from a GC trace: `--trace FILE` (written by `concord run … --gc-trace
+//! FILE`), or, without it, one recorded on the fly by running the workload here first, on a
+//! heap configured exactly as `concord run` with the same flags would configure it (the trace
+//! goes to a temporary file, removed once read). The flags are `run`'s where they mean the
+//! same (the workload, `--preset`, `--gc-threads`, `--mutators`, the switch flags, `--config`,
+//! `--gc-records`, `--json`: parsed and resolved by the same code), plus the machine
+//! (`--cpus`/`--smt`/`--nodes` or `--machine`), `--sched`, `--load`, `--seed` and `--costs`.
+//! Everything is checked before anything runs (exit 2, naming what is allowed); an output that
+//! cannot be written at the end is exit 1. The simulation itself is
+//! [`concord_sim::replay::driver::simulate`]; the records and summary are `run`'s types
+//! ([`Summary`], `CollectionRecord`), the summary JSON with one more object, `sim`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use concord::config::same_file;
+use concord::os::fs::check_creatable;
+use concord::telemetry::records_file::RecordsFile;
+use concord::{GcConfig, GcStats};
+use concord_sim::exec::Costs;
+use concord_sim::machine::Machine;
+use concord_sim::replay::driver::{self, BusyLoad, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX};
+use concord_sim::replay::output::{distinct_cpus_p50, gc_stats, runqueue_wait_ms, SimFigures};
+use concord_sim::replay::{load_trace, ReplayCollection};
+use concord_workloads::{WorkloadParams, WorkloadResult};
+use serde_json::Value;
+
+use crate::console::{errln, out, outln};
+use crate::experiment::{find_workload, run_on_heap};
+use crate::flags::{RunFlags, WorkloadArgs};
+use crate::interference::Interference;
+use crate::run::{build_config, read_config, RunArgs};
+use crate::summary::Summary;
+use crate::RunFailed;
+
+/// Flags of `concord sim WORKLOAD [SIZE]`.
+#[derive(Args, Debug, Clone)]
+pub struct SimWorkloadArgs {
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Policy preset: vanilla, modern, suo18, naps or optimized (default optimized).
+    #[arg(long)]
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub run: RunFlags,
+    /// Logical CPUs of the simulated machine (with --smt and --nodes; or give --machine).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Two hardware threads per core: on or off (default off; with --machine, the shape's).
+    #[arg(long, value_name = "on|off")]
+    pub smt: Option<String>,
+    /// NUMA nodes of the simulated machine, one socket each (default 1).
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub nodes: Option<String>,
+    /// A named machine instead of --cpus/--nodes: xeon-2x10 (20 CPUs, 2 sockets) or
+    /// magny-cours-48 (48 CPUs, 8 nodes).
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Scheduler model: cfs (CFS as in Linux 4.9) or eevdf (Linux 6.6).
+    #[arg(long, value_name = "cfs|eevdf", default_value = "cfs")]
+    pub sched: SchedModel,
+    /// Busy loops on the simulated machine beside the collector: busy:K (K in 1..=1024), or
+    /// busy:K@CPU pinned to that CPU.
+    #[arg(long, value_name = "busy:K[@CPU]")]
+    pub load: Option<Interference>,
+    /// The simulation's seed: the same seed gives the same result, bit for bit.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 0,
+        allow_hyphen_values = true
+    )]
+    pub seed: u64,
+    /// Replay this GC trace (written by concord run --gc-trace) instead of recording one by
+    /// running the workload here first.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The simulator's costs from this file, written by concord sim calibrate (default: the
+    /// built-in costs, measured once on an AMD EPYC VM).
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// Print the summary as one JSON object (concord run's, with a sim object).
+    #[arg(long)]
+    pub json: bool,
+    /// Write one JSON line per simulated collection here (the records concord run writes).
+    #[arg(long = "gc-records", value_name = "FILE")]
+    pub gc_records: Option<PathBuf>,
+    /// Read configuration from this TOML file (keys as the flags, e.g. heap = "64m").
+    #[arg(long, env = "CONCORD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Where the collections to replay come from.
+enum Source {
+    /// A trace file given with `--trace`, loaded.
+    File(PathBuf, Vec<ReplayCollection>),
+    /// Recorded by running the workload with this configuration (its `gc_trace` set).
+    Record(Box<GcConfig>),
+}
+
+/// Everything `concord sim WORKLOAD` needs, checked.
+struct Checked {
+    workload_name: String,
+    params: WorkloadParams,
+    config: GcConfig,
+    setup: SimSetup,
+    /// Where the costs came from, in words.
+    costs_from: String,
+}
+
+/// The temporary trace of a recording run, removed when dropped.
+struct TempTrace(PathBuf);
+
+impl TempTrace {
+    /// A name of its own in the temporary directory (by process and a count: tests record
+    /// in parallel threads).
+    fn new() -> Self {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        TempTrace(
+            std::env::temp_dir().join(format!("concord-sim-{}-{n}.trace", std::process::id())),
+        )
+    }
+}
+
+impl Drop for TempTrace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The `run` flags of `args`, as `concord run` would be given them (for the configuration).
+fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
+    RunArgs {
+        workload: args.workload.clone(),
+        preset: args.preset.clone(),
+        run: args.run.clone(),
+        co_run: None,
+        co_run_instance: None,
+        json: args.json,
+        gc_log: None,
+        gc_records: None,
+        gc_trace: trace.map(Path::to_path_buf),
+        config: args.config.clone(),
+        stall: Default::default(),
+    }
+}
+
+/// Checks every flag of `args` (bad input is an error naming the flag and what is allowed);
+/// loads `--trace` and `--costs`. `recording` is where a recording run would write its trace.
+fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> {
+    // `concord sim NAME`: a workload, or a subcommand misspelt.
+    let workload = find_workload(&args.workload.workload)
+        .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate)"))?;
+    let params = args.run.params(args.workload.size, 1);
+    workload
+        .validate(&params)
+        .map_err(|e| anyhow!("workload {}: {e}", workload.name()))?;
+    args.run.refuse(
+        "concord sim",
+        &["interfere"],
+        "it would load this machine while the workload is recorded; busy loops on the \
+         simulated machine are --load busy:K",
+    )?;
+    let machine = Machine::from_flags(
+        args.machine.as_deref(),
+        args.cpus.as_deref(),
+        args.smt.as_deref(),
+        args.nodes.as_deref(),
+    )?;
+    let (costs, costs_from) = match &args.costs {
+        Some(path) => (
+            concord_sim::calibrate::load(path)
+                .context("--costs")?
+                .exec_costs(),
+            path.display().to_string(),
+        ),
+        None => (Costs::DEFAULT, "built-in".to_string()),
+    };
+    let recording = args.trace.is_none().then_some(recording);
+    let run = run_args(args, recording);
+    let file = read_config(&run)?;
+    let config = build_config(&run, file.as_ref(), workload.default_heap(&params))?;
+    if let Some(records) = &args.gc_records {
+        if let Some(trace) = args.trace.as_deref().filter(|t| same_file(t, records)) {
+            bail!(
+                "--gc-records: '{}' names the same file as --trace ('{}'); the records would \
+                 replace the trace (allowed: another file)",
+                records.display(),
+                trace.display()
+            );
+        }
+        check_creatable(records)
+            .map_err(|e| anyhow!("--gc-records: cannot write {}: {e}", records.display()))?;
+    }
+    let load = args
+        .load
+        .map(|Interference::Busy { threads, cpu }| BusyLoad {
+            threads,
+            cpu: cpu.map(|c| c as usize),
+        });
+    let setup = SimSetup {
+        machine,
+        sched: args.sched,
+        costs,
+        seed: args.seed,
+        policy: config.phase,
+        parking: config.parking,
+        gc_threads: config.gc_threads,
+        mutators: params.mutators,
+        load,
+    };
+    driver::check(&setup).map_err(|e| anyhow!(e))?;
+    let source = match &args.trace {
+        Some(path) => {
+            let trace = load_trace(path).map_err(|e| anyhow!("--trace {}: {e}", path.display()))?;
+            Source::File(path.clone(), trace)
+        }
+        None => Source::Record(Box::new(config.clone())),
+    };
+    let checked = Checked {
+        workload_name: workload.name().to_string(),
+        params,
+        config,
+        setup,
+        costs_from,
+    };
+    Ok((checked, source))
+}
+
+/// A simulation's outcome in `run`'s terms.
+pub struct Simulated {
+    /// The summary (`run`'s), its GC figures the simulated ones.
+    pub summary: Summary,
+    /// The simulated collections' records.
+    pub stats: GcStats,
+    /// The `sim` object.
+    pub figures: SimFigures,
+    /// How long putting `--gc-records` in place took, ms (as `run`'s `outputs_finish_ms`).
+    pub outputs_finish_ms: f64,
+}
+
+impl Simulated {
+    /// The summary JSON: `concord run --json`'s object with `sim` added.
+    pub fn json(&self) -> Value {
+        let mut json = self.summary.json();
+        json["outputs_finish_ms"] = serde_json::json!(self.outputs_finish_ms);
+        json["sim"] = serde_json::json!(self.figures);
+        json
+    }
+}
+
+/// Assembles the outcome of simulating `trace` as `checked` says (`run`, as
+/// [`driver::simulate`] returned it, `wall_s` of real time): the records, the summary (with
+/// the recording run's `recorded` summary's workload result and heap reports where the
+/// workload was recorded on the fly; `wall_ms` is the simulated time) and the `sim` figures.
+fn assemble(
+    checked: &Checked,
+    trace: &[ReplayCollection],
+    run: SimRun,
+    recorded: Option<&Summary>,
+    wall_s: f64,
+) -> Simulated {
+    let mut stats = gc_stats(trace, run.collections);
+    stats.bytes_allocated = recorded.map_or(0, |r| r.bytes_allocated);
+    let result = match recorded {
+        Some(r) => WorkloadResult {
+            checksum: r.checksum,
+            expected_checksum: r.expected_checksum,
+            details: r.details.clone(),
+        },
+        None => WorkloadResult {
+            checksum: 0,
+            expected_checksum: None,
+            details: Vec::new(),
+        },
+    };
+    let setup = &checked.setup;
+    let mut summary = Summary::new(
+        &checked.workload_name,
+        &checked.config,
+        &checked.params,
+        run.end_ns as f64 / 1e6,
+        &stats,
+        &result,
+    );
+    if let Some(r) = recorded {
+        // The heap's own reports describe the heap the workload ran on.
+        summary.thp.clone_from(&r.thp);
+        summary.numa.clone_from(&r.numa);
+        summary.lifespans.clone_from(&r.lifespans);
+        summary.mutator_sched.clone_from(&r.mutator_sched);
+        summary.mutator_context_switches = r.mutator_context_switches;
+        summary.pretouch_ms = r.pretouch_ms;
+    }
+    let figures = SimFigures {
+        cpus: setup.machine.cpus(),
+        sched: setup.sched.to_string(),
+        seed: setup.seed,
+        machine: setup.machine.name().to_string(),
+        distinct_cpus_p50: distinct_cpus_p50(&stats.records),
+        runqueue_wait_ms: runqueue_wait_ms(&run.threads, |n| n.starts_with(GC_WORKER_PREFIX)),
+        wall_s,
+    };
+    Simulated {
+        summary,
+        stats,
+        figures,
+        outputs_finish_ms: 0.0,
+    }
+}
+
+/// Runs `concord sim WORKLOAD [SIZE]`.
+pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
+    let recording = TempTrace::new();
+    let (checked, source) = check(&args, &recording.0)?;
+    crate::stop_if_checking_args("configuration, machine, costs and trace checked");
+    let Checked {
+        workload_name,
+        params,
+        setup,
+        costs_from,
+        ..
+    } = &checked;
+    let (trace, recorded) = match source {
+        Source::File(path, trace) => {
+            errln!(
+                "concord sim: replaying {} collections of {}",
+                trace.len(),
+                path.display()
+            );
+            (trace, None)
+        }
+        Source::Record(config) => {
+            errln!("concord sim: recording the collections of {workload_name} on this machine");
+            let workload = find_workload(workload_name)?;
+            let heap_run = run_on_heap(&workload, params, &config, || Ok(()), false)?;
+            if let Some(failure) = heap_run.output_failures.first() {
+                return Err(RunFailed::wrap(anyhow!("recording the trace: {failure}")));
+            }
+            let trace = load_trace(&recording.0)
+                .map_err(|e| RunFailed::wrap(anyhow!("reading the recorded trace: {e}")))?;
+            (trace, Some(heap_run.summary))
+        }
+    };
+    drop(recording);
+    errln!(
+        "concord sim: {} on {} ({} CPUs), {} scheduler, seed {}, {} costs",
+        workload_name,
+        setup.machine.name(),
+        setup.machine.cpus(),
+        setup.sched,
+        setup.seed,
+        costs_from
+    );
+    let started = Instant::now();
+    let sim_run = driver::simulate(&trace, setup).map_err(RunFailed::wrap)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let mut simulated = assemble(&checked, &trace, sim_run, recorded.as_ref(), wall_s);
+    let finishing = Instant::now();
+    let records_failure = match &args.gc_records {
+        Some(path) => write_records(path, &simulated.stats).err(),
+        None => None,
+    };
+    simulated.outputs_finish_ms = finishing.elapsed().as_secs_f64() * 1e3;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&simulated.json())?)?;
+    } else {
+        let f = &simulated.figures;
+        out!(
+            "{}",
+            simulated
+                .summary
+                .readable()
+                .replacen("concord run", "concord sim", 1)
+        )?;
+        outln!(
+            "  sim       {} ({} CPUs), {} scheduler, seed {}: GC workers on {} distinct CPUs \
+             (median), {:.3} ms run-queue wait, simulated in {:.2} s",
+            f.machine,
+            f.cpus,
+            f.sched,
+            f.seed,
+            f.distinct_cpus_p50,
+            f.runqueue_wait_ms,
+            f.wall_s
+        )?;
+    }
+    if let Some(failure) = &records_failure {
+        errln!("concord: {failure}");
+    }
+    // As `run`: a wrong checksum of the recorded workload fails the command too.
+    if records_failure.is_some() || simulated.summary.checksum_ok == Some(false) {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the records to `path` as `concord run --gc-records` does (staged, renamed at the
+/// end, whole lines only).
+fn write_records(
+    path: &Path,
+    stats: &GcStats,
+) -> std::result::Result<(), concord::telemetry::OutputFailure> {
+    let mut file = match RecordsFile::create(path) {
+        Ok(file) => file,
+        Err(e) => {
+            return Err(concord::telemetry::OutputFailure {
+                output: concord::telemetry::OutputKind::GcRecords,
+                path: path.to_path_buf(),
+                error: e.to_string(),
+                lost: "nothing of this run was written there".to_string(),
+            })
+        }
+    };
+    for r in &stats.records {
+        file.write_record(r);
+    }
+    file.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use concord::parallel::WorkerPool;
+    use concord_sim::replay::output::SimulatedCollection;
+    use concord_sim::replay::threads::ReplayTask;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct TestCli {
+        #[command(flatten)]
+        sim: SimWorkloadArgs,
+    }
+
+    fn args(argv: &[&str]) -> SimWorkloadArgs {
+        let argv = ["concord-sim"].iter().chain(argv);
+        TestCli::try_parse_from(argv).unwrap().sim
+    }
+
+    fn error(argv: &[&str]) -> String {
+        let recording = TempTrace::new();
+        match check(&args(argv), &recording.0) {
+            Ok(_) => panic!("{argv:?} was accepted"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn the_run_flags_resolve_as_runs_and_the_machine_flags_build_the_machine() {
+        let recording = TempTrace::new();
+        let (c, source) = check(
+            &args(&[
+                "binary-trees",
+                "10",
+                "--preset",
+                "vanilla",
+                "--gc-threads",
+                "15",
+                "--mutators",
+                "3",
+                "--steal",
+                "adaptive",
+                "--machine",
+                "xeon-2x10",
+                "--smt",
+                "on",
+                "--sched",
+                "eevdf",
+                "--seed",
+                "7",
+            ]),
+            &recording.0,
+        )
+        .unwrap();
+        assert_eq!(c.workload_name, "binary-trees");
+        assert_eq!(c.setup.machine.cpus(), 40);
+        assert_eq!(c.setup.sched, SchedModel::Eevdf);
+        assert_eq!(
+            (c.setup.seed, c.setup.gc_threads, c.setup.mutators),
+            (7, 15, 3)
+        );
+        assert_eq!(
+            c.setup.policy.steal,
+            concord::parallel::StealPolicy::Adaptive
+        );
+        assert_eq!(
+            c.setup.policy.task_queue,
+            concord::parallel::TaskQueueKind::Monitor
+        );
+        assert_eq!(c.setup.costs, Costs::DEFAULT);
+        assert_eq!(c.costs_from, "built-in");
+        // Without --trace the workload is recorded, into the recording file.
+        match source {
+            Source::Record(config) => assert_eq!(config.gc_trace.as_deref(), Some(&*recording.0)),
+            Source::File(..) => panic!("no --trace was given"),
+        }
+        let (c, _) = check(&args(&["--cpus", "8", "--nodes", "2"]), &recording.0).unwrap();
+        assert_eq!((c.setup.machine.cpus(), c.setup.machine.nodes()), (8, 2));
+        assert_eq!(c.setup.sched, SchedModel::Cfs);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_naming_what_is_allowed() {
+        for (argv, expected) in [
+            (&["--cpus", "0"][..], "--cpus"),
+            (&["--cpus", "6", "--nodes", "4"], "multiple of 4"),
+            (
+                &["--machine", "cray-1"],
+                "allowed: xeon-2x10, magny-cours-48",
+            ),
+            (&["--machine", "xeon-2x10", "--cpus", "4"], "not both"),
+            (&["--cpus", "4", "--smt", "maybe"], "allowed: on, off"),
+            (&["--cpus", "4", "--steal", "random"], "allowed: best-of-2"),
+            (&["--cpus", "4", "--load", "busy:1@9"], "allowed: 0..=3"),
+            (&["--cpus", "4", "--interfere", "busy:1"], "--load busy:K"),
+            (&["nosuchload", "--cpus", "4"], "nosuchload"),
+        ] {
+            let err = error(argv);
+            assert!(err.contains(expected), "{argv:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_trace_given_is_loaded_and_a_costs_file_read() {
+        let dir = std::env::temp_dir().join(format!("concord-sim-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let costs = dir.join("costs.json");
+        std::fs::write(&costs, "{\"version\": 999}").unwrap();
+        let err = error(&["--cpus", "4", "--costs", costs.to_str().unwrap()]);
+        assert!(
+            err.starts_with("--costs: ") && err.contains("version 999"),
+            "{err}"
+        );
+        let trace = dir.join("empty.trace");
+        std::fs::write(&trace, b"CGCTRACE\x01\x00").unwrap();
+        let err = error(&["--cpus", "4", "--trace", trace.to_str().unwrap()]);
+        assert!(err.contains("holds no collection"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn records_are_written_as_runs_and_a_failed_write_says_what_is_lost() {
+        let collection = |id| {
+            ReplayCollection::try_from(concord::telemetry::gc_trace::TraceCollection {
+                id,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let trace = vec![collection(3), collection(4)];
+        let stats = gc_stats(&trace, vec![Default::default(); 2]);
+        let dir = std::env::temp_dir().join(format!("concord-sim-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.jsonl");
+        write_records(&path, &stats).unwrap();
+        let ids: Vec<u64> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["id"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ids, vec![3, 4]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let failure = write_records(Path::new("/dev/full"), &stats).unwrap_err();
+        assert!(failure.to_string().contains("GC(3)..GC(4)"), "{failure}");
+    }
+
+    /// The summary of a simulation has exactly the top-level keys of `concord run --json`'s
+    /// plus `sim`. The workload is recorded as `concord sim` records it; the collections are
+    /// replayed on real threads (the replay task on `concord`'s engine), standing in for the
+    /// simulated engine.
+    #[test]
+    fn the_summary_has_runs_keys_plus_sim() {
+        let recording = TempTrace::new();
+        let (c, source) = check(
+            &args(&[
+                "binary-trees",
+                "12",
+                "--heap",
+                "4m",
+                "--cpus",
+                "4",
+                "--gc-threads",
+                "2",
+            ]),
+            &recording.0,
+        )
+        .unwrap();
+        let Source::Record(config) = &source else {
+            panic!("no --trace was given")
+        };
+        let workload = find_workload(&c.workload_name).unwrap();
+        let heap_run = run_on_heap(&workload, &c.params, config, || Ok(()), false).unwrap();
+        let trace = load_trace(&recording.0).unwrap();
+        assert!(trace.len() > 1);
+        let pool = WorkerPool::new(2, "sim-test", c.config.parking, |_| {}).unwrap();
+        let started = Instant::now();
+        let collections: Vec<SimulatedCollection> = trace
+            .iter()
+            .map(|collection| {
+                let start_ns = started.elapsed().as_nanos() as u64;
+                let (_, workers) = ReplayTask::new(collection).run(&pool, &c.setup.policy, 2);
+                SimulatedCollection {
+                    workers,
+                    start_ns,
+                    end_ns: started.elapsed().as_nanos() as u64,
+                    monitor: None,
+                }
+            })
+            .collect();
+        let end_ns = started.elapsed().as_nanos() as u64;
+        let run = SimRun {
+            collections,
+            threads: Vec::new(),
+            end_ns,
+        };
+        let simulated = assemble(&c, &trace, run, Some(&heap_run.summary), 0.5);
+        let sim_json = simulated.json();
+        let mut run_json = heap_run.summary.json();
+        run_json["outputs_finish_ms"] = serde_json::json!(heap_run.outputs_finish_ms);
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let mut expected = keys(&run_json);
+        expected.push("sim".to_string());
+        expected.sort();
+        assert_eq!(keys(&sim_json), expected);
+        // The figures are the replayed collections', the workload's result the recording's.
+        assert_eq!(sim_json["gc_count"], trace.len());
+        let copied: u64 = trace.iter().map(ReplayCollection::bytes_copied).sum();
+        assert_eq!(sim_json["bytes_copied"], copied);
+        assert_eq!(sim_json["checksum"], run_json["checksum"]);
+        assert_eq!(sim_json["checksum_ok"], true);
+        let sim = &sim_json["sim"];
+        assert_eq!(
+            (sim["cpus"].as_u64(), sim["sched"].as_str()),
+            (Some(4), Some("cfs"))
+        );
+        assert_eq!(sim["machine"], "4cpu-1node-smt-off");
+        assert!(sim["distinct_cpus_p50"].as_f64().unwrap() >= 1.0);
+        assert_eq!(sim["wall_s"], 0.5);
+    }
+}
