@@ -460,8 +460,39 @@ pub mod deque {
     /// An injector push: load tail, CAS tail, mark the slot written.
     const INJECT: &[Op] = &[Op::Load, Op::Cas, Op::Rmw];
 
-    fn items<T>(q: &Mutex<VecDeque<T>>) -> MutexGuard<'_, VecDeque<T>> {
-        q.lock().unwrap_or_else(|p| p.into_inner())
+    /// The items of a deque or injector, and what thieves and lookers do to them.
+    struct Queue<T>(Mutex<VecDeque<T>>);
+
+    impl<T> Default for Queue<T> {
+        fn default() -> Self {
+            Queue(Mutex::new(VecDeque::new()))
+        }
+    }
+
+    impl<T> Queue<T> {
+        fn items(&self) -> MutexGuard<'_, VecDeque<T>> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner())
+        }
+
+        /// Take the oldest item, charged as a thief's steal.
+        fn steal(&self) -> Steal<T> {
+            let item = self.items().pop_front();
+            exec::ops(if item.is_some() { STEAL } else { STEAL_EMPTY });
+            item.map_or(Steal::Empty, Steal::Success)
+        }
+
+        /// Push at the back, charged as `cost`.
+        fn push(&self, item: T, cost: &[Op]) {
+            self.items().push_back(item);
+            exec::ops(cost);
+        }
+
+        /// Items queued, charged as reading both ends.
+        fn len(&self) -> usize {
+            let len = self.items().len();
+            exec::ops(LOOK);
+            len
+        }
     }
 
     /// The outcome of a steal.
@@ -499,10 +530,6 @@ pub mod deque {
                 _ => None,
             }
         }
-
-        fn of(item: Option<T>) -> Steal<T> {
-            item.map_or(Steal::Empty, Steal::Success)
-        }
     }
 
     impl<T> fmt::Debug for Steal<T> {
@@ -517,7 +544,7 @@ pub mod deque {
 
     /// The owner's end of a deque.
     pub struct Worker<T> {
-        items: Arc<Mutex<VecDeque<T>>>,
+        queue: Arc<Queue<T>>,
         lifo: bool,
     }
 
@@ -525,7 +552,7 @@ pub mod deque {
         /// A deque whose owner pops the item it pushed last.
         pub fn new_lifo() -> Worker<T> {
             Worker {
-                items: Arc::default(),
+                queue: Arc::default(),
                 lifo: true,
             }
         }
@@ -533,7 +560,7 @@ pub mod deque {
         /// A deque whose owner pops the item it pushed first.
         pub fn new_fifo() -> Worker<T> {
             Worker {
-                items: Arc::default(),
+                queue: Arc::default(),
                 lifo: false,
             }
         }
@@ -541,20 +568,19 @@ pub mod deque {
         /// A thieves' handle to this deque.
         pub fn stealer(&self) -> Stealer<T> {
             Stealer {
-                items: self.items.clone(),
+                queue: self.queue.clone(),
             }
         }
 
         /// Push an item.
         pub fn push(&self, item: T) {
-            items(&self.items).push_back(item);
-            exec::ops(PUSH);
+            self.queue.push(item, PUSH);
         }
 
         /// Pop an item (the newest for LIFO, the oldest for FIFO).
         pub fn pop(&self) -> Option<T> {
             let (item, cost) = {
-                let mut items = items(&self.items);
+                let mut items = self.queue.items();
                 let cost = match items.len() {
                     0 => LOOK,
                     1 => POP_LAST,
@@ -573,9 +599,77 @@ pub mod deque {
 
         /// Items queued.
         pub fn len(&self) -> usize {
-            let len = items(&self.items).len();
-            exec::ops(LOOK);
-            len
+            self.queue.len()
+        }
+
+        /// Whether no item is queued.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
+
+    /// A thief's handle to a deque: takes the oldest item.
+    pub struct Stealer<T> {
+        queue: Arc<Queue<T>>,
+    }
+
+    impl<T> Clone for Stealer<T> {
+        fn clone(&self) -> Self {
+            Stealer {
+                queue: self.queue.clone(),
+            }
+        }
+    }
+
+    impl<T> Stealer<T> {
+        /// Steal the oldest item.
+        pub fn steal(&self) -> Steal<T> {
+            self.queue.steal()
+        }
+
+        /// Items queued.
+        pub fn len(&self) -> usize {
+            self.queue.len()
+        }
+
+        /// Whether no item is queued.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
+
+    /// A FIFO queue any thread may push to and steal from.
+    pub struct Injector<T> {
+        queue: Queue<T>,
+    }
+
+    impl<T> Default for Injector<T> {
+        fn default() -> Self {
+            Injector {
+                queue: Queue::default(),
+            }
+        }
+    }
+
+    impl<T> Injector<T> {
+        /// An empty queue.
+        pub fn new() -> Injector<T> {
+            Injector::default()
+        }
+
+        /// Push an item.
+        pub fn push(&self, item: T) {
+            self.queue.push(item, INJECT);
+        }
+
+        /// Take the oldest item.
+        pub fn steal(&self) -> Steal<T> {
+            self.queue.steal()
+        }
+
+        /// Items queued.
+        pub fn len(&self) -> usize {
+            self.queue.len()
         }
 
         /// Whether no item is queued.
@@ -590,88 +684,9 @@ pub mod deque {
         }
     }
 
-    /// A thief's handle to a deque: takes the oldest item.
-    pub struct Stealer<T> {
-        items: Arc<Mutex<VecDeque<T>>>,
-    }
-
-    impl<T> Clone for Stealer<T> {
-        fn clone(&self) -> Self {
-            Stealer {
-                items: self.items.clone(),
-            }
-        }
-    }
-
-    impl<T> Stealer<T> {
-        /// Steal the oldest item.
-        pub fn steal(&self) -> Steal<T> {
-            let item = items(&self.items).pop_front();
-            exec::ops(if item.is_some() { STEAL } else { STEAL_EMPTY });
-            Steal::of(item)
-        }
-
-        /// Items queued.
-        pub fn len(&self) -> usize {
-            let len = items(&self.items).len();
-            exec::ops(LOOK);
-            len
-        }
-
-        /// Whether no item is queued.
-        pub fn is_empty(&self) -> bool {
-            self.len() == 0
-        }
-    }
-
     impl<T> fmt::Debug for Stealer<T> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.pad("Stealer { .. }")
-        }
-    }
-
-    /// A FIFO queue any thread may push to and steal from.
-    pub struct Injector<T> {
-        items: Mutex<VecDeque<T>>,
-    }
-
-    impl<T> Default for Injector<T> {
-        fn default() -> Self {
-            Injector {
-                items: Mutex::new(VecDeque::new()),
-            }
-        }
-    }
-
-    impl<T> Injector<T> {
-        /// An empty queue.
-        pub fn new() -> Injector<T> {
-            Injector::default()
-        }
-
-        /// Push an item.
-        pub fn push(&self, item: T) {
-            items(&self.items).push_back(item);
-            exec::ops(INJECT);
-        }
-
-        /// Take the oldest item.
-        pub fn steal(&self) -> Steal<T> {
-            let item = items(&self.items).pop_front();
-            exec::ops(if item.is_some() { STEAL } else { STEAL_EMPTY });
-            Steal::of(item)
-        }
-
-        /// Items queued.
-        pub fn len(&self) -> usize {
-            let len = items(&self.items).len();
-            exec::ops(LOOK);
-            len
-        }
-
-        /// Whether no item is queued.
-        pub fn is_empty(&self) -> bool {
-            self.len() == 0
         }
     }
 

@@ -1,6 +1,8 @@
 //! The work-finding loop every GC worker runs during a parallel phase, written once:
 //! root tasks (draining after each), then stealing, then termination. Which task queue, steal
-//! policy and termination protocol it uses is the phase's [`PhasePolicy`].
+//! policy and termination protocol it uses is the phase's [`PhasePolicy`]. The deques, clock,
+//! atomics and CPU id come from `crate::sync`, so `concord-sim` runs this very loop on simulated
+//! CPUs.
 //!
 //! # Segregated phases (004 §3.2.3)
 //!

@@ -5,6 +5,9 @@
 //! The pool also owns the GC task manager's [`Monitor`]: the lock of the `monitor` task queue
 //! and, under `monitor` parking, the monitor idle workers wait on, one and the same as in
 //! OpenJDK 8 ([`WorkerPool::run_with_tasks`], [`WorkerPool::get_task`]).
+//!
+//! Threads, atomics, locks, the CPU id and the per-thread usage come from `crate::sync`, so
+//! `concord-sim` runs this very pool with simulated threads parked in virtual time.
 
 use std::cell::UnsafeCell;
 use std::io;
@@ -243,7 +246,7 @@ impl WorkerPool {
     }
 
     /// How many CPUs the workers may use: the affinity mask of the thread that created the
-    /// pool, capped by the cgroup CPU limit ([`crate::os::cpu::usable_cpu_count`]), at least 1.
+    /// pool, capped by the cgroup CPU limit (`os::cpu::usable_cpu_count`), at least 1.
     pub fn usable_cpus(&self) -> usize {
         self.usable_cpus
     }
