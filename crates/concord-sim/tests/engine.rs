@@ -16,7 +16,7 @@ use concord_sim::parallel::policy::{ParkingKind, PhasePolicy, StealPolicy};
 use concord_sim::parallel::pool::WorkerPool;
 use concord_sim::parallel::task_queue::{Affinity, RootTask};
 use concord_sim::sync::thread::Builder;
-use concord_sim::telemetry::WorkerPhaseStats;
+use concord_sim::telemetry::{MonitorRecord, WorkerPhaseStats};
 
 /// Virtual work per item, ns (so that phases last long enough for stealing to matter).
 const ITEM_NS: u64 = 300;
@@ -96,6 +96,8 @@ struct Outcome {
     wakeups: Vec<(u64, u64)>,
     tids: Vec<i32>,
     usage_ns: Vec<u64>,
+    /// The task manager's monitor counters, as a collection record carries them.
+    task_manager: MonitorRecord,
 }
 
 /// On `sim`, a VM thread creates a pool of `workers` parked as `parking` and runs one phase per
@@ -130,6 +132,7 @@ fn run_phases(
         out.wakeups = pool.worker_wakeups();
         out.tids = pool.worker_tids();
         out.usage_ns = pool.worker_usage().iter().map(|u| u.cpu_ns).collect();
+        out.task_manager = pool.task_manager_stats().into();
     });
     let report = sim.time_limit(LIMIT_NS).run();
     let outcome = std::mem::take(&mut *outcome.lock().unwrap());
@@ -170,6 +173,21 @@ fn every_policy_processes_every_item_once_on_a_persistent_simulated_pool() {
             assert_eq!(out.wakeups, vec![(phases, 0); workers], "{ctx}");
             // Thread ids are the simulated threads': the workers come after the VM thread.
             assert_eq!(out.tids, (1..=workers as i32).collect::<Vec<_>>(), "{ctx}");
+            // The `monitor` task queue's tasks went through the task manager's monitor (a third
+            // of the policies), and under `monitor` parking every wake-up and check-in too.
+            let tasks_through_monitor = (phases / 3) * ROOTS.len() as u64;
+            assert!(
+                out.task_manager.acquisitions >= tasks_through_monitor,
+                "{ctx}"
+            );
+            if *parking == ParkingKind::Monitor {
+                let parking_uses = phases * (1 + 2 * workers as u64);
+                assert!(
+                    out.task_manager.acquisitions >= tasks_through_monitor + parking_uses,
+                    "{ctx}: {:?}",
+                    out.task_manager
+                );
+            }
             // Each worker's job usage is its virtual CPU time in jobs: positive, and at most
             // all it ran.
             for (w, &ns) in out.usage_ns.iter().enumerate() {
