@@ -436,7 +436,7 @@ pub mod time {
 /// and of a thief's epoch pin as a read-modify-write, the CAS of a steal or of taking the last
 /// item) as one scheduling point. The items live in a `std` mutex: only one simulated thread
 /// runs at a time, so that lock is never contended and is not part of the model. A steal never
-/// returns [`Steal::Retry`] here: no other thread can move between its read and its CAS.
+/// returns [`Steal::Retry`](self::deque::Steal::Retry) here: no other thread can move between its read and its CAS.
 pub mod deque {
     use std::collections::VecDeque;
     use std::fmt;
