@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use concord_sim::exec::{self, Costs, Report, Sim};
-use concord_sim::machine::Machine;
+use concord_sim::machine::{CpuSet, Machine};
 use concord_sim::parallel::engine::{
     run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue,
 };
@@ -401,4 +401,47 @@ fn spawning_outside_a_simulation_is_refused() {
         .expect("refused");
     assert!(err.to_string().contains("simulated threads only"), "{err}");
     assert!(exec::spawn("stray", Default::default(), || ()).is_err());
+}
+
+/// The pool's start hook runs on each simulated worker, so GC-thread affinity set there
+/// (`sched_setaffinity`, here [`exec::set_affinity`]) holds for every later phase: each worker's
+/// CPU samples and its last CPU name only the CPU it was pinned to, under both schedulers.
+#[test]
+fn workers_pinned_by_the_start_hook_run_only_on_their_cpus() {
+    let cpus = 4;
+    for sim in [
+        rr(cpus, 2),
+        Sim::linux49(
+            Machine::new("flat-4", 1, 1, cpus, false).expect("a 4-CPU machine"),
+            Costs::DEFAULT,
+            2,
+        ),
+    ] {
+        let seen = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+        let out = seen.clone();
+        let mut sim = sim;
+        sim.spawn("vm", move || {
+            let workers = 6;
+            let pool = WorkerPool::new(workers, "gc", ParkingKind::Futex, move |id| {
+                exec::set_affinity(CpuSet::single(id % cpus)).expect("a CPU of the machine");
+            })
+            .unwrap();
+            let mut samples = Vec::new();
+            for policy in [PhasePolicy::VANILLA, PhasePolicy::OPTIMIZED] {
+                let task = Split::new();
+                let (_, stats) = run_phase(&pool, &policy, &task, seeds(&ROOTS), vec![0; workers]);
+                samples.extend(stats.into_iter().map(|s| (s.worker, s.cpus)));
+            }
+            *out.lock().unwrap() = (samples, pool.worker_last_cpus());
+        });
+        sim.time_limit(LIMIT_NS).run();
+        let (samples, last) = std::mem::take(&mut *seen.lock().unwrap());
+        assert_eq!(samples.len(), 12);
+        for (worker, cpus_seen) in samples {
+            let pinned = (worker % cpus) as u32;
+            assert_eq!(cpus_seen.keys().copied().collect::<Vec<_>>(), [pinned]);
+        }
+        let expect: Vec<Option<u32>> = (0..6).map(|w| Some((w % cpus) as u32)).collect();
+        assert_eq!(last, expect);
+    }
 }
