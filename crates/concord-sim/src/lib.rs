@@ -32,6 +32,13 @@
 //!   and start CPU given at spawn ([`exec::ThreadSpec`]) and [`exec::set_affinity`] for a thread
 //!   moving itself.
 //! * [`sync`]: the simulated `crate::sync`.
+//! * [`interference`]: busy loops, mutators stopped at a safepoint, co-running instances
+//!   (background threads, [`exec::Sim::spawn_background`]).
+//! * [`affinity`]: GC-thread affinity (static binding, 000 Algorithm 1) for simulated workers,
+//!   deciding with `concord`'s own `os::gc_affinity::plan`; the per-CPU load it reads is
+//!   [`exec::runnable_per_cpu`].
+//! * [`numa`]: the NUMA cost model (remote latency, per-node and interconnect bandwidth) of
+//!   [`exec::charge_copy_on`], with 004's figures.
 //! * [`parallel`]: `concord::parallel`, the collector's parallel room, file for file: the
 //!   engine that runs a phase (`parallel::engine::run_phase`), the persistent worker pool with
 //!   its futex-epoch and monitor parking (`parallel::pool::WorkerPool`), the task queues, steal
@@ -44,9 +51,12 @@
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
 //! the simulations of them are the integration tests in `tests/`.
 
+pub mod affinity;
 pub mod calibrate;
 pub mod exec;
+pub mod interference;
 pub mod machine;
+pub mod numa;
 pub mod sched;
 pub mod sync;
 

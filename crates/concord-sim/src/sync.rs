@@ -353,9 +353,14 @@ pub mod thread {
         }
 
         /// Block (in virtual time) until the thread has finished; its result. A panicking
-        /// simulated thread ends the whole simulation, so this never returns `Err`.
+        /// simulated thread ends the whole simulation, so this returns `Err` only when the run
+        /// is over before the thread finished (a background thread's pool dropped while it
+        /// unwinds at the end of the run).
         pub fn join(self) -> std::thread::Result<T> {
             while self.finished.word.load(Ordering::SeqCst) == 0 {
+                if exec::run_is_over() {
+                    return Err(Box::new("the simulation ended before the thread finished"));
+                }
                 exec::futex_wait(&self.finished.word, 0, u32::MAX, None);
             }
             let value = self

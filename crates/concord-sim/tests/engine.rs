@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use concord_sim::exec::{self, Costs, Report, Sim};
+use concord_sim::exec::{self, Costs, Report, Sim, ThreadSpec};
 use concord_sim::machine::{CpuSet, Machine};
 use concord_sim::parallel::engine::{
     run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue,
@@ -444,4 +444,59 @@ fn workers_pinned_by_the_start_hook_run_only_on_their_cpus() {
         let expect: Vec<Option<u32>> = (0..6).map(|w| Some((w % cpus) as u32)).collect();
         assert_eq!(last, expect);
     }
+}
+
+/// Another instance's VM thread, a background thread, keeps collecting with a pool of its own;
+/// its workers are background threads too, so the run ends when this instance's VM thread
+/// does, and the other pool is torn down as its VM thread unwinds.
+#[test]
+fn a_pool_started_by_a_background_thread_does_not_keep_the_run_alive() {
+    let mut sim = rr(4, 9);
+    sim.spawn_background("other-vm", ThreadSpec::default(), || {
+        let pool = WorkerPool::new(2, "other-gc", ParkingKind::Futex, |_| {}).unwrap();
+        loop {
+            run_phase(
+                &pool,
+                &PhasePolicy::MODERN,
+                &Split::new(),
+                seeds(&ROOTS),
+                vec![0; 2],
+            );
+        }
+    })
+    .unwrap();
+    sim.spawn("vm", || {
+        let pool = WorkerPool::new(2, "gc", ParkingKind::Monitor, |_| {}).unwrap();
+        for _ in 0..3 {
+            let task = Split::new();
+            run_phase(
+                &pool,
+                &PhasePolicy::VANILLA,
+                &task,
+                seeds(&ROOTS),
+                vec![0; 2],
+            );
+            assert_eq!(task.leaves.load(Ordering::Relaxed), expected().0);
+        }
+    });
+    let report = sim.time_limit(LIMIT_NS).run();
+    let mut background: Vec<(&str, bool)> = report
+        .threads
+        .iter()
+        .map(|t| (t.name.as_str(), t.background))
+        .collect();
+    background.sort_unstable();
+    assert_eq!(
+        background,
+        [
+            ("gc-0", false),
+            ("gc-1", false),
+            ("other-gc-0", true),
+            ("other-gc-1", true),
+            ("other-vm", true),
+            ("vm", false),
+        ]
+    );
+    // The other instance's workers did run alongside.
+    assert!(report.background_run_ns() > 0);
 }

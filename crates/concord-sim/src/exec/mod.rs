@@ -34,6 +34,7 @@ pub use model::ModelPlacement;
 pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
 
 use crate::machine::{CpuSet, Machine};
+use crate::numa::Numa;
 use crate::sched::{Eevdf, Linux49};
 
 use std::cell::RefCell;
@@ -163,6 +164,9 @@ pub struct ThreadReport {
     pub migrations: u64,
     /// The CPU it ran on last.
     pub last_cpu: CpuId,
+    /// Whether it is a background thread ([`Sim::spawn_background`]): interference that runs
+    /// until the last other thread finishes, whose time is reported apart.
+    pub background: bool,
 }
 
 /// What one simulated CPU did.
@@ -188,6 +192,27 @@ pub struct Report {
     /// Times the baton passed from one OS thread to another (what the simulation's wall time
     /// mostly goes to).
     pub handoffs: u64,
+}
+
+impl Report {
+    /// CPU time of the background threads ([`Sim::spawn_background`]: busy loops, mutators,
+    /// another instance's threads), summed.
+    pub fn background_run_ns(&self) -> Ns {
+        self.threads
+            .iter()
+            .filter(|t| t.background)
+            .map(|t| t.run_ns)
+            .sum()
+    }
+
+    /// CPU time of the other (foreground) threads, summed.
+    pub fn foreground_run_ns(&self) -> Ns {
+        self.threads
+            .iter()
+            .filter(|t| !t.background)
+            .map(|t| t.run_ns)
+            .sum()
+    }
 }
 
 /// A simulation being set up: a machine, its cost table, a seed and the threads to run.
@@ -258,6 +283,7 @@ impl Sim {
                 ops: 0,
                 handoffs: 0,
                 horizon: None,
+                numa: None,
             },
             bodies: Vec::new(),
         }
@@ -274,6 +300,33 @@ impl Sim {
     pub fn time_limit(mut self, ns: Ns) -> Sim {
         self.state.limit = Some(ns);
         self
+    }
+
+    /// Charge [`charge_copy_on`] by `numa`'s model (remote access, node bandwidth); without
+    /// it memory is uniform and `charge_copy_on` charges what [`charge_copy`] does.
+    pub fn with_numa(mut self, numa: Numa) -> Sim {
+        self.state.numa = Some(numa);
+        self
+    }
+
+    /// Add a *background* thread scheduled as `spec` says: interference (a busy loop, a
+    /// mutator, another instance's threads) that competes for the CPUs like any thread but does
+    /// not keep the simulation alive: [`Sim::run`] ends when every other thread has finished,
+    /// and background threads still running or blocked then are stopped (unwound) where they
+    /// are. Their CPU time is in [`Report::background_run_ns`]; their
+    /// [`ThreadReport::finished_ns`] is the time the run ended. A busy background thread also
+    /// hides a deadlock of the others (something can always run): set a
+    /// [`time_limit`](Self::time_limit).
+    pub fn spawn_background(
+        &mut self,
+        name: impl Into<String>,
+        spec: ThreadSpec,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<ThreadId, String> {
+        let id = self.spawn_with(name, spec, body)?;
+        self.state.threads[id].background = true;
+        self.state.live -= 1;
+        Ok(id)
     }
 
     /// Add a simulated thread that runs `body` under the default [`ThreadSpec`] (SCHED_OTHER,
@@ -376,11 +429,6 @@ pub fn current_cpu() -> Option<CpuId> {
     with_context(|ctx| lock(&ctx.shared).threads[ctx.me].cpu)
 }
 
-/// The calling simulated thread's id, or `None` outside a simulation.
-pub fn current_thread() -> Option<ThreadId> {
-    with_context(|ctx| ctx.me)
-}
-
 /// How many CPUs the simulated machine has, or `None` outside a simulation.
 pub fn cpu_count() -> Option<usize> {
     with_context(|ctx| lock(&ctx.shared).cpus.len())
@@ -413,7 +461,8 @@ pub fn thread_usage() -> Option<ThreadUsage> {
 /// Start a simulated thread from inside a running simulation (`clone`): it runs `body`
 /// scheduled as `spec` says, runnable from the caller's current virtual time, and takes part in
 /// the run like the threads given to [`Sim::spawn`] (the run ends when it has finished too; its
-/// [`ThreadReport`] follows theirs). Charged as a system call that wakes a thread
+/// [`ThreadReport`] follows theirs). A thread started by a background thread
+/// ([`Sim::spawn_background`]) is a background thread as well. Charged as a system call that wakes a thread
 /// ([`Costs::futex_wake`]); a scheduling point. Returns its id, or the placement's error naming
 /// what in `spec` is not allowed, or an error outside a simulation.
 pub fn spawn(
@@ -446,8 +495,12 @@ pub fn spawn(
         thread.cpu = cpu;
         thread.status = Status::Runnable;
         thread.ready_at = now;
+        // A background thread's children are interference too (another instance's workers).
+        thread.background = st.threads[me].background;
+        if !thread.background {
+            st.live += 1;
+        }
         st.threads.push(thread);
-        st.live += 1;
         let for_thread = shared.clone();
         let handle = std::thread::Builder::new()
             .name(format!("sim:{name}"))
@@ -503,6 +556,61 @@ pub fn charge_copy(objects: u64, bytes: u64) {
         let cost = st.costs.copy_ns(objects, bytes);
         st.account(me, cost);
     });
+}
+
+/// Charge the copying of `objects` objects of `bytes` bytes in all, read from or written to
+/// memory on NUMA node `memory_node`, to the calling simulated thread: [`Costs::copy_ns`]
+/// scaled by the simulation's [`Numa`] model ([`Sim::with_numa`]) for a remote node and for
+/// the CPUs copying on the same node (and across nodes) at this virtual time. Without a model,
+/// the same as [`charge_copy`]. A scheduling point; outside a simulation it does nothing.
+pub fn charge_copy_on(objects: u64, bytes: u64, memory_node: usize) {
+    with_running(true, |st, me| {
+        let cpu = st.threads[me].cpu;
+        let now = st.cpus[cpu].clock;
+        let cost = match &mut st.numa {
+            Some(numa) => numa.copy(&st.costs, objects, bytes, cpu, memory_node, now),
+            None => st.costs.copy_ns(objects, bytes),
+        };
+        st.account(me, cost);
+    });
+}
+
+/// The calling simulated thread's id, or `None` outside a simulation.
+pub fn current_thread() -> Option<ThreadId> {
+    with_context(|ctx| ctx.me)
+}
+
+/// The CPU simulated thread `thread` is on, as `/proc/<pid>/task/<tid>/stat` field 39 gives it:
+/// the CPU it runs on, the CPU whose run queue holds it if runnable, or the CPU it last ran on
+/// if blocked or finished. `None` outside a simulation or for an unknown thread.
+pub fn thread_cpu(thread: ThreadId) -> Option<CpuId> {
+    with_context(|ctx| {
+        let st = lock(&ctx.shared);
+        (thread < st.threads.len()).then(|| st.cpu_of(thread))
+    })
+    .flatten()
+}
+
+/// The kernel's per-CPU run-queue length, as `concord`'s runnable-thread sampler counts it:
+/// per CPU, the simulated threads running there or runnable in its queue, leaving out the
+/// threads in `excluded`; blocked (sleeping) and finished threads count nowhere. Not a
+/// scheduling point and charges nothing (the runtime reads a snapshot sampled off the pause
+/// path). `None` outside a simulation.
+pub fn runnable_per_cpu(excluded: &[ThreadId]) -> Option<Vec<usize>> {
+    with_context(|ctx| {
+        let st = lock(&ctx.shared);
+        let mut counts = vec![0; st.cpus.len()];
+        for (t, thread) in st.threads.iter().enumerate() {
+            let runnable = matches!(
+                thread.status,
+                Status::New | Status::Runnable | Status::Running
+            );
+            if runnable && !excluded.contains(&t) {
+                counts[st.cpu_of(t)] += 1;
+            }
+        }
+        counts
+    })
 }
 
 /// Charge `op`'s cost; a scheduling point.
@@ -620,6 +728,12 @@ pub(crate) fn futex_wake(word: &AtomicU32, count: u32, bits: u32) -> usize {
         woken = chosen.len();
     });
     woken
+}
+
+/// Whether the calling simulated thread's run is over (finished or failed): it is unwinding,
+/// and waiting for another simulated thread would wait forever.
+pub(crate) fn run_is_over() -> bool {
+    with_context(|ctx| lock(&ctx.shared).outcome.is_some()).unwrap_or(false)
 }
 
 /// Whether the calling OS thread is a simulated thread.
@@ -786,6 +900,8 @@ struct Thread {
     timed_out: bool,
     /// Whether it has run at all (its first CPU is no migration).
     started: bool,
+    /// A background thread ([`Sim::spawn_background`]): not counted in `live`.
+    background: bool,
     run_ns: Ns,
     wait_ns: Ns,
     blocked_ns: Ns,
@@ -809,6 +925,7 @@ impl Thread {
             timer_gen: 0,
             timed_out: false,
             started: false,
+            background: false,
             run_ns: 0,
             wait_ns: 0,
             blocked_ns: 0,
@@ -865,11 +982,22 @@ struct State {
     handoffs: u64,
     /// Up to which clock the baton holder may charge time without a decision, if known.
     horizon: Option<Ns>,
+    /// The NUMA cost model of [`charge_copy_on`], if any.
+    numa: Option<Numa>,
 }
 
 impl State {
     fn clock_of(&self, t: ThreadId) -> Ns {
         self.cpus[self.threads[t].cpu].clock
+    }
+
+    /// The CPU `t` runs on, is queued on (as the placement says), or last ran on.
+    fn cpu_of(&self, t: ThreadId) -> CpuId {
+        let thread = &self.threads[t];
+        match thread.status {
+            Status::New | Status::Runnable => self.placement.queued_cpu(t).unwrap_or(thread.cpu),
+            _ => thread.cpu,
+        }
     }
 
     /// Charge `ns` of running to `t` and its CPU.
@@ -1081,8 +1209,19 @@ impl State {
         !matches!(self.limit, Some(limit) if clock > limit)
     }
 
-    /// Hand the baton to the thread that runs next, or record the outcome if none can.
+    /// Hand the baton to the thread that runs next, or record the outcome if none can. Once no
+    /// foreground thread is left the run is over, whatever background threads could still do.
     fn pass_baton(&mut self, shared: &Shared) {
+        if self.live == 0 {
+            self.baton = None;
+            self.outcome = Some(Outcome::Finished);
+            // Background threads still waiting for the baton unwind (`await_baton` fails).
+            for thread in &self.threads {
+                thread.signal.notify_all();
+            }
+            shared.done.notify_all();
+            return;
+        }
         match self.next() {
             Some((t, clock)) if self.within_limit(clock) => {
                 self.horizon = None;
@@ -1099,11 +1238,6 @@ impl State {
                     self.describe_threads()
                 );
                 self.fail(shared, message);
-            }
-            None if self.live == 0 => {
-                self.baton = None;
-                self.outcome = Some(Outcome::Finished);
-                shared.done.notify_all();
             }
             None => {
                 let message = format!(
@@ -1140,7 +1274,19 @@ impl State {
         let thread = &mut self.threads[me];
         thread.status = Status::Finished;
         thread.finished_ns = now;
-        self.live -= 1;
+        if !thread.background {
+            self.live -= 1;
+        }
+        if self.live == 0 {
+            // The run ends here for the background threads that have not finished on their own.
+            for thread in self
+                .threads
+                .iter_mut()
+                .filter(|t| t.background && t.status != Status::Finished)
+            {
+                thread.finished_ns = now;
+            }
+        }
         self.placement.left(c, me, now, true);
         self.dispatch(c, now);
         self.offer_idle(now);
@@ -1183,6 +1329,7 @@ impl State {
             end_ns: self
                 .threads
                 .iter()
+                .filter(|t| !t.background)
                 .map(|t| t.finished_ns)
                 .max()
                 .unwrap_or(0),
@@ -1201,6 +1348,7 @@ impl State {
                     blocks: t.blocks,
                     migrations: t.migrations,
                     last_cpu: t.cpu,
+                    background: t.background,
                 })
                 .collect(),
             cpus: self
@@ -1269,6 +1417,93 @@ mod tests {
         let with_copy = one_thread(|| charge_copy(3, 10));
         let without = one_thread(|| charge(0));
         assert_eq!(with_copy.end_ns - without.end_ns, 33);
+    }
+
+    #[test]
+    fn runnable_counts_leave_out_sleepers_and_the_excluded() {
+        let seen = Arc::new(Mutex::new(None));
+        let out = seen.clone();
+        let mut sim = Sim::new(2, COSTS, 0);
+        sim.spawn("a", move || {
+            charge(5_000); // b has gone to sleep by now
+            *out.lock().unwrap() = Some((
+                runnable_per_cpu(&[]),
+                runnable_per_cpu(&[2]),
+                thread_cpu(1),
+                thread_cpu(2),
+                thread_cpu(9),
+                current_thread(),
+            ));
+        });
+        sim.spawn("b", || thread::sleep(Duration::from_millis(1)));
+        sim.spawn("c", || charge(10)); // home CPU 2 mod 2 = 0, queued behind a
+        sim.run();
+        // a runs on CPU 0 with c queued there; b sleeps (last on CPU 1) and counts nowhere.
+        assert_eq!(
+            seen.lock().unwrap().take(),
+            Some((
+                Some(vec![2, 0]),
+                Some(vec![1, 0]),
+                Some(1),
+                Some(0),
+                None,
+                Some(0)
+            ))
+        );
+        assert_eq!(runnable_per_cpu(&[]), None);
+        assert_eq!(thread_cpu(0), None);
+        assert_eq!(current_thread(), None);
+    }
+
+    #[test]
+    fn background_threads_end_with_the_last_foreground_thread() {
+        // The limit turns a run that background threads keep alive into a failure.
+        let mut sim = Sim::new(3, COSTS, 0).time_limit(10_000_000);
+        sim.spawn("work", || charge(100_000));
+        let on = |cpu| ThreadSpec {
+            start_cpu: Some(cpu),
+            ..ThreadSpec::default()
+        };
+        sim.spawn_background("spin", on(1), || loop {
+            charge(1_000);
+        })
+        .unwrap();
+        sim.spawn_background("asleep", on(2), || {
+            thread::sleep(Duration::from_secs(1));
+        })
+        .unwrap();
+        sim.spawn_background("brief", on(2), || charge(10)).unwrap();
+        let report = sim.run();
+        // work: in at 1000, done at 101 000. spin: in at 1000 on CPU 1, charging 1000 at a
+        // time; it is stopped once work is done, at most a step past the end (the baton went
+        // to it while work was ahead by more than the lookahead). asleep: in at 1000 on CPU 2,
+        // asleep from 1400 (the system call); brief: in at 2400, done at 2410.
+        assert_eq!(report.end_ns, 101_000);
+        let [work, spin, asleep, brief] = &report.threads[..] else {
+            panic!("four threads: {report:?}");
+        };
+        assert!(!work.background && spin.background && asleep.background && brief.background);
+        assert!(
+            (100_000 - 1_000..=100_000 + 1_000 + Sim::DEFAULT_LOOKAHEAD).contains(&spin.run_ns),
+            "{spin:?}"
+        );
+        assert_eq!(report.foreground_run_ns(), 100_000);
+        assert_eq!(
+            report.background_run_ns(),
+            spin.run_ns + asleep.run_ns + brief.run_ns
+        );
+        assert_eq!((asleep.run_ns, asleep.blocks), (400, 1));
+        // The run's end for those still at it; its own end for one that finished.
+        assert_eq!(spin.finished_ns, 101_000);
+        assert_eq!(asleep.finished_ns, 101_000);
+        assert_eq!((brief.finished_ns, brief.run_ns), (2_410, 10));
+        // Only background threads: nothing to wait for.
+        let mut sim = Sim::new(1, COSTS, 0).time_limit(10_000_000);
+        sim.spawn_background("spin", ThreadSpec::default(), || loop {
+            charge(1_000);
+        })
+        .unwrap();
+        assert_eq!(sim.run().end_ns, 0);
     }
 
     fn one_thread(body: impl FnOnce() + Send + 'static) -> Report {

@@ -140,6 +140,11 @@ impl<M: SchedulerModel + Send> Placement for ModelPlacement<M> {
         }
     }
 
+    /// The model's record: the CPU whose queue holds the task (field 39 of its `stat`).
+    fn queued_cpu(&self, thread: ThreadId) -> Option<CpuId> {
+        Some(self.model.task_state(*self.tasks.get(thread)?).1)
+    }
+
     fn set_affinity(&mut self, thread: ThreadId, mask: CpuSet, now: Ns) -> Result<(), String> {
         let now = self.at(now);
         self.model
@@ -158,5 +163,37 @@ impl<M: SchedulerModel + Send> Placement for ModelPlacement<M> {
 
     fn resched(&mut self) -> Vec<CpuId> {
         self.model.cpus_needing_resched()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::sched::{Linux49, MS};
+
+    #[test]
+    fn a_queued_thread_is_where_the_model_queued_it() {
+        let machine = Machine::new("2cpu", 1, 1, 2, false).unwrap();
+        let mut placement = ModelPlacement::new(Linux49::new(machine));
+        let on0 = ThreadSpec {
+            start_cpu: Some(0),
+            ..ThreadSpec::default()
+        };
+        for t in 0..3 {
+            assert_eq!(placement.spawn(t, &on0, 0), Ok(0));
+            assert_eq!(placement.queued_cpu(t), Some(0));
+        }
+        let running = placement.pick(0, 0).unwrap();
+        // CPU 1 stays idle (nobody picks for it here); its periodic balancing pulls queued
+        // (never the running) threads over, and until CPU 1 picks one it is queued there, not
+        // on the CPU it was spawned on.
+        placement.run_timers(100 * MS);
+        let moved: Vec<ThreadId> = (0..3)
+            .filter(|&t| placement.queued_cpu(t) == Some(1))
+            .collect();
+        assert!(!moved.is_empty() && !moved.contains(&running), "{moved:?}");
+        assert_eq!(placement.queued_cpu(running), Some(0));
+        assert_eq!(placement.queued_cpu(9), None);
     }
 }

@@ -93,6 +93,13 @@ pub trait Placement: Send {
     /// `thread` ran `ns` on `cpu` (a model's vruntime accounting).
     fn ran(&mut self, _cpu: CpuId, _thread: ThreadId, _ns: Ns) {}
 
+    /// The CPU whose run queue holds the runnable (not running) `thread`, if the placement
+    /// knows it (a balancer may have moved it since it last ran); `None`: the executor takes
+    /// the CPU it last ran on.
+    fn queued_cpu(&self, _thread: ThreadId) -> Option<CpuId> {
+        None
+    }
+
     /// `thread`, running on `cpu`, blocked (`exited` false) or finished at `now`.
     fn left(&mut self, _cpu: CpuId, _thread: ThreadId, _now: Ns, _exited: bool) {}
 
@@ -219,6 +226,10 @@ impl Placement for RoundRobin {
 
     fn pick(&mut self, cpu: CpuId, _now: Ns) -> Option<ThreadId> {
         self.queues[cpu].pop_front()
+    }
+
+    fn queued_cpu(&self, thread: ThreadId) -> Option<CpuId> {
+        Some(self.home(thread))
     }
 
     fn time_slice(&mut self, _cpu: CpuId, _thread: ThreadId, _now: Ns) -> Ns {

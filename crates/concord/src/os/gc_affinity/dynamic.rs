@@ -20,7 +20,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::plan::{combined_loads, mark_load_degrees, rebalance_thread, LoadDegree, Thresholds};
+use super::plan::{combined_loads, marked_cpus, rebalance_thread, Thresholds};
 use super::{AffinityReport, FailureLog, SplitMix, WorkerMove};
 use crate::os::affinity::{set_current_thread_affinity, set_own_thread_affinity, thread_affinity};
 use crate::os::cpu::{LoadSampler, LoadSnapshot, RunnableSampler};
@@ -215,18 +215,10 @@ impl DynamicBalancer {
         // The average is positive once a worker is counted, so 0 means "first decision": the
         // marks as the first worker to decide saw them go in the record.
         if round.report.average_load == 0.0 {
-            let (average, degrees) = mark_load_degrees(&loads, self.thresholds);
-            let with = |d: LoadDegree| -> Vec<u32> {
-                allowed
-                    .iter()
-                    .zip(&degrees)
-                    .filter(|(_, &x)| x == d)
-                    .map(|(&c, _)| c)
-                    .collect()
-            };
+            let (average, high, low) = marked_cpus(allowed, &loads, self.thresholds);
             round.report.average_load = average;
-            round.report.high_cpus = with(LoadDegree::High);
-            round.report.low_cpus = with(LoadDegree::Low);
+            round.report.high_cpus = high;
+            round.report.low_cpus = low;
         }
         let Some(to) = rebalance_thread(allowed, &loads, from, self.thresholds, &mut |n| {
             self.rng.below(n)

@@ -114,6 +114,25 @@ pub fn mark_load_degrees(loads: &[f64], thresholds: Thresholds) -> (f64, Vec<Loa
     (avg, degrees)
 }
 
+/// The marks as a collection's record shows them: the average of `loads` (the loads of
+/// `cpus`, as for [`mark_load_degrees`]) and the CPUs of `cpus` marked high and low, in the
+/// order of `cpus`.
+pub fn marked_cpus(
+    cpus: &[u32],
+    loads: &[f64],
+    thresholds: Thresholds,
+) -> (f64, Vec<u32>, Vec<u32>) {
+    let (average, degrees) = mark_load_degrees(loads, thresholds);
+    let with = |d: LoadDegree| -> Vec<u32> {
+        cpus.iter()
+            .zip(&degrees)
+            .filter(|(_, &x)| x == d)
+            .map(|(&c, _)| c)
+            .collect()
+    };
+    (average, with(LoadDegree::High), with(LoadDegree::Low))
+}
+
 /// Algorithm 1 lines 17–22 for one GC thread on CPU `current`: `Some(target)` if it should
 /// bind itself to `target`, `None` if it stays.
 ///
@@ -170,6 +189,22 @@ pub(super) mod tests {
         );
         assert_eq!(loads, vec![5.0, 1.5, 0.0]);
         assert_eq!(combined_loads(&[0, 1], None, &[Some(1)]), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn marked_cpus_name_the_high_and_low_cpus_in_order() {
+        // avg = 1.55: high ≥ 3.1 (CPU 10), low ≤ 0.775 (CPUs 12 and 14).
+        let (avg, high, low) = marked_cpus(
+            &[14, 10, 12, 13],
+            &[0.0, 4.0, 0.2, 2.0],
+            Thresholds::default(),
+        );
+        assert!((avg - 1.55).abs() < 1e-12);
+        assert_eq!((high, low), (vec![10], vec![14, 12]));
+        assert_eq!(
+            marked_cpus(&[], &[], Thresholds::default()),
+            (0.0, vec![], vec![])
+        );
     }
 
     #[test]
