@@ -46,6 +46,7 @@
 //!   creates a `WorkerPool` on a simulated thread; its workers are simulated threads
 //!   ([`exec::spawn`]) that park between phases exactly as the runtime's do.
 //! * [`telemetry`]: `concord`'s statistics types, which the engine fills in.
+//! * [`runtime`]: the runtime's switches and phase policy converted to the simulator's copies.
 //!
 //! The included files' own `#[cfg(test)]` unit tests use real threads and other parts of
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
@@ -72,6 +73,9 @@ mod switch;
 #[cfg(not(test))]
 #[path = "../../concord/src/parallel/mod.rs"]
 pub mod parallel;
+
+#[cfg(not(test))]
+pub mod runtime;
 
 /// The collector's telemetry types the parallel room fills in: `concord`'s own, so a
 /// simulation's per-worker statistics are the very records `concord run` writes.

@@ -260,6 +260,33 @@ fn a_steal_policy_switch_in_concord_changes_the_simulated_steals() {
     assert_ne!(best_of_2, last_victim);
 }
 
+/// Every runtime phase policy and parking converts to the simulator's copy with the same
+/// fields, variant for variant (the presets' too).
+#[test]
+fn the_runtimes_policies_convert_to_the_simulators_field_for_field() {
+    use concord::parallel::PhasePolicy as Runtime;
+    use concord_sim::runtime;
+    let presets = [
+        Runtime::VANILLA,
+        Runtime::MODERN,
+        Runtime::OPTIMIZED,
+        Runtime::SUO18,
+        Runtime::NAPS,
+    ];
+    let all: Vec<Runtime> = Runtime::all().chain(presets).collect();
+    assert_eq!(all.len(), PhasePolicy::all().count() + presets.len());
+    for policy in &all {
+        assert_eq!(
+            format!("{:?}", runtime::phase_policy(policy)),
+            format!("{policy:?}")
+        );
+    }
+    assert_eq!(runtime::phase_policy(&Runtime::SUO18), PhasePolicy::SUO18);
+    for &kind in concord::parallel::ParkingKind::ALL {
+        assert_eq!(runtime::parking(kind).to_string(), kind.to_string());
+    }
+}
+
 /// Items are (depth, node): a node's workers split an item into two children, one for each
 /// node in turn, and send the children of other nodes to them as messages.
 struct NodeSplit {
