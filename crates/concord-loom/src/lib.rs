@@ -115,6 +115,11 @@ pub mod sync {
         }
     }
 
+    /// The clock the monitor's timed waits read: loom has none, so it is the real one.
+    pub mod time {
+        pub use std::time::Instant;
+    }
+
     pub use loom::sync::{Condvar, Mutex, MutexGuard};
     pub use loom::thread_local;
 

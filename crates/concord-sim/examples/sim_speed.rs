@@ -19,7 +19,7 @@ use std::time::Instant;
 use common::{run_phase, run_phase_on, PhaseShape};
 use concord_sim::exec::{Costs, Sim};
 use concord_sim::machine::Machine;
-use concord_sim::policy::{StealPolicy, TerminationKind};
+use concord_sim::parallel::policy::{StealPolicy, TerminationKind};
 
 fn main() {
     println!("sched    cpus  workers  kind   lookahead_ns   items  sim_ms    ops        handoffs  steals  failed  wall_s  ops_per_wall_s  wall_s_per_sim_s");

@@ -4,12 +4,13 @@
 //! # One source, two platforms
 //!
 //! The policies are not re-implemented here. Like `concord-loom`, this crate compiles the
-//! collector's own source files with `#[path]` (the Michael–Scott task queue, lazy parking on a
-//! futex epoch, the termination protocols with their spin/yield/sleep loops, the HotSpot-style
-//! monitor) against a `crate::sync` module of its own ([`sync`]). Those files take every atomic,
-//! lock, futex, spin hint, yield, sleep and thread-local from `crate::sync`; in `concord` that
-//! is `std` and the Linux futex, here every such call charges a virtual cost and is a
-//! scheduling point of the [`exec`] executor. Change a policy file and both the runtime and the
+//! collector's own source files with `#[path]` (the whole `parallel` room: the engine, the worker
+//! pool, the task queues, lazy parking on a futex epoch, the termination protocols with their
+//! spin/yield/sleep loops, the HotSpot-style monitor) against a `crate::sync` module of its own
+//! ([`sync`]). Those files take every atomic, lock, futex, spin hint, yield, sleep,
+//! thread-local, clock read, work-stealing deque, thread creation and CPU id from `crate::sync`;
+//! in `concord` that is `std`, `crossbeam_deque` and the Linux system calls, here every such call
+//! charges a virtual cost and is a scheduling point of the [`exec`] executor. Change a policy file and both the runtime and the
 //! simulator change. The alternative the issue names (policies rewritten as state machines that
 //! a driver interprets) would have meant rewriting every protocol and keeping two versions in
 //! step; the platform layer already existed for loom, so the simulator only adds a backend.
@@ -38,8 +39,14 @@
 //!   [`exec::runnable_per_cpu`].
 //! * [`numa`]: the NUMA cost model (remote latency, per-node and interconnect bandwidth) of
 //!   [`exec::charge_copy_on`], with 004's figures.
-//! * [`ms_queue`], [`parking`], [`termination`], [`monitor`], [`steal`], [`rng`], [`policy`]:
-//!   the collector's files.
+//! * [`parallel`]: `concord::parallel`, the collector's parallel room, file for file: the
+//!   engine that runs a phase (`parallel::engine::run_phase`), the persistent worker pool with
+//!   its futex-epoch and monitor parking (`parallel::pool::WorkerPool`), the task queues, steal
+//!   policies, termination protocols, the HotSpot-style monitor and the switches. A driver
+//!   creates a `WorkerPool` on a simulated thread; its workers are simulated threads
+//!   ([`exec::spawn`]) that park between phases exactly as the runtime's do.
+//! * [`telemetry`]: `concord`'s statistics types, which the engine fills in.
+//! * [`runtime`]: the runtime's switches and phase policy converted to the simulator's copies.
 //!
 //! The included files' own `#[cfg(test)]` unit tests use real threads and other parts of
 //! `concord`, so the includes are left out of this crate's test build (as in `concord-loom`);
@@ -55,43 +62,24 @@ pub mod replay;
 pub mod sched;
 pub mod sync;
 
-// `concord`'s `switch!` macro, for the policy enums below.
+// `concord`'s `switch!` macro, for the policy enums of `parallel::policy`.
 #[cfg(not(test))]
 #[macro_use]
 #[path = "../../concord/src/switch.rs"]
 mod switch;
 
-// `concord::parallel::policy`: the switches (`TerminationKind` and its siblings).
+// `concord::parallel`, the whole parallel room, compiled against the simulated sync layer: the
+// engine (`run_phase`, `run_phase_segregated`), the worker pool with both parkings, the task
+// queues, the steal policies, the termination protocols, the monitor and the switches.
 #[cfg(not(test))]
-#[path = "../../concord/src/parallel/policy.rs"]
-pub mod policy;
+#[path = "../../concord/src/parallel/mod.rs"]
+pub mod parallel;
 
-// `concord::parallel::task_queue::ms_queue`, compiled against the simulated sync layer.
 #[cfg(not(test))]
-#[path = "../../concord/src/parallel/task_queue/ms_queue.rs"]
-pub mod ms_queue;
+pub mod runtime;
 
-// `concord::parallel::parking::futex`, compiled against the simulated sync layer.
-#[cfg(not(test))]
-#[path = "../../concord/src/parallel/parking/futex.rs"]
-pub mod parking;
-
-// `concord::parallel::termination` and its variants, compiled against the simulated sync layer.
-#[cfg(not(test))]
-#[path = "../../concord/src/parallel/termination/mod.rs"]
-pub mod termination;
-
-// `concord::parallel::monitor`, compiled against the simulated sync layer.
-#[cfg(not(test))]
-#[path = "../../concord/src/parallel/monitor.rs"]
-pub mod monitor;
-
-// `concord::parallel::rng`: the workers' xorshift generator (the steal policies draw from it).
-#[cfg(not(test))]
-#[path = "../../concord/src/parallel/rng.rs"]
-pub mod rng;
-
-// `concord::parallel::steal` and its three policies (best-of-2, last victim, adaptive).
-#[cfg(not(test))]
-#[path = "../../concord/src/parallel/steal/mod.rs"]
-pub mod steal;
+/// The collector's telemetry types the parallel room fills in: `concord`'s own, so a
+/// simulation's per-worker statistics are the very records `concord run` writes.
+pub mod telemetry {
+    pub use concord::telemetry::{MonitorRecord, WorkerPhaseStats};
+}

@@ -8,6 +8,12 @@
 //! weaker orderings are not explored here, that is `concord-loom`'s job). Outside a simulation
 //! (e.g. building a structure before [`crate::exec::Sim::run`]) the operations act at once and
 //! charge nothing.
+//!
+//! Beyond what `concord-loom` needs, the parallel room's engine and worker pool take from here
+//! the clock ([`time`]: the CPU's virtual clock), the work-stealing deques ([`deque`]: charged
+//! as a `crossbeam_deque` operation's atomics), thread creation ([`thread::Builder`]: a new
+//! simulated thread, [`crate::exec::spawn`]), the CPU a thread runs on ([`cpu`]: the simulated
+//! one) and a thread's resource usage ([`usage`]: its virtual CPU time).
 
 /// Atomics whose every operation is a scheduling point.
 pub mod atomic {
@@ -138,6 +144,7 @@ pub mod atomic {
         };
     }
 
+    integer_atomic!(AtomicI32, i32);
     integer_atomic!(AtomicU32, u32);
     integer_atomic!(AtomicU64, u64);
     integer_atomic!(AtomicUsize, usize);
@@ -252,9 +259,15 @@ pub mod hint {
     }
 }
 
-/// `sched_yield` and `nanosleep` in virtual time.
+/// `sched_yield` and `nanosleep` in virtual time, simulated threads with `std::thread`'s
+/// `Builder` and `JoinHandle` signatures, and the thread id.
 pub mod thread {
+    use std::io;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
     use std::time::Duration;
+
+    use crate::exec::{self, ThreadId, ThreadSpec};
 
     /// Go behind the other runnable threads of this CPU.
     pub fn yield_now() {
@@ -265,6 +278,462 @@ pub mod thread {
     pub fn sleep(d: Duration) {
         crate::exec::sleep(d);
     }
+
+    /// The calling simulated thread's id (its [`ThreadId`]) as the kernel's `gettid` would
+    /// give it; 0 outside a simulation.
+    pub fn current_tid() -> i32 {
+        exec::current_thread().map_or(0, |t| i32::try_from(t).unwrap_or(i32::MAX))
+    }
+
+    /// Starts a simulated thread inside the running simulation ([`exec::spawn`]).
+    #[derive(Debug, Default)]
+    pub struct Builder {
+        name: Option<String>,
+        spec: ThreadSpec,
+    }
+
+    impl Builder {
+        /// A thread under the default [`ThreadSpec`] (SCHED_OTHER, any CPU).
+        pub fn new() -> Builder {
+            Builder::default()
+        }
+
+        /// Name it (the name of its [`crate::exec::ThreadReport`]).
+        pub fn name(mut self, name: String) -> Builder {
+            self.name = Some(name);
+            self
+        }
+
+        /// Schedule it as `spec` says (the simulator's own addition: policy, affinity, start CPU).
+        pub fn spec(mut self, spec: ThreadSpec) -> Builder {
+            self.spec = spec;
+            self
+        }
+
+        /// Start it running `f`. Fails outside a simulation, or when the placement refuses the
+        /// spec.
+        pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+        where
+            F: FnOnce() -> T + Send + 'static,
+            T: Send + 'static,
+        {
+            let finished = Arc::new(Finished {
+                word: AtomicU32::new(0),
+                value: Mutex::new(None),
+            });
+            let theirs = finished.clone();
+            let name = self.name.unwrap_or_else(|| "unnamed".into());
+            let thread = exec::spawn(name, self.spec, move || {
+                let value = f();
+                *theirs.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                theirs.word.store(1, Ordering::SeqCst);
+                exec::futex_wake(&theirs.word, u32::MAX, u32::MAX);
+            })
+            .map_err(io::Error::other)?;
+            Ok(JoinHandle { thread, finished })
+        }
+    }
+
+    /// A thread's result and whether it is there (a futex word: 1 once it is).
+    struct Finished<T> {
+        word: AtomicU32,
+        value: Mutex<Option<T>>,
+    }
+
+    /// Waits for a simulated thread to finish.
+    pub struct JoinHandle<T> {
+        thread: ThreadId,
+        finished: Arc<Finished<T>>,
+    }
+
+    impl<T> JoinHandle<T> {
+        /// The simulated thread's id.
+        pub fn thread_id(&self) -> ThreadId {
+            self.thread
+        }
+
+        /// Block (in virtual time) until the thread has finished; its result. A panicking
+        /// simulated thread ends the whole simulation, so this returns `Err` only when the run
+        /// is over before the thread finished (a background thread's pool dropped while it
+        /// unwinds at the end of the run).
+        pub fn join(self) -> std::thread::Result<T> {
+            while self.finished.word.load(Ordering::SeqCst) == 0 {
+                if exec::run_is_over() {
+                    return Err(Box::new("the simulation ended before the thread finished"));
+                }
+                exec::futex_wait(&self.finished.word, 0, u32::MAX, None);
+            }
+            let value = self
+                .finished
+                .value
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            Ok(value.expect("a finished thread left its result"))
+        }
+    }
+}
+
+/// The virtual clock, with `std::time::Instant`'s signatures: the calling thread's CPU clock
+/// ([`crate::exec::now`]). Reading it charges nothing. Outside a simulation it stands at 0.
+pub mod time {
+    use std::ops::{Add, AddAssign, Sub};
+    use std::time::Duration;
+
+    use crate::exec::{self, Ns};
+
+    /// A point in virtual time.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub struct Instant(Ns);
+
+    impl Instant {
+        /// Now, on the calling simulated thread's CPU.
+        pub fn now() -> Instant {
+            Instant(exec::now().unwrap_or(0))
+        }
+
+        /// Virtual time since `self` (zero if `self` is later).
+        pub fn elapsed(&self) -> Duration {
+            Instant::now().duration_since(*self)
+        }
+
+        /// Virtual time from `earlier` to `self` (zero if `earlier` is later).
+        pub fn duration_since(&self, earlier: Instant) -> Duration {
+            Duration::from_nanos(self.0.saturating_sub(earlier.0))
+        }
+
+        /// `self + d`, or `None` past the end of virtual time.
+        pub fn checked_add(&self, d: Duration) -> Option<Instant> {
+            let d = Ns::try_from(d.as_nanos()).ok()?;
+            self.0.checked_add(d).map(Instant)
+        }
+
+        /// The virtual time in ns since the simulation started.
+        pub fn as_nanos(&self) -> Ns {
+            self.0
+        }
+    }
+
+    impl Add<Duration> for Instant {
+        type Output = Instant;
+        fn add(self, d: Duration) -> Instant {
+            self.checked_add(d)
+                .expect("overflow when adding a duration to an instant")
+        }
+    }
+
+    impl AddAssign<Duration> for Instant {
+        fn add_assign(&mut self, d: Duration) {
+            *self = *self + d;
+        }
+    }
+
+    impl Sub<Instant> for Instant {
+        type Output = Duration;
+        fn sub(self, earlier: Instant) -> Duration {
+            self.duration_since(earlier)
+        }
+    }
+}
+
+/// Work-stealing deques with `crossbeam_deque`'s signatures. Each operation charges the atomics
+/// a `crossbeam_deque` operation performs (loads, stores, the `SeqCst` fence of an owner's pop
+/// and of a thief's epoch pin as a read-modify-write, the CAS of a steal or of taking the last
+/// item) as one scheduling point. The items live in a `std` mutex: only one simulated thread
+/// runs at a time, so that lock is never contended and is not part of the model. A steal never
+/// returns [`Steal::Retry`](self::deque::Steal::Retry) here: no other thread can move between its read and its CAS.
+pub mod deque {
+    use std::collections::VecDeque;
+    use std::fmt;
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    use crate::exec::{self, Op};
+
+    /// What `crossbeam_deque`'s owner push costs: load back and front, store back.
+    const PUSH: &[Op] = &[Op::Load, Op::Load, Op::Store];
+    /// An owner's pop or a `len` finding its answer: load back and front.
+    const LOOK: &[Op] = &[Op::Load, Op::Load];
+    /// An owner's pop of an item that is not the last: looks, store back, `SeqCst` fence, load
+    /// front again.
+    const POP: &[Op] = &[Op::Load, Op::Load, Op::Store, Op::Rmw, Op::Load];
+    /// ... of the last item: also the CAS on front that races thieves.
+    const POP_LAST: &[Op] = &[Op::Load, Op::Load, Op::Store, Op::Rmw, Op::Load, Op::Cas];
+    /// A steal that finds nothing: load front, pin (a `SeqCst` fence), load back.
+    const STEAL_EMPTY: &[Op] = &[Op::Load, Op::Rmw, Op::Load];
+    /// A steal that takes an item: also the CAS on front.
+    const STEAL: &[Op] = &[Op::Load, Op::Rmw, Op::Load, Op::Cas];
+    /// An injector push: load tail, CAS tail, mark the slot written.
+    const INJECT: &[Op] = &[Op::Load, Op::Cas, Op::Rmw];
+
+    /// The items of a deque or injector, and what thieves and lookers do to them.
+    struct Queue<T>(Mutex<VecDeque<T>>);
+
+    impl<T> Default for Queue<T> {
+        fn default() -> Self {
+            Queue(Mutex::new(VecDeque::new()))
+        }
+    }
+
+    impl<T> Queue<T> {
+        fn items(&self) -> MutexGuard<'_, VecDeque<T>> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner())
+        }
+
+        /// Take the oldest item, charged as a thief's steal.
+        fn steal(&self) -> Steal<T> {
+            let item = self.items().pop_front();
+            exec::ops(if item.is_some() { STEAL } else { STEAL_EMPTY });
+            item.map_or(Steal::Empty, Steal::Success)
+        }
+
+        /// Push at the back, charged as `cost`.
+        fn push(&self, item: T, cost: &[Op]) {
+            self.items().push_back(item);
+            exec::ops(cost);
+        }
+
+        /// Items queued, charged as reading both ends.
+        fn len(&self) -> usize {
+            let len = self.items().len();
+            exec::ops(LOOK);
+            len
+        }
+    }
+
+    /// The outcome of a steal.
+    #[must_use]
+    #[derive(PartialEq, Eq, Clone, Copy)]
+    pub enum Steal<T> {
+        /// The queue was empty.
+        Empty,
+        /// An item was stolen.
+        Success(T),
+        /// Lost a race; try again (never here, see the module docs).
+        Retry,
+    }
+
+    impl<T> Steal<T> {
+        /// Whether the queue was empty.
+        pub fn is_empty(&self) -> bool {
+            matches!(self, Steal::Empty)
+        }
+
+        /// Whether an item was stolen.
+        pub fn is_success(&self) -> bool {
+            matches!(self, Steal::Success(_))
+        }
+
+        /// Whether to retry.
+        pub fn is_retry(&self) -> bool {
+            matches!(self, Steal::Retry)
+        }
+
+        /// The stolen item, if any.
+        pub fn success(self) -> Option<T> {
+            match self {
+                Steal::Success(item) => Some(item),
+                _ => None,
+            }
+        }
+    }
+
+    impl<T> fmt::Debug for Steal<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(match self {
+                Steal::Empty => "Empty",
+                Steal::Success(_) => "Success(..)",
+                Steal::Retry => "Retry",
+            })
+        }
+    }
+
+    /// The owner's end of a deque.
+    pub struct Worker<T> {
+        queue: Arc<Queue<T>>,
+        lifo: bool,
+    }
+
+    impl<T> Worker<T> {
+        /// A deque whose owner pops the item it pushed last.
+        pub fn new_lifo() -> Worker<T> {
+            Worker {
+                queue: Arc::default(),
+                lifo: true,
+            }
+        }
+
+        /// A deque whose owner pops the item it pushed first.
+        pub fn new_fifo() -> Worker<T> {
+            Worker {
+                queue: Arc::default(),
+                lifo: false,
+            }
+        }
+
+        /// A thieves' handle to this deque.
+        pub fn stealer(&self) -> Stealer<T> {
+            Stealer {
+                queue: self.queue.clone(),
+            }
+        }
+
+        /// Push an item.
+        pub fn push(&self, item: T) {
+            self.queue.push(item, PUSH);
+        }
+
+        /// Pop an item (the newest for LIFO, the oldest for FIFO).
+        pub fn pop(&self) -> Option<T> {
+            let (item, cost) = {
+                let mut items = self.queue.items();
+                let cost = match items.len() {
+                    0 => LOOK,
+                    1 => POP_LAST,
+                    _ => POP,
+                };
+                let item = if self.lifo {
+                    items.pop_back()
+                } else {
+                    items.pop_front()
+                };
+                (item, cost)
+            };
+            exec::ops(cost);
+            item
+        }
+
+        /// Items queued.
+        pub fn len(&self) -> usize {
+            self.queue.len()
+        }
+
+        /// Whether no item is queued.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
+
+    /// A thief's handle to a deque: takes the oldest item.
+    pub struct Stealer<T> {
+        queue: Arc<Queue<T>>,
+    }
+
+    impl<T> Clone for Stealer<T> {
+        fn clone(&self) -> Self {
+            Stealer {
+                queue: self.queue.clone(),
+            }
+        }
+    }
+
+    impl<T> Stealer<T> {
+        /// Steal the oldest item.
+        pub fn steal(&self) -> Steal<T> {
+            self.queue.steal()
+        }
+
+        /// Items queued.
+        pub fn len(&self) -> usize {
+            self.queue.len()
+        }
+
+        /// Whether no item is queued.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
+
+    /// A FIFO queue any thread may push to and steal from.
+    pub struct Injector<T> {
+        queue: Queue<T>,
+    }
+
+    impl<T> Default for Injector<T> {
+        fn default() -> Self {
+            Injector {
+                queue: Queue::default(),
+            }
+        }
+    }
+
+    impl<T> Injector<T> {
+        /// An empty queue.
+        pub fn new() -> Injector<T> {
+            Injector::default()
+        }
+
+        /// Push an item.
+        pub fn push(&self, item: T) {
+            self.queue.push(item, INJECT);
+        }
+
+        /// Take the oldest item.
+        pub fn steal(&self) -> Steal<T> {
+            self.queue.steal()
+        }
+
+        /// Items queued.
+        pub fn len(&self) -> usize {
+            self.queue.len()
+        }
+
+        /// Whether no item is queued.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
+
+    impl<T> fmt::Debug for Worker<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.pad("Worker { .. }")
+        }
+    }
+
+    impl<T> fmt::Debug for Stealer<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.pad("Stealer { .. }")
+        }
+    }
+
+    impl<T> fmt::Debug for Injector<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.pad("Injector { .. }")
+        }
+    }
+}
+
+/// The simulated CPU a thread runs on, and how many it may use.
+pub mod cpu {
+    use crate::exec;
+
+    /// The simulated CPU the calling thread runs on (`None` outside a simulation).
+    pub fn current_cpu() -> Option<u32> {
+        exec::current_cpu().and_then(|c| u32::try_from(c).ok())
+    }
+
+    /// The simulated machine's CPU count (the calling thread's affinity mask is not consulted);
+    /// 1 outside a simulation.
+    pub fn usable_cpu_count() -> usize {
+        exec::cpu_count().unwrap_or(1)
+    }
+}
+
+/// A simulated thread's resource usage, as `concord`'s own type: its virtual CPU time (as user
+/// time and as `cpu_ns`), its blocks as voluntary and its preemptions as involuntary context
+/// switches; no system time and no page faults are modelled (zeros).
+pub mod usage {
+    pub use concord::os::rusage::ThreadUsage;
+
+    /// The calling simulated thread's usage so far (all zero outside a simulation).
+    pub fn current_thread() -> ThreadUsage {
+        crate::exec::thread_usage().map_or_else(ThreadUsage::default, |u| ThreadUsage {
+            user_ns: u.run_ns,
+            cpu_ns: u.run_ns,
+            voluntary_switches: u.blocks,
+            involuntary_switches: u.preemptions,
+            ..ThreadUsage::default()
+        })
+    }
 }
 
 pub use self::lock::{Condvar, Mutex, MutexGuard, WaitTimeoutResult};
@@ -272,6 +741,10 @@ pub use std::thread_local;
 
 /// Park nodes (the monitor's) are never recycled across threads: each simulation starts afresh.
 pub const RECYCLE_PARK_NODES: bool = false;
+
+/// A simulated GC worker that panics ends the simulation with its message rather than the
+/// process.
+pub const ABORT_ON_WORKER_PANIC: bool = false;
 
 /// A mutex and a condition variable built on the simulated futex, with `std`'s signatures.
 mod lock {

@@ -14,7 +14,7 @@ use checks::{assert_finished_all_work, model_phase, KINDS};
 use common::{run_phase_on, PhaseShape};
 use concord_sim::exec::{self, Costs, Report, Sim, ThreadSpec};
 use concord_sim::machine::{CpuSet, Machine};
-use concord_sim::policy::TerminationKind;
+use concord_sim::parallel::policy::TerminationKind;
 use concord_sim::sched::Policy;
 use concord_sim::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
 use concord_sim::sync::{futex, hint, thread};

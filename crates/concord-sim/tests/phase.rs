@@ -11,7 +11,7 @@ mod checks;
 use checks::KINDS;
 use common::{run_phase, PhaseShape};
 use concord_sim::exec::Sim;
-use concord_sim::policy::{StealPolicy, TerminationKind};
+use concord_sim::parallel::policy::{StealPolicy, TerminationKind};
 
 fn shape(kind: TerminationKind, workers: usize, cpus: usize) -> PhaseShape {
     PhaseShape {

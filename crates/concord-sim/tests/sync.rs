@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use concord_sim::exec::{self, Costs, Sim};
-use concord_sim::monitor::Monitor;
-use concord_sim::ms_queue::MsQueue;
-use concord_sim::parking::{worker_bit, EpochParker};
+use concord_sim::parallel::monitor::Monitor;
+use concord_sim::parallel::parking::futex::{worker_bit, EpochParker};
+use concord_sim::parallel::task_queue::ms_queue::MsQueue;
 use concord_sim::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use concord_sim::sync::{futex, Condvar, Mutex};
 

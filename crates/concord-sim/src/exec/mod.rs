@@ -376,6 +376,7 @@ impl Sim {
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             done: Condvar::new(),
+            spawned: Mutex::new(Vec::new()),
         });
         let handles: Vec<JoinHandle<()>> = bodies
             .into_iter()
@@ -401,6 +402,12 @@ impl Sim {
             // A simulated thread's panic is caught in `thread_main` and becomes the outcome.
             let _ = handle.join();
         }
+        // The threads started during the run ([`spawn`]); none is left to start any more.
+        let spawned =
+            std::mem::take(&mut *shared.spawned.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in spawned {
+            let _ = handle.join();
+        }
         let st = lock(&shared);
         if let Some(Outcome::Failed(message)) = &st.outcome {
             panic!("{message}");
@@ -420,6 +427,95 @@ pub fn now() -> Option<Ns> {
 /// The CPU the calling simulated thread runs on, or `None` outside a simulation.
 pub fn current_cpu() -> Option<CpuId> {
     with_context(|ctx| lock(&ctx.shared).threads[ctx.me].cpu)
+}
+
+/// How many CPUs the simulated machine has, or `None` outside a simulation.
+pub fn cpu_count() -> Option<usize> {
+    with_context(|ctx| lock(&ctx.shared).cpus.len())
+}
+
+/// What the calling simulated thread has used so far, or `None` outside a simulation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadUsage {
+    /// Time it ran on a CPU (every charged cost).
+    pub run_ns: Ns,
+    /// Times it blocked (voluntary context switches).
+    pub blocks: u64,
+    /// Times it was taken off its CPU while runnable (involuntary context switches).
+    pub preemptions: u64,
+}
+
+/// The calling simulated thread's [`ThreadUsage`] so far, or `None` outside a simulation.
+pub fn thread_usage() -> Option<ThreadUsage> {
+    with_context(|ctx| {
+        let st = lock(&ctx.shared);
+        let t = &st.threads[ctx.me];
+        ThreadUsage {
+            run_ns: t.run_ns,
+            blocks: t.blocks,
+            preemptions: t.preemptions,
+        }
+    })
+}
+
+/// Start a simulated thread from inside a running simulation (`clone`): it runs `body`
+/// scheduled as `spec` says, runnable from the caller's current virtual time, and takes part in
+/// the run like the threads given to [`Sim::spawn`] (the run ends when it has finished too; its
+/// [`ThreadReport`] follows theirs). A thread started by a background thread
+/// ([`Sim::spawn_background`]) is a background thread as well. Charged as a system call that wakes a thread
+/// ([`Costs::futex_wake`]); a scheduling point. Returns its id, or the placement's error naming
+/// what in `spec` is not allowed, or an error outside a simulation.
+pub fn spawn(
+    name: impl Into<String>,
+    spec: ThreadSpec,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<ThreadId, String> {
+    let name = name.into();
+    let Some((shared, me)) = with_context(|ctx| (ctx.shared.clone(), ctx.me)) else {
+        return Err(format!(
+            "thread `{name}`: exec::spawn is for simulated threads only (use Sim::spawn before the run)"
+        ));
+    };
+    let mut st = lock(&shared);
+    if st.outcome.is_some() {
+        drop(st);
+        abort_unless_unwinding();
+        return Err(format!("thread `{name}`: the simulation has failed"));
+    }
+    let cost = st.costs.futex_wake;
+    st.account(me, cost);
+    let now = st.clock_of(me);
+    let id = st.threads.len();
+    let result = st
+        .placement
+        .spawn(id, &spec, now)
+        .map_err(|e| format!("thread `{name}`: {e}"));
+    if let Ok(cpu) = result {
+        let mut thread = Thread::new(name.clone());
+        thread.cpu = cpu;
+        thread.status = Status::Runnable;
+        thread.ready_at = now;
+        // A background thread's children are interference too (another instance's workers).
+        thread.background = st.threads[me].background;
+        if !thread.background {
+            st.live += 1;
+        }
+        st.threads.push(thread);
+        let for_thread = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("sim:{name}"))
+            .spawn(move || thread_main(for_thread, id, Box::new(body)))
+            .expect("spawning an OS thread for a simulated thread");
+        shared
+            .spawned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(handle);
+        st.offer_idle(now);
+    }
+    st.horizon = None;
+    drop(reschedule(st, &shared, me));
+    result.map(|_| id)
 }
 
 /// `sched_setaffinity` on the calling simulated thread: from now on it runs only on `mask`'s
@@ -525,6 +621,15 @@ pub(crate) fn op(op: Op) {
     });
 }
 
+/// Charge the summed cost of `ops`, done back to back by one data-structure operation (a deque
+/// push or steal), as one scheduling point.
+pub(crate) fn ops(ops: &[Op]) {
+    with_running(true, |st, me| {
+        let cost = ops.iter().map(|&op| st.costs.of(op)).sum();
+        st.account(me, cost);
+    });
+}
+
 /// `sched_yield`: go behind the other runnable threads of this CPU's queue.
 pub(crate) fn yield_now() {
     if in_simulation() {
@@ -625,6 +730,12 @@ pub(crate) fn futex_wake(word: &AtomicU32, count: u32, bits: u32) -> usize {
     woken
 }
 
+/// Whether the calling simulated thread's run is over (finished or failed): it is unwinding,
+/// and waiting for another simulated thread would wait forever.
+pub(crate) fn run_is_over() -> bool {
+    with_context(|ctx| lock(&ctx.shared).outcome.is_some()).unwrap_or(false)
+}
+
 /// Whether the calling OS thread is a simulated thread.
 pub(crate) fn in_simulation() -> bool {
     CONTEXT.with(|c| c.borrow().is_some())
@@ -634,6 +745,8 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled once the outcome is known.
     done: Condvar,
+    /// The OS threads of the simulated threads started during the run ([`spawn`]).
+    spawned: Mutex<Vec<JoinHandle<()>>>,
 }
 
 struct Context {

@@ -3,7 +3,7 @@
 
 use crate::common::{PhaseRun, PhaseShape};
 use concord_sim::exec::Sim;
-use concord_sim::policy::{StealPolicy, TerminationKind};
+use concord_sim::parallel::policy::{StealPolicy, TerminationKind};
 
 /// The collector's termination protocols.
 pub const KINDS: [TerminationKind; 3] = [

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use concord_sim::exec::{self, Costs, Ns, Report, Sim};
-use concord_sim::policy::{StealPolicy, TerminationKind};
-use concord_sim::steal::{VictimQueues, VictimSelector};
+use concord_sim::parallel::policy::{StealPolicy, TerminationKind};
+use concord_sim::parallel::steal::{VictimQueues, VictimSelector};
+use concord_sim::parallel::termination::Terminator;
 use concord_sim::sync::atomic::{AtomicUsize, Ordering};
-use concord_sim::termination::Terminator;
 
 /// The shape of a phase.
 #[derive(Clone, Copy, Debug)]

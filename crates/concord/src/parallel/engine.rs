@@ -1,6 +1,8 @@
 //! The work-finding loop every GC worker runs during a parallel phase, written once:
 //! root tasks (draining after each), then stealing, then termination. Which task queue, steal
-//! policy and termination protocol it uses is the phase's [`PhasePolicy`].
+//! policy and termination protocol it uses is the phase's [`PhasePolicy`]. The deques, clock,
+//! atomics and CPU id come from `crate::sync`, so `concord-sim` runs this very loop on simulated
+//! CPUs.
 //!
 //! # Segregated phases (004 §3.2.3)
 //!
@@ -26,11 +28,8 @@
 //! Every node must have at least one worker (004 §4.2.2: "segregated spaces require at least
 //! one thread per node"), or its messages would never be processed.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
 use super::oversubscription::termination_watchers;
@@ -39,6 +38,10 @@ use super::pool::WorkerPool;
 use super::steal::{VictimQueues, VictimSelector};
 use super::task_queue::{RootTask, RootTaskSource, TaskSource};
 use super::termination::{self, Terminator};
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::deque::{Injector, Steal, Stealer, Worker};
+use crate::sync::time::Instant;
+use crate::sync::{cpu, hint, thread, Mutex};
 use crate::telemetry::WorkerPhaseStats;
 
 /// One parallel phase's work, supplied by the collector.
@@ -145,7 +148,7 @@ impl<T> Mailboxes<T> {
             match self.inboxes[node].steal() {
                 Steal::Success(item) => return Some(item),
                 Steal::Empty => return None,
-                Steal::Retry => std::hint::spin_loop(),
+                Steal::Retry => hint::spin_loop(),
             }
         }
     }
@@ -356,7 +359,7 @@ fn worker_phase<T: ParallelTask>(
     local: &mut T::Local,
     stats: &mut WorkerPhaseStats,
 ) {
-    stats.sample_cpu();
+    stats.note_cpu(cpu::current_cpu());
     // 1. Root tasks, draining the local deque after each (so it stays short).
     while let Some(root) = queue.get_task(id) {
         let start = Instant::now();
@@ -367,7 +370,7 @@ fn worker_phase<T: ParallelTask>(
         queue.task_done(id);
         *stats.root_tasks.entry(task.root_name(root)).or_default() += 1;
         stats.root_ns += start.elapsed().as_nanos() as u64;
-        stats.sample_cpu();
+        stats.note_cpu(cpu::current_cpu());
     }
     // 2. Stealing until the termination protocol says everyone is done. In a segregated phase
     //    the node's inbox comes first, and the victims are the node's workers.
@@ -411,7 +414,7 @@ fn worker_phase<T: ParallelTask>(
             if mail.in_flight() > 0 {
                 // A message is queued for another node or being processed there: this worker
                 // may not offer termination until it is finished (module docs).
-                std::thread::yield_now();
+                thread::yield_now();
                 continue;
             }
         }
@@ -434,7 +437,7 @@ fn worker_phase<T: ParallelTask>(
     }
     let total = steal_start.elapsed().as_nanos() as u64;
     stats.steal_ns += total.saturating_sub(stats.termination_ns);
-    stats.sample_cpu();
+    stats.note_cpu(cpu::current_cpu());
 }
 
 /// Consecutive failed steals after which a worker offers termination. In a segregated phase
@@ -476,7 +479,7 @@ fn steal_from<I>(
                 return Some(item);
             }
             Steal::Empty => return None,
-            Steal::Retry => std::hint::spin_loop(),
+            Steal::Retry => hint::spin_loop(),
         }
     }
 }

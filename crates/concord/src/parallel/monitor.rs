@@ -56,10 +56,11 @@ use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sync::atomic::Ordering::{self, Relaxed, SeqCst};
 use crate::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize};
+use crate::sync::time::Instant;
 use crate::sync::{futex, hint, thread, RECYCLE_PARK_NODES};
 
 /// Lock bit of the lock word; the remaining bits are the address of the `cxq` head node.

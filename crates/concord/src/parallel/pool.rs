@@ -5,19 +5,23 @@
 //! The pool also owns the GC task manager's [`Monitor`]: the lock of the `monitor` task queue
 //! and, under `monitor` parking, the monitor idle workers wait on, one and the same as in
 //! OpenJDK 8 ([`WorkerPool::run_with_tasks`], [`WorkerPool::get_task`]).
+//!
+//! Threads, atomics, locks, the CPU id and the per-thread usage come from `crate::sync`, so
+//! `concord-sim` runs this very pool with simulated threads parked in virtual time.
 
 use std::cell::UnsafeCell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use super::monitor::{Monitor, MonitorStats};
 use super::parking::futex::{participant_bits, worker_bit, Countdown, EpochParker, MAX_PAYLOAD};
 use super::parking::monitor::{self as monitor_parking, TaskManagerState};
 use super::policy::ParkingKind;
 use super::task_queue::monitor_fifo::TaskFifo;
-use crate::os::rusage::ThreadUsage;
+use crate::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::usage::{self, ThreadUsage};
+use crate::sync::{cpu, Condvar, Mutex, ABORT_ON_WORKER_PANIC};
 use crate::telemetry::MonitorRecord;
 
 type Job = dyn Fn(usize) + Sync;
@@ -98,7 +102,7 @@ unsafe impl Send for Shared {}
 impl Shared {
     /// Record the CPU worker `id` is on now: where it will most likely wake next.
     fn note_cpu(&self, id: usize) {
-        if let Some(cpu) = crate::os::cpu::current_cpu() {
+        if let Some(cpu) = cpu::current_cpu() {
             // Relaxed: a placement hint, read by the VM thread between jobs.
             self.last_cpus[id].store(cpu, Ordering::Relaxed);
         }
@@ -210,15 +214,15 @@ impl WorkerPool {
             shared,
             threads: Vec::with_capacity(n),
             dispatch: Mutex::new(()),
-            usable_cpus: crate::os::cpu::usable_cpu_count(),
+            usable_cpus: cpu::usable_cpu_count(),
         };
         for id in 0..n {
             let shared = pool.shared.clone();
             let on_start = on_start.clone();
-            let t = std::thread::Builder::new()
+            let t = thread::Builder::new()
                 .name(format!("{name}-{id}"))
                 .spawn(move || {
-                    let tid = crate::os::sched::current_tid();
+                    let tid = thread::current_tid();
                     // Release pairs with the Acquire in `worker_tids` (the start-up wait also
                     // orders it).
                     shared.tids[id].store(tid, Ordering::Release);
@@ -242,7 +246,7 @@ impl WorkerPool {
     }
 
     /// How many CPUs the workers may use: the affinity mask of the thread that created the
-    /// pool, capped by the cgroup CPU limit ([`crate::os::cpu::usable_cpu_count`]), at least 1.
+    /// pool, capped by the cgroup CPU limit (`os::cpu::usable_cpu_count`), at least 1.
     pub fn usable_cpus(&self) -> usize {
         self.usable_cpus
     }
@@ -406,14 +410,14 @@ fn worker_loop(id: usize, initial_epoch: u64, shared: &Shared) {
         let guard = AbortOnPanic;
         // Read by the worker itself, on its own thread, so the dispatcher never reads another
         // thread's usage on the pause path; both readings cost one system call each.
-        let before = ThreadUsage::current_thread_or_zero();
+        let before = usage::current_thread();
         if let Some(hook) = shared.job_start.get() {
             hook(id);
         }
         // SAFETY: `run` keeps the closure alive until all participants have checked in.
         unsafe { (*job)(id) };
         std::mem::forget(guard);
-        let used = ThreadUsage::current_thread_or_zero().since(&before);
+        let used = usage::current_thread().since(&before);
         // Before checking in: the dispatcher reads the sums once every participant has.
         shared.job_usage[id]
             .lock()
@@ -429,8 +433,10 @@ struct AbortOnPanic;
 
 impl Drop for AbortOnPanic {
     fn drop(&mut self) {
-        log::error!("a GC worker panicked; the heap may be half-collected, aborting");
-        std::process::abort();
+        if ABORT_ON_WORKER_PANIC {
+            log::error!("a GC worker panicked; the heap may be half-collected, aborting");
+            std::process::abort();
+        }
     }
 }
 

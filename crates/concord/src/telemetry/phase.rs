@@ -78,9 +78,10 @@ impl WorkerNumaStats {
 }
 
 impl WorkerPhaseStats {
-    /// Note the CPU the calling thread runs on now.
-    pub fn sample_cpu(&mut self) {
-        if let Some(cpu) = crate::os::cpu::current_cpu() {
+    /// Count one sample of the CPU the worker runs on (`None`: not known, nothing counted).
+    /// The engine takes `cpu` from its platform layer, so a simulation records simulated CPUs.
+    pub fn note_cpu(&mut self, cpu: Option<u32>) {
+        if let Some(cpu) = cpu {
             *self.cpus.entry(cpu).or_default() += 1;
         }
     }

@@ -3,9 +3,8 @@
 //! belongs to worker `j mod N` and no other worker runs it. With task affinity, a worker first
 //! takes the tasks tagged with it, then shared ones, then other workers' tagged ones.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use super::{Affinity, RootTask};
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The `claim` discipline's lists: static stripes and preferred tasks per worker (each with a
 /// cursor only its worker advances), and one shared list claimed by atomic increment.
