@@ -1,7 +1,9 @@
-//! `concord sim WORKLOAD` end to end, as far as the command line goes: every bad flag, an
-//! unreadable, cut, damaged or empty trace, a bad costs file and an output that would replace
-//! the trace exit 2 before anything runs, naming what was wrong and what is allowed; a good
-//! command line passes the check; `concord sim calibrate` keeps its own flags.
+//! `concord sim WORKLOAD` end to end: every bad flag, an unreadable, cut, damaged or empty
+//! trace, a bad costs file and an output that would replace the trace exit 2 before anything
+//! runs, naming what was wrong and what is allowed; a good command line passes the check;
+//! `concord sim calibrate` keeps its own flags; a recorded trace replays on a simulated
+//! machine into `run`'s records and summary plus `sim`, the same seed giving the same records
+//! byte for byte, and busy loops on the workers' CPU make them wait.
 
 mod common;
 
@@ -56,11 +58,6 @@ fn bad_machine_scheduler_load_and_seed_flags_exit_2_naming_what_is_allowed() {
         (
             &["sim", "--cpus", "4", "--load", "busy:1@4"],
             "--load: CPU 4 is not a CPU of the simulated machine (allowed: 0..=3)",
-        ),
-        // Busy loops are parsed and checked, and refused while the simulator lacks them.
-        (
-            &["sim", "--cpus", "4", "--load", "busy:2"],
-            "--load: busy loops are not simulated by this build yet",
         ),
         (
             &["sim", "--cpus", "4", "--seed", "-1"],
@@ -199,4 +196,84 @@ fn a_good_command_line_passes_the_check_and_calibrate_keeps_its_flags() {
     let o = concord(&["sim", "calibrate", "--cpus", "4"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("unexpected argument '--cpus'"));
+}
+
+/// Simulates `trace` on 4 CPUs with 4 GC threads and `extra` flags; returns the summary JSON
+/// and the records file's text.
+fn simulate(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+    name: &str,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
+    let records = dir.join(format!("{name}.jsonl"));
+    let mut args = vec![
+        "sim",
+        "binary-trees",
+        "12",
+        "--cpus",
+        "4",
+        "--gc-threads",
+        "4",
+        "--mutators",
+        "2",
+        "--preset",
+        "vanilla",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--gc-records",
+        records.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let o = concord(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    (json, std::fs::read_to_string(records).unwrap())
+}
+
+#[test]
+fn a_trace_replays_deterministically_into_runs_records_and_summary_plus_sim() {
+    let dir = scratch("sim-workload-replay");
+    let trace = recorded_trace(&dir);
+    let (a, records_a) = simulate(&dir, &trace, "a", &["--seed", "5"]);
+    let (_, records_b) = simulate(&dir, &trace, "b", &["--seed", "5"]);
+    assert_eq!(
+        records_a, records_b,
+        "same seed, same records byte for byte"
+    );
+    let collections = a["gc_count"].as_u64().unwrap();
+    assert!(collections > 0);
+    assert_eq!(records_a.lines().count() as u64, collections);
+    let sim = &a["sim"];
+    assert_eq!(sim["cpus"], 4);
+    assert_eq!(sim["sched"], "cfs");
+    assert_eq!(sim["seed"], 5);
+    let distinct = sim["distinct_cpus_p50"].as_f64().unwrap();
+    assert!((1.0..=4.0).contains(&distinct), "{sim}");
+    assert!(a["gc_pause_total_ms"].as_f64().unwrap() > 0.0);
+    // Every record's workers ran on simulated CPUs 0..4.
+    for line in records_a.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["gc_threads"], 4, "{line}");
+        assert!(r["pause_ms"].as_f64().unwrap() > 0.0, "{line}");
+    }
+}
+
+#[test]
+fn busy_loops_on_the_simulated_cpus_make_the_gc_workers_wait() {
+    let dir = scratch("sim-workload-busy");
+    let trace = recorded_trace(&dir);
+    let (quiet, _) = simulate(&dir, &trace, "quiet", &[]);
+    let (busy, _) = simulate(&dir, &trace, "busy", &["--load", "busy:4"]);
+    let wait = |j: &serde_json::Value| j["sim"]["runqueue_wait_ms"].as_f64().unwrap();
+    let gc = |j: &serde_json::Value| j["gc_pause_total_ms"].as_f64().unwrap();
+    // Four busy loops, one per CPU, share every CPU with the workers.
+    assert!(
+        wait(&busy) > wait(&quiet),
+        "{} vs {}",
+        wait(&busy),
+        wait(&quiet)
+    );
+    assert!(gc(&busy) > gc(&quiet), "{} vs {}", gc(&busy), gc(&quiet));
 }

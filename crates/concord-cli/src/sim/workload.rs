@@ -215,6 +215,8 @@ fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> 
         gc_threads: config.gc_threads,
         mutators: params.mutators,
         load,
+        gc_affinity: config.gc_affinity,
+        mutator_ns: driver::DEFAULT_MUTATOR_NS,
     };
     driver::check(&setup).map_err(|e| anyhow!(e))?;
     let source = match &args.trace {
@@ -360,7 +362,8 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         costs_from
     );
     let started = Instant::now();
-    let sim_run = driver::simulate(&trace, setup).map_err(RunFailed::wrap)?;
+    let trace = std::sync::Arc::new(trace);
+    let sim_run = driver::simulate(trace.clone(), setup).map_err(RunFailed::wrap)?;
     let wall_s = started.elapsed().as_secs_f64();
     let mut simulated = assemble(&checked, &trace, sim_run, recorded.as_ref(), wall_s);
     let finishing = Instant::now();
@@ -616,6 +619,7 @@ mod tests {
                     start_ns,
                     end_ns: started.elapsed().as_nanos() as u64,
                     monitor: None,
+                    affinity: None,
                 }
             })
             .collect();

@@ -4,18 +4,18 @@
 //! counters and virtual start and end, and the executor's per-thread report).
 //!
 //! [`simulate`] runs the collections on the simulated engine (`crate::parallel`, the
-//! collector's engine and worker pool compiled against the simulated platform layer). That
-//! engine is not part of this crate yet, so [`simulate`] reports
-//! [`DriverError::EngineMissing`], and [`check`] refuses the interference loads the executor
-//! does not run yet, before anything is recorded.
+//! collector's engine and worker pool compiled against the simulated platform layer) with the
+//! mutators and busy loops of [`crate::interference`] beside it; [`check`] refuses what it
+//! cannot do before anything is recorded.
 
 use std::fmt;
 
+use concord::os::policy::GcAffinity;
+use concord::parallel::pool::MAX_WORKERS;
 use concord::parallel::{ParkingKind, PhasePolicy};
 
 use super::output::SimulatedCollection;
-use super::ReplayCollection;
-use crate::exec::{Costs, Ns, ThreadReport};
+use crate::exec::{Costs, CpuId, Ns, ThreadReport};
 use crate::machine::Machine;
 
 /// The scheduler model the simulated threads run under.
@@ -92,7 +92,16 @@ pub struct SimSetup {
     pub mutators: usize,
     /// Busy loops beside the collector, if any.
     pub load: Option<BusyLoad>,
+    /// GC-thread affinity (`none`, `static`, `dynamic`: 000 Algorithm 1).
+    pub gc_affinity: GcAffinity,
+    /// Virtual time the mutators run before each collection, ns ([`DEFAULT_MUTATOR_NS`]).
+    pub mutator_ns: Ns,
 }
+
+/// Mutator time before each simulated collection when nothing else is said: 5 ms, long enough
+/// for the scheduler model to place the mutators (its ticks are 1–4 ms) and short enough to keep
+/// simulations fast. (A GC trace holds no timestamps.)
+pub const DEFAULT_MUTATOR_NS: Ns = 5_000_000;
 
 /// The names of the simulated GC worker threads start with this (how the run-queue wait of
 /// the GC workers is told from the other threads').
@@ -113,18 +122,14 @@ pub struct SimRun {
 /// Why a simulation could not run.
 #[derive(Debug, PartialEq, Eq)]
 pub enum DriverError {
-    /// The collector's engine compiled against the simulated platform is not in this build.
-    EngineMissing,
+    /// The setup asks for what the simulated machine cannot do (the message says what).
+    Setup(String),
 }
 
 impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DriverError::EngineMissing => f.write_str(
-                "this build of concord has no simulated GC engine yet (the collector's parallel \
-                 phase compiled against the simulator's platform layer), so the collections \
-                 cannot be run in virtual time",
-            ),
+            DriverError::Setup(why) => f.write_str(why),
         }
     }
 }
@@ -132,8 +137,14 @@ impl fmt::Display for DriverError {
 impl std::error::Error for DriverError {}
 
 /// Refuses, before any work, what [`simulate`] cannot do with `setup`, naming what is allowed:
-/// a pinned load on a CPU the machine lacks; busy loops, which the executor does not run yet.
+/// no GC thread, or a pinned load on a CPU the machine lacks.
 pub fn check(setup: &SimSetup) -> Result<(), String> {
+    if setup.gc_threads == 0 || setup.gc_threads > MAX_WORKERS {
+        return Err(format!(
+            "{} GC threads cannot be simulated (allowed: 1..={MAX_WORKERS})",
+            setup.gc_threads
+        ));
+    }
     let Some(load) = setup.load else {
         return Ok(());
     };
@@ -144,18 +155,26 @@ pub fn check(setup: &SimSetup) -> Result<(), String> {
             cpus - 1
         ));
     }
-    Err("--load: busy loops are not simulated by this build yet (allowed: no --load)".to_string())
+    Ok(())
 }
 
-/// Run every collection of `trace` on `setup`'s machine in virtual time: one simulated VM
-/// thread makes a simulated worker pool of `setup.gc_threads` workers parked as
-/// `setup.parking` says and runs each collection's replay task
-/// ([`super::threads::ReplayTask`], compiled against the simulated engine) under
-/// `setup.policy`, with the mutators' time between collections in between.
-pub fn simulate(trace: &[ReplayCollection], setup: &SimSetup) -> Result<SimRun, DriverError> {
-    let _ = (trace, setup);
-    Err(DriverError::EngineMissing)
+/// The CPUs the busy loops of `load` are pinned to on a machine of `cpus` CPUs: all on its
+/// CPU if it names one, otherwise one per CPU from CPU 0 (000 Fig. 15: "ten busy loops on ten
+/// cores"), wrapping around when there are more loops than CPUs.
+pub fn busy_cpus(load: BusyLoad, cpus: usize) -> Vec<CpuId> {
+    match load.cpu {
+        Some(cpu) => vec![cpu; load.threads],
+        None => (0..load.threads).map(|i| i % cpus).collect(),
+    }
 }
+
+// The simulated engine is compiled into the library only (its included files' own unit tests
+// are left out of this crate's test build, see the crate docs), so the simulation is too.
+#[cfg(not(test))]
+#[path = "vm.rs"]
+mod vm;
+#[cfg(not(test))]
+pub use vm::simulate;
 
 #[cfg(test)]
 mod tests {
@@ -172,6 +191,8 @@ mod tests {
             gc_threads: 15,
             mutators: 16,
             load,
+            gc_affinity: GcAffinity::None,
+            mutator_ns: DEFAULT_MUTATOR_NS,
         }
     }
 
@@ -187,14 +208,26 @@ mod tests {
     }
 
     #[test]
-    fn loads_are_refused_until_the_executor_runs_them() {
+    fn a_load_on_a_cpu_the_machine_lacks_and_zero_gc_threads_are_refused() {
         assert_eq!(check(&setup(None)), Ok(()));
         let busy = |cpu| Some(BusyLoad { threads: 2, cpu });
         assert_eq!(
             check(&setup(busy(Some(20)))),
             Err("--load: CPU 20 is not a CPU of the simulated machine (allowed: 0..=19)".into())
         );
-        let err = check(&setup(busy(None))).unwrap_err();
-        assert!(err.contains("not simulated by this build"), "{err}");
+        assert_eq!(check(&setup(busy(None))), Ok(()));
+        let none = SimSetup {
+            gc_threads: 0,
+            ..setup(None)
+        };
+        assert!(check(&none).unwrap_err().contains("allowed: 1..="));
+    }
+
+    #[test]
+    fn busy_loops_go_one_per_cpu_from_cpu_0_or_all_on_the_named_cpu() {
+        let load = |threads, cpu| BusyLoad { threads, cpu };
+        assert_eq!(busy_cpus(load(3, None), 20), vec![0, 1, 2]);
+        assert_eq!(busy_cpus(load(3, None), 2), vec![0, 1, 0]);
+        assert_eq!(busy_cpus(load(2, Some(5)), 20), vec![5, 5]);
     }
 }

@@ -9,12 +9,13 @@
 //! `task.rs` names the engine only as `super::parallel` (its module's alias). It is compiled
 //! here once, in [`threads`] (`use concord::parallel;`): real threads on a real
 //! `concord::parallel::WorkerPool`, how its tests check that every object is copied exactly
-//! once. The simulated engine (the collector's `parallel` module compiled against the
-//! simulated sync layer) gets a second module that is a copy of `threads.rs` with that one
-//! line `use crate::parallel;`.
+//! once; and in [`simulated`] (`use crate::parallel;`): the collector's `parallel` module
+//! compiled against the simulated sync layer, what [`driver::simulate`] runs.
 
 pub mod driver;
 pub mod output;
+#[cfg(not(test))]
+pub mod simulated;
 pub mod threads;
 
 use std::fmt;

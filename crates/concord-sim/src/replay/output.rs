@@ -11,6 +11,7 @@
 //! ones as `Ergonomics`, and a full collection right after a failed promotion as `Promotion
 //! Failed` (the collector's own rule for starting it).
 
+use concord::os::gc_affinity::AffinityReport;
 use concord::telemetry::gc_trace::TraceKind;
 use concord::telemetry::{nearest_rank, MonitorRecord, PhaseTimes, WorkerPhaseStats};
 use concord::{CollectionKind, CollectionRecord, GcCause, GcStats};
@@ -30,6 +31,8 @@ pub struct SimulatedCollection {
     /// The GC task manager's monitor counters during this collection, when the task queue or
     /// the parking used it.
     pub monitor: Option<MonitorRecord>,
+    /// What dynamic GC affinity decided before this collection (`dynamic` only).
+    pub affinity: Option<AffinityReport>,
 }
 
 fn ms(ns: Ns) -> f64 {
@@ -68,6 +71,7 @@ pub fn collection_record(
         },
         workers: run.workers,
         monitor: run.monitor,
+        affinity: run.affinity,
         ..CollectionRecord::zeroed(c.id, kind, cause)
     };
     record.derive();
@@ -162,6 +166,7 @@ mod tests {
                 acquisitions: 9,
                 ..Default::default()
             }),
+            affinity: None,
         };
         let r = collection_record(&c, None, run);
         assert_eq!(
@@ -232,6 +237,7 @@ mod tests {
             blocks: 0,
             migrations: 0,
             last_cpu: 0,
+            background: false,
         };
         let threads = [
             thread("gc-0", 1_000_000),

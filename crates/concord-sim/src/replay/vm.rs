@@ -1,0 +1,155 @@
+//! [`simulate`]: the simulated VM thread that runs a trace's collections on the simulated
+//! engine (a submodule of [`super`], the driver).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{busy_cpus, check, DriverError, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX};
+use crate::affinity::SimGcAffinity;
+use crate::exec::{self, Ns, Sim, ThreadId, ThreadSpec};
+use crate::interference::{DutyCycle, Mutators};
+use crate::parallel::WorkerPool;
+use crate::replay::output::SimulatedCollection;
+use crate::replay::simulated::ReplayTask;
+use crate::replay::ReplayCollection;
+use crate::telemetry::MonitorRecord;
+use concord::parallel::ParkingKind;
+
+/// Run every collection of `trace` on `setup`'s machine in virtual time.
+///
+/// One simulated VM thread makes a simulated worker pool of `setup.gc_threads` workers named
+/// [`GC_WORKER_PREFIX`]`<i>`, parked as `setup.parking` says, and for each collection: lets the
+/// mutators run for `setup.mutator_ns`, stops them at a safepoint, runs the collection's replay
+/// task ([`super::simulated::ReplayTask`]) under `setup.policy` on all the workers, and resumes
+/// the mutators. A collection's pause runs from the stop request to the end of the parallel
+/// phase. GC-thread affinity decides with concord's own code ([`SimGcAffinity`]): static binding
+/// when a worker starts, Algorithm 1 when it starts each collection's job. The mutators compute
+/// without pause between collections ([`DutyCycle::BUSY`]), and busy loops
+/// ([`busy_cpus`]) compute throughout; both are background threads.
+pub fn simulate(
+    trace: Arc<Vec<ReplayCollection>>,
+    setup: &SimSetup,
+) -> Result<SimRun, DriverError> {
+    check(setup).map_err(DriverError::Setup)?;
+    let cpus = setup.machine.cpus();
+    let mut sim = match setup.sched {
+        SchedModel::Cfs => Sim::linux49(setup.machine.clone(), setup.costs, setup.seed),
+        SchedModel::Eevdf => Sim::eevdf(setup.machine.clone(), setup.costs, setup.seed),
+    };
+    if let Some(load) = setup.load {
+        sim.busy_loops(&busy_cpus(load, cpus))
+            .map_err(DriverError::Setup)?;
+    }
+    let mutators = match setup.mutators {
+        0 => None,
+        n => Some(
+            Mutators::spawn(&mut sim, n, DutyCycle::BUSY, ThreadSpec::default())
+                .map_err(DriverError::Setup)?,
+        ),
+    };
+    let all_cpus = (0..cpus).map(|c| c as u32).collect();
+    let affinity = Arc::new(SimGcAffinity::new(setup.gc_affinity, all_cpus, setup.seed));
+    for &t in mutators.iter().flat_map(Mutators::threads) {
+        affinity.note_mutator(t, true);
+    }
+    let results: Arc<std::sync::Mutex<Result<Vec<SimulatedCollection>, String>>> =
+        Arc::new(std::sync::Mutex::new(Ok(Vec::new())));
+    let vm = VmThread {
+        trace,
+        policy: crate::runtime::phase_policy(&setup.policy),
+        parking: crate::runtime::parking(setup.parking),
+        workers: setup.gc_threads,
+        mutator_ns: setup.mutator_ns,
+        uses_monitor: setup.policy.task_queue == concord::parallel::TaskQueueKind::Monitor
+            || setup.parking == ParkingKind::Monitor,
+        mutators,
+        affinity,
+        results: results.clone(),
+    };
+    sim.spawn("vm-thread", move || vm.run());
+    let report = sim.run();
+    let collections = std::mem::replace(
+        &mut *results.lock().unwrap_or_else(|p| p.into_inner()),
+        Ok(Vec::new()),
+    )
+    .map_err(DriverError::Setup)?;
+    Ok(SimRun {
+        collections,
+        end_ns: report.end_ns,
+        threads: report.threads,
+    })
+}
+
+/// The simulated VM thread: what it runs and where it puts the results.
+struct VmThread {
+    trace: Arc<Vec<ReplayCollection>>,
+    policy: crate::parallel::PhasePolicy,
+    parking: crate::parallel::ParkingKind,
+    workers: usize,
+    mutator_ns: Ns,
+    /// Whether the GC task manager's monitor is in play (its counters go in the records).
+    uses_monitor: bool,
+    mutators: Option<Mutators>,
+    affinity: Arc<SimGcAffinity>,
+    results: Arc<std::sync::Mutex<Result<Vec<SimulatedCollection>, String>>>,
+}
+
+impl VmThread {
+    fn run(self) {
+        let outcome = self.collect();
+        *self.results.lock().unwrap_or_else(|p| p.into_inner()) = outcome;
+    }
+
+    fn collect(&self) -> Result<Vec<SimulatedCollection>, String> {
+        let at_start = self.affinity.clone();
+        let pool = WorkerPool::new(
+            self.workers,
+            GC_WORKER_PREFIX.trim_end_matches('-'),
+            self.parking,
+            move |id| {
+                // A refused bind (a CPU the machine lacks) cannot happen: the CPUs are the
+                // machine's own.
+                let _ = at_start.bind_at_start(id);
+            },
+        )
+        .map_err(|e| format!("the simulated GC workers could not be started: {e}"))?;
+        let at_job = self.affinity.clone();
+        pool.set_job_start(move |id| {
+            at_job.worker_phase_start(id);
+        });
+        let worker_threads: Vec<ThreadId> = pool
+            .worker_tids()
+            .iter()
+            .map(|&tid| tid as ThreadId)
+            .collect();
+        let mut collections = Vec::with_capacity(self.trace.len());
+        for c in self.trace.iter() {
+            crate::sync::thread::sleep(Duration::from_nanos(self.mutator_ns));
+            let start_ns = exec::now().unwrap_or(0);
+            if let Some(m) = &self.mutators {
+                m.stop();
+            }
+            let before = pool.task_manager_stats();
+            self.affinity
+                .begin_collection(&worker_threads, self.workers);
+            let task = ReplayTask::new(c);
+            let (_, workers) = task.run(&pool, &self.policy, self.workers);
+            let end_ns = exec::now().unwrap_or(0);
+            let affinity = self.affinity.end_collection();
+            let monitor = self
+                .uses_monitor
+                .then(|| MonitorRecord::from(pool.task_manager_stats().since(&before)));
+            if let Some(m) = &self.mutators {
+                m.resume();
+            }
+            collections.push(SimulatedCollection {
+                workers,
+                start_ns,
+                end_ns,
+                monitor,
+                affinity,
+            });
+        }
+        Ok(collections)
+    }
+}
