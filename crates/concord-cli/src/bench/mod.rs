@@ -161,12 +161,20 @@ pub fn cpus_of(sim: Option<&Simulator>) -> usize {
 /// A load in words, `busy:1 (1 busy-loop thread during every run)`, saying where it runs when
 /// the arms are `simulated`.
 pub fn load_words(load: Interference, simulated: bool) -> String {
-    let place = if simulated {
+    format!(
+        "{load} ({}{} during every run)",
+        load.describe(),
+        load_place(simulated)
+    )
+}
+
+/// Where the load of `simulated` arms runs, in words to follow its description.
+pub fn load_place(simulated: bool) -> &'static str {
+    if simulated {
         " on the simulated machine"
     } else {
         ""
-    };
-    format!("{load} ({}{place} during every run)", load.describe())
+    }
 }
 
 /// The workload parameters and load of an arm, in words: `1 mutator, 1 round, busy:1 (…)`.

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::{conclude, cpus_of, workload_plan, Stacked, Text};
+use super::{conclude, cpus_of, load_place, workload_plan, Stacked, Text};
 use crate::experiment::simulated::simulate_arms;
 use crate::experiment::{find_workload, Column, Variant};
 use crate::flags::{count_in, WorkloadBench};
@@ -98,14 +98,13 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
     }
     let arms = simulate_arms(arms, sim.as_ref())?;
     let mut plan = workload_plan("os-bench", flags, &workload, arms);
-    let on = if sim.is_some() {
-        " on the simulated machine"
-    } else {
-        ""
-    };
     plan.groups = vec![
         "no interference".to_string(),
-        format!("{busy}: {}{on} during every run", busy.describe()),
+        format!(
+            "{busy}: {}{} during every run",
+            busy.describe(),
+            load_place(sim.is_some())
+        ),
     ];
     stacked.describe_in(&mut plan);
     let (cpus_key, cpus_words) = match sim {

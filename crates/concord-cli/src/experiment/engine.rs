@@ -1,5 +1,6 @@
 //! The loop that runs a plan: every arm once per round, each run through its arm's
-//! [`Runner`](super::runner::Runner) with the arm's interference load around it; after every
+//! [`Runner`](super::runner::Runner) with the arm's interference load around it (a simulated
+//! arm's runner puts it on the simulated machine instead); after every
 //! run its summary and records go into the results directory and `experiment.json` is
 //! rewritten, so the directory is consistent whenever the process stops. A failed run is
 //! recorded and the experiment goes on; a stop request (Ctrl-C, SIGTERM) ends it after the
