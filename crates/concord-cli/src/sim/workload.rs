@@ -216,6 +216,7 @@ fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> 
         mutators: params.mutators,
         load,
         gc_affinity: config.gc_affinity,
+        numa: config.numa,
         mutator_ns: driver::DEFAULT_MUTATOR_NS,
     };
     driver::check(&setup).map_err(|e| anyhow!(e))?;
