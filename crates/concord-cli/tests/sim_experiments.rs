@@ -255,10 +255,6 @@ fn bad_simulated_machines_and_flags_without_one_exit_2_before_anything_runs() {
             "busy-loop CPU 4 is not a CPU of the simulated machine (allowed: 0..=3)",
         ),
         (
-            &["--sim-cpus", "4", "--numa-arms", "off,interleaved"],
-            "--numa-arms cannot be used with simulated runs",
-        ),
-        (
             &["--sim-cpus", "4", "--costs", "/nonexistent/costs.json"],
             "--costs",
         ),

@@ -182,12 +182,6 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let labels = unique_labels(&presets);
     let layouts = parse_numa_arms(&args.numa_arms)?;
     let sim = flags.sim.check()?;
-    if sim.is_some() && !layouts.is_empty() {
-        bail!(
-            "--numa-arms cannot be used with simulated runs (--sim-cpus, --sim-machine): the \
-             simulator does not model NUMA layouts, so every layout would be simulated alike"
-        );
-    }
     let mut arms = Vec::new();
     for (preset, label) in presets.iter().zip(labels) {
         if layouts.is_empty() {

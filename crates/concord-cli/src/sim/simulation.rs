@@ -95,6 +95,7 @@ impl Simulator {
             mutators,
             load,
             gc_affinity: config.gc_affinity,
+            numa: config.numa,
             mutator_ns: driver::DEFAULT_MUTATOR_NS,
         };
         driver::check(&setup)?;

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use concord::os::numa::NumaLayout;
 use concord::os::policy::GcAffinity;
 use concord::parallel::pool::MAX_WORKERS;
 use concord::parallel::{ParkingKind, PhasePolicy};
@@ -17,6 +18,7 @@ use concord::parallel::{ParkingKind, PhasePolicy};
 use super::output::SimulatedCollection;
 use crate::exec::{Costs, CpuId, Ns, ThreadReport};
 use crate::machine::Machine;
+use crate::numa::NumaCosts;
 
 /// The scheduler model the simulated threads run under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +96,9 @@ pub struct SimSetup {
     pub load: Option<BusyLoad>,
     /// GC-thread affinity (`none`, `static`, `dynamic`: 000 Algorithm 1).
     pub gc_affinity: GcAffinity,
+    /// The heap's NUMA layout (004 §3.2), on a machine with more than one node
+    /// ([`super::memory`]).
+    pub numa: NumaLayout,
     /// Virtual time the mutators run before each collection, ns ([`DEFAULT_MUTATOR_NS`]).
     pub mutator_ns: Ns,
 }
@@ -158,6 +163,13 @@ pub fn check(setup: &SimSetup) -> Result<(), String> {
     Ok(())
 }
 
+/// The NUMA cost figures of `machine`: 004's for `magny-cours-48` (its machine,
+/// [`NumaCosts::MAGNY_COURS`]); `None` (uniform memory) for every other shape, for which no
+/// paper publishes figures (000 reports no NUMA effect on its Xeon).
+pub fn numa_costs(machine: &Machine) -> Option<NumaCosts> {
+    (machine.nodes() > 1 && machine.name() == "magny-cours-48").then_some(NumaCosts::MAGNY_COURS)
+}
+
 /// The CPUs the busy loops of `load` are pinned to on a machine of `cpus` CPUs: all on its
 /// CPU if it names one, otherwise one per CPU from CPU 0 (000 Fig. 15: "ten busy loops on ten
 /// cores"), wrapping around when there are more loops than CPUs.
@@ -192,6 +204,7 @@ mod tests {
             mutators: 16,
             load,
             gc_affinity: GcAffinity::None,
+            numa: NumaLayout::Off,
             mutator_ns: DEFAULT_MUTATOR_NS,
         }
     }
@@ -221,6 +234,18 @@ mod tests {
             ..setup(None)
         };
         assert!(check(&none).unwrap_err().contains("allowed: 1..="));
+    }
+
+    #[test]
+    fn only_the_magny_cours_shape_has_numa_costs() {
+        let named = |n| Machine::named(n, None).unwrap();
+        assert_eq!(
+            numa_costs(&named("magny-cours-48")),
+            Some(NumaCosts::MAGNY_COURS)
+        );
+        assert_eq!(numa_costs(&named("xeon-2x10")), None);
+        let custom = Machine::from_flags(None, Some("48"), None, Some("8")).unwrap();
+        assert_eq!(numa_costs(&custom), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! compiled against the simulated sync layer, what [`driver::simulate`] runs.
 
 pub mod driver;
+pub mod memory;
 pub mod output;
 #[cfg(not(test))]
 pub mod simulated;

@@ -13,7 +13,10 @@
 
 use concord::os::gc_affinity::AffinityReport;
 use concord::telemetry::gc_trace::TraceKind;
-use concord::telemetry::{nearest_rank, MonitorRecord, PhaseTimes, WorkerPhaseStats};
+use concord::telemetry::{
+    nearest_rank, MonitorRecord, NumaCollectionRecord, PhaseTimes, WorkerNumaStats,
+    WorkerPhaseStats,
+};
 use concord::{CollectionKind, CollectionRecord, GcCause, GcStats};
 
 use super::ReplayCollection;
@@ -69,6 +72,11 @@ pub fn collection_record(
             parallel_ms: ms(pause_ns),
             ..PhaseTimes::default()
         },
+        numa: run
+            .workers
+            .iter()
+            .any(|w| w.numa != WorkerNumaStats::default())
+            .then(|| NumaCollectionRecord::from_workers(&run.workers)),
         workers: run.workers,
         monitor: run.monitor,
         affinity: run.affinity,

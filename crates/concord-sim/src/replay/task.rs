@@ -19,10 +19,13 @@ use concord::memory::card_table::CARD_SIZE;
 use concord::telemetry::gc_trace::{Fate, TraceAffinity, TraceRootKind};
 use concord::telemetry::WorkerPhaseStats;
 
-use super::parallel::engine::{run_phase, ParallelTask, WorkQueue};
+use super::parallel::engine::{
+    run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue,
+};
 use super::parallel::task_queue::{Affinity, RootTask};
 use super::parallel::{PhasePolicy, WorkerPool};
 use crate::exec;
+use crate::replay::memory::Memory;
 use crate::replay::ReplayCollection;
 use crate::sync::atomic::{AtomicU32, Ordering};
 
@@ -35,6 +38,8 @@ const UNCLAIMED: u32 = 0;
 /// The replay of one recorded collection.
 pub struct ReplayTask<'c> {
     collection: &'c ReplayCollection,
+    /// Where the objects live on a NUMA machine ([`Memory`]); `None`: uniform memory.
+    memory: Option<&'c Memory>,
     /// Per object: [`UNCLAIMED`] or its copier's id + 1 (the forwarding word).
     claims: Vec<AtomicU32>,
 }
@@ -48,6 +53,12 @@ pub struct ReplayLocal {
     pub objects: u64,
     /// Bytes it copied (survivors and promoted) or marked live (full collections).
     pub bytes: u64,
+    /// Of those, bytes read from another node's memory than its CPU's (NUMA machines only).
+    pub bytes_remote: u64,
+    /// Objects it claimed that lay on its CPU's node, and on another (NUMA machines only).
+    pub objects_local: u64,
+    /// See `objects_local`.
+    pub objects_remote: u64,
     /// Of those, bytes it promoted.
     pub bytes_promoted: u64,
     /// Reaches of objects already claimed (dropped after one load).
@@ -68,10 +79,20 @@ impl<'c> ReplayTask<'c> {
     pub fn new(collection: &'c ReplayCollection) -> Self {
         Self {
             collection,
+            memory: None,
             claims: (0..collection.objects())
                 .map(|_| AtomicU32::new(UNCLAIMED))
                 .collect(),
         }
+    }
+
+    /// The replay with its objects placed on the nodes of `memory`: each copy is charged on
+    /// the node it reads ([`exec::charge_copy_on`]) and counted local or remote for the
+    /// worker's CPU; under `segregated` an object of another node is sent to that node's
+    /// workers ([`run_segregated`](Self::run_segregated)).
+    pub fn with_memory(mut self, memory: Option<&'c Memory>) -> Self {
+        self.memory = memory;
+        self
     }
 
     /// The root tasks (indices into the collection's roots) with their affinity tags.
@@ -113,10 +134,48 @@ impl<'c> ReplayTask<'c> {
         policy: &PhasePolicy,
         workers: usize,
     ) -> (Vec<ReplayLocal>, Vec<WorkerPhaseStats>) {
-        let (locals, mut stats) =
-            run_phase(pool, policy, self, self.roots(), Self::locals(workers));
+        let (locals, stats) = run_phase(pool, policy, self, self.roots(), Self::locals(workers));
+        self.finish(locals, stats)
+    }
+
+    /// [`run`](Self::run) as the engine's segregated phase: worker `w` works for node
+    /// `worker_nodes[w]` (every node must have a worker).
+    pub fn run_segregated(
+        &self,
+        pool: &WorkerPool,
+        policy: &PhasePolicy,
+        worker_nodes: Vec<usize>,
+    ) -> (Vec<ReplayLocal>, Vec<WorkerPhaseStats>) {
+        let workers = worker_nodes.len();
+        let segregation = Segregation {
+            nodes: worker_nodes.iter().max().map_or(1, |&n| n + 1),
+            worker_nodes,
+        };
+        let (locals, stats) = run_phase_segregated(
+            pool,
+            policy,
+            self,
+            self.roots(),
+            Self::locals(workers),
+            &segregation,
+        );
+        self.finish(locals, stats)
+    }
+
+    /// The workers' counters with the replay's figures filled in.
+    fn finish(
+        &self,
+        locals: Vec<ReplayLocal>,
+        mut stats: Vec<WorkerPhaseStats>,
+    ) -> (Vec<ReplayLocal>, Vec<WorkerPhaseStats>) {
         for (s, l) in stats.iter_mut().zip(&locals) {
             s.bytes_copied = l.bytes;
+            if self.memory.is_some() {
+                s.numa.bytes_copied_remote = l.bytes_remote;
+                s.numa.bytes_copied_local = l.bytes - l.bytes_remote;
+                s.numa.objects_scanned_local = l.objects_local;
+                s.numa.objects_scanned_remote = l.objects_remote;
+            }
         }
         (locals, stats)
     }
@@ -152,6 +211,14 @@ impl ParallelTask for ReplayTask<'_> {
     }
 
     fn process(&self, id: u32, local: &mut ReplayLocal, queue: &mut WorkQueue<u32>) {
+        let node = self.memory.map(|m| m.object_node(id));
+        if let (Some(home), Some(node)) = (queue.home_node(), node) {
+            if node != home {
+                // Segregated: an object of another node is that node's workers' to copy.
+                queue.send(node, id);
+                return;
+            }
+        }
         let claim = &self.claims[id as usize];
         let mine = local.worker as u32 + 1;
         // The forwarding check, then the forwarding CAS: one winner per object.
@@ -166,19 +233,35 @@ impl ParallelTask for ReplayTask<'_> {
         let c = self.collection;
         let size = c.size(id);
         local.objects += 1;
+        let copy = |objects, bytes| match node {
+            Some(node) => exec::charge_copy_on(objects, bytes, node),
+            None => exec::charge_copy(objects, bytes),
+        };
+        let remote = match (self.memory, node, exec::current_cpu()) {
+            (Some(m), Some(node), Some(cpu)) => Some(m.node_of(cpu) != node),
+            _ => None,
+        };
+        match remote {
+            Some(true) => local.objects_remote += 1,
+            Some(false) => local.objects_local += 1,
+            None => {}
+        }
         match c.fate(id) {
             Fate::Survivor | Fate::Promoted => {
-                exec::charge_copy(1, size);
+                copy(1, size);
+                if remote == Some(true) {
+                    local.bytes_remote += size;
+                }
                 local.bytes += size;
                 if c.fate(id) == Fate::Promoted {
                     local.bytes_promoted += size;
                 }
             }
             Fate::Marked => {
-                exec::charge_copy(1, 0);
+                copy(1, 0);
                 local.bytes += size;
             }
-            Fate::Stayed => exec::charge_copy(1, 0),
+            Fate::Stayed => copy(1, 0),
         }
         for &r in c.refs_of(id) {
             queue.push(r);

@@ -8,11 +8,14 @@ use super::{busy_cpus, check, DriverError, SchedModel, SimRun, SimSetup, GC_WORK
 use crate::affinity::SimGcAffinity;
 use crate::exec::{self, Ns, Sim, ThreadId, ThreadSpec};
 use crate::interference::{DutyCycle, Mutators};
+use crate::numa::Numa;
 use crate::parallel::WorkerPool;
+use crate::replay::memory::Memory;
 use crate::replay::output::SimulatedCollection;
 use crate::replay::simulated::ReplayTask;
 use crate::replay::ReplayCollection;
 use crate::telemetry::MonitorRecord;
+use concord::os::policy::GcAffinity;
 use concord::parallel::ParkingKind;
 
 /// Run every collection of `trace` on `setup`'s machine in virtual time.
@@ -47,8 +50,18 @@ pub fn simulate(
                 .map_err(DriverError::Setup)?,
         ),
     };
+    if let Some(costs) = super::numa_costs(&setup.machine) {
+        sim = sim.with_numa(Numa::new(&setup.machine, costs));
+    }
+    let memory = Memory::new(setup.numa, &setup.machine).map(Arc::new);
     let all_cpus = (0..cpus).map(|c| c as u32).collect();
-    let affinity = Arc::new(SimGcAffinity::new(setup.gc_affinity, all_cpus, setup.seed));
+    // A NUMA layout pins the workers by node; GC-thread affinity would move them off it, so it
+    // steps aside (as the runtime's heap does).
+    let gc_affinity = match &memory {
+        Some(m) if m.places_workers() => GcAffinity::None,
+        _ => setup.gc_affinity,
+    };
+    let affinity = Arc::new(SimGcAffinity::new(gc_affinity, all_cpus, setup.seed));
     for &t in mutators.iter().flat_map(Mutators::threads) {
         affinity.note_mutator(t, true);
     }
@@ -64,6 +77,7 @@ pub fn simulate(
             || setup.parking == ParkingKind::Monitor,
         mutators,
         affinity,
+        memory,
         results: results.clone(),
     };
     sim.spawn("vm-thread", move || vm.run());
@@ -91,6 +105,9 @@ struct VmThread {
     uses_monitor: bool,
     mutators: Option<Mutators>,
     affinity: Arc<SimGcAffinity>,
+    /// The heap's memory on a NUMA machine: which node each object is on, where workers are
+    /// pinned, whether the phase is segregated.
+    memory: Option<Arc<Memory>>,
     results: Arc<std::sync::Mutex<Result<Vec<SimulatedCollection>, String>>>,
 }
 
@@ -102,6 +119,7 @@ impl VmThread {
 
     fn collect(&self) -> Result<Vec<SimulatedCollection>, String> {
         let at_start = self.affinity.clone();
+        let memory = self.memory.clone();
         let pool = WorkerPool::new(
             self.workers,
             GC_WORKER_PREFIX.trim_end_matches('-'),
@@ -110,6 +128,10 @@ impl VmThread {
                 // A refused bind (a CPU the machine lacks) cannot happen: the CPUs are the
                 // machine's own.
                 let _ = at_start.bind_at_start(id);
+                // The NUMA layouts pin workers by node, as the runtime's do.
+                if let Some(cpus) = memory.as_ref().and_then(|m| m.worker_cpus(id)) {
+                    let _ = exec::set_affinity(cpus);
+                }
             },
         )
         .map_err(|e| format!("the simulated GC workers could not be started: {e}"))?;
@@ -132,8 +154,15 @@ impl VmThread {
             let before = pool.task_manager_stats();
             self.affinity
                 .begin_collection(&worker_threads, self.workers);
-            let task = ReplayTask::new(c);
-            let (_, workers) = task.run(&pool, &self.policy, self.workers);
+            let task = ReplayTask::new(c).with_memory(self.memory.as_deref());
+            let segregated = self
+                .memory
+                .as_ref()
+                .and_then(|m| m.segregated_worker_nodes(self.workers));
+            let (_, workers) = match segregated {
+                Some(nodes) => task.run_segregated(&pool, &self.policy, nodes),
+                None => task.run(&pool, &self.policy, self.workers),
+            };
             let end_ns = exec::now().unwrap_or(0);
             let affinity = self.affinity.end_collection();
             let monitor = self
