@@ -3,7 +3,8 @@
 //! simulate them, into the same results directory, tables and JSON as measured runs, saying
 //! everywhere that the figures are simulated; every round its own seed; interference as busy
 //! loops on the simulated machine; bad machine flags exit 2 before anything runs; `concord
-//! report` draws the directory; `concord paper ID` passes the flags to its entry's command.
+//! report` draws the directory; `concord paper ID` passes the flags to its entry's command;
+//! `--numa-arms` simulates each layout.
 
 mod common;
 
@@ -152,6 +153,41 @@ fn simulated_interference_runs_on_the_simulated_machine_and_json_lists_the_machi
         (s["sim"]["cpus"].as_u64(), s["gc_threads"].as_u64()),
         (Some(20), Some(15))
     );
+}
+
+#[test]
+fn numa_arms_are_simulated_with_their_layout() {
+    let (o, _) = run_into(
+        "sim-numa",
+        &small(
+            "compare",
+            &[
+                "--preset",
+                "optimized",
+                "--numa-arms",
+                "off,interleaved",
+                "--sim-machine",
+                "magny-cours-48",
+                "--repeat",
+                "1",
+                "--json",
+                "--no-report",
+            ],
+        ),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let configurations = json["configurations"].as_array().unwrap();
+    assert_eq!(configurations.len(), 2);
+    for c in configurations {
+        assert_eq!(c["sim"]["machine"], "magny-cours-48", "{c}");
+        assert_eq!(c["sim"]["nodes"], 8);
+    }
+    // Interleaved pages over 8 simulated nodes: most copies go to another node.
+    let remote = configurations[1]["median"]["remote_copy_fraction"]
+        .as_f64()
+        .unwrap();
+    assert!(remote > 0.5, "{remote}");
 }
 
 #[test]
