@@ -16,6 +16,7 @@ use clap::Args;
 use concord::config::{format_size, parse_bool, parse_size, GcThreads, SizeError, MAX_HEAP};
 use concord_workloads::WorkloadParams;
 
+use crate::experiment::simulated::SimArmFlags;
 use crate::interference::Interference;
 
 /// A byte size as given (`64m`), checked to be one; the configuration builder checks its range
@@ -371,8 +372,8 @@ impl RunFlags {
     }
 }
 
-/// What a bench command over one workload takes: the workload, the run flags and the
-/// experiment's flags.
+/// What a bench command over one workload takes: the workload, the run flags, the
+/// experiment's flags and the simulated machine, if the arms are simulated.
 #[derive(Args, Debug, Clone)]
 pub struct WorkloadBench {
     #[command(flatten)]
@@ -381,6 +382,8 @@ pub struct WorkloadBench {
     pub run: RunFlags,
     #[command(flatten)]
     pub bench: BenchFlags,
+    #[command(flatten)]
+    pub sim: SimArmFlags,
 }
 
 /// The flags of a side-by-side experiment: rounds, where the results go, and what is printed.

@@ -7,6 +7,7 @@
 //!   (staged beside the file and renamed), by default to `concord-costs.json` in the current
 //!   directory.
 
+pub mod simulation;
 mod workload;
 
 use std::path::PathBuf;

@@ -187,6 +187,29 @@ pub struct Machine {
 /// The named machine shapes `--machine` accepts.
 pub const MACHINE_NAMES: &[&str] = &["xeon-2x10", "magny-cours-48"];
 
+/// The names of the flags that give the machine, for messages: `concord sim`'s `--machine` and
+/// `--cpus`, or the experiment commands' `--sim-machine` and `--sim-cpus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineFlags {
+    /// The flag of a named machine.
+    pub machine: &'static str,
+    /// The flag of the logical CPU count.
+    pub cpus: &'static str,
+}
+
+impl MachineFlags {
+    /// `concord sim`'s.
+    pub const SIM: MachineFlags = MachineFlags {
+        machine: "--machine",
+        cpus: "--cpus",
+    };
+    /// The experiment commands'.
+    pub const EXPERIMENT: MachineFlags = MachineFlags {
+        machine: "--sim-machine",
+        cpus: "--sim-cpus",
+    };
+}
+
 /// A bad machine description, with a message naming what was wrong and what is allowed (the CLI
 /// prints it and exits 2).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,6 +288,22 @@ impl Machine {
         smt: Option<&str>,
         nodes: Option<&str>,
     ) -> Result<Machine, MachineError> {
+        Machine::from_flags_named(MachineFlags::SIM, machine, cpus, smt, nodes)
+    }
+
+    /// [`Machine::from_flags`] for a command whose machine and CPU flags have other names
+    /// (`names`), which its messages use.
+    pub fn from_flags_named(
+        names: MachineFlags,
+        machine: Option<&str>,
+        cpus: Option<&str>,
+        smt: Option<&str>,
+        nodes: Option<&str>,
+    ) -> Result<Machine, MachineError> {
+        let MachineFlags {
+            machine: machine_flag,
+            cpus: cpus_flag,
+        } = names;
         let smt = match smt {
             None => None,
             Some("on") => Some(true),
@@ -278,20 +317,20 @@ impl Machine {
         if let Some(name) = machine {
             if cpus.is_some() || nodes.is_some() {
                 return Err(MachineError(format!(
-                    "--machine {name} fixes the CPUs and nodes; give either --machine (with --smt) \
-                     or --cpus/--nodes, not both"
+                    "{machine_flag} {name} fixes the CPUs and nodes; give either {machine_flag} \
+                     (with --smt) or {cpus_flag}/--nodes, not both"
                 )));
             }
             return Machine::named(name, smt);
         }
         let Some(cpus_text) = cpus else {
             return Err(MachineError(format!(
-                "no machine given; use --cpus N (with --smt on|off, --nodes K) or --machine NAME \
-                 (allowed: {})",
+                "no machine given; use {cpus_flag} N (with --smt on|off, --nodes K) or \
+                 {machine_flag} NAME (allowed: {})",
                 MACHINE_NAMES.join(", ")
             )));
         };
-        let cpus = parse_count("--cpus", cpus_text)?;
+        let cpus = parse_count(cpus_flag, cpus_text)?;
         let nodes = match nodes {
             Some(text) => parse_count("--nodes", text)?,
             None => 1,
@@ -300,13 +339,13 @@ impl Machine {
         let threads = if smt { 2 } else { 1 };
         if cpus > MAX_CPUS {
             return Err(MachineError(format!(
-                "--cpus {cpus} is too many; allowed: 1 to {MAX_CPUS}"
+                "{cpus_flag} {cpus} is too many; allowed: 1 to {MAX_CPUS}"
             )));
         }
         if cpus % (threads * nodes) != 0 {
             return Err(MachineError(format!(
-                "--cpus {cpus} cannot be split into {nodes} node(s){}; --cpus must be a multiple \
-                 of {}",
+                "{cpus_flag} {cpus} cannot be split into {nodes} node(s){}; {cpus_flag} must be a \
+                 multiple of {}",
                 if smt { " of 2-thread cores" } else { "" },
                 threads * nodes
             )));
@@ -581,6 +620,30 @@ mod tests {
             None
         ))
         .contains("no SMT"));
+    }
+
+    #[test]
+    fn messages_name_the_flags_the_command_has() {
+        let named = |machine, cpus| {
+            Machine::from_flags_named(MachineFlags::EXPERIMENT, machine, cpus, None, Some("2"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            named(None, Some("0")),
+            "--sim-cpus `0` is not allowed; allowed: a whole number from 1 to 256"
+        );
+        assert_eq!(
+            named(None, Some("5")),
+            "--sim-cpus 5 cannot be split into 2 node(s); --sim-cpus must be a multiple of 2"
+        );
+        assert_eq!(
+            named(Some("xeon-2x10"), None),
+            "--sim-machine xeon-2x10 fixes the CPUs and nodes; give either --sim-machine (with \
+             --smt) or --sim-cpus/--nodes, not both"
+        );
+        assert!(named(None, None)
+            .contains("use --sim-cpus N (with --smt on|off, --nodes K) or --sim-machine NAME"));
     }
 
     #[test]

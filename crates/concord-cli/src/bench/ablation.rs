@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::{conclude, workload_plan, Stacked, Text};
+use super::{conclude, cpus_of, load_words, workload_plan, Stacked, Text};
+use crate::experiment::simulated::simulate_arms;
 use crate::experiment::{find_workload, Column, Variant};
 use crate::flags::WorkloadBench;
 
@@ -169,18 +170,20 @@ pub fn run(args: AblationArgs) -> Result<ExitCode> {
         SET_BY_THE_CONFIGURATIONS,
         "each configuration sets it (vanilla plus one fix)",
     )?;
-    let stacked = Stacked::new(flags, &workload);
+    let sim = flags.sim.check()?;
+    let stacked = Stacked::new(flags, &workload, cpus_of(sim.as_deref()));
     let load = flags.run.interfere;
     let arms = variants
         .iter()
         .map(|v| stacked.arm(v, 0, &workload, load))
         .collect::<Result<_>>()?;
+    let arms = simulate_arms(arms, sim.as_ref())?;
     let mut plan = workload_plan("ablation", flags, &workload, arms);
     stacked.describe_in(&mut plan);
     plan.parameters
         .insert("interference".into(), json!(load.map(|l| l.to_string())));
     let load_words = match load {
-        Some(load) => format!(", {load} ({} during every run)", load.describe()),
+        Some(load) => format!(", {}", load_words(load, sim.is_some())),
         None => String::new(),
     };
     let header = format!(

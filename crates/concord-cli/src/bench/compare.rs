@@ -15,6 +15,7 @@ use concord::Preset;
 use concord_workloads::Workload;
 
 use super::{conclude, params_text, workload_plan, Text};
+use crate::experiment::simulated::simulate_arms;
 use crate::experiment::{default_heap, find_workload, heap_arm, Arm, Column};
 use crate::flags::{RunFlags, WorkloadArgs, WorkloadBench};
 
@@ -180,6 +181,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let presets = args.presets.or(&["vanilla", "optimized"])?;
     let labels = unique_labels(&presets);
     let layouts = parse_numa_arms(&args.numa_arms)?;
+    let sim = flags.sim.check()?;
     let mut arms = Vec::new();
     for (preset, label) in presets.iter().zip(labels) {
         if layouts.is_empty() {
@@ -207,6 +209,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             )?);
         }
     }
+    let arms = simulate_arms(arms, sim.as_ref())?;
     let plan = workload_plan("compare", flags, &workload, arms);
     let names: Vec<&str> = plan.arms.iter().map(|a| a.label.as_str()).collect();
     let header = format!(

@@ -890,6 +890,7 @@ pub fn run(args: JvmBenchArgs) -> Result<ExitCode> {
                             JvmLoad::Busy(i) => Some(*i),
                             _ => None,
                         },
+                        sim: None,
                         runner: Arc::new(JvmRunner {
                             jdk: jdk.clone(),
                             classes: classes.clone(),

@@ -32,6 +32,7 @@ use crate::experiment::output::{epilogue, outcome_json};
 use crate::experiment::{default_heap, heap_arm, run_plan, Arm, Column, Executed, Plan, Variant};
 use crate::flags::{BenchFlags, WorkloadBench};
 use crate::interference::Interference;
+use crate::sim::simulation::Simulator;
 
 /// What a command prints of its outcome: a header, the table of `columns` (with the ratio
 /// lines of every figure when `ratio_lines`), `more` (e.g. a second table), a note on the
@@ -84,8 +85,12 @@ impl Text {
         } else {
             String::new()
         };
+        // A simulated experiment says so under its header, before any figure.
+        let simulated = plan
+            .simulated()
+            .map_or(String::new(), |words| format!("{words}\n"));
         format!(
-            "{}\n{}{ratios}{}{}\n{}",
+            "{}\n{simulated}{}{ratios}{}{}\n{}",
             self.header,
             plan.table(outcome, &self.columns),
             self.more,
@@ -132,7 +137,7 @@ pub fn conclude(
 }
 
 /// The plan of a bench command over one workload: `arms`, the workload's name and size, the
-/// command's rounds.
+/// command's rounds; its parameters say what the arms are simulated on when they are.
 pub fn workload_plan(
     kind: &'static str,
     flags: &WorkloadBench,
@@ -141,7 +146,35 @@ pub fn workload_plan(
 ) -> Plan {
     let mut plan = Plan::new(kind, workload.name().to_string(), arms, flags.bench.repeat);
     plan.size = flags.workload.size;
+    if let Some(words) = plan.simulated() {
+        plan.parameters
+            .insert("simulated".to_string(), words.into());
+    }
     plan
+}
+
+/// The CPUs the arms run on: the simulated machine's, else this machine's usable CPUs.
+pub fn cpus_of(sim: Option<&Simulator>) -> usize {
+    sim.map_or_else(concord::os::cpu::usable_cpu_count, |s| s.machine.cpus())
+}
+
+/// A load in words, `busy:1 (1 busy-loop thread during every run)`, saying where it runs when
+/// the arms are `simulated`.
+pub fn load_words(load: Interference, simulated: bool) -> String {
+    format!(
+        "{load} ({}{} during every run)",
+        load.describe(),
+        load_place(simulated)
+    )
+}
+
+/// Where the load of `simulated` arms runs, in words to follow its description.
+pub fn load_place(simulated: bool) -> &'static str {
+    if simulated {
+        " on the simulated machine"
+    } else {
+        ""
+    }
 }
 
 /// The workload parameters and load of an arm, in words: `1 mutator, 1 round, busy:1 (…)`.
@@ -153,7 +186,7 @@ pub fn params_text(arm: &Arm) -> String {
         plural(arm.params.rounds, "round")
     );
     if let Some(load) = arm.interference {
-        let _ = write!(s, ", {load} ({} during every run)", load.describe());
+        let _ = write!(s, ", {}", load_words(load, arm.sim.is_some()));
     }
     s
 }
@@ -170,12 +203,12 @@ pub struct Stacked {
 }
 
 impl Stacked {
-    /// The setup for `workload` and the command's flags.
-    pub fn new(flags: &WorkloadBench, workload: &Arc<dyn Workload>) -> Stacked {
+    /// The setup for `workload` and the command's flags, on this machine's usable CPUs or the
+    /// simulated machine's CPUs (`cpus`).
+    pub fn new(flags: &WorkloadBench, workload: &Arc<dyn Workload>, cpus: usize) -> Stacked {
         let run = &flags.run;
         let params = run.params(flags.workload.size, 2);
-        let usable = concord::os::cpu::usable_cpu_count();
-        let gc_threads = run.gc_threads.unwrap_or(GcThreads::Fixed(2 * usable));
+        let gc_threads = run.gc_threads.unwrap_or(GcThreads::Fixed(2 * cpus));
         let pin_start = run.switches.pin_start.unwrap_or(true);
         let defaults = [
             ("heap", default_heap(workload.as_ref(), &params)),

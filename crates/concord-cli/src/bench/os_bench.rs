@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::{conclude, workload_plan, Stacked, Text};
+use super::{conclude, cpus_of, load_place, workload_plan, Stacked, Text};
+use crate::experiment::simulated::simulate_arms;
 use crate::experiment::{find_workload, Column, Variant};
 use crate::flags::{count_in, WorkloadBench};
 use crate::interference::{Interference, MAX_BUSY_THREADS};
@@ -76,12 +77,17 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
     flags.run.refuse("os-bench", &["gc-affinity"], why)?;
     let why = "it runs every configuration without and with --busy K busy loops";
     flags.run.refuse("os-bench", &["interfere"], why)?;
-    let stacked = Stacked::new(flags, &workload);
+    let sim = flags.sim.check()?;
+    let cpus = cpus_of(sim.as_deref());
+    let stacked = Stacked::new(flags, &workload, cpus);
     let busy = Interference::Busy {
         threads: args.busy as usize,
         cpu: args.busy_cpu,
     };
-    busy.check().context("--busy-cpu")?;
+    // A simulated arm checks its busy-loop CPU against the simulated machine.
+    if sim.is_none() {
+        busy.check().context("--busy-cpu")?;
+    }
     let mut arms = Vec::new();
     for (group, load) in [None, Some(busy)].into_iter().enumerate() {
         for v in VARIANTS {
@@ -90,19 +96,28 @@ pub fn run(args: OsBenchArgs) -> Result<ExitCode> {
             arms.push(arm);
         }
     }
+    let arms = simulate_arms(arms, sim.as_ref())?;
     let mut plan = workload_plan("os-bench", flags, &workload, arms);
     plan.groups = vec![
         "no interference".to_string(),
-        format!("{busy}: {} during every run", busy.describe()),
+        format!(
+            "{busy}: {}{} during every run",
+            busy.describe(),
+            load_place(sim.is_some())
+        ),
     ];
-    let cpus = concord::os::cpu::usable_cpu_count();
     stacked.describe_in(&mut plan);
-    plan.parameters.insert("usable_cpus".into(), json!(cpus));
+    let (cpus_key, cpus_words) = match sim {
+        Some(_) => ("simulated_cpus", "simulated"),
+        None => ("usable_cpus", "usable"),
+    };
+    plan.parameters.insert(cpus_key.into(), json!(cpus));
     plan.parameters.insert("busy".into(), json!(args.busy));
     plan.parameters
         .insert("busy_cpu".into(), json!(args.busy_cpu));
     let header = format!(
-        "concord os-bench {}: {} on {cpus} usable CPUs, medians of {} alternating runs each",
+        "concord os-bench {}: {} on {cpus} {cpus_words} CPUs, medians of {} alternating runs \
+         each",
         plan.workload,
         stacked.words(),
         plan.repeat

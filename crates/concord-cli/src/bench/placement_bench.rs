@@ -394,6 +394,7 @@ fn arm(plan: PlacementPlan, group: usize, setup: &Setup) -> Arm {
             size: None,
         },
         interference: None,
+        sim: None,
         runner: Arc::new(PlacementRunner {
             plan,
             setup: setup.clone(),
@@ -665,6 +666,7 @@ mod tests {
     fn on_machine_nodes_a_run_checks_where_the_pages_landed() {
         let files = RunFiles {
             records: std::env::temp_dir().join("unused.records.jsonl"),
+            round: 0,
         };
         // Everything planned on node 0, and there it is.
         let ok = on_node_zero_twice(Placement::UnbalancedRemote, 2)

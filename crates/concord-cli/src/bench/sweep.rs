@@ -16,6 +16,7 @@ use serde_json::json;
 use super::compare::{columns, preset_arm, unique_labels, Override, Presets, COLUMNS_NOTE};
 use super::{conclude, params_text, workload_plan, Text};
 use crate::experiment::results::VaryEntry;
+use crate::experiment::simulated::simulate_arms;
 use crate::experiment::{find_workload, ratio, Column, Outcome, Plan};
 use crate::flags::{RunFlags, WorkloadBench};
 
@@ -197,6 +198,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if vary.key.set_by(&args.common.run) {
         bail!("--{key} cannot be combined with --vary {key} (the sweep sets it)");
     }
+    let sim = args.common.sim.check()?;
     let mut arms = Vec::new();
     for (group, value) in vary.values.iter().enumerate() {
         let over = vary.key.override_of(value);
@@ -215,6 +217,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             arms.push(arm);
         }
     }
+    let arms = simulate_arms(arms, sim.as_ref())?;
     let mut plan = workload_plan("sweep", &args.common, &workload, arms);
     plan.vary = Some(VaryEntry {
         key: key.to_string(),

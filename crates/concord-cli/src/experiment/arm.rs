@@ -11,6 +11,7 @@ use concord_workloads::{lookup, workload_names, Workload, WorkloadParams};
 
 use super::runner::{HeapRunner, Runner};
 use crate::interference::Interference;
+use crate::sim::simulation::Simulator;
 
 /// A named set of configuration keys (a preset and switches) that a command compares.
 #[derive(Clone, Debug)]
@@ -54,8 +55,12 @@ pub struct Arm {
     pub workload: String,
     /// The workload's parameters.
     pub params: WorkloadParams,
-    /// Load started for each of its runs and stopped after it.
+    /// Load started for each of its runs and stopped after it (busy loops on the simulated
+    /// machine when the arm is simulated).
     pub interference: Option<Interference>,
+    /// The simulator that runs it, when it is simulated rather than measured
+    /// ([`super::simulated`]).
+    pub sim: Option<Arc<Simulator>>,
     /// What runs it.
     pub runner: Arc<dyn Runner>,
 }
@@ -99,6 +104,7 @@ pub fn heap_arm(
         workload: workload.name().to_string(),
         params: params.clone(),
         interference,
+        sim: None,
         runner: Arc::new(HeapRunner {
             workload: workload.clone(),
             params,

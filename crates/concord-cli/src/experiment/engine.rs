@@ -1,5 +1,6 @@
 //! The loop that runs a plan: every arm once per round, each run through its arm's
-//! [`Runner`](super::runner::Runner) with the arm's interference load around it; after every
+//! [`Runner`](super::runner::Runner) with the arm's interference load around it (a simulated
+//! arm's runner puts it on the simulated machine instead); after every
 //! run its summary and records go into the results directory and `experiment.json` is
 //! rewritten, so the directory is consistent whenever the process stops. A failed run is
 //! recorded and the experiment goes on; a stop request (Ctrl-C, SIGTERM) ends it after the
@@ -138,8 +139,13 @@ pub fn execute(
         // fails the run).
         let files = RunFiles {
             records: dir.path(&records_rel),
+            round,
         };
-        let result = run_arm(arm.interference, || arm.runner.run(&files));
+        // A simulated arm's load is busy loops on the simulated machine, in its runner.
+        let result = match arm.sim {
+            Some(_) => arm.runner.run(&files),
+            None => run_arm(arm.interference, || arm.runner.run(&files)),
+        };
         let records = files.records.exists().then_some(records_rel);
         let mut entry = RunEntry {
             configuration: arm.id.clone(),

@@ -8,6 +8,7 @@
 //!
 //! - [`arm`]: the configurations and how a Concord-heap arm is built from settings;
 //! - [`runner`]: how one run is executed ([`Runner`]; [`HeapRunner`] for a Concord heap);
+//! - [`simulated`]: arms run on the many-core simulator instead (`--sim-cpus`);
 //! - [`plan`]: the plan, its run order and what `experiment.json` says about it;
 //! - [`engine`]: the loop over the runs, failed runs and stop requests;
 //! - [`session`]: the same with the results directory, progress and Ctrl-C;
@@ -22,6 +23,7 @@ pub mod plan;
 pub mod results;
 pub mod runner;
 pub mod session;
+pub mod simulated;
 pub mod table;
 
 pub use arm::{default_heap, find_workload, heap_arm, Arm, Variant};

@@ -9,6 +9,7 @@ use super::arm::Arm;
 use super::figures::{ratio, Outcome};
 use super::results::{sanitize_label, ConfigurationEntry, ExperimentFile, Timestamp, VaryEntry};
 use super::results::{FORMAT, VERSION};
+use super::simulated::{entry, simulated_words};
 
 /// What an experiment runs.
 #[derive(Clone)]
@@ -60,6 +61,13 @@ impl Plan {
             .collect()
     }
 
+    /// What the plan's arms are simulated on, in words, when they are simulated (see
+    /// [`simulated_words`]); `None` when they are measured.
+    pub fn simulated(&self) -> Option<String> {
+        let sim = self.arms.iter().find_map(|a| a.sim.as_deref())?;
+        Some(simulated_words(sim))
+    }
+
     /// The arm's label as a file-name part.
     pub fn file_label(&self, arm: usize) -> String {
         sanitize_label(&self.arms[arm].id)
@@ -87,6 +95,7 @@ impl Plan {
                     value: arm.value.clone(),
                     settings,
                     interference: arm.interference.map(|l| l.to_string()),
+                    sim: arm.sim.as_deref().map(entry),
                 }
             })
             .collect()
@@ -131,6 +140,7 @@ impl Plan {
                     "mutators": arm.params.mutators,
                     "settings": arm.settings,
                     "interference": arm.interference.map(|l| l.to_string()),
+                    "sim": arm.sim.as_deref().map(entry),
                     "median": m,
                     "gc_ratio": ratio(m.gc_ms, base.gc_ms),
                     "wall_ratio": ratio(m.wall_ms, base.wall_ms),

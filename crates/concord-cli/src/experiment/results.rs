@@ -326,6 +326,29 @@ pub struct ConfigurationEntry {
     /// The load that ran during each run (`busy:2`), if any.
     #[serde(default)]
     pub interference: Option<String>,
+    /// The simulated machine its runs were simulated on; absent for measured runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimEntry>,
+}
+
+/// The simulated machine of a simulated configuration (`--sim-cpus`): its figures are the
+/// simulator's, not measurements.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimEntry {
+    /// The machine's shape (`xeon-2x10`, `4cpu-1node-smt-off`).
+    pub machine: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Two hardware threads per core.
+    pub smt: bool,
+    /// NUMA nodes.
+    pub nodes: usize,
+    /// The scheduler model: `cfs` or `eevdf`.
+    pub sched: String,
+    /// The seed of the first round (round r: seed + r).
+    pub seed: u64,
+    /// Where the simulator's costs came from (`built-in`, or the calibration file).
+    pub costs: String,
 }
 
 /// One run of `experiment.json`.

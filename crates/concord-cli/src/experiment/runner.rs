@@ -26,6 +26,8 @@ pub struct RunFiles {
     /// Per-collection records (JSON lines). The heap writes them beside this path and puts
     /// them in place when it finishes, so the file exists only once complete.
     pub records: PathBuf,
+    /// The round the run belongs to, from 0 (a simulated run's seed depends on it).
+    pub round: u32,
 }
 
 /// What one run produced.
@@ -61,6 +63,12 @@ impl RunResult {
 pub trait Runner: Send + Sync {
     /// Runs once; an error means the run produced no result (the experiment goes on).
     fn run(&self, files: &RunFiles) -> Result<RunResult>;
+
+    /// The workload, parameters and configuration of a Concord heap, if this runner runs one
+    /// (what a simulated arm records and simulates instead).
+    fn heap(&self) -> Option<&HeapRunner> {
+        None
+    }
 }
 
 /// A workload on a fresh Concord heap in this process.
@@ -88,6 +96,10 @@ impl Runner for HeapRunner {
             .collect();
         result.problem = (!problems.is_empty()).then(|| problems.join("; "));
         Ok(result)
+    }
+
+    fn heap(&self) -> Option<&HeapRunner> {
+        Some(self)
     }
 }
 

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::console::{errln, outln};
 use crate::experiment::results::PaperRecord;
+use crate::experiment::simulated::SimArmFlags;
 pub use catalogue::CATALOGUE;
 
 #[derive(Args, Debug)]
@@ -44,7 +45,14 @@ pub struct PaperArgs {
     /// Results directory, passed to the entry's command as --out
     #[arg(long, value_name = "DIR", requires = "id")]
     pub out: Option<PathBuf>,
+    /// Run the entry simulated (entries of compare, sweep, ablation and os-bench): the
+    /// simulated machine and model, passed to the entry's command
+    #[command(flatten)]
+    pub sim: SimArmFlags,
 }
+
+/// The commands whose arms can be simulated (`--sim-cpus`).
+const SIMULATED_COMMANDS: [&str; 4] = ["compare", "sweep", "ablation", "os-bench"];
 
 /// The environment variable through which `concord paper ID` tells the experiment it runs
 /// which entry it reproduces; the experiment records the entry in `experiment.json`.
@@ -166,6 +174,9 @@ struct JsonEntry<'a> {
 
 pub fn run(args: PaperArgs) -> Result<ExitCode> {
     let Some(id) = args.id else {
+        if let Some(flag) = args.sim.to_args().first() {
+            bail!("{flag} needs an entry id: it runs that entry's experiment simulated");
+        }
         crate::stop_if_checking_args("parsed");
         if args.json {
             print_json()?;
@@ -196,6 +207,20 @@ pub fn run(args: PaperArgs) -> Result<ExitCode> {
             entry.id,
             entry.command
         );
+    }
+    if args.sim.any() {
+        let command = entry.argv(false).first().copied().unwrap_or_default();
+        if !SIMULATED_COMMANDS.contains(&command) {
+            bail!(
+                "{}'s command (concord {}) cannot run simulated (allowed: entries of {})",
+                entry.id,
+                entry.command,
+                SIMULATED_COMMANDS.join(", ")
+            );
+        }
+        // Checked here, before the entry starts: the machine, the model, the costs file.
+        args.sim.check()?;
+        argv.extend(args.sim.to_args().into_iter().map(OsString::from));
     }
     // The small version runs one round unless told otherwise.
     let repeat = args

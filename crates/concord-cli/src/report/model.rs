@@ -220,9 +220,13 @@ impl Run {
             .collect()
     }
 
-    /// Usable CPUs as the summary reports them (the mutator scheduling report knows).
+    /// Usable CPUs as the summary reports them: the simulated machine's for a simulated run,
+    /// else what the mutator scheduling report knows.
     pub fn usable_cpus(&self) -> Option<u32> {
         let s = self.summary.as_ref()?;
+        if let Some(cpus) = s.get("sim").and_then(|sim| sim.get("cpus")?.as_u64()) {
+            return Some(cpus as u32);
+        }
         s.get("mutator_sched_report")
             .and_then(|r| r.get("usable_cpus"))
             .and_then(Value::as_u64)
@@ -863,6 +867,7 @@ mod tests {
             value: value.map(str::to_string),
             settings: vec![],
             interference: None,
+            sim: None,
         };
         let key = Some("gc-threads");
         assert_eq!(

@@ -12,32 +12,23 @@
 //! [`concord_sim::replay::driver::simulate`]; the records and summary are `run`'s types
 //! ([`Summary`], `CollectionRecord`), the summary JSON with one more object, `sim`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use concord::config::same_file;
 use concord::os::fs::check_creatable;
-use concord::telemetry::records_file::RecordsFile;
-use concord::{GcConfig, GcStats};
-use concord_sim::exec::Costs;
 use concord_sim::machine::Machine;
-use concord_sim::replay::driver::{self, BusyLoad, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX};
-use concord_sim::replay::output::{distinct_cpus_p50, gc_stats, runqueue_wait_ms, SimFigures};
+use concord_sim::replay::driver::SchedModel;
 use concord_sim::replay::{load_trace, ReplayCollection};
-use concord_workloads::{WorkloadParams, WorkloadResult};
-use serde_json::Value;
 
+use super::simulation::{record, simulate, write_records, Simulator, Subject};
 use crate::console::{errln, out, outln};
-use crate::experiment::{find_workload, run_on_heap};
+use crate::experiment::find_workload;
 use crate::flags::{RunFlags, WorkloadArgs};
 use crate::interference::Interference;
 use crate::run::{build_config, read_config, RunArgs};
-use crate::summary::Summary;
-use crate::RunFailed;
 
 /// Flags of `concord sim WORKLOAD [SIZE]`.
 #[derive(Args, Debug, Clone)]
@@ -100,43 +91,20 @@ pub struct SimWorkloadArgs {
 enum Source {
     /// A trace file given with `--trace`, loaded.
     File(PathBuf, Vec<ReplayCollection>),
-    /// Recorded by running the workload with this configuration (its `gc_trace` set).
-    Record(Box<GcConfig>),
+    /// Recorded by running the workload with the configuration.
+    Record,
 }
 
 /// Everything `concord sim WORKLOAD` needs, checked.
 struct Checked {
-    workload_name: String,
-    params: WorkloadParams,
-    config: GcConfig,
-    setup: SimSetup,
+    /// The workload, its configuration and the setup.
+    subject: Subject,
     /// Where the costs came from, in words.
     costs_from: String,
 }
 
-/// The temporary trace of a recording run, removed when dropped.
-struct TempTrace(PathBuf);
-
-impl TempTrace {
-    /// A name of its own in the temporary directory (by process and a count: tests record
-    /// in parallel threads).
-    fn new() -> Self {
-        static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNT.fetch_add(1, Ordering::Relaxed);
-        TempTrace(
-            std::env::temp_dir().join(format!("concord-sim-{}-{n}.trace", std::process::id())),
-        )
-    }
-}
-
-impl Drop for TempTrace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// The `run` flags of `args`, as `concord run` would be given them (for the configuration).
-fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
+fn run_args(args: &SimWorkloadArgs) -> RunArgs {
     RunArgs {
         workload: args.workload.clone(),
         preset: args.preset.clone(),
@@ -146,15 +114,15 @@ fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
         json: args.json,
         gc_log: None,
         gc_records: None,
-        gc_trace: trace.map(Path::to_path_buf),
+        gc_trace: None,
         config: args.config.clone(),
         stall: Default::default(),
     }
 }
 
 /// Checks every flag of `args` (bad input is an error naming the flag and what is allowed);
-/// loads `--trace` and `--costs`. `recording` is where a recording run would write its trace.
-fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> {
+/// loads `--trace` and `--costs`.
+fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     // `concord sim NAME`: a workload, or a subcommand misspelt.
     let workload = find_workload(&args.workload.workload)
         .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate)"))?;
@@ -174,17 +142,8 @@ fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> 
         args.smt.as_deref(),
         args.nodes.as_deref(),
     )?;
-    let (costs, costs_from) = match &args.costs {
-        Some(path) => (
-            concord_sim::calibrate::load(path)
-                .context("--costs")?
-                .exec_costs(),
-            path.display().to_string(),
-        ),
-        None => (Costs::DEFAULT, "built-in".to_string()),
-    };
-    let recording = args.trace.is_none().then_some(recording);
-    let run = run_args(args, recording);
+    let simulator = Simulator::new(machine, args.sched, args.seed, args.costs.as_deref())?;
+    let run = run_args(args);
     let file = read_config(&run)?;
     let config = build_config(&run, file.as_ref(), workload.default_heap(&params))?;
     if let Some(records) = &args.gc_records {
@@ -199,138 +158,42 @@ fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> 
         check_creatable(records)
             .map_err(|e| anyhow!("--gc-records: cannot write {}: {e}", records.display()))?;
     }
-    let load = args
-        .load
-        .map(|Interference::Busy { threads, cpu }| BusyLoad {
-            threads,
-            cpu: cpu.map(|c| c as usize),
-        });
-    let setup = SimSetup {
-        machine,
-        sched: args.sched,
-        costs,
-        seed: args.seed,
-        policy: config.phase,
-        parking: config.parking,
-        gc_threads: config.gc_threads,
-        mutators: params.mutators,
-        load,
-        gc_affinity: config.gc_affinity,
-        numa: config.numa,
-        mutator_ns: driver::DEFAULT_MUTATOR_NS,
-    };
-    driver::check(&setup).map_err(|e| anyhow!(e))?;
+    let setup = simulator
+        .setup(&config, params.mutators, args.load, args.seed)
+        .map_err(|e| anyhow!(e))?;
     let source = match &args.trace {
         Some(path) => {
             let trace = load_trace(path).map_err(|e| anyhow!("--trace {}: {e}", path.display()))?;
             Source::File(path.clone(), trace)
         }
-        None => Source::Record(Box::new(config.clone())),
+        None => Source::Record,
     };
     let checked = Checked {
-        workload_name: workload.name().to_string(),
-        params,
-        config,
-        setup,
-        costs_from,
+        subject: Subject {
+            workload_name: workload.name().to_string(),
+            params,
+            config,
+            setup,
+        },
+        costs_from: simulator.costs_from,
     };
     Ok((checked, source))
 }
 
-/// A simulation's outcome in `run`'s terms.
-pub struct Simulated {
-    /// The summary (`run`'s), its GC figures the simulated ones.
-    pub summary: Summary,
-    /// The simulated collections' records.
-    pub stats: GcStats,
-    /// The `sim` object.
-    pub figures: SimFigures,
-    /// How long putting `--gc-records` in place took, ms (as `run`'s `outputs_finish_ms`).
-    pub outputs_finish_ms: f64,
-}
-
-impl Simulated {
-    /// The summary JSON: `concord run --json`'s object with `sim` added.
-    pub fn json(&self) -> Value {
-        let mut json = self.summary.json();
-        json["outputs_finish_ms"] = serde_json::json!(self.outputs_finish_ms);
-        json["sim"] = serde_json::json!(self.figures);
-        json
-    }
-}
-
-/// Assembles the outcome of simulating `trace` as `checked` says (`run`, as
-/// [`driver::simulate`] returned it, `wall_s` of real time): the records, the summary (with
-/// the recording run's `recorded` summary's workload result and heap reports where the
-/// workload was recorded on the fly; `wall_ms` is the simulated time) and the `sim` figures.
-fn assemble(
-    checked: &Checked,
-    trace: &[ReplayCollection],
-    run: SimRun,
-    recorded: Option<&Summary>,
-    wall_s: f64,
-) -> Simulated {
-    let mut stats = gc_stats(trace, run.collections);
-    stats.bytes_allocated = recorded.map_or(0, |r| r.bytes_allocated);
-    let result = match recorded {
-        Some(r) => WorkloadResult {
-            checksum: r.checksum,
-            expected_checksum: r.expected_checksum,
-            details: r.details.clone(),
-        },
-        None => WorkloadResult {
-            checksum: 0,
-            expected_checksum: None,
-            details: Vec::new(),
-        },
-    };
-    let setup = &checked.setup;
-    let mut summary = Summary::new(
-        &checked.workload_name,
-        &checked.config,
-        &checked.params,
-        run.end_ns as f64 / 1e6,
-        &stats,
-        &result,
-    );
-    if let Some(r) = recorded {
-        // The heap's own reports describe the heap the workload ran on.
-        summary.thp.clone_from(&r.thp);
-        summary.numa.clone_from(&r.numa);
-        summary.lifespans.clone_from(&r.lifespans);
-        summary.mutator_sched.clone_from(&r.mutator_sched);
-        summary.mutator_context_switches = r.mutator_context_switches;
-        summary.pretouch_ms = r.pretouch_ms;
-    }
-    let figures = SimFigures {
-        cpus: setup.machine.cpus(),
-        sched: setup.sched.to_string(),
-        seed: setup.seed,
-        machine: setup.machine.name().to_string(),
-        distinct_cpus_p50: distinct_cpus_p50(&stats.records),
-        runqueue_wait_ms: runqueue_wait_ms(&run.threads, |n| n.starts_with(GC_WORKER_PREFIX)),
-        wall_s,
-    };
-    Simulated {
-        summary,
-        stats,
-        figures,
-        outputs_finish_ms: 0.0,
-    }
-}
-
 /// Runs `concord sim WORKLOAD [SIZE]`.
 pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
-    let recording = TempTrace::new();
-    let (checked, source) = check(&args, &recording.0)?;
+    let (checked, source) = check(&args)?;
     crate::stop_if_checking_args("configuration, machine, costs and trace checked");
     let Checked {
+        subject,
+        costs_from,
+    } = &checked;
+    let Subject {
         workload_name,
         params,
+        config,
         setup,
-        costs_from,
-        ..
-    } = &checked;
+    } = subject;
     let (trace, recorded) = match source {
         Source::File(path, trace) => {
             errln!(
@@ -340,19 +203,12 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
             );
             (trace, None)
         }
-        Source::Record(config) => {
+        Source::Record => {
             errln!("concord sim: recording the collections of {workload_name} on this machine");
-            let workload = find_workload(workload_name)?;
-            let heap_run = run_on_heap(&workload, params, &config, || Ok(()), false)?;
-            if let Some(failure) = heap_run.output_failures.first() {
-                return Err(RunFailed::wrap(anyhow!("recording the trace: {failure}")));
-            }
-            let trace = load_trace(&recording.0)
-                .map_err(|e| RunFailed::wrap(anyhow!("reading the recorded trace: {e}")))?;
-            (trace, Some(heap_run.summary))
+            let (trace, summary) = record(&find_workload(workload_name)?, params, config)?;
+            (trace, Some(summary))
         }
     };
-    drop(recording);
     errln!(
         "concord sim: {} on {} ({} CPUs), {} scheduler, seed {}, {} costs",
         workload_name,
@@ -362,12 +218,8 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         setup.seed,
         costs_from
     );
-    let started = Instant::now();
-    let trace = std::sync::Arc::new(trace);
-    let sim_run = driver::simulate(trace.clone(), setup).map_err(RunFailed::wrap)?;
-    let wall_s = started.elapsed().as_secs_f64();
-    let mut simulated = assemble(&checked, &trace, sim_run, recorded.as_ref(), wall_s);
-    let finishing = Instant::now();
+    let mut simulated = simulate(subject, trace, recorded.as_ref())?;
+    let finishing = std::time::Instant::now();
     let records_failure = match &args.gc_records {
         Some(path) => write_records(path, &simulated.stats).err(),
         None => None,
@@ -406,36 +258,21 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes the records to `path` as `concord run --gc-records` does (staged, renamed at the
-/// end, whole lines only).
-fn write_records(
-    path: &Path,
-    stats: &GcStats,
-) -> std::result::Result<(), concord::telemetry::OutputFailure> {
-    let mut file = match RecordsFile::create(path) {
-        Ok(file) => file,
-        Err(e) => {
-            return Err(concord::telemetry::OutputFailure {
-                output: concord::telemetry::OutputKind::GcRecords,
-                path: path.to_path_buf(),
-                error: e.to_string(),
-                lost: "nothing of this run was written there".to_string(),
-            })
-        }
-    };
-    for r in &stats.records {
-        file.write_record(r);
-    }
-    file.finish()
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::time::Instant;
+
     use clap::Parser;
     use concord::parallel::WorkerPool;
+    use concord_sim::exec::Costs;
+    use concord_sim::replay::driver::SimRun;
+    use concord_sim::replay::output::gc_stats;
     use concord_sim::replay::output::SimulatedCollection;
     use concord_sim::replay::threads::ReplayTask;
+    use serde_json::Value;
 
+    use super::super::simulation::assemble;
     use super::*;
 
     #[derive(Parser, Debug)]
@@ -450,8 +287,7 @@ mod tests {
     }
 
     fn error(argv: &[&str]) -> String {
-        let recording = TempTrace::new();
-        match check(&args(argv), &recording.0) {
+        match check(&args(argv)) {
             Ok(_) => panic!("{argv:?} was accepted"),
             Err(e) => format!("{e:#}"),
         }
@@ -459,31 +295,29 @@ mod tests {
 
     #[test]
     fn the_run_flags_resolve_as_runs_and_the_machine_flags_build_the_machine() {
-        let recording = TempTrace::new();
-        let (c, source) = check(
-            &args(&[
-                "binary-trees",
-                "10",
-                "--preset",
-                "vanilla",
-                "--gc-threads",
-                "15",
-                "--mutators",
-                "3",
-                "--steal",
-                "adaptive",
-                "--machine",
-                "xeon-2x10",
-                "--smt",
-                "on",
-                "--sched",
-                "eevdf",
-                "--seed",
-                "7",
-            ]),
-            &recording.0,
-        )
+        let (c, source) = check(&args(&[
+            "binary-trees",
+            "10",
+            "--preset",
+            "vanilla",
+            "--gc-threads",
+            "15",
+            "--mutators",
+            "3",
+            "--steal",
+            "adaptive",
+            "--machine",
+            "xeon-2x10",
+            "--smt",
+            "on",
+            "--sched",
+            "eevdf",
+            "--seed",
+            "7",
+        ]))
         .unwrap();
+        let costs_from = c.costs_from;
+        let c = c.subject;
         assert_eq!(c.workload_name, "binary-trees");
         assert_eq!(c.setup.machine.cpus(), 40);
         assert_eq!(c.setup.sched, SchedModel::Eevdf);
@@ -500,13 +334,13 @@ mod tests {
             concord::parallel::TaskQueueKind::Monitor
         );
         assert_eq!(c.setup.costs, Costs::DEFAULT);
-        assert_eq!(c.costs_from, "built-in");
-        // Without --trace the workload is recorded, into the recording file.
-        match source {
-            Source::Record(config) => assert_eq!(config.gc_trace.as_deref(), Some(&*recording.0)),
-            Source::File(..) => panic!("no --trace was given"),
-        }
-        let (c, _) = check(&args(&["--cpus", "8", "--nodes", "2"]), &recording.0).unwrap();
+        assert_eq!(costs_from, "built-in");
+        // Without --trace the workload is recorded.
+        assert!(matches!(source, Source::Record), "no --trace was given");
+        let c = check(&args(&["--cpus", "8", "--nodes", "2"]))
+            .unwrap()
+            .0
+            .subject;
         assert_eq!((c.setup.machine.cpus(), c.setup.machine.nodes()), (8, 2));
         assert_eq!(c.setup.sched, SchedModel::Cfs);
     }
@@ -586,27 +420,21 @@ mod tests {
     /// simulated engine.
     #[test]
     fn the_summary_has_runs_keys_plus_sim() {
-        let recording = TempTrace::new();
-        let (c, source) = check(
-            &args(&[
-                "binary-trees",
-                "12",
-                "--heap",
-                "4m",
-                "--cpus",
-                "4",
-                "--gc-threads",
-                "2",
-            ]),
-            &recording.0,
-        )
+        let (c, source) = check(&args(&[
+            "binary-trees",
+            "12",
+            "--heap",
+            "4m",
+            "--cpus",
+            "4",
+            "--gc-threads",
+            "2",
+        ]))
         .unwrap();
-        let Source::Record(config) = &source else {
-            panic!("no --trace was given")
-        };
+        assert!(matches!(source, Source::Record), "no --trace was given");
+        let c = c.subject;
         let workload = find_workload(&c.workload_name).unwrap();
-        let heap_run = run_on_heap(&workload, &c.params, config, || Ok(()), false).unwrap();
-        let trace = load_trace(&recording.0).unwrap();
+        let (trace, recorded) = record(&workload, &c.params, &c.config).unwrap();
         assert!(trace.len() > 1);
         let pool = WorkerPool::new(2, "sim-test", c.config.parking, |_| {}).unwrap();
         let started = Instant::now();
@@ -630,10 +458,10 @@ mod tests {
             threads: Vec::new(),
             end_ns,
         };
-        let simulated = assemble(&c, &trace, run, Some(&heap_run.summary), 0.5);
+        let simulated = assemble(&c, &trace, run, Some(&recorded), 0.5);
         let sim_json = simulated.json();
-        let mut run_json = heap_run.summary.json();
-        run_json["outputs_finish_ms"] = serde_json::json!(heap_run.outputs_finish_ms);
+        let mut run_json = recorded.json();
+        run_json["outputs_finish_ms"] = serde_json::json!(0.0);
         let keys = |v: &Value| -> Vec<String> {
             let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
             k.sort();
