@@ -7,6 +7,8 @@
 //! same (the workload, `--preset`, `--gc-threads`, `--mutators`, the switch flags, `--config`,
 //! `--gc-records`, `--json`: parsed and resolved by the same code), plus the machine
 //! (`--cpus`/`--smt`/`--nodes` or `--machine`), `--sched`, `--load`, `--seed` and `--costs`.
+//! Without `--gc-threads` (or `--config`), the GC threads follow the simulated machine:
+//! HotSpot's rule for its CPU count (15 on `xeon-2x10`).
 //! Everything is checked before anything runs (exit 2, naming what is allowed); an output that
 //! cannot be written at the end is exit 1. The simulation itself is
 //! [`concord_sim::replay::driver::simulate`]; the records and summary are `run`'s types
@@ -145,7 +147,12 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     let simulator = Simulator::new(machine, args.sched, args.seed, args.costs.as_deref())?;
     let run = run_args(args);
     let file = read_config(&run)?;
-    let config = build_config(&run, file.as_ref(), workload.default_heap(&params))?;
+    let mut config = build_config(&run, file.as_ref(), workload.default_heap(&params))?;
+    // GC threads left to the preset follow the simulated machine (HotSpot's rule for its CPU
+    // count, as the simulated arms of the experiment commands), not this one.
+    if args.run.gc_threads.is_none() && args.config.is_none() {
+        config.gc_threads = concord::config::default_gc_threads(simulator.machine.cpus());
+    }
     if let Some(records) = &args.gc_records {
         if let Some(trace) = args.trace.as_deref().filter(|t| same_file(t, records)) {
             bail!(
