@@ -42,7 +42,10 @@ fn the_quick_grid_prints_every_cell_real_and_simulated() {
     }
     loads.dedup();
     assert_eq!(loads, ["none", "busy:1@0"]);
-    let presets: Vec<&str> = cells.iter().map(|c| c["preset"].as_str().unwrap()).collect();
+    let presets: Vec<&str> = cells
+        .iter()
+        .map(|c| c["preset"].as_str().unwrap())
+        .collect();
     assert_eq!(presets, ["vanilla", "optimized", "vanilla", "optimized"]);
     let groups = json["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 2);
@@ -67,13 +70,43 @@ fn without_keep_the_temporary_files_are_removed() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let table = text(&o.stdout);
-    assert!(table.contains("binary-trees 14  optimized  busy:1@0"), "{table}");
+    assert!(
+        table.contains("binary-trees 14  optimized  busy:1@0"),
+        "{table}"
+    );
     assert!(table.contains("cells within ±25%: "), "{table}");
     assert!(table.contains("2 real run(s) per cell"), "{table}");
     // Progress went to stderr: 2 traces, 4 cells × 2 runs, 4 simulations.
-    assert!(text(&o.stderr).contains("[14/14] simulating"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("[14/14] simulating"),
+        "{}",
+        text(&o.stderr)
+    );
     assert_eq!(common::entries(&tmp), Vec::<String>::new());
     std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn a_run_that_fails_is_exit_1_and_named() {
+    let keep = scratch("sim-validate-fails");
+    // A directory where the first real run's records go: that run is refused.
+    std::fs::create_dir(keep.join("binary-trees-14-vanilla-2t-none-run1.jsonl")).unwrap();
+    let o = concord(&[
+        "sim",
+        "validate",
+        "--quick",
+        "--keep",
+        keep.to_str().unwrap(),
+    ]);
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`concord run binary-trees 14 --preset vanilla --gc-threads 2 --json")
+            && stderr.contains("failed (exit status: 2)"),
+        "{stderr}"
+    );
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    std::fs::remove_dir_all(&keep).unwrap();
 }
 
 #[test]

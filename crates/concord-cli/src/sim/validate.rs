@@ -270,8 +270,8 @@ pub fn run_figures(records: &str) -> Result<RunFigures> {
     let mut parallel = Vec::new();
     let mut outside = Vec::new();
     for (n, line) in records.lines().enumerate() {
-        let record: Value = serde_json::from_str(line)
-            .with_context(|| format!("record {} is not JSON", n + 1))?;
+        let record: Value =
+            serde_json::from_str(line).with_context(|| format!("record {} is not JSON", n + 1))?;
         let pause = record["pause_ms"]
             .as_f64()
             .ok_or_else(|| anyhow!("record {} has no pause_ms", n + 1))?;
@@ -405,9 +405,8 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             keep: false,
         },
     };
-    std::fs::create_dir_all(&work.path).map_err(|e| {
-        RunFailed::wrap(anyhow!("cannot create {}: {e}", work.path.display()))
-    })?;
+    std::fs::create_dir_all(&work.path)
+        .map_err(|e| RunFailed::wrap(anyhow!("cannot create {}: {e}", work.path.display())))?;
     let grid = if args.quick {
         Grid::quick()
     } else {
@@ -450,7 +449,12 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
 /// The machine's 1/5/15-minute load averages, for the report.
 fn loadavg() -> Option<String> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// Records the traces, times the real runs and runs the simulations; the cells in grid order.
@@ -521,7 +525,10 @@ fn measure(
                 path_arg(&records),
             ]);
             concord(exe, &args)?;
-            runs.push(figures_of(&records, &format!("concord {}", args.join(" ")))?);
+            runs.push(figures_of(
+                &records,
+                &format!("concord {}", args.join(" ")),
+            )?);
         }
     }
     // The simulations, one per cell (the simulator is deterministic).
@@ -678,9 +685,15 @@ mod tests {
                 collections: 4,
             }
         );
-        assert!(run_figures("").unwrap_err().to_string().contains("no collection"));
+        assert!(run_figures("")
+            .unwrap_err()
+            .to_string()
+            .contains("no collection"));
         let err = run_figures("{\"pause_ms\": 1.0}\n{\"id\": 2}\n").unwrap_err();
-        assert!(err.to_string().contains("record 2 has no pause_ms"), "{err}");
+        assert!(
+            err.to_string().contains("record 2 has no pause_ms"),
+            "{err}"
+        );
     }
 
     #[test]

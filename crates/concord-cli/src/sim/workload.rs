@@ -156,8 +156,9 @@ fn run_args(args: &SimWorkloadArgs, trace: Option<&Path>) -> RunArgs {
 /// loads `--trace` and `--costs`. `recording` is where a recording run would write its trace.
 fn check(args: &SimWorkloadArgs, recording: &Path) -> Result<(Checked, Source)> {
     // `concord sim NAME`: a workload, or a subcommand misspelt.
-    let workload = find_workload(&args.workload.workload)
-        .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate, validate)"))?;
+    let workload = find_workload(&args.workload.workload).map_err(|e| {
+        anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate, validate)")
+    })?;
     let params = args.run.params(args.workload.size, 1);
     workload
         .validate(&params)
