@@ -36,6 +36,8 @@ fn the_quick_grid_prints_every_cell_real_and_simulated() {
         assert!((ratio - sim / real).abs() < 1e-9, "{c}");
         assert_eq!(c["within"], (ratio - 1.0).abs() <= 0.25, "{c}");
         assert_eq!(c["real_runs_ms"].as_array().unwrap().len(), 1);
+        // One run is its own median.
+        assert_eq!(c["real_stable"], true);
         assert!(c["real_collections"].as_u64().unwrap() > 0);
         assert_eq!(c["real_collections"], c["sim_collections"], "{c}");
         loads.push(c["load"].as_str().unwrap().to_string());
@@ -54,6 +56,7 @@ fn the_quick_grid_prints_every_cell_real_and_simulated() {
     let same = groups.iter().filter(|g| g["same_order"] == true).count() as f64 / 2.0;
     assert_eq!(json["same_order"].as_f64().unwrap(), same);
     assert_eq!(json["within_25pct_pass"], within >= 0.8);
+    assert_eq!(json["real_stable_share"], 1.0);
     // --keep keeps the traces and every run's records.
     let kept = common::entries(&keep);
     assert_eq!(kept.iter().filter(|f| f.ends_with(".trace")).count(), 2);
@@ -76,6 +79,10 @@ fn without_keep_the_temporary_files_are_removed() {
     );
     assert!(table.contains("cells within ±25%: "), "{table}");
     assert!(table.contains("2 real run(s) per cell"), "{table}");
+    assert!(
+        table.contains("cells whose real runs all lie within ±25%"),
+        "{table}"
+    );
     // Progress went to stderr: 2 traces, 4 cells × 2 runs, 4 simulations.
     assert!(
         text(&o.stderr).contains("[14/14] simulating"),

@@ -153,6 +153,9 @@ pub struct Cell {
     pub within: bool,
     /// Each real run's median pause per collection, ms.
     pub real_runs_ms: Vec<f64>,
+    /// Whether every real run is within ±[`WITHIN`] of the real median: where it is not, the
+    /// machine's own noise is as large as the error being measured.
+    pub real_stable: bool,
     /// Median over the real runs of the median time a collection spent in its parallel phase.
     pub real_parallel_ms: f64,
     /// Median over the real runs of the median pause time outside the parallel phase (the
@@ -178,6 +181,7 @@ impl Cell {
             ratio,
             within: within(ratio),
             real_runs_ms: real.iter().map(|r| r.pause_ms).collect(),
+            real_stable: real.iter().all(|r| within(r.pause_ms / real_gc_ms)),
             real_parallel_ms: median(real.iter().map(|r| r.parallel_ms).collect()),
             real_outside_parallel_ms: median(real.iter().map(|r| r.outside_parallel_ms).collect()),
             real_collections: median(real.iter().map(|r| r.collections as f64).collect()) as usize,
@@ -418,6 +422,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     let groups = groups(&cells);
     let within_25pct = share(&cells, |c| c.within);
     let same_order = share(&groups, |g| g.same_order);
+    let real_stable = share(&cells, |c| c.real_stable);
     let loadavg_end = loadavg();
     if args.json {
         let json = serde_json::json!({
@@ -428,6 +433,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             "target": TARGET,
             "within_25pct_pass": within_25pct >= TARGET,
             "same_order_pass": same_order >= TARGET,
+            "real_stable_share": real_stable,
             "repeat": repeat,
             "sim_cpus": SIM_CPUS.parse::<usize>().unwrap_or(2),
             "costs": args.costs.as_ref().map(|c| c.display().to_string()),
@@ -437,6 +443,11 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         print_table(&cells, &groups, within_25pct, same_order)?;
+        outln!(
+            "cells whose real runs all lie within ±25% of their median: {:.0}% (the machine's \
+             own noise; where it is low, the real side is not a fixed target)",
+            real_stable * 100.0
+        )?;
         outln!(
             "{repeat} real run(s) per cell; load average {} at the start, {} at the end",
             loadavg_start.as_deref().unwrap_or("unknown"),
@@ -573,7 +584,7 @@ fn path_arg(path: &Path) -> String {
 /// The cells, the groups' orders and the headline figures as text.
 fn print_table(cells: &[Cell], groups: &[Group], within_25pct: f64, same_order: f64) -> Result<()> {
     outln!(
-        "{:<16} {:<10} {:<9} {:>10} {:>11} {:>10} {:>7} {:>6}",
+        "{:<16} {:<10} {:<9} {:>10} {:>11} {:>10} {:>7} {:>6} {:>12}",
         "workload",
         "preset",
         "load",
@@ -581,11 +592,12 @@ fn print_table(cells: &[Cell], groups: &[Group], within_25pct: f64, same_order: 
         "real_gc_ms",
         "sim_gc_ms",
         "ratio",
-        "±25%"
+        "±25%",
+        "real_stable"
     )?;
     for c in cells {
         outln!(
-            "{:<16} {:<10} {:<9} {:>10} {:>11.3} {:>10.3} {:>7.2} {:>6}",
+            "{:<16} {:<10} {:<9} {:>10} {:>11.3} {:>10.3} {:>7.2} {:>6} {:>12}",
             c.workload,
             c.preset,
             c.load,
@@ -593,7 +605,8 @@ fn print_table(cells: &[Cell], groups: &[Group], within_25pct: f64, same_order: 
             c.real_gc_ms,
             c.sim_gc_ms,
             c.ratio,
-            yes_no(c.within)
+            yes_no(c.within),
+            yes_no(c.real_stable)
         )?;
     }
     outln!()?;
@@ -722,6 +735,12 @@ mod tests {
         assert!((c.ratio - 1.2).abs() < 1e-12);
         assert!(c.within);
         assert_eq!(c.real_runs_ms, vec![4.0, 1.0, 2.0]);
+        // 4 and 1 are 2× and ½× the median 2.
+        assert!(!c.real_stable);
+        let steady = Cell::new(&key, &[run(2.0), run(2.5), run(1.5)], &run(2.4));
+        assert!(steady.real_stable);
+        let shaky = Cell::new(&key, &[run(2.0), run(2.6), run(1.5)], &run(2.4));
+        assert!(!shaky.real_stable);
         assert_eq!(key.stem(true), "binary-trees-18-modern-4t-busy-1-0");
     }
 
