@@ -54,7 +54,7 @@ pub struct ValidateArgs {
 }
 
 /// The CPUs of the simulated machine: this machine's shape.
-const SIM_CPUS: &str = "2";
+const SIM_CPUS: usize = 2;
 
 /// The load of a loaded cell, on both sides: one busy loop pinned to CPU 0.
 const BUSY_LOAD: &str = "busy:1@0";
@@ -435,7 +435,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             "same_order_pass": same_order >= TARGET,
             "real_stable_share": real_stable,
             "repeat": repeat,
-            "sim_cpus": SIM_CPUS.parse::<usize>().unwrap_or(2),
+            "sim_cpus": SIM_CPUS,
             "costs": args.costs.as_ref().map(|c| c.display().to_string()),
             "loadavg_start": loadavg_start,
             "loadavg_end": loadavg_end,
