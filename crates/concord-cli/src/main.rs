@@ -195,7 +195,8 @@ impl Command {
                 | Command::PauseBench(_)
                 | Command::PlacementBench(_)
                 | Command::Paper(_)
-        ) || matches!(self, Command::Sim(sim) if sim.command.is_none())
+        ) || matches!(self, Command::Sim(sim)
+            if !matches!(sim.command, Some(sim::SimCommand::Calibrate(_))))
     }
 }
 

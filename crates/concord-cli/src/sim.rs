@@ -6,8 +6,12 @@
 //!   charges on this machine ([`concord_sim::calibrate`]) and saves them as JSON, atomically
 //!   (staged beside the file and renamed), by default to `concord-costs.json` in the current
 //!   directory.
+//! * `concord sim validate [--json] [--quick] [--repeat R] [--costs FILE] [--keep DIR]` runs a
+//!   grid of cells for real here and simulated at this machine's 2 CPUs, side by side
+//!   ([`validate`]).
 
 pub mod simulation;
+mod validate;
 mod workload;
 
 use std::path::PathBuf;
@@ -37,6 +41,10 @@ pub enum SimCommand {
     /// Measure this machine's costs of atomics, locks, futexes, yield, sleep, spinning, context
     /// switches, wake-ups and the collector's copying, and save them as JSON for the simulator.
     Calibrate(CalibrateArgs),
+    /// Run a grid of workloads, presets, loads and GC thread counts for real on this machine
+    /// and simulated at 2 CPUs, and print the median GC pauses side by side with how often
+    /// they agree.
+    Validate(validate::ValidateArgs),
 }
 
 /// Flags of `concord sim calibrate`.
@@ -57,6 +65,7 @@ pub struct CalibrateArgs {
 pub fn run(args: SimArgs) -> Result<ExitCode> {
     match args.command {
         Some(SimCommand::Calibrate(a)) => run_calibrate(a),
+        Some(SimCommand::Validate(a)) => validate::run(a),
         None => workload::run(args.workload),
     }
 }

@@ -107,7 +107,7 @@ fn bad_input_is_refused_before_measuring() {
     );
     assert_exit_2(
         &["sim", "measure"],
-        "or a subcommand of concord sim (allowed: calibrate)",
+        "or a subcommand of concord sim (allowed: calibrate, validate)",
     );
     assert_eq!(common::entries(&dir), Vec::<String>::new());
 }

@@ -75,7 +75,7 @@ fn bad_machine_scheduler_load_and_seed_flags_exit_2_naming_what_is_allowed() {
             &["sim", "nosuchload", "--cpus", "4"],
             "unknown workload 'nosuchload' (allowed: gcbench, binary-trees, search, transform, \
              render, database, kmeans, kv-service, queue-churn); or a subcommand of concord sim \
-             (allowed: calibrate)",
+             (allowed: calibrate, validate)",
         ),
     ] {
         assert_exit_2(args, expected);

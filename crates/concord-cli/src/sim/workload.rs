@@ -126,8 +126,9 @@ fn run_args(args: &SimWorkloadArgs) -> RunArgs {
 /// loads `--trace` and `--costs`.
 fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     // `concord sim NAME`: a workload, or a subcommand misspelt.
-    let workload = find_workload(&args.workload.workload)
-        .map_err(|e| anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate)"))?;
+    let workload = find_workload(&args.workload.workload).map_err(|e| {
+        anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate, validate)")
+    })?;
     let params = args.run.params(args.workload.size, 1);
     workload
         .validate(&params)
