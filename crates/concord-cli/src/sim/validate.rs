@@ -22,6 +22,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use concord_sim::replay::driver::SchedModel;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -51,6 +52,35 @@ pub struct ValidateArgs {
     /// temporary one removed at the end.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// The scheduler model of the simulations: cfs (Linux 4.9) or eevdf (Linux 6.6+)
+    /// (default: the one of this machine's kernel, from its release).
+    #[arg(long, value_name = "cfs|eevdf", value_parser = parse_sched)]
+    pub sched: Option<SchedModel>,
+}
+
+fn parse_sched(text: &str) -> std::result::Result<SchedModel, String> {
+    text.parse().map_err(|e| format!("'{text}' {e}"))
+}
+
+/// The scheduler model of a kernel of release `release` (`6.18.1-foo`): EEVDF from 6.6 on,
+/// CFS before; `None` for a release that does not start with a version.
+pub fn sched_of_kernel(release: &str) -> Option<SchedModel> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    Some(if (major, minor) >= (6, 6) {
+        SchedModel::Eevdf
+    } else {
+        SchedModel::Cfs
+    })
+}
+
+/// This machine's kernel's scheduler model (CFS if the release cannot be read).
+fn this_kernels_sched() -> SchedModel {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .and_then(|r| sched_of_kernel(r.trim()))
+        .unwrap_or(SchedModel::Cfs)
 }
 
 /// The CPUs of the simulated machine: this machine's shape.
@@ -418,7 +448,15 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     };
     let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 }) as usize;
     let loadavg_start = loadavg();
-    let cells = measure(&exe, &grid, repeat, args.costs.as_deref(), &work.path)?;
+    let sched = args.sched.unwrap_or_else(this_kernels_sched);
+    let cells = measure(
+        &exe,
+        &grid,
+        repeat,
+        args.costs.as_deref(),
+        sched,
+        &work.path,
+    )?;
     let groups = groups(&cells);
     let within_25pct = share(&cells, |c| c.within);
     let same_order = share(&groups, |g| g.same_order);
@@ -436,6 +474,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             "real_stable_share": real_stable,
             "repeat": repeat,
             "sim_cpus": SIM_CPUS,
+            "sched": sched.to_string(),
             "costs": args.costs.as_ref().map(|c| c.display().to_string()),
             "loadavg_start": loadavg_start,
             "loadavg_end": loadavg_end,
@@ -449,7 +488,8 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             real_stable * 100.0
         )?;
         outln!(
-            "{repeat} real run(s) per cell; load average {} at the start, {} at the end",
+            "{repeat} real run(s) per cell, simulated under the {sched} model; load average {} \
+             at the start, {} at the end",
             loadavg_start.as_deref().unwrap_or("unknown"),
             loadavg_end.as_deref().unwrap_or("unknown")
         )?;
@@ -474,6 +514,7 @@ fn measure(
     grid: &Grid,
     repeat: usize,
     costs: Option<&Path>,
+    sched: SchedModel,
     dir: &Path,
 ) -> Result<Vec<Cell>> {
     let mut keys = Vec::new();
@@ -557,6 +598,7 @@ fn measure(
         let mut args = vec!["sim".to_string()];
         args.extend(key.common_args());
         args.extend(["--cpus".to_string(), SIM_CPUS.to_string()]);
+        args.extend(["--sched".to_string(), sched.to_string()]);
         if let Some(load) = key.load {
             args.extend(["--load".to_string(), load.to_string()]);
         }
@@ -650,6 +692,16 @@ fn yes_no(b: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_from_6_6_on_is_eevdf_before_it_cfs() {
+        assert_eq!(sched_of_kernel("6.18.0-1-amd64"), Some(SchedModel::Eevdf));
+        assert_eq!(sched_of_kernel("6.6.0"), Some(SchedModel::Eevdf));
+        assert_eq!(sched_of_kernel("6.5.13"), Some(SchedModel::Cfs));
+        assert_eq!(sched_of_kernel("4.9.0-8-amd64"), Some(SchedModel::Cfs));
+        assert_eq!(sched_of_kernel("10.1"), Some(SchedModel::Eevdf));
+        assert_eq!(sched_of_kernel("linux"), None);
+    }
 
     fn cell(preset: &str, load: &str, real: f64, sim: f64) -> Cell {
         let key_real = [RunFigures {
