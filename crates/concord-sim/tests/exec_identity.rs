@@ -14,7 +14,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{run_phase_on, PhaseShape};
+use common::{run_phase as run_common_phase, run_phase_on, PhaseShape};
 use concord_sim::exec::{self, Costs, Sim};
 use concord_sim::machine::Machine;
 use concord_sim::parallel::engine::{run_phase, ParallelTask, WorkQueue};
@@ -69,7 +69,10 @@ fn phase_scenarios(out: &mut Vec<(String, String)>) {
                         seed: 3,
                         lookahead: Sim::DEFAULT_LOOKAHEAD,
                     };
-                    let run = run_phase_on(shape, sim(sched, cpus, shape.seed));
+                    let run = match sched {
+                        "rr" => run_common_phase(shape),
+                        _ => run_phase_on(shape, sim(sched, cpus, shape.seed)),
+                    };
                     let name = format!("phase {sched} cpus={cpus} workers={workers} {kind}");
                     let text = format!(
                         "{:?} {:?} {:?} {:?}",
@@ -140,7 +143,13 @@ fn engine_scenarios(out: &mut Vec<(String, String)>) {
     ];
     // `vanilla` spins long in its termination loop: millions of hand-offs at 20 CPUs and more
     // under Linux 4.9 (tens of seconds), so it runs there only on fewer CPUs or under EEVDF.
-    let machines = [("rr", 4), ("linux49", 8), ("eevdf", 20), ("linux49", 20), ("linux49", 48)];
+    let machines = [
+        ("rr", 4),
+        ("linux49", 8),
+        ("eevdf", 20),
+        ("linux49", 20),
+        ("linux49", 48),
+    ];
     for (sched, cpus) in machines {
         for (preset, policy) in presets {
             if preset == "vanilla" && sched == "linux49" && cpus > 8 {

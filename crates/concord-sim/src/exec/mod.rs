@@ -2,7 +2,9 @@
 //! of their CPUs' virtual clocks.
 //!
 //! Each simulated thread is a real OS thread, but only the one holding the *baton* runs; all
-//! others wait on a condition variable of their own. (Loom does the same; stackful coroutines
+//! others are parked (`std::thread::park`), and the holder passing the baton unparks exactly
+//! the thread that runs next, so one hand-off costs one futex wake and one futex wait, and the
+//! executor's lock is only ever taken by the thread that runs. (Loom does the same; stackful coroutines
 //! would switch faster but need a crate the workspace does not have, and OS threads let the
 //! included code keep real `thread_local!`s and real stacks.) Every operation of the simulated
 //! `crate::sync` layer charges its cost in virtual nanoseconds to the CPU the thread runs on and
@@ -42,7 +44,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -278,6 +280,7 @@ impl Sim {
                 timer_seq: 0,
                 futexes: BTreeMap::new(),
                 baton: None,
+                wake: None,
                 outcome: None,
                 live: 0,
                 ops: 0,
@@ -377,6 +380,8 @@ impl Sim {
             state: Mutex::new(state),
             done: Condvar::new(),
             spawned: Mutex::new(Vec::new()),
+            baton: AtomicUsize::new(NO_BATON),
+            over: AtomicBool::new(false),
         });
         let handles: Vec<JoinHandle<()>> = bodies
             .into_iter()
@@ -392,8 +397,14 @@ impl Sim {
             .collect();
         {
             let mut st = lock(&shared);
+            for (thread, handle) in st.threads.iter_mut().zip(&handles) {
+                thread.os = Some(handle.thread().clone());
+            }
             st.offer_idle(0);
             st.pass_baton(&shared);
+            if let Some(os) = st.wake.take() {
+                os.unpark();
+            }
             while st.outcome.is_none() {
                 st = shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
             }
@@ -506,6 +517,7 @@ pub fn spawn(
             .name(format!("sim:{name}"))
             .spawn(move || thread_main(for_thread, id, Box::new(body)))
             .expect("spawning an OS thread for a simulated thread");
+        st.threads[id].os = Some(handle.thread().clone());
         shared
             .spawned
             .lock()
@@ -747,7 +759,14 @@ struct Shared {
     done: Condvar,
     /// The OS threads of the simulated threads started during the run ([`spawn`]).
     spawned: Mutex<Vec<JoinHandle<()>>>,
+    /// [`State::baton`] as a parked thread reads it without the lock ([`NO_BATON`]: nobody).
+    baton: AtomicUsize,
+    /// Set once [`State::outcome`] is: parked threads unwind.
+    over: AtomicBool,
 }
+
+/// [`Shared::baton`] while no thread holds it.
+const NO_BATON: usize = usize::MAX;
 
 struct Context {
     shared: Arc<Shared>,
@@ -764,6 +783,17 @@ struct Aborted;
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     // A simulated thread's panic is caught before it could poison the state.
     shared.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Unlock the executor's state, then unpark the thread the baton was just passed to: woken
+/// while the lock is still held, it would find the lock taken (and, preempting the waker on its
+/// CPU, wait for it) at every hand-off.
+fn release(mut st: MutexGuard<'_, State>) {
+    let wake = st.wake.take();
+    drop(st);
+    if let Some(os) = wake {
+        os.unpark();
+    }
 }
 
 fn with_context<R>(f: impl FnOnce(&Context) -> R) -> Option<R> {
@@ -820,7 +850,7 @@ fn reschedule<'a>(
         }
     }
     st.pass_baton(shared);
-    match State::await_baton(st, me) {
+    match State::await_baton(st, shared, me) {
         Ok(st) => st,
         Err(()) => {
             abort_unless_unwinding();
@@ -844,7 +874,7 @@ fn thread_main(shared: Arc<Shared>, me: ThreadId, body: Box<dyn FnOnce() + Send>
     });
     let started = {
         let st = lock(&shared);
-        State::await_baton(st, me).is_ok()
+        State::await_baton(st, &shared, me).is_ok()
     };
     if started {
         let result = panic::catch_unwind(AssertUnwindSafe(body));
@@ -865,6 +895,7 @@ fn thread_main(shared: Arc<Shared>, me: ThreadId, body: Box<dyn FnOnce() + Send>
             _ if st.outcome.is_some() => {}
             _ => st.finish(&shared, me),
         }
+        release(st);
     }
     CONTEXT.with(|c| c.borrow_mut().take());
 }
@@ -887,7 +918,8 @@ enum Status {
 
 struct Thread {
     name: String,
-    signal: Arc<Condvar>,
+    /// Its OS thread, to unpark when it gets the baton (set once that thread is spawned).
+    os: Option<std::thread::Thread>,
     status: Status,
     cpu: CpuId,
     /// When it last became runnable.
@@ -917,7 +949,7 @@ impl Thread {
     fn new(name: String) -> Self {
         Thread {
             name,
-            signal: Arc::new(Condvar::new()),
+            os: None,
             status: Status::New,
             cpu: 0,
             ready_at: 0,
@@ -975,6 +1007,8 @@ struct State {
     futexes: BTreeMap<usize, VecDeque<Waiter>>,
     /// The thread allowed to run.
     baton: Option<ThreadId>,
+    /// The OS thread to unpark (the new baton holder's) once the lock is released.
+    wake: Option<std::thread::Thread>,
     outcome: Option<Outcome>,
     /// Threads not finished.
     live: usize,
@@ -1213,23 +1247,20 @@ impl State {
     /// foreground thread is left the run is over, whatever background threads could still do.
     fn pass_baton(&mut self, shared: &Shared) {
         if self.live == 0 {
-            self.baton = None;
-            self.outcome = Some(Outcome::Finished);
             // Background threads still waiting for the baton unwind (`await_baton` fails).
-            for thread in &self.threads {
-                thread.signal.notify_all();
-            }
-            shared.done.notify_all();
+            self.end(shared, Outcome::Finished);
             return;
         }
         match self.next() {
             Some((t, clock)) if self.within_limit(clock) => {
                 self.horizon = None;
+                // Kept by its holder (the caller): nobody to wake.
                 if self.baton != Some(t) {
                     self.handoffs += 1;
+                    self.baton = Some(t);
+                    shared.baton.store(t, Ordering::Release);
+                    self.wake = self.threads[t].os.clone();
                 }
-                self.baton = Some(t);
-                self.threads[t].signal.notify_one();
             }
             Some((_, clock)) => {
                 let message = format!(
@@ -1249,12 +1280,14 @@ impl State {
         }
     }
 
-    /// Wait until `me` holds the baton; `Err` if the simulation failed meanwhile.
+    /// Wait until `me` holds the baton; `Err` if the run is over (finished or failed)
+    /// meanwhile. Parked without the lock: the holder passing the baton to `me` unparks it
+    /// (an unpark before the park is not lost: `park` then returns at once).
     fn await_baton<'a>(
         mut st: MutexGuard<'a, State>,
+        shared: &'a Shared,
         me: ThreadId,
     ) -> Result<MutexGuard<'a, State>, ()> {
-        let signal = st.threads[me].signal.clone();
         loop {
             if st.outcome.is_some() {
                 return Err(());
@@ -1262,7 +1295,12 @@ impl State {
             if st.baton == Some(me) {
                 return Ok(st);
             }
-            st = signal.wait(st).unwrap_or_else(|p| p.into_inner());
+            release(st);
+            while shared.baton.load(Ordering::Acquire) != me && !shared.over.load(Ordering::Acquire)
+            {
+                std::thread::park();
+            }
+            st = lock(shared);
         }
     }
 
@@ -1295,12 +1333,21 @@ impl State {
 
     /// Record a failure and wake every waiting thread so that it unwinds.
     fn fail(&mut self, shared: &Shared, message: String) {
+        self.end(shared, Outcome::Failed(message));
+    }
+
+    /// Record the outcome (the first one stands), take the baton from everyone and wake every
+    /// parked thread (to unwind) and [`Sim::run`].
+    fn end(&mut self, shared: &Shared, outcome: Outcome) {
         if self.outcome.is_none() {
-            self.outcome = Some(Outcome::Failed(message));
+            self.outcome = Some(outcome);
         }
         self.baton = None;
-        for thread in &self.threads {
-            thread.signal.notify_all();
+        self.wake = None;
+        shared.baton.store(NO_BATON, Ordering::Release);
+        shared.over.store(true, Ordering::Release);
+        for os in self.threads.iter().filter_map(|t| t.os.as_ref()) {
+            os.unpark();
         }
         shared.done.notify_all();
     }
