@@ -1,18 +1,18 @@
 //! The virtual-time executor: simulated threads on simulated CPUs, one at a time, in the order
 //! of their CPUs' virtual clocks.
 //!
-//! Each simulated thread is a real OS thread, but only the one holding the *baton* runs; all
-//! others are parked (`std::thread::park`), and the holder passing the baton unparks exactly
-//! the thread that runs next, so one hand-off costs one futex wake and one futex wait, and the
-//! executor's lock is only ever taken by the thread that runs. (Loom does the same; stackful coroutines
-//! would switch faster but need a crate the workspace does not have, and OS threads let the
-//! included code keep real `thread_local!`s and real stacks.) Every operation of the simulated
-//! `crate::sync` layer charges its cost in virtual nanoseconds to the CPU the thread runs on and
-//! is a scheduling point: the executor then hands the baton to the thread running on the CPU
-//! whose clock is earliest, after firing the timers (sleeps, futex timeouts) due by then. A
-//! thread keeps the baton while its clock is at most [`Sim::lookahead`] ahead of the earliest
-//! other CPU: that bounds how far two operations may be reordered against virtual time and saves
-//! most OS context switches when many threads spin.
+//! Each simulated thread is a real OS thread, but only the one holding the *baton* runs; all others
+//! are parked (`std::thread::park`). The holder passing the baton releases the executor's lock,
+//! then unparks exactly the thread that runs next: one hand-off is one futex wake and one futex
+//! wait, and the woken thread does not find the lock taken. (Loom does the same; stackful
+//! coroutines would switch faster, with no OS thread switch per hand-off, but need a crate the
+//! workspace does not have, and OS threads let the included code keep real `thread_local!`s and
+//! real stacks.) Every operation of the simulated `crate::sync` layer charges its cost in virtual
+//! nanoseconds to the CPU the thread runs on and is a scheduling point: the executor then hands the
+//! baton to the thread running on the CPU whose clock is earliest, after firing the timers (sleeps,
+//! futex timeouts) due by then. A thread keeps the baton while its clock is at most
+//! [`Sim::lookahead`] ahead of the earliest other CPU: that bounds how far two operations may be
+//! reordered against virtual time and saves most OS context switches when many threads spin.
 //!
 //! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
 //! run queues, so a scheduler model plugs in without touching this file: [`Sim::linux49`] runs
