@@ -859,10 +859,13 @@ fn reschedule<'a>(
     if st.threads[me].status == Status::Running && st.cpus[c].slice_left == 0 {
         st.give_up(me, Requeue::SliceExpired);
     }
+    // The decision, once made here, stands for the hand-off: nothing changes in between.
+    let mut decided = None;
     if st.threads[me].status == Status::Running {
         // The placement may have moved `me` to another CPU meanwhile.
         let mine = st.clock_of(me);
-        if let Some((t, clock)) = st.next() {
+        let next = st.next();
+        if let Some((t, clock)) = next {
             // Firing timers may have preempted `me`.
             let still_running = st.threads[me].status == Status::Running;
             if still_running
@@ -873,8 +876,9 @@ fn reschedule<'a>(
                 return st;
             }
         }
+        decided = Some(next);
     }
-    st.pass_baton(shared);
+    st.pass_baton_as(shared, decided);
     match State::await_baton(st, shared, me) {
         Ok(st) => st,
         Err(()) => {
@@ -1188,10 +1192,16 @@ impl State {
 
     /// The busy CPU with the earliest clock (ties by the seeded rank).
     fn earliest_busy(&self) -> Option<(Ns, CpuId)> {
-        (0..self.cpus.len())
-            .filter(|&c| self.cpus[c].current.is_some())
-            .min_by_key(|&c| (self.cpus[c].clock, self.rank[c]))
-            .map(|c| (self.cpus[c].clock, c))
+        // A plain loop: this runs at every decision, and the ranks are distinct (no ties).
+        let mut earliest: Option<(Ns, usize, CpuId)> = None;
+        for (c, (cpu, &rank)) in self.cpus.iter().zip(&self.rank).enumerate() {
+            if cpu.current.is_some()
+                && earliest.is_none_or(|(clock, r, _)| (cpu.clock, rank) < (clock, r))
+            {
+                earliest = Some((cpu.clock, rank, c));
+            }
+        }
+        earliest.map(|(clock, _, c)| (clock, c))
     }
 
     /// The earliest pending timer: a thread's (sleep, futex timeout) or the placement's.
@@ -1275,12 +1285,19 @@ impl State {
     /// Hand the baton to the thread that runs next, or record the outcome if none can. Once no
     /// foreground thread is left the run is over, whatever background threads could still do.
     fn pass_baton(&mut self, shared: &Shared) {
+        self.pass_baton_as(shared, None);
+    }
+
+    /// [`pass_baton`](Self::pass_baton) with the result of [`next`](Self::next) if the
+    /// caller has just computed it (calling it again would come out the same: the timers due
+    /// have fired).
+    fn pass_baton_as(&mut self, shared: &Shared, decided: Option<Option<(ThreadId, Ns)>>) {
         if self.live == 0 {
             // Background threads still waiting for the baton unwind (`await_baton` fails).
             self.end(shared, Outcome::Finished);
             return;
         }
-        match self.next() {
+        match decided.unwrap_or_else(|| self.next()) {
             Some((t, clock)) if self.within_limit(clock) => {
                 self.horizon = None;
                 // Kept by its holder (the caller): nobody to wake.
