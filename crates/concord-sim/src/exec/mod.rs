@@ -7,7 +7,7 @@
 //! wait, and the woken thread does not find the lock taken. By default the simulation's OS threads
 //! all run on one host CPU ([`Sim::one_host_cpu`]), so that a hand-off wakes a thread on the CPU
 //! that is about to sleep rather than an idle one (which, in a VM especially, takes several times
-//! longer). (Loom does the same; stackful coroutines would switch faster, with no OS thread switch
+//! longer). (Loom too carries each thread on an OS thread; stackful coroutines would switch faster, with no OS thread switch
 //! per hand-off, but need a crate the workspace does not have, and OS threads let the included code
 //! keep real `thread_local!`s and real stacks.) Every operation of the simulated `crate::sync`
 //! layer charges its cost in virtual nanoseconds to the CPU the thread runs on and is a scheduling
