@@ -7,15 +7,15 @@
 //! wait, and the woken thread does not find the lock taken. By default the simulation's OS threads
 //! all run on one host CPU ([`Sim::one_host_cpu`]), so that a hand-off wakes a thread on the CPU
 //! that is about to sleep rather than an idle one (which, in a VM especially, takes several times
-//! longer). (Loom too carries each thread on an OS thread; stackful coroutines would switch faster, with no OS thread switch
-//! per hand-off, but need a crate the workspace does not have, and OS threads let the included code
-//! keep real `thread_local!`s and real stacks.) Every operation of the simulated `crate::sync`
-//! layer charges its cost in virtual nanoseconds to the CPU the thread runs on and is a scheduling
-//! point: the executor then hands the baton to the thread running on the CPU whose clock is
-//! earliest, after firing the timers (sleeps, futex timeouts) due by then. A thread keeps the baton
-//! while its clock is at most [`Sim::lookahead`] ahead of the earliest other CPU: that bounds how
-//! far two operations may be reordered against virtual time and saves most OS context switches when
-//! many threads spin.
+//! longer). (Loom too carries each thread on an OS thread; stackful coroutines would switch faster,
+//! with no OS thread switch per hand-off, but need a crate the workspace does not have, and OS
+//! threads let the included code keep real `thread_local!`s and real stacks.) Every operation of
+//! the simulated `crate::sync` layer charges its cost in virtual nanoseconds to the CPU the thread
+//! runs on and is a scheduling point: the executor then hands the baton to the thread running on
+//! the CPU whose clock is earliest, after firing the timers (sleeps, futex timeouts) due by then. A
+//! thread keeps the baton while its clock is at most [`Sim::lookahead`] ahead of the earliest other
+//! CPU: that bounds how far two operations may be reordered against virtual time and saves most OS
+//! context switches when many threads spin.
 //!
 //! The executor owns the CPUs (clock, running thread, time-slice left); a [`Placement`] owns the
 //! run queues, so a scheduler model plugs in without touching this file: [`Sim::linux49`] runs
