@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use concord::config::default_gc_threads;
 use concord::GcConfig;
 use concord_sim::machine::{Machine, MachineFlags};
 use concord_sim::replay::driver::SchedModel;
@@ -184,7 +183,7 @@ impl Arm {
         }
         let mut config = heap.config.clone();
         if !self.settings.iter().any(|s| s.starts_with("gc-threads=")) {
-            config.gc_threads = default_gc_threads(cpus);
+            config.gc_threads = simulator.default_gc_threads();
             if self.what == describe(&heap.config) {
                 self.what = describe(&config);
             }

@@ -70,6 +70,12 @@ impl Simulator {
         })
     }
 
+    /// GC threads for a configuration that leaves them to the preset: HotSpot's rule for the
+    /// simulated machine's CPU count (15 on `xeon-2x10`), not this machine's.
+    pub fn default_gc_threads(&self) -> usize {
+        concord::config::default_gc_threads(self.machine.cpus())
+    }
+
     /// The setup that simulates a run of `config` with `mutators` mutator threads and `load`
     /// (busy loops on the simulated machine) under `seed`, checked: what the simulation cannot
     /// do is an error naming what is allowed.

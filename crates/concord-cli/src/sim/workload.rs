@@ -152,7 +152,7 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     // GC threads left to the preset follow the simulated machine (HotSpot's rule for its CPU
     // count, as the simulated arms of the experiment commands), not this one.
     if args.run.gc_threads.is_none() && args.config.is_none() {
-        config.gc_threads = concord::config::default_gc_threads(simulator.machine.cpus());
+        config.gc_threads = simulator.default_gc_threads();
     }
     if let Some(records) = &args.gc_records {
         if let Some(trace) = args.trace.as_deref().filter(|t| same_file(t, records)) {

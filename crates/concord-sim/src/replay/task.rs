@@ -246,22 +246,30 @@ impl ParallelTask for ReplayTask<'_> {
             Some(false) => local.objects_local += 1,
             None => {}
         }
-        match c.fate(id) {
+        // Copied objects move their payload; a mark reads the header and slots only. Both
+        // count in the worker's bytes (bytes marked live, for a full collection).
+        let counted = match c.fate(id) {
             Fate::Survivor | Fate::Promoted => {
                 copy(1, size);
-                if remote == Some(true) {
-                    local.bytes_remote += size;
-                }
-                local.bytes += size;
                 if c.fate(id) == Fate::Promoted {
                     local.bytes_promoted += size;
                 }
+                true
             }
             Fate::Marked => {
                 copy(1, 0);
-                local.bytes += size;
+                true
             }
-            Fate::Stayed => copy(1, 0),
+            Fate::Stayed => {
+                copy(1, 0);
+                false
+            }
+        };
+        if counted {
+            local.bytes += size;
+            if remote == Some(true) {
+                local.bytes_remote += size;
+            }
         }
         for &r in c.refs_of(id) {
             queue.push(r);
