@@ -59,8 +59,8 @@ fn expected_sum() -> u64 {
 /// `Cpus_allowed_list` of every GC worker thread of this process (named `concord-gc-N`).
 fn gc_worker_cpus_allowed() -> Vec<String> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let dir = entry.path();
+    for tid in concord::os::procfs::process_thread_ids().unwrap() {
+        let dir = std::path::PathBuf::from(format!("/proc/self/task/{tid}"));
         let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
         if comm.trim().starts_with("concord-gc") {
             let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();

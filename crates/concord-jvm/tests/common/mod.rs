@@ -218,13 +218,10 @@ impl LiveJvm {
 
     /// Threads of the JVM: (tid, name).
     pub fn threads(&self) -> Vec<(i32, String)> {
-        let dir = format!("/proc/{}/task", self.pid());
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
-            let Ok(tid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if let Ok(name) = std::fs::read_to_string(entry.path().join("comm")) {
+        for tid in concord::os::procfs::thread_ids_of(self.pid() as i32).unwrap() {
+            let comm = format!("/proc/{}/task/{tid}/comm", self.pid());
+            if let Ok(name) = std::fs::read_to_string(comm) {
                 out.push((tid, name.trim_end().to_string()));
             }
         }

@@ -228,13 +228,42 @@ fn task_dir(tid: i32) -> PathBuf {
 }
 
 /// The thread ids of this process, ascending.
+///
+/// One walk of `/proc/self/task` can miss live threads: when the thread the kernel is listing
+/// exits meanwhile, the listing stops early or resumes by position and skips entries. So the
+/// directory is walked again until a walk finds no thread the earlier ones missed (at most
+/// [`THREAD_LIST_WALKS`] walks); the answer is their union, sorted, and may name a thread that
+/// has just ended (callers reading its files get `NotFound`).
 pub fn process_thread_ids() -> io::Result<Vec<i32>> {
-    let mut tids: Vec<i32> = fs::read_dir("/proc/self/task")?
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    Ok(tids)
+    thread_ids_in(Path::new("/proc/self/task"))
 }
+
+/// The thread ids of process `pid`, ascending, walked as [`process_thread_ids`] walks its own.
+pub fn thread_ids_of(pid: i32) -> io::Result<Vec<i32>> {
+    thread_ids_in(&PathBuf::from(format!("/proc/{pid}/task")))
+}
+
+fn thread_ids_in(task_dir: &Path) -> io::Result<Vec<i32>> {
+    let mut tids = std::collections::BTreeSet::new();
+    for _ in 0..THREAD_LIST_WALKS {
+        let before = tids.len();
+        for entry in fs::read_dir(task_dir)? {
+            if let Some(tid) = entry
+                .ok()
+                .and_then(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            {
+                tids.insert(tid);
+            }
+        }
+        if before > 0 && tids.len() == before {
+            break;
+        }
+    }
+    Ok(tids.into_iter().collect())
+}
+
+/// The most walks [`process_thread_ids`] makes of `/proc/self/task`.
+pub const THREAD_LIST_WALKS: usize = 4;
 
 /// Whether thread `tid` of this process still exists (a stale or foreign id does not).
 pub fn thread_exists(tid: i32) -> bool {
@@ -740,6 +769,54 @@ mod tests {
             parse_task_stat(&bad_cpu),
             Err(StatParseError::NotANumber { field: 39, .. })
         ));
+    }
+
+    #[test]
+    fn thread_list_keeps_live_threads_while_others_exit() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let stayers: Vec<_> = (0..8)
+            .map(|_| {
+                let (stop, tid_tx) = (stop.clone(), tid_tx.clone());
+                std::thread::spawn(move || {
+                    tid_tx.send(crate::os::sched::current_tid()).unwrap();
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                })
+            })
+            .collect();
+        let live: Vec<i32> = (0..8).map(|_| tid_rx.recv().unwrap()).collect();
+        // Short-lived threads start and end all the time, interleaved with the stayers.
+        let churners: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let batch: Vec<_> = (0..8).map(|_| std::thread::spawn(|| {})).collect();
+                        batch.into_iter().for_each(|t| t.join().unwrap());
+                    }
+                })
+            })
+            .collect();
+        let me = crate::os::sched::current_tid();
+        for _ in 0..2000 {
+            let tids = process_thread_ids().unwrap();
+            assert!(tids.contains(&me));
+            for tid in &live {
+                assert!(
+                    tids.contains(tid),
+                    "live thread {tid} missing from {tids:?}"
+                );
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        stayers
+            .into_iter()
+            .chain(churners)
+            .for_each(|t| t.join().unwrap());
     }
 
     #[test]
