@@ -277,3 +277,19 @@ fn busy_loops_on_the_simulated_cpus_make_the_gc_workers_wait() {
     );
     assert!(gc(&busy) > gc(&quiet), "{} vs {}", gc(&busy), gc(&quiet));
 }
+
+#[test]
+fn pin_start_reaches_the_simulated_workers() {
+    let dir = scratch("sim-workload-pin-start");
+    let trace = recorded_trace(&dir);
+    // vanilla's workers are born on CPU 0 (pin-start); turned off, they start where the
+    // scheduler model forks them, and the schedule that follows differs.
+    let (_, born_together) = simulate(&dir, &trace, "pinned", &["--seed", "3"]);
+    let (_, forked) = simulate(
+        &dir,
+        &trace,
+        "forked",
+        &["--seed", "3", "--pin-start=false"],
+    );
+    assert_ne!(born_together, forked);
+}

@@ -103,6 +103,7 @@ impl Simulator {
             gc_affinity: config.gc_affinity,
             numa: config.numa,
             mutator_ns: driver::DEFAULT_MUTATOR_NS,
+            pin_start: config.pin_start,
         };
         driver::check(&setup)?;
         Ok(setup)

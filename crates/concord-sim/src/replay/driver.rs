@@ -101,6 +101,9 @@ pub struct SimSetup {
     pub numa: NumaLayout,
     /// Virtual time the mutators run before each collection, ns ([`DEFAULT_MUTATOR_NS`]).
     pub mutator_ns: Ns,
+    /// Whether every GC worker is born on CPU 0 and then given back the whole machine, as the
+    /// runtime's `pin-start` does (the workers' first "previous CPU" is then the same one).
+    pub pin_start: bool,
 }
 
 /// Mutator time before each simulated collection when nothing else is said: 5 ms, long enough
@@ -206,6 +209,7 @@ mod tests {
             gc_affinity: GcAffinity::None,
             numa: NumaLayout::Off,
             mutator_ns: DEFAULT_MUTATOR_NS,
+            pin_start: true,
         }
     }
 

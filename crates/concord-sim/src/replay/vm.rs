@@ -8,6 +8,7 @@ use super::{busy_cpus, check, DriverError, SchedModel, SimRun, SimSetup, GC_WORK
 use crate::affinity::SimGcAffinity;
 use crate::exec::{self, Ns, Sim, ThreadId, ThreadSpec};
 use crate::interference::{DutyCycle, Mutators};
+use crate::machine::CpuSet;
 use crate::numa::Numa;
 use crate::parallel::WorkerPool;
 use crate::replay::memory::Memory;
@@ -73,6 +74,8 @@ pub fn simulate(
         parking: crate::runtime::parking(setup.parking),
         workers: setup.gc_threads,
         mutator_ns: setup.mutator_ns,
+        pin_start: setup.pin_start,
+        cpus,
         uses_monitor: setup.policy.task_queue == concord::parallel::TaskQueueKind::Monitor
             || setup.parking == ParkingKind::Monitor,
         mutators,
@@ -101,6 +104,10 @@ struct VmThread {
     parking: crate::parallel::ParkingKind,
     workers: usize,
     mutator_ns: Ns,
+    /// Whether the workers are born on CPU 0 ([`SimSetup::pin_start`]).
+    pin_start: bool,
+    /// The machine's CPU count.
+    cpus: usize,
     /// Whether the GC task manager's monitor is in play (its counters go in the records).
     uses_monitor: bool,
     mutators: Option<Mutators>,
@@ -120,11 +127,18 @@ impl VmThread {
     fn collect(&self) -> Result<Vec<SimulatedCollection>, String> {
         let at_start = self.affinity.clone();
         let memory = self.memory.clone();
+        let (pin_start, cpus) = (self.pin_start, self.cpus);
         let pool = WorkerPool::new(
             self.workers,
             GC_WORKER_PREFIX.trim_end_matches('-'),
             self.parking,
             move |id| {
+                if pin_start {
+                    // As the runtime's pin-start: run once on CPU 0, then take the machine back.
+                    let _ = exec::set_affinity(CpuSet::single(0));
+                    crate::sync::thread::yield_now();
+                    let _ = exec::set_affinity(CpuSet::first(cpus));
+                }
                 // A refused bind (a CPU the machine lacks) cannot happen: the CPUs are the
                 // machine's own.
                 let _ = at_start.bind_at_start(id);

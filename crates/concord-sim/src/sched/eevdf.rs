@@ -49,6 +49,16 @@ impl Eevdf {
         self.inner.tasks[task.0].vlag
     }
 
+    /// A CPU's utilization now, 0..=1024 ([`Linux49::cpu_util`]).
+    pub fn cpu_util(&self, cpu: CpuId) -> f64 {
+        self.inner.cpu_util(cpu)
+    }
+
+    /// How many CPUs a wake-up on `cpu`'s LLC may scan for an idle one (`nr_idle_scan`).
+    pub fn nr_idle_scan(&self, cpu: CpuId) -> usize {
+        self.inner.nr_idle_scan(cpu)
+    }
+
     /// Whether a runnable task is eligible (`entity_eligible`: vruntime ≤ `avg_vruntime`).
     pub fn eligible(&self, task: TaskId) -> bool {
         let cpu = self.inner.tasks[task.0].cpu;

@@ -215,3 +215,70 @@ fn same_calls_same_decisions() {
     }
     assert_eq!(run(), run());
 }
+
+/// SIS_UTIL: on one LLC of 4 CPUs with CPUs 0–2 always busy, the utilization climbs to 1024 on
+/// those and stays 0 on CPU 3, so periodic balancing sets `nr_idle_scan` to
+/// 4 × (1 − 768² × 117² / (10 000 × 1024²)) = 0.92 → 0: a task whose previous CPU is 0 wakes
+/// there, behind the busy task, although CPU 3 is idle. The 4.9 model scans the whole LLC and
+/// wakes it on CPU 3. On 2 CPUs with one busy, x = 512 gives 1.32 → 1 CPU to scan: the idle one
+/// is found.
+#[test]
+fn a_busy_llc_is_not_scanned_for_an_idle_cpu() {
+    let four = Machine::from_flags(None, Some("4"), Some("off"), Some("1")).unwrap();
+    let spec = |cpu, sleeping| TaskSpec {
+        policy: nice(0),
+        affinity: four.all_cpus(),
+        placement: Placement::On(cpu),
+        sleeping,
+    };
+    let mut eevdf = Eevdf::new(four.clone());
+    let mut cfs = Linux49::new(four.clone());
+    for cpu in 0..3 {
+        eevdf.create(spec(cpu, false), 0).unwrap();
+        cfs.create(spec(cpu, false), 0).unwrap();
+    }
+    let w = eevdf.create(spec(0, true), 0).unwrap();
+    let wc = cfs.create(spec(0, true), 0).unwrap();
+    for cpu in 0..3 {
+        eevdf.pick_next(cpu, 0);
+        cfs.pick_next(cpu, 0);
+    }
+    let later = 400 * MS;
+    eevdf.run_timers(later);
+    cfs.run_timers(later);
+    assert!(eevdf.cpu_util(0) > 1000.0 && eevdf.cpu_util(3) == 0.0);
+    assert_eq!(eevdf.nr_idle_scan(0), 0);
+    assert_eq!(eevdf.wake(w, None, later), 0);
+    assert_eq!(cfs.wake(wc, None, later), 3);
+
+    let two = Machine::from_flags(None, Some("2"), Some("off"), Some("1")).unwrap();
+    let mut eevdf = Eevdf::new(two.clone());
+    let spec = |cpu, sleeping| TaskSpec {
+        policy: nice(0),
+        affinity: two.all_cpus(),
+        placement: Placement::On(cpu),
+        sleeping,
+    };
+    eevdf.create(spec(0, false), 0).unwrap();
+    let w = eevdf.create(spec(0, true), 0).unwrap();
+    eevdf.pick_next(0, 0);
+    eevdf.run_timers(later);
+    assert_eq!(eevdf.nr_idle_scan(0), 1);
+    assert_eq!(eevdf.wake(w, None, later), 1);
+}
+
+/// PELT's half-life: a CPU busy for a long time and then idle for 32 ms has half its
+/// utilization left; one idle and then busy for 32 ms has half the capacity.
+#[test]
+fn utilization_decays_and_builds_with_a_32_ms_half_life() {
+    let mut m = Eevdf::new(one_cpu());
+    create(&mut m, nice(0), false, 0);
+    settle(&mut m, 0);
+    m.run_timers(UTIL_HALF_LIFE);
+    assert!((m.cpu_util(0) - 512.0).abs() < 1.0, "{}", m.cpu_util(0));
+    m.run_timers(40 * UTIL_HALF_LIFE);
+    m.block(0, 40 * UTIL_HALF_LIFE);
+    settle(&mut m, 40 * UTIL_HALF_LIFE);
+    m.run_timers(41 * UTIL_HALF_LIFE);
+    assert!((m.cpu_util(0) - 512.0).abs() < 1.0, "{}", m.cpu_util(0));
+}

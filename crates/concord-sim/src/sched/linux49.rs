@@ -23,6 +23,12 @@ const NICE_0_WEIGHT: u64 = 1024;
 /// `sysctl_sched_nr_migrate`: tasks one balance pass looks at.
 const NR_MIGRATE: usize = 32;
 
+/// PELT's half-life: 32 periods of 1024 µs (`LOAD_AVG_PERIOD`).
+pub const UTIL_HALF_LIFE: Nanos = 32 * 1_024_000;
+
+/// `SCHED_CAPACITY_SCALE`: a CPU's capacity, and the utilization of a CPU that is always busy.
+const CAPACITY: f64 = 1024.0;
+
 /// The CFS weight of a nice value (clamped to −20..=19 by the caller's validation).
 pub fn nice_to_weight(nice: i8) -> u64 {
     NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
@@ -150,6 +156,11 @@ pub(super) struct Runqueue {
     next_balance: Vec<Nanos>,
     interval_mult: Vec<u64>,
     nr_balance_failed: Vec<u32>,
+    /// The CPU's utilization, 0..=1024, as PELT's `util_avg` tracks it: the share of recent
+    /// time the CPU ran a task, decayed with a 32 ms half-life ([`UTIL_HALF_LIFE`]).
+    util: f64,
+    /// When `util` was last brought up to date.
+    util_at: Nanos,
 }
 
 impl Runqueue {
@@ -181,6 +192,9 @@ pub struct Linux49 {
     next_tick: Nanos,
     next_rt_period: Nanos,
     seq: u64,
+    /// Per CPU, its LLC's `sd_llc_shared->nr_idle_scan` (EEVDF model only): how many CPUs a
+    /// wake-up may scan for an idle one, set by periodic balancing from the LLC's utilization.
+    nr_idle_scan: Vec<usize>,
 }
 
 impl Linux49 {
@@ -217,6 +231,9 @@ impl Linux49 {
                 }
             })
             .collect();
+        let nr_idle_scan = (0..machine.cpus())
+            .map(|cpu| machine.llc_cpus(cpu).len())
+            .collect();
         Linux49 {
             machine,
             tunables,
@@ -227,6 +244,7 @@ impl Linux49 {
             next_tick: tunables.tick,
             next_rt_period: tunables.rt_period,
             seq: 0,
+            nr_idle_scan,
         }
     }
 
@@ -259,6 +277,55 @@ impl Linux49 {
     /// interval times the kernel's doubling on a balanced domain).
     pub fn balance_interval_ms(&self, cpu: CpuId, level: usize, cpu_idle: bool) -> u64 {
         self.machine.domains(cpu)[level].interval_ms(cpu_idle) * self.rqs[cpu].interval_mult[level]
+    }
+
+    /// A CPU's utilization now, 0..=1024 (PELT's `util_avg`, approximated per CPU).
+    pub fn cpu_util(&self, cpu: CpuId) -> f64 {
+        let rq = &self.rqs[cpu];
+        Self::decayed_util(rq.util, self.now - rq.util_at, rq.curr.is_some())
+    }
+
+    /// How many CPUs a wake-up on `cpu`'s LLC may scan for an idle one (EEVDF model).
+    pub fn nr_idle_scan(&self, cpu: CpuId) -> usize {
+        self.nr_idle_scan[cpu]
+    }
+
+    /// `util` after `elapsed` ns of running (`busy`) or idling, with PELT's half-life.
+    fn decayed_util(util: f64, elapsed: Nanos, busy: bool) -> f64 {
+        let keep = (-(elapsed as f64) / UTIL_HALF_LIFE as f64).exp2();
+        util * keep + if busy { CAPACITY * (1.0 - keep) } else { 0.0 }
+    }
+
+    /// Brings `cpu`'s utilization up to now (before its current task changes).
+    fn sync_util(&mut self, cpu: CpuId) {
+        let util = self.cpu_util(cpu);
+        let rq = &mut self.rqs[cpu];
+        rq.util = util;
+        rq.util_at = self.now;
+    }
+
+    /// `update_idle_cpu_scan` (SIS_UTIL, Linux 5.20+): at a periodic balance of an LLC domain,
+    /// the CPUs a wake-up may scan drop with the LLC's utilization as
+    /// `llc × (1 − (x × pct / 100)² / 1024²)` with x the mean utilization per CPU, reaching
+    /// none at `100 / imbalance_pct` (85 % for an LLC): a busy LLC is not scanned at all.
+    fn update_idle_cpu_scan(&mut self, this: CpuId, level: usize) {
+        let domain = &self.machine.domains(this)[level];
+        let llc = self.machine.llc_cpus(this);
+        if domain.span != llc {
+            return;
+        }
+        let weight = llc.len() as u64;
+        let sum: u64 = llc
+            .iter()
+            .map(|c| self.cpu_util(c).min(CAPACITY) as u64)
+            .sum();
+        let x = sum / weight;
+        let pct = domain.imbalance_pct;
+        let tmp = (x * x * pct * pct / (10_000 * CAPACITY as u64)).min(CAPACITY as u64);
+        let nr = ((CAPACITY as u64 - tmp) * weight / CAPACITY as u64) as usize;
+        for cpu in llc.iter() {
+            self.nr_idle_scan[cpu] = nr;
+        }
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -614,8 +681,17 @@ impl Linux49 {
                 }
             }
         }
-        // select_idle_cpu (whose scan also covers select_idle_smt's siblings).
-        let idle_cpu = llc.iter_wrap(target).find(|&c| self.is_idle(c));
+        // select_idle_cpu (whose scan also covers select_idle_smt's siblings). 6.x scans at
+        // most `nr_idle_scan` CPUs after the target (none when the LLC is busy); 4.9 scans all.
+        let limit = match self.fair {
+            FairClass::Cfs => usize::MAX,
+            FairClass::Eevdf => self.nr_idle_scan[target],
+        };
+        let idle_cpu = llc
+            .iter_wrap(target)
+            .filter(|&c| c != target)
+            .take(limit)
+            .find(|&c| self.is_idle(c));
         idle_cpu.unwrap_or(target)
     }
 
@@ -801,6 +877,9 @@ impl Linux49 {
             cpus: usize,
             idle_cpus: usize,
             avg: u64,
+        }
+        if self.fair == FairClass::Eevdf && kind != BalanceKind::NewlyIdle {
+            self.update_idle_cpu_scan(this, level);
         }
         let domain = self.machine.domains(this)[level].clone();
         let stats: Vec<GroupStats> = domain
@@ -1022,6 +1101,7 @@ impl Linux49 {
     /// Takes the task running on `cpu` off it (`deactivate_task` of a blocking task).
     fn deschedule_curr(&mut self, cpu: CpuId, state: TaskState) {
         self.update_curr(cpu);
+        self.sync_util(cpu);
         let Some(t) = self.rqs[cpu].curr.take() else {
             return;
         };
@@ -1225,6 +1305,7 @@ impl SchedulerModel for Linux49 {
     fn pick_next(&mut self, cpu: CpuId, now: Nanos) -> Option<TaskId> {
         self.advance(now);
         self.update_curr(cpu);
+        self.sync_util(cpu);
         let prev = self.rqs[cpu].curr.take();
         if let Some(p) = prev {
             // put_prev_task: the running task goes back to its queue.

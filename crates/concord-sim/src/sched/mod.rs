@@ -168,7 +168,7 @@ mod tests;
 mod eevdf_tests;
 
 pub use eevdf::Eevdf;
-pub use linux49::{Linux49, Tunables};
+pub use linux49::{Linux49, Tunables, UTIL_HALF_LIFE};
 
 use crate::machine::{CpuId, CpuSet, Machine};
 use std::fmt;
