@@ -150,8 +150,19 @@
 //!   deadline moves one vslice later; its vruntime is unchanged, so it stays eligible and runs
 //!   again if its new deadline is still the earliest. (Setting vruntime to the deadline, which
 //!   makes the yielder ineligible, came with Linux 6.17, not 6.6.) There is no skip buddy.
+//! - **The idle-CPU scan of a wake-up** (`select_idle_cpu` with `SIS_UTIL`, from 5.20): after
+//!   the target and the previous CPU, a wake-up looks at no more than `nr_idle_scan` CPUs of the
+//!   LLC, from the target on. Periodic (not new-idle) balancing of the LLC domain sets it from
+//!   the LLC's utilization (`update_idle_cpu_scan`): with x the mean utilization per CPU
+//!   (0..=1024), `llc × (1 − x² × pct² / (10 000 × 1024²))`, rounded down, `pct` the domain's
+//!   `imbalance_pct`; it reaches 0 (no scan: the wakee queues on the target) when x is
+//!   100/117 = 85 % of capacity. A CPU's utilization follows PELT's `util_avg` at the CPU level:
+//!   the share of recent time the CPU ran any task, decayed with PELT's 32 ms half-life,
+//!   continuously rather than in 1024 µs periods, and not moved with a migrating task.
 //!
-//! Not modelled beyond 4.9's list: `reweight_entity`'s rescaling of lag and deadline when a
+//! Not modelled beyond 4.9's list: 6.x's `wake_affine_idle` and `recent_used_cpu` (wake-up
+//! placement is 4.9's apart from the scan limit); per-task PELT (only the CPU-level utilization
+//! above, for the scan limit; balancing still uses runnable weight); `reweight_entity`'s rescaling of lag and deadline when a
 //! queued task's nice changes (the task is dequeued and placed again with its lag instead);
 //! per-task slices (`sched_attr.sched_runtime`, 6.12); the `NEXT_BUDDY` (off by default);
 //! `DELAY_DEQUEUE` (6.12); `sched_ext`; `RUN_TO_PARITY` at a context switch caused by something
