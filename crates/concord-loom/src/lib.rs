@@ -101,6 +101,13 @@ pub mod sync {
     /// Loom's spin hint (a yield point in the model).
     pub mod hint {
         pub use loom::hint::spin_loop;
+
+        /// `pauses` spin-wait hints back to back.
+        pub fn spin_loops(pauses: u32) {
+            for _ in 0..pauses {
+                spin_loop();
+            }
+        }
     }
 
     /// Loom's yield; a sleep is a yield too (loom has no clock).

@@ -257,6 +257,19 @@ pub mod hint {
             std::hint::spin_loop();
         }
     }
+
+    /// `pauses` spin-wait hints back to back: they touch no memory, so they are charged in
+    /// stretches up to the next event that could take the CPU away ([`exec::spin`]) rather than
+    /// as one scheduling point each.
+    pub fn spin_loops(pauses: u32) {
+        if exec::in_simulation() {
+            exec::spin(u64::from(pauses));
+        } else {
+            for _ in 0..pauses {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 /// `sched_yield` and `nanosleep` in virtual time, simulated threads with `std::thread`'s

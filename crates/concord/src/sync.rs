@@ -28,9 +28,17 @@ pub(crate) mod futex {
     pub(crate) use crate::os::futex::{wait, wait_bitset, wake, wake_bitset};
 }
 
-/// Spin-wait hints (`std::hint::spin_loop`).
+/// Spin-wait hints (`std::hint::spin_loop`), one or a run of them.
 pub(crate) mod hint {
     pub(crate) use std::hint::spin_loop;
+
+    /// `pauses` spin-wait hints back to back, touching no memory (the simulator charges them as
+    /// one stretch of time instead of one scheduling point each).
+    pub(crate) fn spin_loops(pauses: u32) {
+        for _ in 0..pauses {
+            spin_loop();
+        }
+    }
 }
 
 /// Yielding, sleeping and thread creation (`std::thread`), and the kernel thread id.

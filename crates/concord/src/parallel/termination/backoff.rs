@@ -184,9 +184,7 @@ impl Waiting {
 
 /// Spin for `pauses` `PAUSE` instructions.
 fn spin(pauses: u32) {
-    for _ in 0..pauses {
-        hint::spin_loop();
-    }
+    hint::spin_loops(pauses);
 }
 
 #[cfg(test)]
