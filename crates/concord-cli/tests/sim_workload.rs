@@ -293,3 +293,37 @@ fn pin_start_reaches_the_simulated_workers() {
     );
     assert_ne!(born_together, forked);
 }
+
+#[test]
+fn dynamic_gc_threads_choose_the_workers_of_each_simulated_collection_as_the_runtime_does() {
+    let dir = scratch("sim-workload-dynamic");
+    let trace = recorded_trace(&dir);
+    let records = dir.join("dynamic.jsonl");
+    let o = concord(&[
+        "sim",
+        "binary-trees",
+        "12",
+        "--cpus",
+        "8",
+        "--gc-threads",
+        "dynamic",
+        "--mutators",
+        "1",
+        "--heap",
+        "4m",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--gc-records",
+        records.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // HotSpot's rule: 2 per mutator, 1 per 64 MiB of heap, at least 2; the pool has 8.
+    let records = std::fs::read_to_string(records).unwrap();
+    assert!(records.lines().count() > 0);
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["gc_threads"], 2, "{line}");
+        let busy = r["workers"].as_array().unwrap().len();
+        assert_eq!(busy, 2, "{line}");
+    }
+}

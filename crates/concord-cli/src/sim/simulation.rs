@@ -103,6 +103,7 @@ impl Simulator {
             gc_affinity: config.gc_affinity,
             numa: config.numa,
             mutator_ns: driver::DEFAULT_MUTATOR_NS,
+            dynamic_gc_threads: config.dynamic_gc_threads.then_some(config.heap_size),
             pin_start: config.pin_start,
         };
         driver::check(&setup)?;

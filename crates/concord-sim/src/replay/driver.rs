@@ -101,6 +101,10 @@ pub struct SimSetup {
     pub numa: NumaLayout,
     /// Virtual time the mutators run before each collection, ns ([`DEFAULT_MUTATOR_NS`]).
     pub mutator_ns: Ns,
+    /// Under dynamic GC threads, the heap's size in bytes: each collection then runs with
+    /// [`concord::runtime::dynamic_active_workers`] of the mutators, the heap, `gc_threads`
+    /// and the machine's CPUs, as the runtime's VM thread chooses; `None`: all `gc_threads`.
+    pub dynamic_gc_threads: Option<usize>,
     /// Whether every GC worker is born on CPU 0 and then given back the whole machine, as the
     /// runtime's `pin-start` does (the workers' first "previous CPU" is then the same one).
     pub pin_start: bool,
@@ -209,6 +213,7 @@ mod tests {
             gc_affinity: GcAffinity::None,
             numa: NumaLayout::Off,
             mutator_ns: DEFAULT_MUTATOR_NS,
+            dynamic_gc_threads: None,
             pin_start: true,
         }
     }

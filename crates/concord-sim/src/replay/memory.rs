@@ -87,6 +87,16 @@ impl Memory {
             .then(|| self.node_cpus[worker % self.nodes()])
     }
 
+    /// The fewest workers a collection may run with: one per node under `segregated` (as the
+    /// runtime keeps), else 1.
+    pub fn min_active_workers(&self) -> usize {
+        if self.layout == NumaLayout::Segregated {
+            self.nodes()
+        } else {
+            1
+        }
+    }
+
     /// Under `segregated`, the node each of `workers` workers works for (`worker % nodes`, as
     /// they are pinned), for the engine's segregated phase; `None` for the other layouts, or
     /// with fewer workers than nodes (the configuration refuses that for a real heap).

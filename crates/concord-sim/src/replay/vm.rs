@@ -74,6 +74,16 @@ pub fn simulate(
         parking: crate::runtime::parking(setup.parking),
         workers: setup.gc_threads,
         mutator_ns: setup.mutator_ns,
+        active_workers: match setup.dynamic_gc_threads {
+            Some(heap) => concord::runtime::dynamic_active_workers(
+                setup.mutators,
+                heap,
+                setup.gc_threads,
+                cpus,
+            )
+            .max(memory.as_ref().map_or(1, |m| m.min_active_workers())),
+            None => setup.gc_threads,
+        },
         pin_start: setup.pin_start,
         cpus,
         uses_monitor: setup.policy.task_queue == concord::parallel::TaskQueueKind::Monitor
@@ -104,6 +114,8 @@ struct VmThread {
     parking: crate::parallel::ParkingKind,
     workers: usize,
     mutator_ns: Ns,
+    /// Workers taking part in each collection ([`SimSetup::dynamic_gc_threads`]).
+    active_workers: usize,
     /// Whether the workers are born on CPU 0 ([`SimSetup::pin_start`]).
     pin_start: bool,
     /// The machine's CPU count.
@@ -167,15 +179,15 @@ impl VmThread {
             }
             let before = pool.task_manager_stats();
             self.affinity
-                .begin_collection(&worker_threads, self.workers);
+                .begin_collection(&worker_threads, self.active_workers);
             let task = ReplayTask::new(c).with_memory(self.memory.as_deref());
             let segregated = self
                 .memory
                 .as_ref()
-                .and_then(|m| m.segregated_worker_nodes(self.workers));
+                .and_then(|m| m.segregated_worker_nodes(self.active_workers));
             let (_, workers) = match segregated {
                 Some(nodes) => task.run_segregated(&pool, &self.policy, nodes),
-                None => task.run(&pool, &self.policy, self.workers),
+                None => task.run(&pool, &self.policy, self.active_workers),
             };
             let end_ns = exec::now().unwrap_or(0);
             let affinity = self.affinity.end_collection();

@@ -13,6 +13,7 @@ pub use heap::{
     GcError, Heap, HeapError, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS,
 };
 pub use mutator::{Handle, Mutator};
+pub use vm_thread::dynamic_active_workers;
 
 /// Lock a runtime mutex, ignoring poisoning: a panic elsewhere aborts the collector (GC
 /// workers abort), so the protected state is never left half-updated by one.

@@ -155,6 +155,22 @@ struct Operation<'a> {
 /// Heap bytes per active GC worker under dynamic GC threads (HotSpot `HeapSizePerGCThread`).
 const HEAP_PER_GC_THREAD: usize = 64 << 20;
 
+/// Workers for a collection under dynamic GC threads, HotSpot's `calc_active_workers`: 2 per
+/// attached mutator, or 1 per 64 MiB of heap, at least 2, never more than the pool
+/// (`gc_threads`) nor the CPUs usable now. (The simulator chooses with this too.)
+pub fn dynamic_active_workers(
+    mutators: usize,
+    heap_bytes: usize,
+    gc_threads: usize,
+    usable_cpus: usize,
+) -> usize {
+    (2 * mutators)
+        .max(heap_bytes / HEAP_PER_GC_THREAD)
+        .max(2)
+        .min(gc_threads)
+        .min(usable_cpus)
+}
+
 struct Snapshot {
     used: usize,
     young: usize,
@@ -397,14 +413,13 @@ impl Operation<'_> {
         if !config.dynamic_gc_threads {
             return config.gc_threads;
         }
-        let by_mutators = 2 * self.heap.safepoint.attached();
-        let by_heap = self.heap.mem.capacity() / HEAP_PER_GC_THREAD;
-        by_mutators
-            .max(by_heap)
-            .max(2)
-            .min(config.gc_threads)
-            .min(self.heap.cpus.usable_cpus_now())
-            .max(self.heap.numa.min_active_workers())
+        dynamic_active_workers(
+            self.heap.safepoint.attached(),
+            self.heap.mem.capacity(),
+            config.gc_threads,
+            self.heap.cpus.usable_cpus_now(),
+        )
+        .max(self.heap.numa.min_active_workers())
     }
 
     fn young(&mut self, cause: GcCause, verify_failure: &mut Option<Option<String>>) -> bool {
@@ -653,5 +668,23 @@ impl Operation<'_> {
         r.attribute_usage(pause.vm_usage);
         r.derive();
         self.records.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dynamic_active_workers;
+
+    #[test]
+    fn dynamic_workers_follow_hotspots_calc_active_workers() {
+        const MIB: usize = 1 << 20;
+        // 2 per mutator, at least 2.
+        assert_eq!(dynamic_active_workers(0, 8 * MIB, 8, 8), 2);
+        assert_eq!(dynamic_active_workers(3, 8 * MIB, 8, 8), 6);
+        // Or 1 per 64 MiB of heap, whichever is more.
+        assert_eq!(dynamic_active_workers(1, 320 * MIB, 8, 8), 5);
+        // Never more than the pool nor the usable CPUs.
+        assert_eq!(dynamic_active_workers(16, 8 * MIB, 15, 20), 15);
+        assert_eq!(dynamic_active_workers(16, 8 * MIB, 15, 4), 4);
     }
 }
