@@ -161,6 +161,11 @@ pub(super) struct Runqueue {
     util: f64,
     /// When `util` was last brought up to date.
     util_at: Nanos,
+    /// `rq->avg_idle`: the average length of this CPU's idle periods, as wake-ups onto it end
+    /// them (`ttwu_do_wakeup`), capped at twice the migration cost.
+    avg_idle: Nanos,
+    /// `rq->idle_stamp`: when new-idle balancing last found nothing and the CPU went idle.
+    idle_stamp: Option<Nanos>,
 }
 
 impl Runqueue {
@@ -227,6 +232,7 @@ impl Linux49 {
                     next_balance: vec![0; levels],
                     interval_mult: vec![1; levels],
                     nr_balance_failed: vec![0; levels],
+                    avg_idle: 2 * tunables.migration_cost,
                     ..Runqueue::default()
                 }
             })
@@ -283,6 +289,11 @@ impl Linux49 {
     pub fn cpu_util(&self, cpu: CpuId) -> f64 {
         let rq = &self.rqs[cpu];
         Self::decayed_util(rq.util, self.now - rq.util_at, rq.curr.is_some())
+    }
+
+    /// `cpu`'s average idle period (`rq->avg_idle`), ns.
+    pub fn avg_idle(&self, cpu: CpuId) -> Nanos {
+        self.rqs[cpu].avg_idle
     }
 
     /// How many CPUs a wake-up on `cpu`'s LLC may scan for an idle one (EEVDF model).
@@ -838,10 +849,19 @@ impl Linux49 {
         if let Some(t) = self.pick_cfs(cpu) {
             return Some(t);
         }
-        // idle_balance: walk the domains bottom up until something was pulled.
-        for level in 0..self.machine.domains(cpu).len() {
-            if self.load_balance(cpu, level, BalanceKind::NewlyIdle) > 0 {
-                break;
+        // idle_balance: walk the domains bottom up until something was pulled. 4.9 skips it
+        // on a CPU whose idle periods average less than the migration cost: balancing would
+        // cost more than the idle time it fills. (6.x's threshold is the balancing's own
+        // measured cost, microseconds, so the EEVDF model does not skip it.)
+        self.rqs[cpu].idle_stamp = Some(self.now);
+        let skip =
+            self.fair == FairClass::Cfs && self.rqs[cpu].avg_idle < self.tunables.migration_cost;
+        if !skip {
+            for level in 0..self.machine.domains(cpu).len() {
+                if self.load_balance(cpu, level, BalanceKind::NewlyIdle) > 0 {
+                    self.rqs[cpu].idle_stamp = None;
+                    break;
+                }
             }
         }
         self.pick_cfs(cpu)
@@ -1201,6 +1221,15 @@ impl SchedulerModel for Linux49 {
             cpu = self.fallback_cpu(task, prev);
         }
         self.update_curr(cpu);
+        if let Some(since) = self.rqs[cpu].idle_stamp.take() {
+            // ttwu_do_wakeup: the idle period just ended joins the average (update_avg: an
+            // eighth of the difference).
+            let rq = &mut self.rqs[cpu];
+            let delta = now.saturating_sub(since) as i64;
+            let avg = rq.avg_idle as i64;
+            rq.avg_idle =
+                ((avg + (delta - avg) / 8).max(0) as Nanos).min(2 * self.tunables.migration_cost);
+        }
         self.set_task_cpu(task, cpu);
         if !self.tasks[task.0].is_rt() && self.fair == FairClass::Cfs {
             // place_entity(wakeup) with GENTLE_FAIR_SLEEPERS.

@@ -78,7 +78,10 @@
 //!   sleeping tasks contribute nothing, so they are invisible to balancing (000 §2.5).
 //! - **New-idle balancing** (`idle_balance`, `load_balance(CPU_NEWLY_IDLE)`): a CPU about to go
 //!   idle walks its domains bottom up and pulls one queued (never a running) task from the
-//!   busiest CPU of the busiest group, subject to affinity and cache hotness.
+//!   busiest CPU of the busiest group, subject to affinity and cache hotness. It is skipped when
+//!   the CPU's `avg_idle` is below `sched_migration_cost` (0.5 ms): `avg_idle` starts at 1 ms,
+//!   and each wake-up onto the CPU after it went idle adds an eighth of the difference between
+//!   that idle period and the average (`update_avg` in `ttwu_do_wakeup`), capped at 1 ms.
 //! - **Periodic balancing** (`rebalance_domains`, `load_balance`, `find_busiest_group`,
 //!   `detach_tasks`, `can_migrate_task`): per CPU and domain at the domain's interval, only by the
 //!   group's balancing CPU (`should_we_balance`: the first idle CPU of the group, else its first
@@ -103,8 +106,9 @@
 //!
 //! Not modelled (each is a known difference from 4.9): PELT load averages (load is the
 //! instantaneous runnable weight, so a task that just woke weighs fully at once); CPU capacity
-//! and `smt_gain` (every logical CPU has capacity 1024); the `avg_idle` and cost checks that skip
-//! new-idle balancing and limit `select_idle_cpu`'s scan; active balancing (moving a *running*
+//! and `smt_gain` (every logical CPU has capacity 1024); `select_idle_cpu`'s skip when
+//! `avg_idle / 512` is below the LLC's measured `avg_scan_cost` (the model has no scan cost);
+//! `rd->overload` (new-idle balancing runs whenever `avg_idle` allows); active balancing (moving a *running*
 //! task through the stopper thread); NOHZ idle-balancer election (idle CPUs balance at their own
 //! interval as if kicked); the next and last buddies (only the skip buddy); `sync` wake-ups;
 //! SCHED_RR, SCHED_BATCH, SCHED_IDLE, deadline; RT push on overload beyond wake placement, and
@@ -160,7 +164,8 @@
 //!   the share of recent time the CPU ran any task, decayed with PELT's 32 ms half-life,
 //!   continuously rather than in 1024 µs periods, and not moved with a migrating task.
 //!
-//! Not modelled beyond 4.9's list: 6.x's `wake_affine_idle` and `recent_used_cpu` (wake-up
+//! New-idle balancing is not skipped by `avg_idle` (6.x compares it with the balancing's own
+//! measured cost, microseconds). Not modelled beyond 4.9's list: 6.x's `wake_affine_idle` and `recent_used_cpu` (wake-up
 //! placement is 4.9's apart from the scan limit); per-task PELT (only the CPU-level utilization
 //! above, for the scan limit; balancing still uses runnable weight); `reweight_entity`'s rescaling of lag and deadline when a
 //! queued task's nice changes (the task is dequeued and placed again with its lag instead);

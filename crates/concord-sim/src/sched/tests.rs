@@ -639,3 +639,44 @@ fn same_events_give_the_same_decisions() {
     assert_eq!(first, random_run(7));
     assert_ne!(first, random_run(8));
 }
+
+/// 4.9's `idle_balance` gate: a CPU whose idle periods average less than the migration cost
+/// (0.5 ms) goes idle without pulling. CPU 1 runs D for 10 µs out of every 110 µs twelve times,
+/// which brings its `avg_idle` from 1 ms down to 100 + 900 × (7/8)^11 ≈ 330 µs; then B wakes
+/// queued behind A on CPU 0, D blocks, and CPU 1 idles with B left queued. The EEVDF model
+/// (6.x gates on the balancing's own cost, microseconds) pulls it.
+#[test]
+fn new_idle_balance_is_skipped_on_a_cpu_with_short_idle_periods_under_4_9() {
+    fn run<M: SchedulerModel>(mut m: M) -> (M, TaskId) {
+        let all = m.machine().all_cpus();
+        let mk = |m: &mut M, cpu, sleeping| m.create(spec(NICE0, all, cpu, sleeping), 0).unwrap();
+        let a = mk(&mut m, 0, false);
+        let b = mk(&mut m, 0, true);
+        let d = mk(&mut m, 1, true);
+        m.pick_next(0, 0);
+        let mut now = 0;
+        for _ in 0..12 {
+            now += 100_000;
+            assert_eq!(m.wake(d, None, now), 1);
+            m.pick_next(1, now);
+            now += 10_000;
+            m.block(1, now);
+            assert_eq!(m.pick_next(1, now), None);
+        }
+        now += 100_000;
+        assert_eq!(m.wake(d, None, now), 1);
+        m.pick_next(1, now);
+        assert_eq!(m.wake(b, None, now), 0, "no idle CPU: B queues behind A");
+        now += 10_000;
+        m.block(1, now);
+        m.pick_next(1, now);
+        assert_eq!(m.current(0), Some(a));
+        (m, b)
+    }
+    let (cfs, b) = run(Linux49::new(machine("2", "off", "1")));
+    assert!(cfs.avg_idle(1) < 500_000, "{}", cfs.avg_idle(1));
+    assert_eq!(cfs.task_state(b), (TaskState::Queued, 0));
+    assert_eq!(cfs.current(1), None);
+    let (eevdf, b) = run(Eevdf::new(machine("2", "off", "1")));
+    assert_eq!(eevdf.task_state(b), (TaskState::Running, 1));
+}
