@@ -47,7 +47,7 @@ pub const CATALOGUE: &[Entry] = &[
     e("000-fig3", "Figure 3", "How much GC costs the application as mutators grow",
       "execution and GC time of the benchmarks as the mutator count grows",
       Partial, "sweep search --vary mutators=1,2,4 --preset vanilla,optimized",
-      "Concord's search workload stands in for DaCapo on HotSpot, and 2 CPUs give 3 points instead of 16; on the simulator (--sim-machine xeon-2x10, 15 GC threads, 16 mutators) GC time against GC threads (Fig. 3c) has the paper's shape: vanilla 1.6x its minimum at 15 threads, suo18 1.0x",
+      "Concord's search workload stands in for DaCapo on HotSpot, and 2 CPUs give 3 points instead of 16; on the simulator (--sim-machine xeon-2x10, 15 GC threads, 16 mutators) GC time against GC threads (Fig. 3c) has the paper's shape: vanilla 1.8x its minimum at 15 threads, suo18 1.0x",
       "scalability", "sweep search 5 --vary mutators=1,2 --preset vanilla,optimized --rounds 1"),
     e("000-fig4", "Figure 4", "Uneven tasks per GC thread and GC threads per CPU in a lusearch collection",
       "(a) how many tasks each GC thread ran, (b) which CPU each GC thread ran on",

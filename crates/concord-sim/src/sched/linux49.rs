@@ -53,6 +53,9 @@ pub struct Tunables {
     pub rt_runtime: Nanos,
     /// `sched_rt_period_us`.
     pub rt_period: Nanos,
+    /// What `select_idle_cpu` spends per CPU it examines (reading that CPU's run queue: a
+    /// cache line of another core in the LLC), the sample its `avg_scan_cost` averages.
+    pub scan_cost_per_cpu: Nanos,
 }
 
 impl Tunables {
@@ -69,6 +72,8 @@ impl Tunables {
             tick: 4 * MS,
             rt_runtime: 950 * MS,
             rt_period: 1000 * MS,
+            // About one last-level-cache hit (40 cycles at 2–2.5 GHz).
+            scan_cost_per_cpu: 20,
         }
     }
 }
@@ -166,6 +171,9 @@ pub(super) struct Runqueue {
     avg_idle: Nanos,
     /// `rq->idle_stamp`: when new-idle balancing last found nothing and the CPU went idle.
     idle_stamp: Option<Nanos>,
+    /// This CPU's copy of its LLC domain's `avg_scan_cost` (4.9): the average time its
+    /// wake-ups spent scanning for an idle CPU, an eighth of each new sample.
+    avg_scan_cost: Nanos,
 }
 
 impl Runqueue {
@@ -669,7 +677,7 @@ impl Linux49 {
     }
 
     /// `select_idle_sibling` as rewritten in 4.9.
-    fn select_idle_sibling(&self, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+    fn select_idle_sibling(&mut self, t: TaskId, prev: CpuId, target: CpuId, this: CpuId) -> CpuId {
         if self.is_idle(target) {
             return target;
         }
@@ -692,24 +700,48 @@ impl Linux49 {
                 }
             }
         }
-        // select_idle_cpu (whose scan also covers select_idle_smt's siblings). 6.x scans at
-        // most `nr_idle_scan` CPUs after the target (none when the LLC is busy); 4.9 scans all.
+        // select_idle_cpu. 6.x scans at most `nr_idle_scan` CPUs after the target (none when
+        // the LLC is busy). 4.9 scans the whole LLC, but not at all when the waking CPU's
+        // average idle period, over 512, is below its average scan time: a CPU that idles only
+        // briefly is not worth a long search.
         let limit = match self.fair {
-            FairClass::Cfs => usize::MAX,
+            FairClass::Cfs => {
+                let rq = &self.rqs[this];
+                if rq.avg_idle / 512 < rq.avg_scan_cost {
+                    // select_idle_smt still looks at the target's idle siblings.
+                    return self
+                        .machine
+                        .core_siblings(target)
+                        .iter()
+                        .find(|&c| c != target && llc.contains(c) && self.is_idle(c))
+                        .unwrap_or(target);
+                }
+                usize::MAX
+            }
             FairClass::Eevdf => self.nr_idle_scan[target],
         };
+        let mut examined = 0;
         let idle_cpu = llc
             .iter_wrap(target)
             .filter(|&c| c != target)
             .take(limit)
-            .find(|&c| self.is_idle(c));
+            .find(|&c| {
+                examined += 1;
+                self.is_idle(c)
+            });
+        if self.fair == FairClass::Cfs {
+            let sample = (examined * self.tunables.scan_cost_per_cpu) as i64;
+            let rq = &mut self.rqs[this];
+            let avg = rq.avg_scan_cost as i64;
+            rq.avg_scan_cost = (avg + (sample - avg) / 8).max(0) as Nanos;
+        }
         idle_cpu.unwrap_or(target)
     }
 
     /// `select_task_rq_fair` for a wake-up.
     fn select_cpu_fair(&mut self, t: TaskId, prev: CpuId, waker_cpu: Option<CpuId>) -> CpuId {
         let Some(this) = waker_cpu else {
-            return self.select_idle_sibling(t, prev, prev);
+            return self.select_idle_sibling(t, prev, prev, prev);
         };
         let want_affine = match self.rqs[this].curr {
             Some(waker) if waker != t => {
@@ -733,7 +765,7 @@ impl Linux49 {
                 }
             }
         }
-        self.select_idle_sibling(t, prev, target)
+        self.select_idle_sibling(t, prev, target, this)
     }
 
     /// The RT priority level of a CPU for `cpupri` (0 idle, 1 CFS, 1 + RT priority).
@@ -1418,6 +1450,17 @@ impl Linux49 {
     /// Sets a task's wakee-switch count (`wakee_flips`), as if it had woken that many others.
     pub(super) fn set_wakee_flips(&mut self, task: TaskId, flips: u64) {
         self.tasks[task.0].wakee_flips = flips;
+    }
+
+    /// Sets a CPU's `avg_idle` and its `avg_scan_cost`, as if its history had been so.
+    pub(super) fn set_idle_averages(&mut self, cpu: CpuId, avg_idle: Nanos, avg_scan_cost: Nanos) {
+        self.rqs[cpu].avg_idle = avg_idle;
+        self.rqs[cpu].avg_scan_cost = avg_scan_cost;
+    }
+
+    /// A CPU's `avg_scan_cost`.
+    pub(super) fn avg_scan_cost(&self, cpu: CpuId) -> Nanos {
+        self.rqs[cpu].avg_scan_cost
     }
 
     /// Consistency of queues, loads and states (used by the randomised tests).

@@ -69,7 +69,11 @@
 //!   `wake_affine` (the pre-4.13 load comparison with `imbalance_pct`, not sync), then
 //!   `select_idle_sibling` as rewritten in 4.9: the target if idle, the previous CPU if idle and
 //!   cache-affine, an idle core of the target's LLC, an idle CPU of the LLC, an idle SMT sibling,
-//!   else the target; a CPU outside the task's affinity falls back to `select_fallback_rq`.
+//!   else the target; the LLC is not scanned for an idle CPU when the waking CPU's `avg_idle`
+//!   over 512 is below its `avg_scan_cost` (`select_idle_cpu`), the average of its scans' costs
+//!   (an eighth of each new sample), a scan costing 20 ns per CPU examined
+//!   ([`Tunables::scan_cost_per_cpu`], about one last-level-cache hit: the kernel measures it);
+//!   a CPU outside the task's affinity falls back to `select_fallback_rq`.
 //! - **`sched_yield`** (`yield_task_fair`): with another runnable task the yielder becomes the
 //!   skip buddy, and `pick_next_entity` passes it over for the next task when that one is within
 //!   `wakeup_granularity` of it; the skip stays until the yielder is picked or dequeued. The
@@ -106,9 +110,7 @@
 //!
 //! Not modelled (each is a known difference from 4.9): PELT load averages (load is the
 //! instantaneous runnable weight, so a task that just woke weighs fully at once); CPU capacity
-//! and `smt_gain` (every logical CPU has capacity 1024); `select_idle_cpu`'s skip when
-//! `avg_idle / 512` is below the LLC's measured `avg_scan_cost` (the model has no scan cost);
-//! `rd->overload` (new-idle balancing runs whenever `avg_idle` allows); active balancing (moving a *running*
+//! and `smt_gain` (every logical CPU has capacity 1024); `rd->overload` (new-idle balancing runs whenever `avg_idle` allows); active balancing (moving a *running*
 //! task through the stopper thread); NOHZ idle-balancer election (idle CPUs balance at their own
 //! interval as if kicked); the next and last buddies (only the skip buddy); `sync` wake-ups;
 //! SCHED_RR, SCHED_BATCH, SCHED_IDLE, deadline; RT push on overload beyond wake placement, and

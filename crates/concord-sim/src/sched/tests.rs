@@ -680,3 +680,25 @@ fn new_idle_balance_is_skipped_on_a_cpu_with_short_idle_periods_under_4_9() {
     let (eevdf, b) = run(Eevdf::new(machine("2", "off", "1")));
     assert_eq!(eevdf.task_state(b), (TaskState::Running, 1));
 }
+
+/// 4.9's `select_idle_cpu` gate: four CPUs in one LLC, W running on CPU 0 wakes S, whose
+/// previous CPU 1 is busy (as is CPU 2); CPU 3 is idle. wake_affine does not hold (both CPUs
+/// weigh 1024), so the target is CPU 1. With CPU 0's `avg_idle` at 1 ms (1 ms / 512 = 1953 ns,
+/// above an average scan of 100 ns) the LLC is scanned and S lands on idle CPU 3; the scan
+/// examined CPUs 2 and 3 (40 ns), and the average moves an eighth of the way: 100 − 60/8 = 93.
+/// With `avg_idle` at 20 µs (39 ns < 100 ns) there is no scan and S queues on CPU 1.
+#[test]
+fn a_waker_that_idles_briefly_does_not_scan_for_an_idle_cpu_under_4_9() {
+    for (avg_idle, lands_on) in [(1_000_000, 3), (20_000, 1)] {
+        let mut d = Driver::new(machine("4", "off", "1"));
+        d.task(NICE0, 0, false);
+        d.task(NICE0, 1, false);
+        d.task(NICE0, 2, false);
+        let s = d.task(NICE0, 1, true);
+        d.settle();
+        d.model.set_idle_averages(0, avg_idle, 100);
+        assert_eq!(d.model.wake(s, Some(0), 0), lands_on, "avg_idle {avg_idle}");
+        let expected_cost = if lands_on == 3 { 93 } else { 100 };
+        assert_eq!(d.model.avg_scan_cost(0), expected_cost);
+    }
+}
