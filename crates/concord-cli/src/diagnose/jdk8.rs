@@ -1,86 +1,319 @@
-//! Reads JDK 8 GC logs (`-XX:+PrintGCDetails`, with or without `-XX:+PrintGCTimeStamps` /
-//! `-XX:+PrintGCDateStamps` and `-XX:+PrintGCApplicationStoppedTime`).
+//! Reads the GC logs of HotSpot before unified logging (JDK 6, 7 and 8): `-verbose:gc` or
+//! `-XX:+PrintGCDetails`, with or without `-XX:+PrintGCTimeStamps` / `-XX:+PrintGCDateStamps`,
+//! `-XX:+PrintGCApplicationStoppedTime`, `-XX:+PrintTenuringDistribution`,
+//! `-XX:+PrintHeapAtGC` and the like, for every collector (Serial, ParNew, CMS, Parallel
+//! Scavenge / Parallel Old, G1).
 //!
-//! A collection's record starts on a line that begins with a time stamp or with `[GC` /
-//! `[Full GC` and may run over several lines (tenuring distribution, G1's phases); it ends with
-//! `[Times: user=… sys=…, real=… secs]`. Records of CMS's and G1's concurrent phases carry
-//! `[Times: …]` too but are not pauses. JDK 8 numbers no collections, so a pause's id is its
-//! position in the log.
+//! A collection is a bracket: `[GC …, 0.0142796 secs]` or `[Full GC …, 2.31 secs]` (G1:
+//! `[GC pause (G1 Evacuation Pause) (young), … secs]`, `[GC remark …]`, `[GC cleanup …]`).
+//! It may span lines (a tenuring distribution inside ParNew, G1's ergonomics) and hold other
+//! brackets: its generations (`[ParNew: …]`, `[PSYoungGen: …]`), the phases of a CMS remark, a
+//! scavenge before the remark, and concurrent phases that another thread printed into the
+//! middle of it (`[CMS-concurrent-mark: …]`). The parser follows the bracket depth across
+//! lines: the pause's wall time is the last `N secs` written directly inside the outermost
+//! bracket, and a `[Times: user=… sys=…, real=… secs]` that follows the closed bracket (before
+//! the next collection) gives its CPU times, or its wall time when the bracket has none.
+//! Brackets outside a collection (`[CMS-concurrent-…]`, `[GC concurrent-…]`, G1's detail
+//! lines, heap address ranges such as `[0x…, 0x…)`) are not pauses and are skipped. JDK 8
+//! numbers no collections, so a pause's id is its position in the log.
 
 use super::{attach_stop, gc_threads_in, number_after, seconds_ms, stop_of, Parsed, Pause};
 
-/// The pauses and GC thread count of a JDK 8 log (no pauses: not such a log).
+/// The pauses and GC thread count of a pre-unified HotSpot log (no pauses: not such a log).
 pub fn parse(text: &str) -> Parsed {
-    let mut log = Parsed::default();
-    let mut record = String::new();
+    let mut parser = Parser::default();
     for line in text.lines() {
-        log.note_gc_threads(gc_threads_in(line));
-        if let Some(stop) = stop_of(line) {
-            attach_stop(&mut log.pauses, stop);
-            record.clear();
-            continue;
+        parser.feed(line);
+    }
+    parser.finish()
+}
+
+/// A collection whose bracket is still open.
+#[derive(Debug, Default)]
+struct Open {
+    /// Uptime written before the bracket, if any.
+    time_s: Option<f64>,
+    /// Bracket depth inside the collection (1: directly inside its outermost bracket).
+    depth: usize,
+    /// The first characters written directly inside the outermost bracket (its name).
+    head: String,
+    /// The last characters written directly inside the outermost bracket (its `N secs`).
+    tail: String,
+    /// Lines the bracket has spanned so far.
+    lines: usize,
+    /// What the collection's text says happened inside it.
+    concurrent_mode_failure: bool,
+    promotion_failed: bool,
+    cms_initial_mark: bool,
+    cms_remark: bool,
+}
+
+/// Characters of a collection's name kept, and of its end kept for the wall time.
+const HEAD_CHARS: usize = 160;
+const TAIL_CHARS: usize = 160;
+
+/// Lines a collection's bracket may span before it is taken for garbage (a cut or
+/// interleaved log) and dropped: the longest real records (ParNew with a tenuring
+/// distribution of 15 ages, G1's ergonomics) take a few dozen.
+const MAX_RECORD_LINES: usize = 1_000;
+
+/// The state of a pre-unified log read line by line.
+#[derive(Debug, Default)]
+struct Parser {
+    log: Parsed,
+    open: Option<Open>,
+    /// The last pause closed, while its `[Times: …]` may still follow.
+    awaiting_times: Option<usize>,
+    /// A closed collection with no `N secs` of its own, waiting for `[Times: …]`'s `real=`.
+    pending: Option<Pause>,
+}
+
+impl Parser {
+    fn feed(&mut self, line: &str) {
+        self.log.note_gc_threads(gc_threads_in(line));
+        if self.open.is_none() {
+            if let Some(stop) = stop_of(line) {
+                self.flush_pending();
+                self.awaiting_times = None;
+                attach_stop(&mut self.log.pauses, stop);
+                return;
+            }
         }
-        if starts_record(line) {
-            record.clear();
+        if let Some(open) = &mut self.open {
+            open.lines += 1;
+            if open.lines > MAX_RECORD_LINES {
+                self.open = None;
+            }
         }
-        match line.find("[Times:") {
-            Some(at) => {
-                record.push_str(&line[..at]);
-                let id = log.pauses.len() as u64;
-                if let Some(pause) = pause_of(&record, &line[at..], id) {
-                    log.pauses.push(pause);
+        // The start of the text written at depth 0 since the last bracket closed (the time
+        // stamps of the next collection).
+        let mut segment = 0;
+        let mut i = 0;
+        let bytes = line.as_bytes();
+        while i < bytes.len() {
+            if let Some(open) = &mut self.open {
+                // Inside a collection: follow the depth, keep what is written at depth 1.
+                let rest = &line[i..];
+                open.note(rest);
+                let next = rest.find(['[', ']']).map_or(line.len(), |k| i + k);
+                if open.depth == 1 {
+                    open.keep(&line[i..next]);
                 }
-                record.clear();
+                if next == line.len() {
+                    if open.depth == 1 {
+                        open.keep("\n");
+                    }
+                    return;
+                }
+                if bytes[next] == b'[' {
+                    open.depth += 1;
+                } else {
+                    open.depth -= 1;
+                    if open.depth == 0 {
+                        let open = self.open.take().expect("a collection is open");
+                        self.close(open);
+                        segment = next + 1;
+                    }
+                }
+                i = next + 1;
+                continue;
             }
-            None => {
-                record.push_str(line);
-                record.push('\n');
+            // Outside a collection: the next bracket opens one, gives `[Times: …]`, or is
+            // skipped (to its `]` on this line, if any).
+            let Some(k) = line[i..].find('[') else {
+                return;
+            };
+            let at = i + k;
+            let inner = &line[at + 1..];
+            if inner.starts_with("Times:") {
+                let end = inner.find(']').map_or(line.len(), |e| at + 1 + e);
+                self.times(&line[at..end]);
+                i = end + 1;
+                segment = i;
+                continue;
             }
+            if opens_collection(inner) {
+                self.flush_pending();
+                self.awaiting_times = None;
+                self.open = Some(Open {
+                    time_s: uptime_of(&line[segment..at]),
+                    depth: 1,
+                    ..Open::default()
+                });
+                i = at + 1;
+                continue;
+            }
+            // Another bracket: a concurrent phase, a G1 detail line, an address range.
+            i = match inner.find(']') {
+                Some(e) => at + 1 + e + 1,
+                None => line.len(),
+            };
+            segment = i;
         }
     }
-    log
-}
 
-/// Whether `line` opens a new record: a time stamp (`312052.604: `, `2016-01-14T…: `) or a
-/// collection with no time stamp. Continuation lines start with spaces, `:`, `-` or a word.
-fn starts_record(line: &str) -> bool {
-    line.starts_with(|c: char| c.is_ascii_digit())
-        || line.starts_with("[GC")
-        || line.starts_with("[Full GC")
-}
-
-/// The pause of one record ending in `times` (`[Times: user=0.18 sys=0.01, real=11.45 secs]`),
-/// `None` for a concurrent phase or a record that is not a collection.
-fn pause_of(record: &str, times: &str, id: u64) -> Option<Pause> {
-    let start = record.find("[GC").or_else(|| record.find("[Full GC"))?;
-    if record.to_ascii_lowercase().contains("concurrent") {
-        return None;
+    /// A collection's outermost bracket closed.
+    fn close(&mut self, open: Open) {
+        let pause = Pause {
+            id: 0,
+            time_s: open.time_s,
+            what: open.name(),
+            real_ms: last_secs(&open.tail).unwrap_or(f64::NAN),
+            user_ms: None,
+            sys_ms: None,
+            time_to_safepoint_ms: None,
+            stopped_ms: None,
+        };
+        if pause.real_ms.is_nan() {
+            self.pending = Some(pause);
+        } else {
+            self.push(pause);
+        }
     }
-    let user_ms = number_after(times, "user=").and_then(seconds_ms);
-    let sys_ms = number_after(times, "sys=").and_then(seconds_ms);
-    // The record's own last `N secs]` is the whole pause to 0.1 µs; `real=` only to 10 ms.
-    let real_ms =
-        last_secs(record).or_else(|| number_after(times, "real=").and_then(seconds_ms))?;
-    Some(Pause {
-        id,
-        time_s: uptime_of(&record[..start]),
-        what: description(&record[start + 1..]),
-        real_ms,
-        user_ms,
-        sys_ms,
-        time_to_safepoint_ms: None,
-        stopped_ms: None,
-    })
+
+    fn push(&mut self, mut pause: Pause) {
+        pause.id = self.log.pauses.len() as u64;
+        self.log.pauses.push(pause);
+        self.awaiting_times = Some(self.log.pauses.len() - 1);
+    }
+
+    /// A collection closed without `N secs` is dropped if no `[Times: …]` gave its wall time.
+    fn flush_pending(&mut self) {
+        self.pending = None;
+    }
+
+    /// `[Times: user=0.18 sys=0.01, real=11.45 secs`: the CPU times of the collection just
+    /// closed (or the wall time of one that wrote none).
+    fn times(&mut self, times: &str) {
+        let user_ms = number_after(times, "user=").and_then(seconds_ms);
+        let sys_ms = number_after(times, "sys=").and_then(seconds_ms);
+        if let Some(mut pause) = self.pending.take() {
+            let Some(real_ms) = number_after(times, "real=").and_then(seconds_ms) else {
+                return;
+            };
+            pause.real_ms = real_ms;
+            self.push(pause);
+        }
+        if let Some(index) = self.awaiting_times.take() {
+            let pause = &mut self.log.pauses[index];
+            pause.user_ms = user_ms;
+            pause.sys_ms = sys_ms;
+        }
+    }
+
+    fn finish(self) -> Parsed {
+        self.log
+    }
 }
 
-/// `GC (Allocation Failure) 312064.042: [ParNew …` as `GC (Allocation Failure)`.
-fn description(text: &str) -> String {
-    let head = text.split(['[', ']', '\n']).next().unwrap_or("");
-    let head = match head.rfind(')') {
-        Some(end) => &head[..=end],
-        None => head.trim_end_matches([',', ' ']),
+impl Open {
+    /// Keeps `text` written directly inside the outermost bracket: its start as the name,
+    /// its end for the wall time.
+    fn keep(&mut self, text: &str) {
+        if self.head.len() < HEAD_CHARS {
+            let room = HEAD_CHARS - self.head.len();
+            self.head.push_str(prefix(text, room));
+        }
+        self.tail.push_str(text);
+        if self.tail.len() > 2 * TAIL_CHARS {
+            let cut = self.tail.len() - TAIL_CHARS;
+            let cut = (cut..self.tail.len())
+                .find(|&c| self.tail.is_char_boundary(c))
+                .unwrap_or(self.tail.len());
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// Notes what the rest of a line says about the collection.
+    fn note(&mut self, text: &str) {
+        self.concurrent_mode_failure |= text.contains("concurrent mode failure");
+        self.promotion_failed |= text.contains("promotion failed");
+        self.cms_initial_mark |= text.contains("CMS-initial-mark");
+        self.cms_remark |= text.contains("CMS-remark");
+    }
+
+    /// The collection's name: `GC (Allocation Failure)`, `GC pause (G1 Evacuation Pause)
+    /// (young)`, `Full GC (Ergonomics)`, with what its text says happened where the name does
+    /// not (`GC (CMS Final Remark)` for a JDK 7 remark, `(concurrent mode failure)`).
+    fn name(&self) -> String {
+        let mut name = description(&self.head);
+        if name == "GC" && self.cms_initial_mark {
+            name = "GC (CMS Initial Mark)".to_string();
+        } else if name == "GC" && self.cms_remark {
+            name = "GC (CMS Final Remark)".to_string();
+        }
+        for (happened, what) in [
+            (self.promotion_failed, "(promotion failed)"),
+            (self.concurrent_mode_failure, "(concurrent mode failure)"),
+        ] {
+            if happened && !name.contains(what) {
+                name.push(' ');
+                name.push_str(what);
+            }
+        }
+        name
+    }
+}
+
+/// Whether the text after a `[` opens a collection (a pause): `Full GC…`, or `GC` followed by
+/// its cause, sizes, generations or a time stamp (`GC (Allocation Failure)`, `GC 1234K->…`,
+/// `GC [PSYoungGen: …`, `GC--`, `GC2014-…`), or by G1's `pause`, `remark` or `cleanup`; not
+/// G1's concurrent phases (`GC concurrent-mark-start`) nor its detail lines (`GC Worker
+/// Start (ms): …`).
+fn opens_collection(inner: &str) -> bool {
+    if inner.starts_with("Full GC") {
+        return true;
+    }
+    let Some(after) = inner.strip_prefix("GC") else {
+        return false;
     };
-    head.split(", ").next().unwrap_or(head).trim().to_string()
+    let sizes_or_cause = |c: char| c.is_ascii_digit() || matches!(c, '(' | '[' | '-');
+    match after.chars().next() {
+        None => true,
+        Some(c) if sizes_or_cause(c) => true,
+        Some(' ') => {
+            let word = after.trim_start();
+            word.chars().next().is_none_or(sizes_or_cause)
+                || ["pause", "remark", "cleanup"]
+                    .iter()
+                    .any(|w| word.starts_with(w))
+        }
+        Some(_) => false,
+    }
+}
+
+/// At most `bytes` bytes of `text`, cut on a character boundary.
+fn prefix(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A collection's name from the start of what its outermost bracket holds: the words and
+/// parenthesised causes before the first number (a size, a time stamp) or comma (`GC (Allocation Failure)
+/// 312064.042: ` is `GC (Allocation Failure)`; `GC pause (G1 Evacuation Pause) (young), 0.12
+/// secs` keeps both parentheses).
+fn description(text: &str) -> String {
+    let mut parens = 0usize;
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => parens += 1,
+            ')' => parens = parens.saturating_sub(1),
+            ',' | '\n' | '[' | ']' if parens == 0 => {
+                end = at;
+                break;
+            }
+            c if parens == 0 && c.is_ascii_digit() => {
+                end = at;
+                break;
+            }
+            _ => {}
+        }
+    }
+    text[..end].split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The uptime in `2016-01-14T22:08:28.028+0000: 312052.604: ` (the date stamp is skipped).
@@ -91,9 +324,9 @@ fn uptime_of(stamps: &str) -> Option<f64> {
         .find_map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
 }
 
-/// The duration of the last `, 0.0142796 secs]` in `record`, in milliseconds.
-fn last_secs(record: &str) -> Option<f64> {
-    let before = &record[..record.rfind(" secs]")?];
+/// The duration of the last `0.0142796 secs` in `text`, in milliseconds.
+fn last_secs(text: &str) -> Option<f64> {
+    let before = &text[..text.rfind(" secs")?];
     let start = before
         .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
         .map_or(0, |i| i + 1);
@@ -124,6 +357,228 @@ mod tests {
         assert_eq!((p.user_ms, p.sys_ms), (Some(180.0), Some(10.0)));
         assert!((p.stopped_ms.unwrap() - 11456.6012).abs() < 1e-6);
         assert!((p.time_to_safepoint_ms.unwrap() - 0.031).abs() < 1e-9);
+    }
+
+    /// JDK 7 Parallel Scavenge without `-XX:+PrintGCDetails`' times: no `[Times: …]`.
+    #[test]
+    fn plain_parallel_scavenge_records_of_jdk_7_are_pauses() {
+        let log = parse(
+            "41.409: [GC [PSYoungGen: 229368K->32766K(170240K)] 245617K->63556K(956672K), 0.0984634 secs]\n\
+             42.100: [Full GC [PSYoungGen: 32766K->0K(170240K)] [PSOldGen: 30790K->60000K(786432K)] 63556K->60000K(956672K) [PSPermGen: 20000K->20000K(40000K)], 0.5000000 secs]\n",
+        );
+        assert_eq!(log.pauses.len(), 2);
+        let (young, full) = (&log.pauses[0], &log.pauses[1]);
+        assert_eq!((young.what.as_str(), young.time_s), ("GC", Some(41.409)));
+        assert!((young.real_ms - 98.4634).abs() < 1e-9);
+        assert_eq!(young.user_ms, None);
+        assert_eq!((full.what.as_str(), full.id), ("Full GC", 1));
+        assert!((full.real_ms - 500.0).abs() < 1e-9);
+    }
+
+    /// CMS of JDK 7 with date stamps and stopped time (GCViewer's sample
+    /// `SampleSun1_7_0_51_CMS_PrintApplStoppedTime.txt`, a real log): the initial mark and the
+    /// remark are pauses, the remark's scavenge and phases are inside it, and the concurrent
+    /// phases are not pauses.
+    #[test]
+    fn cms_initial_mark_and_remark_are_pauses_and_concurrent_phases_are_not() {
+        let log = parse(
+            "2014-04-09T15:26:52.201+0200: 0.384: [GC [1 CMS-initial-mark: 73765K(95616K)] 85022K(138624K), 0.0002081 secs] [Times: user=0.00 sys=0.00, real=0.00 secs] \n\
+             2014-04-09T15:26:52.201+0200: 0.385: Total time for which application threads were stopped: 0.0003502 seconds\n\
+             2014-04-09T15:26:52.201+0200: 0.385: [CMS-concurrent-mark-start]\n\
+             2014-04-09T15:26:52.211+0200: 0.395: [CMS-concurrent-mark: 0.010/0.010 secs] [Times: user=0.00 sys=0.00, real=0.01 secs] \n\
+             2014-04-09T15:26:52.211+0200: 0.395: [GC[YG occupancy: 41306 K (43008 K)]2014-04-09T15:26:52.211+0200: 0.395: [GC2014-04-09T15:26:52.211+0200: 0.395: [ParNew: 41306K->41306K(43008K), 0.0000221 secs] 115072K->115072K(138624K), 0.0000537 secs] [Times: user=0.00 sys=0.00, real=0.00 secs] \n\
+             2014-04-09T15:26:52.211+0200: 0.396: [Rescan (parallel) , 0.0003130 secs]2014-04-09T15:26:52.211+0200: 0.396: [weak refs processing, 0.0000172 secs]2014-04-09T15:26:52.211+0200: 0.396: [class unloading, 0.0000991 secs]2014-04-09T15:26:52.211+0200: 0.396: [scrub symbol table, 0.0004031 secs]2014-04-09T15:26:52.211+0200: 0.396: [scrub string table, 0.0000254 secs] [1 CMS-remark: 73765K(95616K)] 115072K(138624K), 0.0010507 secs] [Times: user=0.00 sys=0.00, real=0.00 secs] \n\
+             2014-04-09T15:26:52.211+0200: 0.396: Total time for which application threads were stopped: 0.0011523 seconds\n\
+             2014-04-09T15:26:52.211+0200: 0.397: [CMS-concurrent-sweep-start]\n",
+        );
+        let got: Vec<(&str, Option<f64>)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.what.as_str(), p.time_s))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("GC (CMS Initial Mark)", Some(0.384)),
+                ("GC (CMS Final Remark)", Some(0.395))
+            ]
+        );
+        assert!((log.pauses[0].real_ms - 0.2081).abs() < 1e-9);
+        assert!((log.pauses[0].stopped_ms.unwrap() - 0.3502).abs() < 1e-9);
+        assert!((log.pauses[1].real_ms - 1.0507).abs() < 1e-9);
+        assert!((log.pauses[1].stopped_ms.unwrap() - 1.1523).abs() < 1e-9);
+    }
+
+    /// G1 of JDK 8 with a tenuring distribution inside the pause's bracket and the phase
+    /// details after it (GCViewer's `SampleSun1_8_0G1SystemGcYoung.txt`, shortened).
+    #[test]
+    fn a_g1_pause_spans_its_tenuring_distribution_and_takes_the_times_after_its_details() {
+        let log = parse(
+            "2661.447: [GC pause (System.gc()) (young) (initial-mark)\n\
+             Desired survivor size 826277888 bytes, new threshold 15 (max 15)\n\
+             - age   1:    3836312 bytes,    3836312 total\n\
+             , 0.2124664 secs]\n\
+             \x20  [Parallel Time: 150.8 ms, GC Workers: 8]\n\
+             \x20     [GC Worker Start (ms): Min: 2661451.7, Avg: 2661451.9, Max: 2661452.2, Diff: 0.5]\n\
+             \x20  [Eden: 8944.0M(12.1G)->0.0B(12.1G) Survivors: 144.0M->376.0M Heap: 22.7G(30.0G)->14.2G(30.0G)]\n\
+             \x20[Times: user=1.13 sys=0.10, real=0.21 secs]\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        let p = &log.pauses[0];
+        assert_eq!(p.what, "GC pause (System.gc()) (young) (initial-mark)");
+        assert!((p.real_ms - 212.4664).abs() < 1e-9);
+        assert_eq!((p.user_ms, p.sys_ms), (Some(1130.0), Some(100.0)));
+        assert_eq!(log.gc_threads, Some(8));
+    }
+
+    /// A concurrent phase printed into the middle of a collection, and a concurrent mode
+    /// failure: one pause, named with the failure, whose wall time is the outermost bracket's.
+    #[test]
+    fn a_concurrent_mode_failure_is_one_pause_despite_the_phase_printed_inside_it() {
+        let log = parse(
+            "1.500: [GC (Allocation Failure) 1.500: [ParNew: 100K->100K(200K), 0.0000200 secs]1.500: [CMS1.600: [CMS-concurrent-mark: 0.100/0.120 secs] [Times: user=0.20 sys=0.00, real=0.12 secs] \n\
+             \x20(concurrent mode failure): 900K->800K(1000K), 2.3000000 secs] 1000K->800K(1200K), [Metaspace: 3000K->3000K(1056768K)], 2.3100000 secs] [Times: user=2.30 sys=0.01, real=2.31 secs] \n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        let p = &log.pauses[0];
+        assert_eq!(p.what, "GC (Allocation Failure) (concurrent mode failure)");
+        assert!((p.real_ms - 2310.0).abs() < 1e-9);
+        assert_eq!(p.user_ms, Some(2300.0));
+    }
+
+    /// G1 with `-verbose:gc` only: pauses without `[Times: …]`, concurrent phases skipped,
+    /// remark and cleanup counted.
+    #[test]
+    fn g1_without_details_gives_its_pauses_and_skips_its_concurrent_phases() {
+        let log = parse(
+            "2.345: [GC pause (G1 Evacuation Pause) (young) 24M->4M(256M), 0.0123000 secs]\n\
+             2.400: [GC concurrent-root-region-scan-start]\n\
+             2.401: [GC concurrent-root-region-scan-end, 0.0010000 secs]\n\
+             2.500: [GC remark, 0.0050000 secs]\n\
+             2.510: [GC cleanup 10M->9M(256M), 0.0010000 secs]\n",
+        );
+        let got: Vec<&str> = log.pauses.iter().map(|p| p.what.as_str()).collect();
+        assert_eq!(
+            got,
+            [
+                "GC pause (G1 Evacuation Pause) (young)",
+                "GC remark",
+                "GC cleanup"
+            ]
+        );
+        assert!((log.pauses[1].real_ms - 5.0).abs() < 1e-9);
+    }
+
+    /// `-XX:+PrintHeapAtGC` writes address ranges `[0x…, 0x…)` that a bracket count must not
+    /// follow.
+    #[test]
+    fn heap_printouts_with_address_ranges_do_not_upset_the_brackets() {
+        let log = parse(
+            "{Heap before GC invocations=1 (full 0):\n\
+             \x20PSYoungGen      total 9216K, used 8192K [0x00000000ff600000, 0x0000000100000000, 0x0000000100000000)\n\
+             \x20 eden space 8192K, 100% used [0x00000000ff600000,0x00000000ffe00000,0x00000000ffe00000)\n\
+             1.234: [GC (Allocation Failure) [PSYoungGen: 8192K->1000K(9216K)] 8192K->1500K(29696K), 0.0045000 secs] [Times: user=0.01 sys=0.00, real=0.00 secs] \n\
+             Heap after GC invocations=1 (full 0):\n\
+             \x20PSYoungGen      total 9216K, used 1000K [0x00000000ff600000, 0x0000000100000000, 0x0000000100000000)\n\
+             }\n\
+             2.000: [GC (Allocation Failure) [PSYoungGen: 8192K->900K(9216K)] 8692K->1400K(29696K), 0.0040000 secs] [Times: user=0.01 sys=0.00, real=0.00 secs] \n",
+        );
+        assert_eq!(log.pauses.len(), 2);
+        assert!((log.pauses[1].real_ms - 4.0).abs() < 1e-9);
+        assert_eq!(log.pauses[1].time_s, Some(2.0));
+    }
+
+    /// A collection whose only duration is `[Times: …]`'s `real=` takes it.
+    #[test]
+    fn a_collection_without_its_own_duration_takes_the_real_time() {
+        let log = parse("5.000: [GC (Allocation Failure) [PSYoungGen: 8192K->1000K(9216K)]] [Times: user=0.02 sys=0.00, real=0.03 secs]\n");
+        assert_eq!(log.pauses.len(), 1);
+        assert!((log.pauses[0].real_ms - 30.0).abs() < 1e-9);
+        assert_eq!(log.pauses[0].user_ms, Some(20.0));
+    }
+
+    /// Records of real JDK 6 and 7 logs (GCViewer's samples `SampleSun1_6_0CMS.txt`,
+    /// `SampleSun1_7_0CMS_PrintTenuringDistributionPromotionFailure.txt` and
+    /// `SampleSun1_7_0_40PrintGCCause.txt`, shortened): a ParNew with a concurrent phase
+    /// printed inside it, a promotion failure ending in a concurrent mode failure that lasted
+    /// 130 s, and a G1 pause holding its ergonomics lines.
+    #[test]
+    fn real_jdk_6_and_7_records_with_everything_inside_them() {
+        let log = parse(
+            "1.565: [GC 1.565: [ParNew1.578: [CMS-concurrent-abortable-preclean: 0.002/0.190 secs] [Times: user=0.09 sys=0.00, real=0.19 secs] \n\
+             : 118008K->13040K(118016K), 0.0281748 secs] 194351K->128075K(249088K), 0.0282363 secs] [Times: user=0.03 sys=0.02, real=0.03 secs] \n\
+             {Heap before GC invocations=1470 (full 99):\n\
+             \x20par new generation   total 6932288K, used 6906246K [0x00007fc05c000000, 0x00007fc21c000000, 0x00007fc21c000000)\n\
+             2014-03-12T21:18:26.029-0500: 13295.637: [GC2014-03-12T21:18:26.029-0500: 13295.637: [ParNew (0: promotion failure size = 11863)  (1: promotion failure size = 11883)  (promotion failed)\n\
+             Desired survivor size 208764928 bytes, new threshold 15 (max 15)\n\
+             - age   1:  187860912 bytes,  187860912 total\n\
+             : 6906246K->6819243K(6932288K), 2.7300470 secs]2014-03-12T21:18:28.759-0500: 13298.367: [CMS2014-03-12T21:18:31.372-0500: 13300.980: [CMS-concurrent-sweep: 16.244/20.725 secs] [Times: user=100.59 sys=4.74, real=20.72 secs]\n\
+             \x20(concurrent mode failure): 23591969K->23342845K(25165824K), 127.2159440 secs] 30431568K->23342845K(32098112K), [CMS Perm : 137329K->97298K(262912K)], 129.9468220 secs] [Times: user=131.28 sys=0.07, real=129.93 secs]\n\
+             Heap after GC invocations=1471 (full 100):\n\
+             }\n\
+             2014-03-12T21:20:35.976-0500: 13425.584: Total time for which application threads were stopped: 129.9531350 seconds\n\
+             \x200.199: [G1Ergonomics (Heap Sizing) expand the heap, requested expansion amount: 94489280512 bytes, attempted expansion amount: 94489280512 bytes]\n\
+             2013-05-22T20:43:54.027+0000: 4.438: [GC pause (G1 Evacuation Pause) (young) 4.438: [G1Ergonomics (CSet Construction) start choosing CSet, _pending_cards: 5397, predicted base time: 26.19 ms, remaining time: 123.81 ms, target pause time: 150.00 ms]\n\
+             \x204.438: [G1Ergonomics (CSet Construction) finish choosing CSet, eden: 1 regions, survivors: 0 regions, old: 0 regions, predicted pause time: 509.57 ms, target pause time: 150.00 ms]\n\
+             , 0.0208940 secs]\n\
+             \x20  [Parallel Time: 9.2 ms, GC Workers: 8]\n\
+             \x20     [GC Worker Start (ms): Min: 4438.4, Avg: 4441.5, Max: 4446.6, Diff: 8.3]\n\
+             \x20[Times: user=0.07 sys=0.02, real=0.02 secs] \n",
+        );
+        // Milliseconds to the microsecond, as the log writes them to 0.1 µs.
+        let us = |ms: f64| (ms * 1000.0).round() as i64;
+        let got: Vec<(&str, i64, Option<i64>)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.what.as_str(), us(p.real_ms), p.user_ms.map(us)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("GC", 28236, Some(30_000)),
+                (
+                    "GC (promotion failed) (concurrent mode failure)",
+                    129_946_822,
+                    Some(131_280_000)
+                ),
+                (
+                    "GC pause (G1 Evacuation Pause) (young)",
+                    20894,
+                    Some(70_000)
+                ),
+            ]
+        );
+        assert_eq!(log.pauses[1].stopped_ms.map(us), Some(129_953_135));
+        assert_eq!(log.pauses[1].time_s, Some(13295.637));
+    }
+
+    #[test]
+    fn collections_are_told_from_detail_lines_and_concurrent_phases() {
+        for opens in [
+            "GC (Allocation Failure) [PSYoungGen",
+            "GC [PSYoungGen: 1K",
+            "GC 1234K->567K(8192K), 0.0012 secs]",
+            "GC-- [PSYoungGen",
+            "GC2014-04-09T15:26:52.211+0200: 0.395: [ParNew",
+            "GC[YG occupancy: 41306 K (43008 K)]",
+            "GC pause (young), 0.01 secs]",
+            "GC remark, 0.005 secs]",
+            "GC cleanup 10M->9M(256M), 0.001 secs]",
+            "Full GC (Ergonomics) [PSYoungGen",
+            "GC",
+        ] {
+            assert!(opens_collection(opens), "{opens}");
+        }
+        for not in [
+            "GC concurrent-mark-start]",
+            "GC Worker Start (ms): Min: 1.0]",
+            "GC Worker Other (ms): Min: 0.1]",
+            "CMS-concurrent-mark: 0.1/0.2 secs]",
+            "Times: user=0.00 sys=0.00, real=0.00 secs]",
+            "0x00000000ff600000, 0x0000000100000000)",
+        ] {
+            assert!(!opens_collection(not), "{not}");
+        }
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! (paper 002), with advice that fits what it saw.
 //!
 //! Formats, detected from the text: unified logging (HotSpot 9+ `-Xlog:gc*`, also
-//! `gc+cpu` and `safepoint`; Concord's own `--gc-log` is one instance, [`unified`]) and JDK 8
-//! (`-XX:+PrintGCDetails`, [`jdk8`]).
+//! `gc+cpu` and `safepoint`; Concord's own `--gc-log` is one instance, [`unified`]) and the
+//! logs of JDK 6–8 (`-verbose:gc` or `-XX:+PrintGCDetails`, every collector, [`jdk8`]).
 //!
 //! The verdict. A pause is an OS stall when it is at least [`STALL_FLOOR_MS`] long and one of:
 //! - *off-CPU*: its wall time `real` exceeds [`OFF_CPU_FACTOR`] × (user + sys) / GC threads
@@ -53,8 +53,8 @@ const MAX_GC_THREADS: u32 = 4096;
 /// Flags of `concord diagnose`.
 #[derive(Args, Debug, Clone)]
 pub struct DiagnoseArgs {
-    /// The GC log: HotSpot unified logging (-Xlog:gc*,gc+cpu,safepoint), JDK 8
-    /// (-XX:+PrintGCDetails) or Concord's --gc-log.
+    /// The GC log: HotSpot unified logging (-Xlog:gc*,gc+cpu,safepoint), JDK 6-8
+    /// (-verbose:gc or -XX:+PrintGCDetails, any collector) or Concord's --gc-log.
     pub log: PathBuf,
     /// Print the diagnosis as one JSON object.
     #[arg(long)]
@@ -192,7 +192,7 @@ pub enum Format {
     Concord,
     /// HotSpot 9+ unified logging.
     Unified,
-    /// JDK 8 `-XX:+PrintGCDetails`.
+    /// HotSpot before unified logging (JDK 6–8): `-verbose:gc` or `-XX:+PrintGCDetails`.
     Jdk8,
 }
 
@@ -210,7 +210,7 @@ impl Format {
         match self {
             Format::Concord => "Concord GC log",
             Format::Unified => "HotSpot unified logging (-Xlog:gc*)",
-            Format::Jdk8 => "JDK 8 (-XX:+PrintGCDetails)",
+            Format::Jdk8 => "HotSpot JDK 6-8 (-verbose:gc / -XX:+PrintGCDetails)",
         }
     }
 }
@@ -507,8 +507,8 @@ fn read_log(path: &Path) -> Result<String> {
         fs::metadata(path).with_context(|| format!("cannot open the GC log {}", path.display()))?;
     if meta.is_dir() {
         bail!(
-            "{} is a directory; give a GC log file (HotSpot -Xlog:gc*, JDK 8 \
-             -XX:+PrintGCDetails or concord run --gc-log)",
+            "{} is a directory; give a GC log file (HotSpot -Xlog:gc*, JDK 6-8 \
+             -verbose:gc or -XX:+PrintGCDetails, or concord run --gc-log)",
             path.display()
         );
     }
@@ -574,7 +574,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     let Some(diagnosis) = Diagnosis::of(&text, args.gc_threads) else {
         bail!(
             "{}: no GC pauses found; not a GC log this command reads (allowed: HotSpot unified \
-             logging -Xlog:gc*, JDK 8 -XX:+PrintGCDetails, concord run --gc-log)",
+             logging -Xlog:gc*, JDK 6-8 -verbose:gc or -XX:+PrintGCDetails, concord run --gc-log)",
             args.log.display()
         );
     };
