@@ -25,6 +25,10 @@ pub const JVM_DIR: &str = "/usr/lib/jvm";
 /// The JDK 17 the tests run (Debian's openjdk-17-jdk-headless, which `.ci/run` installs).
 pub const JDK17_HOME: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
 
+/// The JDK 25 the tests use when present (Adoptium's temurin-25-jdk; the machine image carries
+/// it).
+pub const JDK25_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
 /// The programs checked so far, and which are missing.
 pub struct TestTools {
     /// Whether a missing program fails the build.

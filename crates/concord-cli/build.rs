@@ -1,7 +1,8 @@
 //! Build script: tells the tests which of the programs they run this machine has (see
 //! `build-support/test_tools.rs`), so that a test whose program is absent shows as ignored with
 //! its reason: headless Chromium for the report pages (cfg `no_chromium`), JDK 17 for
-//! `concord jvm` (cfg `no_jdk17`), any JDK for the HotSpot comparisons (cfg `no_java`), and root
+//! `concord jvm` (cfg `no_jdk17`), Temurin 25 for its collectors' logs (cfg `no_jdk25`), any
+//! JDK for the HotSpot comparisons (cfg `no_java`), and root
 //! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`), and the
 //! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`).
 
@@ -11,7 +12,8 @@ mod test_tools;
 use std::path::PathBuf;
 
 use test_tools::{
-    all_exist, jdk_files, may_use_sched_fifo, on_path, TestTools, JDK17_HOME, SCHED_FIFO_NEEDS,
+    all_exist, jdk_files, may_use_sched_fifo, on_path, TestTools, JDK17_HOME, JDK25_HOME,
+    SCHED_FIFO_NEEDS,
 };
 
 fn main() {
@@ -28,6 +30,13 @@ fn main() {
         &format!(
             "JDK 17's java, javac and jcmd in {JDK17_HOME}/bin (apt-get install \
              openjdk-17-jdk-headless)"
+        ),
+    );
+    tools.check(
+        "no_jdk25",
+        all_exist(&jdk_files(JDK25_HOME, &["java"], false)),
+        &format!(
+            "Temurin 25's java in {JDK25_HOME}/bin (Eclipse Temurin's temurin-25-jdk package;              this project's machine image carries it)"
         ),
     );
     tools.check(

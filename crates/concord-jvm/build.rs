@@ -7,11 +7,8 @@
 mod test_tools;
 
 use test_tools::{
-    all_exist, jdk_files, may_use_sched_fifo, TestTools, JDK17_HOME, SCHED_FIFO_NEEDS,
+    all_exist, jdk_files, may_use_sched_fifo, TestTools, JDK17_HOME, JDK25_HOME, SCHED_FIFO_NEEDS,
 };
-
-/// The JDK 25 the tests use when present (Adoptium's temurin-25-jdk).
-const JDK25_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 fn main() {
     let mut tools = TestTools::new();

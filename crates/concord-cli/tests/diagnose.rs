@@ -336,3 +336,98 @@ fn what_is_not_a_gc_log_is_refused_with_status_2() {
         "--gc-threads",
     );
 }
+
+/// Runs `Churn.java` (written by [`hotspot_log`]'s program) on `java` with `flags` and
+/// returns the log written to `name`.
+fn jdk_log(java: &Path, dir: &Path, name: &str, flags: &[&str], xlog: &str) -> String {
+    let source = dir.join("Churn.java");
+    if !source.exists() {
+        hotspot_log(dir);
+    }
+    let log = dir.join(name);
+    let out = Command::new(java)
+        .args(["-Xms64m", "-Xmx64m"])
+        .args(flags)
+        .arg(xlog.replace("{log}", &log.display().to_string()))
+        .arg(&source)
+        .output()
+        .expect("java runs");
+    assert!(out.status.success(), "java failed: {}", text(&out.stderr));
+    fs::read_to_string(log).unwrap()
+}
+
+/// Pause lines counted without the parser: a `GC(n)` message, optionally after ZGC's
+/// generation (`Y: `/`O:` in a major collection, `y: `/`o: ` in a minor one), starting with
+/// `Pause ` and ending in a duration in ms.
+fn pause_messages(log: &str) -> usize {
+    log.lines()
+        .filter_map(|l| l.split_once("GC(").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split_once(") ").map(|(_, m)| m))
+        .map(|m| {
+            ["Y: ", "O: ", "y: ", "o: "]
+                .iter()
+                .find_map(|g| m.strip_prefix(g))
+                .unwrap_or(m)
+        })
+        .filter(|m| m.starts_with("Pause ") && m.trim_end().ends_with("ms"))
+        .count()
+}
+
+/// Real logs of JDK 17 and JDK 25 for every collector, with the decorations operators choose
+/// (none at all, wall-clock only, every one): each pause the JVM wrote is read.
+#[test]
+#[cfg_attr(
+    any(no_java, no_jdk25),
+    ignore = "needs JDK 17 and Temurin 25 (.ci/run installs JDK 17; the machine image carries Temurin 25)"
+)]
+fn real_logs_of_every_collector_and_decoration_are_read() {
+    let dir = scratch("diagnose-collectors");
+    let jdk17 = find_java();
+    let jdk25 = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java");
+    let cases: [(&Path, &str, &str, &str); 6] = [
+        (
+            &jdk25,
+            "-XX:+UseZGC",
+            "-Xlog:gc*:file={log}:none",
+            "z25-none.log",
+        ),
+        (
+            &jdk25,
+            "-XX:+UseSerialGC",
+            "-Xlog:gc*:file={log}:time,level,tags",
+            "serial25.log",
+        ),
+        (
+            &jdk25,
+            "-XX:+UseShenandoahGC",
+            "-Xlog:gc*,safepoint:file={log}:utc,uptimemillis,pid,tid,level,tags",
+            "shenandoah25.log",
+        ),
+        (
+            &jdk17,
+            "-XX:+UseG1GC",
+            "-Xlog:gc*:file={log}:none",
+            "g1-17-none.log",
+        ),
+        (
+            &jdk17,
+            "-XX:+UseZGC",
+            "-Xlog:gc*:file={log}:uptime",
+            "z17.log",
+        ),
+        (
+            &jdk25,
+            "-XX:+UseParallelGC",
+            "-Xlog:gc*:file={log}:uptimenanos",
+            "parallel25.log",
+        ),
+    ];
+    for (java, collector, xlog, name) in cases {
+        let text = jdk_log(java, &dir, name, &[collector], xlog);
+        let expected = pause_messages(&text);
+        assert!(expected > 0, "{name}: no pause written:\n{text}");
+        let json = diagnose_json(dir.join(name).to_str().unwrap(), &[]);
+        assert_eq!(json["format"], "hotspot-unified", "{name}");
+        assert_eq!(json["pauses"].as_u64(), Some(expected as u64), "{name}");
+    }
+}

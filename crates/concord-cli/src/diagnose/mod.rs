@@ -182,7 +182,9 @@ fn gc_threads_in(line: &str) -> Option<u32> {
     after("Parallel Workers: ")
         .or_else(|| after("ParallelGCThreads="))
         .or_else(|| after("GC Workers: "))
-        .or_else(|| after("Using ").filter(|_| line.contains(" workers")))
+        .or_else(|| {
+            after("Using ").filter(|_| line.contains(" workers") || line.contains(" Workers"))
+        })
 }
 
 /// The format a log was read as.

@@ -3,7 +3,10 @@
 //! format.
 //!
 //! A pause is a message `GC(<id>) Pause <what> … <duration>` whose last word is a duration
-//! (`9.696ms`); `gc,start` lines end with the cause instead and are not counted twice. The
+//! (`9.696ms`); `gc,start` lines end with the cause instead and are not counted twice. JDK 25's
+//! generational ZGC writes the generation before it (`GC(3) Y: Pause Mark Start (Major)
+//! 0.012ms`, `O:` for the old one; `y:` and `o:` in a minor collection). Lines may carry any decorations, or none
+//! (`-Xlog:gc*:file=gc.log:none`): the message is then the whole line, with no uptime. The
 //! `gc,cpu` line `GC(<id>) User=0.01s Sys=0.00s Real=0.01s` gives the pause's CPU times, and
 //! the `safepoint` line logged after a pause gives its time to safepoint and the whole time
 //! the threads were stopped.
@@ -16,9 +19,6 @@ pub fn parse(text: &str) -> Parsed {
     let mut log = Parsed::default();
     for line in text.lines() {
         let (decorations, message) = split_decorations(line.trim());
-        if decorations.is_empty() {
-            continue;
-        }
         log.note_gc_threads(gc_threads_in(message));
         if message.starts_with("Using Concord") {
             log.concord = true;
@@ -41,6 +41,12 @@ pub fn parse(text: &str) -> Parsed {
 fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
     let (id, rest) = gc_id(message)?;
     let rest = rest.trim();
+    // Generational ZGC's `Y: ` / `O: ` (young / old generation of a major collection; `y: `
+    // / `o: ` of a minor one) before the pause.
+    let rest = match rest.split_once(": ") {
+        Some((generation, pause)) if matches!(generation, "Y" | "O" | "y" | "o") => pause,
+        _ => rest,
+    };
     if !rest.starts_with("Pause ") {
         return None;
     }
@@ -123,10 +129,68 @@ mod tests {
         let log = parse(
             "[1.0s][info][gc] GC(4) Pause Remark 1.500ms\n\
              [1.1s][info][gc] GC(4) Concurrent Mark Cycle 12.345ms\n\
-             [1.2s][info][gc,phases] GC(5) Marking Phase 6.360ms\n\
-             GC(6) Pause Young (Normal) 3M->1M(8M) 2.000ms\n",
+             [1.2s][info][gc,phases] GC(5) Marking Phase 6.360ms\n",
         );
         assert_eq!(log.pauses.len(), 1);
         assert_eq!(log.pauses[0].what, "Pause Remark");
+    }
+
+    /// Real lines of JDK 25's generational ZGC (`-XX:+UseZGC -Xlog:gc*`): the generation before
+    /// each pause; its concurrent phases are no pauses.
+    #[test]
+    fn generational_zgc_pauses_carry_their_generation() {
+        let log = parse(
+            "[0.152s][info][gc,phases   ] GC(0) Y: Pause Mark Start (Major) 0.012ms\n\
+             [0.160s][info][gc,phases   ] GC(0) Y: Pause Mark End 0.007ms\n\
+             [0.162s][info][gc,phases   ] GC(0) Y: Pause Relocate Start 0.004ms\n\
+             [0.164s][info][gc,phases   ] GC(0) O: Concurrent Mark 0.166ms\n\
+             [0.164s][info][gc,phases   ] GC(0) O: Pause Mark End 0.004ms\n\
+             [0.300s][info][gc,phases   ] GC(1) y: Pause Mark Start 0.017ms\n",
+        );
+        let got: Vec<(&str, f64)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.what.as_str(), p.real_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Pause Mark Start (Major)", 0.012),
+                ("Pause Mark End", 0.007),
+                ("Pause Relocate Start", 0.004),
+                ("Pause Mark End", 0.004),
+                ("Pause Mark Start", 0.017)
+            ]
+        );
+        assert_eq!(log.pauses[0].time_s, Some(0.152));
+    }
+
+    /// Real lines of a log written with decorations `none` (`-Xlog:gc*:file=gc.log:none`, JDK
+    /// 17 G1 and JDK 25 ZGC): the whole line is the message, and there is no uptime.
+    #[test]
+    fn a_log_without_decorations_is_read_without_times() {
+        let log = parse(
+            "GC(0) Pause Young (Normal) (G1 Evacuation Pause)\n\
+             GC(0) Pause Young (Normal) (G1 Evacuation Pause) 6M->3M(64M) 5.140ms\n\
+             GC(0) User=0.00s Sys=0.00s Real=0.01s\n\
+             GC(1) Major Collection (Warmup)\n\
+             GC(1) Using 1 Workers for Young Generation\n\
+             GC(1) Y: Pause Mark Start (Major) 0.016ms\n\
+             GC(1) Y: Concurrent Mark 14.544ms\n",
+        );
+        let got: Vec<(u64, &str, Option<f64>)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.id, p.what.as_str(), p.time_s))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, "Pause Young (Normal) (G1 Evacuation Pause)", None),
+                (1, "Pause Mark Start (Major)", None)
+            ]
+        );
+        assert_eq!(log.pauses[0].user_ms, Some(0.0));
+        assert_eq!(log.gc_threads, Some(1));
     }
 }
