@@ -44,7 +44,7 @@ fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
     // Generational ZGC's `Y: ` / `O: ` (young / old generation of a major collection; `y: `
     // / `o: ` of a minor one) before the pause.
     let rest = match rest.split_once(": ") {
-        Some((generation, pause)) if matches!(generation, "Y" | "O" | "y" | "o") => pause,
+        Some(("Y" | "O" | "y" | "o", pause)) => pause,
         _ => rest,
     };
     if !rest.starts_with("Pause ") {
