@@ -20,6 +20,7 @@
 use super::{attach_stop, gc_threads_in, number_after, seconds_ms, stop_of, Parsed, Pause};
 
 /// The pauses and GC thread count of a pre-unified HotSpot log (no pauses: not such a log).
+#[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
     let mut parser = Parser::default();
     for line in text.lines() {
@@ -59,7 +60,7 @@ const MAX_RECORD_LINES: usize = 1_000;
 
 /// The state of a pre-unified log read line by line.
 #[derive(Debug, Default)]
-struct Parser {
+pub struct Parser {
     log: Parsed,
     open: Option<Open>,
     /// The last pause closed, while its `[Times: …]` may still follow.
@@ -69,7 +70,8 @@ struct Parser {
 }
 
 impl Parser {
-    fn feed(&mut self, line: &str) {
+    /// Reads one line.
+    pub fn feed(&mut self, line: &str) {
         self.log.note_gc_threads(gc_threads_in(line));
         if self.open.is_none() {
             if let Some(stop) = stop_of(line) {
@@ -201,7 +203,8 @@ impl Parser {
         }
     }
 
-    fn finish(self) -> Parsed {
+    /// What the lines held.
+    pub fn finish(self) -> Parsed {
         self.log
     }
 }
@@ -226,6 +229,10 @@ impl Open {
 
     /// Notes what the rest of a line says about the collection.
     fn note(&mut self, text: &str) {
+        // Each phrase below holds one of these (most of a record holds neither).
+        if !super::holds!(text, "fail") && !super::holds!(text, "CMS-") {
+            return;
+        }
         self.concurrent_mode_failure |= text.contains("concurrent mode failure");
         self.promotion_failed |= text.contains("promotion failed");
         self.cms_initial_mark |= text.contains("CMS-initial-mark");

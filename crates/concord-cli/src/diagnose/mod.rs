@@ -29,6 +29,7 @@ mod jdk8;
 mod unified;
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -118,6 +119,9 @@ pub struct Stop {
 /// or JDK 8–16's `Total time for which application threads were stopped: X seconds, Stopping
 /// threads took: Y seconds`.
 fn stop_of(text: &str) -> Option<Stop> {
+    if !text.starts_with("Safepoint \"") && !holds!(text, "threads were stopped: ") {
+        return None;
+    }
     if let Some(at) = text.find("Total time for which application threads were stopped: ") {
         let rest = &text[at..];
         return Some(Stop {
@@ -176,8 +180,24 @@ fn number_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     Some(&rest[..end])
 }
 
+/// Whether `hay` holds `needle`, searched with a searcher built once per call site: `str`'s
+/// `find` builds one per call, which took most of the time reading a large log (a few needles
+/// per line).
+macro_rules! holds {
+    ($hay:expr, $needle:literal) => {{
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($needle));
+        FINDER.find($hay.as_bytes()).is_some()
+    }};
+}
+pub(crate) use holds;
+
 /// The GC thread count a log line states, if it states one.
 fn gc_threads_in(line: &str) -> Option<u32> {
+    // Every form below holds one of these (checked first: most lines hold neither).
+    if !holds!(line, "orkers") && !holds!(line, "GCThreads=") {
+        return None;
+    }
     let after = |key: &str| number_after(line, key)?.parse().ok();
     after("Parallel Workers: ")
         .or_else(|| after("ParallelGCThreads="))
@@ -217,22 +237,40 @@ impl Format {
     }
 }
 
-/// Reads `text` in whichever format finds pauses in it (the one that finds more); `None`
-/// when neither finds any.
-pub fn detect(text: &str) -> Option<(Format, Parsed)> {
-    let unified = unified::parse(text);
-    let jdk8 = jdk8::parse(text);
-    let (format, parsed) = if unified.pauses.len() >= jdk8.pauses.len() {
-        let format = if unified.concord {
-            Format::Concord
+/// Both formats' parsers fed the same lines, one at a time: a log is read once, streaming,
+/// in whichever format finds more pauses in it.
+#[derive(Debug, Default)]
+pub struct Detector {
+    unified: unified::Parser,
+    jdk8: jdk8::Parser,
+}
+
+impl Detector {
+    /// Reads one line (a blank one says nothing to either format).
+    pub fn feed(&mut self, line: &str) {
+        if line.bytes().all(|b| b.is_ascii_whitespace()) {
+            return;
+        }
+        self.unified.feed(line);
+        self.jdk8.feed(line);
+    }
+
+    /// The format that found more pauses and what it found; `None` when neither found any.
+    pub fn finish(self) -> Option<(Format, Parsed)> {
+        let unified = self.unified.finish();
+        let jdk8 = self.jdk8.finish();
+        let (format, parsed) = if unified.pauses.len() >= jdk8.pauses.len() {
+            let format = if unified.concord {
+                Format::Concord
+            } else {
+                Format::Unified
+            };
+            (format, unified)
         } else {
-            Format::Unified
+            (Format::Jdk8, jdk8)
         };
-        (format, unified)
-    } else {
-        (Format::Jdk8, jdk8)
-    };
-    (!parsed.pauses.is_empty()).then_some((format, parsed))
+        (!parsed.pauses.is_empty()).then_some((format, parsed))
+    }
 }
 
 /// Why a pause counts as an OS stall.
@@ -329,9 +367,8 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    /// Diagnoses `text`; `None` when it holds no pause of any known format.
-    pub fn of(text: &str, gc_threads: Option<u32>) -> Option<Diagnosis> {
-        let (format, parsed) = detect(text)?;
+    /// Diagnoses what a [`Detector`] found.
+    pub fn from_detected((format, parsed): (Format, Parsed), gc_threads: Option<u32>) -> Diagnosis {
         let (threads, threads_from) = match (gc_threads, parsed.gc_threads) {
             (Some(n), _) => (n, "flag"),
             (None, Some(n)) => (n, "log"),
@@ -345,12 +382,12 @@ impl Diagnosis {
                 (p, stall)
             })
             .collect();
-        Some(Diagnosis {
+        Diagnosis {
             format,
             threads,
             threads_from,
             pauses,
-        })
+        }
     }
 
     /// A pause's length as a request sees it: the stop when logged, else real.
@@ -502,9 +539,13 @@ impl Diagnosis {
     }
 }
 
-/// Reads the log at `path`, gunzipping a gzip-compressed one (`concord run --gc-log-compress`,
-/// a rotated `gc.log.gz`): an error names what is wrong with it.
-fn read_log(path: &Path) -> Result<String> {
+/// Reads the log at `path` line by line, gunzipping a gzip-compressed one (`concord run
+/// --gc-log-compress`, a rotated `gc.log.gz`), and feeds each line to `line`: memory stays
+/// bounded whatever the log's size (a line longer than [`MAX_LINE_BYTES`] is cut there). An
+/// error names what is wrong with the file. A gzip stream cut short (a log whose writer died
+/// before finishing it: each collection's lines end in a flush) gives what it holds up to the
+/// cut, with a warning; one corrupt before anything could be read is an error.
+fn read_log_lines(path: &Path, mut line: impl FnMut(&str)) -> Result<()> {
     let meta =
         fs::metadata(path).with_context(|| format!("cannot open the GC log {}", path.display()))?;
     if meta.is_dir() {
@@ -514,13 +555,14 @@ fn read_log(path: &Path) -> Result<String> {
             path.display()
         );
     }
-    let bytes =
-        fs::read(path).with_context(|| format!("cannot read the GC log {}", path.display()))?;
-    if bytes.starts_with(GZIP_MAGIC) {
-        return gunzip(path, &bytes);
-    }
+    let file = fs::File::open(path)
+        .with_context(|| format!("cannot read the GC log {}", path.display()))?;
+    let mut file = BufReader::with_capacity(1 << 16, file);
+    let head = file
+        .fill_buf()
+        .with_context(|| format!("cannot read the GC log {}", path.display()))?;
     for (magic, format, tool) in OTHER_COMPRESSIONS {
-        if bytes.starts_with(magic) {
+        if head.starts_with(magic) {
             bail!(
                 "{} is {format}-compressed, which diagnose does not read (it reads plain text \
                  and gzip); decompress it first ({tool}) and diagnose the text",
@@ -528,7 +570,83 @@ fn read_log(path: &Path) -> Result<String> {
             );
         }
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    if !head.starts_with(GZIP_MAGIC) {
+        return for_each_line(&mut file, &mut line)
+            .map(|_| ())
+            .with_context(|| format!("cannot read the GC log {}", path.display()));
+    }
+    let mut gz = BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(file));
+    let mut lines = 0u64;
+    match for_each_line(&mut gz, &mut |l| {
+        lines += 1;
+        line(l)
+    }) {
+        Ok(_) => Ok(()),
+        Err(e) if lines > 0 => {
+            log::warn!(
+                "{}: the gzip stream ends early ({e}); diagnosing the {lines} lines before the cut",
+                path.display()
+            );
+            Ok(())
+        }
+        Err(e) => bail!(
+            "{} looks gzip-compressed but does not decompress ({e}); give a GC log, plain or \
+             gzip-compressed",
+            path.display()
+        ),
+    }
+}
+
+/// The longest line [`for_each_line`] keeps whole: no GC log line comes near it; the rest of
+/// a longer one is skipped rather than held.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Calls `f` with each line of `reader` (without its `\n` or `\r\n`; invalid UTF-8 replaced),
+/// holding at most [`MAX_LINE_BYTES`] of one line at a time; returns the number of lines. A
+/// read error ends it (the lines before it were given).
+fn for_each_line(reader: &mut dyn BufRead, f: &mut dyn FnMut(&str)) -> std::io::Result<u64> {
+    let mut buf: Vec<u8> = Vec::with_capacity(256);
+    let mut lines = 0;
+    loop {
+        buf.clear();
+        let mut seen_any = false;
+        loop {
+            let available = match reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if seen_any {
+                        give_line(&buf, f);
+                    }
+                    return Err(e);
+                }
+            };
+            if available.is_empty() {
+                if seen_any {
+                    give_line(&buf, f);
+                    lines += 1;
+                }
+                return Ok(lines);
+            }
+            seen_any = true;
+            let newline = available.iter().position(|&b| b == b'\n');
+            let chunk = &available[..newline.unwrap_or(available.len())];
+            let room = MAX_LINE_BYTES.saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            let used = newline.map_or(available.len(), |n| n + 1);
+            reader.consume(used);
+            if newline.is_some() {
+                break;
+            }
+        }
+        give_line(&buf, f);
+        lines += 1;
+    }
+}
+
+fn give_line(bytes: &[u8], f: &mut dyn FnMut(&str)) {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    f(&String::from_utf8_lossy(bytes));
 }
 
 /// The first bytes of a gzip stream.
@@ -542,38 +660,14 @@ const OTHER_COMPRESSIONS: [(&[u8], &str, &str); 3] = [
     (b"BZh", "bzip2", "bzcat"),
 ];
 
-/// The text of a gzip-compressed log (one or more concatenated gzip members). A stream cut
-/// short (a log whose writer died before finishing it: each collection's lines end in a
-/// flush) gives what it holds up to the cut, with a warning; a stream that is corrupt before
-/// anything could be read is an error.
-fn gunzip(path: &Path, bytes: &[u8]) -> Result<String> {
-    use std::io::Write as _;
-    // Decoding into a writer keeps everything decoded before an error.
-    let mut decoder = flate2::write::MultiGzDecoder::new(Vec::new());
-    let decoded = decoder.write_all(bytes).and_then(|()| decoder.try_finish());
-    let text = String::from_utf8_lossy(decoder.get_ref()).into_owned();
-    match decoded {
-        Ok(()) => Ok(text),
-        Err(e) if !text.is_empty() => {
-            log::warn!(
-                "{}: the gzip stream ends early ({e}); diagnosing the {} lines before the cut",
-                path.display(),
-                text.lines().count()
-            );
-            Ok(text)
-        }
-        Err(e) => bail!(
-            "{} looks gzip-compressed but does not decompress ({e}); give a GC log, plain or \
-             gzip-compressed",
-            path.display()
-        ),
-    }
-}
-
 /// `concord diagnose`.
 pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
-    let text = read_log(&args.log)?;
-    let Some(diagnosis) = Diagnosis::of(&text, args.gc_threads) else {
+    let mut detector = Detector::default();
+    read_log_lines(&args.log, |line| detector.feed(line))?;
+    let Some(diagnosis) = detector
+        .finish()
+        .map(|detected| Diagnosis::from_detected(detected, args.gc_threads))
+    else {
         bail!(
             "{}: no GC pauses found; not a GC log this command reads (allowed: HotSpot unified \
              logging -Xlog:gc*, JDK 6-8 -verbose:gc or -XX:+PrintGCDetails, concord run --gc-log)",
@@ -672,21 +766,54 @@ mod tests {
         (gz.finish().unwrap(), cuts)
     }
 
+    /// The lines `read_log_lines` gives for a file holding `bytes`.
+    fn lines_of(name: &str, bytes: &[u8]) -> Result<String> {
+        let dir = std::env::temp_dir().join(format!("concord-diagnose-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        fs::write(&path, bytes).unwrap();
+        let mut text = String::new();
+        let read = read_log_lines(&path, |line| {
+            text.push_str(line);
+            text.push('\n');
+        });
+        fs::remove_file(&path).unwrap();
+        read.map(|()| text)
+    }
+
     #[test]
     fn gzip_logs_are_read_whole_or_up_to_where_they_were_cut() {
         let lines = ["[0.1s][info][gc] GC(0) Pause Young (x) 1M->0M(8M) 1.0ms\n"; 3];
         let (whole, cuts) = gzip_chunks(&lines);
-        let path = Path::new("gc.log.gz");
-        assert_eq!(gunzip(path, &whole).unwrap(), lines.concat());
+        assert_eq!(lines_of("whole.gz", &whole).unwrap(), lines.concat());
         // Two members, as a log appended to after a restart: both are read.
         let twice = [whole.clone(), whole.clone()].concat();
-        assert_eq!(gunzip(path, &twice).unwrap(), lines.concat().repeat(2));
+        assert_eq!(
+            lines_of("twice.gz", &twice).unwrap(),
+            lines.concat().repeat(2)
+        );
         // A writer that died after its second flush left the first two collections.
         let cut = &whole[..cuts[1]];
-        assert_eq!(gunzip(path, cut).unwrap(), lines[..2].concat());
+        assert_eq!(lines_of("cut.gz", cut).unwrap(), lines[..2].concat());
         // The gzip magic and nothing that decodes: an error that says so.
-        let err = gunzip(path, &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap_err();
+        let err = lines_of("bad.gz", &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap_err();
         assert!(err.to_string().contains("does not decompress"), "{err}");
+    }
+
+    /// Lines end at `\n` or `\r\n`, the last may lack its newline, invalid UTF-8 is replaced,
+    /// and a line far longer than any GC log's is cut at `MAX_LINE_BYTES` without being held.
+    #[test]
+    fn lines_are_split_streaming_with_their_length_bounded() {
+        let mut long = vec![b'x'; 3 * MAX_LINE_BYTES];
+        long.extend_from_slice(b"\nlast");
+        let mut text = b"one\r\ntwo \xff\n\n".to_vec();
+        text.extend_from_slice(&long);
+        let mut got = Vec::new();
+        let lines = for_each_line(&mut &text[..], &mut |l| got.push(l.to_string())).unwrap();
+        assert_eq!(lines, 5);
+        assert_eq!(got[..3], ["one", "two \u{fffd}", ""]);
+        assert_eq!(got[3].len(), MAX_LINE_BYTES);
+        assert_eq!(got[4], "last");
     }
 
     fn pause(real: f64, user: f64, sys: f64, stopped: Option<f64>) -> Pause {

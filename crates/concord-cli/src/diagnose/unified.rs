@@ -15,9 +15,25 @@ use super::{attach_stop, gc_threads_in, seconds_ms, stop_of, Parsed, Pause};
 use crate::hotspot::{parse_duration_ms, split_decorations, uptime_from_decorations};
 
 /// The pauses and GC thread count of a unified log (no pauses: not such a log).
+#[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
-    let mut log = Parsed::default();
+    let mut parser = Parser::default();
     for line in text.lines() {
+        parser.feed(line);
+    }
+    parser.finish()
+}
+
+/// A unified log read line by line.
+#[derive(Debug, Default)]
+pub struct Parser {
+    log: Parsed,
+}
+
+impl Parser {
+    /// Reads one line.
+    pub fn feed(&mut self, line: &str) {
+        let log = &mut self.log;
         let (decorations, message) = split_decorations(line.trim());
         log.note_gc_threads(gc_threads_in(message));
         if message.starts_with("Using Concord") {
@@ -34,7 +50,11 @@ pub fn parse(text: &str) -> Parsed {
             attach_stop(&mut log.pauses, stop);
         }
     }
-    log
+
+    /// What the lines held.
+    pub fn finish(self) -> Parsed {
+        self.log
+    }
 }
 
 /// `GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms` as a pause.
