@@ -431,3 +431,43 @@ fn real_logs_of_every_collector_and_decoration_are_read() {
         assert_eq!(json["pauses"].as_u64(), Some(expected as u64), "{name}");
     }
 }
+
+/// A real rotated set (`-Xlog:gc*:file=gc.log::filecount=4,filesize=8k`): the pauses of every
+/// file are read, oldest first, naming the files on standard error; `--single` reads only the
+/// file given.
+#[test]
+#[cfg_attr(
+    no_java,
+    ignore = "needs a JDK (java with javac on PATH) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
+fn a_rotated_set_is_read_as_one_log() {
+    let dir = scratch("diagnose-rotated");
+    let current = jdk_log(
+        &find_java(),
+        &dir,
+        "gc.log",
+        &["-XX:+UseSerialGC"],
+        "-Xlog:gc*:file={log}::filecount=4,filesize=8k",
+    );
+    let mut expected = pause_messages(&current);
+    let mut rotated = 0;
+    for n in 0..4 {
+        if let Ok(older) = fs::read_to_string(dir.join(format!("gc.log.{n}"))) {
+            expected += pause_messages(&older);
+            rotated += 1;
+        }
+    }
+    assert!(rotated > 0, "the JVM rotated no file");
+    let log = dir.join("gc.log");
+    let out = concord(&["diagnose", log.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("reading the rotated set as one log"));
+    assert_eq!(stdout_json(&out)["pauses"].as_u64(), Some(expected as u64));
+    let single = concord(&["diagnose", log.to_str().unwrap(), "--json", "--single"]);
+    let only = pause_messages(&current);
+    if only == 0 {
+        assert_eq!(single.status.code(), Some(2));
+    } else {
+        assert_eq!(stdout_json(&single)["pauses"].as_u64(), Some(only as u64));
+    }
+}

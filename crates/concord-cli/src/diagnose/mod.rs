@@ -36,7 +36,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::console::outln;
+use crate::console::{errln, outln};
 use crate::flags::count_in;
 
 /// Pauses shorter than this are never called a stall: a few milliseconds of scheduling noise
@@ -55,8 +55,13 @@ const MAX_GC_THREADS: u32 = 4096;
 #[derive(Args, Debug, Clone)]
 pub struct DiagnoseArgs {
     /// The GC log: HotSpot unified logging (-Xlog:gc*,gc+cpu,safepoint), JDK 6-8
-    /// (-verbose:gc or -XX:+PrintGCDetails, any collector) or Concord's --gc-log.
+    /// (-verbose:gc or -XX:+PrintGCDetails, any collector) or Concord's --gc-log. Rotated files
+    /// beside it (LOG.0 … LOG.N, LOG.N.current, optionally .gz) are read with it as one log,
+    /// oldest first.
     pub log: PathBuf,
+    /// Read only the file given, not the rotated files beside it.
+    #[arg(long)]
+    pub single: bool,
     /// Print the diagnosis as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -597,6 +602,59 @@ fn read_log_lines(path: &Path, mut line: impl FnMut(&str)) -> Result<()> {
     }
 }
 
+/// The files of the rotated set `log` belongs to, oldest first: `log` itself and the files
+/// beside it named `<name>.<N>`, `<name>.<N>.current` (JDK 8's `-XX:+UseGCLogFileRotation`)
+/// or either with `.gz`, where `<name>` is `log`'s name (JDK 9+ `filecount=`: `gc.log` is
+/// the current file, `gc.log.0` … the older ones) or `log`'s name without its own `.<N>` /
+/// `.<N>.current` (JDK 8: any member names the set). Rotation wraps, so the numbers do not
+/// give the order: the modification times do (ties by name). Just `log` when it is not a
+/// regular file or has no such siblings.
+fn rotated_set(log: &Path) -> Vec<PathBuf> {
+    let alone = vec![log.to_path_buf()];
+    let (Some(dir), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str())) else {
+        return alone;
+    };
+    if !log.is_file() {
+        return alone;
+    }
+    let base = rotation_base(name).unwrap_or(name);
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return alone;
+    };
+    let mut members: Vec<(std::time::SystemTime, String, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file_name = entry.file_name().into_string().ok()?;
+            if file_name != base && rotation_base(&file_name) != Some(base) {
+                return None;
+            }
+            let meta = entry.metadata().ok().filter(|m| m.is_file())?;
+            let path = log.with_file_name(entry.file_name());
+            Some((meta.modified().ok()?, file_name, path))
+        })
+        .collect();
+    if members.len() <= 1 {
+        return alone;
+    }
+    members.sort();
+    members.into_iter().map(|(_, _, path)| path).collect()
+}
+
+/// `gc.log` for `gc.log.3`, `gc.log.3.current`, `gc.log.3.gz` or `gc.log.3.current.gz`;
+/// `None` for a name with no rotation number.
+fn rotation_base(name: &str) -> Option<&str> {
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    let name = name.strip_suffix(".current").unwrap_or(name);
+    let (base, number) = name.rsplit_once('.')?;
+    (!base.is_empty() && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(base)
+}
+
 /// The longest line [`for_each_line`] keeps whole: no GC log line comes near it; the rest of
 /// a longer one is skipped rather than held.
 const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -662,8 +720,24 @@ const OTHER_COMPRESSIONS: [(&[u8], &str, &str); 3] = [
 
 /// `concord diagnose`.
 pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
+    let files = if args.single {
+        vec![args.log.clone()]
+    } else {
+        rotated_set(&args.log)
+    };
+    if files.len() > 1 {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        errln!(
+            "concord diagnose: reading the rotated set as one log, oldest first: {} (--single \
+             reads only {})",
+            names.join(", "),
+            args.log.display()
+        );
+    }
     let mut detector = Detector::default();
-    read_log_lines(&args.log, |line| detector.feed(line))?;
+    for file in &files {
+        read_log_lines(file, |line| detector.feed(line))?;
+    }
     let Some(diagnosis) = detector
         .finish()
         .map(|detected| Diagnosis::from_detected(detected, args.gc_threads))
@@ -798,6 +872,44 @@ mod tests {
         // The gzip magic and nothing that decodes: an error that says so.
         let err = lines_of("bad.gz", &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap_err();
         assert!(err.to_string().contains("does not decompress"), "{err}");
+    }
+
+    /// A rotated set read oldest first by modification time, whichever member names it
+    /// (JDK 9+ `gc.log` current with `gc.log.0`…; JDK 8 `gc.log.N` with `.current`); files of
+    /// other names are left out; `--single` is `run`'s business.
+    #[test]
+    fn rotated_sets_are_found_beside_the_log_and_ordered_by_age() {
+        let dir = std::env::temp_dir().join(format!("concord-rotated-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let at = |s| std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        // Rotation wrapped: .1 is the oldest, then .2, .0, and gc.log is current.
+        for (name, age) in [
+            ("gc.log.1", 100),
+            ("gc.log.2", 200),
+            ("gc.log.0", 300),
+            ("gc.log", 400),
+            ("gc.log.bak", 50),
+            ("other.log.0", 60),
+        ] {
+            let file = fs::File::create(dir.join(name)).unwrap();
+            file.set_modified(at(age)).unwrap();
+        }
+        let names = |log: &str| -> Vec<String> {
+            rotated_set(&dir.join(log))
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let set = ["gc.log.1", "gc.log.2", "gc.log.0", "gc.log"];
+        assert_eq!(names("gc.log"), set);
+        assert_eq!(names("gc.log.2"), set);
+        assert_eq!(names("gc.log.bak"), ["gc.log.bak"]);
+        assert_eq!(names("missing.log"), ["missing.log"]);
+        assert_eq!(rotation_base("gc.log.3.current.gz"), Some("gc.log"));
+        assert_eq!(rotation_base("gc.log"), None);
+        assert_eq!(rotation_base(".7"), None);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Lines end at `\n` or `\r\n`, the last may lack its newline, invalid UTF-8 is replaced,
