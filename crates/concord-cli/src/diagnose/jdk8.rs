@@ -165,6 +165,7 @@ impl Parser {
             sys_ms: None,
             time_to_safepoint_ms: None,
             stopped_ms: None,
+            heap: super::heap_change(&open.tail),
         };
         if pause.real_ms.is_nan() {
             self.pending = Some(pause);
@@ -378,6 +379,11 @@ mod tests {
         assert_eq!((young.what.as_str(), young.time_s), ("GC", Some(41.409)));
         assert!((young.real_ms - 98.4634).abs() < 1e-9);
         assert_eq!(young.user_ms, None);
+        let heap = young.heap.unwrap();
+        assert_eq!(
+            (heap.before_kb, heap.after_kb, heap.capacity_kb),
+            (245_617, 63_556, 956_672)
+        );
         assert_eq!((full.what.as_str(), full.id), ("Full GC", 1));
         assert!((full.real_ms - 500.0).abs() < 1e-9);
     }

@@ -91,6 +91,63 @@ pub struct Pause {
     pub time_to_safepoint_ms: Option<f64>,
     /// The whole time the threads were stopped for this pause, when logged.
     pub stopped_ms: Option<f64>,
+    /// The heap's occupancy before and after, and its capacity, when the pause's own line
+    /// says (`77M->8M(248M)`).
+    pub heap: Option<HeapChange>,
+}
+
+/// A collection's heap figures, in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapChange {
+    /// Occupied before the collection.
+    pub before_kb: u64,
+    /// Occupied after it.
+    pub after_kb: u64,
+    /// The heap's capacity after it.
+    pub capacity_kb: u64,
+}
+
+/// The last `<before>-><after>(<capacity>)` in `text` (`77M->8M(248M)`, `245617K->63556K
+/// (956672K)`, `8944.0M->0.0B(12.1G)`), in KiB.
+fn heap_change(text: &str) -> Option<HeapChange> {
+    let mut found = None;
+    let mut from = 0;
+    while let Some(at) = text[from..].find("->").map(|k| from + k) {
+        from = at + 2;
+        let before_start = text[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .map_or(0, |i| i + 1);
+        let before = size_kb(&text[before_start..at]);
+        let rest = &text[at + 2..];
+        let (after, cap) = rest.split_once('(').unwrap_or((rest, ""));
+        let capacity = cap.split_once(')').and_then(|(c, _)| size_kb(c));
+        if let (Some(before_kb), Some(after_kb), Some(capacity_kb)) =
+            (before, size_kb(after), capacity)
+        {
+            found = Some(HeapChange {
+                before_kb,
+                after_kb,
+                capacity_kb,
+            });
+        }
+    }
+    found
+}
+
+/// `245617K`, `77M`, `12.1G`, `0.0B` in KiB (rounded); `None` for anything else.
+fn size_kb(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let unit = text.chars().last()?;
+    let scale = match unit {
+        'B' => 1.0 / 1024.0,
+        'K' => 1.0,
+        'M' => 1024.0,
+        'G' => 1024.0 * 1024.0,
+        'T' => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let number: f64 = text[..text.len() - 1].parse().ok()?;
+    (number.is_finite() && number >= 0.0).then(|| (number * scale).round() as u64)
 }
 
 /// What a parser found in a log.
@@ -521,6 +578,9 @@ impl Diagnosis {
                     "sys_ms": opt(p.sys_ms),
                     "time_to_safepoint_ms": opt(p.time_to_safepoint_ms),
                     "stopped_ms": opt(p.stopped_ms),
+                    "heap_before_kb": p.heap.map(|h| h.before_kb),
+                    "heap_after_kb": p.heap.map(|h| h.after_kb),
+                    "heap_capacity_kb": p.heap.map(|h| h.capacity_kb),
                     "stalled": s.is_some(),
                 })
             })
@@ -912,6 +972,33 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[test]
+    fn heap_figures_are_read_in_every_unit() {
+        let heap = |b, a, c| {
+            Some(HeapChange {
+                before_kb: b,
+                after_kb: a,
+                capacity_kb: c,
+            })
+        };
+        assert_eq!(
+            heap_change("Pause Young (Normal) 77M->8M(248M)"),
+            heap(78_848, 8_192, 253_952)
+        );
+        assert_eq!(
+            heap_change(
+                "[PSYoungGen: 229368K->32766K(170240K)] 245617K->63556K(956672K), 0.09 secs"
+            ),
+            heap(245_617, 63_556, 956_672)
+        );
+        assert_eq!(
+            heap_change("8944.0M->0.0B(12.1G)"),
+            heap(9_158_656, 0, 12_687_770)
+        );
+        assert_eq!(heap_change("GC(3) Pause Remark 1.500ms"), None);
+        assert_eq!(heap_change("a->b(c)"), None);
+    }
+
     /// Lines end at `\n` or `\r\n`, the last may lack its newline, invalid UTF-8 is replaced,
     /// and a line far longer than any GC log's is cut at `MAX_LINE_BYTES` without being held.
     #[test]
@@ -938,6 +1025,7 @@ mod tests {
             sys_ms: Some(sys),
             time_to_safepoint_ms: None,
             stopped_ms: stopped,
+            heap: None,
         }
     }
 

@@ -73,9 +73,9 @@ fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
     let (head, duration) = rest.rsplit_once(' ')?;
     let real_ms = parse_duration_ms(duration)?;
     // The description without the heap sizes (`77M->8M(248M)`).
-    let what = match head.rsplit_once(' ') {
-        Some((what, sizes)) if sizes.contains("->") => what,
-        _ => head,
+    let (what, heap) = match head.rsplit_once(' ') {
+        Some((what, sizes)) if sizes.contains("->") => (what, super::heap_change(sizes)),
+        _ => (head, None),
     };
     Some(Pause {
         id,
@@ -86,6 +86,7 @@ fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
         sys_ms: None,
         time_to_safepoint_ms: None,
         stopped_ms: None,
+        heap,
     })
 }
 
@@ -136,6 +137,11 @@ mod tests {
             (0, "Pause Young (Allocation Failure)")
         );
         assert_eq!(p.time_s, Some(0.983));
+        let heap = p.heap.unwrap();
+        assert_eq!(
+            (heap.before_kb, heap.after_kb, heap.capacity_kb),
+            (16 << 10, 3 << 10, 61 << 10)
+        );
         assert_eq!(
             (p.real_ms, p.user_ms, p.sys_ms),
             (13.953, Some(20.0), Some(10.0))
