@@ -305,6 +305,10 @@ impl Format {
 pub struct Detector {
     unified: unified::Parser,
     jdk8: jdk8::Parser,
+    /// Lines that look like unified logging of the `gc` tags (`[gc`, `GC(n)`).
+    unified_like: u64,
+    /// Lines that look like a JDK 6-8 log (`[GC`, `[Full GC`, `[Times:`, `CMS-`).
+    jdk8_like: u64,
 }
 
 impl Detector {
@@ -313,8 +317,37 @@ impl Detector {
         if line.bytes().all(|b| b.is_ascii_whitespace()) {
             return;
         }
+        if holds!(line, "[gc") || holds!(line, "GC(") {
+            self.unified_like += 1;
+        } else if holds!(line, "[GC") || holds!(line, "[Full GC") || holds!(line, "[Times:") {
+            self.jdk8_like += 1;
+        }
         self.unified.feed(line);
         self.jdk8.feed(line);
+    }
+
+    /// Why a log in which no pause was found is not read, and what would make it readable.
+    fn why_no_pauses(&self) -> String {
+        const FORMATS: &str = "allowed: HotSpot unified logging -Xlog:gc*, JDK 6-8 -verbose:gc \
+                               or -XX:+PrintGCDetails, concord run --gc-log";
+        if self.unified_like > 0 && self.unified_like >= self.jdk8_like {
+            format!(
+                "it looks like HotSpot unified logging ({} lines of the gc tags) but has no \
+                 pause line (`GC(n) Pause … <duration>`, tag `gc` at level info): log with \
+                 -Xlog:gc*,gc+cpu,safepoint (a selection such as gc+heap or gc=debug alone \
+                 writes none)",
+                self.unified_like
+            )
+        } else if self.jdk8_like > 0 {
+            format!(
+                "it looks like a JDK 6-8 GC log ({} collection lines) but no `[GC …, N secs]` \
+                 or `[Full GC …]` collection could be read to its end (a log cut in the \
+                 middle of each one?)",
+                self.jdk8_like
+            )
+        } else {
+            format!("not a GC log this command reads ({FORMATS})")
+        }
     }
 
     /// The format that found more pauses and what it found; `None` when neither found any.
@@ -798,15 +831,12 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     for file in &files {
         read_log_lines(file, |line| detector.feed(line))?;
     }
+    let why = detector.why_no_pauses();
     let Some(diagnosis) = detector
         .finish()
         .map(|detected| Diagnosis::from_detected(detected, args.gc_threads))
     else {
-        bail!(
-            "{}: no GC pauses found; not a GC log this command reads (allowed: HotSpot unified \
-             logging -Xlog:gc*, JDK 6-8 -verbose:gc or -XX:+PrintGCDetails, concord run --gc-log)",
-            args.log.display()
-        );
+        bail!("{}: no GC pauses found; {why}", args.log.display());
     };
     if args.json {
         outln!("{:#}", diagnosis.to_json())?;
@@ -970,6 +1000,26 @@ mod tests {
         assert_eq!(rotation_base("gc.log"), None);
         assert_eq!(rotation_base(".7"), None);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_log_without_pauses_is_told_what_it_looks_like_and_lacks() {
+        let why = |text: &str| {
+            let mut d = Detector::default();
+            text.lines().for_each(|l| d.feed(l));
+            d.why_no_pauses()
+        };
+        assert!(why(
+            "[0.1s][info][gc,heap] Heap region size: 1M\n[0.2s][info][gc,init] Version: 17\n"
+        )
+        .contains(
+            "looks like HotSpot unified logging (2 lines of the gc tags) but has no pause line"
+        ));
+        assert!(
+            why("1.0: [GC (Allocation Failure) [PSYoungGen: 1K->0K(2K)]\n")
+                .contains("looks like a JDK 6-8 GC log (1 collection lines)")
+        );
+        assert!(why("hello\n").contains("not a GC log this command reads (allowed:"));
     }
 
     #[test]
