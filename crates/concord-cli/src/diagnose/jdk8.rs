@@ -145,7 +145,12 @@ impl Parser {
                 i = at + 1;
                 continue;
             }
-            // Another bracket: a concurrent phase, a G1 detail line, an address range.
+            // Another bracket: a concurrent phase, a G1 detail line, an address range. After a
+            // concurrent phase, a `[Times: …]` is the phase's, not the last pause's.
+            if inner.starts_with("CMS-concurrent") || inner.starts_with("GC concurrent") {
+                self.flush_pending();
+                self.awaiting_times = None;
+            }
             i = match inner.find(']') {
                 Some(e) => at + 1 + e + 1,
                 None => line.len(),
@@ -457,6 +462,18 @@ mod tests {
         assert_eq!(p.what, "GC (Allocation Failure) (concurrent mode failure)");
         assert!((p.real_ms - 2310.0).abs() < 1e-9);
         assert_eq!(p.user_ms, Some(2300.0));
+    }
+
+    /// A pause logged without `[Times: …]` does not take the times of the concurrent phase
+    /// after it.
+    #[test]
+    fn a_concurrent_phase_keeps_its_times() {
+        let log = parse(
+            "1.0: [GC 1.0: [ParNew: 100K->10K(200K), 0.0100000 secs] 300K->210K(1000K), 0.0110000 secs]\n\
+             1.1: [CMS-concurrent-mark: 0.500/0.600 secs] [Times: user=1.00 sys=0.50, real=0.60 secs]\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert_eq!((log.pauses[0].user_ms, log.pauses[0].sys_ms), (None, None));
     }
 
     /// G1 with `-verbose:gc` only: pauses without `[Times: …]`, concurrent phases skipped,
