@@ -307,7 +307,7 @@ pub struct Detector {
     jdk8: jdk8::Parser,
     /// Lines that look like unified logging of the `gc` tags (`[gc`, `GC(n)`).
     unified_like: u64,
-    /// Lines that look like a JDK 6-8 log (`[GC`, `[Full GC`, `[Times:`, `CMS-`).
+    /// Lines that look like a JDK 6-8 log (`[GC`, `[Full GC`, `[Times:`).
     jdk8_like: u64,
 }
 
@@ -334,8 +334,8 @@ impl Detector {
             format!(
                 "it looks like HotSpot unified logging ({} lines of the gc tags) but has no \
                  pause line (`GC(n) Pause … <duration>`, tag `gc` at level info): log with \
-                 -Xlog:gc*,gc+cpu,safepoint (a selection such as gc+heap or gc=debug alone \
-                 writes none)",
+                 -Xlog:gc*,gc+cpu,safepoint (a selection such as gc+heap or gc=warning \
+                 alone writes none)",
                 self.unified_like
             )
         } else if self.jdk8_like > 0 {
