@@ -582,7 +582,7 @@ impl Diagnosis {
     }
 
     /// The diagnosis as the JSON object `--json` prints.
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> JsonDocument<'_> {
         let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
         let stalled: Vec<Value> = self
             .stalls()
@@ -598,42 +598,67 @@ impl Diagnosis {
                 })
             })
             .collect();
-        let records: Vec<Value> = self
-            .pauses
-            .iter()
-            .map(|(p, s)| {
-                json!({
-                    "id": p.id,
-                    "time_s": opt(p.time_s),
-                    "what": p.what,
-                    "real_ms": p.real_ms,
-                    "user_ms": opt(p.user_ms),
-                    "sys_ms": opt(p.sys_ms),
-                    "time_to_safepoint_ms": opt(p.time_to_safepoint_ms),
-                    "stopped_ms": opt(p.stopped_ms),
-                    "heap_before_kb": p.heap.map(|h| h.before_kb),
-                    "heap_after_kb": p.heap.map(|h| h.after_kb),
-                    "heap_capacity_kb": p.heap.map(|h| h.capacity_kb),
-                    "stalled": s.is_some(),
-                })
-            })
-            .collect();
         let over: serde_json::Map<String, Value> = OVER_MS
             .iter()
             .map(|ms| (ms.to_string(), json!(self.over(*ms))))
             .collect();
-        json!({
-            "format": self.format.name(),
-            "gc_threads": self.threads,
-            "gc_threads_from": self.threads_from,
-            "pauses": self.pauses.len(),
-            "pause_total_ms": self.total_ms(),
-            "pause_max_ms": self.max_ms(),
-            "over_ms": over,
-            "stalled": stalled,
-            "records": records,
-            "advice": self.advice(),
-        })
+        JsonDocument {
+            advice: self.advice(),
+            format: self.format.name(),
+            gc_threads: self.threads,
+            gc_threads_from: self.threads_from,
+            over_ms: over,
+            pause_max_ms: self.max_ms(),
+            pause_total_ms: self.total_ms(),
+            pauses: self.pauses.len(),
+            records: Records(&self.pauses),
+            stalled,
+        }
+    }
+}
+
+/// The `--json` document. Its keys are in alphabetical order, as a `serde_json::Value` prints
+/// them; its records are serialized one by one as the document is written, not built first (a
+/// log of many pauses would otherwise be held twice, the second time as a tree of values).
+#[derive(serde::Serialize)]
+pub struct JsonDocument<'a> {
+    advice: Vec<String>,
+    format: &'static str,
+    gc_threads: u32,
+    gc_threads_from: &'static str,
+    over_ms: serde_json::Map<String, Value>,
+    pause_max_ms: f64,
+    pause_total_ms: f64,
+    pauses: usize,
+    records: Records<'a>,
+    stalled: Vec<Value>,
+}
+
+/// Every pause with its verdict, serialized as the JSON array `records`.
+pub struct Records<'a>(&'a [(Pause, Option<Stall>)]);
+
+impl serde::Serialize for Records<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for (p, s) in self.0 {
+            seq.serialize_element(&json!({
+                "id": p.id,
+                "time_s": opt(p.time_s),
+                "what": p.what,
+                "real_ms": p.real_ms,
+                "user_ms": opt(p.user_ms),
+                "sys_ms": opt(p.sys_ms),
+                "time_to_safepoint_ms": opt(p.time_to_safepoint_ms),
+                "stopped_ms": opt(p.stopped_ms),
+                "heap_before_kb": p.heap.map(|h| h.before_kb),
+                "heap_after_kb": p.heap.map(|h| h.after_kb),
+                "heap_capacity_kb": p.heap.map(|h| h.capacity_kb),
+                "stalled": s.is_some(),
+            }))?;
+        }
+        seq.end()
     }
 }
 
@@ -839,7 +864,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         bail!("{}: no GC pauses found; {why}", args.log.display());
     };
     if args.json {
-        outln!("{:#}", diagnosis.to_json())?;
+        crate::console::write_out_json(&diagnosis.to_json())?;
     } else {
         print_text(&args.log, &diagnosis)?;
     }
