@@ -565,7 +565,7 @@ fn parse_sizes(text: &str) -> Option<(u64, u64, u64)> {
 }
 
 /// `512K`, `20M`, `1G`, `100B` (HotSpot's units, powers of 1024) as KiB.
-fn parse_size_kb(text: &str) -> Option<u64> {
+pub(crate) fn parse_size_kb(text: &str) -> Option<u64> {
     let unit = text.chars().last()?;
     let kb_per_unit = match unit {
         'B' => 1.0 / 1024.0,

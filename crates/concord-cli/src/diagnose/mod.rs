@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 
 use crate::console::{errln, outln};
 use crate::flags::count_in;
+use crate::hotspot::parse_size_kb;
 
 /// Pauses shorter than this are never called a stall: a few milliseconds of scheduling noise
 /// are not what 002 is about.
@@ -117,6 +118,7 @@ fn heap_change(text: &str) -> Option<HeapChange> {
         let before_start = text[..at]
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
             .map_or(0, |i| i + 1);
+        let size_kb = |t: &str| parse_size_kb(t.trim());
         let before = size_kb(&text[before_start..at]);
         let rest = &text[at + 2..];
         let (after, cap) = rest.split_once('(').unwrap_or((rest, ""));
@@ -132,22 +134,6 @@ fn heap_change(text: &str) -> Option<HeapChange> {
         }
     }
     found
-}
-
-/// `245617K`, `77M`, `12.1G`, `0.0B` in KiB (rounded); `None` for anything else.
-fn size_kb(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let unit = text.chars().last()?;
-    let scale = match unit {
-        'B' => 1.0 / 1024.0,
-        'K' => 1.0,
-        'M' => 1024.0,
-        'G' => 1024.0 * 1024.0,
-        'T' => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let number: f64 = text[..text.len() - 1].parse().ok()?;
-    (number.is_finite() && number >= 0.0).then(|| (number * scale).round() as u64)
 }
 
 /// What a parser found in a log.
