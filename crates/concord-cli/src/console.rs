@@ -45,17 +45,6 @@ pub fn write_out(text: fmt::Arguments<'_>) -> Result<(), StdoutError> {
     write_and_flush(&mut io::stdout().lock(), text).map_err(StdoutError)
 }
 
-/// Writes `value` to standard output as pretty-printed JSON and a newline, serializing it as it
-/// is written (a large document is never held as text), checked as [`write_out`] is.
-pub fn write_out_json(value: &impl serde::Serialize) -> Result<(), StdoutError> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
-}
-
 /// Prints clap's help, version or usage error where clap puts it; help and the version go to
 /// standard output, checked as [`write_out`] is (clap's own failures on stderr are ignored).
 pub fn print_clap(e: &clap::Error) -> Result<(), StdoutError> {

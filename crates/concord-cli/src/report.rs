@@ -17,8 +17,8 @@
 
 mod kinds;
 mod model;
-mod page;
-mod plots;
+pub(crate) mod page;
+pub(crate) mod plots;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,21 +58,26 @@ fn write(dir: &Path, output: Option<&Path>) -> anyhow::Result<(PathBuf, model::E
 /// exist, and the path, if it exists, must be a regular file: the page is renamed into place,
 /// which would replace a device (`-o /dev/full`) or a directory entry of another kind. A write
 /// that fails after that is a failed run.
-fn check_output(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_output(path: &Path) -> anyhow::Result<()> {
+    check_output_file("--output", path)
+}
+
+/// [`check_output`] for the flag `flag` of any command that writes a page.
+pub(crate) fn check_output_file(flag: &str, path: &Path) -> anyhow::Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     if !parent.is_dir() {
         anyhow::bail!(
-            "--output: cannot write {}: {} is not a directory",
+            "{flag}: cannot write {}: {} is not a directory",
             path.display(),
             parent.display()
         );
     }
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => anyhow::bail!(
-            "--output: {} exists and is not a regular file (the page replaces the file it is \
+            "{flag}: {} exists and is not a regular file (the page replaces the file it is \
              written to)",
             path.display()
         ),

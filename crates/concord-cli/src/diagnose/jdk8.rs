@@ -17,16 +17,26 @@
 //! lines, heap address ranges such as `[0x…, 0x…)`) are not pauses and are skipped. JDK 8
 //! numbers no collections, so a pause's id is its position in the log.
 
-use super::{attach_stop, gc_threads_in, number_after, seconds_ms, stop_of, Parsed, Pause};
+use super::{
+    attach_stop, gc_threads_in, holds, number_after, seconds_ms, stop_of, LineRef, Parsed, Pause,
+    Phase,
+};
 
 /// The pauses and GC thread count of a pre-unified HotSpot log (no pauses: not such a log).
 #[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
     let mut parser = Parser::default();
-    for line in text.lines() {
-        parser.feed(line);
+    for (n, line) in text.lines().enumerate() {
+        parser.feed(
+            line,
+            LineRef {
+                file: 0,
+                line: n as u64 + 1,
+            },
+        );
     }
-    parser.finish()
+    parser.finish();
+    parser.log
 }
 
 /// A collection whose bracket is still open.
@@ -42,11 +52,17 @@ struct Open {
     tail: String,
     /// Lines the bracket has spanned so far.
     lines: usize,
+    /// Where it began.
+    at: LineRef,
     /// What the collection's text says happened inside it.
     concurrent_mode_failure: bool,
     promotion_failed: bool,
+    to_space_exhausted: bool,
     cms_initial_mark: bool,
     cms_remark: bool,
+    /// A generation collected on one thread: `DefNew`, `Tenured`, `PSOldGen`, `CMS:` (the
+    /// foreground collection).
+    serial_generation: bool,
 }
 
 /// Characters of a collection's name kept, and of its end kept for the wall time.
@@ -63,20 +79,39 @@ const MAX_RECORD_LINES: usize = 1_000;
 pub struct Parser {
     log: Parsed,
     open: Option<Open>,
-    /// The last pause closed, while its `[Times: …]` may still follow.
-    awaiting_times: Option<usize>,
+    /// The last pause pushed still waits for its `[Times: …]`.
+    awaiting_times: bool,
     /// A closed collection with no `N secs` of its own, waiting for `[Times: …]`'s `real=`.
     pending: Option<Pause>,
+    /// The log is G1's (JDK 7/8): its full collections run on one thread.
+    g1: bool,
 }
 
 impl Parser {
-    /// Reads one line.
-    pub fn feed(&mut self, line: &str) {
+    /// What the lines held so far.
+    pub fn log(&self) -> &Parsed {
+        &self.log
+    }
+
+    /// The same, to take settled pauses and phases from.
+    pub fn log_mut(&mut self) -> &mut Parsed {
+        &mut self.log
+    }
+
+    /// Reads one line, found at `at`.
+    pub fn feed(&mut self, line: &str, at: LineRef) {
+        if self.open.is_none() && !known_outside_collection(line) {
+            self.log.unrecognized_line(at, line);
+            return;
+        }
         self.log.note_gc_threads(gc_threads_in(line));
+        if !self.g1 && (holds!(line, "G1") || holds!(line, "garbage-first")) {
+            self.g1 = true;
+        }
         if self.open.is_none() {
             if let Some(stop) = stop_of(line) {
                 self.flush_pending();
-                self.awaiting_times = None;
+                self.awaiting_times = false;
                 attach_stop(&mut self.log.pauses, stop);
                 return;
             }
@@ -125,34 +160,39 @@ impl Parser {
             let Some(k) = line[i..].find('[') else {
                 return;
             };
-            let at = i + k;
-            let inner = &line[at + 1..];
+            let at_bracket = i + k;
+            let inner = &line[at_bracket + 1..];
             if inner.starts_with("Times:") {
-                let end = inner.find(']').map_or(line.len(), |e| at + 1 + e);
-                self.times(&line[at..end]);
+                let end = inner.find(']').map_or(line.len(), |e| at_bracket + 1 + e);
+                self.times(&line[at_bracket..end]);
                 i = end + 1;
                 segment = i;
                 continue;
             }
             if opens_collection(inner) {
                 self.flush_pending();
-                self.awaiting_times = None;
+                self.awaiting_times = false;
                 self.open = Some(Open {
-                    time_s: uptime_of(&line[segment..at]),
+                    time_s: uptime_of(&line[segment..at_bracket]),
                     depth: 1,
+                    at,
                     ..Open::default()
                 });
-                i = at + 1;
+                i = at_bracket + 1;
                 continue;
             }
             // Another bracket: a concurrent phase, a G1 detail line, an address range. After a
             // concurrent phase, a `[Times: …]` is the phase's, not the last pause's.
+            let close = inner.find(']');
             if inner.starts_with("CMS-concurrent") || inner.starts_with("GC concurrent") {
                 self.flush_pending();
-                self.awaiting_times = None;
+                self.awaiting_times = false;
+                if let Some(phase) = phase_of(&inner[..close.unwrap_or(inner.len())]) {
+                    self.log.phases.push(phase);
+                }
             }
-            i = match inner.find(']') {
-                Some(e) => at + 1 + e + 1,
+            i = match close {
+                Some(e) => at_bracket + 1 + e + 1,
                 None => line.len(),
             };
             segment = i;
@@ -161,16 +201,19 @@ impl Parser {
 
     /// A collection's outermost bracket closed.
     fn close(&mut self, open: Open) {
-        let pause = Pause {
-            id: 0,
-            time_s: open.time_s,
-            what: open.name(),
-            real_ms: last_secs(&open.tail).unwrap_or(f64::NAN),
-            user_ms: None,
-            sys_ms: None,
-            time_to_safepoint_ms: None,
-            stopped_ms: None,
-            heap: super::heap_change(&open.tail),
+        let what = open.name();
+        let mut pause = Pause::new(what, last_secs(&open.tail).unwrap_or(f64::NAN), open.at);
+        pause.time_s = open.time_s;
+        pause.heap = super::heap_change(&open.tail);
+        pause.serial = open.serial_generation || (self.g1 && pause.what.starts_with("Full GC"));
+        pause.failure = if open.concurrent_mode_failure {
+            Some("concurrent mode failure")
+        } else if open.promotion_failed {
+            Some("promotion failed")
+        } else if open.to_space_exhausted {
+            Some("to-space exhausted")
+        } else {
+            None
         };
         if pause.real_ms.is_nan() {
             self.pending = Some(pause);
@@ -180,9 +223,9 @@ impl Parser {
     }
 
     fn push(&mut self, mut pause: Pause) {
-        pause.id = self.log.pauses.len() as u64;
-        self.log.pauses.push(pause);
-        self.awaiting_times = Some(self.log.pauses.len() - 1);
+        pause.id = self.log.found;
+        self.log.push(pause);
+        self.awaiting_times = true;
     }
 
     /// A collection closed without `N secs` is dropped if no `[Times: …]` gave its wall time.
@@ -202,16 +245,18 @@ impl Parser {
             pause.real_ms = real_ms;
             self.push(pause);
         }
-        if let Some(index) = self.awaiting_times.take() {
-            let pause = &mut self.log.pauses[index];
-            pause.user_ms = user_ms;
-            pause.sys_ms = sys_ms;
+        if std::mem::take(&mut self.awaiting_times) {
+            if let Some(pause) = self.log.pauses.last_mut() {
+                pause.user_ms = user_ms;
+                pause.sys_ms = sys_ms;
+            }
         }
     }
 
-    /// What the lines held.
-    pub fn finish(self) -> Parsed {
-        self.log
+    /// Ends the log (a collection still open was cut off and is not a pause).
+    pub fn finish(&mut self) {
+        self.open = None;
+        self.pending = None;
     }
 }
 
@@ -236,11 +281,17 @@ impl Open {
     /// Notes what the rest of a line says about the collection.
     fn note(&mut self, text: &str) {
         // Each phrase below holds one of these (most of a record holds neither).
-        if !super::holds!(text, "fail") && !super::holds!(text, "CMS-") {
+        self.serial_generation |= holds!(text, "[DefNew")
+            || holds!(text, "[Tenured")
+            || holds!(text, "[PSOldGen")
+            || holds!(text, "[CMS:");
+        if !holds!(text, "fail") && !holds!(text, "CMS-") && !holds!(text, "to-space") {
             return;
         }
         self.concurrent_mode_failure |= text.contains("concurrent mode failure");
         self.promotion_failed |= text.contains("promotion failed");
+        self.to_space_exhausted |=
+            text.contains("to-space exhausted") || text.contains("to-space overflow");
         self.cms_initial_mark |= text.contains("CMS-initial-mark");
         self.cms_remark |= text.contains("CMS-remark");
     }
@@ -295,8 +346,120 @@ fn opens_collection(inner: &str) -> bool {
     }
 }
 
+/// `CMS-concurrent-mark: 0.521/0.549 secs` (CPU / wall) or `GC concurrent-mark-end, 0.0123
+/// secs` (G1) as a phase with its wall time; the `-start` lines have none and are no phase.
+fn phase_of(inner: &str) -> Option<Phase> {
+    let ms = last_secs(inner)?;
+    let what = inner
+        .split([':', ','])
+        .next()
+        .unwrap_or(inner)
+        .trim()
+        .trim_end_matches("-end");
+    Some(Phase {
+        what: what.to_string(),
+        ms,
+    })
+}
+
+/// Whether a line outside any collection is one a JDK 6-8 JVM writes into its GC log: a
+/// bracket (a collection, `[Times: …]`, a concurrent phase, G1's details and ergonomics, CMS's
+/// abortable preclean), after the time stamps if any; `-XX:+PrintHeapAtGC`'s blocks;
+/// `-XX:+PrintTenuringDistribution`; `-XX:+PrintGCApplicationStoppedTime` and
+/// `…ConcurrentTime`; `-XX:+PrintSafepointStatistics`; `-XX:+PrintAdaptiveSizePolicy`;
+/// `-XX:+PrintFLSStatistics`; the header of a log file (JVM version, memory, command line,
+/// rotation notes).
+fn known_outside_collection(line: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "Heap",
+        "}",
+        "{",
+        "Total time for which",
+        "Application time:",
+        "Desired survivor size",
+        "- age",
+        "CommandLine flags:",
+        "OpenJDK",
+        "Java HotSpot",
+        "Memory:",
+        "par new generation",
+        "def new generation",
+        "eden space",
+        "from space",
+        "to space",
+        "concurrent mark-sweep generation",
+        "concurrent-mark-sweep perm gen",
+        "tenured generation",
+        "the space",
+        "compacting perm gen",
+        "Metaspace",
+        "class space",
+        "PSYoungGen",
+        "ParOldGen",
+        "PSOldGen",
+        "PSPermGen",
+        "object space",
+        "garbage-first heap",
+        "region size",
+        "No shared spaces configured",
+        "ro space",
+        "rw space",
+        "md space",
+        "mc space",
+        "vmop",
+        "Polling page",
+        "AdaptiveSize",
+        "PSAdaptiveSize",
+        "PSYoungGen::",
+        "avg_",
+        "Before GC:",
+        "After GC:",
+        "Statistics for",
+        "Total Free Space:",
+        "Max   Chunk Size:",
+        "Number of Blocks:",
+        "Av.  Block  Size:",
+        "Tree      Height:",
+        "---",
+        "ParNew",
+        "DefNew",
+        "CMS",
+        "G1",
+        "Concurrent",
+        "Finished",
+        "GC locker",
+        "Cancelling concurrent GC",
+        "Clearing",
+        "Setting",
+    ];
+    let trimmed = line.trim();
+    let rest = after_stamps(trimmed);
+    if rest.starts_with('[') || PREFIXES.iter().any(|p| rest.starts_with(p)) {
+        return true;
+    }
+    // `-XX:+PrintSafepointStatistics` rows (`12.345: ParallelGCFailedAllocation [ 10 0 0 ]
+    // …`), a log file's rotation notes (`2016-01-14 22:08:28 GC log file created …`), a
+    // stamped line with a bracket in it.
+    holds!(trimmed, "GC log file") || (rest.len() < trimmed.len() && holds!(rest, "["))
+}
+
+/// `text` without the stamps before it (`2016-01-14T22:08:28.028+0000: 312052.604: `).
+fn after_stamps(mut text: &str) -> &str {
+    while let Some((stamp, rest)) = text.split_once(": ") {
+        let is_stamp = !stamp.is_empty()
+            && stamp
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b".-+:T".contains(&b));
+        if !is_stamp {
+            break;
+        }
+        text = rest.trim_start();
+    }
+    text
+}
+
 /// At most `bytes` bytes of `text`, cut on a character boundary.
-fn prefix(text: &str, bytes: usize) -> &str {
+pub(super) fn prefix(text: &str, bytes: usize) -> &str {
     let mut end = bytes.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -1,31 +1,20 @@
-//! `concord diagnose <gc-log> [--json]`: reads a GC log and says which pauses the OS caused
-//! (paper 002), with advice that fits what it saw.
+//! `concord diagnose <gc-log> [--json] [--html FILE]`: reads a GC log and says which pauses
+//! the OS caused (paper 002), what else went wrong (long time to safepoint, serial
+//! collections, promotion and evacuation failures, explicit collections, a heap too small),
+//! with the lines that show it and advice that fits.
 //!
 //! Formats, detected from the text: unified logging (HotSpot 9+ `-Xlog:gc*`, also
 //! `gc+cpu` and `safepoint`; Concord's own `--gc-log` is one instance, [`unified`]) and the
 //! logs of JDK 6–8 (`-verbose:gc` or `-XX:+PrintGCDetails`, every collector, [`jdk8`]).
-//!
-//! The verdict. A pause is an OS stall when it is at least [`STALL_FLOOR_MS`] long and one of:
-//! - *off-CPU*: its wall time `real` exceeds [`OFF_CPU_FACTOR`] × (user + sys) / GC threads
-//!   plus [`CPU_RESOLUTION_MS`] (the logs round CPU times to 10 ms): the GC threads did not
-//!   run for most of the pause, blocked in the kernel (a log `write()` behind writeback,
-//!   swap-in) or off the CPU (002 Fig. 4: real 11.45 s for user 0.18 s + sys 0.01 s). The
-//!   thread count comes from `--gc-threads`, else from the log (`Parallel Workers: N`,
-//!   `Using N workers`, `GC Workers: N`, `ParallelGCThreads=N`), else it is taken as 1, which
-//!   flags only pauses whose real exceeds twice the whole CPU time, never a busy parallel one;
-//! - *outside the collection*: the threads were stopped (the `safepoint` line, JDK 8's
-//!   `Total time for which application threads were stopped`) for more than twice the
-//!   collection and [`STALL_FLOOR_MS`] beyond it: the pause went on after the collection,
-//!   typically writing the GC log (002 Fig. 8), or before it, reaching the safepoint;
-//! - *kernel*: sys is at least [`STALL_FLOOR_MS`] and above user: the GC threads spent the
-//!   pause in the kernel (page faults, THP compaction, direct reclaim, swapping; 002 §3).
-//!
-//! A collector that works on one thread (Serial, CMS's foreground full collection) needs
-//! `--gc-threads 1`, or its long pauses look off-CPU. Pause lengths in the summary (total,
-//! longest, the counts over 250/500/1000/2000 ms) are the time the threads were stopped where
-//! the log has it, which is what a request waits, else the collection's real time.
+//! The log is read once, line by line ([`read_log_lines`]); both parsers read it until one
+//! finds a pause, then that one alone. Each pause is handed on once no later line can change
+//! it and is judged ([`judge`]) and written out at once ([`digest`]): memory stays bounded
+//! whatever the log's length. Lines neither parser recognizes are counted and quoted.
 
+mod digest;
+mod html;
 mod jdk8;
+mod judge;
 mod unified;
 
 use std::fs;
@@ -34,21 +23,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use serde_json::{json, Value};
 
-use crate::console::{errln, outln};
+use crate::console::errln;
 use crate::flags::count_in;
 use crate::hotspot::parse_size_kb;
 
-/// Pauses shorter than this are never called a stall: a few milliseconds of scheduling noise
-/// are not what 002 is about.
-pub const STALL_FLOOR_MS: f64 = 50.0;
-/// How far real must exceed (user + sys) / threads to count as off-CPU.
-pub const OFF_CPU_FACTOR: f64 = 2.0;
-/// The resolution of logged CPU times (`User=0.01s`, `user=0.18`).
-pub const CPU_RESOLUTION_MS: f64 = 10.0;
-/// The pause lengths counted in the summary, as 002's tables do.
-pub const OVER_MS: [u32; 4] = [250, 500, 1000, 2000];
 /// The most GC threads `--gc-threads` accepts.
 const MAX_GC_THREADS: u32 = 4096;
 
@@ -66,6 +45,10 @@ pub struct DiagnoseArgs {
     /// Print the diagnosis as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Also write the diagnosis as one offline HTML page to FILE: the pause timeline
+    /// coloured by verdict, heap occupancy, the pause histogram and the findings.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// GC threads of the logged JVM, used when judging real against user+sys (default: what
     /// the log says, else 1).
     #[arg(long = "gc-threads", value_name = "N", value_parser = count_in(1, MAX_GC_THREADS))]
@@ -95,6 +78,54 @@ pub struct Pause {
     /// The heap's occupancy before and after, and its capacity, when the pause's own line
     /// says (`77M->8M(248M)`).
     pub heap: Option<HeapChange>,
+    /// Where its record begins in the log.
+    pub at: LineRef,
+    /// Whether the collection ran on one thread: the Serial collector, Parallel Scavenge's
+    /// serial old generation (`PSOldGen`), CMS's foreground collection, G1's full collection
+    /// before JDK 10.
+    pub serial: bool,
+    /// The failure the record names: `promotion failed`, `concurrent mode failure`,
+    /// `to-space exhausted`, `evacuation failure`, `degenerated`.
+    pub failure: Option<&'static str>,
+}
+
+impl Pause {
+    /// A pause named `what` lasting `real_ms`, beginning at `at`, with nothing else known yet.
+    pub fn new(what: String, real_ms: f64, at: LineRef) -> Pause {
+        Pause {
+            id: 0,
+            time_s: None,
+            what,
+            real_ms,
+            user_ms: None,
+            sys_ms: None,
+            time_to_safepoint_ms: None,
+            stopped_ms: None,
+            heap: None,
+            at,
+            serial: false,
+            failure: None,
+        }
+    }
+}
+
+/// A place in the log: the file of a rotated set (its index, oldest first) and the line in it
+/// (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineRef {
+    /// Index of the file in the set read.
+    pub file: u32,
+    /// Line number in that file, from 1.
+    pub line: u64,
+}
+
+/// A concurrent phase (not a pause): the mutators ran meanwhile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// What the log calls it, e.g. `Concurrent Mark`, `CMS-concurrent-sweep`.
+    pub what: String,
+    /// Its wall time.
+    pub ms: f64,
 }
 
 /// A collection's heap figures, in KiB.
@@ -136,18 +167,59 @@ fn heap_change(text: &str) -> Option<HeapChange> {
     found
 }
 
-/// What a parser found in a log.
+/// What a parser found in a log so far. The driver takes the pauses that can no longer change
+/// ([`Parsed::settled`]) and the phases as they come, so that memory does not grow with the log.
 #[derive(Debug, Default)]
 pub struct Parsed {
-    /// Every pause, in log order.
+    /// The pauses not yet taken, in log order.
     pub pauses: Vec<Pause>,
+    /// Concurrent phases not yet taken, in log order.
+    pub phases: Vec<Phase>,
     /// GC threads named in the log (the largest number seen).
     pub gc_threads: Option<u32>,
     /// Whether the log says it was written by Concord.
     pub concord: bool,
+    /// Pauses found so far, taken or not.
+    pub found: u64,
+    /// Lines the parser did not recognize.
+    pub unrecognized: u64,
+    /// The first few of them, with where they are (cut to [`EXAMPLE_CHARS`]).
+    pub unrecognized_examples: Vec<(LineRef, String)>,
 }
 
+/// Pauses a parser keeps after they are logged, while a later line may still add to them
+/// (`gc+cpu`, a safepoint, `[Times: …]`; a ZGC cycle's CPU line comes after its three pauses).
+const UNSETTLED_PAUSES: usize = 16;
+/// Unrecognized lines quoted in the output.
+const EXAMPLES_KEPT: usize = 5;
+/// Characters of an unrecognized line quoted.
+const EXAMPLE_CHARS: usize = 160;
+
 impl Parsed {
+    /// Adds a pause.
+    fn push(&mut self, pause: Pause) {
+        self.found += 1;
+        self.pauses.push(pause);
+    }
+
+    /// The pauses no later line can change (all of them at the end of the log, `all`).
+    pub fn settled(&mut self, all: bool) -> std::vec::Drain<'_, Pause> {
+        let keep = if all { 0 } else { UNSETTLED_PAUSES };
+        let n = self.pauses.len().saturating_sub(keep);
+        // Drained in batches, so that a log of many pauses does not shift the window each line.
+        let n = if all || n >= UNSETTLED_PAUSES { n } else { 0 };
+        self.pauses.drain(..n)
+    }
+
+    /// Counts a line not recognized at `at`.
+    fn unrecognized_line(&mut self, at: LineRef, line: &str) {
+        self.unrecognized += 1;
+        if self.unrecognized_examples.len() < EXAMPLES_KEPT {
+            let cut = jdk8::prefix(line.trim_end(), EXAMPLE_CHARS).to_string();
+            self.unrecognized_examples.push((at, cut));
+        }
+    }
+
     fn note_gc_threads(&mut self, threads: Option<u32>) {
         if let Some(n) = threads.filter(|n| *n > 0) {
             self.gc_threads = Some(self.gc_threads.map_or(n, |m| m.max(n)));
@@ -285,12 +357,14 @@ impl Format {
     }
 }
 
-/// Both formats' parsers fed the same lines, one at a time: a log is read once, streaming,
-/// in whichever format finds more pauses in it.
+/// Both formats' parsers fed the same lines, one at a time, until one of them finds a pause:
+/// from then on the log is read in that format only (a log is read once, streaming).
 #[derive(Debug, Default)]
 pub struct Detector {
     unified: unified::Parser,
     jdk8: jdk8::Parser,
+    /// The format chosen at the first pause.
+    chosen: Option<Format>,
     /// Lines that look like unified logging of the `gc` tags (`[gc`, `GC(n)`).
     unified_like: u64,
     /// Lines that look like a JDK 6-8 log (`[GC`, `[Full GC`, `[Times:`).
@@ -298,18 +372,50 @@ pub struct Detector {
 }
 
 impl Detector {
-    /// Reads one line (a blank one says nothing to either format).
-    pub fn feed(&mut self, line: &str) {
+    /// Reads one line, found at `at` (a blank one says nothing to either format).
+    pub fn feed(&mut self, line: &str, at: LineRef) {
         if line.bytes().all(|b| b.is_ascii_whitespace()) {
             return;
+        }
+        match self.chosen {
+            Some(Format::Jdk8) => return self.jdk8.feed(line, at),
+            Some(_) => return self.unified.feed(line, at),
+            None => {}
         }
         if holds!(line, "[gc") || holds!(line, "GC(") {
             self.unified_like += 1;
         } else if holds!(line, "[GC") || holds!(line, "[Full GC") || holds!(line, "[Times:") {
             self.jdk8_like += 1;
         }
-        self.unified.feed(line);
-        self.jdk8.feed(line);
+        self.unified.feed(line, at);
+        self.jdk8.feed(line, at);
+        if self.unified.log().found > 0 {
+            self.chosen = Some(if self.unified.log().concord {
+                Format::Concord
+            } else {
+                Format::Unified
+            });
+        } else if self.jdk8.log().found > 0 {
+            self.chosen = Some(Format::Jdk8);
+        }
+    }
+
+    /// The format chosen and what its parser holds, once a pause was found.
+    pub fn chosen(&mut self) -> Option<(Format, &mut Parsed)> {
+        let format = self.chosen?;
+        Some(match format {
+            Format::Jdk8 => (format, self.jdk8.log_mut()),
+            _ => (format, self.unified.log_mut()),
+        })
+    }
+
+    /// Ends the log: what the parser still holds becomes settled.
+    pub fn finish(&mut self) {
+        match self.chosen {
+            Some(Format::Jdk8) => self.jdk8.finish(),
+            Some(_) => self.unified.finish(),
+            None => {}
+        }
     }
 
     /// Why a log in which no pause was found is not read, and what would make it readable.
@@ -334,317 +440,6 @@ impl Detector {
         } else {
             format!("not a GC log this command reads ({FORMATS})")
         }
-    }
-
-    /// The format that found more pauses and what it found; `None` when neither found any.
-    pub fn finish(self) -> Option<(Format, Parsed)> {
-        let unified = self.unified.finish();
-        let jdk8 = self.jdk8.finish();
-        let (format, parsed) = if unified.pauses.len() >= jdk8.pauses.len() {
-            let format = if unified.concord {
-                Format::Concord
-            } else {
-                Format::Unified
-            };
-            (format, unified)
-        } else {
-            (Format::Jdk8, jdk8)
-        };
-        (!parsed.pauses.is_empty()).then_some((format, parsed))
-    }
-}
-
-/// Why a pause counts as an OS stall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    /// Real far above (user + sys) / threads.
-    OffCpu,
-    /// Stopped far longer than the collection.
-    OutsideCollection,
-    /// Most CPU time in the kernel.
-    Kernel,
-}
-
-impl Cause {
-    fn name(self) -> &'static str {
-        match self {
-            Cause::OffCpu => "off-cpu",
-            Cause::OutsideCollection => "outside-collection",
-            Cause::Kernel => "kernel",
-        }
-    }
-}
-
-/// The stall verdict on one pause: its causes and a sentence on each.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stall {
-    /// Every cause that applies, in the order of [`Cause`].
-    pub causes: Vec<Cause>,
-    /// Why, with the figures.
-    pub reason: String,
-}
-
-/// The verdict on `pause` for a JVM with `threads` GC threads; `None` if it is no OS stall.
-pub fn verdict(pause: &Pause, threads: u32) -> Option<Stall> {
-    let mut causes = Vec::new();
-    let mut reasons = Vec::new();
-    let longest = pause.real_ms.max(pause.stopped_ms.unwrap_or(0.0));
-    if longest < STALL_FLOOR_MS {
-        return None;
-    }
-    if let (Some(user), Some(sys)) = (pause.user_ms, pause.sys_ms) {
-        let busy_ms = (user + sys) / f64::from(threads);
-        if pause.real_ms >= STALL_FLOOR_MS
-            && pause.real_ms > OFF_CPU_FACTOR * busy_ms + CPU_RESOLUTION_MS
-        {
-            causes.push(Cause::OffCpu);
-            reasons.push(format!(
-                "real {:.0} ms but user+sys {:.0} ms over {threads} GC thread(s) keeps them \
-                 busy {busy_ms:.0} ms: the GC threads waited off the CPU",
-                pause.real_ms,
-                user + sys
-            ));
-        }
-    }
-    if let Some(stopped) = pause.stopped_ms {
-        if stopped >= pause.real_ms + STALL_FLOOR_MS && stopped > OFF_CPU_FACTOR * pause.real_ms {
-            causes.push(Cause::OutsideCollection);
-            let safepoint = pause
-                .time_to_safepoint_ms
-                .map(|t| format!(" ({t:.3} ms of it reaching the safepoint)"))
-                .unwrap_or_default();
-            reasons.push(format!(
-                "threads stopped {stopped:.0} ms for a {:.0} ms collection{safepoint}: the \
-                 pause went on outside the collection",
-                pause.real_ms
-            ));
-        }
-    }
-    if let (Some(user), Some(sys)) = (pause.user_ms, pause.sys_ms) {
-        if sys >= STALL_FLOOR_MS && sys > user {
-            causes.push(Cause::Kernel);
-            reasons.push(format!(
-                "sys {sys:.0} ms above user {user:.0} ms: the GC threads worked in the kernel"
-            ));
-        }
-    }
-    (!causes.is_empty()).then(|| Stall {
-        causes,
-        reason: reasons.join("; "),
-    })
-}
-
-/// The whole diagnosis of a log.
-#[derive(Debug)]
-pub struct Diagnosis {
-    /// The format the log was read as.
-    pub format: Format,
-    /// GC threads used for the verdicts.
-    pub threads: u32,
-    /// Where `threads` came from: `flag`, `log` or `assumed`.
-    pub threads_from: &'static str,
-    /// Every pause with its verdict.
-    pub pauses: Vec<(Pause, Option<Stall>)>,
-}
-
-impl Diagnosis {
-    /// Diagnoses what a [`Detector`] found.
-    pub fn from_detected((format, parsed): (Format, Parsed), gc_threads: Option<u32>) -> Diagnosis {
-        let (threads, threads_from) = match (gc_threads, parsed.gc_threads) {
-            (Some(n), _) => (n, "flag"),
-            (None, Some(n)) => (n, "log"),
-            (None, None) => (1, "assumed"),
-        };
-        let pauses = parsed
-            .pauses
-            .into_iter()
-            .map(|p| {
-                let stall = verdict(&p, threads);
-                (p, stall)
-            })
-            .collect();
-        Diagnosis {
-            format,
-            threads,
-            threads_from,
-            pauses,
-        }
-    }
-
-    /// A pause's length as a request sees it: the stop when logged, else real.
-    fn length(pause: &Pause) -> f64 {
-        pause.real_ms.max(pause.stopped_ms.unwrap_or(0.0))
-    }
-
-    /// Sum of the pauses, ms.
-    pub fn total_ms(&self) -> f64 {
-        self.pauses
-            .iter()
-            .fold(0.0, |sum, (p, _)| sum + Self::length(p))
-    }
-
-    /// Longest pause, ms.
-    pub fn max_ms(&self) -> f64 {
-        self.pauses
-            .iter()
-            .map(|(p, _)| Self::length(p))
-            .fold(0.0, f64::max)
-    }
-
-    /// Pauses longer than `ms`.
-    pub fn over(&self, ms: u32) -> usize {
-        let limit = f64::from(ms);
-        self.pauses
-            .iter()
-            .filter(|(p, _)| Self::length(p) > limit)
-            .count()
-    }
-
-    fn stalls(&self) -> impl Iterator<Item = (&Pause, &Stall)> {
-        self.pauses
-            .iter()
-            .filter_map(|(p, s)| s.as_ref().map(|s| (p, s)))
-    }
-
-    fn any(&self, cause: Cause) -> bool {
-        self.stalls().any(|(_, s)| s.causes.contains(&cause))
-    }
-
-    /// Advice for what was seen, one item per finding.
-    pub fn advice(&self) -> Vec<String> {
-        let mut advice = Vec::new();
-        let cpu_logged = self.pauses.iter().any(|(p, _)| p.user_ms.is_some());
-        if !cpu_logged {
-            advice.push(format!(
-                "the log has no user/sys times, so off-CPU waits cannot be told apart: {}",
-                match self.format {
-                    Format::Concord => "this Concord log has no [gc,cpu] lines",
-                    Format::Unified => "log them with -Xlog:gc*,gc+cpu,safepoint",
-                    Format::Jdk8 => "log them with -XX:+PrintGCDetails",
-                }
-            ));
-        }
-        if self.any(Cause::OffCpu) || self.any(Cause::OutsideCollection) {
-            let how = match self.format {
-                Format::Jdk8 => {
-                    "put the log on tmpfs (-Xloggc:/dev/shm/gc.log), or on JDK 17+ log \
-                     asynchronously (-Xlog:async)"
-                }
-                Format::Unified => {
-                    "log asynchronously (-Xlog:async, JDK 17+) or put the log on tmpfs \
-                     (-Xlog:gc*:file=/dev/shm/gc.log)"
-                }
-                Format::Concord => "log asynchronously or put the log on tmpfs (/dev/shm)",
-            };
-            advice.push(format!(
-                "take the GC log's write() off the pause: {how}; and look for background I/O \
-                 (writeback, log rotation) and swapping at those times (sar -d, vmstat si/so)"
-            ));
-        }
-        if self.any(Cause::Kernel) {
-            advice.push(
-                "the kernel worked inside the pause (page faults, THP compaction, reclaim, \
-                 swapping): set transparent huge pages to madvise or never (or defrag to \
-                 never) under memory pressure, pre-touch the heap (-XX:+AlwaysPreTouch), and \
-                 leave memory headroom"
-                    .to_string(),
-            );
-        }
-        let long_own = self
-            .pauses
-            .iter()
-            .any(|(p, s)| s.is_none() && Self::length(p) > f64::from(OVER_MS[0]));
-        if long_own && cpu_logged {
-            advice.push(format!(
-                "pauses over {} ms with CPU time to match are the collector's own work: a \
-                 smaller young generation or more GC threads shortens them",
-                OVER_MS[0]
-            ));
-        }
-        if advice.is_empty() {
-            advice.push("no pause shows an OS stall".to_string());
-        }
-        advice
-    }
-
-    /// The diagnosis as the JSON object `--json` prints.
-    pub fn to_json(&self) -> JsonDocument<'_> {
-        let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
-        let stalled: Vec<Value> = self
-            .stalls()
-            .map(|(p, s)| {
-                json!({
-                    "id": p.id,
-                    "time_s": opt(p.time_s),
-                    "real_ms": p.real_ms,
-                    "user_ms": opt(p.user_ms),
-                    "sys_ms": opt(p.sys_ms),
-                    "causes": s.causes.iter().map(|c| c.name()).collect::<Vec<_>>(),
-                    "reason": s.reason,
-                })
-            })
-            .collect();
-        let over: serde_json::Map<String, Value> = OVER_MS
-            .iter()
-            .map(|ms| (ms.to_string(), json!(self.over(*ms))))
-            .collect();
-        JsonDocument {
-            advice: self.advice(),
-            format: self.format.name(),
-            gc_threads: self.threads,
-            gc_threads_from: self.threads_from,
-            over_ms: over,
-            pause_max_ms: self.max_ms(),
-            pause_total_ms: self.total_ms(),
-            pauses: self.pauses.len(),
-            records: Records(&self.pauses),
-            stalled,
-        }
-    }
-}
-
-/// The `--json` document. Its keys are in alphabetical order, as a `serde_json::Value` prints
-/// them; its records are serialized one by one as the document is written, not built first (a
-/// log of many pauses would otherwise be held twice, the second time as a tree of values).
-#[derive(serde::Serialize)]
-pub struct JsonDocument<'a> {
-    advice: Vec<String>,
-    format: &'static str,
-    gc_threads: u32,
-    gc_threads_from: &'static str,
-    over_ms: serde_json::Map<String, Value>,
-    pause_max_ms: f64,
-    pause_total_ms: f64,
-    pauses: usize,
-    records: Records<'a>,
-    stalled: Vec<Value>,
-}
-
-/// Every pause with its verdict, serialized as the JSON array `records`.
-pub struct Records<'a>(&'a [(Pause, Option<Stall>)]);
-
-impl serde::Serialize for Records<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for (p, s) in self.0 {
-            seq.serialize_element(&json!({
-                "id": p.id,
-                "time_s": opt(p.time_s),
-                "what": p.what,
-                "real_ms": p.real_ms,
-                "user_ms": opt(p.user_ms),
-                "sys_ms": opt(p.sys_ms),
-                "time_to_safepoint_ms": opt(p.time_to_safepoint_ms),
-                "stopped_ms": opt(p.stopped_ms),
-                "heap_before_kb": p.heap.map(|h| h.before_kb),
-                "heap_after_kb": p.heap.map(|h| h.after_kb),
-                "heap_capacity_kb": p.heap.map(|h| h.capacity_kb),
-                "stalled": s.is_some(),
-            }))?;
-        }
-        seq.end()
     }
 }
 
@@ -824,11 +619,23 @@ const OTHER_COMPRESSIONS: [(&[u8], &str, &str); 3] = [
 
 /// `concord diagnose`.
 pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
+    if let Some(page) = &args.html {
+        crate::report::check_output_file("--html", page)?;
+    }
     let files = if args.single {
         vec![args.log.clone()]
     } else {
         rotated_set(&args.log)
     };
+    if let Some(page) = &args.html {
+        if let Some(log) = files.iter().find(|f| concord::config::same_file(page, f)) {
+            bail!(
+                "--html {} names the GC log {} itself; give the page another name",
+                page.display(),
+                log.display()
+            );
+        }
+    }
     if files.len() > 1 {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         errln!(
@@ -838,91 +645,92 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
             args.log.display()
         );
     }
-    let mut detector = Detector::default();
-    for file in &files {
-        read_log_lines(file, |line| detector.feed(line))?;
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.file_name().map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let mut reading = Reading {
+        detector: Detector::default(),
+        digest: None,
+        names,
+        gc_threads: args.gc_threads,
+        json: args.json,
+        failed: None,
+    };
+    for (index, file) in files.iter().enumerate() {
+        let mut number = 0u64;
+        read_log_lines(file, |line| {
+            number += 1;
+            let at = LineRef {
+                file: index as u32,
+                line: number,
+            };
+            reading.line(line, at);
+        })?;
     }
-    let why = detector.why_no_pauses();
-    let Some(diagnosis) = detector
-        .finish()
-        .map(|detected| Diagnosis::from_detected(detected, args.gc_threads))
-    else {
+    reading.detector.finish();
+    reading.hand_on(true);
+    if let Some(e) = reading.failed {
+        return Err(crate::console::StdoutError::from(e).into());
+    }
+    let why = reading.detector.why_no_pauses();
+    let (Some(digest), Some((_, parsed))) = (reading.digest, reading.detector.chosen()) else {
         bail!("{}: no GC pauses found; {why}", args.log.display());
     };
-    if args.json {
-        crate::console::write_out_json(&diagnosis.to_json())?;
-    } else {
-        print_text(&args.log, &diagnosis)?;
-    }
+    digest.finish(parsed, args.html.as_deref())?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// `Some(12.3)` as `12.3` with `decimals`, `None` as `-`.
-fn cell(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+/// A log being read: the lines go to the detector, the settled pauses and phases on to the
+/// digest, which is started at the first pause.
+struct Reading {
+    detector: Detector,
+    digest: Option<digest::Digest>,
+    names: Vec<String>,
+    gc_threads: Option<u32>,
+    json: bool,
+    /// Standard output failed: the rest of the log is not read.
+    failed: Option<std::io::Error>,
 }
 
-fn print_text(path: &Path, d: &Diagnosis) -> Result<()> {
-    let threads_from = match d.threads_from {
-        "flag" => "from --gc-threads",
-        "log" => "from the log",
-        _ => "not in the log, assumed; --gc-threads N to set",
-    };
-    outln!("{}: {}", path.display(), d.format.describe())?;
-    outln!("GC threads: {} ({threads_from})", d.threads)?;
-    outln!(
-        "{:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}  verdict",
-        "id",
-        "time_s",
-        "real_ms",
-        "user_ms",
-        "sys_ms",
-        "ttsp_ms",
-        "stopped_ms"
-    )?;
-    for (p, stall) in &d.pauses {
-        let verdict = match stall {
-            Some(s) => format!(
-                "STALL ({}): {}",
-                s.causes
-                    .iter()
-                    .map(|c| c.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                s.reason
-            ),
-            None if p.user_ms.is_none() && p.stopped_ms.is_none() => "no CPU times".to_string(),
-            None => "ok".to_string(),
+impl Reading {
+    fn line(&mut self, line: &str, at: LineRef) {
+        if self.failed.is_none() {
+            self.detector.feed(line, at);
+            self.hand_on(false);
+        }
+    }
+
+    /// Hands what the parser has settled on to the digest (everything: `all`).
+    fn hand_on(&mut self, all: bool) {
+        let Some((format, parsed)) = self.detector.chosen() else {
+            return;
         };
-        outln!(
-            "{:>6} {:>10} {:>10.3} {:>8} {:>8} {:>9} {:>10}  {verdict}",
-            p.id,
-            cell(p.time_s, 3),
-            p.real_ms,
-            cell(p.user_ms, 0),
-            cell(p.sys_ms, 0),
-            cell(p.time_to_safepoint_ms, 3),
-            cell(p.stopped_ms, 3),
-        )?;
+        let digest = self.digest.get_or_insert_with(|| {
+            let out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+            let sink = if self.json {
+                digest::Sink::Json(out)
+            } else {
+                digest::Sink::Text(out)
+            };
+            digest::Digest::new(format, self.names.clone(), self.gc_threads, sink)
+        });
+        for phase in parsed.phases.drain(..) {
+            digest.phase(phase);
+        }
+        let threads = parsed.gc_threads;
+        for pause in parsed.settled(all) {
+            if let Err(e) = digest.pause(pause, threads) {
+                self.failed = Some(e);
+                return;
+            }
+        }
     }
-    let stalls = d.stalls().count();
-    outln!()?;
-    outln!(
-        "{} pauses, total {:.1} ms, max {:.1} ms; {stalls} OS stall(s)",
-        d.pauses.len(),
-        d.total_ms(),
-        d.max_ms()
-    )?;
-    let over: Vec<String> = OVER_MS
-        .iter()
-        .map(|ms| format!(">{ms} ms: {}", d.over(*ms)))
-        .collect();
-    outln!("{}", over.join("  "))?;
-    outln!("advice:")?;
-    for a in d.advice() {
-        outln!("- {a}")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1017,7 +825,7 @@ mod tests {
     fn a_log_without_pauses_is_told_what_it_looks_like_and_lacks() {
         let why = |text: &str| {
             let mut d = Detector::default();
-            text.lines().for_each(|l| d.feed(l));
+            text.lines().for_each(|l| d.feed(l, LineRef::default()));
             d.why_no_pauses()
         };
         assert!(why(
@@ -1074,41 +882,6 @@ mod tests {
         assert_eq!(got[..3], ["one", "two \u{fffd}", ""]);
         assert_eq!(got[3].len(), MAX_LINE_BYTES);
         assert_eq!(got[4], "last");
-    }
-
-    fn pause(real: f64, user: f64, sys: f64, stopped: Option<f64>) -> Pause {
-        Pause {
-            id: 0,
-            time_s: Some(1.0),
-            what: "Pause Young".into(),
-            real_ms: real,
-            user_ms: Some(user),
-            sys_ms: Some(sys),
-            time_to_safepoint_ms: None,
-            stopped_ms: stopped,
-            heap: None,
-        }
-    }
-
-    #[test]
-    fn fig4_is_off_cpu_and_busy_parallel_pauses_are_not() {
-        let fig4 = verdict(&pause(11_450.0, 180.0, 10.0, None), 1).unwrap();
-        assert_eq!(fig4.causes, [Cause::OffCpu]);
-        // 4 threads busy the whole pause: user+sys = 4 × real.
-        assert_eq!(verdict(&pause(300.0, 1_150.0, 50.0, None), 4), None);
-        // The same CPU time over 4 threads explains 300 ms; over 16 it does not.
-        assert!(verdict(&pause(300.0, 1_150.0, 50.0, None), 16).is_some());
-        // Short pauses are never stalls.
-        assert_eq!(verdict(&pause(40.0, 0.0, 0.0, None), 8), None);
-    }
-
-    #[test]
-    fn a_stop_far_beyond_the_collection_and_sys_heavy_pauses_are_stalls() {
-        // 002 Fig. 8: a 123 ms collection, 1595 ms stopped.
-        let fig8 = verdict(&pause(123.0, 400.0, 0.0, Some(1_595.0)), 4).unwrap();
-        assert_eq!(fig8.causes, [Cause::OutsideCollection]);
-        let kernel = verdict(&pause(400.0, 100.0, 700.0, None), 2).unwrap();
-        assert_eq!(kernel.causes, [Cause::Kernel]);
     }
 
     #[test]

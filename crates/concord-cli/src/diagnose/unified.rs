@@ -11,36 +11,67 @@
 //! the `safepoint` line logged after a pause gives its time to safepoint and the whole time
 //! the threads were stopped.
 
-use super::{attach_stop, gc_threads_in, seconds_ms, stop_of, Parsed, Pause};
+use super::{attach_stop, gc_threads_in, seconds_ms, stop_of, LineRef, Parsed, Pause, Phase};
 use crate::hotspot::{parse_duration_ms, split_decorations, uptime_from_decorations};
 
 /// The pauses and GC thread count of a unified log (no pauses: not such a log).
 #[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
     let mut parser = Parser::default();
-    for line in text.lines() {
-        parser.feed(line);
+    for (n, line) in text.lines().enumerate() {
+        parser.feed(
+            line,
+            LineRef {
+                file: 0,
+                line: n as u64 + 1,
+            },
+        );
     }
-    parser.finish()
+    parser.finish();
+    parser.log
 }
 
 /// A unified log read line by line.
 #[derive(Debug, Default)]
 pub struct Parser {
     log: Parsed,
+    /// The log says the Serial collector wrote it (`Using Serial`).
+    serial_collector: bool,
+    /// A failure logged inside a collection before its pause line (`GC(5) To-space
+    /// exhausted`), by collection id.
+    failure: Option<(u64, &'static str)>,
 }
 
 impl Parser {
-    /// Reads one line.
-    pub fn feed(&mut self, line: &str) {
-        let log = &mut self.log;
+    /// What the lines held so far.
+    pub fn log(&self) -> &Parsed {
+        &self.log
+    }
+
+    /// The same, to take settled pauses and phases from.
+    pub fn log_mut(&mut self) -> &mut Parsed {
+        &mut self.log
+    }
+
+    /// Reads one line, found at `at`.
+    pub fn feed(&mut self, line: &str, at: LineRef) {
         let (decorations, message) = split_decorations(line.trim());
-        log.note_gc_threads(gc_threads_in(message));
-        if message.starts_with("Using Concord") {
-            log.concord = true;
+        if !recognized(&decorations, message) {
+            self.log.unrecognized_line(at, line);
+            return;
         }
-        if let Some(pause) = pause_line(&decorations, message) {
-            log.pauses.push(pause);
+        let log = &mut self.log;
+        log.note_gc_threads(gc_threads_in(message));
+        if let Some(collector) = message.strip_prefix("Using ") {
+            log.concord |= collector.starts_with("Concord");
+            self.serial_collector |= collector.trim() == "Serial";
+        }
+        if let Some(mut pause) = pause_line(&decorations, message, at) {
+            pause.serial = self.serial_collector;
+            if let Some((_, failure)) = self.failure.take().filter(|(id, _)| *id == pause.id) {
+                pause.failure.get_or_insert(failure);
+            }
+            log.push(pause);
         } else if let Some((id, user_ms, sys_ms)) = cpu_line(message) {
             if let Some(pause) = log.pauses.iter_mut().rev().find(|p| p.id == id) {
                 pause.user_ms = Some(user_ms);
@@ -48,25 +79,56 @@ impl Parser {
             }
         } else if let Some(stop) = stop_of(message) {
             attach_stop(&mut log.pauses, stop);
+        } else if let Some(phase) = phase_line(message) {
+            log.phases.push(phase);
+        } else if let Some((id, rest)) = gc_id(message) {
+            let rest = rest.trim();
+            if rest.starts_with("To-space exhausted") || rest.starts_with("Evacuation Failure") {
+                self.failure = Some((id, "to-space exhausted"));
+            }
         }
     }
 
-    /// What the lines held.
-    pub fn finish(self) -> Parsed {
-        self.log
+    /// Ends the log: every pause held is settled.
+    pub fn finish(&mut self) {}
+}
+
+/// Whether a line is unified logging: decorations that are single words (`[0.123s]`,
+/// `[info]`, `[gc,heap     ]`, `[2024-01-01T10:00:00.000+0000]`), or, in a log written without
+/// decorations, a message of the `gc` tags (`GC(3) …`) or of the JVM's start (`Using G1`,
+/// `Heap Region Size: 1M`).
+fn recognized(decorations: &[&str], message: &str) -> bool {
+    if !decorations.is_empty() {
+        return decorations
+            .iter()
+            .all(|d| !d.is_empty() && !d.contains(char::is_whitespace));
+    }
+    if message.starts_with("GC(") || message.starts_with("Using ") {
+        return true;
+    }
+    // `Key: value`, the key words of letters, digits and a few signs.
+    message.split_once(": ").is_some_and(|(key, _)| {
+        !key.is_empty()
+            && key.len() <= 48
+            && key.starts_with(|c: char| c.is_ascii_uppercase())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " ()+-/_.".contains(c))
+    })
+}
+
+/// A generational ZGC message without its generation (`Y: `, `O: `, `y: `, `o: `).
+fn without_generation(rest: &str) -> &str {
+    match rest.split_once(": ") {
+        Some(("Y" | "O" | "y" | "o", message)) => message,
+        _ => rest,
     }
 }
 
 /// `GC(7) Pause Young (Allocation Failure) 77M->8M(248M) 9.696ms` as a pause.
-fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
+fn pause_line(decorations: &[&str], message: &str, at: LineRef) -> Option<Pause> {
     let (id, rest) = gc_id(message)?;
-    let rest = rest.trim();
-    // Generational ZGC's `Y: ` / `O: ` (young / old generation of a major collection; `y: `
-    // / `o: ` of a minor one) before the pause.
-    let rest = match rest.split_once(": ") {
-        Some(("Y" | "O" | "y" | "o", pause)) => pause,
-        _ => rest,
-    };
+    let rest = without_generation(rest.trim());
     if !rest.starts_with("Pause ") {
         return None;
     }
@@ -77,16 +139,38 @@ fn pause_line(decorations: &[&str], message: &str) -> Option<Pause> {
         Some((what, sizes)) if sizes.contains("->") => (what, super::heap_change(sizes)),
         _ => (head, None),
     };
-    Some(Pause {
-        id,
-        time_s: uptime_from_decorations(decorations),
+    let what = what.trim();
+    let failure = if what.contains("(Evacuation Failure)") {
+        Some("evacuation failure")
+    } else if what.starts_with("Pause Degenerated") {
+        Some("degenerated")
+    } else {
+        None
+    };
+    let mut pause = Pause::new(what.to_string(), real_ms, at);
+    pause.id = id;
+    pause.time_s = uptime_from_decorations(decorations);
+    pause.heap = heap;
+    pause.failure = failure;
+    Some(pause)
+}
+
+/// `GC(3) Concurrent Mark 12.345ms` (G1, ZGC; `Concurrent marking` of Shenandoah) as a phase.
+fn phase_line(message: &str) -> Option<Phase> {
+    let (_, rest) = gc_id(message)?;
+    let rest = without_generation(rest.trim());
+    if !rest.starts_with("Concurrent ") {
+        return None;
+    }
+    let (head, duration) = rest.rsplit_once(' ')?;
+    let ms = parse_duration_ms(duration)?;
+    let what = match head.rsplit_once(' ') {
+        Some((what, sizes)) if sizes.contains("->") => what,
+        _ => head,
+    };
+    Some(Phase {
         what: what.trim().to_string(),
-        real_ms,
-        user_ms: None,
-        sys_ms: None,
-        time_to_safepoint_ms: None,
-        stopped_ms: None,
-        heap,
+        ms,
     })
 }
 
