@@ -59,11 +59,11 @@ fn failed_share(attempts: Option<f64>, rate: Option<f64>) -> String {
     }
 }
 
-fn hex(c: RGBColor) -> String {
+pub(crate) fn hex(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
-fn swatch(c: RGBColor) -> String {
+pub(crate) fn swatch(c: RGBColor) -> String {
     format!("<span class=\"sw\" style=\"background:{}\"></span>", hex(c))
 }
 
@@ -90,12 +90,12 @@ fn ratio_cell(a: Option<f64>, b: Option<f64>, is_baseline: bool) -> String {
 
 /// An inline `<svg>` without the XML namespace attribute (HTML knows it), so the page names
 /// no URL at all.
-fn inline_svg(svg: &str) -> String {
+pub(crate) fn inline_svg(svg: &str) -> String {
     svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
         .replacen(" xmlns:xlink=\"http://www.w3.org/1999/xlink\"", "", 1)
 }
 
-const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 :root { --ink:#222; --muted:#666; --line:#ddd; --bg:#fff; --soft:#f6f7f9; }
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
@@ -776,7 +776,7 @@ fn findings(h: &mut String, exp: &Experiment, rows: &[Row]) {
     }
 }
 
-pub(super) fn figure(h: &mut String, svg: &str, caption: &str) {
+pub(crate) fn figure(h: &mut String, svg: &str, caption: &str) {
     let _ = writeln!(
         h,
         "<figure>\n{}\n<figcaption>{caption}</figcaption>\n</figure>",
@@ -784,7 +784,7 @@ pub(super) fn figure(h: &mut String, svg: &str, caption: &str) {
     );
 }
 
-pub(super) fn empty(h: &mut String, what: &str) {
+pub(crate) fn empty(h: &mut String, what: &str) {
     let _ = writeln!(h, "<figure><div class=\"empty\">{what}</div></figure>");
 }
 

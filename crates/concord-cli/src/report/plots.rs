@@ -12,13 +12,13 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::model::{Breakdown, Occupancy, TaskTotals};
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-const FONT: &str = "sans-serif";
-const INK: RGBColor = RGBColor(40, 40, 40);
-const GRID: RGBColor = RGBColor(225, 225, 225);
-const LEGEND_W: u32 = 170;
+pub(crate) const FONT: &str = "sans-serif";
+pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const GRID: RGBColor = RGBColor(225, 225, 225);
+pub(crate) const LEGEND_W: u32 = 170;
 
 /// Colours of configurations (Tableau 10).
 pub const PALETTE: [RGBColor; 10] = [
@@ -80,7 +80,7 @@ fn svg(w: u32, h: u32, draw: impl FnOnce(&Area) -> DrawResult) -> anyhow::Result
 
 /// A fresh SVG of `w` × `h` pixels with `title` on top and the legend strip on the right; `draw`
 /// draws into the rest.
-fn framed(
+pub(crate) fn framed(
     w: u32,
     h: u32,
     title: &str,
@@ -183,7 +183,7 @@ pub fn shade(c: RGBColor, t: f64) -> RGBColor {
 }
 
 /// A y range top that leaves a little room above the data (1 when there is no data).
-fn top(max: f64) -> f64 {
+pub(crate) fn top(max: f64) -> f64 {
     if max.is_finite() && max > 0.0 {
         max * 1.1
     } else {
@@ -192,7 +192,7 @@ fn top(max: f64) -> f64 {
 }
 
 /// Axis numbers without trailing noise (`0.25`, `3`, `1.5k`).
-fn axis_number(v: f64) -> String {
+pub(crate) fn axis_number(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
@@ -209,7 +209,7 @@ fn axis_number(v: f64) -> String {
 /// A categorical axis: positions 0..n (bars, cells) on a continuous f64 scale from -0.5 to
 /// n - 0.5, with a tick and label at every whole position (thinned when they would not fit).
 #[derive(Clone)]
-struct Categories(usize);
+pub(crate) struct Categories(usize);
 
 impl Ranged for Categories {
     type FormatOption = DefaultFormatting;
@@ -249,27 +249,27 @@ fn category_label(labels: &[String], v: f64, max_chars: usize) -> String {
 }
 
 /// Characters of a category label that fit under one bar of `n` in `width` pixels.
-fn label_chars(width: u32, n: usize) -> usize {
+pub(crate) fn label_chars(width: u32, n: usize) -> usize {
     ((width.saturating_sub(LEGEND_W + 70) as usize / n.max(1)) / 7).clamp(4, 40)
 }
 
 /// The category chart of a panel: categories `0..n` on x (labelled from `labels`, cut to
 /// `chars` characters), `0..y_top` on y, grid lines across only.
-struct Axes<'l> {
-    caption: Option<&'l str>,
-    n: usize,
-    y_top: f64,
-    x_desc: &'l str,
-    y_desc: &'l str,
-    labels: &'l [String],
-    chars: usize,
+pub(crate) struct Axes<'l> {
+    pub(crate) caption: Option<&'l str>,
+    pub(crate) n: usize,
+    pub(crate) y_top: f64,
+    pub(crate) x_desc: &'l str,
+    pub(crate) y_desc: &'l str,
+    pub(crate) labels: &'l [String],
+    pub(crate) chars: usize,
 }
 
-type CategoryChart<'a, 'b> =
+pub(crate) type CategoryChart<'a, 'b> =
     ChartContext<'a, SVGBackend<'b>, Cartesian2d<Categories, RangedCoordf64>>;
 
 /// Builds the chart of `axes` on `area` and draws its axes and grid.
-fn category_chart<'a, 'b>(
+pub(crate) fn category_chart<'a, 'b>(
     area: &'a Area<'b>,
     axes: &Axes,
 ) -> Result<CategoryChart<'a, 'b>, Box<dyn std::error::Error>> {
