@@ -383,8 +383,10 @@ pub(crate) fn timeline(points: &[TimelinePoint], x_label: &str) -> anyhow::Resul
                 .map(|p| p.ms)
                 .filter(|&v| v > 0.0)
                 .fold(f64::INFINITY, f64::min);
-            let y_lo = 10f64.powf(min.log10().floor());
-            let y_hi = 10f64.powf((max * 1.05).log10().ceil());
+            // Powers of ten a hair outside, so that rounding in plotters' key points does not
+            // lose the labels at either end.
+            let y_lo = 10f64.powf(min.log10().floor()) * 0.999;
+            let y_hi = 10f64.powf((max * 1.05).log10().ceil()) * 1.001;
             let mut chart = ChartBuilder::on(plot)
                 .margin(8)
                 .x_label_area_size(38)
@@ -973,6 +975,13 @@ mod tests {
             // One dot per point, and three in the legend.
             assert_eq!(count(&svg, "<circle"), points.len() + 3, "{points:?}");
         }
+        // A log axis labels the powers of ten at both of its ends.
+        let svg = timeline(&[p(1.0, 0.03), p(2.0, 5.0)], "uptime (s)").unwrap();
+        assert!(
+            svg.contains("log scale")
+                && svg.contains("\n0.01\n</text>")
+                && svg.contains("\n10\n</text>")
+        );
         assert!(heap(&[], "x").unwrap().contains("no heap sizes"));
         let one = HeapPoint {
             x: 1.0,
