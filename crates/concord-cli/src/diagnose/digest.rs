@@ -400,7 +400,7 @@ impl Digest {
     }
 
     /// Advice for what was seen, one item per finding.
-    fn advice(&self, context: Context) -> Vec<String> {
+    fn advice(&self, context: Context, parsed: &Parsed) -> Vec<String> {
         let mut advice = Vec::new();
         if !self.cpu_logged {
             advice.push(format!(
@@ -426,6 +426,14 @@ impl Digest {
                 kind.name(),
                 judge::advice(*kind, context)
             ));
+        }
+        if parsed.allocation_stalls.count > 0 {
+            advice.push(
+                "allocation stalls: the collector did not free memory as fast as the \
+                 application allocated; raise -Xmx (or lower -XX:SoftMaxHeapSize less), or give \
+                 ZGC more concurrent threads (-XX:ConcGCThreads)"
+                    .to_string(),
+            );
         }
         if self.long_own > 0 && self.cpu_logged {
             advice.push(format!(
@@ -462,7 +470,7 @@ impl Digest {
         html_path: Option<&std::path::Path>,
     ) -> anyhow::Result<()> {
         let context = self.context(parsed);
-        let advice = self.advice(context);
+        let advice = self.advice(context, parsed);
         let rows = self.finding_rows(context);
         let (threads, from) = self.threads_used;
         let unrecognized: Vec<(String, String)> = parsed
@@ -471,6 +479,7 @@ impl Digest {
             .map(|(at, text)| (self.place(*at), text.clone()))
             .collect();
         let page = html_path.map(|_| self.page(&rows, &advice, parsed));
+        let first_stall = parsed.allocation_stalls.first.map(|at| self.place(at));
         match &mut self.sink {
             Sink::Text(out) => {
                 let from = match from {
@@ -497,6 +506,15 @@ impl Digest {
                         .map(|(what, t)| format!("{what} ×{} {:.1} ms", t.count, t.total_ms))
                         .collect();
                     writeln!(out, "concurrent phases (not pauses): {}", phases.join("; "))?;
+                }
+                let stalls = parsed.allocation_stalls;
+                if let Some(first) = &first_stall {
+                    writeln!(
+                        out,
+                        "allocation stalls (threads waited for memory, not pauses): {} \
+                         ×, {:.1} ms in all, longest {:.1} ms, the first at {}",
+                        stalls.count, stalls.total_ms, stalls.max_ms, first
+                    )?;
                 }
                 if parsed.unrecognized > 0 {
                     writeln!(
@@ -560,8 +578,15 @@ impl Digest {
                         json!({"what": what, "count": t.count, "total_ms": t.total_ms, "max_ms": t.max_ms})
                     })
                     .collect();
+                let stalls = parsed.allocation_stalls;
                 let tail = json!({
                     "advice": advice,
+                    "allocation_stalls": {
+                        "count": stalls.count,
+                        "total_ms": stalls.total_ms,
+                        "max_ms": stalls.max_ms,
+                        "first_line": first_stall,
+                    },
                     "concurrent_phases": phases,
                     "files": self.files,
                     "findings": findings,

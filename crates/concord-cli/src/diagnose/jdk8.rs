@@ -85,6 +85,9 @@ pub struct Parser {
     pending: Option<Pause>,
     /// The log is G1's (JDK 7/8): its full collections run on one thread.
     g1: bool,
+    /// A bracket outside any collection is still open (G1's per-worker details span lines:
+    /// `[GC Worker Start (ms):` … `Avg: …, Max: …]`).
+    detail_open: bool,
 }
 
 impl Parser {
@@ -100,9 +103,13 @@ impl Parser {
 
     /// Reads one line, found at `at`.
     pub fn feed(&mut self, line: &str, at: LineRef) {
-        if self.open.is_none() && !known_outside_collection(line) {
-            self.log.unrecognized_line(at, line);
-            return;
+        if self.open.is_none() {
+            let known = self.detail_open || known_outside_collection(line);
+            self.detail_open = false;
+            if !known {
+                self.log.unrecognized_line(at, line);
+                return;
+            }
         }
         self.log.note_gc_threads(gc_threads_in(line));
         if !self.g1 && (holds!(line, "G1") || holds!(line, "garbage-first")) {
@@ -193,7 +200,10 @@ impl Parser {
             }
             i = match close {
                 Some(e) => at_bracket + 1 + e + 1,
-                None => line.len(),
+                None => {
+                    self.detail_open = true;
+                    line.len()
+                }
             };
             segment = i;
         }
@@ -205,7 +215,10 @@ impl Parser {
         let mut pause = Pause::new(what, last_secs(&open.tail).unwrap_or(f64::NAN), open.at);
         pause.time_s = open.time_s;
         pause.heap = super::heap_change(&open.tail);
-        pause.serial = open.serial_generation || (self.g1 && pause.what.starts_with("Full GC"));
+        // A concurrent mode failure is finished by CMS's foreground collection, on one thread.
+        pause.serial = open.serial_generation
+            || open.concurrent_mode_failure
+            || (self.g1 && pause.what.starts_with("Full GC"));
         pause.failure = if open.concurrent_mode_failure {
             Some("concurrent mode failure")
         } else if open.promotion_failed {
@@ -437,6 +450,14 @@ fn known_outside_collection(line: &str) -> bool {
     if rest.starts_with('[') || PREFIXES.iter().any(|p| rest.starts_with(p)) {
         return true;
     }
+    // `to   space 2112K, …` (the heap printout aligns its words).
+    let mut words = rest.split_whitespace();
+    if matches!(
+        (words.next(), words.next()),
+        (Some("to" | "from" | "eden"), Some("space"))
+    ) {
+        return true;
+    }
     // `-XX:+PrintSafepointStatistics` rows (`12.345: ParallelGCFailedAllocation [ 10 0 0 ]
     // …`), a log file's rotation notes (`2016-01-14 22:08:28 GC log file created …`), a
     // stamped line with a bracket in it.
@@ -449,7 +470,7 @@ fn after_stamps(mut text: &str) -> &str {
         let is_stamp = !stamp.is_empty()
             && stamp
                 .bytes()
-                .all(|b| b.is_ascii_digit() || b".-+:T".contains(&b));
+                .all(|b| b.is_ascii_digit() || b".,-+:T".contains(&b));
         if !is_stamp {
             break;
         }
@@ -497,15 +518,23 @@ fn uptime_of(stamps: &str) -> Option<f64> {
     stamps
         .split(": ")
         .map(|s| s.trim().trim_end_matches(':'))
-        .find_map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
+        .find_map(|s| super::decimal(s).filter(|v| *v >= 0.0))
 }
 
 /// The duration of the last `0.0142796 secs` in `text`, in milliseconds.
 fn last_secs(text: &str) -> Option<f64> {
     let before = &text[..text.rfind(" secs")?];
-    let start = before
-        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map_or(0, |i| i + 1);
+    let bytes = before.as_bytes();
+    let mut start = bytes.len();
+    while start > 0 {
+        let b = bytes[start - 1];
+        // A decimal comma has digits on both sides (`0,0142796`; not `…K), 0.014`).
+        let comma = b == b',' && start >= 2 && bytes[start - 2].is_ascii_digit();
+        if !(b.is_ascii_digit() || b == b'.' || comma) {
+            break;
+        }
+        start -= 1;
+    }
     seconds_ms(&before[start..])
 }
 
@@ -784,5 +813,98 @@ mod tests {
             description("Full GC (Ergonomics) [PSYoungGen: 1K"),
             "Full GC (Ergonomics)"
         );
+    }
+
+    /// Lines of a JDK 7 G1 log written in a locale whose decimal separator is a comma
+    /// (GCViewer's `SampleSun1_7_0G1-ApplicationStopped.txt`-style sample, kept in
+    /// tests/fixtures/diagnose/real/public/gcviewer_jdk7_g1_appstopped_tenuring_comma.log).
+    #[test]
+    fn times_written_with_a_decimal_comma_are_read() {
+        let log = parse(
+            "2015-02-16T18:07:07.298+0100: 376,187: Total time for which application threads were stopped: 0,0002050 seconds\n\
+             2015-02-16T18:07:07.778+0100: 376,667: [GC pause (G1 Evacuation Pause) (young)\n\
+             Desired survivor size 9437184 bytes, new threshold 15 (max 15)\n\
+             - age   1:    3960584 bytes,    3960584 total\n\
+             , 0,0387400 secs]\n\
+             \x20[Times: user=0,12 sys=0,00, real=0,04 secs]\n\
+             2015-02-16T18:07:07.818+0100: 376,707: Total time for which application threads were stopped: 0,0391530 seconds\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        let p = &log.pauses[0];
+        assert_eq!(p.time_s, Some(376.667));
+        assert!((p.real_ms - 38.74).abs() < 1e-9, "{}", p.real_ms);
+        assert_eq!((p.user_ms, p.sys_ms), (Some(120.0), Some(0.0)));
+        assert!((p.stopped_ms.unwrap() - 39.153).abs() < 1e-9);
+        assert_eq!(log.unrecognized, 0);
+    }
+
+    /// A JDK 6 G1 pause with per-worker details whose brackets span two lines, from GCViewer's
+    /// samples (fixture gcviewer_jdk6_g1_to_space_overflow_details.log): every line is
+    /// recognized, and the overflow is the pause's failure.
+    #[test]
+    fn g1_details_spanning_lines_are_recognized_and_to_space_overflow_is_a_failure() {
+        let log = parse(
+            "0.838: [GC pause (young) (to-space overflow), 0.04674512 secs]\n\
+             \x20  [Parallel Time:  44.1 ms]\n\
+             \x20     [Update RS (ms):  0.0  0.0\n\
+             \x20      Avg:   0.0, Min:   0.0, Max:   0.0]\n\
+             \x20        [Processed Buffers : 0 2\n\
+             \x20         Sum: 2, Avg: 1, Min: 0, Max: 2]\n\
+             \x20  [ 228M->102M(256M)]\n\
+             \x20[Times: user=0.01 sys=0.05, real=0.05 secs]\n\
+             this line is no part of a GC log\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert_eq!(log.pauses[0].failure, Some("to-space exhausted"));
+        assert_eq!(log.unrecognized, 1);
+        assert_eq!(log.unrecognized_examples[0].0.line, 9);
+        assert_eq!(
+            log.unrecognized_examples[0].1,
+            "this line is no part of a GC log"
+        );
+    }
+
+    /// A ParNew promotion failure finished by CMS's foreground collection after a
+    /// concurrent mode failure (GCViewer's sample, fixture
+    /// gcviewer_jdk7_parnew_cms_promotion_failed_heapatgc.log): one serial pause of 130 s,
+    /// named for the failure; the PrintHeapAtGC lines around it are recognized.
+    #[test]
+    fn a_concurrent_mode_failure_is_serial_and_named() {
+        let log = parse(
+            " concurrent-mark-sweep perm gen total 262912K, used 137329K [0x00007fc81c000000, 0x00007fc82c0c0000, 0x00007fc84c000000)\n\
+             2014-03-12T21:18:26.029-0500: 13295.637: [GC2014-03-12T21:18:26.029-0500: 13295.637: [ParNew (0: promotion failure size = 11863)  (promotion failed)\n\
+             Desired survivor size 208764928 bytes, new threshold 15 (max 15)\n\
+             - age   1:  187860912 bytes,  187860912 total\n\
+             : 6906246K->6819243K(6932288K), 2.7300470 secs]2014-03-12T21:18:28.759-0500: 13298.367: [CMS2014-03-12T21:18:31.372-0500: 13300.980: [CMS-concurrent-sweep: 16.244/20.725 secs] [Times: user=100.59 sys=4.74, real=20.72 secs]\n\
+             \x20(concurrent mode failure): 23591969K->23342845K(25165824K), 127.2159440 secs] 30431568K->23342845K(32098112K), [CMS Perm : 137329K->97298K(262912K)], 129.9468220 secs] [Times: user=131.28 sys=0.07, real=129.93 secs]\n\
+             Heap after GC invocations=1471 (full 100):\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        let p = &log.pauses[0];
+        assert!(p.serial);
+        assert_eq!(p.failure, Some("concurrent mode failure"));
+        assert!((p.real_ms - 129_946.822).abs() < 1e-6);
+        assert_eq!(p.at.line, 2);
+        assert_eq!(log.unrecognized, 0);
+    }
+
+    /// CMS and G1 concurrent phases outside any pause are phases with their wall time.
+    #[test]
+    fn concurrent_phases_outside_pauses_keep_their_wall_time() {
+        assert_eq!(
+            phase_of("CMS-concurrent-mark: 0.521/0.549 secs"),
+            Some(Phase {
+                what: "CMS-concurrent-mark".into(),
+                ms: 549.0
+            })
+        );
+        assert_eq!(
+            phase_of("GC concurrent-mark-end, 0.0123 secs"),
+            Some(Phase {
+                what: "GC concurrent-mark".into(),
+                ms: 12.3
+            })
+        );
+        assert_eq!(phase_of("CMS-concurrent-mark-start"), None);
     }
 }

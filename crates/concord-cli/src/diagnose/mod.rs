@@ -185,6 +185,21 @@ pub struct Parsed {
     pub unrecognized: u64,
     /// The first few of them, with where they are (cut to [`EXAMPLE_CHARS`]).
     pub unrecognized_examples: Vec<(LineRef, String)>,
+    /// ZGC's `Allocation Stall (thread) 3.9ms`: a mutator waited for memory (not a pause).
+    pub allocation_stalls: AllocationStalls,
+}
+
+/// The allocation stalls of a log.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllocationStalls {
+    /// How many.
+    pub count: u64,
+    /// Their sum, ms.
+    pub total_ms: f64,
+    /// The longest, ms.
+    pub max_ms: f64,
+    /// Where the first is.
+    pub first: Option<LineRef>,
 }
 
 /// Pauses a parser keeps after they are logged, while a later line may still add to them
@@ -287,17 +302,42 @@ fn field<'a>(text: &'a str, key: &str, end: &str) -> Option<&'a str> {
 
 /// `0.18` (seconds, as written in a log) in milliseconds.
 fn seconds_ms(text: &str) -> Option<f64> {
-    let v: f64 = text.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then_some(v * 1e3)
+    let v = decimal(text)?;
+    (v >= 0.0).then_some(v * 1e3)
+}
+
+/// A number as a JVM writes it: `0.0142796`, or `0,0142796` where the locale's decimal
+/// separator is a comma (JDK 6-8 print their times in the JVM's locale).
+fn decimal(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let v: f64 = if text.contains(',') && !text.contains('.') {
+        text.replacen(',', ".", 1).parse().ok()?
+    } else {
+        text.parse().ok()?
+    };
+    v.is_finite().then_some(v)
+}
+
+/// The length of the number `text` starts with: digits with one `.`, or a `,` between digits
+/// (a decimal comma; `0,00, real` stops before the second comma).
+fn number_len(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut end = 0;
+    while end < bytes.len() {
+        let b = bytes[end];
+        let comma = b == b',' && end > 0 && bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
+        if !(b.is_ascii_digit() || b == b'.' || comma) {
+            break;
+        }
+        end += 1;
+    }
+    end
 }
 
 /// The number right after `key` in `text`, as written.
 fn number_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let rest = &text[text.find(key)? + key.len()..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
+    Some(&rest[..number_len(rest)])
 }
 
 /// Whether `hay` holds `needle`, searched with a searcher built once per call site: `str`'s

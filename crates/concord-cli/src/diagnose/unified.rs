@@ -56,7 +56,7 @@ impl Parser {
     /// Reads one line, found at `at`.
     pub fn feed(&mut self, line: &str, at: LineRef) {
         let (decorations, message) = split_decorations(line.trim());
-        if !recognized(&decorations, message) {
+        if !recognized(&decorations, line, message) {
             self.log.unrecognized_line(at, line);
             return;
         }
@@ -81,6 +81,12 @@ impl Parser {
             attach_stop(&mut log.pauses, stop);
         } else if let Some(phase) = phase_line(message) {
             log.phases.push(phase);
+        } else if let Some(ms) = allocation_stall(message) {
+            let stalls = &mut log.allocation_stalls;
+            stalls.count += 1;
+            stalls.total_ms += ms;
+            stalls.max_ms = stalls.max_ms.max(ms);
+            stalls.first.get_or_insert(at);
         } else if let Some((id, rest)) = gc_id(message) {
             let rest = rest.trim();
             if rest.starts_with("To-space exhausted") || rest.starts_with("Evacuation Failure") {
@@ -97,13 +103,26 @@ impl Parser {
 /// `[info]`, `[gc,heap     ]`, `[2024-01-01T10:00:00.000+0000]`), or, in a log written without
 /// decorations, a message of the `gc` tags (`GC(3) …`) or of the JVM's start (`Using G1`,
 /// `Heap Region Size: 1M`).
-fn recognized(decorations: &[&str], message: &str) -> bool {
+fn recognized(decorations: &[&str], line: &str, message: &str) -> bool {
     if !decorations.is_empty() {
         return decorations
             .iter()
             .all(|d| !d.is_empty() && !d.contains(char::is_whitespace));
     }
-    if message.starts_with("GC(") || message.starts_with("Using ") {
+    const MESSAGES: [&str; 7] = [
+        "GC(",
+        "Using ",
+        "Safepoint ",
+        "Initializing ",
+        "Allocation Stall ",
+        "Heap",
+        "Version",
+    ];
+    if MESSAGES.iter().any(|m| message.starts_with(m)) {
+        return true;
+    }
+    // The heap printed at exit (`gc+heap+exit`), indented.
+    if line.starts_with(' ') {
         return true;
     }
     // `Key: value`, the key words of letters, digits and a few signs.
@@ -153,6 +172,17 @@ fn pause_line(decorations: &[&str], message: &str, at: LineRef) -> Option<Pause>
     pause.heap = heap;
     pause.failure = failure;
     Some(pause)
+}
+
+/// `Allocation Stall (main) 3.899ms` (ZGC; JDK 21+ writes the collection's id before it) as
+/// the stall's length.
+fn allocation_stall(message: &str) -> Option<f64> {
+    let rest = gc_id(message).map_or(message, |(_, rest)| rest.trim());
+    let rest = without_generation(rest);
+    if !rest.starts_with("Allocation Stall") {
+        return None;
+    }
+    parse_duration_ms(rest.rsplit_once(' ')?.1)
 }
 
 /// `GC(3) Concurrent Mark 12.345ms` (G1, ZGC; `Concurrent marking` of Shenandoah) as a phase.
@@ -302,5 +332,57 @@ mod tests {
         );
         assert_eq!(log.pauses[0].user_ms, Some(0.0));
         assert_eq!(log.gc_threads, Some(1));
+    }
+
+    /// Real lines of JDK 17 logs (fixtures in tests/fixtures/diagnose/real/jdk17): the Serial
+    /// collector's pauses are serial; phases, ZGC's allocation stalls and the lines of a log
+    /// without decorations are read; a line of no log is counted with where it is.
+    #[test]
+    fn collector_phases_stalls_and_unrecognized_lines() {
+        let log = parse(
+            "[0.003s][info][gc] Using Serial\n\
+             [0.003s][info][gc,init] CPUs: 2 total, 2 available\n\
+             [0.078s][info][gc          ] GC(0) Pause Young (Allocation Failure) 17M->3M(61M) 2.752ms\n\
+             [gc,phases   ] GC(1) Concurrent Mark 2.527ms\n\
+             Initializing The Z Garbage Collector\n\
+             GC(4) Garbage Collection (Allocation Stall)\n\
+             Allocation Stall (main) 3.899ms\n\
+             Allocation Stall (main) 3.414ms\n\
+             \x20ZHeap           used 48M, capacity 64M, max capacity 64M\n\
+             Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert!(log.pauses[0].serial);
+        assert_eq!(log.pauses[0].at.line, 3);
+        assert_eq!(
+            log.phases,
+            [Phase {
+                what: "Concurrent Mark".into(),
+                ms: 2.527
+            }]
+        );
+        let stalls = log.allocation_stalls;
+        assert_eq!((stalls.count, stalls.max_ms), (2, 3.899));
+        assert_eq!(stalls.first.map(|at| at.line), Some(7));
+        assert_eq!(log.unrecognized, 1);
+        assert_eq!(log.unrecognized_examples[0].0.line, 10);
+    }
+
+    /// JDK 11-17 G1 logs the evacuation failure on a line of its own before the pause; JDK 11
+    /// Shenandoah's degenerated collection (GCViewer's sample, fixture
+    /// gcviewer_jdk11_shenandoah_degenerated_safepoint_utc.log) is one by its name.
+    #[test]
+    fn evacuation_failures_are_found_on_their_own_line_or_in_the_name() {
+        let log = parse(
+            "[5.1s][info][gc] GC(12) To-space exhausted\n\
+             [5.2s][info][gc] GC(12) Pause Young (Normal) (G1 Evacuation Pause) 60M->58M(64M) 25.002ms\n\
+             [5.3s][info][gc] GC(13) Pause Young (Normal) (G1 Evacuation Pause) 30M->8M(64M) 2.002ms\n\
+             [2019-09-28T14:33:00.085+0000][8.804s][info][gc            ] GC(165) Pause Degenerated GC (Outside of Cycle) 119M->56M(124M) 11.373ms\n",
+        );
+        let failures: Vec<_> = log.pauses.iter().map(|p| p.failure).collect();
+        assert_eq!(
+            failures,
+            [Some("to-space exhausted"), None, Some("degenerated")]
+        );
     }
 }
