@@ -646,7 +646,7 @@ impl Digest {
         for (what, t) in &self.phases {
             summary.push((
                 format!("concurrent: {what}"),
-                format!("{} × , {:.1} ms in all", t.count, t.total_ms),
+                format!("{} phases, {:.1} ms in all", t.count, t.total_ms),
             ));
         }
         summary.push((

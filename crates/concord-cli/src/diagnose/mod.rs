@@ -244,10 +244,14 @@ impl Parsed {
 
 /// The time a safepoint stopped the threads, and how much of it went to reaching the
 /// safepoint.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Stop {
     stopped_ms: f64,
     time_to_safepoint_ms: Option<f64>,
+    /// The VM operation (JDK 17+: `Safepoint "G1CollectForAllocation", …`).
+    operation: Option<String>,
+    /// Time at the safepoint, in the operation (JDK 17+: `At safepoint: N ns`).
+    at_safepoint_ms: Option<f64>,
 }
 
 /// A safepoint line: JDK 17's `Safepoint "…", …, Reaching safepoint: N ns, …, Total: N ns`
@@ -263,6 +267,8 @@ fn stop_of(text: &str) -> Option<Stop> {
             stopped_ms: field(rest, "stopped: ", " seconds").and_then(seconds_ms)?,
             time_to_safepoint_ms: field(rest, "Stopping threads took: ", " seconds")
                 .and_then(seconds_ms),
+            operation: None,
+            at_safepoint_ms: None,
         });
     }
     if !text.starts_with("Safepoint \"") {
@@ -277,7 +283,21 @@ fn stop_of(text: &str) -> Option<Stop> {
     Some(Stop {
         stopped_ms: ns_ms("Total: ")?,
         time_to_safepoint_ms: ns_ms("Reaching safepoint: "),
+        operation: field(text, "Safepoint \"", "\"").map(str::to_string),
+        at_safepoint_ms: ns_ms("At safepoint: "),
     })
+}
+
+/// Whether a VM operation is a collection (`GenCollectForAllocation`,
+/// `ParallelGCFailedAllocation`, `G1CollectFull`, `G1PauseRemark`, `CMS_Final_Remark`,
+/// `ZMarkStart`, `ShenandoahInitMark`, `GC_HeapInspection`, …), not another safepoint
+/// (`Cleanup`, `ICBufferFull`, `RevokeBias`, `HandshakeAllThreads`).
+fn collects(operation: &str) -> bool {
+    ["GC", "Collect", "G1", "CMS", "Shenandoah"]
+        .iter()
+        .any(|w| operation.contains(w))
+        || (operation.starts_with('Z')
+            && operation[1..].starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
 /// Gives the last pause its stop, the first safepoint logged after it that lasted at least
@@ -409,6 +429,10 @@ pub struct Detector {
     unified_like: u64,
     /// Lines that look like a JDK 6-8 log (`[GC`, `[Full GC`, `[Times:`).
     jdk8_like: u64,
+    /// Lines read that are not blank, before a format was chosen.
+    lines: u64,
+    /// Of those, lines that are not text (a NUL, bytes that are not UTF-8).
+    binary_lines: u64,
 }
 
 impl Detector {
@@ -422,7 +446,11 @@ impl Detector {
             Some(_) => return self.unified.feed(line, at),
             None => {}
         }
-        if holds!(line, "[gc") || holds!(line, "GC(") {
+        self.lines += 1;
+        if line.contains(['\0', '\u{fffd}']) {
+            self.binary_lines += 1;
+        }
+        if holds!(line, "[gc") || holds!(line, "GC(") || holds!(line, "[safepoint") {
             self.unified_like += 1;
         } else if holds!(line, "[GC") || holds!(line, "[Full GC") || holds!(line, "[Times:") {
             self.jdk8_like += 1;
@@ -462,12 +490,21 @@ impl Detector {
     fn why_no_pauses(&self) -> String {
         const FORMATS: &str = "allowed: HotSpot unified logging -Xlog:gc*, JDK 6-8 -verbose:gc \
                                or -XX:+PrintGCDetails, concord run --gc-log";
+        if self.lines == 0 {
+            return "the file is empty (or holds only blank lines)".to_string();
+        }
+        if self.binary_lines * 2 > self.lines {
+            return format!(
+                "it holds binary data, not text ({} of its {} lines are not text); {FORMATS}",
+                self.binary_lines, self.lines
+            );
+        }
         if self.unified_like > 0 && self.unified_like >= self.jdk8_like {
             format!(
                 "it looks like HotSpot unified logging ({} lines of the gc tags) but has no \
                  pause line (`GC(n) Pause … <duration>`, tag `gc` at level info): log with \
-                 -Xlog:gc*,gc+cpu,safepoint (a selection such as gc+heap or gc=warning \
-                 alone writes none)",
+                 -Xlog:gc*,gc+cpu,safepoint (a selection such as gc+heap, safepoint or \
+                 gc=warning alone writes none, nor does ZGC's -Xlog:gc)",
                 self.unified_like
             )
         } else if self.jdk8_like > 0 {

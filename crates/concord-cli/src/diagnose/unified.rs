@@ -40,6 +40,13 @@ pub struct Parser {
     /// A failure logged inside a collection before its pause line (`GC(5) To-space
     /// exhausted`), by collection id.
     failure: Option<(u64, &'static str)>,
+    /// A line of the `gc` tags (`GC(n) …`) was seen.
+    gc_lines: bool,
+    /// The log has safepoints but no `gc` tags (`-Xlog:safepoint`): its collections are read
+    /// from the safepoints of collecting VM operations.
+    safepoints_only: bool,
+    /// JDK 9-16's `Entering safepoint region: <operation>`, until its stop is logged.
+    entering: Option<String>,
 }
 
 impl Parser {
@@ -62,6 +69,10 @@ impl Parser {
         }
         let log = &mut self.log;
         log.note_gc_threads(gc_threads_in(message));
+        if !self.gc_lines && message.starts_with("GC(") {
+            self.gc_lines = true;
+            self.safepoints_only = false;
+        }
         if let Some(collector) = message.strip_prefix("Using ") {
             log.concord |= collector.starts_with("Concord");
             self.serial_collector |= collector.trim() == "Serial";
@@ -77,8 +88,23 @@ impl Parser {
                 pause.user_ms = Some(user_ms);
                 pause.sys_ms = Some(sys_ms);
             }
-        } else if let Some(stop) = stop_of(message) {
-            attach_stop(&mut log.pauses, stop);
+        } else if let Some(mut stop) = stop_of(message) {
+            if stop.operation.is_none() {
+                stop.operation = self.entering.take();
+            }
+            if !self.gc_lines && stop.operation.as_deref().is_some_and(super::collects) {
+                self.safepoints_only = true;
+            }
+            if self.safepoints_only {
+                if let Some(mut pause) = safepoint_pause(&decorations, stop, at) {
+                    pause.id = log.found;
+                    log.push(pause);
+                }
+            } else {
+                attach_stop(&mut log.pauses, stop);
+            }
+        } else if let Some(operation) = message.strip_prefix("Entering safepoint region: ") {
+            self.entering = Some(operation.trim().to_string());
         } else if let Some(phase) = phase_line(message) {
             log.phases.push(phase);
         } else if let Some(ms) = allocation_stall(message) {
@@ -202,6 +228,22 @@ fn phase_line(message: &str) -> Option<Phase> {
         what: what.trim().to_string(),
         ms,
     })
+}
+
+/// A collecting VM operation's safepoint as a pause (a log of the `safepoint` tag alone): the
+/// operation's time at the safepoint as its real time (the stop less the time to reach it in
+/// JDK 9-16's words), with the stop and time to safepoint; ids count these pauses.
+fn safepoint_pause(decorations: &[&str], stop: super::Stop, at: LineRef) -> Option<Pause> {
+    let operation = stop.operation.filter(|op| super::collects(op))?;
+    let real_ms = stop
+        .at_safepoint_ms
+        .unwrap_or(stop.stopped_ms - stop.time_to_safepoint_ms.unwrap_or(0.0))
+        .max(0.0);
+    let mut pause = Pause::new(format!("Safepoint \"{operation}\""), real_ms, at);
+    pause.time_s = uptime_from_decorations(decorations);
+    pause.stopped_ms = Some(stop.stopped_ms);
+    pause.time_to_safepoint_ms = stop.time_to_safepoint_ms;
+    Some(pause)
 }
 
 /// `GC(3) User=0.01s Sys=0.00s Real=0.01s` as (id, user ms, sys ms).
@@ -384,5 +426,44 @@ mod tests {
             failures,
             [Some("to-space exhausted"), None, Some("degenerated")]
         );
+    }
+
+    /// A log of the `safepoint` tag alone: collecting VM operations are the pauses, in JDK
+    /// 17's words (fixture jdk17/serial_safepoint_uptime.log) and JDK 9-16's (the
+    /// `Entering safepoint region` of GCViewer's JDK 11 sample); other safepoints are not.
+    #[test]
+    fn a_safepoint_log_alone_gives_the_collections_safepoints() {
+        let log = parse(
+            "[0.081s] Safepoint \"GenCollectForAllocation\", Time since last: 64713940 ns, Reaching safepoint: 3886 ns, Cleanup: 36685 ns, At safepoint: 2881888 ns, Total: 2922459 ns\n\
+             [0.090s] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 7000 ns, Cleanup: 1 ns, At safepoint: 1 ns, Total: 9000 ns\n\
+             [8.793s][info][safepoint     ] Entering safepoint region: ShenandoahDegeneratedGC\n\
+             [8.805s][info][safepoint     ] Leaving safepoint region\n\
+             [8.805s][info][safepoint     ] Total time for which application threads were stopped: 0.0128948 seconds, Stopping threads took: 0.0002622 seconds\n",
+        );
+        let got: Vec<(u64, &str, f64, Option<f64>)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.id, p.what.as_str(), p.real_ms, p.stopped_ms))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[0],
+            (
+                0,
+                "Safepoint \"GenCollectForAllocation\"",
+                2.881888,
+                Some(2.922459)
+            )
+        );
+        assert_eq!(got[1].1, "Safepoint \"ShenandoahDegeneratedGC\"");
+        assert!((got[1].2 - (12.8948 - 0.2622)).abs() < 1e-9);
+        assert_eq!(log.pauses[1].time_s, Some(8.805));
+        // With the gc tags, safepoints only give pauses their stops.
+        let with_gc = parse(
+            "[0.080s][info][gc] GC(0) Pause Young (Allocation Failure) 17M->3M(61M) 2.752ms\n\
+             [0.081s][info][safepoint] Safepoint \"GenCollectForAllocation\", Time since last: 64713940 ns, Reaching safepoint: 3886 ns, Cleanup: 36685 ns, At safepoint: 2881888 ns, Total: 2922459 ns\n",
+        );
+        assert_eq!(with_gc.pauses.len(), 1);
+        assert_eq!(with_gc.pauses[0].stopped_ms, Some(2.922459));
     }
 }
