@@ -471,3 +471,50 @@ fn a_rotated_set_is_read_as_one_log() {
         assert_eq!(stdout_json(&single)["pauses"].as_u64(), Some(only as u64));
     }
 }
+
+/// The two OS stalls made in real JDK 17 logs by `bench/diagnose/os_stalls.sh` (see the
+/// fixtures' README): every CPU taken by a real-time loop for 200 ms, five times; and the log
+/// written into a pipe drained at 20 KB/s. Each stall is named, with its line, and is about
+/// as long as what caused it.
+#[test]
+fn os_stalls_made_in_real_hotspot_logs_are_named() {
+    let no_cpu = diagnose_json(&fixture("os-stalls/no-cpu.log.gz"), &[]);
+    assert_eq!(no_cpu["pauses"], 1212);
+    assert_eq!(no_cpu["stalled_count"], 4);
+    let stalled = no_cpu["stalled"].as_array().unwrap();
+    let causes: Vec<&str> = stalled
+        .iter()
+        .map(|s| s["causes"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        causes,
+        ["off-cpu", "off-cpu", "outside-collection", "off-cpu"]
+    );
+    // At most one stall per 200 ms burst, none longer than a burst and its surroundings.
+    for s in stalled {
+        let real = s["real_ms"].as_f64().unwrap();
+        assert!(real < 400.0, "{s}");
+    }
+    assert_eq!(stalled[0]["line"], "no-cpu.log.gz:3663");
+    let findings: Vec<(&str, u64)> = no_cpu["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap(), f["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            ("off-cpu", 3),
+            ("outside-collection", 1),
+            ("heap-too-small", 4)
+        ]
+    );
+
+    let blocked = diagnose_json(&fixture("os-stalls/blocked-write.log.gz"), &[]);
+    assert_eq!(blocked["pauses"], 190);
+    assert_eq!(blocked["stalled_count"], 23);
+    assert_eq!(blocked["unrecognized_lines"], 0);
+    let advice = blocked["advice"].to_string();
+    assert!(advice.contains("-Xlog:async"), "{advice}");
+}
