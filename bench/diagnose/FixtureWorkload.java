@@ -62,7 +62,7 @@ public class FixtureWorkload {
                 explicit = true;
             }
             iteration++;
-            // About 1 ms per iteration: some 25 MB of garbage a second instead of gigabytes,
+            // About 1 ms per iteration: some 400 MB of garbage a second instead of gigabytes,
             // so a run of a few seconds writes tens to hundreds of collections, not thousands.
             try {
                 Thread.sleep(1);

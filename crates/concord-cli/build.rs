@@ -2,7 +2,9 @@
 //! `build-support/test_tools.rs`), so that a test whose program is absent shows as ignored with
 //! its reason: headless Chromium for the report pages (cfg `no_chromium`), JDK 17 for
 //! `concord jvm` (cfg `no_jdk17`), Temurin 25 for its collectors' logs (cfg `no_jdk25`), any
-//! JDK for the HotSpot comparisons (cfg `no_java`), and root
+//! JDK for the HotSpot comparisons (cfg `no_java`), GCViewer 1.36's jar with a `java` to run it
+//! for the `concord diagnose` corpus comparison (cfg `no_gcviewer`; its path and the `java` go
+//! to the tests as `CONCORD_TEST_GCVIEWER_JAR` and `CONCORD_TEST_JAVA`), and root
 //! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`), and the
 //! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`).
 
@@ -12,8 +14,8 @@ mod test_tools;
 use std::path::PathBuf;
 
 use test_tools::{
-    all_exist, jdk_files, may_use_sched_fifo, on_path, TestTools, JDK17_HOME, JDK25_HOME,
-    SCHED_FIFO_NEEDS,
+    all_exist, gcviewer_jar, jdk_files, may_use_sched_fifo, on_path, TestTools, GCVIEWER_JAR_VAR,
+    JDK17_HOME, JDK25_HOME, SCHED_FIFO_NEEDS,
 };
 
 fn main() {
@@ -44,6 +46,29 @@ fn main() {
         jdk17 || java_with_javac_on_path(),
         "a JDK: `java` with `javac` beside it on PATH (apt-get install openjdk-17-jdk-headless)",
     );
+    let gcviewer = gcviewer_jar();
+    let java = if jdk17 {
+        Some(PathBuf::from(JDK17_HOME).join("bin/java"))
+    } else {
+        on_path(&["java"])
+    };
+    let gcviewer_present = all_exist(std::slice::from_ref(&gcviewer)) && java.is_some();
+    tools.check(
+        "no_gcviewer",
+        gcviewer_present,
+        &format!(
+            "GCViewer 1.36's jar at {} and a java to run it (mvn dependency:get \
+             -Dartifact=com.github.chewiebug:gcviewer:1.36, or {GCVIEWER_JAR_VAR}=path/to/jar)",
+            gcviewer.display()
+        ),
+    );
+    if let (true, Some(java)) = (gcviewer_present, java) {
+        println!(
+            "cargo::rustc-env=CONCORD_TEST_GCVIEWER_JAR={}",
+            gcviewer.display()
+        );
+        println!("cargo::rustc-env=CONCORD_TEST_JAVA={}", java.display());
+    }
     tools.check("no_sched_fifo", may_use_sched_fifo(), SCHED_FIFO_NEEDS);
     tools.check(
         "no_root_setpriv",
