@@ -116,7 +116,7 @@ for jdk in jdk17 jdk25; do
     esac
     mkdir -p "$work/rot"
     run "$jdk" "$options" "gc*:file=$work/rot/$prefix.log::filecount=3,filesize=16k" \
-        "$work/rot/$prefix.log" "$prefix.log (and .0 .1 .2)"
+        "$work/rot/$prefix.log" "$prefix.log (and its rotated files .0, .1)"
     for f in "$work"/rot/*; do
         mv "$f" "$work/"
         keep "$(basename "$f")" "$jdk"
