@@ -66,6 +66,7 @@ run() {
 big_mb=$(( $(stat -c %s "$work/big.log") >> 20 ))
 run "unified log, text output" "$work/big.log" "$big_mb"
 run "unified log, --json" "$work/big.log" "$big_mb" --json
+run "unified log, --html page" "$work/big.log" "$big_mb" --html "$work/page.html"
 run "unified log, gzipped" "$work/big.log.gz" "$big_mb"
 run "blank lines" "$work/blank.log" 100
 run "2 GB of newlines, gzipped (exit 2)" "$work/newlines.gz" 2048
