@@ -103,13 +103,18 @@ impl Parser {
 
     /// Reads one line, found at `at`.
     pub fn feed(&mut self, line: &str, at: LineRef) {
-        if self.open.is_none() {
+        let known = if self.open.is_none() {
             let known = self.detail_open || known_outside_collection(line);
             self.detail_open = false;
-            if !known {
-                self.log.unrecognized_line(at, line);
-                return;
-            }
+            known
+        } else {
+            continues_record(line)
+        };
+        if !known {
+            // Another program's output (`-verbose:gc` on a shared stdout), or garbage: skipped
+            // without touching an open collection.
+            self.log.unrecognized_line(at, line);
+            return;
         }
         self.log.note_gc_threads(gc_threads_in(line));
         if !self.g1 && (holds!(line, "G1") || holds!(line, "garbage-first")) {
@@ -313,7 +318,13 @@ impl Open {
     /// (young)`, `Full GC (Ergonomics)`, with what its text says happened where the name does
     /// not (`GC (CMS Final Remark)` for a JDK 7 remark, `(concurrent mode failure)`).
     fn name(&self) -> String {
-        let mut name = description(&self.head);
+        // `-XX:+PrintAdaptiveSizePolicy` writes into the name (`[GCAdaptiveSizePolicy::…`,
+        // `[Full GCAdaptiveSizeStart: …`, `[GC (Allocation Failure)AdaptiveSizePolicy::…`).
+        let head = ["PSAdaptiveSize", "AdaptiveSize"]
+            .iter()
+            .find_map(|w| self.head.find(w))
+            .map_or(self.head.as_str(), |cut| &self.head[..cut]);
+        let mut name = description(head);
         if name == "GC" && self.cms_initial_mark {
             name = "GC (CMS Initial Mark)".to_string();
         } else if name == "GC" && self.cms_remark {
@@ -345,6 +356,9 @@ fn opens_collection(inner: &str) -> bool {
         return false;
     };
     let sizes_or_cause = |c: char| c.is_ascii_digit() || matches!(c, '(' | '[' | '-');
+    if after.starts_with("AdaptiveSize") || after.starts_with("PSAdaptiveSize") {
+        return true;
+    }
     match after.chars().next() {
         None => true,
         Some(c) if sizes_or_cause(c) => true,
@@ -462,6 +476,22 @@ fn known_outside_collection(line: &str) -> bool {
     // …`), a log file's rotation notes (`2016-01-14 22:08:28 GC log file created …`), a
     // stamped line with a bracket in it.
     holds!(trimmed, "GC log file") || (rest.len() < trimmed.len() && holds!(rest, "["))
+}
+
+/// Whether a line inside an open collection is part of its record: indented or continuing it
+/// (`, 0.0013065 secs]`, `: 6906246K->…`, `}`), stamped, a bracket, or a line the JVM writes
+/// into records (a tenuring distribution, the adaptive size policy, heap printouts); not one
+/// with bytes that are no text, nor another program's words.
+fn continues_record(line: &str) -> bool {
+    if line
+        .chars()
+        .any(|c| c == '\u{fffd}' || (c.is_control() && c != '\t'))
+    {
+        return false;
+    }
+    let first = line.chars().next();
+    first.is_none_or(|c| c.is_whitespace() || c.is_ascii_digit() || "[](),:;{}-".contains(c))
+        || known_outside_collection(line)
 }
 
 /// `text` without the stamps before it (`2016-01-14T22:08:28.028+0000: 312052.604: `).
@@ -906,5 +936,39 @@ mod tests {
             })
         );
         assert_eq!(phase_of("CMS-concurrent-mark-start"), None);
+    }
+
+    /// `-XX:+PrintAdaptiveSizePolicy` writes into the collection's bracket, right after `GC`
+    /// (GCViewer's JDK 6 sample, fixture gcviewer_jdk6_parallel_adaptivesizepolicy.log); the
+    /// collection is read, named without the policy's text.
+    #[test]
+    fn adaptive_size_policy_output_inside_the_bracket_is_no_part_of_the_name() {
+        let log = parse(
+            "0.175: [GCAdaptiveSizePolicy::compute_survivor_space_size_and_thresh:  survived: 2721008  promoted: 13580768  overflow: trueAdaptiveSizeStart: 0.186 collection: 1 \n\
+             PSAdaptiveSizePolicy::compute_generation_free_space: costs minor_time: 0.059538 major_cost: 0.000000\n\
+             AdaptiveSizePolicy::survivor space sizes: collection: 1 (2752512, 2752512) -> (2752512, 2752512) \n\
+             AdaptiveSizeStop: collection: 1 \n\
+             \x20[PSYoungGen: 16420K->2657K(19136K)] 16420K->15919K(62848K), 0.0109211 secs] [Times: user=0.00 sys=0.00, real=0.01 secs] \n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert_eq!(log.pauses[0].what, "GC");
+        assert!((log.pauses[0].real_ms - 10.9211).abs() < 1e-9);
+        assert_eq!(log.unrecognized, 0);
+    }
+
+    /// Another program's words or garbage between the lines of a record are skipped; the
+    /// collection is read whole (GCViewer's JDK 6 G1 sample, fixture
+    /// gcviewer_jdk6_g1_verbose_nodetails_first60lines.log, with a line inserted).
+    #[test]
+    fn a_foreign_line_inside_a_record_leaves_it_whole() {
+        let log = parse(
+            "0.388: [GC pause (young) (initial-mark) 10080K->10080K(16M)0.390: [GC concurrent-mark-start]\n\
+             B\u{12}q8 i[ v|G\n\
+             [main] INFO starting the next batch\n\
+             , 0.0013065 secs]\n",
+        );
+        assert_eq!(log.pauses.len(), 1);
+        assert!((log.pauses[0].real_ms - 1.3065).abs() < 1e-9);
+        assert_eq!(log.unrecognized, 1, "{:?}", log.unrecognized_examples);
     }
 }

@@ -289,9 +289,10 @@ fn explicit(what: &str) -> bool {
     .any(|cause| what.contains(cause))
 }
 
-/// Whether a collection is a full one (`Full GC …`, `Pause Full …`).
+/// Whether a collection is a full one (`Full GC …`, `Pause Full …`, or a young one with a
+/// full one inside).
 pub fn is_full(pause: &Pause) -> bool {
-    pause.what.starts_with("Full GC") || pause.what.starts_with("Pause Full")
+    pause.what.starts_with("Full GC") || pause.what.contains("Pause Full")
 }
 
 /// What came before a pause, for the findings that look back.

@@ -47,6 +47,12 @@ pub struct Parser {
     safepoints_only: bool,
     /// JDK 9-16's `Entering safepoint region: <operation>`, until its stop is logged.
     entering: Option<String>,
+    /// The collection whose `gc,start` line was logged last and whose pause line was not yet.
+    started: Option<u64>,
+    /// A collection started inside another (JDK 9-11 Serial: the full collection GC(n+1) run
+    /// inside the failed young one GC(n)): (outer, inner), then what the inner one was.
+    nested: Option<(u64, u64)>,
+    inner: Option<String>,
 }
 
 impl Parser {
@@ -77,7 +83,30 @@ impl Parser {
             log.concord |= collector.starts_with("Concord");
             self.serial_collector |= collector.trim() == "Serial";
         }
+        if let Some(id) = start_line(message) {
+            if self.started == Some(id.wrapping_sub(1)) {
+                self.nested = Some((id - 1, id));
+            }
+            self.started = Some(id);
+        }
         if let Some(mut pause) = pause_line(&decorations, message, at) {
+            // The world stopped once for a nested collection: its time is inside the outer
+            // one's, which names it.
+            match self.nested {
+                Some((outer, inner)) if inner == pause.id => {
+                    self.inner = Some(format!("{} {:.3}ms", pause.what, pause.real_ms));
+                    self.started = Some(outer);
+                    return;
+                }
+                Some((outer, _)) if outer == pause.id => {
+                    if let Some(inner) = self.inner.take() {
+                        pause.what = format!("{} (with {inner} inside)", pause.what);
+                    }
+                    self.nested = None;
+                }
+                _ => {}
+            }
+            self.started = None;
             pause.serial = self.serial_collector;
             if let Some((_, failure)) = self.failure.take().filter(|(id, _)| *id == pause.id) {
                 pause.failure.get_or_insert(failure);
@@ -209,6 +238,14 @@ fn allocation_stall(message: &str) -> Option<f64> {
         return None;
     }
     parse_duration_ms(rest.rsplit_once(' ')?.1)
+}
+
+/// The id of a `gc,start` line (`GC(3) Pause Full (Allocation Failure)`, no duration).
+fn start_line(message: &str) -> Option<u64> {
+    let (id, rest) = gc_id(message)?;
+    let rest = without_generation(rest.trim());
+    let last = rest.rsplit(' ').next()?;
+    (rest.starts_with("Pause ") && parse_duration_ms(last).is_none()).then_some(id)
 }
 
 /// `GC(3) Concurrent Mark 12.345ms` (G1, ZGC; `Concurrent marking` of Shenandoah) as a phase.
@@ -465,5 +502,43 @@ mod tests {
         );
         assert_eq!(with_gc.pauses.len(), 1);
         assert_eq!(with_gc.pauses[0].stopped_ms, Some(2.922459));
+    }
+
+    /// JDK 9-11 Serial runs the full collection GC(3) inside the failed young one GC(2)
+    /// (GCViewer's sample, fixture gcviewer_jdk9-11_serial_unified_gc-all_safepoint_oscpu.log):
+    /// the world stopped once, so it is one pause, which names the full collection.
+    #[test]
+    fn a_collection_nested_in_another_is_one_pause() {
+        let log = parse(
+            "[0.283s][info][gc,start     ] GC(2) Pause Young (Allocation Failure)\n\
+             [0.283s][info][gc,start     ] GC(3) Pause Full (Allocation Failure)\n\
+             [0.290s][info][gc,phases      ] GC(3) Phase 4: Move objects 2.391ms\n\
+             [0.290s][info][gc             ] GC(3) Pause Full (Allocation Failure) 74M->10M(92M) 6.987ms\n\
+             [0.290s][info][gc,heap        ] GC(2) DefNew: 29459K->0K(29504K)\n\
+             [0.290s][info][gc             ] GC(2) Pause Young (Allocation Failure) 74M->10M(92M) 7.118ms\n\
+             [0.290s][info][gc,cpu         ] GC(2) User=0.00s Sys=0.00s Real=0.01s\n\
+             [0.290s][info][safepoint      ] Total time for which application threads were stopped: 0.0073074 seconds, Stopping threads took: 0.0000186 seconds\n\
+             [0.300s][info][gc,start     ] GC(4) Pause Young (Allocation Failure)\n\
+             [0.301s][info][gc             ] GC(4) Pause Young (Allocation Failure) 30M->10M(92M) 1.000ms\n",
+        );
+        let got: Vec<(u64, &str, f64)> = log
+            .pauses
+            .iter()
+            .map(|p| (p.id, p.what.as_str(), p.real_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    2,
+                    "Pause Young (Allocation Failure) (with Pause Full (Allocation Failure) \
+                     6.987ms inside)",
+                    7.118
+                ),
+                (4, "Pause Young (Allocation Failure)", 1.0)
+            ]
+        );
+        assert_eq!(log.pauses[0].stopped_ms, Some(7.3074));
+        assert!(crate::diagnose::judge::is_full(&log.pauses[0]));
     }
 }
