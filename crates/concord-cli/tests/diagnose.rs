@@ -518,3 +518,22 @@ fn os_stalls_made_in_real_hotspot_logs_are_named() {
     let advice = blocked["advice"].to_string();
     assert!(advice.contains("-Xlog:async"), "{advice}");
 }
+
+/// A 2 GB file of zeros (sparse, so the test writes nothing to disk) is read through, in
+/// bounded memory, and refused as binary with status 2.
+#[test]
+fn a_2_gb_binary_file_is_read_through_and_refused() {
+    let dir = scratch("diagnose-2gb");
+    let path = dir.join("zeros.log");
+    fs::File::create(&path)
+        .and_then(|f| f.set_len(2 << 30))
+        .unwrap();
+    let out = concord(&["diagnose", path.to_str().unwrap()]);
+    let _ = fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("holds binary data, not text"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -663,7 +663,7 @@ fn for_each_line(reader: &mut dyn BufRead, f: &mut dyn FnMut(&str)) -> std::io::
                 return Ok(lines);
             }
             seen_any = true;
-            let newline = available.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', available);
             let chunk = &available[..newline.unwrap_or(available.len())];
             let room = MAX_LINE_BYTES.saturating_sub(buf.len());
             buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
