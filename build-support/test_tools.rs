@@ -31,15 +31,15 @@ pub const JDK25_HOME: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 /// GCViewer 1.36's jar, under `$HOME`: where `mvn dependency:get
 /// -Dartifact=com.github.chewiebug:gcviewer:1.36` puts it (`.ci/run` does). The `concord
-/// diagnose` corpus tests compare their pause counts with it; `CONCORD_GCVIEWER_JAR` names
+/// diagnose` corpus tests compare their pause counts with it; `GCVIEWER_JAR_PATH` names
 /// another copy.
 pub const GCVIEWER_JAR: &str =
     ".m2/repository/com/github/chewiebug/gcviewer/1.36/gcviewer-1.36.jar";
 
 /// The variable that names GCViewer's jar instead of [`GCVIEWER_JAR`].
-pub const GCVIEWER_JAR_VAR: &str = "CONCORD_GCVIEWER_JAR";
+pub const GCVIEWER_JAR_VAR: &str = "GCVIEWER_JAR_PATH";
 
-/// GCViewer's jar: `CONCORD_GCVIEWER_JAR`, else [`GCVIEWER_JAR`] under `$HOME` (both watched).
+/// GCViewer's jar: `GCVIEWER_JAR_PATH`, else [`GCVIEWER_JAR`] under `$HOME` (both watched).
 pub fn gcviewer_jar() -> PathBuf {
     println!("cargo::rerun-if-env-changed={GCVIEWER_JAR_VAR}");
     println!("cargo::rerun-if-env-changed=HOME");

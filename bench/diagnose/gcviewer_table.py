@@ -20,7 +20,7 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REAL = os.path.join(ROOT, "crates/concord-cli/tests/fixtures/diagnose/real")
-JAR = (sys.argv[1] if len(sys.argv) > 1 else os.environ.get("CONCORD_GCVIEWER_JAR")) or \
+JAR = (sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GCVIEWER_JAR_PATH")) or \
     os.path.expanduser("~/.m2/repository/com/github/chewiebug/gcviewer/1.36/gcviewer-1.36.jar")
 
 

@@ -4,7 +4,7 @@
 //! `concord jvm` (cfg `no_jdk17`), Temurin 25 for its collectors' logs (cfg `no_jdk25`), any
 //! JDK for the HotSpot comparisons (cfg `no_java`), GCViewer 1.36's jar with a `java` to run it
 //! for the `concord diagnose` corpus comparison (cfg `no_gcviewer`; its path and the `java` go
-//! to the tests as `CONCORD_TEST_GCVIEWER_JAR` and `CONCORD_TEST_JAVA`), and root
+//! to the tests as `GCVIEWER_TEST_JAR` and `GCVIEWER_TEST_JAVA`), and root
 //! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`), and the
 //! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`).
 
@@ -63,11 +63,8 @@ fn main() {
         ),
     );
     if let (true, Some(java)) = (gcviewer_present, java) {
-        println!(
-            "cargo::rustc-env=CONCORD_TEST_GCVIEWER_JAR={}",
-            gcviewer.display()
-        );
-        println!("cargo::rustc-env=CONCORD_TEST_JAVA={}", java.display());
+        println!("cargo::rustc-env=GCVIEWER_TEST_JAR={}", gcviewer.display());
+        println!("cargo::rustc-env=GCVIEWER_TEST_JAVA={}", java.display());
     }
     tools.check("no_sched_fifo", may_use_sched_fifo(), SCHED_FIFO_NEEDS);
     tools.check(

@@ -282,8 +282,8 @@ const GCVIEWER_SUBSET: [&str; 15] = [
 /// pause per collection, one `NONE` row after it): their number and total in ms.
 #[cfg_attr(no_gcviewer, allow(dead_code))]
 fn gcviewer(log: &Path, out: &Path) -> (u64, f64) {
-    let java = Path::new(option_env!("CONCORD_TEST_JAVA").unwrap_or("java"));
-    let Some(jar) = option_env!("CONCORD_TEST_GCVIEWER_JAR") else {
+    let java = Path::new(option_env!("GCVIEWER_TEST_JAVA").unwrap_or("java"));
+    let Some(jar) = option_env!("GCVIEWER_TEST_JAR") else {
         panic!("the build found no GCViewer jar (cfg no_gcviewer)");
     };
     let run = Command::new(java)
@@ -308,7 +308,7 @@ fn gcviewer(log: &Path, out: &Path) -> (u64, f64) {
 #[test]
 #[cfg_attr(
     no_gcviewer,
-    ignore = "needs GCViewer 1.36's jar and java when the tests were built: mvn dependency:get -Dartifact=com.github.chewiebug:gcviewer:1.36 (.ci/run does), or CONCORD_GCVIEWER_JAR"
+    ignore = "needs GCViewer 1.36's jar and java when the tests were built: mvn dependency:get -Dartifact=com.github.chewiebug:gcviewer:1.36 (.ci/run does), or GCVIEWER_JAR_PATH"
 )]
 fn gcviewer_counts_the_pauses_of_the_table_where_it_agrees() {
     let dir = scratch("diagnose-corpus-gcviewer");

@@ -101,8 +101,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::page::{esc, figure, swatch, CSS};
 use crate::report::plots::{
-    self, axis_number, category_chart, framed, label_chars, top, Axes, DrawResult, FONT, GRID, INK,
-    LEGEND_W,
+    self, axis_number, category_chart, framed, label_chars, top, Area, Axes, DrawResult, FONT,
+    GRID, INK, LEGEND_W,
 };
 
 /// A pause without finding: the palette's blue.
@@ -405,22 +405,7 @@ pub(crate) fn timeline(points: &[TimelinePoint], x_label: &str) -> anyhow::Resul
                 .draw()?;
             draw_dots(&mut chart, &points, y_lo)
         } else {
-            let mut chart: LinearChart = ChartBuilder::on(plot)
-                .margin(8)
-                .x_label_area_size(38)
-                .y_label_area_size(56)
-                .build_cartesian_2d(x_lo..x_hi, 0.0..top(max))?;
-            chart
-                .configure_mesh()
-                .bold_line_style(GRID)
-                .light_line_style(WHITE)
-                .x_desc(x_label)
-                .y_desc("pause (ms)")
-                .x_label_formatter(&|v| axis_number(*v))
-                .y_label_formatter(&|v| axis_number(*v))
-                .label_style((FONT, 12))
-                .axis_desc_style((FONT, 13))
-                .draw()?;
+            let mut chart = linear_chart(plot, x_lo..x_hi, top(max), x_label, "pause (ms)")?;
             if points.is_empty() {
                 nothing(&mut chart, x_lo, x_hi, top(max), "no pause")?;
             }
@@ -430,6 +415,33 @@ pub(crate) fn timeline(points: &[TimelinePoint], x_label: &str) -> anyhow::Resul
 }
 
 /// `what` in the middle of an empty chart.
+/// A chart of `x` against 0..`y_top` with the page's grid, fonts and axis labels.
+fn linear_chart<'a, 'b>(
+    plot: &'a Area<'b>,
+    x: std::ops::Range<f64>,
+    y_top: f64,
+    x_label: &str,
+    y_desc: &str,
+) -> Result<LinearChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(plot)
+        .margin(8)
+        .x_label_area_size(38)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, 0.0..y_top)?;
+    chart
+        .configure_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(WHITE)
+        .x_desc(x_label)
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| axis_number(*v))
+        .y_label_formatter(&|v| axis_number(*v))
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 13))
+        .draw()?;
+    Ok(chart)
+}
+
 fn nothing(chart: &mut LinearChart, x_lo: f64, x_hi: f64, y_hi: f64, what: &str) -> DrawResult {
     let style = TextStyle::from((FONT, 14).into_font())
         .color(&RGBColor(120, 120, 120))
@@ -494,22 +506,7 @@ pub(crate) fn heap(points: &[HeapPoint], x_label: &str) -> anyhow::Result<String
     ];
     let (w, hgt) = WIDE;
     framed(w, hgt, "Heap occupancy", "heap", &legend, |plot| {
-        let mut chart: LinearChart = ChartBuilder::on(plot)
-            .margin(8)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x_lo..x_hi, 0.0..top(y_max))?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(WHITE)
-            .x_desc(x_label)
-            .y_desc("heap (MB)")
-            .x_label_formatter(&|v| axis_number(*v))
-            .y_label_formatter(&|v| axis_number(*v))
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
-            .draw()?;
+        let mut chart = linear_chart(plot, x_lo..x_hi, top(y_max), x_label, "heap (MB)")?;
         if points.is_empty() {
             return nothing(&mut chart, x_lo, x_hi, top(y_max), "no heap sizes");
         }

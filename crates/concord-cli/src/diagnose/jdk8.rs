@@ -26,14 +26,8 @@ use super::{
 #[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
     let mut parser = Parser::default();
-    for (n, line) in text.lines().enumerate() {
-        parser.feed(
-            line,
-            LineRef {
-                file: 0,
-                line: n as u64 + 1,
-            },
-        );
+    for (line, at) in super::numbered_lines(text) {
+        parser.feed(line, at);
     }
     parser.finish();
     parser.log

@@ -202,6 +202,18 @@ pub struct AllocationStalls {
     pub first: Option<LineRef>,
 }
 
+/// The lines of `text` with their places in a log of one file (tests feed parsers so).
+#[cfg(test)]
+fn numbered_lines(text: &str) -> impl Iterator<Item = (&str, LineRef)> {
+    text.lines().enumerate().map(|(n, line)| {
+        let at = LineRef {
+            file: 0,
+            line: n as u64 + 1,
+        };
+        (line, at)
+    })
+}
+
 /// Pauses a parser keeps after they are logged, while a later line may still add to them
 /// (`gc+cpu`, a safepoint, `[Times: …]`; a ZGC cycle's CPU line comes after its three pauses).
 const UNSETTLED_PAUSES: usize = 16;

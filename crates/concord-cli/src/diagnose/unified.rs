@@ -18,14 +18,8 @@ use crate::hotspot::{parse_duration_ms, split_decorations, uptime_from_decoratio
 #[cfg(test)]
 pub fn parse(text: &str) -> Parsed {
     let mut parser = Parser::default();
-    for (n, line) in text.lines().enumerate() {
-        parser.feed(
-            line,
-            LineRef {
-                file: 0,
-                line: n as u64 + 1,
-            },
-        );
+    for (line, at) in super::numbered_lines(text) {
+        parser.feed(line, at);
     }
     parser.finish();
     parser.log
