@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::html::{self, FindingRow, HeapPoint, HistogramBin, Mark, TimelinePoint};
 use super::judge::{self, Context, Kind, Previous, Verdict};
-use super::{Format, LineRef, Parsed, Pause, Phase};
+use super::{Format, LineRef, Parsed, Pause};
 
 /// The pause lengths counted in the summary, as 002's tables do.
 pub const OVER_MS: [u32; 4] = [250, 500, 1000, 2000];
@@ -19,8 +19,6 @@ pub const OVER_MS: [u32; 4] = [250, 500, 1000, 2000];
 const EVIDENCE_KEPT: usize = 20;
 /// Stalled pauses listed in full (`--json`'s `stalled`); the rest are counted.
 const STALLED_KEPT: usize = 1_000;
-/// Concurrent phase names kept apart; more are summed under `other`.
-const PHASE_NAMES_KEPT: usize = 64;
 /// Points of the page's timeline and heap series at most.
 const POINTS_KEPT: usize = 4_096;
 /// Upper edges of the histogram's bins, ms (1-2-5 steps; the last bin is open).
@@ -62,13 +60,6 @@ impl ThreadsFrom {
 struct FindingTally {
     count: u64,
     evidence: Vec<LineRef>,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct PhaseTally {
-    count: u64,
-    total_ms: f64,
-    max_ms: f64,
 }
 
 /// A series thinned to at most [`POINTS_KEPT`] points: each point stands for `stride`
@@ -130,7 +121,6 @@ pub struct Digest {
     stalled: Vec<Value>,
     stalled_count: u64,
     previous: Previous,
-    phases: BTreeMap<String, PhaseTally>,
     timeline: Thinned<TimelinePoint>,
     heap: Thinned<HeapPoint>,
     histogram: [u64; BIN_EDGES_MS.len() + 1],
@@ -159,7 +149,6 @@ impl Digest {
             stalled: Vec::new(),
             stalled_count: 0,
             previous: Previous::default(),
-            phases: BTreeMap::new(),
             timeline: Thinned::new(),
             heap: Thinned::new(),
             histogram: [0; BIN_EDGES_MS.len() + 1],
@@ -375,23 +364,6 @@ impl Digest {
         }
     }
 
-    /// Adds a concurrent phase.
-    pub fn phase(&mut self, phase: Phase) {
-        if !phase.ms.is_finite() {
-            return;
-        }
-        let name = if self.phases.len() < PHASE_NAMES_KEPT || self.phases.contains_key(&phase.what)
-        {
-            phase.what
-        } else {
-            "other".to_string()
-        };
-        let tally = self.phases.entry(name).or_default();
-        tally.count += 1;
-        tally.total_ms += phase.ms;
-        tally.max_ms = tally.max_ms.max(phase.ms);
-    }
-
     fn context(&self, parsed: &Parsed) -> Context {
         Context {
             jdk8: self.format == Format::Jdk8,
@@ -469,6 +441,7 @@ impl Digest {
         parsed: &Parsed,
         html_path: Option<&std::path::Path>,
     ) -> anyhow::Result<()> {
+        self.start()?;
         let context = self.context(parsed);
         let advice = self.advice(context, parsed);
         let rows = self.finding_rows(context);
@@ -499,8 +472,8 @@ impl Digest {
                     .map(|(ms, n)| format!(">{ms} ms: {n}"))
                     .collect();
                 writeln!(out, "{}", over.join("  "))?;
-                if !self.phases.is_empty() {
-                    let phases: Vec<String> = self
+                if !parsed.phases.is_empty() {
+                    let phases: Vec<String> = parsed
                         .phases
                         .iter()
                         .map(|(what, t)| format!("{what} ×{} {:.1} ms", t.count, t.total_ms))
@@ -571,7 +544,7 @@ impl Digest {
                         })
                     })
                     .collect();
-                let phases: Vec<Value> = self
+                let phases: Vec<Value> = parsed
                     .phases
                     .iter()
                     .map(|(what, t)| {
@@ -643,7 +616,7 @@ impl Digest {
             format!("{threads} ({})", from.name()),
         ));
         summary.push(("OS stalls".to_string(), self.stalled_count.to_string()));
-        for (what, t) in &self.phases {
+        for (what, t) in &parsed.phases {
             summary.push((
                 format!("concurrent: {what}"),
                 format!("{} phases, {:.1} ms in all", t.count, t.total_ms),

@@ -194,7 +194,7 @@ impl Parser {
                 self.flush_pending();
                 self.awaiting_times = false;
                 if let Some(phase) = phase_of(&inner[..close.unwrap_or(inner.len())]) {
-                    self.log.phases.push(phase);
+                    self.log.add_phase(phase);
                 }
             }
             i = match close {

@@ -168,13 +168,14 @@ fn heap_change(text: &str) -> Option<HeapChange> {
 }
 
 /// What a parser found in a log so far. The driver takes the pauses that can no longer change
-/// ([`Parsed::settled`]) and the phases as they come, so that memory does not grow with the log.
+/// ([`Parsed::settled`]); the rest is summed: memory does not grow with the log.
 #[derive(Debug, Default)]
 pub struct Parsed {
     /// The pauses not yet taken, in log order.
     pub pauses: Vec<Pause>,
-    /// Concurrent phases not yet taken, in log order.
-    pub phases: Vec<Phase>,
+    /// Concurrent phases by name (at most [`PHASE_NAMES_KEPT`]; more are summed under
+    /// `other`).
+    pub phases: std::collections::BTreeMap<String, PhaseTally>,
     /// GC threads named in the log (the largest number seen).
     pub gc_threads: Option<u32>,
     /// Whether the log says it was written by Concord.
@@ -214,6 +215,20 @@ fn numbered_lines(text: &str) -> impl Iterator<Item = (&str, LineRef)> {
     })
 }
 
+/// Concurrent phase names kept apart; more are summed under `other`.
+const PHASE_NAMES_KEPT: usize = 64;
+
+/// The concurrent phases of one name.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct PhaseTally {
+    /// How many.
+    pub count: u64,
+    /// Their sum, ms.
+    pub total_ms: f64,
+    /// The longest, ms.
+    pub max_ms: f64,
+}
+
 /// Pauses a parser keeps after they are logged, while a later line may still add to them
 /// (`gc+cpu`, a safepoint, `[Times: …]`; a ZGC cycle's CPU line comes after its three pauses).
 const UNSETTLED_PAUSES: usize = 16;
@@ -236,6 +251,23 @@ impl Parsed {
         // Drained in batches, so that a log of many pauses does not shift the window each line.
         let n = if all || n >= UNSETTLED_PAUSES { n } else { 0 };
         self.pauses.drain(..n)
+    }
+
+    /// Adds a concurrent phase to its name's tally.
+    fn add_phase(&mut self, phase: Phase) {
+        if !phase.ms.is_finite() {
+            return;
+        }
+        let kept = self.phases.len() < PHASE_NAMES_KEPT || self.phases.contains_key(&phase.what);
+        let name = if kept {
+            phase.what
+        } else {
+            "other".to_string()
+        };
+        let tally = self.phases.entry(name).or_default();
+        tally.count += 1;
+        tally.total_ms += phase.ms;
+        tally.max_ms = tally.max_ms.max(phase.ms);
     }
 
     /// Counts a line not recognized at `at`.
@@ -809,9 +841,6 @@ impl Reading {
             };
             digest::Digest::new(format, self.names.clone(), self.gc_threads, sink)
         });
-        for phase in parsed.phases.drain(..) {
-            digest.phase(phase);
-        }
         let threads = parsed.gc_threads;
         for pause in parsed.settled(all) {
             if let Err(e) = digest.pause(pause, threads) {

@@ -129,7 +129,7 @@ impl Parser {
         } else if let Some(operation) = message.strip_prefix("Entering safepoint region: ") {
             self.entering = Some(operation.trim().to_string());
         } else if let Some(phase) = phase_line(message) {
-            log.phases.push(phase);
+            log.add_phase(phase);
         } else if let Some(ms) = allocation_stall(message) {
             let stalls = &mut log.allocation_stalls;
             stalls.count += 1;
@@ -427,13 +427,12 @@ mod tests {
         assert_eq!(log.pauses.len(), 1);
         assert!(log.pauses[0].serial);
         assert_eq!(log.pauses[0].at.line, 3);
-        assert_eq!(
-            log.phases,
-            [Phase {
-                what: "Concurrent Mark".into(),
-                ms: 2.527
-            }]
-        );
+        let phases: Vec<(&str, u64, f64)> = log
+            .phases
+            .iter()
+            .map(|(what, t)| (what.as_str(), t.count, t.total_ms))
+            .collect();
+        assert_eq!(phases, [("Concurrent Mark", 1, 2.527)]);
         let stalls = log.allocation_stalls;
         assert_eq!((stalls.count, stalls.max_ms), (2, 3.899));
         assert_eq!(stalls.first.map(|at| at.line), Some(7));
