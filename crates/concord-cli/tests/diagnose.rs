@@ -537,3 +537,41 @@ fn a_2_gb_binary_file_is_read_through_and_refused() {
         text(&out.stderr)
     );
 }
+
+/// `--html` writes the page beside the text output: self-contained, with the timeline, the
+/// heap, the histogram and the findings of the log (the blocked-write stalls).
+#[test]
+fn html_page_is_written_with_the_findings_of_the_log() {
+    let dir = scratch("diagnose-html");
+    let page = dir.join("stalls.html");
+    let out = concord(&[
+        "diagnose",
+        &fixture("os-stalls/blocked-write.log.gz"),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("23 OS stall(s)"));
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
+    for part in [
+        "Pause timeline",
+        "Heap occupancy",
+        "Pause histogram",
+        "off-cpu",
+        "outside-collection",
+        "blocked-write.log.gz:854",
+    ] {
+        assert!(html.contains(part), "{part}");
+    }
+    // Bad --html values are refused before the log is read, and nothing is written.
+    let missing_dir = dir.join("no/such/dir/page.html");
+    let refused = concord(&[
+        "diagnose",
+        &fixture("os-stalls/blocked-write.log.gz"),
+        "--html",
+        missing_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stdout).is_empty());
+}
