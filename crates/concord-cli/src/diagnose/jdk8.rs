@@ -965,4 +965,16 @@ mod tests {
         assert!((log.pauses[0].real_ms - 1.3065).abs() < 1e-9);
         assert_eq!(log.unrecognized, 1, "{:?}", log.unrecognized_examples);
     }
+
+    /// `-XX:+PrintSafepointStatistics` output of a JDK 8 JVM (as printed by Corretto 8 in the
+    /// Java book samples found with the search tool) is recognized, not counted as unknown.
+    #[test]
+    fn safepoint_statistics_are_recognized() {
+        let log = parse(
+            "         vmop                    [threads: total initially_running wait_to_block]    [time: spin block sync cleanup vmop] page_trap_count\n\
+             0.088: ForceSafepoint                   [       7          0              1    ]      [     0     0     0     0     0    ]  0\n\
+             Total time for which application threads were stopped: 0.0022515 seconds\n",
+        );
+        assert_eq!(log.unrecognized, 0, "{:?}", log.unrecognized_examples);
+    }
 }
