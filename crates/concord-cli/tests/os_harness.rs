@@ -109,10 +109,11 @@ fn run_with_busy_loops_keeps_the_checksum_and_shows_the_switches() {
     assert!(v["interference"].as_str().unwrap().starts_with("busy:2"));
     assert_eq!(v["gc_affinity"], "static");
     assert_eq!(v["mutator_sched"], "cfs");
-    // Summed over the mutator threads: each blocks at least once at a collection's safepoint.
+    // Summed over the mutator threads, which switch: they block at a collection's safepoint
+    // (unless its wait ends while still spinning) and the two busy loops preempt them.
     let switches = &v["mutator_context_switches"];
-    assert!(switches["voluntary"].as_u64().unwrap() > 0, "{v}");
-    assert!(switches["involuntary"].is_u64(), "{v}");
+    let count = |kind: &str| switches[kind].as_u64().unwrap_or_else(|| panic!("{v}"));
+    assert!(count("voluntary") + count("involuntary") > 0, "{v}");
 
     let out = concord(&small("run", "10", &["--preset", "vanilla"]));
     assert!(out.status.success());
