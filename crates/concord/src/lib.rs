@@ -9,6 +9,9 @@
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 compile_error!("Concord supports 64-bit Linux only");
 
+// The derive's generated code names `::concord`, also inside this crate (typed.rs's tests).
+extern crate self as concord;
+
 // First, so that every room below can declare its switches with `switch!`.
 #[macro_use]
 mod switch;
@@ -22,9 +25,11 @@ pub mod parallel;
 pub mod runtime;
 pub(crate) mod sync;
 pub mod telemetry;
+pub mod typed;
 
 pub use collection::verify::{VerifyError, VerifyReport};
 pub use config::{GcConfig, Preset};
 pub use object::{ObjectKind, ObjectType};
 pub use runtime::{Gc, GcError, Handle, Heap, HeapError, Mutator};
 pub use telemetry::{CollectionKind, CollectionRecord, GcCause, GcStats};
+pub use typed::{Root, Trace, TypedView};

@@ -364,7 +364,7 @@ impl<'h> Mutator<'h> {
     /// another heap stored here would point the collector outside the heap it collects.
     #[inline(always)]
     #[track_caller]
-    fn own(&self, g: Gc<'_>) -> usize {
+    pub(crate) fn own(&self, g: Gc<'_>) -> usize {
         let a = g.addr();
         if !self.barrier.covers(a) {
             foreign_reference(a);
@@ -495,7 +495,7 @@ impl<'h> Mutator<'h> {
     /// `o` is a live object of this heap and `slot` one of its reference slots; `v` is 0 or a
     /// live object of this heap.
     #[inline(always)]
-    unsafe fn store_slot(&self, o: usize, slot: usize, v: usize) {
+    pub(crate) unsafe fn store_slot(&self, o: usize, slot: usize, v: usize) {
         let addr = slot_addr(o, slot);
         // SAFETY: the caller's contract: the slot is inside a live object of this heap.
         unsafe {
