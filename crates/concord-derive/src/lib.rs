@@ -405,10 +405,12 @@ fn classify(field: &Ident, ty: &Type) -> syn::Result<Kind> {
     let shown = quote!(#ty)
         .to_string()
         .replace(" < ", "<")
-        .replace(" >", ">");
+        .replace(" >", ">")
+        .replace("& ", "&")
+        .replace("* ", "*");
     let refuse = |why: String| {
-        Err(syn::Error::new(
-            ty.span(),
+        Err(syn::Error::new_spanned(
+            ty,
             format!("field `{fname}`: {why}"),
         ))
     };

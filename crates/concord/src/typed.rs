@@ -33,7 +33,9 @@
 //!
 //! `#[derive(concord::Trace)]` (crate `concord-derive`) reads the struct's fields at compile
 //! time. `Option<Root<T>>` (nullable) and `Root<T>` (never null) fields are reference slots, in
-//! declaration order; plain-data fields (`u8`..`u64`, `i8`..`i64`, `usize`, `isize`, `f32`,
+//! declaration order (a never-null field is set from a root, so a struct whose `Root` fields
+//! lead back to itself cannot make its first object in safe code: use `Option<Root<T>>` for
+//! links that may be absent, as in lists and trees); plain-data fields (`u8`..`u64`, `i8`..`i64`, `usize`, `isize`, `f32`,
 //! `f64`, `bool`) are the payload, laid out by decreasing size so each is naturally aligned
 //! without padding (the payload starts on a word). It emits:
 //!
@@ -114,6 +116,19 @@
 //! }
 //! ```
 //!
+//! A reference field's type must be a typed object itself:
+//!
+//! ```compile_fail,E0277
+//! use concord::typed::Root;
+//! struct Untyped {
+//!     value: u64,
+//! }
+//! #[derive(concord::Trace)]
+//! struct Holder {
+//!     inner: Option<Root<Untyped>>, // error: `Untyped` is not a Concord typed object
+//! }
+//! ```
+//!
 //! A view does not outlive a safepoint:
 //!
 //! ```compile_fail,E0502
@@ -132,6 +147,27 @@
 //! let v = m.get(c);
 //! m.alloc_typed(Cell { next: None, value: 2 }).unwrap(); // error: `m` is borrowed by `v`
 //! v.value();
+//! ```
+//!
+//! Nor does it go to another thread:
+//!
+//! ```compile_fail,E0277
+//! # use concord::typed::Root;
+//! # use concord::{GcConfig, Heap, Preset};
+//! # #[derive(concord::Trace)]
+//! # struct Cell {
+//! #     next: Option<Root<Cell>>,
+//! #     value: u64,
+//! # }
+//! # let mut config = GcConfig::for_preset(Preset::Optimized);
+//! # config.heap_size = 8 << 20;
+//! # let heap = Heap::new(config).unwrap();
+//! # let mut m = heap.attach();
+//! let c = m.alloc_typed(Cell { next: None, value: 1 }).unwrap();
+//! let v = m.get(c);
+//! std::thread::scope(|s| {
+//!     s.spawn(move || v.value()); // error: the view is not `Send`
+//! });
 //! ```
 //!
 //! Nor does a typed object become a handle without `unsafe`:

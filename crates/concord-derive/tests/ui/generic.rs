@@ -1,0 +1,6 @@
+#[derive(concord::Trace)]
+struct Wrapper<T: Copy> {
+    value: T,
+}
+
+fn main() {}
