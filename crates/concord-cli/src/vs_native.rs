@@ -1,21 +1,34 @@
-//! `concord vs-native`: a workload on Concord (one mutator) and its plain-Rust version
-//! (`Box` nodes, `malloc`/`free`; [`concord_workloads::native`]) alternating A B A B in this one
-//! process, both checksums checked, with medians and the ratio Concord/native (issue 13: the
-//! mutator's speed against plain Rust).
+//! `concord vs-native`: a workload on Concord (one mutator) and its plain-Rust versions
+//! alternating in one invocation, every checksum checked, with medians and the ratio of
+//! Concord's wall time to each plain-Rust version (issue 13: the mutator's speed against plain
+//! Rust).
+//!
+//! The plain-Rust versions ("baselines"), both on the system allocator (Rust's default global
+//! allocator, `System`: glibc `malloc`/`free`; this binary sets no `#[global_allocator]`):
+//!
+//! - `rust-box-per-node` ([`concord_workloads::native`]): one `Box` per node, leaves included
+//!   (binary-trees and gcbench);
+//! - `rust-leaves-inline` ([`leaves_inline`], binary-trees only): `enum Node { Leaf,
+//!   Inner(Box<(Node, Node)>) }`, the form a Rust programmer writes: a leaf is a value inside
+//!   its parent's allocation, so a tree of depth d costs 2^d - 1 allocations instead of
+//!   2^(d+1) - 1.
 //!
 //! The plain-Rust side runs by default in a fresh child process (this binary again, with the
-//! hidden `--native-child`), started before each of its turns: once a process has started a
-//! second thread, as Concord's GC threads are, glibc's `malloc` and `free` take their locked,
-//! multi-threaded path for good, which made binary-trees 18 about 1.8 times slower than in a
-//! program that never started a thread. `--native-in-process` runs it in this process instead,
-//! to measure exactly that. The child measures its own wall time (the program only, not its
-//! start).
+//! hidden `--native-child` and `--native-baseline`), started before each of its turns: once a
+//! process has started a second thread, as Concord's GC threads are, glibc's `malloc` and
+//! `free` take their locked, multi-threaded path for good, which made binary-trees 18 about 1.8
+//! times slower than in a program that never started a thread. `--native-in-process` runs it in
+//! this process instead, to measure exactly that. The child measures its own wall time (the
+//! program only, not its start).
+//!
+//! Each repeat runs every side once, in the order Concord, then the baselines, on even repeats
+//! and the reverse on odd ones, so that no side always runs first or last.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use concord::config::{format_size, ConfigBuilder};
 use concord::GcConfig;
 use concord_workloads::native::{self, NativeWorkload};
@@ -26,8 +39,49 @@ use crate::console::outln;
 use crate::experiment::runner::wrong_result;
 use crate::experiment::{default_heap, find_workload, median, ratio, run_on_heap};
 use crate::flags::{count_in, workload_size, Size};
-use crate::side_by_side::{pair_order, print_header, Run};
+use crate::side_by_side::Run;
 use crate::RunFailed;
+
+/// The allocator both plain-Rust versions use, as printed and reported.
+pub const ALLOCATOR: &str = "system allocator (Rust's default System: glibc malloc/free)";
+
+/// A plain-Rust version of a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Baseline {
+    /// One `Box` per node, leaves included ([`concord_workloads::native`]).
+    RustBoxPerNode,
+    /// binary-trees only: one `Box<(Node, Node)>` per inner node, leaves stored inline
+    /// ([`leaves_inline`]).
+    RustLeavesInline,
+}
+
+impl Baseline {
+    /// The name in the output, the JSON and `--native-baseline`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Baseline::RustBoxPerNode => "rust-box-per-node",
+            Baseline::RustLeavesInline => "rust-leaves-inline",
+        }
+    }
+
+    /// What the version allocates, in a few words.
+    fn description(self) -> &'static str {
+        match self {
+            Baseline::RustBoxPerNode => "one Box per node, leaves included",
+            Baseline::RustLeavesInline => {
+                "enum Node { Leaf, Inner(Box<(Node, Node)>) }: one allocation per inner node, leaves inline"
+            }
+        }
+    }
+
+    /// The baselines `workload` has, in the order they run.
+    fn for_workload(workload: &str) -> &'static [Baseline] {
+        match workload {
+            binary_trees::NAME => &[Baseline::RustBoxPerNode, Baseline::RustLeavesInline],
+            _ => &[Baseline::RustBoxPerNode],
+        }
+    }
+}
 
 /// Flags of `concord vs-native`.
 #[derive(Args, Debug, Clone)]
@@ -53,7 +107,7 @@ pub struct VsNativeArgs {
     /// Concord's policy preset: vanilla, modern, suo18, naps or optimized.
     #[arg(long, default_value = "optimized")]
     pub preset: String,
-    /// How many A B pairs to run.
+    /// How many rounds of every side (Concord and each plain-Rust version) to run.
     #[arg(
         long,
         default_value_t = 5,
@@ -68,10 +122,18 @@ pub struct VsNativeArgs {
     /// Print the measurements as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Run the plain-Rust version once in this process and print its wall time and checksum
+    /// Run a plain-Rust version once in this process and print its wall time and checksum
     /// as JSON (what the parent starts for each plain-Rust turn).
     #[arg(long = "native-child", hide = true)]
     pub native_child: bool,
+    /// With --native-child: which plain-Rust version.
+    #[arg(
+        long = "native-baseline",
+        hide = true,
+        value_enum,
+        default_value = "rust-box-per-node"
+    )]
+    pub native_baseline: Baseline,
 }
 
 /// What a `--native-child` process prints: one line of JSON.
@@ -104,15 +166,45 @@ fn find_native(name: &str) -> Result<Box<dyn NativeWorkload>> {
     })
 }
 
-/// The plain-Rust version once on this thread; a failure or a wrong checksum is a failed run.
-fn run_native(workload: &dyn NativeWorkload, params: &WorkloadParams) -> Result<Run> {
+/// A plain-Rust version once on this thread; a failure or a wrong checksum is a failed run.
+fn run_native(
+    workload: &dyn NativeWorkload,
+    baseline: Baseline,
+    params: &WorkloadParams,
+) -> Result<Run> {
     let start = Instant::now();
-    let result = workload
-        .run(params)
-        .map_err(|e| RunFailed::wrap(anyhow!("plain-Rust {} failed: {e}", workload.name())))?;
+    let result = run_baseline(workload, baseline, params)?;
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    checksum_checked("plain-Rust", workload.name(), &result)?;
+    checksum_checked(baseline.name(), workload.name(), &result)?;
     Ok(native_run(wall_ms, result.checksum))
+}
+
+/// `baseline` of `workload` once, untimed.
+fn run_baseline(
+    workload: &dyn NativeWorkload,
+    baseline: Baseline,
+    params: &WorkloadParams,
+) -> Result<WorkloadResult> {
+    let result = match baseline {
+        Baseline::RustBoxPerNode => workload.run(params),
+        Baseline::RustLeavesInline if workload.name() == binary_trees::NAME => {
+            leaves_inline::run(params)
+        }
+        Baseline::RustLeavesInline => {
+            return Err(anyhow!(
+                "{} has no {} version (only binary-trees has)",
+                workload.name(),
+                baseline.name()
+            ))
+        }
+    };
+    result.map_err(|e| {
+        RunFailed::wrap(anyhow!(
+            "{} {} failed: {e}",
+            baseline.name(),
+            workload.name()
+        ))
+    })
 }
 
 /// A plain-Rust run's figures: no pauses, no collections.
@@ -127,9 +219,9 @@ fn native_run(wall_ms: f64, checksum: u64) -> Run {
     }
 }
 
-/// The plain-Rust version once in a fresh child process (this binary with `--native-child`);
+/// A plain-Rust version once in a fresh child process (this binary with `--native-child`);
 /// a child that fails, prints no report or reports a wrong checksum is a failed run.
-fn run_native_child(args: &VsNativeArgs) -> Result<Run> {
+fn run_native_child(args: &VsNativeArgs, baseline: Baseline) -> Result<Run> {
     let exe = std::env::current_exe()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
     let mut command = std::process::Command::new(&exe);
@@ -138,21 +230,23 @@ fn run_native_child(args: &VsNativeArgs) -> Result<Run> {
         command.arg(n.to_string());
     }
     let output = command
-        .arg("--native-child")
+        .args(["--native-child", "--native-baseline", baseline.name()])
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot start {}: {e}", exe.display())))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(RunFailed::wrap(anyhow!(
-            "the plain-Rust child process failed ({}): {}",
+            "the {} child process failed ({}): {}",
+            baseline.name(),
             output.status,
             stderr.trim()
         )));
     }
     let report: ChildReport = serde_json::from_slice(&output.stdout).map_err(|e| {
         RunFailed::wrap(anyhow!(
-            "the plain-Rust child process printed no report ({e}): {}",
+            "the {} child process printed no report ({e}): {}",
+            baseline.name(),
             String::from_utf8_lossy(&output.stdout).trim()
         ))
     })?;
@@ -161,16 +255,18 @@ fn run_native_child(args: &VsNativeArgs) -> Result<Run> {
         expected_checksum: report.expected_checksum,
         details: Vec::new(),
     };
-    checksum_checked("plain-Rust", &args.workload, &result)?;
+    checksum_checked(baseline.name(), &args.workload, &result)?;
     Ok(native_run(report.wall_ms, report.checksum))
 }
 
-/// `--native-child`: the plain-Rust version once, its report on stdout.
-fn native_child(native: &dyn NativeWorkload, params: &WorkloadParams) -> Result<ExitCode> {
+/// `--native-child`: a plain-Rust version once, its report on stdout.
+fn native_child(
+    native: &dyn NativeWorkload,
+    baseline: Baseline,
+    params: &WorkloadParams,
+) -> Result<ExitCode> {
     let start = Instant::now();
-    let result = native
-        .run(params)
-        .map_err(|e| RunFailed::wrap(anyhow!("plain-Rust {} failed: {e}", native.name())))?;
+    let result = run_baseline(native, baseline, params)?;
     let report = ChildReport {
         wall_ms: start.elapsed().as_secs_f64() * 1e3,
         checksum: result.checksum,
@@ -192,6 +288,59 @@ fn checksum_checked(who: &str, name: &str, result: &WorkloadResult) -> Result<()
     }
 }
 
+/// Which side runs when in repeat `i`: Concord (`None`) then the baselines on even repeats,
+/// the reverse on odd ones.
+fn turn_order(i: u32, baselines: &[Baseline]) -> Vec<Option<Baseline>> {
+    let mut order: Vec<Option<Baseline>> = std::iter::once(None)
+        .chain(baselines.iter().copied().map(Some))
+        .collect();
+    if i % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// The per-run table's header line (the side's name is wider than vs-hotspot's).
+fn print_header() -> Result<()> {
+    outln!(
+        "{:>4} {:<18} {:>10} {:>10} {:>10} {:>7}",
+        "run",
+        "who",
+        "wall ms",
+        "GC ms",
+        "max ms",
+        "pauses"
+    )?;
+    Ok(())
+}
+
+/// One run's line of the per-run table.
+fn print_row(repeat: u32, who: &str, r: &Run, pauses: bool) -> Result<()> {
+    if pauses {
+        outln!(
+            "{:>4} {:<18} {:>10.1} {:>10.1} {:>10.2} {:>4}+{:<2}",
+            repeat,
+            who,
+            r.wall_ms,
+            r.pause_total_ms,
+            r.pause_max_ms,
+            r.young,
+            r.full
+        )?;
+    } else {
+        outln!(
+            "{:>4} {:<18} {:>10.1} {:>10} {:>10} {:>7}",
+            repeat,
+            who,
+            r.wall_ms,
+            "-",
+            "-",
+            "-"
+        )?;
+    }
+    Ok(())
+}
+
 /// Run `concord vs-native`.
 pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
     let native = find_native(&args.workload)?;
@@ -204,8 +353,16 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
     for check in [workload.validate(&params), native.validate(&params)] {
         check.map_err(|e| anyhow!("workload {}: {e}", workload.name()))?;
     }
+    let baselines = Baseline::for_workload(workload.name());
+    if !baselines.contains(&args.native_baseline) {
+        return Err(anyhow!(
+            "--native-baseline: {} has no {} version",
+            workload.name(),
+            args.native_baseline.name()
+        ));
+    }
     if args.native_child {
-        return native_child(native.as_ref(), &params);
+        return native_child(native.as_ref(), args.native_baseline, &params);
     }
     let config = concord_config(&args, default_heap(workload.as_ref(), &params))?;
     let native_process = if args.native_in_process {
@@ -223,19 +380,22 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
     };
     if !args.json {
         outln!(
-            "{title}, one mutator: Concord (heap {}, {} GC threads, {}) vs plain Rust (Box, malloc/free; in {native_process}), {} pairs alternating",
+            "{title}, one mutator: Concord (heap {}, {} GC threads, {}) vs plain Rust on the {ALLOCATOR}, in {native_process}; {} repeats, the sides alternating",
             format_size(config.heap_size),
             config.gc_threads,
             config.preset,
             args.repeat
         )?;
+        for b in baselines {
+            outln!("  {:<18}  {}", b.name(), b.description())?;
+        }
         print_header()?;
     }
-    let (mut concord_runs, mut native_runs) = (Vec::new(), Vec::new());
+    let mut concord_runs = Vec::new();
+    let mut native_runs: Vec<Vec<Run>> = vec![Vec::new(); baselines.len()];
     for i in 0..args.repeat {
-        let order = pair_order(i);
-        for concord_turn in order {
-            if concord_turn {
+        for side in turn_order(i, baselines) {
+            let Some(baseline) = side else {
                 let run = run_on_heap(&workload, &params, &config, || Ok(()), false)?;
                 let s = &run.summary;
                 if let Some(problem) = wrong_result(s) {
@@ -253,32 +413,47 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
                     checksum: s.checksum,
                 };
                 if !args.json {
-                    r.print_row(i + 1, "Concord", true)?;
+                    print_row(i + 1, "Concord", &r, true)?;
                 }
                 concord_runs.push(r);
+                continue;
+            };
+            let r = if args.native_in_process {
+                run_native(native.as_ref(), baseline, &params)?
             } else {
-                let r = if args.native_in_process {
-                    run_native(native.as_ref(), &params)?
-                } else {
-                    run_native_child(&args)?
-                };
-                if !args.json {
-                    r.print_row(i + 1, "native", false)?;
-                }
-                native_runs.push(r);
+                run_native_child(&args, baseline)?
+            };
+            if !args.json {
+                print_row(i + 1, baseline.name(), &r, false)?;
             }
+            let k = baselines.iter().position(|b| *b == baseline).unwrap_or(0);
+            native_runs[k].push(r);
         }
     }
     let med = |v: &[Run], f: fn(&Run) -> f64| median(v.iter().map(f).collect());
-    let (wall_c, wall_n) = (
-        med(&concord_runs, |r| r.wall_ms),
-        med(&native_runs, |r| r.wall_ms),
-    );
+    let wall_c = med(&concord_runs, |r| r.wall_ms);
     let mutator_c = med(&concord_runs, Run::mutator_ms);
+    let walls: Vec<f64> = native_runs.iter().map(|v| med(v, |r| r.wall_ms)).collect();
+    let wall_n = walls[0];
     let pause_total = med(&concord_runs, |r| r.pause_total_ms);
     let pause_max = med(&concord_runs, |r| r.pause_max_ms);
     let collections = med(&concord_runs, |r| (r.young + r.full) as f64);
     if args.json {
+        let per_baseline: Vec<serde_json::Value> = baselines
+            .iter()
+            .zip(&native_runs)
+            .zip(&walls)
+            .map(|((b, runs), &w)| {
+                json!({
+                    "name": b.name(),
+                    "description": b.description(),
+                    "runs": runs,
+                    "wall_ms": w,
+                    "ratio": ratio(wall_c, w),
+                    "ratio_outside_pauses": ratio(mutator_c, w),
+                })
+            })
+            .collect();
         let out = json!({
             "workload": workload.name(),
             "size": size,
@@ -287,9 +462,12 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
             "preset": config.preset.to_string(),
             "repeat": args.repeat,
             "native_process": if args.native_in_process { "this" } else { "child" },
+            "allocator": ALLOCATOR,
             "checksum": concord_runs.first().map(|r| r.checksum),
             "concord": concord_runs,
-            "native": native_runs,
+            "native_baseline": Baseline::RustBoxPerNode.name(),
+            "native": native_runs[0],
+            "baselines": per_baseline,
             "medians": {
                 "wall_ms": {"concord": wall_c, "native": wall_n, "ratio": ratio(wall_c, wall_n)},
                 "wall_outside_pauses_ms": {
@@ -306,33 +484,214 @@ pub fn run(args: VsNativeArgs) -> Result<ExitCode> {
     } else {
         outln!()?;
         outln!(
-            "{:<28} {:>10} {:>10} {:>15}",
-            "median",
-            "Concord",
-            "native",
-            "Concord/native"
+            "median wall ms: Concord {wall_c:.1} ({mutator_c:.1} outside GC pauses; pause total {pause_total:.1}, max {pause_max:.2}, {collections:.0} collections)"
         )?;
         outln!(
-            "{:<28} {wall_c:>10.1} {wall_n:>10.1} {:>14.2}x",
+            "{:<20} {:>10} {:>18} {:>24} {:>12}",
+            "baseline",
             "wall ms",
-            ratio(wall_c, wall_n)
+            "Concord/baseline",
+            "outside pauses/baseline",
+            "allocations"
         )?;
-        outln!(
-            "{:<28} {mutator_c:>10.1} {wall_n:>10.1} {:>14.2}x",
-            "wall ms outside GC pauses",
-            ratio(mutator_c, wall_n)
-        )?;
-        outln!(
-            "{:<28} {pause_total:>10.1} {:>10}",
-            "GC pause total ms",
-            "-"
-        )?;
-        outln!("{:<28} {pause_max:>10.2} {:>10}", "max pause ms", "-")?;
-        outln!("{:<28} {collections:>10.0} {:>10}", "collections", "-")?;
+        for (b, &w) in baselines.iter().zip(&walls) {
+            outln!(
+                "{:<20} {:>10.1} {:>17.2}x {:>23.2}x {:>12}",
+                b.name(),
+                w,
+                ratio(wall_c, w),
+                ratio(mutator_c, w),
+                allocations(*b, workload.name(), size)
+            )?;
+        }
         outln!(
             "checksums equal the expected {} in every run",
             concord_runs.first().map_or(0, |r| r.checksum)
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many allocations one round of `baseline` makes, for binary-trees (`-` otherwise):
+/// every node, or only the inner ones.
+fn allocations(baseline: Baseline, workload: &str, size: Option<u32>) -> String {
+    let (Some(n), binary_trees::NAME) = (size, workload) else {
+        return "-".into();
+    };
+    let nodes = binary_trees::expected_checksum(n);
+    match baseline {
+        Baseline::RustBoxPerNode => nodes.to_string(),
+        // A tree of d levels below its root has 2^(d+1) - 1 nodes, 2^d of them leaves: its
+        // inner nodes are (nodes - 1) / 2, and every tree the round builds is a whole tree.
+        Baseline::RustLeavesInline => leaves_inline::allocations(n).to_string(),
+    }
+}
+
+/// binary-trees in plain Rust as a Rust programmer writes it: `enum Node { Leaf, Inner(Box<(Node,
+/// Node)>) }`. A leaf is a value stored in its parent's allocation, so only inner nodes allocate
+/// (one 16-byte `(Node, Node)` each; `Node` is 8 bytes, the `Box` pointer with `Leaf` in its
+/// null niche). The same depths, the same trees built bottom-up in the same order, the same
+/// checks (a node's count is `1 + left + right`, a tree no deeper than it should be) and the
+/// same checksum as [`concord_workloads::binary_trees`].
+pub mod leaves_inline {
+    use concord_workloads::binary_trees::{expected_checksum, MIN_DEPTH, SIZE};
+    use concord_workloads::{WorkloadError, WorkloadParams, WorkloadResult};
+
+    /// A tree node: a leaf (no allocation) or an inner node owning both children.
+    #[derive(Debug)]
+    pub enum Node {
+        /// A node without children.
+        Leaf,
+        /// A node with both children, in one allocation.
+        Inner(Box<(Node, Node)>),
+    }
+
+    /// A complete tree of depth `depth`, built bottom-up: the left subtree, the right subtree,
+    /// then their parent.
+    pub fn bottom_up_tree(depth: u32) -> Node {
+        if depth == 0 {
+            return Node::Leaf;
+        }
+        let left = bottom_up_tree(depth - 1);
+        let right = bottom_up_tree(depth - 1);
+        Node::Inner(Box::new((left, right)))
+    }
+
+    /// Counts the nodes of the tree at `node`; an inner node below `depth` levels is an error
+    /// (the Concord workload's depth check; both-or-neither children holds by construction).
+    pub fn check(node: &Node, depth: u32) -> Result<u64, WorkloadError> {
+        match node {
+            Node::Leaf => Ok(1),
+            Node::Inner(children) => {
+                if depth == 0 {
+                    return Err(WorkloadError::Corrupt(
+                        "a node at the bottom level has children".to_string(),
+                    ));
+                }
+                Ok(1 + check(&children.0, depth - 1)? + check(&children.1, depth - 1)?)
+            }
+        }
+    }
+
+    /// The checksum of one round at depth `n` (the stretch check, every depth's total, the
+    /// long-lived check).
+    pub fn run_round(n: u32) -> Result<u64, WorkloadError> {
+        let max_depth = n.max(MIN_DEPTH + 2);
+        let stretch_depth = max_depth + 1;
+        let mut checksum = check(&bottom_up_tree(stretch_depth), stretch_depth)?;
+        let long_lived = bottom_up_tree(max_depth);
+        for depth in (MIN_DEPTH..=max_depth).step_by(2) {
+            let iterations = 1u64 << (max_depth - depth + MIN_DEPTH);
+            for _ in 0..iterations {
+                checksum += check(&bottom_up_tree(depth), depth)?;
+            }
+        }
+        Ok(checksum + check(&long_lived, max_depth)?)
+    }
+
+    /// `params.rounds` rounds at the depth `params` asks for.
+    pub fn run(params: &WorkloadParams) -> Result<WorkloadResult, WorkloadError> {
+        let n = SIZE.of(params)?;
+        let mut checksum = 0;
+        for _ in 0..params.rounds {
+            checksum += run_round(n)?;
+        }
+        Ok(WorkloadResult {
+            checksum,
+            expected_checksum: Some(expected_checksum(n) * params.rounds as u64),
+            details: Vec::new(),
+        })
+    }
+
+    /// Allocations of one round at depth `n`: the inner nodes of every tree it builds. A
+    /// complete tree's inner nodes are (nodes - 1) / 2, and the checksum is the sum of the
+    /// trees' node counts, over `trees` trees.
+    pub fn allocations(n: u32) -> u64 {
+        let max_depth = n.max(MIN_DEPTH + 2);
+        let trees: u64 = 2
+            + (MIN_DEPTH..=max_depth)
+                .step_by(2)
+                .map(|d| 1u64 << (max_depth - d + MIN_DEPTH))
+                .sum::<u64>();
+        (expected_checksum(n) - trees) / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(size: Option<u32>, rounds: usize) -> WorkloadParams {
+        WorkloadParams {
+            mutators: 1,
+            rounds,
+            size,
+        }
+    }
+
+    #[test]
+    fn leaves_inline_computes_the_box_per_node_checksum() {
+        for n in [4, 6, 9, 12] {
+            let inline = leaves_inline::run(&params(Some(n), 1)).unwrap();
+            let boxed = native::lookup(binary_trees::NAME)
+                .unwrap()
+                .run(&params(Some(n), 1))
+                .unwrap();
+            assert_eq!(inline.checksum, boxed.checksum, "depth {n}");
+            assert_eq!(inline.checksum_ok(), Some(true), "depth {n}");
+        }
+        let two = leaves_inline::run(&params(Some(6), 2)).unwrap();
+        assert_eq!(two.checksum, 2 * binary_trees::expected_checksum(6));
+        assert_eq!(two.checksum_ok(), Some(true));
+    }
+
+    #[test]
+    fn a_leaf_costs_no_allocation() {
+        use leaves_inline::Node;
+        assert_eq!(std::mem::size_of::<Node>(), 8);
+        assert_eq!(std::mem::size_of::<(Node, Node)>(), 16);
+        // Depth 6: stretch 7, long-lived 6, 64 trees of depth 4 and 16 of depth 6.
+        let inner = |d: u32| (1u64 << d) - 1;
+        assert_eq!(
+            leaves_inline::allocations(6),
+            inner(7) + inner(6) + 64 * inner(4) + 16 * inner(6)
+        );
+        assert_eq!(
+            allocations(Baseline::RustBoxPerNode, binary_trees::NAME, Some(6)),
+            binary_trees::expected_checksum(6).to_string()
+        );
+        assert_eq!(allocations(Baseline::RustBoxPerNode, "gcbench", None), "-");
+    }
+
+    #[test]
+    fn a_corrupt_tree_is_caught() {
+        let tree = leaves_inline::bottom_up_tree(3);
+        assert_eq!(leaves_inline::check(&tree, 3).unwrap(), 15);
+        assert!(leaves_inline::check(&tree, 2).is_err());
+    }
+
+    #[test]
+    fn every_side_runs_once_per_repeat_and_the_order_alternates() {
+        let both = Baseline::for_workload(binary_trees::NAME);
+        assert_eq!(
+            turn_order(0, both),
+            [
+                None,
+                Some(Baseline::RustBoxPerNode),
+                Some(Baseline::RustLeavesInline)
+            ]
+        );
+        assert_eq!(
+            turn_order(1, both),
+            [
+                Some(Baseline::RustLeavesInline),
+                Some(Baseline::RustBoxPerNode),
+                None
+            ]
+        );
+        assert_eq!(
+            Baseline::for_workload("gcbench"),
+            [Baseline::RustBoxPerNode]
+        );
+    }
 }

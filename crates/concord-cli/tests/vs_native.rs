@@ -1,6 +1,8 @@
-//! `concord vs-native` end to end: Concord and the plain-Rust version alternate, every run's
-//! checksum is the expected one, the readable and JSON outputs have their shape, a failed run
-//! exits 1 and bad input exits 2 with a message naming what is allowed. No timing assertions.
+//! `concord vs-native` end to end: Concord and the plain-Rust versions (rust-box-per-node and,
+//! for binary-trees, rust-leaves-inline) alternate, every run's checksum is the expected one,
+//! the readable and JSON outputs have their shape, a failed run exits 1 and bad input exits 2
+//! with a message naming what is allowed. No timing assertions: the ratios are measured, not
+//! checked.
 
 mod common;
 
@@ -60,6 +62,29 @@ fn binary_trees_json_has_every_run_and_the_medians() {
     for key in ["pause_total_ms", "pause_max_ms", "collections"] {
         assert!(json["medians"][key].as_f64().is_some(), "{key}: {json}");
     }
+    // Both plain-Rust versions ran, each twice, with the same checksum; "native" is the first.
+    assert_eq!(json["native_baseline"], "rust-box-per-node");
+    assert!(
+        json["allocator"].as_str().unwrap().contains("glibc malloc"),
+        "{json}"
+    );
+    let baselines = json["baselines"].as_array().expect("baselines");
+    let names: Vec<&str> = baselines
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rust-box-per-node", "rust-leaves-inline"]);
+    assert_eq!(baselines[0]["runs"], json["native"]);
+    for b in baselines {
+        let runs = b["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{b}");
+        assert!(runs.iter().all(|r| r["checksum"] == want), "{b}");
+        let w = b["wall_ms"].as_f64().unwrap();
+        assert!(w > 0.0, "{b}");
+        assert!((b["ratio"].as_f64().unwrap() - c / w).abs() < 1e-9, "{b}");
+        assert!(b["ratio_outside_pauses"].as_f64().is_some(), "{b}");
+        assert!(b["description"].as_str().is_some(), "{b}");
+    }
 }
 
 #[test]
@@ -95,16 +120,57 @@ fn binary_trees_readable_output_and_the_in_process_variant() {
             })
             .count()
     };
-    assert_eq!((runs("Concord"), runs("native")), (2, 2), "{stdout}");
+    assert_eq!(
+        (
+            runs("Concord"),
+            runs("rust-box-per-node"),
+            runs("rust-leaves-inline")
+        ),
+        (2, 2, 2),
+        "{stdout}"
+    );
+    // The second repeat runs the sides in the reverse order.
+    let order: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            words.next()?.parse::<u32>().ok()?;
+            words.next()
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "Concord",
+            "rust-box-per-node",
+            "rust-leaves-inline",
+            "rust-leaves-inline",
+            "rust-box-per-node",
+            "Concord"
+        ],
+        "{stdout}"
+    );
     for row in [
-        "wall ms ",
-        "wall ms outside GC pauses",
-        "GC pause total ms",
-        "collections",
+        "median wall ms: Concord ",
+        "outside GC pauses",
+        "Concord/baseline",
+        "glibc malloc",
     ] {
         assert!(stdout.contains(row), "{row}: {stdout}");
     }
-    assert!(stdout.contains("Concord/native"), "{stdout}");
+    // Each baseline's medians line names its allocations: every node, or only the inner ones.
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name) && l.ends_with(|c: char| c.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("no {name} medians line: {stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("rust-box-per-node").ends_with(&format!(" {}", expected_checksum(8))),
+        "{stdout}"
+    );
+    assert!(line("rust-leaves-inline").contains('x'), "{stdout}");
     assert!(
         stdout.contains(&format!(
             "checksums equal the expected {} in every run",
@@ -122,6 +188,10 @@ fn gcbench_once_on_each_side() {
     assert_eq!(json["heap_size"], 64 << 20);
     assert_eq!(checksums(&json, "concord"), [STANDARD_CHECKSUM_PER_COPY]);
     assert_eq!(checksums(&json, "native"), [STANDARD_CHECKSUM_PER_COPY]);
+    // GCBench has only the box-per-node version.
+    let baselines = json["baselines"].as_array().unwrap();
+    assert_eq!(baselines.len(), 1, "{json}");
+    assert_eq!(baselines[0]["name"], "rust-box-per-node");
 }
 
 #[test]
@@ -130,6 +200,16 @@ fn the_child_reports_one_run_as_json() {
     assert_eq!(json["checksum"], expected_checksum(6));
     assert_eq!(json["expected_checksum"], expected_checksum(6));
     assert!(json["wall_ms"].as_f64().unwrap() >= 0.0, "{json}");
+    let inline = json_of(&[
+        "vs-native",
+        "binary-trees",
+        "6",
+        "--native-child",
+        "--native-baseline",
+        "rust-leaves-inline",
+    ]);
+    assert_eq!(inline["checksum"], expected_checksum(6));
+    assert_eq!(inline["expected_checksum"], expected_checksum(6));
 }
 
 #[test]
@@ -150,7 +230,21 @@ fn a_concord_run_out_of_memory_is_a_failed_run() {
 
 #[test]
 fn bad_input_is_named_and_exits_2() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 12] = [
+        (
+            &[
+                "vs-native",
+                "gcbench",
+                "--native-child",
+                "--native-baseline",
+                "rust-leaves-inline",
+            ],
+            "--native-baseline: gcbench has no rust-leaves-inline version",
+        ),
+        (
+            &["vs-native", "--native-baseline", "rust-arena"],
+            "invalid value 'rust-arena' for '--native-baseline",
+        ),
         (
             &["vs-native", "search"],
             "unknown workload 'search' for vs-native (allowed: gcbench, binary-trees)",
