@@ -10,14 +10,17 @@
 // advance: it is what concord_workloads::binary_trees::expected_checksum(N) returns
 // (68332206 for N = 18), and this program prints it as `checksum=`.
 //
-// Usage: java -XX:+UseParallelGC -Xmx96m -Xms96m -XX:ParallelGCThreads=2 BinaryTrees.java [N]
-// N is the depth, 4..30, default 18. Prints the program's usual lines, then
-//     checksum=<sum of the checks above>
+// Usage: java -XX:+UseParallelGC -Xmx96m -Xms96m -XX:ParallelGCThreads=2 BinaryTrees.java [N [ROUNDS]]
+// N is the depth, 4..30, default 18; ROUNDS (1..1000, default 1) runs the whole program that
+// many times in one JVM, as Concord's --rounds does. Prints the last round's usual lines, then
+//     checksum=<sum of the checks above, over every round>
 //     wall_ms=<milliseconds from the first tree to the last check, JVM startup excluded>
+// `concord vs-hotspot` runs it (compiled with javac) and reads those two lines.
 
 public class BinaryTrees {
     static final int MIN_DEPTH = 4;
     static final int MAX_N = 30;
+    static final int MAX_ROUNDS = 1000;
 
     static final class Node {
         final Node left, right;
@@ -45,29 +48,9 @@ public class BinaryTrees {
         }
     }
 
-    public static void main(String[] args) {
-        int n = 18;
-        if (args.length > 1) {
-            System.err.println("BinaryTrees: expected at most one argument, the depth N (4.." + MAX_N + ")");
-            System.exit(2);
-        }
-        if (args.length == 1) {
-            try {
-                n = Integer.parseInt(args[0]);
-            } catch (NumberFormatException e) {
-                n = -1;
-            }
-            if (n < MIN_DEPTH || n > MAX_N) {
-                System.err.println("BinaryTrees: depth '" + args[0] + "' is not allowed: give a whole number from "
-                    + MIN_DEPTH + " to " + MAX_N);
-                System.exit(2);
-            }
-        }
-        int maxDepth = Math.max(MIN_DEPTH + 2, n);
+    // One round at depth maxDepth: its checksum; the program's lines go to `out`.
+    static long round(int maxDepth, StringBuilder out) {
         int stretchDepth = maxDepth + 1;
-
-        long start = System.nanoTime();
-        StringBuilder out = new StringBuilder();
         long checksum = 0;
 
         long stretch = Node.bottomUp(stretchDepth).check();
@@ -88,10 +71,52 @@ public class BinaryTrees {
         long longCheck = longLived.check();
         checksum += longCheck;
         out.append("long lived tree of depth ").append(maxDepth).append("\t check: ").append(longCheck).append('\n');
+        return checksum;
+    }
+
+    // The argument `text` as a whole number in min..max, or exit 2 naming it.
+    static int wholeIn(String what, String text, int min, int max) {
+        int v;
+        try {
+            v = Integer.parseInt(text);
+        } catch (NumberFormatException e) {
+            v = min - 1;
+        }
+        if (v < min || v > max) {
+            System.err.println("BinaryTrees: " + what + " '" + text + "' is not allowed: give a whole number from "
+                + min + " to " + max);
+            System.exit(2);
+        }
+        return v;
+    }
+
+    public static void main(String[] args) {
+        int n = 18;
+        int rounds = 1;
+        if (args.length > 2) {
+            System.err.println("BinaryTrees: expected at most two arguments, the depth N (" + MIN_DEPTH + ".." + MAX_N
+                + ") and the rounds (1.." + MAX_ROUNDS + ")");
+            System.exit(2);
+        }
+        if (args.length >= 1) {
+            n = wholeIn("depth", args[0], MIN_DEPTH, MAX_N);
+        }
+        if (args.length == 2) {
+            rounds = wholeIn("rounds", args[1], 1, MAX_ROUNDS);
+        }
+        int maxDepth = Math.max(MIN_DEPTH + 2, n);
+
+        long start = System.nanoTime();
+        StringBuilder out = new StringBuilder();
+        long checksum = 0;
+        for (int r = 0; r < rounds; r++) {
+            out.setLength(0);
+            checksum += round(maxDepth, out);
+        }
         double wallMs = (System.nanoTime() - start) / 1e6;
 
         System.out.print(out);
         System.out.println("checksum=" + checksum);
-        System.out.printf("wall_ms=%.1f%n", wallMs);
+        System.out.println("wall_ms=" + String.format(java.util.Locale.ROOT, "%.3f", wallMs));
     }
 }

@@ -1,24 +1,19 @@
-//! Running Boehm's GCBench on a real HotSpot JVM (Parallel GC) for comparison.
+//! What running Java programs on a real HotSpot JVM needs: finding a JDK ([`find_java`]),
+//! GCBench's embedded source and checksum, reading a benchmark's `checksum=` / `wall_ms=`
+//! output ([`parse_gcbench_output`]) and HotSpot's unified-logging GC log, one record per pause
+//! ([`parse_gc_log`]). `concord vs-hotspot` (`crate::vs_hotspot`) runs GCBench and
+//! binary-trees with them; `concord jvm bench` uses them too.
 //!
 //! Concord's `gcbench` workload and `bench/hotspot/GCBench.java` implement the same
-//! algorithm and compute the same checksum. This module finds a JDK, compiles the
-//! embedded Java source, runs it with `-XX:+UseParallelGC` at a fixed heap size and a
-//! given number of GC threads, and reads back the benchmark's own output (checksum,
-//! wall time) and HotSpot's unified-logging GC log (one record per pause), so that the
-//! two collectors can be put side by side.
-//!
-//! The GC log parser ([`parse_gc_log`]) is independent of the runner and also reads logs
-//! produced elsewhere (any decorations, extra tags, noise lines).
+//! algorithm and compute the same checksum. The GC log parser also reads logs produced
+//! elsewhere (any decorations, extra tags, noise lines).
 
 use std::env;
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 /// The Java source of the benchmark, embedded at build time.
@@ -32,38 +27,6 @@ pub const GCBENCH_CHECKSUM_PER_COPY: u64 = 30_161_104;
 
 /// Last-resort JDK location, tried when neither `JAVA_HOME` nor `PATH` yields a JDK.
 const FALLBACK_JDK_BIN: &str = "/usr/lib/jvm/java-17-openjdk-amd64/bin";
-
-/// How to run GCBench on HotSpot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HotspotOptions {
-    /// Explicit `java` binary, JDK `bin` directory or JDK home; `None` searches
-    /// (see [`find_java`]).
-    pub java: Option<PathBuf>,
-    /// Heap size in bytes, used for both `-Xms` and `-Xmx` (rounded up to whole KiB).
-    pub heap_bytes: usize,
-    /// `-XX:ParallelGCThreads`.
-    pub gc_threads: usize,
-    /// Independent copies of the benchmark, each in its own Java thread.
-    pub copies: usize,
-    /// How many times the set of copies is run, one round after the other.
-    pub rounds: usize,
-    /// Further JVM options, placed after the generated ones (so they can override them).
-    pub extra_jvm_args: Vec<String>,
-}
-
-impl Default for HotspotOptions {
-    /// 64 MiB heap, 2 GC threads, 1 copy, 1 round, no overrides.
-    fn default() -> Self {
-        HotspotOptions {
-            java: None,
-            heap_bytes: 64 << 20,
-            gc_threads: 2,
-            copies: 1,
-            rounds: 1,
-            extra_jvm_args: Vec::new(),
-        }
-    }
-}
 
 /// A usable JDK: the launcher, the compiler and the runtime version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,20 +71,6 @@ pub struct HotspotPause {
     pub capacity_kb: u64,
     /// Pause duration in milliseconds.
     pub ms: f64,
-}
-
-/// The outcome of one JVM run of GCBench.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HotspotRun {
-    /// Sum of the checksums of all copies and rounds, as printed by the benchmark.
-    pub checksum: u64,
-    /// Wall time of all rounds in milliseconds, measured inside the JVM (startup excluded).
-    pub wall_ms: f64,
-    /// Every pause of the run, in log order.
-    pub pauses: Vec<HotspotPause>,
-    /// The JVM options used (everything between `java` and the main class, classpath
-    /// excluded).
-    pub jvm_args: Vec<String>,
 }
 
 /// Finds a JDK.
@@ -179,130 +128,6 @@ pub fn find_java(explicit: Option<&Path>) -> Result<JavaTools> {
         "no JDK found: set JAVA_HOME or pass --java; tried {}",
         tried.join("; ")
     )
-}
-
-/// Writes the embedded `GCBench.java` into `workdir` and compiles it with `javac`.
-///
-/// Returns the directory holding the class files (`workdir/classes`), to be passed to
-/// [`run_gcbench`] as the classpath.
-pub fn prepare_gcbench(tools: &JavaTools, workdir: &Path) -> Result<PathBuf> {
-    let classes = workdir.join("classes");
-    fs::create_dir_all(&classes).with_context(|| format!("cannot create {}", classes.display()))?;
-    let source = workdir.join("GCBench.java");
-    fs::write(&source, GCBENCH_SOURCE)
-        .with_context(|| format!("cannot write {}", source.display()))?;
-
-    let output = Command::new(&tools.javac)
-        .arg("-encoding")
-        .arg("UTF-8")
-        .arg("-d")
-        .arg(&classes)
-        .arg(&source)
-        .output()
-        .with_context(|| format!("cannot start {}", tools.javac.display()))?;
-    if !output.status.success() {
-        bail!(
-            "javac failed ({}) compiling {}:\n{}{}",
-            output.status,
-            source.display(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    if !classes.join("GCBench.class").is_file() {
-        bail!(
-            "javac succeeded but left no GCBench.class in {}",
-            classes.display()
-        );
-    }
-    Ok(classes)
-}
-
-/// Runs GCBench once on HotSpot Parallel GC and collects its output and GC pauses.
-///
-/// The JVM is started as `java -Xms<heap>k -Xmx<heap>k -XX:+UseParallelGC
-/// -XX:ParallelGCThreads=<n> -Xlog:gc:file=<temporary log> <extra args> -cp <classpath>
-/// GCBench --copies N --rounds R`. Fails if the JVM fails, if its output lacks the
-/// checksum or wall time, or if the checksum is not `copies * rounds` times
-/// [`GCBENCH_CHECKSUM_PER_COPY`].
-pub fn run_gcbench(
-    tools: &JavaTools,
-    classpath: &Path,
-    opts: &HotspotOptions,
-) -> Result<HotspotRun> {
-    if opts.heap_bytes == 0 {
-        bail!("heap size must be positive");
-    }
-    if opts.gc_threads == 0 {
-        bail!("the number of GC threads must be positive");
-    }
-    if opts.copies == 0 || opts.rounds == 0 {
-        bail!("copies and rounds must be positive");
-    }
-
-    let log = TempLog::new()?;
-    let log_str = log
-        .path
-        .to_str()
-        .ok_or_else(|| anyhow!("temporary GC log path {} is not UTF-8", log.path.display()))?;
-    if log_str.contains('"') {
-        bail!("temporary GC log path {log_str} contains a double quote");
-    }
-
-    let heap_kb = opts.heap_bytes.div_ceil(1024);
-    let mut jvm_args = vec![
-        format!("-Xms{heap_kb}k"),
-        format!("-Xmx{heap_kb}k"),
-        "-XX:+UseParallelGC".to_string(),
-        format!("-XX:ParallelGCThreads={}", opts.gc_threads),
-        // Quoted so that ':' or ',' in the path do not end the option.
-        format!("-Xlog:gc:file=\"{log_str}\":uptime,level,tags"),
-    ];
-    jvm_args.extend(opts.extra_jvm_args.iter().cloned());
-
-    let output = Command::new(&tools.java)
-        .args(&jvm_args)
-        .arg("-cp")
-        .arg(classpath)
-        .arg(GCBENCH_MAIN_CLASS)
-        .arg("--copies")
-        .arg(opts.copies.to_string())
-        .arg("--rounds")
-        .arg(opts.rounds.to_string())
-        .output()
-        .with_context(|| format!("cannot start {}", tools.java.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        bail!(
-            "GCBench failed on HotSpot ({}): {} {}\nstdout:\n{stdout}stderr:\n{stderr}",
-            output.status,
-            tools.java.display(),
-            jvm_args.join(" ")
-        );
-    }
-
-    let (checksum, wall_ms) = parse_gcbench_output(&stdout)
-        .with_context(|| format!("unexpected GCBench output:\n{stdout}{stderr}"))?;
-    let expected = expected_checksum(opts.copies, opts.rounds);
-    if checksum != expected {
-        bail!(
-            "GCBench checksum {checksum} differs from the expected {expected} \
-             ({} copies x {} rounds x {GCBENCH_CHECKSUM_PER_COPY}); \
-             is bench/hotspot/GCBench.java in step with GCBENCH_CHECKSUM_PER_COPY?",
-            opts.copies,
-            opts.rounds
-        );
-    }
-
-    let text = fs::read_to_string(&log.path)
-        .with_context(|| format!("cannot read the GC log {}", log.path.display()))?;
-    Ok(HotspotRun {
-        checksum,
-        wall_ms,
-        pauses: parse_gc_log(&text),
-        jvm_args,
-    })
 }
 
 /// Checksum GCBench prints for `copies` copies over `rounds` rounds.
@@ -403,38 +228,7 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Running
-
-/// A unique temporary file name, removed again on drop.
-struct TempLog {
-    path: PathBuf,
-}
-
-impl TempLog {
-    fn new() -> Result<TempLog> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let mut name = String::from("concord-hotspot-gc-");
-        write!(
-            name,
-            "{}-{}-{nanos}.log",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        )?;
-        Ok(TempLog {
-            path: env::temp_dir().join(name),
-        })
-    }
-}
-
-impl Drop for TempLog {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
+// A benchmark's output
 
 /// `checksum=<u64>` and `wall_ms=<f64>` from the benchmark's standard output.
 pub fn parse_gcbench_output(stdout: &str) -> Result<(u64, f64)> {
@@ -858,27 +652,5 @@ random text
                 .starts_with("/usr/lib/jvm/java-17-openjdk-amd64"),
             "{tools:?}"
         );
-    }
-
-    /// Compiles and runs GCBench on a real JDK. `.ci/run` installs one; without it this fails
-    /// rather than passing unseen.
-    #[test]
-    #[cfg_attr(
-        no_java,
-        ignore = "needs a JDK (java with javac on PATH) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
-    )]
-    fn runs_on_hotspot() {
-        let tools = find_java(None)
-            .unwrap_or_else(|e| panic!("no JDK to run GCBench on ({e:#}); .ci/run installs one"));
-        let dir = env::temp_dir().join(format!("concord-hotspot-test-{}", std::process::id()));
-        let classes = prepare_gcbench(&tools, &dir).unwrap();
-        let opts = HotspotOptions::default();
-        let run = run_gcbench(&tools, &classes, &opts).unwrap();
-        let _ = fs::remove_dir_all(&dir);
-        assert_eq!(run.checksum, GCBENCH_CHECKSUM_PER_COPY);
-        assert!(run.wall_ms > 0.0);
-        assert!(!run.pauses.is_empty());
-        assert!(run.jvm_args.iter().any(|a| a == "-Xmx65536k"));
-        assert!(run.jvm_args.iter().any(|a| a == "-XX:ParallelGCThreads=2"));
     }
 }

@@ -1,9 +1,5 @@
-//! What `concord vs-hotspot` and `concord vs-native` share: one run of either side, the A B /
-//! B A order of the pairs, and the per-run table.
-
-use anyhow::Result;
-
-use crate::console::outln;
+//! What `concord vs-hotspot` and `concord vs-native` share: one run of either side and the A B /
+//! B A order of the pairs.
 
 /// One run of either side (the pause figures are 0 for a side without a collector).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -21,47 +17,6 @@ impl Run {
     pub fn mutator_ms(&self) -> f64 {
         self.wall_ms - self.pause_total_ms
     }
-
-    /// This run's line of the per-run table (`pauses: false` for a side without a collector).
-    pub fn print_row(&self, pair: u32, who: &str, pauses: bool) -> Result<()> {
-        if pauses {
-            outln!(
-                "{:>4} {:>8} {:>10.1} {:>10.1} {:>10.2} {:>4}+{:<2}",
-                pair,
-                who,
-                self.wall_ms,
-                self.pause_total_ms,
-                self.pause_max_ms,
-                self.young,
-                self.full
-            )?;
-        } else {
-            outln!(
-                "{:>4} {:>8} {:>10.1} {:>10} {:>10} {:>7}",
-                pair,
-                who,
-                self.wall_ms,
-                "-",
-                "-",
-                "-"
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// The per-run table's header line.
-pub fn print_header() -> Result<()> {
-    outln!(
-        "{:>4} {:>8} {:>10} {:>10} {:>10} {:>7}",
-        "run",
-        "who",
-        "wall ms",
-        "GC ms",
-        "max ms",
-        "pauses"
-    )?;
-    Ok(())
 }
 
 /// Which side goes first in pair `i` (`true`: side A): they alternate, so that neither always
