@@ -597,7 +597,7 @@ impl Mutator<'_> {
     /// Allocate a typed object with every field set from `value`: a constructor. Built on
     /// [`Mutator::alloc_with`] (no card mark for a TLAB object), then one store per payload
     /// field. Panics on a stale root or a root of another mutator in `value`.
-    #[inline]
+    #[inline(always)]
     #[track_caller]
     pub fn alloc_typed<T: Trace>(&mut self, value: T) -> Result<Root<T>, GcError> {
         // SAFETY: the handles go to `alloc_with` for `T::TYPE`, in slot order: each slot gets
