@@ -142,7 +142,7 @@ enum Command {
     /// (unbalanced/balanced × remote/local), alternating; time, speedup, reads per node,
     /// their imbalance and the remote share; every run goes to a results directory.
     PlacementBench(bench::placement_bench::PlacementBenchArgs),
-    /// Run GCBench on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
+    /// Run GCBench and binary-trees on HotSpot (-XX:+UseParallelGC) and on Concord, alternating, and compare.
     VsHotspot(vs_hotspot::VsHotspotArgs),
     /// Run binary-trees or GCBench on Concord (one mutator) and in plain Rust (Box,
     /// malloc/free), alternating, checksums checked, and compare wall times.

@@ -380,7 +380,8 @@ impl Digest {
                 match self.format {
                     Format::Concord => "this Concord log has no [gc,cpu] lines",
                     Format::Unified => "log them with -Xlog:gc*,gc+cpu,safepoint",
-                    Format::Jdk8 => "log them with -XX:+PrintGCDetails (JDK 6 and later print [Times: ...])",
+                    Format::Jdk8 =>
+                        "log them with -XX:+PrintGCDetails (JDK 6 and later print [Times: ...])",
                 }
             ));
         }
