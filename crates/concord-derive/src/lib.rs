@@ -302,6 +302,10 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 let get_doc = format!("Payload field `{fname}` (offset {offset}): one load.");
                 let set_doc = format!("Write payload field `{fname}`: one store.");
                 let offset = Literal::usize_unsuffixed(offset);
+                // The primitive itself, whatever the name means where the struct is (a local
+                // `type u8 = u64;` must not make an 8-byte field of a 1-byte slot): a field whose
+                // type is not that primitive does not compile.
+                let prim = quote!(::core::primitive::#ty);
                 let size = Literal::usize_unsuffixed(*size);
                 let fty = &f.ty;
                 layout.push(quote!(::concord::typed::FieldLayout {
@@ -311,21 +315,21 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 debug.push(quote!(.field(#fname, &self.#ident())));
                 init.push(quote! {
                     // SAFETY: `#offset` is field `#ident`'s offset in `Self`'s payload, of type `#ty`.
-                    unsafe { raw.__write::<#ty>(#offset, self.#ident) };
+                    unsafe { raw.__write::<#prim>(#offset, self.#ident) };
                 });
                 accessors.push(quote! {
                     #[doc = #get_doc]
                     #[inline(always)]
                     #vis fn #ident(self) -> #fty {
                         // SAFETY: `#offset` is field `#ident`'s offset in `Self`'s payload, of type `#ty`.
-                        unsafe { self.0.__read::<#ty>(#offset) }
+                        unsafe { self.0.__read::<#prim>(#offset) }
                     }
 
                     #[doc = #set_doc]
                     #[inline(always)]
                     #vis fn #setter(self, value: #fty) {
                         // SAFETY: as in the getter.
-                        unsafe { self.0.__write::<#ty>(#offset, value) }
+                        unsafe { self.0.__write::<#prim>(#offset, value) }
                     }
                 });
             }

@@ -129,6 +129,19 @@
 //! }
 //! ```
 //!
+//! The derive lays fields out by their names, and the generated code uses the primitive
+//! itself (`core::primitive::u8`), so an alias named like a primitive does not compile rather
+//! than make an 8-byte field of a 1-byte place:
+//!
+//! ```compile_fail,E0308
+//! #[allow(non_camel_case_types)]
+//! type u8 = u64;
+//! #[derive(concord::Trace)]
+//! struct Tricky {
+//!     small: u8, // error: expected `u64`, found `u8`
+//! }
+//! ```
+//!
 //! A view does not outlive a safepoint:
 //!
 //! ```compile_fail,E0502
