@@ -373,6 +373,21 @@ const fn align_down(bytes: usize) -> usize {
     bytes - bytes % SPACE_ALIGNMENT
 }
 
+/// The configuration an embedder starts from: [`Preset::Optimized`]'s parallel phases
+/// (lock-free task queue, adaptive stealing, live termination, futex parking), a heap of
+/// [`DEFAULT_HEAP_SIZE`], as many GC threads as [`default_gc_threads`] gives for the usable
+/// CPUs, and no research threads: GC threads left to the OS scheduler (`gc_affinity = none`,
+/// so no run-queue sampler runs), mutators under CFS, THP as the system has it, no GC log, no
+/// records. The heap then runs the VM thread and its GC workers only.
+impl Default for GcConfig {
+    fn default() -> Self {
+        GcConfig {
+            gc_affinity: GcAffinity::None,
+            ..GcConfig::for_preset(Preset::Optimized)
+        }
+    }
+}
+
 impl GcConfig {
     /// The defaults of `preset`: a 256 MiB heap split 1:2 young:old, survivors young/10, HotSpot's
     /// GC thread count for the usable CPUs ([`default_gc_threads`]), tenuring threshold 7 rising

@@ -444,7 +444,68 @@ pub struct Heap {
     outputs_closed: AtomicBool,
 }
 
+/// Builds a [`Heap`] from [`GcConfig::default`] (no research threads), with the few settings an
+/// embedder usually changes:
+///
+/// ```
+/// let heap = concord::Heap::builder()
+///     .heap_size(64 << 20)
+///     .gc_threads(2)
+///     .build()?;
+/// let mut m = heap.attach();
+/// # let _ = &mut m;
+/// # Ok::<(), concord::HeapError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct HeapBuilder {
+    config: GcConfig,
+}
+
+impl HeapBuilder {
+    /// The heap's size in bytes (young and old; reserved up front).
+    pub fn heap_size(mut self, bytes: usize) -> Self {
+        self.config.heap_size = bytes;
+        self
+    }
+
+    /// The young generation's size in bytes (default: a third of the heap).
+    pub fn young_size(mut self, bytes: usize) -> Self {
+        self.config.young_size = Some(bytes);
+        self
+    }
+
+    /// GC worker threads.
+    pub fn gc_threads(mut self, n: usize) -> Self {
+        self.config.gc_threads = n;
+        self
+    }
+
+    /// Any other setting of the configuration (the workbench's switches included).
+    pub fn configure(mut self, f: impl FnOnce(&mut GcConfig)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// The configuration the heap will be built from.
+    pub fn config(&self) -> &GcConfig {
+        &self.config
+    }
+
+    /// Validates the configuration and starts the heap ([`Heap::new`]).
+    pub fn build(self) -> Result<Heap, HeapError> {
+        Heap::new(self.config)
+    }
+}
+
 impl Heap {
+    /// A [`HeapBuilder`] starting from [`GcConfig::default`].
+    pub fn builder() -> HeapBuilder {
+        HeapBuilder {
+            config: GcConfig::default(),
+        }
+    }
+
     /// Validate `config`, start its outputs (beside their paths: see [`Heap::finish`]),
     /// reserve the heap and start the VM thread and the GC workers.
     pub fn new(config: GcConfig) -> Result<Heap, HeapError> {

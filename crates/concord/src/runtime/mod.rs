@@ -10,7 +10,8 @@ mod vm_thread;
 
 pub use gc_ref::Gc;
 pub use heap::{
-    GcError, Heap, HeapError, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS,
+    GcError, Heap, HeapBuilder, HeapError, GC_HEAP_FREE_LIMIT_PERCENT,
+    GC_OVERHEAD_LIMIT_COLLECTIONS,
 };
 pub use mutator::{Handle, Mutator};
 pub use vm_thread::dynamic_active_workers;
