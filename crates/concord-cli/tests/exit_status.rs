@@ -244,3 +244,30 @@ fn a_heap_the_os_refuses_is_a_failed_run() {
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("could not reserve"), "{stderr}");
 }
+
+/// `concord diagnose … | head` ends quietly with 141, in text and JSON; with `--html` the page
+/// is still written whole (the log is read to its end for it) before the status says stdout
+/// was lost.
+#[test]
+fn diagnose_with_a_closed_stdout_pipe_still_writes_its_page() {
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/diagnose/os-stalls/blocked-write.log.gz"
+    );
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["diagnose", log];
+        args.extend(extra);
+        let o = with_closed_stdout(&args);
+        assert_eq!(o.status.code(), Some(141), "{args:?}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "", "{args:?}: nothing said");
+    }
+    let page = scratch("closed-pipe-diagnose").join("page.html");
+    let o = with_closed_stdout(&["diagnose", log, "--html", page.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(141), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    // Every stall of the log is on it: the log was read to its end.
+    assert!(
+        html.contains("blocked-write.log.gz:1997"),
+        "the last outside-collection stall"
+    );
+}

@@ -33,6 +33,8 @@ pub enum Sink {
     Text(BufWriter<Stdout>),
     /// The JSON document on standard output.
     Json(BufWriter<Stdout>),
+    /// Standard output failed: nothing more is written to it (the page still is).
+    Closed,
 }
 
 /// Where the GC thread count used for the verdicts came from.
@@ -183,7 +185,13 @@ impl Digest {
                 "{{\n  \"format\": {},\n  \"records\": [",
                 json!(self.format.name())
             ),
+            Sink::Closed => Ok(()),
         }
+    }
+
+    /// Standard output failed: write nothing more to it.
+    pub fn close_output(&mut self) {
+        self.sink = Sink::Closed;
     }
 
     /// Judges a settled pause, writes it out and adds it to the summaries; `log_threads` is
@@ -361,6 +369,7 @@ impl Digest {
                 write!(out, "{comma}\n    ")?;
                 serde_json::to_writer(&mut *out, &record).map_err(io::Error::from)
             }
+            Sink::Closed => Ok(()),
         }
     }
 
@@ -442,11 +451,9 @@ impl Digest {
         parsed: &Parsed,
         html_path: Option<&std::path::Path>,
     ) -> anyhow::Result<()> {
-        self.start()?;
         let context = self.context(parsed);
         let advice = self.advice(context, parsed);
         let rows = self.finding_rows(context);
-        let (threads, from) = self.threads_used;
         let unrecognized: Vec<(String, String)> = parsed
             .unrecognized_examples
             .iter()
@@ -454,6 +461,30 @@ impl Digest {
             .collect();
         let page = html_path.map(|_| self.page(&rows, &advice, parsed));
         let first_stall = parsed.allocation_stalls.first.map(|at| self.place(at));
+        // Standard output may be gone (`| head`): the page is written all the same, and the
+        // failed write is reported after it.
+        let mut written = self.start();
+        if written.is_ok() {
+            written = self.write_summary(parsed, &rows, &advice, &unrecognized, first_stall);
+        }
+        if let (Some(path), Some(page)) = (html_path, page) {
+            let text = html::render(&page)?;
+            crate::experiment::results::write_atomic(path, text.as_bytes())
+                .map_err(|e| anyhow::anyhow!("--html: cannot write {}: {e}", path.display()))?;
+        }
+        written.map_err(|e| crate::console::StdoutError::from(e).into())
+    }
+
+    /// The summary after the pauses: totals, phases, unrecognized lines, findings, advice.
+    fn write_summary(
+        &mut self,
+        parsed: &Parsed,
+        rows: &[FindingRow],
+        advice: &[String],
+        unrecognized: &[(String, String)],
+        first_stall: Option<String>,
+    ) -> io::Result<()> {
+        let (threads, from) = self.threads_used;
         match &mut self.sink {
             Sink::Text(out) => {
                 let from = match from {
@@ -504,7 +535,7 @@ impl Digest {
                 }
                 if !rows.is_empty() {
                     writeln!(out, "findings:")?;
-                    for row in &rows {
+                    for row in rows {
                         let more = if row.count as usize > row.evidence.len() {
                             ", …"
                         } else {
@@ -521,7 +552,7 @@ impl Digest {
                     }
                 }
                 writeln!(out, "advice:")?;
-                for a in &advice {
+                for a in advice {
                     writeln!(out, "- {a}")?;
                 }
                 out.flush()?;
@@ -587,11 +618,7 @@ impl Digest {
                 )?;
                 out.flush()?;
             }
-        }
-        if let (Some(path), Some(page)) = (html_path, page) {
-            let text = html::render(&page)?;
-            crate::experiment::results::write_atomic(path, text.as_bytes())
-                .map_err(|e| anyhow::anyhow!("--html: cannot write {}: {e}", path.display()))?;
+            Sink::Closed => {}
         }
         Ok(())
     }

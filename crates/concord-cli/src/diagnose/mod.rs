@@ -782,6 +782,7 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
         gc_threads: args.gc_threads,
         json: args.json,
         failed: None,
+        keep_reading: args.html.is_some(),
     };
     for (index, file) in files.iter().enumerate() {
         let mut number = 0u64;
@@ -796,15 +797,24 @@ pub fn run(args: DiagnoseArgs) -> Result<std::process::ExitCode> {
     }
     reading.detector.finish();
     reading.hand_on(true);
-    if let Some(e) = reading.failed {
-        return Err(crate::console::StdoutError::from(e).into());
-    }
     let why = reading.detector.why_no_pauses();
     let (Some(digest), Some((_, parsed))) = (reading.digest, reading.detector.chosen()) else {
         bail!("{}: no GC pauses found; {why}", args.log.display());
     };
-    digest.finish(parsed, args.html.as_deref())?;
-    Ok(std::process::ExitCode::SUCCESS)
+    match reading.failed {
+        // Standard output failed (`| head`): the page, if asked for, is still written, of the
+        // whole log; then the failure is reported.
+        Some(e) => {
+            if args.html.is_some() {
+                digest.finish(parsed, args.html.as_deref())?;
+            }
+            Err(crate::console::StdoutError::from(e).into())
+        }
+        None => {
+            digest.finish(parsed, args.html.as_deref())?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+    }
 }
 
 /// A log being read: the lines go to the detector, the settled pauses and phases on to the
@@ -815,13 +825,15 @@ struct Reading {
     names: Vec<String>,
     gc_threads: Option<u32>,
     json: bool,
-    /// Standard output failed: the rest of the log is not read.
+    /// Standard output failed: the rest of the log is read only for the page.
     failed: Option<std::io::Error>,
+    /// Whether to read on after standard output failed (a page was asked for).
+    keep_reading: bool,
 }
 
 impl Reading {
     fn line(&mut self, line: &str, at: LineRef) {
-        if self.failed.is_none() {
+        if self.failed.is_none() || self.keep_reading {
             self.detector.feed(line, at);
             self.hand_on(false);
         }
@@ -844,8 +856,11 @@ impl Reading {
         let threads = parsed.gc_threads;
         for pause in parsed.settled(all) {
             if let Err(e) = digest.pause(pause, threads) {
-                self.failed = Some(e);
-                return;
+                digest.close_output();
+                self.failed.get_or_insert(e);
+                if !self.keep_reading {
+                    return;
+                }
             }
         }
     }
