@@ -575,3 +575,24 @@ fn html_page_is_written_with_the_findings_of_the_log() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(text(&refused.stdout).is_empty());
 }
+
+/// The page of a real log (the blocked-write stalls: timeline, heap, histogram, findings) in
+/// headless Chromium: a screenshot that is not blank. Ignored, with the reason, where the build
+/// found no Chromium (cfg `no_chromium`, see build.rs); `.ci/run` installs it.
+#[test]
+#[cfg_attr(
+    no_chromium,
+    ignore = "needs headless Chromium (chromium or chromium-browser on PATH) when the tests were built: apt-get install chromium (.ci/run does)"
+)]
+fn html_page_renders_in_headless_chromium() {
+    let dir = scratch("diagnose-html-browser");
+    let page = dir.join("stalls.html");
+    let out = concord(&[
+        "diagnose",
+        &fixture("os-stalls/blocked-write.log.gz"),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::assert_renders(&page, &dir.join("profile"), 3000);
+}

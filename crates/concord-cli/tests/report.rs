@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_exit_2, concord, scratch};
+use common::{assert_exit_2, assert_renders, concord, scratch};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -531,15 +531,6 @@ fn has_label(html: &str, label: &str) -> bool {
     html.contains(&format!(">\n{label}\n</text>"))
 }
 
-/// Headless Chromium, found on `PATH` under the names `.ci/run` looks for (it installs
-/// Debian's `chromium` when neither is there).
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|p| p.is_file())
-}
-
 /// Renders every kind's page in headless Chromium and checks the screenshot is not blank.
 /// Ignored, with the reason, where the build found no Chromium (cfg `no_chromium`, see
 /// build.rs); `.ci/run` installs it and requires it, so CI never skips this test.
@@ -549,41 +540,11 @@ fn chromium() -> Option<PathBuf> {
     ignore = "needs headless Chromium (chromium or chromium-browser on PATH) when the tests were built: apt-get install chromium (.ci/run does)"
 )]
 fn pages_render_in_headless_chromium() {
-    let browser = chromium().expect(
-        "Chromium was on PATH when the tests were built but is not now: reinstall it \
-         (apt-get install chromium), or run `cargo clean -p concord-cli` to let this test be \
-         ignored",
-    );
     let dir = scratch("browser");
     for kind in ["compare", "ablation", "sched-bench"] {
         let page = dir.join(format!("{kind}.html"));
         render(&fixture(&format!("results-{kind}")), &page);
-        let shot = dir.join(format!("{kind}.png"));
-        let profile = dir.join(format!("profile-{kind}"));
-        let o = Command::new(&browser)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                &format!("--user-data-dir={}", profile.display()),
-                "--window-size=1280,4000",
-                &format!("--screenshot={}", shot.display()),
-                &format!("file://{}", page.display()),
-            ])
-            .output()
-            .expect("chromium runs");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let png = fs::read(&shot).expect("a screenshot");
-        assert!(png.starts_with(b"\x89PNG"), "{kind}: not a PNG");
-        assert!(
-            png.len() > 30_000,
-            "{kind}: a blank screenshot ({} bytes)",
-            png.len()
-        );
+        assert_renders(&page, &dir.join(format!("profile-{kind}")), 4000);
     }
 }
 

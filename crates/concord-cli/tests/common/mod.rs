@@ -175,3 +175,49 @@ pub fn with_file_size_limit(mut command: Command, bytes: u64) -> Command {
     }
     command
 }
+
+/// Headless Chromium, found on `PATH` under the names `.ci/run` looks for (it installs
+/// Debian's `chromium` when neither is there). Panics if it is gone: callers are the tests
+/// built with it present (cfg `no_chromium` unset, see build.rs).
+pub fn chromium() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+        .expect(
+            "Chromium was on PATH when the tests were built but is not now: reinstall it \
+             (apt-get install chromium), or run `cargo clean -p concord-cli` to let the tests \
+             that need it be ignored",
+        )
+}
+
+/// Renders the HTML page `page` in headless Chromium into a screenshot beside it (a browser
+/// profile in `profile`), `height` pixels tall, and checks it is a PNG that is not blank.
+pub fn assert_renders(page: &Path, profile: &Path, height: u32) {
+    let shot = page.with_extension("png");
+    let o = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            &format!("--window-size=1280,{height}"),
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", page.display()),
+        ])
+        .output()
+        .expect("chromium runs");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "{}: not a PNG", page.display());
+    assert!(
+        png.len() > 30_000,
+        "{}: a blank screenshot ({} bytes)",
+        page.display(),
+        png.len()
+    );
+}
