@@ -265,21 +265,10 @@ impl Digest {
                     ms: length,
                     mark,
                 },
-                |a, b| {
-                    let rank = |m: Mark| match m {
-                        Mark::Ok => 0,
-                        Mark::Finding => 1,
-                        Mark::Stall => 2,
-                    };
-                    let mut kept = if b.ms > a.ms { b } else { a };
-                    if rank(a.mark).max(rank(b.mark)) > rank(kept.mark) {
-                        kept.mark = if rank(a.mark) > rank(b.mark) {
-                            a.mark
-                        } else {
-                            b.mark
-                        };
-                    }
-                    kept
+                // A thinned point is its stretch's longest pause, in its most severe colour.
+                |a, b| TimelinePoint {
+                    mark: a.mark.max(b.mark),
+                    ..if b.ms > a.ms { b } else { a }
                 },
             );
             let bin = BIN_EDGES_MS

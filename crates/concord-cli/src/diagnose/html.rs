@@ -7,14 +7,15 @@
 //! read), so a page of a multi-GB log is as small as one of a short log.
 
 /// How a pause is coloured on the timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mark {
     /// No finding.
     Ok,
-    /// An OS stall (off-CPU, outside the collection, kernel).
-    Stall,
-    /// Another finding (long time to safepoint, serial, failure, explicit, heap too small).
+    /// A finding other than an OS stall (long time to safepoint, serial, failure, explicit,
+    /// heap too small).
     Finding,
+    /// An OS stall (off-CPU, outside the collection, kernel): the most severe.
+    Stall,
 }
 
 /// One pause on the timeline: the longest pause of its slot of the log when thinned.

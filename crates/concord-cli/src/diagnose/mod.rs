@@ -521,12 +521,11 @@ impl Detector {
         })
     }
 
-    /// Ends the log: what the parser still holds becomes settled.
+    /// Ends the log: a JDK 6-8 collection still open was cut off (a unified log holds nothing
+    /// back; its pauses are settled by [`Parsed::settled`]).
     pub fn finish(&mut self) {
-        match self.chosen {
-            Some(Format::Jdk8) => self.jdk8.finish(),
-            Some(_) => self.unified.finish(),
-            None => {}
+        if self.chosen == Some(Format::Jdk8) {
+            self.jdk8.finish();
         }
     }
 

@@ -21,7 +21,6 @@ pub fn parse(text: &str) -> Parsed {
     for (line, at) in super::numbered_lines(text) {
         parser.feed(line, at);
     }
-    parser.finish();
     parser.log
 }
 
@@ -143,9 +142,6 @@ impl Parser {
             }
         }
     }
-
-    /// Ends the log: every pause held is settled.
-    pub fn finish(&mut self) {}
 }
 
 /// Whether a line is unified logging: decorations that are single words (`[0.123s]`,
@@ -158,14 +154,13 @@ fn recognized(decorations: &[&str], line: &str, message: &str) -> bool {
             .iter()
             .all(|d| !d.is_empty() && !d.contains(char::is_whitespace));
     }
-    const MESSAGES: [&str; 7] = [
+    const MESSAGES: [&str; 6] = [
         "GC(",
         "Using ",
         "Safepoint ",
         "Initializing ",
         "Allocation Stall ",
         "Heap",
-        "Version",
     ];
     if MESSAGES.iter().any(|m| message.starts_with(m)) {
         return true;
