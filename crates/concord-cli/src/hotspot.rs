@@ -19,6 +19,32 @@ use serde::Serialize;
 /// The Java source of the benchmark, embedded at build time.
 pub const GCBENCH_SOURCE: &str = include_str!("../../../bench/hotspot/GCBench.java");
 
+/// Writes the Java `sources` (file name, text) into `workdir` and compiles them with `javac`
+/// into `workdir/classes`, which it returns; a javac failure is an error with its output.
+pub fn compile_java(javac: &Path, workdir: &Path, sources: &[(&str, &str)]) -> Result<PathBuf> {
+    let classes = workdir.join("classes");
+    fs::create_dir_all(&classes).with_context(|| format!("cannot create {}", classes.display()))?;
+    let mut command = Command::new(javac);
+    command.args(["-encoding", "UTF-8", "-d"]).arg(&classes);
+    for (name, text) in sources {
+        let path = workdir.join(name);
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        command.arg(path);
+    }
+    let output = command
+        .output()
+        .with_context(|| format!("cannot start {}", javac.display()))?;
+    if !output.status.success() {
+        bail!(
+            "javac failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(classes)
+}
+
 /// Name of the benchmark's main class (no package).
 pub const GCBENCH_MAIN_CLASS: &str = "GCBench";
 

@@ -375,31 +375,11 @@ fn checksum_checked(who: &str, spec: &Spec, checksum: u64) -> Result<()> {
 
 /// Writes both Java programs into `workdir` and compiles them; the class directory.
 fn compile_java(tools: &JavaTools, workdir: &Path) -> Result<PathBuf> {
-    let classes = workdir.join("classes");
-    std::fs::create_dir_all(&classes)
-        .with_context(|| format!("cannot create {}", classes.display()))?;
     let sources = [
         ("GCBench.java", hotspot::GCBENCH_SOURCE),
         ("BinaryTrees.java", BINARY_TREES_SOURCE),
     ];
-    let mut command = Command::new(&tools.javac);
-    command.args(["-encoding", "UTF-8", "-d"]).arg(&classes);
-    for (name, text) in sources {
-        let path = workdir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        command.arg(path);
-    }
-    let output = command
-        .output()
-        .with_context(|| format!("cannot start {}", tools.javac.display()))?;
-    if !output.status.success() {
-        bail!(
-            "javac failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    let classes = hotspot::compile_java(&tools.javac, workdir, &sources)?;
     for main in [Bench::Gcbench, Bench::BinaryTrees].map(Bench::main_class) {
         let class = classes.join(format!("{main}.class"));
         if !class.is_file() {

@@ -261,33 +261,11 @@ impl JavaWorkload {
 /// Writes both workloads' sources into `workdir` and compiles them into `workdir/classes`
 /// with the JDK's javac.
 fn compile(jdk: &Jdk, workdir: &Path) -> Result<PathBuf> {
-    let classes = workdir.join("classes");
-    std::fs::create_dir_all(&classes)
-        .with_context(|| format!("cannot create {}", classes.display()))?;
-    let mut sources = Vec::new();
-    for (name, text) in [
+    let sources = [
         ("GCBench.java", hotspot::GCBENCH_SOURCE),
         ("TreeBench.java", TREEBENCH_SOURCE),
-    ] {
-        let path = workdir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        sources.push(path);
-    }
-    let output = Command::new(&jdk.javac)
-        .args(["-encoding", "UTF-8", "-d"])
-        .arg(&classes)
-        .args(&sources)
-        .output()
-        .with_context(|| format!("cannot start {}", jdk.javac.display()))?;
-    if !output.status.success() {
-        bail!(
-            "javac failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(classes)
+    ];
+    hotspot::compile_java(&jdk.javac, workdir, &sources)
 }
 
 /// A directory removed when dropped.
