@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{concord, json_of, text};
+use common::{assert_exit_2, concord, json_of, text};
 use concord_workloads::binary_trees::expected_checksum;
 use concord_workloads::gcbench::STANDARD_CHECKSUM_PER_COPY;
 use serde_json::Value;
@@ -284,10 +284,6 @@ fn bad_input_is_named_and_exits_2() {
         ),
     ];
     for (args, message) in cases {
-        let out = concord(args);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(message), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?} ran: {}", text(&out.stdout));
+        assert_exit_2(args, message);
     }
 }

@@ -107,12 +107,14 @@ pub fn read_json(path: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Expects `concord ARGS` to be refused as bad input (status 2) with `expected` on stderr.
+/// Expects `concord ARGS` to be refused as bad input (status 2) with `expected` on stderr,
+/// before it printed anything.
 pub fn assert_exit_2(args: &[&str], expected: &str) {
     let o = concord(args);
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    assert!(o.stdout.is_empty(), "{args:?} ran: {}", text(&o.stdout));
 }
 
 /// Checks the results directory `dir` of a complete experiment of `kind` with `runs` runs and
