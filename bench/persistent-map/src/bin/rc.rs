@@ -143,6 +143,11 @@ fn run(seed: u64, n: usize) {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map_or(Ok(200_000), |a| a.parse())?;
+    if n < 11 {
+        return Err(
+            "N must be at least 11 (every 10th version is kept, and the oldest is checked)".into(),
+        );
+    }
     let start = Instant::now();
     std::thread::scope(|s| {
         for t in [1u64, 2] {
