@@ -8,7 +8,7 @@
 //!
 //! The heap is the one binary-trees 18 runs in (96 MiB, 2 GC threads, optimized preset), so
 //! eden is about 26 MiB and the allocation benchmarks include everything allocation costs in a
-//! real run: the amortised TLAB refill (with the zeroing of the new TLAB) and the young
+//! real run: the amortised TLAB refill and the young
 //! collections of an eden full of dead nodes. Each allocation benchmark prints to stderr how
 //! many collections it caused and their total pause, so what they add per operation is known.
 //!
@@ -195,7 +195,33 @@ fn allocation(c: &mut Criterion) {
         })
     });
     report_collections(&heap, before, "alloc/concord_alloc_then_set_ref_x2");
+
+    // binary-trees' build as a whole: a depth-10 tree bottom-up, one scope_escape per inner
+    // node; one operation is one node (the tree's 2047 nodes per iteration of the loop).
+    let before = mark(&heap);
+    g.throughput(Throughput::Elements(TREE_NODES));
+    g.bench_function("concord_bottom_up_tree_depth_10", |b| {
+        b.iter(|| m.scope(|m| black_box(bottom_up_tree(m, 10).unwrap())))
+    });
+    g.throughput(Throughput::Elements(1));
+    report_collections(&heap, before, "alloc/concord_bottom_up_tree_depth_10");
     g.finish();
+}
+
+/// Nodes of the tree `concord_bottom_up_tree_depth_10` builds.
+const TREE_NODES: u64 = (1 << 11) - 1;
+
+/// binary-trees' bottom-up build on the untyped API.
+fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, concord::GcError> {
+    if depth == 0 {
+        return m.alloc(NODE);
+    }
+    m.scope_escape(|m| {
+        let l = bottom_up_tree(m, depth - 1)?;
+        let r = bottom_up_tree(m, depth - 1)?;
+        m.alloc_with(NODE, &[Some(l), Some(r)]).map(Some)
+    })
+    .map(|h| h.expect("the closure returns a handle"))
 }
 
 /// A list of [`LIST_LEN`] nodes linked through slot 0, in the current scope; its head.
@@ -324,6 +350,14 @@ fn handles(c: &mut Criterion) {
         b.iter(|| {
             m.scope(|m| {
                 black_box(m.dup(black_box(obj)));
+            })
+        })
+    });
+    // A scope that allocates one object and carries it out (in scopes of PER_SCOPE).
+    g.bench_function("scope_escape_alloc", |b| {
+        b.iter_custom(|iters| {
+            in_scopes(&mut m, iters, |m| {
+                black_box(m.scope_escape(|m| m.alloc(NODE).map(Some)).unwrap());
             })
         })
     });
