@@ -10,7 +10,7 @@ mod common;
 use common::with_watchdog;
 use concord::config::ConfigBuilder;
 use concord::runtime::GC_OVERHEAD_LIMIT_COLLECTIONS;
-use concord::{CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectType};
+use concord::{CollectionKind, GcConfig, GcError, GcErrorKind, Handle, Heap, Mutator, ObjectType};
 
 /// A tree node: two children, then a value and its complement (an integrity check).
 const NODE: ObjectType = ObjectType::fixed(2, 16);
@@ -140,7 +140,7 @@ fn fill_until_overhead_limit(m: &mut Mutator<'_>, max_errors: usize) -> (Handle,
             Ok(())
         });
         if let Err(e) = r {
-            let limit = matches!(e, GcError::GcOverheadLimit { .. });
+            let limit = matches!(e.kind(), GcErrorKind::GcOverheadLimit { .. });
             errors.push(e);
             if limit {
                 break;
@@ -160,12 +160,12 @@ fn recover_from_overhead_limit(explicit_full: bool) -> usize {
         let mut m = heap.attach();
         let (head, errors) =
             fill_until_overhead_limit(&mut m, 4 * GC_OVERHEAD_LIMIT_COLLECTIONS as usize);
-        let Some(GcError::GcOverheadLimit {
+        let Some(GcErrorKind::GcOverheadLimit {
             requested,
             heap_size,
             full_collections,
             ..
-        }) = errors.last()
+        }) = errors.last().map(GcError::kind)
         else {
             panic!("no GC overhead limit among {errors:?}");
         };
@@ -226,8 +226,8 @@ fn explicit_collections_of_an_empty_heap_do_not_trip_the_overhead_limit() {
         for _ in 0..3 * GC_OVERHEAD_LIMIT_COLLECTIONS {
             m.collect(CollectionKind::Full);
         }
-        match m.alloc_byte_array(16 << 20) {
-            Err(GcError::LargerThanHeap { requested, .. }) => assert!(requested > 16 << 20),
+        match m.alloc_byte_array(16 << 20).map_err(GcError::into_kind) {
+            Err(GcErrorKind::LargerThanHeap { requested, .. }) => assert!(requested > 16 << 20),
             other => panic!("expected LargerThanHeap, got {other:?}"),
         }
         assert!(m.alloc(NODE).is_ok());

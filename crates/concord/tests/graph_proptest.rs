@@ -12,7 +12,8 @@ use std::collections::HashMap;
 mod common;
 
 use concord::{
-    CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType, Preset,
+    CollectionKind, GcConfig, GcError, GcErrorKind, Handle, Heap, Mutator, ObjectKind, ObjectType,
+    Preset,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -852,7 +853,7 @@ impl Runner<'_, '_> {
                             self.ballast_bytes += chunk;
                         }
                         // The graph and the ballast may not fit together: stop filling.
-                        Err(GcError::OutOfMemory { .. }) => break,
+                        Err(e) if matches!(e.kind(), GcErrorKind::OutOfMemory { .. }) => break,
                         Err(e) => panic!("ballast allocation: {e}"),
                     }
                 }

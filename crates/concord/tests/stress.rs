@@ -8,7 +8,9 @@ mod common;
 
 use common::with_watchdog;
 
-use concord::{CollectionKind, GcConfig, GcError, Handle, Heap, Mutator, ObjectType, Preset};
+use concord::{
+    CollectionKind, GcConfig, GcError, GcErrorKind, Handle, Heap, Mutator, ObjectType, Preset,
+};
 
 const MIB: usize = 1 << 20;
 
@@ -375,13 +377,13 @@ fn out_of_memory_is_clean(chunk: usize, large_object_threshold: usize) {
         let (kept, err) = fill_until_oom(&mut m, outer, chunk);
         // Plain out of memory, or the GC overhead limit when the collections before the
         // failing one all left less than 2 % of the heap free.
-        match &err {
-            GcError::OutOfMemory {
+        match err.kind() {
+            GcErrorKind::OutOfMemory {
                 requested,
                 heap_size,
                 ..
             }
-            | GcError::GcOverheadLimit {
+            | GcErrorKind::GcOverheadLimit {
                 requested,
                 heap_size,
                 ..
@@ -466,12 +468,12 @@ fn oversized_request_is_out_of_memory_not_a_hang() {
         let mut m = heap.attach();
         let keep = m.alloc(NODE).unwrap();
         m.write_u64(keep, 0, 7);
-        match m.alloc_byte_array(64 * MIB) {
-            Err(GcError::LargerThanHeap { requested, .. }) => assert!(requested >= 64 * MIB),
+        match m.alloc_byte_array(64 * MIB).map_err(GcError::into_kind) {
+            Err(GcErrorKind::LargerThanHeap { requested, .. }) => assert!(requested >= 64 * MIB),
             other => panic!("expected LargerThanHeap, got {other:?}"),
         }
-        match m.alloc_ref_array(1 << 20) {
-            Err(GcError::LargerThanHeap { requested, .. }) => assert!(requested >= 8 << 20),
+        match m.alloc_ref_array(1 << 20).map_err(GcError::into_kind) {
+            Err(GcErrorKind::LargerThanHeap { requested, .. }) => assert!(requested >= 8 << 20),
             other => panic!("expected LargerThanHeap, got {other:?}"),
         }
         // Nothing was lost on the way.

@@ -10,7 +10,7 @@ mod vm_thread;
 
 pub use gc_ref::Gc;
 pub use heap::{
-    GcError, Heap, HeapBuilder, HeapError, GC_HEAP_FREE_LIMIT_PERCENT,
+    GcError, GcErrorKind, Heap, HeapBuilder, HeapError, GC_HEAP_FREE_LIMIT_PERCENT,
     GC_OVERHEAD_LIMIT_COLLECTIONS,
 };
 pub use mutator::{Handle, Mutator};

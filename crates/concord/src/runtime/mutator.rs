@@ -15,6 +15,7 @@
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -81,11 +82,43 @@ impl Scalar for u64 {
 /// comparison it always did plus one comparison with the current stamp, and for a handle
 /// made before the last ended scope one more load and comparison. (Stamps are 32 bits: only
 /// after 2^32 scopes have ended in the process can one come back.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Handle {
-    index: u32,
+///
+/// One word: the stamp in the high half, the index in the low half. A stamp is never 0, so the
+/// word is never 0 and `Option<Handle>` is one word too; and `Result<Handle, GcError>` (every
+/// allocation's result) is returned in two registers rather than through memory.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle(NonZeroU64);
+
+impl Handle {
+    /// The handle of slot `index` made in the epoch of `stamp` (never 0).
+    #[inline(always)]
+    fn new(index: u32, stamp: u32) -> Handle {
+        let word = u64::from(stamp) << 32 | u64::from(index);
+        debug_assert!(stamp != 0, "stamp 0 is never handed out");
+        // SAFETY: no stamp is 0 (see `take_stamp_block`), so the word is not 0.
+        Handle(unsafe { NonZeroU64::new_unchecked(word) })
+    }
+
+    /// The handle stack slot it indexes.
+    #[inline(always)]
+    fn index(self) -> u32 {
+        self.0.get() as u32
+    }
+
     /// The stamp of the epoch the handle was made in.
-    stamp: u32,
+    #[inline(always)]
+    fn stamp(self) -> u32 {
+        (self.0.get() >> 32) as u32
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("index", &self.index())
+            .field("stamp", &self.stamp())
+            .finish()
+    }
 }
 
 /// Stamps are taken from the process-wide stamp space in blocks of this many (the low bits of
@@ -345,10 +378,7 @@ impl<'h> Mutator<'h> {
             hs.set_len(index + 1);
             *stamps.get_unchecked_mut(index) = self.stamp;
         }
-        Handle {
-            index: index as u32,
-            stamp: self.stamp,
-        }
+        Handle::new(index as u32, self.stamp)
     }
 
     /// Overwrite what handle `h` holds (checked as in [`Self::addr`]); `&self` for the same
@@ -358,7 +388,7 @@ impl<'h> Mutator<'h> {
     fn write_handle(&self, h: Handle, addr: usize) {
         self.addr(h);
         // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
-        unsafe { *(*self.handles.get()).as_mut_ptr().add(h.index as usize) = addr };
+        unsafe { *(*self.handles.get()).as_mut_ptr().add(h.index() as usize) = addr };
     }
 
     /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
@@ -399,7 +429,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     pub(crate) fn addr(&self, h: Handle) -> usize {
-        let index = h.index as usize;
+        let index = h.index() as usize;
         let hs = self.handles();
         // Valid: a slot of the stack that still holds the handle made there, i.e. whose stamp
         // is the handle's. A handle of the current epoch needs no look at the stamps: nothing
@@ -409,8 +439,8 @@ impl<'h> Mutator<'h> {
         // the stack's capacity, so an index below its length is in bounds for both.)
         // SAFETY: the stamps are read only for `index < hs.len()`, in bounds (above).
         let valid = index < hs.len()
-            && (h.stamp == self.stamp
-                || unsafe { *self.handle_stamps().get_unchecked(index) } == h.stamp);
+            && (h.stamp() == self.stamp
+                || unsafe { *self.handle_stamps().get_unchecked(index) } == h.stamp());
         if !valid {
             self.invalid_handle(h);
         }
@@ -424,7 +454,7 @@ impl<'h> Mutator<'h> {
     #[inline(never)]
     #[track_caller]
     fn invalid_handle(&self, h: Handle) -> ! {
-        let (word, bit) = stamp_block_bit(h.stamp);
+        let (word, bit) = stamp_block_bit(h.stamp());
         if self.stamp_blocks[word] & bit != 0 {
             stale_handle()
         } else {
@@ -1011,10 +1041,7 @@ impl<'h> Mutator<'h> {
                 hs.set_len(mark + 1);
                 *stamps.get_unchecked_mut(mark) = self.stamp;
             }
-            Handle {
-                index: mark as u32,
-                stamp: self.stamp,
-            }
+            Handle::new(mark as u32, self.stamp)
         } else {
             self.push_handle(kept)
         }

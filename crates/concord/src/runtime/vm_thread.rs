@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::heap::{GcError, HeapInner, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS};
+use super::heap::{
+    GcError, GcErrorKind, HeapInner, GC_HEAP_FREE_LIMIT_PERCENT, GC_OVERHEAD_LIMIT_COLLECTIONS,
+};
 use super::lock;
 use super::safepoint::{AllocationResult, Request};
 use crate::collection::full::full_collect;
@@ -322,19 +324,21 @@ impl Operation<'_> {
     fn no_room(&self, bytes: usize) -> GcError {
         let heap_size = self.heap.mem.capacity();
         if self.gc_overhead_limit_exceeded() {
-            GcError::GcOverheadLimit {
+            GcErrorKind::GcOverheadLimit {
                 requested: bytes,
                 heap_size,
                 full_collections: self.heap.policy().futile_full_collections,
                 // Filled in by the mutator that asked.
                 live_handles: 0,
             }
+            .into()
         } else {
-            GcError::OutOfMemory {
+            GcErrorKind::OutOfMemory {
                 requested: bytes,
                 heap_size,
                 live_handles: 0,
             }
+            .into()
         }
     }
 

@@ -41,7 +41,8 @@ use concord::config::ConfigBuilder;
 use concord::os::numa::NumaLayout;
 use concord::runtime::GC_OVERHEAD_LIMIT_COLLECTIONS;
 use concord::{
-    CollectionKind, Gc, GcConfig, GcError, Handle, Heap, Mutator, ObjectKind, ObjectType,
+    CollectionKind, Gc, GcConfig, GcError, GcErrorKind, Handle, Heap, Mutator, ObjectKind,
+    ObjectType,
 };
 
 /// The environment variable that makes the test run one seed only (to reproduce a failure).
@@ -1268,8 +1269,8 @@ impl Graph {
                     }
                     Err(e) => {
                         errors += 1;
-                        match e {
-                            GcError::OutOfMemory {
+                        match e.into_kind() {
+                            GcErrorKind::OutOfMemory {
                                 requested,
                                 heap_size,
                                 ..
@@ -1277,7 +1278,7 @@ impl Graph {
                                 assert_eq!(heap_size, capacity);
                                 assert!(requested <= 2 * large + 16, "requested {requested}");
                             }
-                            GcError::GcOverheadLimit {
+                            GcErrorKind::GcOverheadLimit {
                                 requested,
                                 heap_size,
                                 full_collections,
