@@ -125,6 +125,8 @@ pub mod typed;
 pub use collection::verify::{VerifyError, VerifyReport};
 pub use config::{GcConfig, Preset};
 pub use object::{ObjectKind, ObjectType};
-pub use runtime::{Gc, GcError, Handle, Heap, HeapBuilder, HeapError, Mutator};
+pub use runtime::{
+    Gc, GcError, GlobalHandle, Handle, Heap, HeapBuilder, HeapError, Mutator, WeakHandle,
+};
 pub use telemetry::{CollectionKind, CollectionRecord, GcCause, GcStats};
-pub use typed::{Root, Trace, TypedView};
+pub use typed::{Global, Root, Trace, TypedView, Weak};

@@ -134,6 +134,8 @@ pub(crate) struct MutatorShared {
     /// The attached thread's kernel thread id.
     tid: i32,
     handles: UnsafeCell<Vec<usize>>,
+    /// Global, weak and cleaner slots (see `refs.rs`), behind their own mutex.
+    pub(super) refs: super::refs::RefShared,
 }
 
 // SAFETY: the handle stack is touched by its own thread while it runs and by the collector only
@@ -152,6 +154,7 @@ impl MutatorShared {
             thread_name: thread.name().map(str::to_string),
             tid,
             handles: UnsafeCell::new(Vec::with_capacity(256)),
+            refs: Default::default(),
         }
     }
 
@@ -232,6 +235,8 @@ pub struct Mutator<'h> {
     stamp_blocks: Box<[u64]>,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
+    /// The resources attached to objects (`refs.rs`): they never leave this thread.
+    refs_local: super::refs::RefsLocal,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -276,6 +281,7 @@ impl<'h> Mutator<'h> {
             stamp,
             stamp_blocks: used_stamp_blocks(stamp),
             tid,
+            refs_local: Default::default(),
             _not_send: PhantomData,
         }
     }
@@ -675,6 +681,8 @@ impl<'h> Mutator<'h> {
         let a = result.map_err(|e| e.with_live_handles(self.handle_count()))?;
         // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
         unsafe { raw::set_header(a, h) };
+        // The object is whole, so a resource's drop that panics leaves nothing half done.
+        self.run_cleaners();
         Ok(a)
     }
 
@@ -964,6 +972,7 @@ impl<'h> Mutator<'h> {
         self.before_stop();
         self.heap.safepoint.block(self.id);
         self.after_stop();
+        self.run_cleaners();
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
@@ -981,8 +990,12 @@ impl<'h> Mutator<'h> {
                 self.0.after_stop();
             }
         }
-        let _leave = Leave(self);
-        f()
+        let r = {
+            let _leave = Leave(&mut *self);
+            f()
+        };
+        self.run_cleaners();
+        r
     }
 
     /// Run a collection of `kind` now.
@@ -992,6 +1005,7 @@ impl<'h> Mutator<'h> {
             .safepoint
             .request(Request::Collect(kind), Some(self.id));
         self.after_stop();
+        self.run_cleaners();
     }
 
     /// Verify the whole heap now (world stopped).
@@ -999,6 +1013,7 @@ impl<'h> Mutator<'h> {
         self.before_stop();
         let r = self.heap.safepoint.request(Request::Verify, Some(self.id));
         self.after_stop();
+        self.run_cleaners();
         match r.verify_error {
             Some(msg) => Err(crate::collection::verify::VerifyError(msg)),
             None => Ok(self.heap.last_verify_report()),
@@ -1055,8 +1070,39 @@ fn foreign_reference(addr: usize) -> ! {
 impl Drop for Mutator<'_> {
     fn drop(&mut self) {
         self.retire_tlab();
+        let resources = self.detach_refs();
         self.heap.mutator_sched.on_detach(self.tid);
         self.heap.gc_affinity.note_mutator(self.tid, false);
         self.heap.safepoint.detach(self.id);
+        // On this thread, once detached: a slow drop holds no collection up.
+        drop(resources);
+    }
+}
+
+/// What `refs.rs` (global and weak references, cleaners) uses of the mutator's internals.
+impl Mutator<'_> {
+    /// The part of the mutator the collector reaches.
+    #[inline]
+    pub(super) fn shared(&self) -> &Arc<MutatorShared> {
+        &self.shared
+    }
+
+    /// The resources attached to objects.
+    #[inline]
+    pub(super) fn refs_local(&mut self) -> &mut super::refs::RefsLocal {
+        &mut self.refs_local
+    }
+
+    /// [`Self::push_handle`].
+    #[inline]
+    pub(super) fn push_handle_for_refs(&self, addr: usize) -> Handle {
+        self.push_handle(addr)
+    }
+
+    /// [`Self::addr`]: the address `h` holds, checked.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn handle_addr(&self, h: Handle) -> usize {
+        self.addr(h)
     }
 }
