@@ -112,3 +112,55 @@ pub unsafe fn process_weak(
     });
     cleared.into_inner()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A range over `words`.
+    fn range<'a>(words: &mut [usize], cleared: &'a AtomicBool) -> WeakRange<'a> {
+        WeakRange {
+            slots: RootSlots {
+                ptr: words.as_mut_ptr(),
+                len: words.len(),
+            },
+            cleared,
+        }
+    }
+
+    #[test]
+    fn a_chunk_gets_its_referents_fates() {
+        // Even "addresses" live (moved by 1000), odd ones dead, 0 untouched.
+        let mut words = vec![8, 0, 16, 24 + 1, 0, 40 + 1];
+        let cleared = AtomicBool::new(false);
+        let r = range(&mut words, &cleared);
+        let fate = |v: usize| v.is_multiple_of(2).then_some(v + 1000);
+        // SAFETY: the slots are this test's words.
+        let n = unsafe { process_chunk(&r, &fate) };
+        assert_eq!(n, 2);
+        assert_eq!(words, [1008, 0, 1016, 0, 0, 0]);
+        assert!(cleared.load(Ordering::Relaxed));
+        // Nothing cleared: the flag is left as it is.
+        let mut words = vec![8];
+        let quiet = AtomicBool::new(false);
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { process_chunk(&range(&mut words, &quiet), &fate) },
+            0
+        );
+        assert!(!quiet.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn ranges_are_cut_into_chunks_that_keep_their_flags() {
+        let mut a = vec![0usize; 2 * WEAK_CHUNK + 1];
+        let mut b = vec![0usize; 3];
+        let (fa, fb) = (AtomicBool::new(false), AtomicBool::new(false));
+        let chunks = weak_chunks(&[range(&mut a, &fa), range(&mut b, &fb)]);
+        let lens: Vec<usize> = chunks.iter().map(|c| c.slots.len).collect();
+        assert_eq!(lens, [WEAK_CHUNK, WEAK_CHUNK, 1, 3]);
+        assert!(std::ptr::eq(chunks[2].cleared, &fa));
+        assert!(std::ptr::eq(chunks[3].cleared, &fb));
+        assert_eq!(chunks[1].slots.ptr, a[WEAK_CHUNK..].as_mut_ptr());
+    }
+}

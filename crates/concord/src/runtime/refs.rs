@@ -289,7 +289,9 @@ impl fmt::Debug for GlobalHandle {
 ///     let h = m.alloc(ObjectType::fixed(0, 8))?;
 ///     Ok(m.weak_handle(h)) // the handle dies with the scope; the weak reference does not
 /// })?;
-/// assert!(m.upgrade_handle(&weak).is_some()); // nothing has collected it yet
+/// // Nothing has collected it yet. (Upgrading roots it in a handle of the current scope, so
+/// // the check gets a scope of its own.)
+/// assert!(m.scope(|m| m.upgrade_handle(&weak).is_some()));
 /// m.collect(CollectionKind::Young);
 /// assert!(m.upgrade_handle(&weak).is_none()); // the object was unreachable: cleared
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -540,4 +542,111 @@ impl Mutator<'_> {
 #[track_caller]
 fn null_resource_owner() -> ! {
     panic!("on_collect: the handle holds null (a resource needs an object to belong to)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CollectionKind, GcConfig, Heap, ObjectType, Preset};
+
+    const CELL: ObjectType = ObjectType::fixed(1, 8);
+
+    fn heap() -> Heap {
+        let mut config = GcConfig::for_preset(Preset::Optimized);
+        config.heap_size = 8 << 20;
+        config.gc_threads = 1;
+        config.verify = true;
+        Heap::new(config).unwrap()
+    }
+
+    #[test]
+    fn freed_slots_are_reused() {
+        let mut list = SlotList::default();
+        assert_eq!((list.take(8), list.take(16), list.take(24)), (0, 1, 2));
+        list.release(1);
+        assert_eq!(list.slots, [8, 0, 24]);
+        assert_eq!(list.in_use(), 2);
+        assert_eq!(list.take(32), 1);
+        assert_eq!(list.slots, [8, 32, 24]);
+    }
+
+    #[test]
+    fn dropping_references_frees_their_slots() {
+        let heap = heap();
+        let mut m = heap.attach();
+        let h = m.alloc(CELL).unwrap();
+        let (g1, g2) = (m.global_handle(h), m.global_handle(h));
+        let w = m.weak_handle(h);
+        m.on_collect_handle(h, ());
+        assert_eq!(m.reference_counts(), (2, 1, 1));
+        drop(g1);
+        let g3 = m.global_handle(h); // takes g1's slot
+        assert_eq!(g3.index, 0);
+        drop((g2, g3, w));
+        assert_eq!(m.reference_counts(), (0, 0, 1));
+    }
+
+    #[test]
+    fn the_collector_sees_no_tables_of_a_detached_mutator() {
+        let heap = heap();
+        let mut m = heap.attach();
+        let h = m.alloc(CELL).unwrap();
+        let g = m.global_handle(h);
+        let w = m.weak_handle(h);
+        let shared = m.shared().clone();
+        {
+            let mut t = shared.refs.lock_for_collection();
+            assert!(t.strong_roots().is_some_and(|r| r.len == 1));
+            assert_eq!(t.weak_ranges().count(), 1, "no cleaners: no cleaner range");
+        }
+        m.collect(CollectionKind::Full);
+        drop(m);
+        let mut t = shared.refs.lock_for_collection();
+        assert!(t.strong_roots().is_none());
+        assert_eq!(t.weak_ranges().count(), 0);
+        assert!(t.table.detached);
+        drop(t);
+        drop((g, w));
+    }
+
+    #[test]
+    fn resources_wait_for_a_collection_and_run_once() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        struct Count(Rc<Cell<u32>>);
+        impl Drop for Count {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let heap = heap();
+        let mut m = heap.attach();
+        let n = Rc::new(Cell::new(0));
+        m.scope(|m| {
+            let h = m.alloc(CELL).unwrap();
+            m.on_collect_handle(h, Count(n.clone()));
+        });
+        assert_eq!(m.run_cleaners(), 0, "no collection has found it dead");
+        // A collection run by another thread (this one is in a blocking region): dropped when
+        // the region returns, not before.
+        m.blocking(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| heap.collect(CollectionKind::Young));
+            })
+        });
+        assert_eq!(n.get(), 1);
+        m.collect(CollectionKind::Full);
+        assert_eq!(m.run_cleaners(), 0);
+        assert_eq!(n.get(), 1);
+        assert_eq!(m.reference_counts(), (0, 0, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "on_collect: the handle holds null")]
+    fn a_resource_needs_an_object() {
+        let heap = heap();
+        let mut m = heap.attach();
+        let null = m.null_handle();
+        m.on_collect_handle(null, ());
+    }
 }
