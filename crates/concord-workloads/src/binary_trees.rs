@@ -18,8 +18,11 @@
 //! in a [`concord::Mutator::blocking`] region so it does not hold up collections. With one
 //! mutator everything runs on the calling thread.
 //!
-//! A node is [`ObjectType::fixed(2, 0)`](ObjectType::fixed): two reference slots, no payload
-//! (24 bytes).
+//! A node is a typed object ([`Node`], `#[derive(concord::Trace)]`): two reference slots, no
+//! payload, i.e. [`ObjectType::fixed(2, 0)`](ObjectType::fixed) (24 bytes). The program is
+//! written as a Rust user of the library would write it: typed constructors, one
+//! [`Mutator::scope_escape_typed`] per level of the bottom-up build, and a check that follows
+//! typed views (plain loads, no handles).
 //!
 //! # Heap size
 //!
@@ -43,17 +46,25 @@
 //! [`BinaryTrees`]'s default heap is four times the largest live set, rounded up to MiB, at
 //! least 64 MiB (96 MiB for N = 18 and one mutator).
 
-use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
+use concord::typed::{Root, Trace};
+use concord::{Gc, GcError, Heap, Mutator, ObjectType};
 
-use crate::data::{self, tree_nodes, LEFT, RIGHT};
+use crate::data::{tree_nodes, LEFT, RIGHT};
 use crate::scaffold::{self, in_tree, round_up_mib, Size, SizedWorkload};
 use crate::{WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "binary-trees";
 
-/// A tree node: `left`, `right`, no payload.
-pub const NODE: ObjectType = ObjectType::fixed(2, 0);
+/// A tree node: `left` and `right` (both or neither), no payload.
+#[derive(concord::Trace)]
+pub struct Node {
+    left: Option<Root<Node>>,
+    right: Option<Root<Node>>,
+}
+
+/// A tree node's object type: two reference slots, no payload.
+pub const NODE: ObjectType = <Node as Trace>::TYPE;
 
 /// The program's `min_depth`, the depth of the smallest short-lived trees; also the smallest
 /// depth (`--size`) accepted.
@@ -242,15 +253,29 @@ fn short_lived_share(
     Ok(out)
 }
 
-/// Build a complete tree of depth `depth` bottom-up; the handle belongs to the caller's scope.
-fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    data::bottom_up_tree(m, NODE, depth, &|_, _, _| {})
+/// Build a complete tree of depth `depth` bottom-up: the left subtree, the right subtree, then
+/// their parent, each level in a scope of its own; the root belongs to the caller's scope.
+fn bottom_up_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Root<Node>, GcError> {
+    if depth == 0 {
+        return m.alloc_typed(Node {
+            left: None,
+            right: None,
+        });
+    }
+    m.scope_escape_typed(|m| {
+        let left = bottom_up_tree(m, depth - 1)?;
+        let right = bottom_up_tree(m, depth - 1)?;
+        m.alloc_typed(Node {
+            left: Some(left),
+            right: Some(right),
+        })
+    })
 }
 
 /// Counts the nodes of the tree at `node` (`1 + check(left) + check(right)`). A node must have
 /// both children or none, and the tree may be at most `depth` deep.
-fn check(m: &Mutator<'_>, node: Handle, depth: u32) -> Result<u64, WorkloadError> {
-    count_nodes(m.view(node).expect("a tree's root is an object"), depth)
+fn check(m: &Mutator<'_>, node: Root<Node>, depth: u32) -> Result<u64, WorkloadError> {
+    count_nodes(m.get(node), depth)
 }
 
 /// A node of a binary tree as the checks see it: a [`Gc`] view of a heap node, or a plain-Rust
@@ -260,6 +285,18 @@ pub(crate) trait TreeNode: Copy {
     fn left(self) -> Option<Self>;
     /// The right child.
     fn right(self) -> Option<Self>;
+}
+
+impl TreeNode for NodeView<'_> {
+    #[inline]
+    fn left(self) -> Option<Self> {
+        NodeView::left(self)
+    }
+
+    #[inline]
+    fn right(self) -> Option<Self> {
+        NodeView::right(self)
+    }
 }
 
 impl TreeNode for Gc<'_> {
@@ -276,22 +313,40 @@ impl TreeNode for Gc<'_> {
 
 /// [`check`] below a node: no safepoint can come while counting, so no handles are needed.
 pub(crate) fn count_nodes<N: TreeNode>(node: N, depth: u32) -> Result<u64, WorkloadError> {
+    count_below(node, depth).map_err(|d| WorkloadError::Corrupt(d.message().to_string()))
+}
+
+/// What [`count_below`] found wrong: a small value, so a count returns in registers and the
+/// message is made once, by [`count_nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Damage {
+    ChildrenAtTheBottom,
+    RightOnly,
+    LeftOnly,
+}
+
+impl Damage {
+    fn message(self) -> &'static str {
+        match self {
+            Damage::ChildrenAtTheBottom => "a node at the bottom level has children",
+            Damage::RightOnly => "a node has a right child but no left child",
+            Damage::LeftOnly => "a node has a left child but no right child",
+        }
+    }
+}
+
+/// [`count_nodes`]' recursion.
+fn count_below<N: TreeNode>(node: N, depth: u32) -> Result<u64, Damage> {
     match (node.left(), node.right()) {
         (None, None) => Ok(1),
         (Some(l), Some(r)) => {
             if depth == 0 {
-                return Err(WorkloadError::Corrupt(
-                    "a node at the bottom level has children".to_string(),
-                ));
+                return Err(Damage::ChildrenAtTheBottom);
             }
-            Ok(1 + count_nodes(l, depth - 1)? + count_nodes(r, depth - 1)?)
+            Ok(1 + count_below(l, depth - 1)? + count_below(r, depth - 1)?)
         }
-        (None, Some(_)) => Err(WorkloadError::Corrupt(
-            "a node has a right child but no left child".to_string(),
-        )),
-        (Some(_), None) => Err(WorkloadError::Corrupt(
-            "a node has a left child but no right child".to_string(),
-        )),
+        (None, Some(_)) => Err(Damage::RightOnly),
+        (Some(_), None) => Err(Damage::LeftOnly),
     }
 }
 
@@ -335,9 +390,8 @@ mod tests {
         let e = check(&m, t, 5).unwrap_err().to_string();
         assert!(e.contains("bottom level has children"), "{e}");
         // One child only.
-        let l = m.get_ref(t, LEFT).unwrap();
-        let ll = m.get_ref(l, LEFT).unwrap();
-        m.set_ref(ll, LEFT, None);
+        let v = m.get(t);
+        v.left().unwrap().left().unwrap().set_left(&m, None);
         let e = check(&m, t, 6).unwrap_err().to_string();
         assert!(e.contains("right child but no left child"), "{e}");
         let e = in_tree(NAME, "long-lived tree", 6)(WorkloadError::Corrupt("x".into())).to_string();

@@ -10,9 +10,8 @@
 //! The small helpers are `#[inline]`: they run in the workloads' inner loops, where a call
 //! into another codegen unit would slow the mutators down and so change what is measured.
 
-use concord::{GcError, Handle, Mutator, ObjectType};
+use concord::{GcError, Handle, Mutator};
 
-use crate::scaffold::escape;
 use crate::WorkloadError;
 
 /// splitmix64's finalizer: a bijective 64-bit mix (the workloads' deterministic hashing).
@@ -95,31 +94,6 @@ pub(crate) fn tree_nodes(d: u32) -> u64 {
 pub(crate) const LEFT: usize = 0;
 /// Slot of a tree node's right child.
 pub(crate) const RIGHT: usize = 1;
-
-/// Builds a complete binary tree of depth `depth` bottom-up (`MakeTree`, `bottomUpTree`):
-/// the left subtree, the right subtree, then their parent, a `node` object with the children
-/// in [`LEFT`] and [`RIGHT`], which `mark(m, parent, height)` may then write to (leaves are
-/// left as allocated). Every level opens its own scope; the handle belongs to the caller's.
-pub(crate) fn bottom_up_tree<F>(
-    m: &mut Mutator<'_>,
-    node: ObjectType,
-    depth: u32,
-    mark: &F,
-) -> Result<Handle, GcError>
-where
-    F: Fn(&mut Mutator<'_>, Handle, u32),
-{
-    if depth == 0 {
-        return m.alloc(node);
-    }
-    escape(m, |m| {
-        let l = bottom_up_tree(m, node, depth - 1, mark)?;
-        let r = bottom_up_tree(m, node, depth - 1, mark)?;
-        let n = m.alloc_with(node, &[Some(l), Some(r)])?;
-        mark(m, n, depth);
-        Ok(n)
-    })
-}
 
 /// Allocates a byte array holding `bytes`.
 #[inline]
@@ -229,6 +203,7 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use concord::ObjectType;
 
     #[test]
     fn fnv_of_known_strings() {

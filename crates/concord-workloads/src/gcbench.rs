@@ -9,30 +9,48 @@
 //! tree is checked as it is finished ([`GcBenchParams`] documents the check and the checksum);
 //! at the end the long-lived tree and the array are checked.
 //!
-//! A node is [`ObjectType::fixed(2, 8)`](ObjectType::fixed): `left` and `right` reference
-//! slots, then `i: u32` at payload offset 0 (the node's height) and `j: u32` at offset 4
-//! (never written, so always 0). The double array is a byte array of `8 * array_size` bytes.
+//! A node is a typed object ([`Node`], `#[derive(concord::Trace)]`): `left` and `right`
+//! reference slots, then `i: u32` at payload offset 0 (the node's height) and `j: u32` at
+//! offset 4 (never written, so always 0), i.e. [`ObjectType::fixed(2, 8)`](ObjectType::fixed).
+//! The double array is an (untyped) byte array of `8 * array_size` bytes.
 //!
-//! Trees under construction are only reachable through handles, so they survive the
+//! Trees under construction are only reachable through roots, so they survive the
 //! collections that happen while they are built; every recursion level opens its own scope.
 
-use concord::{Gc, GcError, Handle, Heap, Mutator, ObjectType};
+use concord::typed::{Root, Trace};
+use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
 use crate::binary_trees::TreeNode;
-use crate::data::{bottom_up_tree, tree_nodes, LEFT, RIGHT};
+use crate::data::tree_nodes;
 use crate::scaffold::{detail, in_tree, result, round_up_mib};
 use crate::{run_copies, Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
 /// The name [`crate::lookup`] knows this workload by.
 pub const NAME: &str = "gcbench";
 
-/// A tree node: `left`, `right`, then payload `i: u32` (offset 0) and `j: u32` (offset 4).
-pub const NODE: ObjectType = ObjectType::fixed(2, 8);
+/// A tree node: `left`, `right`, then payload `i` (offset 0) and `j` (offset 4).
+#[derive(concord::Trace)]
+pub struct Node {
+    left: Option<Root<Node>>,
+    right: Option<Root<Node>>,
+    /// The node's height (leaves 0).
+    i: u32,
+    /// Never written.
+    j: u32,
+}
 
-/// Payload offset of a node's `i` (its height: leaves 0).
-const I_OFFSET: usize = 0;
-/// Payload offset of a node's `j` (never written).
-const J_OFFSET: usize = 4;
+/// A tree node's object type: two reference slots, 8 payload bytes.
+pub const NODE: ObjectType = <Node as Trace>::TYPE;
+
+/// A node with no children and height `i`.
+fn leaf(i: u32) -> Node {
+    Node {
+        left: None,
+        right: None,
+        i,
+        j: 0,
+    }
+}
 
 /// Expected checksum of one copy, one round, with [`GcBenchParams::standard`] (the value
 /// `GCBench.java` derives and prints).
@@ -258,8 +276,7 @@ pub fn run_one_copy(m: &mut Mutator<'_>, p: &GcBenchParams) -> Result<u64, Workl
         })?;
 
         // A long-lived tree, built top-down.
-        let long_lived = m.alloc(NODE)?;
-        m.write_u32(long_lived, I_OFFSET, p.long_lived_depth);
+        let long_lived = m.alloc_typed(leaf(p.long_lived_depth))?;
         populate(m, p.long_lived_depth, long_lived)?;
 
         // A long-lived array, half filled.
@@ -293,8 +310,7 @@ fn time_construction(
     let mut checksum = 0;
     for _ in 0..iters {
         checksum += m.scope(|m| {
-            let t = m.alloc(NODE)?;
-            m.write_u32(t, I_OFFSET, depth);
+            let t = m.alloc_typed(leaf(depth))?;
             populate(m, depth, t)?;
             check(m, t, depth).map_err(in_tree(NAME, "top-down tree", depth))
         })?;
@@ -309,39 +325,47 @@ fn time_construction(
 }
 
 /// Build the tree below `node` top-down (`Populate`): `depth` more levels.
-fn populate(m: &mut Mutator<'_>, depth: u32, node: Handle) -> Result<(), GcError> {
+fn populate(m: &mut Mutator<'_>, depth: u32, node: Root<Node>) -> Result<(), GcError> {
     if depth == 0 {
         return Ok(());
     }
     let d = depth - 1;
     m.scope(|m| {
-        let l = m.alloc(NODE)?;
-        m.set_ref(node, LEFT, Some(l));
-        let r = m.alloc(NODE)?;
-        m.set_ref(node, RIGHT, Some(r));
-        m.write_u32(l, I_OFFSET, d);
-        m.write_u32(r, I_OFFSET, d);
+        let l = m.alloc_typed(leaf(d))?;
+        m.get(node).set_left(m, Some(m.get(l)));
+        let r = m.alloc_typed(leaf(d))?;
+        m.get(node).set_right(m, Some(m.get(r)));
         populate(m, d, l)?;
         populate(m, d, r)
     })
 }
 
-/// Build a tree of depth `depth` bottom-up (`MakeTree`); the handle belongs to the caller's
+/// Build a tree of depth `depth` bottom-up (`MakeTree`); the root belongs to the caller's
 /// scope.
-fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Handle, GcError> {
-    bottom_up_tree(m, NODE, depth, &|m, n, height| {
-        m.write_u32(n, I_OFFSET, height)
+fn make_tree(m: &mut Mutator<'_>, depth: u32) -> Result<Root<Node>, GcError> {
+    if depth == 0 {
+        return m.alloc_typed(leaf(0));
+    }
+    m.scope_escape_typed(|m| {
+        let left = make_tree(m, depth - 1)?;
+        let right = make_tree(m, depth - 1)?;
+        m.alloc_typed(Node {
+            left: Some(left),
+            right: Some(right),
+            i: depth,
+            j: 0,
+        })
     })
 }
 
 /// Structural check plus checksum of the tree at `node`, which must have height `height`:
 /// every node of height `k > 0` has two children of height `k - 1`, every node of height 0 has
 /// none, `j` is 0 everywhere. Returns the sum of `i + 1` over the nodes.
-fn check(m: &Mutator<'_>, node: Handle, height: u32) -> Result<u64, WorkloadError> {
-    check_from(m.view(node).expect("a tree's root is an object"), height)
+fn check(m: &Mutator<'_>, node: Root<Node>, height: u32) -> Result<u64, WorkloadError> {
+    check_from(m.get(node), height)
 }
 
-/// A GCBench node as [`check_from`] sees it: a [`Gc`] view of a heap node, or a plain-Rust
+/// A GCBench node as [`check_from`] sees it: a typed view of a heap node, or a plain-Rust
 /// node of [`crate::native`], so that both versions run the very same check.
 pub(crate) trait GcBenchNode: TreeNode {
     /// The `i` field (the node's height, as this version writes it).
@@ -350,15 +374,27 @@ pub(crate) trait GcBenchNode: TreeNode {
     fn j(self) -> u32;
 }
 
-impl GcBenchNode for Gc<'_> {
+impl TreeNode for NodeView<'_> {
+    #[inline]
+    fn left(self) -> Option<Self> {
+        NodeView::left(self)
+    }
+
+    #[inline]
+    fn right(self) -> Option<Self> {
+        NodeView::right(self)
+    }
+}
+
+impl GcBenchNode for NodeView<'_> {
     #[inline]
     fn i(self) -> u32 {
-        self.read_u32(I_OFFSET)
+        NodeView::i(self)
     }
 
     #[inline]
     fn j(self) -> u32 {
-        self.read_u32(J_OFFSET)
+        NodeView::j(self)
     }
 }
 
@@ -480,7 +516,7 @@ mod tests {
 
     fn corrupt_message(
         m: &mut Mutator<'_>,
-        damage: impl FnOnce(&mut Mutator<'_>, Handle) -> Handle,
+        damage: impl FnOnce(&mut Mutator<'_>, Root<Node>) -> Root<Node>,
         height: u32,
     ) -> String {
         m.scope(|m| {
@@ -502,8 +538,7 @@ mod tests {
         let msg = corrupt_message(
             &mut m,
             |m, t| {
-                let l = m.get_ref(t, LEFT).unwrap();
-                m.set_ref(l, RIGHT, None);
+                m.get(t).left().unwrap().set_right(m, None);
                 t
             },
             5,
@@ -513,9 +548,7 @@ mod tests {
         let msg = corrupt_message(
             &mut m,
             |m, t| {
-                let r = m.get_ref(t, RIGHT).unwrap();
-                let rl = m.get_ref(r, LEFT).unwrap();
-                m.write_u32(rl, I_OFFSET, 9);
+                m.get(t).right().unwrap().left().unwrap().set_i(9);
                 t
             },
             5,
@@ -525,8 +558,8 @@ mod tests {
         let msg = corrupt_message(
             &mut m,
             |m, t| {
-                let leaf = m.alloc(NODE).unwrap();
-                m.set_ref(leaf, LEFT, Some(t));
+                let leaf = m.alloc_typed(leaf(0)).unwrap();
+                m.get(leaf).set_left(m, Some(m.get(t)));
                 leaf
             },
             0,
@@ -536,7 +569,7 @@ mod tests {
         let msg = corrupt_message(
             &mut m,
             |m, t| {
-                m.write_u32(t, J_OFFSET, 1);
+                m.get(t).set_j(1);
                 t
             },
             5,

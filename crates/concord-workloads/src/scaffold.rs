@@ -11,7 +11,7 @@
 
 use std::ops::RangeInclusive;
 
-use concord::{Gc, GcError, Handle, Heap, Mutator};
+use concord::{Gc, Handle, Heap, Mutator};
 
 use crate::{Workload, WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -302,17 +302,8 @@ pub(crate) fn detail(label: &str, value: impl ToString) -> (String, String) {
     (label.to_string(), value.to_string())
 }
 
-/// Shorthand for [`Mutator::scope_escape`] when the closure always returns a handle.
-pub(crate) fn escape(
-    m: &mut Mutator<'_>,
-    f: impl FnOnce(&mut Mutator<'_>) -> Result<Handle, GcError>,
-) -> Result<Handle, GcError> {
-    m.scope_escape(|m| f(m).map(Some))
-        .map(|h| h.expect("scope_escape returns the handle its closure returned"))
-}
-
-/// [`escape`] for a closure that may fail with any [`WorkloadError`], not only run out of
-/// memory.
+/// [`Mutator::scope_escape`] for a closure that always returns a handle and may fail with any
+/// [`WorkloadError`], not only run out of memory.
 pub(crate) fn try_escape<'h>(
     m: &mut Mutator<'h>,
     f: impl FnOnce(&mut Mutator<'h>) -> Result<Handle, WorkloadError>,

@@ -106,9 +106,7 @@ fn walk(c: &mut Criterion) {
                     next: Some(head),
                     value: i,
                 })
-                .map(Some)
             })
-            .unwrap()
             .unwrap();
     }
     let untyped = m.alloc(CELL).unwrap();

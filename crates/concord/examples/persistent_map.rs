@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use concord::typed::Root;
-use concord::{GcConfig, GcError, Heap, Mutator, Preset};
+use concord::{GcError, Heap, Mutator};
 
 /// A map node: two reference slots, then 17 payload bytes (key, value, height).
 #[derive(concord::Trace)]
@@ -168,9 +168,12 @@ fn run(heap: &Heap, seed: u64, n: usize) -> Result<(), GcError> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args().nth(1).map_or(Ok(200_000), |a| a.parse())?;
-    let mut config = GcConfig::for_preset(Preset::Optimized);
-    config.heap_size = 256 << 20;
-    let heap = Heap::new(config)?;
+    if n < 11 {
+        return Err(
+            "N must be at least 11 (every 10th version is kept, and the oldest is checked)".into(),
+        );
+    }
+    let heap = Heap::builder().heap_size(256 << 20).build()?;
     let start = Instant::now();
     std::thread::scope(|s| {
         let runs: Vec<_> = [1u64, 2]
@@ -185,7 +188,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let wall = start.elapsed();
     let stats = heap.finish()?;
-    let pauses: f64 = stats.records.iter().map(|r| r.pause_ms).sum();
+    let pauses = stats.records.iter().fold(0.0, |ms, r| ms + r.pause_ms);
     println!(
         "persistent_map: 2 threads x {n} inserts, checked against BTreeMap: {:.3} s wall, \
          {} collections ({pauses:.1} ms of pauses), {} MiB allocated",

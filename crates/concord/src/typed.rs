@@ -204,6 +204,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
+use std::num::NonZeroUsize;
 
 pub use concord_derive::Trace;
 
@@ -371,6 +372,51 @@ impl<T: Trace> Root<T> {
     #[inline(always)]
     pub unsafe fn __handle(self) -> Handle {
         self.handle
+    }
+}
+
+/// What [`Mutator::scope_escape_typed`] can carry out of a scope: a [`Root<T>`] or an
+/// `Option<Root<T>>`. Sealed.
+pub trait Escape: sealed::Sealed + Sized {
+    /// The handle underneath, if any.
+    #[doc(hidden)]
+    fn __handle(&self) -> Option<Handle>;
+    /// The value again, from the handle that now holds its object.
+    ///
+    /// # Safety
+    /// `h` holds what [`Self::__handle`] of a value of this type held (`None` only if that
+    /// was `None`).
+    #[doc(hidden)]
+    unsafe fn __from_handle(h: Option<Handle>) -> Self;
+}
+
+impl<T: Trace> sealed::Sealed for Root<T> {}
+
+impl<T: Trace> Escape for Root<T> {
+    #[inline(always)]
+    fn __handle(&self) -> Option<Handle> {
+        Some(self.handle)
+    }
+
+    #[inline(always)]
+    unsafe fn __from_handle(h: Option<Handle>) -> Self {
+        // SAFETY: the caller's contract: `h` is `Some`, holding this root's object.
+        unsafe { Root::from_handle(h.unwrap_unchecked()) }
+    }
+}
+
+impl<T: Trace> sealed::Sealed for Option<Root<T>> {}
+
+impl<T: Trace> Escape for Option<Root<T>> {
+    #[inline(always)]
+    fn __handle(&self) -> Option<Handle> {
+        self.map(|r| r.handle)
+    }
+
+    #[inline(always)]
+    unsafe fn __from_handle(h: Option<Handle>) -> Self {
+        // SAFETY: the caller's contract: `h` holds this value's object, if it had one.
+        h.map(|h| unsafe { Root::from_handle(h) })
     }
 }
 
@@ -619,13 +665,14 @@ impl Mutator<'_> {
         // SAFETY: the handles go to `alloc_with` for `T::TYPE`, in slot order: each slot gets
         // an object of its declared type (a root's), so the new object is well typed.
         let refs = unsafe { value.__refs() };
-        let h = self.alloc_with(T::TYPE, refs.as_ref())?;
-        // SAFETY: `h` is the new object (not null), of `T::TYPE`, its slots set above; the
-        // payload is written next, before anything can read it.
-        let raw = unsafe { RawView::<T>::new(self.view(h).unwrap_unchecked()) };
+        let a = self.alloc_with_addr(T::TYPE, refs.as_ref())?;
+        // SAFETY: `a` is the new object (not null), of `T::TYPE`, its slots set above; the
+        // payload is written next, before anything can read it, and nothing reaches a
+        // safepoint before the object is rooted below.
+        let raw = unsafe { RawView::<T>::new(Gc::from_addr(NonZeroUsize::new_unchecked(a))) };
         value.__init_payload(raw);
-        // SAFETY: `h` holds the new, well-typed object, and is not exposed untyped.
-        Ok(unsafe { Root::from_handle(h) })
+        // SAFETY: the handle holds the new, well-typed object, and is not exposed untyped.
+        Ok(unsafe { Root::from_handle(self.push_handle(a)) })
     }
 
     /// The typed view of `root`'s object, valid until the mutator is next borrowed `&mut` (as
@@ -656,17 +703,67 @@ impl Mutator<'_> {
     }
 
     /// Like [`Mutator::scope_escape`], for typed roots: `f` runs in a scope whose handles are
-    /// released when it returns, except the root it returns, which survives as a new root of
-    /// the enclosing scope. Polls for a safepoint.
+    /// released when it returns, except the root it returns (a [`Root<T>`], or an
+    /// `Option<Root<T>>`), which survives as a new root of the enclosing scope. `f` may fail
+    /// with any error type; on an error every handle of the scope is released. Polls for a
+    /// safepoint.
+    ///
+    /// The recursive pattern it is made for, one scope per level so the handle stack stays
+    /// as deep as the recursion:
+    ///
+    /// ```
+    /// # use concord::typed::Root;
+    /// # use concord::{GcError, Heap, Mutator};
+    /// #[derive(concord::Trace)]
+    /// struct Node {
+    ///     left: Option<Root<Node>>,
+    ///     right: Option<Root<Node>>,
+    /// }
+    ///
+    /// fn tree(m: &mut Mutator<'_>, depth: u32) -> Result<Root<Node>, GcError> {
+    ///     if depth == 0 {
+    ///         return m.alloc_typed(Node { left: None, right: None });
+    ///     }
+    ///     m.scope_escape_typed(|m| {
+    ///         let (l, r) = (tree(m, depth - 1)?, tree(m, depth - 1)?);
+    ///         m.alloc_typed(Node { left: Some(l), right: Some(r) })
+    ///     })
+    /// }
+    ///
+    /// let heap = Heap::builder().heap_size(8 << 20).build().unwrap();
+    /// let mut m = heap.attach();
+    /// let before = m.handle_count();
+    /// let t = tree(&mut m, 10).unwrap();
+    /// assert_eq!(m.handle_count(), before + 1); // the tree's root only
+    /// assert!(m.get(t).left().is_some());
+    /// ```
     #[inline]
     #[track_caller]
-    pub fn scope_escape_typed<T: Trace>(
+    pub fn scope_escape_typed<R: Escape, E>(
         &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Option<Root<T>>, GcError>,
-    ) -> Result<Option<Root<T>>, GcError> {
-        let kept = self.scope_escape(|m| f(m).map(|r| r.map(|r| r.handle)))?;
-        // SAFETY: the handle holds what the typed root `f` returned held.
-        Ok(kept.map(|h| unsafe { Root::from_handle(h) }))
+        f: impl FnOnce(&mut Self) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let mark = self.open_scope();
+        match f(self) {
+            Ok(kept) => {
+                let kept = match kept.__handle() {
+                    Some(h) => {
+                        let a = self.addr(h);
+                        Some(self.release_keeping(mark, a))
+                    }
+                    None => {
+                        self.release_handles(mark);
+                        None
+                    }
+                };
+                // SAFETY: the new handle holds what the root `f` returned held.
+                Ok(unsafe { R::__from_handle(kept) })
+            }
+            Err(e) => {
+                self.release_handles(mark);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -815,9 +912,8 @@ mod tests {
             .scope_escape_typed(|m| {
                 let l = m.alloc_typed(Leaf { value: 42 })?;
                 m.alloc_typed(Leaf { value: 1 })?;
-                Ok(Some(l))
+                Ok::<_, GcError>(l)
             })
-            .unwrap()
             .unwrap();
         m.collect(CollectionKind::Full);
         assert_eq!(m.get(kept).value(), 42);

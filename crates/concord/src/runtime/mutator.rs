@@ -123,8 +123,8 @@ fn take_stamp_block() -> u32 {
     block.max(1) << STAMP_BLOCK_BITS
 }
 
-/// The part of a mutator the collector reaches: its handle stack, and the thread it belongs
-/// to (for the safepoint protocol's diagnostics).
+/// The part of a mutator the collector reaches: its handle stack as it was when the mutator
+/// last stopped, and the thread it belongs to (for the safepoint protocol's diagnostics).
 pub(crate) struct MutatorShared {
     pub id: u32,
     /// The attached thread.
@@ -133,7 +133,9 @@ pub(crate) struct MutatorShared {
     thread_name: Option<String>,
     /// The attached thread's kernel thread id.
     tid: i32,
-    handles: UnsafeCell<Vec<usize>>,
+    /// The handle stack as the mutator published it when it last stopped (the stack itself
+    /// is the mutator's own, so the fast paths reach it without a pointer chase).
+    published: UnsafeCell<crate::collection::RootSlots>,
     /// Global, weak and cleaner slots (see `refs.rs`), behind their own mutex.
     pub(super) refs: super::refs::RefShared,
 }
@@ -153,7 +155,10 @@ impl MutatorShared {
             thread: thread.id(),
             thread_name: thread.name().map(str::to_string),
             tid,
-            handles: UnsafeCell::new(Vec::with_capacity(256)),
+            published: UnsafeCell::new(crate::collection::RootSlots {
+                ptr: std::ptr::NonNull::dangling().as_ptr(),
+                len: 0,
+            }),
             refs: Default::default(),
         }
     }
@@ -169,24 +174,24 @@ impl MutatorShared {
         )
     }
 
-    /// The handle stack's capacity (only its own thread calls this, while it runs).
-    fn handle_capacity(&self) -> usize {
-        // SAFETY: called by the owning thread while it runs: the collector does not touch
-        // the stack now.
-        unsafe { (*self.handles.get()).capacity() }
-    }
-
     /// The handle stack as a root range.
     ///
     /// # Safety
     /// The owning mutator must be stopped for as long as the range is used.
     pub unsafe fn root_slots(&self) -> crate::collection::RootSlots {
-        // SAFETY: the owner is stopped, so nobody else accesses the vector.
-        let v = unsafe { &mut *self.handles.get() };
-        crate::collection::RootSlots {
-            ptr: v.as_mut_ptr(),
-            len: v.len(),
-        }
+        // SAFETY: the owner published the range before it stopped (`Mutator::before_stop`)
+        // and changes neither the range nor the stack until it runs again.
+        unsafe { *self.published.get() }
+    }
+
+    /// Publish the owner's handle stack for the collector.
+    ///
+    /// # Safety
+    /// Called by the owning thread while it runs, before it stops.
+    unsafe fn publish(&self, roots: crate::collection::RootSlots) {
+        // SAFETY: the owner runs, so the collector does not read the range now; the stop
+        // that follows orders this write before the collector's read.
+        unsafe { *self.published.get() = roots };
     }
 }
 
@@ -208,6 +213,9 @@ pub struct Mutator<'h> {
     heap: &'h HeapInner,
     shared: Arc<MutatorShared>,
     id: u32,
+    /// The handle stack: the address each handle holds (0 for null). The collector reads and
+    /// updates it only while this thread is stopped, through the range published then.
+    handles: UnsafeCell<Vec<usize>>,
     /// The heap's card table geometry, kept here so a store checks its addresses and dirties a
     /// card without a pointer chase.
     barrier: CardBarrier,
@@ -254,7 +262,8 @@ impl<'h> Mutator<'h> {
         inner.safepoint.attach(shared.clone());
         inner.mutator_sched.on_attach(tid);
         inner.gc_affinity.note_mutator(tid, true);
-        let stamps = vec![0; shared.handle_capacity()].into_boxed_slice();
+        let handles = Vec::with_capacity(256);
+        let stamps = vec![0; handles.capacity()].into_boxed_slice();
         let stamp = take_stamp_block();
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
@@ -270,6 +279,7 @@ impl<'h> Mutator<'h> {
             heap: inner,
             shared,
             id,
+            handles: UnsafeCell::new(handles),
             barrier: inner.mem.cards.barrier(),
             large_object_threshold: inner.config.large_object_threshold,
             tlab_top: 0,
@@ -289,7 +299,7 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     fn handles(&self) -> &Vec<usize> {
         // SAFETY: this thread is running, so the collector does not touch the stack now.
-        unsafe { &*self.shared.handles.get() }
+        unsafe { &*self.handles.get() }
     }
 
     #[inline(always)]
@@ -301,10 +311,10 @@ impl<'h> Mutator<'h> {
     /// Release the handles from `mark` up (a scope ends): they become stale, and handles made
     /// from now on carry a new stamp, so a released one never matches a refilled slot.
     #[inline(always)]
-    fn release_handles(&mut self, mark: usize) {
+    pub(crate) fn release_handles(&mut self, mark: usize) {
         // SAFETY: this thread is running, so the collector does not touch the stack now, and
         // `&mut self` makes this the only reference.
-        unsafe { (*self.shared.handles.get()).truncate(mark) };
+        unsafe { (*self.handles.get()).truncate(mark) };
         // The last block's last stamp wraps to 0, which starts a block too.
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp.trailing_zeros() >= STAMP_BLOCK_BITS {
@@ -324,16 +334,11 @@ impl<'h> Mutator<'h> {
     /// stack is only ever borrowed inside one method call at a time, never across one, and
     /// the mutator is neither `Send` nor `Sync`, so no other reference to it exists now.
     #[inline(always)]
-    fn push_handle(&self, addr: usize) -> Handle {
+    pub(crate) fn push_handle(&self, addr: usize) -> Handle {
         // SAFETY: this thread is running (the collector does not touch the stack), and no
         // reference into the stack is alive: every method's borrow of it ends before it
         // returns, and none calls another while holding one.
-        let (hs, stamps) = unsafe {
-            (
-                &mut *self.shared.handles.get(),
-                &mut *self.handle_stamps.get(),
-            )
-        };
+        let (hs, stamps) = unsafe { (&mut *self.handles.get(), &mut *self.handle_stamps.get()) };
         let index = hs.len();
         // One capacity check for both: the stamps are never shorter than the stack's capacity.
         if index == hs.capacity() {
@@ -359,11 +364,7 @@ impl<'h> Mutator<'h> {
     fn write_handle(&self, h: Handle, addr: usize) {
         self.addr(h);
         // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
-        unsafe {
-            *(*self.shared.handles.get())
-                .as_mut_ptr()
-                .add(h.index as usize) = addr
-        };
+        unsafe { *(*self.handles.get()).as_mut_ptr().add(h.index as usize) = addr };
     }
 
     /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
@@ -403,7 +404,7 @@ impl<'h> Mutator<'h> {
     /// The address a handle holds (0 for null).
     #[inline(always)]
     #[track_caller]
-    fn addr(&self, h: Handle) -> usize {
+    pub(crate) fn addr(&self, h: Handle) -> usize {
         let index = h.index as usize;
         let hs = self.handles();
         // Valid: a slot of the stack that still holds the handle made there, i.e. whose stamp
@@ -532,6 +533,20 @@ impl<'h> Mutator<'h> {
         ty: ObjectType,
         refs: &[Option<Handle>],
     ) -> Result<Handle, GcError> {
+        let a = self.alloc_with_addr(ty, refs)?;
+        Ok(self.push_handle(a))
+    }
+
+    /// [`Self::alloc_with`] without the new handle: the new object's address, for a
+    /// constructor that writes more before it roots the object (nothing may reach a
+    /// safepoint in between).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn alloc_with_addr(
+        &mut self,
+        ty: ObjectType,
+        refs: &[Option<Handle>],
+    ) -> Result<usize, GcError> {
         if refs.len() > ty.refs() {
             slot_out_of_bounds(refs.len() - 1, ty.refs());
         }
@@ -553,7 +568,7 @@ impl<'h> Mutator<'h> {
                 }
             }
         }
-        Ok(self.push_handle(a))
+        Ok(a)
     }
 
     /// Allocate a reference array of `len` null slots.
@@ -572,15 +587,25 @@ impl<'h> Mutator<'h> {
         Ok(self.push_handle(a))
     }
 
-    /// The allocation fast path: a bump of the TLAB and a header store (the TLAB was zeroed
-    /// when it was handed out, so nothing else is written).
+    /// The allocation fast path: a bump of the TLAB, a header store and the body's zeroing.
+    ///
+    /// TLABs are not zeroed when they are handed out: zeroing each object as it is made
+    /// writes its memory once, while the cache line is being written anyway, where zeroing a
+    /// whole TLAB first wrote all of it twice. For a constant size (a fixed object type) the
+    /// zeroing is a few stores, and the compiler drops those a constructor overwrites at once
+    /// ([`Self::alloc_with`], the typed constructor). The slow paths return zeroed bodies too.
     #[inline(always)]
     fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
         let top = self.tlab_top;
         if size < self.large_object_threshold && top + size <= self.tlab_end {
             self.tlab_top = top + size;
-            // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
-            unsafe { raw::set_header(top, h) };
+            // SAFETY: [top, top+size) is inside this thread's TLAB, which no other thread
+            // touches; a size is at least one word (the header).
+            unsafe {
+                raw::set_header(top, h);
+                zero_body(top, size);
+            }
+            prefetch_for_allocation(top + size);
             return Ok(top);
         }
         self.allocate_slow(h, size)
@@ -603,8 +628,11 @@ impl<'h> Mutator<'h> {
         if size < self.large_object_threshold && top + size <= self.tlab_real_end {
             // The fast path stopped at a sample point inside the TLAB; allocate as it would.
             self.tlab_top = top + size;
-            // SAFETY: [top, top+size) is inside this thread's zeroed TLAB.
-            unsafe { raw::set_header(top, h) };
+            // SAFETY: [top, top+size) is inside this thread's TLAB.
+            unsafe {
+                raw::set_header(top, h);
+                zero_body(top, size);
+            }
             self.account_sampling(top, size);
             return Ok(top);
         }
@@ -707,8 +735,9 @@ impl<'h> Mutator<'h> {
             // Eden cannot hold a whole TLAB any more, but it may still hold this object.
             return heap.allocate_shared(size, false, false, node);
         };
-        // SAFETY: the new TLAB is ours; zero it once so allocation only writes headers.
-        unsafe { std::ptr::write_bytes(start as *mut u8, 0, tlab_size) };
+        // SAFETY: the new TLAB is ours; the object at its start is zeroed here (the rest of
+        // the TLAB is zeroed object by object as the fast path hands it out).
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, size) };
         heap.numa.count_allocation(start, tlab_size);
         self.tlab_start = start;
         self.tlab_top = start + size;
@@ -736,6 +765,13 @@ impl<'h> Mutator<'h> {
     /// profiler's clock).
     fn before_stop(&mut self) {
         self.retire_tlab();
+        let hs = self.handles.get_mut();
+        let roots = crate::collection::RootSlots {
+            ptr: hs.as_mut_ptr(),
+            len: hs.len(),
+        };
+        // SAFETY: this thread runs and is about to stop.
+        unsafe { self.shared.publish(roots) };
     }
 
     /// Called after every stop: the collector reset eden, so the TLAB is gone.
@@ -927,8 +963,7 @@ impl<'h> Mutator<'h> {
     /// Run `f`; handles created inside are released when it returns. Polls for a safepoint.
     #[inline]
     pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        self.safepoint_poll();
-        let mark = self.handles().len();
+        let mark = self.open_scope();
         let r = f(self);
         self.release_handles(mark);
         r
@@ -942,19 +977,55 @@ impl<'h> Mutator<'h> {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<Option<Handle>, GcError>,
     ) -> Result<Option<Handle>, GcError> {
-        self.safepoint_poll();
-        let mark = self.handles().len();
-        let r = f(self);
-        let kept = match r {
-            Ok(Some(h)) => Some(self.addr(h)),
-            Ok(None) => None,
+        let mark = self.open_scope();
+        match f(self) {
+            Ok(Some(h)) => {
+                let a = self.addr(h);
+                Ok(Some(self.release_keeping(mark, a)))
+            }
+            Ok(None) => {
+                self.release_handles(mark);
+                Ok(None)
+            }
             Err(e) => {
                 self.release_handles(mark);
-                return Err(e);
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// Begin a scope: poll for a safepoint and return the handle stack's height, which the
+    /// scope's end releases back to.
+    #[inline(always)]
+    pub(crate) fn open_scope(&mut self) -> usize {
+        self.safepoint_poll();
+        self.handles().len()
+    }
+
+    /// End a scope begun at `mark` (its handles become stale) and keep the object at `kept`
+    /// in a new handle of the enclosing scope: the first released slot, when there is one.
+    #[inline(always)]
+    pub(crate) fn release_keeping(&mut self, mark: usize, kept: usize) -> Handle {
+        let len = self.handles().len();
         self.release_handles(mark);
-        Ok(kept.map(|a| self.push_handle(a)))
+        if mark < len {
+            // The slot at `mark` was in the stack a moment ago, so it is below its capacity
+            // (and the stamps' length): write there without a capacity check.
+            let hs = self.handles.get_mut();
+            let stamps = self.handle_stamps.get_mut();
+            // SAFETY: `mark < len <= capacity <= stamps.len()`.
+            unsafe {
+                hs.as_mut_ptr().add(mark).write(kept);
+                hs.set_len(mark + 1);
+                *stamps.get_unchecked_mut(mark) = self.stamp;
+            }
+            Handle {
+                index: mark as u32,
+                stamp: self.stamp,
+            }
+        } else {
+            self.push_handle(kept)
+        }
     }
 
     // ---- cooperation with the collector ----
@@ -1024,6 +1095,44 @@ impl<'h> Mutator<'h> {
     pub fn heap_used(&self) -> usize {
         self.heap.mem.used()
     }
+}
+
+/// How far ahead of the TLAB's top [`prefetch_for_allocation`] fetches: HotSpot's
+/// `AllocatePrefetchDistance` on x86 (192 to 256 bytes, by processor).
+const ALLOCATE_PREFETCH_DISTANCE: usize = 256;
+
+/// Fetch the cache line the allocations after the one ending at `top` will write, so that
+/// their stores do not wait for it (as HotSpot's compiled allocation does with
+/// `AllocatePrefetchStyle`). TLAB memory was last written before the previous collection, so
+/// without it every new line's first store misses. A prefetch never faults, so an address
+/// beyond the TLAB (or the heap) is harmless.
+#[inline(always)]
+fn prefetch_for_allocation(top: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing a program can see and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (top + ALLOCATE_PREFETCH_DISTANCE) as *const i8,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = top;
+}
+
+/// Zero the body of the `size`-byte object at `obj` (everything after its header).
+///
+/// # Safety
+/// `[obj, obj + size)` is memory of this thread's, with `size` at least one word.
+#[inline(always)]
+unsafe fn zero_body(obj: usize, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        std::ptr::write_bytes(
+            (obj + crate::object::WORD) as *mut u8,
+            0,
+            size - crate::object::WORD,
+        )
+    };
 }
 
 /// Make room for one more handle in the stack and its stamps, keeping the stamps at least as
