@@ -92,6 +92,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! **References that outlive a scope.** A [`Global`] (untyped: [`GlobalHandle`]) is a root
+//! released when it is dropped, for an interpreter's globals; a [`Weak`] (untyped:
+//! [`WeakHandle`]) refers to an object without keeping it alive and is cleared by the
+//! collection that finds the object dead; [`Mutator::on_collect`] attaches a Rust value to an
+//! object, dropped on the mutator's thread after the collection that finds the object dead
+//! (see [`runtime::refs`]).
+//!
 //! The guide is `docs/library.md`. Beside the embedder's API, the crate holds the laboratory
 //! the `concord` command drives (its rooms in DESIGN.md: memory, object model, collection,
 //! parallel phases, runtime, telemetry, the OS room); those modules are public for the
@@ -125,6 +132,9 @@ pub mod typed;
 pub use collection::verify::{VerifyError, VerifyReport};
 pub use config::{GcConfig, Preset};
 pub use object::{ObjectKind, ObjectType};
-pub use runtime::{Gc, GcError, GcErrorKind, Handle, Heap, HeapBuilder, HeapError, Mutator};
+pub use runtime::{
+    Gc, GcError, GcErrorKind, GlobalHandle, Handle, Heap, HeapBuilder, HeapError, Mutator,
+    WeakHandle,
+};
 pub use telemetry::{CollectionKind, CollectionRecord, GcCause, GcStats};
-pub use typed::{Root, Trace, TypedView};
+pub use typed::{Global, Root, Trace, TypedView, Weak};

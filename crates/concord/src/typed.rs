@@ -208,6 +208,9 @@ use std::num::NonZeroUsize;
 
 pub use concord_derive::Trace;
 
+mod refs;
+pub use refs::{Global, Weak};
+
 use crate::object::raw::{self, slot_addr};
 use crate::object::WORD;
 use crate::runtime::{Gc, GcError, Handle, Mutator};

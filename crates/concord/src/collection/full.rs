@@ -19,6 +19,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use super::weak::{process_chunk, weak_chunks, WeakRange};
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::compaction::{CompactionTables, RegionLists, BLOCKS_PER_REGION};
 use crate::memory::{HeapMemory, NodeMap, SpaceId};
@@ -322,10 +323,12 @@ fn parallel_for_workers(ctx: &GcContext<'_>, n: usize, f: impl Fn(usize, usize) 
 
 /// Run a full collection. The world must be stopped; `roots` are all mutator root slots.
 /// `tracked` objects are updated to their new addresses, or to 0 when they died (see
-/// [`Tracked`]).
+/// [`Tracked`]); so are the `weak` slots, as tasks of the adjust phase, after marking is
+/// complete (see [`super::weak`]).
 pub fn full_collect(
     ctx: &GcContext<'_>,
     roots: &[RootSlots],
+    weak: &[WeakRange<'_>],
     tracked: Tracked<'_>,
     trace: bool,
 ) -> FullOutcome {
@@ -483,10 +486,17 @@ pub fn full_collect(
     mem.old_starts.clear_range(mem.old.bottom(), mem.old.end());
     let t_summary = ms_since(t1);
 
-    // 3. Adjust references (roots first, then every live object, region by region).
+    // 3. Adjust references (roots first, then the weak slots, then every live object, region
+    // by region). Marking is complete, so a weak slot's referent is live exactly when it is
+    // marked: it gets its new address, and a dead one's slot is cleared.
     let t2 = Instant::now();
     let s = &summary;
     let root_chunks: Vec<RootSlots> = roots.iter().flat_map(|r| r.chunks(ROOT_CHUNK)).collect();
+    let weak_chunks = weak_chunks(weak);
+    let weak_fate = |v: usize| {
+        debug_assert!(mem.in_heap(v), "weak referent {v:#x} outside the heap");
+        (mem.in_heap(v) && mem.mark_begin.is_marked(v)).then(|| s.new_addr(v))
+    };
     live_regions.clear();
     live_regions.extend(
         used_regions
@@ -495,7 +505,14 @@ pub fn full_collect(
             .filter(|&r| tables.region_live[r].load(Ordering::Relaxed) > 0),
     );
     let live_regions = &*live_regions;
-    parallel_for(ctx, root_chunks.len() + live_regions.len(), |i| {
+    let first_region = root_chunks.len() + weak_chunks.len();
+    parallel_for(ctx, first_region + live_regions.len(), |i| {
+        if (root_chunks.len()..first_region).contains(&i) {
+            // SAFETY: a chunk of a stopped mutator's weak table, processed by this worker only;
+            // its non-null slots hold object starts of this heap.
+            unsafe { process_chunk(&weak_chunks[i - root_chunks.len()], &weak_fate) };
+            return;
+        }
         if i < root_chunks.len() {
             for slot in root_chunks[i].slot_addrs() {
                 // SAFETY: root slots of stopped mutators; each chunk is adjusted by one worker.
@@ -508,7 +525,7 @@ pub fn full_collect(
             }
             return;
         }
-        let r = live_regions[i - root_chunks.len()];
+        let r = live_regions[i - first_region];
         for o in s.objects_in_region(r) {
             let new_o = s.new_addr(o);
             let new_in_old = mem.in_old(new_o);

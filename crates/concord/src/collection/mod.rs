@@ -3,13 +3,16 @@
 //!
 //! Collectors run while the world is stopped. They see the heap through [`HeapMemory`], GC
 //! threads through a [`WorkerPool`], and the mutators only as [`RootSlots`]: ranges of words
-//! that hold object addresses (the handle stacks). They know nothing of threads or safepoints.
+//! that hold object addresses (the handle stacks and global-reference tables), and
+//! [`weak::WeakRange`]s (weak-reference and cleaner tables, processed once tracing is done).
+//! They know nothing of threads or safepoints.
 
 pub mod age_table;
 pub mod full;
 pub mod plab;
 pub mod scavenge;
 pub mod verify;
+pub mod weak;
 
 use crate::memory::{HeapMemory, NodeMap};
 use crate::object::{Header, ObjectKind};

@@ -37,6 +37,7 @@ use std::time::Instant;
 
 use super::age_table::AgeTable;
 use super::plab::Plab;
+use super::weak::{process_weak, WeakRange};
 use super::{chunk_slots, first_slots, ms_since, GcContext, RootSlots, Tracked, ROOT_CHUNK};
 use crate::memory::card_table::CARD_SIZE;
 use crate::memory::{HeapMemory, NodeMap};
@@ -615,10 +616,12 @@ impl ParallelTask for Scavenger<'_> {
 
 /// Run a scavenge. The world must be stopped; `roots` are all mutator root slots. `tracked`
 /// objects in eden and from-space are updated to their copies, to themselves when promotion
-/// failed for them, or to 0 when they died (see [`Tracked`]).
+/// failed for them, or to 0 when they died (see [`Tracked`]). So are the `weak` slots, once
+/// the copying is complete (see [`super::weak`]); weak slots of old objects are left alone.
 pub fn scavenge(
     ctx: &GcContext<'_>,
     roots: &[RootSlots],
+    weak: &[WeakRange<'_>],
     params: ScavengeParams,
     tracked: Tracked<'_>,
 ) -> ScavengeOutcome {
@@ -710,6 +713,21 @@ pub fn scavenge(
     // Follow tracked objects while forwarding headers still tell live from dead: copied objects
     // forward to their copy, self-forwarded ones (promotion failure) to themselves, and nothing
     // else in the collected set was reached. Must run before self-forwarded headers are restored.
+    // Weak slots likewise, and for the same reason before the headers are restored: a weak
+    // slot to a copied object follows it, one to a self-forwarded object keeps it, and one to
+    // an object nothing reached is cleared. Old referents are not the scavenge's to judge.
+    let weak_fate = |v: usize| {
+        if !task.in_collected_set(v) {
+            return Some(v);
+        }
+        // SAFETY: a weak slot holds an object start; in the collected set its header is its
+        // own or a forwarding pointer of this scavenge (as for tracked objects below).
+        let h = unsafe { raw::header(v) };
+        h.is_forwarded().then(|| h.forwardee())
+    };
+    // SAFETY: weak ranges are slots of stopped mutators' tables, disjoint, each processed
+    // once; their non-null slots hold object starts, which `weak_fate` accepts.
+    unsafe { process_weak(ctx, weak, weak_fate) };
     for t in tracked.iter_mut() {
         if *t != 0 && task.in_collected_set(*t) {
             // SAFETY: tracked entries are object starts; eden and from-space memory stays

@@ -90,8 +90,14 @@ fn check_object(
     Ok(h)
 }
 
-/// Verify the whole heap. The world must be stopped.
-pub fn verify_heap(mem: &HeapMemory, roots: &[RootSlots]) -> Result<VerifyReport, VerifyError> {
+/// Verify the whole heap. The world must be stopped. `weak` are the mutators' weak slots
+/// (weak references and cleaner entries): not roots, but each non-null one must refer to a
+/// valid object (a collection clears those of dead objects and updates the others).
+pub fn verify_heap(
+    mem: &HeapMemory,
+    roots: &[RootSlots],
+    weak: &[RootSlots],
+) -> Result<VerifyReport, VerifyError> {
     let mut report = VerifyReport::default();
     if mem.to_space().used() != 0 {
         return fail(format!(
@@ -117,6 +123,15 @@ pub fn verify_heap(mem: &HeapMemory, roots: &[RootSlots]) -> Result<VerifyReport
                 if seen.insert(v) {
                     stack.push(v);
                 }
+            }
+        }
+    }
+    for (ri, r) in weak.iter().enumerate() {
+        for (si, slot) in r.slot_addrs().enumerate() {
+            // SAFETY: weak slots of stopped mutators are valid words.
+            let v = unsafe { raw::load(slot) };
+            if v != 0 {
+                check_object(mem, v, &|| format!("weak slot {si} of weak set {ri}"))?;
             }
         }
     }

@@ -1,10 +1,12 @@
 //! The runtime room: the [`Heap`] a program builds, the [`Mutator`] each of its threads
-//! attaches, the safepoint protocol that stops them, and the VM thread that runs collections.
+//! attaches, the safepoint protocol that stops them, the VM thread that runs collections, and
+//! the references that outlive a scope ([`refs`]: globals, weak references, cleaners).
 
 mod gc_ref;
 mod heap;
 mod mutator;
 mod numa;
+pub mod refs;
 mod safepoint;
 mod vm_thread;
 
@@ -14,6 +16,7 @@ pub use heap::{
     GC_OVERHEAD_LIMIT_COLLECTIONS,
 };
 pub use mutator::{Handle, Mutator};
+pub use refs::{GlobalHandle, WeakHandle};
 pub use vm_thread::dynamic_active_workers;
 
 /// Lock a runtime mutex, ignoring poisoning: a panic elsewhere aborts the collector (GC

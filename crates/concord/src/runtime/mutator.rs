@@ -169,6 +169,8 @@ pub(crate) struct MutatorShared {
     /// The handle stack as the mutator published it when it last stopped (the stack itself
     /// is the mutator's own, so the fast paths reach it without a pointer chase).
     published: UnsafeCell<crate::collection::RootSlots>,
+    /// Global, weak and cleaner slots (see `refs.rs`), behind their own mutex.
+    pub(super) refs: super::refs::RefShared,
 }
 
 // SAFETY: the handle stack is touched by its own thread while it runs and by the collector only
@@ -190,6 +192,7 @@ impl MutatorShared {
                 ptr: std::ptr::NonNull::dangling().as_ptr(),
                 len: 0,
             }),
+            refs: Default::default(),
         }
     }
 
@@ -273,6 +276,8 @@ pub struct Mutator<'h> {
     stamp_blocks: Box<[u64]>,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
+    /// The resources attached to objects (`refs.rs`): they never leave this thread.
+    refs_local: super::refs::RefsLocal,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
     _not_send: PhantomData<*const ()>,
 }
@@ -319,6 +324,7 @@ impl<'h> Mutator<'h> {
             stamp,
             stamp_blocks: used_stamp_blocks(stamp),
             tid,
+            refs_local: Default::default(),
             _not_send: PhantomData,
         }
     }
@@ -733,6 +739,8 @@ impl<'h> Mutator<'h> {
         let a = result.map_err(|e| e.with_live_handles(self.handle_count()))?;
         // SAFETY: the VM thread allocated and zeroed [a, a+size) for this request only.
         unsafe { raw::set_header(a, h) };
+        // The object is whole, so a resource's drop that panics leaves nothing half done.
+        self.run_cleaners();
         Ok(a)
     }
 
@@ -1062,6 +1070,7 @@ impl<'h> Mutator<'h> {
         self.before_stop();
         self.heap.safepoint.block(self.id);
         self.after_stop();
+        self.run_cleaners();
     }
 
     /// Run `f` (e.g. blocking I/O) without holding collections up. `f` cannot touch the heap.
@@ -1079,8 +1088,12 @@ impl<'h> Mutator<'h> {
                 self.0.after_stop();
             }
         }
-        let _leave = Leave(self);
-        f()
+        let r = {
+            let _leave = Leave(&mut *self);
+            f()
+        };
+        self.run_cleaners();
+        r
     }
 
     /// Run a collection of `kind` now.
@@ -1090,6 +1103,7 @@ impl<'h> Mutator<'h> {
             .safepoint
             .request(Request::Collect(kind), Some(self.id));
         self.after_stop();
+        self.run_cleaners();
     }
 
     /// Verify the whole heap now (world stopped).
@@ -1097,6 +1111,7 @@ impl<'h> Mutator<'h> {
         self.before_stop();
         let r = self.heap.safepoint.request(Request::Verify, Some(self.id));
         self.after_stop();
+        self.run_cleaners();
         match r.verify_error {
             Some(msg) => Err(crate::collection::verify::VerifyError(msg)),
             None => Ok(self.heap.last_verify_report()),
@@ -1191,8 +1206,39 @@ fn foreign_reference(addr: usize) -> ! {
 impl Drop for Mutator<'_> {
     fn drop(&mut self) {
         self.retire_tlab();
+        let resources = self.detach_refs();
         self.heap.mutator_sched.on_detach(self.tid);
         self.heap.gc_affinity.note_mutator(self.tid, false);
         self.heap.safepoint.detach(self.id);
+        // On this thread, once detached: a slow drop holds no collection up.
+        drop(resources);
+    }
+}
+
+/// What `refs.rs` (global and weak references, cleaners) uses of the mutator's internals.
+impl Mutator<'_> {
+    /// The part of the mutator the collector reaches.
+    #[inline]
+    pub(super) fn shared(&self) -> &Arc<MutatorShared> {
+        &self.shared
+    }
+
+    /// The resources attached to objects.
+    #[inline]
+    pub(super) fn refs_local(&mut self) -> &mut super::refs::RefsLocal {
+        &mut self.refs_local
+    }
+
+    /// [`Self::push_handle`].
+    #[inline]
+    pub(super) fn push_handle_for_refs(&self, addr: usize) -> Handle {
+        self.push_handle(addr)
+    }
+
+    /// [`Self::addr`]: the address `h` holds, checked.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn handle_addr(&self, h: Handle) -> usize {
+        self.addr(h)
     }
 }

@@ -12,6 +12,7 @@ use super::safepoint::{AllocationResult, Request};
 use crate::collection::full::full_collect;
 use crate::collection::scavenge::{scavenge, ScavengeParams};
 use crate::collection::verify::verify_heap;
+use crate::collection::weak::WeakRange;
 use crate::collection::{GcContext, NumaContext, RootSlots, Tracked};
 use crate::os::gc_affinity::AffinityReport;
 use crate::os::rusage::ThreadUsage;
@@ -36,10 +37,22 @@ pub(crate) fn run(heap: &HeapInner) {
         let stopped = Instant::now();
         // SAFETY: `begin_operation` returned with every mutator stopped; the slots stay valid
         // until `end_operation` resumes them.
-        let roots: Vec<RootSlots> = mutators.iter().map(|m| unsafe { m.root_slots() }).collect();
+        let mut roots: Vec<RootSlots> =
+            mutators.iter().map(|m| unsafe { m.root_slots() }).collect();
+        // Each mutator's reference tables, locked for the operation: its globals are roots
+        // (after all the handle stacks), its weak and cleaner slots are processed once tracing
+        // is complete. The ranges point into the tables, so the locks are held until the
+        // collections are over.
+        let mut tables: Vec<_> = mutators
+            .iter()
+            .map(|m| m.refs.lock_for_collection())
+            .collect();
+        roots.extend(tables.iter_mut().filter_map(|t| t.strong_roots()));
+        let weak: Vec<WeakRange<'_>> = tables.iter_mut().flat_map(|t| t.weak_ranges()).collect();
         let mut op_state = Operation {
             heap,
             roots: &roots,
+            weak: &weak,
             ttsp,
             records: Vec::new(),
             traces: Vec::new(),
@@ -48,6 +61,7 @@ pub(crate) fn run(heap: &HeapInner) {
         };
         op_state.active_workers = op_state.choose_active_workers();
         let (verify, allocations) = op_state.execute(&requests);
+        drop(tables);
         let Operation {
             mut records,
             traces,
@@ -145,6 +159,8 @@ fn append<W>(
 struct Operation<'a> {
     heap: &'a HeapInner,
     roots: &'a [RootSlots],
+    /// The mutators' weak and cleaner slots.
+    weak: &'a [WeakRange<'a>],
     ttsp: Duration,
     records: Vec<CollectionRecord>,
     /// The GC trace's raw work of this operation's collections, by record id.
@@ -439,7 +455,7 @@ impl Operation<'_> {
             trace: lock(&heap.gc_trace).is_some(),
         };
         let (mut out, pause) =
-            self.pause(|ctx, roots, tracked| scavenge(ctx, roots, params, tracked));
+            self.pause(|ctx, roots, weak, tracked| scavenge(ctx, roots, weak, params, tracked));
         {
             let mut policy = heap.policy();
             policy.tenuring_threshold = out.next_tenuring_threshold;
@@ -476,7 +492,7 @@ impl Operation<'_> {
         let before = self.snapshot();
         let trace = lock(&self.heap.gc_trace).is_some();
         let (mut out, pause) =
-            self.pause(|ctx, roots, tracked| full_collect(ctx, roots, tracked, trace));
+            self.pause(|ctx, roots, weak, tracked| full_collect(ctx, roots, weak, tracked, trace));
         self.full_ran = true;
         self.count_futile_collections(CollectionKind::Full);
         let common = Common {
@@ -508,7 +524,7 @@ impl Operation<'_> {
     /// without a system call.
     fn pause<R>(
         &self,
-        collect: impl FnOnce(&GcContext<'_>, &[RootSlots], Tracked<'_>) -> R,
+        collect: impl FnOnce(&GcContext<'_>, &[RootSlots], &[WeakRange<'_>], Tracked<'_>) -> R,
     ) -> (R, Pause) {
         let pool = &self.heap.pool;
         let workers_before = pool.worker_usage();
@@ -516,8 +532,9 @@ impl Operation<'_> {
         let start = Instant::now();
         self.open_placement_round();
         let numa = self.heap.numa.context(pool, self.active_workers);
-        let out =
-            self.follow_lifespans(|tracked| collect(&self.ctx(numa.as_ref()), self.roots, tracked));
+        let out = self.follow_lifespans(|tracked| {
+            collect(&self.ctx(numa.as_ref()), self.roots, self.weak, tracked)
+        });
         let affinity = self.heap.gc_affinity.end_collection();
         let pause_ms = start.elapsed().as_secs_f64() * 1e3;
         let vm_usage = ThreadUsage::current_thread_or_zero().since(&vm_before);
@@ -561,7 +578,8 @@ impl Operation<'_> {
     /// Run the verifier; record its report, or its failure (an earlier failure of this
     /// operation is kept). Returns whether the heap verified.
     fn verify(&self, verify_failure: &mut Option<Option<String>>) -> bool {
-        match verify_heap(&self.heap.mem, self.roots) {
+        let weak: Vec<RootSlots> = self.weak.iter().map(|w| w.slots).collect();
+        match verify_heap(&self.heap.mem, self.roots, &weak) {
             Ok(report) => {
                 *lock(&self.heap.last_verify) = report;
                 verify_failure.get_or_insert(None);
