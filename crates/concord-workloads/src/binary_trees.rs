@@ -46,6 +46,8 @@
 //! [`BinaryTrees`]'s default heap is four times the largest live set, rounded up to MiB, at
 //! least 64 MiB (96 MiB for N = 18 and one mutator).
 
+use std::num::NonZeroU64;
+
 use concord::typed::{Root, Trace};
 use concord::{Gc, GcError, Heap, Mutator, ObjectType};
 
@@ -313,40 +315,37 @@ impl TreeNode for Gc<'_> {
 
 /// [`check`] below a node: no safepoint can come while counting, so no handles are needed.
 pub(crate) fn count_nodes<N: TreeNode>(node: N, depth: u32) -> Result<u64, WorkloadError> {
-    count_below(node, depth).map_err(|d| WorkloadError::Corrupt(d.message().to_string()))
-}
-
-/// What [`count_below`] found wrong: a small value, so a count returns in registers and the
-/// message is made once, by [`count_nodes`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Damage {
-    ChildrenAtTheBottom,
-    RightOnly,
-    LeftOnly,
-}
-
-impl Damage {
-    fn message(self) -> &'static str {
-        match self {
-            Damage::ChildrenAtTheBottom => "a node at the bottom level has children",
-            Damage::RightOnly => "a node has a right child but no left child",
-            Damage::LeftOnly => "a node has a left child but no right child",
-        }
+    match count_below(node, depth) {
+        Some(n) => Ok(n.get()),
+        None => Err(WorkloadError::Corrupt(
+            first_damage(node, depth)
+                .unwrap_or("the node count overflowed")
+                .to_string(),
+        )),
     }
 }
 
-/// [`count_nodes`]' recursion.
-fn count_below<N: TreeNode>(node: N, depth: u32) -> Result<u64, Damage> {
+/// [`count_nodes`]' recursion: the count (never 0), or `None` if the tree is damaged. One word,
+/// so that it comes back in a register; [`first_damage`] says what the damage is.
+fn count_below<N: TreeNode>(node: N, depth: u32) -> Option<NonZeroU64> {
     match (node.left(), node.right()) {
-        (None, None) => Ok(1),
-        (Some(l), Some(r)) => {
-            if depth == 0 {
-                return Err(Damage::ChildrenAtTheBottom);
-            }
-            Ok(1 + count_below(l, depth - 1)? + count_below(r, depth - 1)?)
+        (None, None) => NonZeroU64::new(1),
+        (Some(l), Some(r)) if depth > 0 => {
+            let (l, r) = (count_below(l, depth - 1)?, count_below(r, depth - 1)?);
+            l.checked_add(r.get())?.checked_add(1)
         }
-        (None, Some(_)) => Err(Damage::RightOnly),
-        (Some(_), None) => Err(Damage::LeftOnly),
+        _ => None,
+    }
+}
+
+/// What is wrong with the first damaged node, in [`count_below`]'s order (`None` if nothing).
+fn first_damage<N: TreeNode>(node: N, depth: u32) -> Option<&'static str> {
+    match (node.left(), node.right()) {
+        (None, None) => None,
+        (Some(_), Some(_)) if depth == 0 => Some("a node at the bottom level has children"),
+        (Some(l), Some(r)) => first_damage(l, depth - 1).or_else(|| first_damage(r, depth - 1)),
+        (None, Some(_)) => Some("a node has a right child but no left child"),
+        (Some(_), None) => Some("a node has a left child but no right child"),
     }
 }
 

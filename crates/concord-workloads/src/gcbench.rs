@@ -17,6 +17,8 @@
 //! Trees under construction are only reachable through roots, so they survive the
 //! collections that happen while they are built; every recursion level opens its own scope.
 
+use std::num::NonZeroU64;
+
 use concord::typed::{Root, Trace};
 use concord::{GcError, Handle, Heap, Mutator, ObjectType};
 
@@ -400,34 +402,54 @@ impl GcBenchNode for NodeView<'_> {
 
 /// [`check`] below a node: nothing allocates while checking, so no handles are needed.
 pub(crate) fn check_from<N: GcBenchNode>(node: N, height: u32) -> Result<u64, WorkloadError> {
+    match sum_below(node, height) {
+        Some(sum) => Ok(sum.get()),
+        None => Err(WorkloadError::Corrupt(
+            first_fault(node, height).unwrap_or_else(|| "the checksum overflowed".to_string()),
+        )),
+    }
+}
+
+/// [`check_from`]'s recursion: the sum (never 0), or `None` if the tree is damaged. One word,
+/// so that it comes back in a register; [`first_fault`] says what the damage is.
+fn sum_below<N: GcBenchNode>(node: N, height: u32) -> Option<NonZeroU64> {
+    if node.i() != height || node.j() != 0 {
+        return None;
+    }
+    match (height, node.left(), node.right()) {
+        (0, None, None) => NonZeroU64::new(1),
+        (h, Some(l), Some(r)) if h > 0 => {
+            let (l, r) = (sum_below(l, h - 1)?, sum_below(r, h - 1)?);
+            l.checked_add(r.get())?.checked_add(u64::from(h) + 1)
+        }
+        _ => None,
+    }
+}
+
+/// What is wrong with the first damaged node, in [`sum_below`]'s order (`None` if nothing).
+fn first_fault<N: GcBenchNode>(node: N, height: u32) -> Option<String> {
     let i = node.i();
     if i != height {
-        return Err(WorkloadError::Corrupt(format!(
-            "a node of height {height} holds i = {i}"
-        )));
+        return Some(format!("a node of height {height} holds i = {i}"));
     }
     let j = node.j();
     if j != 0 {
-        return Err(WorkloadError::Corrupt(format!(
+        return Some(format!(
             "a node of height {height} holds j = {j} (never written)"
-        )));
+        ));
     }
     match (height, node.left(), node.right()) {
-        (0, None, None) => Ok(1),
-        (0, _, _) => Err(WorkloadError::Corrupt(
-            "a leaf (height 0) has a child".to_string(),
-        )),
-        (_, Some(l), Some(r)) => {
-            Ok(u64::from(height) + 1 + check_from(l, height - 1)? + check_from(r, height - 1)?)
-        }
-        (_, l, r) => Err(WorkloadError::Corrupt(format!(
+        (0, None, None) => None,
+        (0, _, _) => Some("a leaf (height 0) has a child".to_string()),
+        (_, Some(l), Some(r)) => first_fault(l, height - 1).or_else(|| first_fault(r, height - 1)),
+        (_, l, r) => Some(format!(
             "a node of height {height} lacks its {} child",
             match (l, r) {
                 (None, None) => "left and right",
                 (None, _) => "left",
                 _ => "right",
             }
-        ))),
+        )),
     }
 }
 
