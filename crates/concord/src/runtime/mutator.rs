@@ -581,7 +581,37 @@ impl<'h> Mutator<'h> {
             slot_out_of_bounds(refs.len() - 1, ty.refs());
         }
         let h = ty.header();
-        let a = self.allocate(h, h.size_bytes())?;
+        let size = h.size_bytes();
+        if let Some(a) = self.bump(size) {
+            // Nothing collected between the bump and here, so the handles hold what they held.
+            // A TLAB object is young, and young objects' cards are never scanned: the slots
+            // are plain stores. (A handle check that panics below leaves an object no handle
+            // refers to, which nothing reads.)
+            // SAFETY: [a, a + size) is this thread's, and `refs.len()` is at most the type's
+            // slot count (checked above); the values come from handles of this mutator.
+            unsafe {
+                raw::set_header(a, h);
+                for (slot, r) in refs.iter().enumerate() {
+                    raw::store(slot_addr(a, slot), self.addr_or_null(*r));
+                }
+                zero_from(slot_addr(a, refs.len()), a + size);
+            }
+            return Ok(a);
+        }
+        self.alloc_with_slow(h, size, refs)
+    }
+
+    /// [`Self::alloc_with_addr`] outside the TLAB's fast path.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn alloc_with_slow(
+        &mut self,
+        h: Header,
+        size: usize,
+        refs: &[Option<Handle>],
+    ) -> Result<usize, GcError> {
+        let a = self.allocate_slow(h, size)?;
         // A TLAB object is young, and young objects' cards are never scanned.
         let from_tlab = a >= self.tlab_start && a < self.tlab_top;
         // Read the handles only now: the allocation may have collected and moved their objects.
@@ -626,19 +656,29 @@ impl<'h> Mutator<'h> {
     /// ([`Self::alloc_with`], the typed constructor). The slow paths return zeroed bodies too.
     #[inline(always)]
     fn allocate(&mut self, h: Header, size: usize) -> Result<usize, GcError> {
-        let top = self.tlab_top;
-        if size < self.large_object_threshold && top + size <= self.tlab_end {
-            self.tlab_top = top + size;
+        if let Some(top) = self.bump(size) {
             // SAFETY: [top, top+size) is inside this thread's TLAB, which no other thread
             // touches; a size is at least one word (the header).
             unsafe {
                 raw::set_header(top, h);
                 zero_body(top, size);
             }
-            prefetch_for_allocation(top + size);
             return Ok(top);
         }
         self.allocate_slow(h, size)
+    }
+
+    /// The TLAB bump: `size` bytes at the TLAB's top, unwritten, if the fast path may
+    /// serve them (not a large object, room before the fast path's end).
+    #[inline(always)]
+    fn bump(&mut self, size: usize) -> Option<usize> {
+        let top = self.tlab_top;
+        if size < self.large_object_threshold && top + size <= self.tlab_end {
+            self.tlab_top = top + size;
+            prefetch_for_allocation(top + size);
+            return Some(top);
+        }
+        None
     }
 
     #[cold]
@@ -1144,6 +1184,16 @@ fn prefetch_for_allocation(top: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = top;
+}
+
+/// Zero `[from, to)`.
+///
+/// # Safety
+/// The range is memory of this thread's, `from <= to`.
+#[inline(always)]
+unsafe fn zero_from(from: usize, to: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::write_bytes(from as *mut u8, 0, to - from) };
 }
 
 /// Zero the body of the `size`-byte object at `obj` (everything after its header).
