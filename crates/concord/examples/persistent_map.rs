@@ -134,11 +134,7 @@ fn run(heap: &Heap, seed: u64, n: usize) -> Result<(), GcError> {
     let current = insert(&mut m, None, k0, v0)?; // the current version, in one root
     let mut kept: Vec<(Root<Node>, u64)> = Vec::new(); // a ring of old versions
     for (key, i) in stream {
-        m.scope(|m| -> Result<(), GcError> {
-            let new = insert(m, Some(current), key, i)?;
-            m.set_root_typed(current, m.get(new));
-            Ok(())
-        })?;
+        m.scope_into(current, |m| insert(m, Some(current), key, i))?;
         if i % 10 == 0 {
             // Keep every 10th version for a while: old paths stay reachable and get promoted.
             let slot = (i / 10) as usize % 100;

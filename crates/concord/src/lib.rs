@@ -30,6 +30,7 @@
 //! **The loop pattern.** Every root made in a loop's body stays alive until its scope ends,
 //! so each iteration runs in a [`Mutator::scope`] and the one value kept across iterations is
 //! re-rooted into a root made before the loop: the mutator holds one root whatever the count.
+//! [`Mutator::scope_into`] is that in one call (`m.scope_into(head, |m| ..)?`); spelled out:
 //!
 //! ```
 //! # use concord::{Heap, Root};

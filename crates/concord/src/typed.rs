@@ -208,7 +208,9 @@ use std::num::NonZeroUsize;
 
 pub use concord_derive::Trace;
 
+pub mod local;
 mod refs;
+pub use local::{IntoRoot, Local, Scope};
 pub use refs::{Global, Weak};
 
 use crate::object::raw::{self, slot_addr};
@@ -700,6 +702,44 @@ impl Mutator<'_> {
     #[track_caller]
     pub fn set_root_typed<'m, V: TypedView<'m>>(&self, dst: Root<V::Target>, view: V) {
         self.set_root(dst.handle, Some(view.__raw().gc));
+    }
+
+    /// The loop helper: run `f` in a scope and make `dst` (a root of an enclosing scope) hold
+    /// the object of the root `f` returns; every other handle `f` made is released. One call
+    /// per iteration keeps the handle stack as it was before the loop, whatever the count. `f`
+    /// may fail with any error type; then `dst` is left as it was. Polls for a safepoint.
+    ///
+    /// ```
+    /// # use concord::{GcError, Heap, Root};
+    /// #[derive(concord::Trace)]
+    /// struct Cell {
+    ///     next: Option<Root<Cell>>,
+    ///     value: u64,
+    /// }
+    ///
+    /// let heap = Heap::builder().heap_size(16 << 20).build().unwrap();
+    /// let mut m = heap.attach();
+    /// let head = m.alloc_typed(Cell { next: None, value: 0 }).unwrap();
+    /// for i in 1..10_000 {
+    ///     m.scope_into(head, |m| m.alloc_typed(Cell { next: Some(head), value: i }))
+    ///         .unwrap();
+    /// }
+    /// assert_eq!(m.get(head).value(), 9_999);
+    /// assert_eq!(m.handle_count(), 1);
+    /// ```
+    #[inline]
+    #[track_caller]
+    pub fn scope_into<T: Trace, E>(
+        &mut self,
+        dst: Root<T>,
+        f: impl FnOnce(&mut Self) -> Result<Root<T>, E>,
+    ) -> Result<(), E> {
+        let mark = self.open_scope();
+        let r = f(self);
+        let kept = r.map(|root| self.addr(root.handle));
+        self.release_handles(mark);
+        // `dst` is checked after the release: a root of the scope that just ended is stale.
+        kept.map(|a| self.set_root_addr(dst.handle, a))
     }
 
     /// Like [`Mutator::scope_escape`], for typed roots: `f` runs in a scope whose handles are

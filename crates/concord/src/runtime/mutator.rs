@@ -500,6 +500,13 @@ impl<'h> Mutator<'h> {
         self.push_handle(a)
     }
 
+    /// Make the existing handle `dst` hold the object at `addr` (checked as in [`Self::addr`]).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn set_root_addr(&self, dst: Handle, addr: usize) {
+        self.write_handle(dst, addr);
+    }
+
     /// Make the existing handle `dst` hold `g` (or null), without a new handle.
     #[inline]
     #[track_caller]
