@@ -61,7 +61,10 @@
 //! | `view.set_key(v)` | a payload store |
 //! | `view.set_left(&m, Some(other))` | a reference store with the write barrier |
 //! | [`Mutator::root_typed`]`(view)`, [`Mutator::set_root_typed`] | a view back into a new / existing root |
-//! | [`Mutator::scope_escape_typed`] | a scope whose result root survives it |
+//! | [`Mutator::scope_escape_typed`] | a scope whose result root survives it (the recursive pattern) |
+//! | [`Mutator::scope_into`]`(root, \|m\| ..)` | a scope whose result is re-rooted into `root` (the loop pattern) |
+//! | [`Mutator::local_scope`] | a scope whose [`Local`]s the borrow checker keeps inside it ([`local`]) |
+//! | [`Mutator::global`], [`Mutator::weak`], [`Mutator::on_collect`] | a drop-released root, a weak reference, a native resource owned by an object |
 //!
 //! # Why unchecked accesses are sound
 //!
