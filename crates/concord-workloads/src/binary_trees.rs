@@ -289,17 +289,25 @@ pub(crate) trait TreeNode: Copy {
     fn right(self) -> Option<Self>;
 }
 
-impl TreeNode for NodeView<'_> {
-    #[inline]
-    fn left(self) -> Option<Self> {
-        NodeView::left(self)
-    }
+/// `impl TreeNode` for the typed view `$view` of a struct with `left` and `right` fields.
+macro_rules! tree_node_view {
+    ($view:ident) => {
+        impl $crate::binary_trees::TreeNode for $view<'_> {
+            #[inline]
+            fn left(self) -> Option<Self> {
+                $view::left(self)
+            }
 
-    #[inline]
-    fn right(self) -> Option<Self> {
-        NodeView::right(self)
-    }
+            #[inline]
+            fn right(self) -> Option<Self> {
+                $view::right(self)
+            }
+        }
+    };
 }
+pub(crate) use tree_node_view;
+
+tree_node_view!(NodeView);
 
 impl TreeNode for Gc<'_> {
     #[inline]

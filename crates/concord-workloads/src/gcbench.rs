@@ -376,17 +376,7 @@ pub(crate) trait GcBenchNode: TreeNode {
     fn j(self) -> u32;
 }
 
-impl TreeNode for NodeView<'_> {
-    #[inline]
-    fn left(self) -> Option<Self> {
-        NodeView::left(self)
-    }
-
-    #[inline]
-    fn right(self) -> Option<Self> {
-        NodeView::right(self)
-    }
-}
+crate::binary_trees::tree_node_view!(NodeView);
 
 impl GcBenchNode for NodeView<'_> {
     #[inline]

@@ -41,6 +41,15 @@ fn heap(config: GcConfig) -> Heap {
 }
 
 /// Every collection verified, none failed.
+/// A node without children.
+fn leaf(value: u64) -> Node {
+    Node {
+        left: None,
+        right: None,
+        value,
+    }
+}
+
 fn assert_verified(heap: &Heap) {
     let stats = heap.stats();
     assert!(
@@ -170,13 +179,7 @@ fn dropping_a_global_lets_its_object_die() {
         let mut m = heap.attach();
         // A young object.
         let (g, w) = m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 5,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(5)).unwrap();
             (m.global(n), m.weak(n))
         });
         m.collect(CollectionKind::Young);
@@ -186,13 +189,7 @@ fn dropping_a_global_lets_its_object_die() {
         assert!(m.upgrade(&w).is_none());
         // An old object: only a full collection judges it.
         let (g, w) = m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 6,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(6)).unwrap();
             (m.global(n), m.weak(n))
         });
         m.collect(CollectionKind::Full);
@@ -211,39 +208,15 @@ fn weak_references_are_cleared_exactly_when_their_referents_die() {
     for config in configs() {
         let heap = heap(config);
         let mut m = heap.attach();
-        let held = m
-            .alloc_typed(Node {
-                left: None,
-                right: None,
-                value: 1,
-            })
-            .unwrap();
+        let held = m.alloc_typed(leaf(1)).unwrap();
         let global_held = m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 2,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(2)).unwrap();
             m.global(n)
         });
         let (w_held, w_global, w_young, w_young2, w_child, w_old, w_moved) = m.scope(|m| {
-            let young = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 3,
-                })
-                .unwrap();
+            let young = m.alloc_typed(leaf(3)).unwrap();
             // Reachable only through an object nothing strong reaches.
-            let child = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 4,
-                })
-                .unwrap();
+            let child = m.alloc_typed(leaf(4)).unwrap();
             let parent = m
                 .alloc_typed(Node {
                     left: Some(child),
@@ -294,13 +267,7 @@ fn weak_references_are_cleared_exactly_when_their_referents_die() {
         m.collect(CollectionKind::Full);
         assert!(m.upgrade(&w_tree).is_none());
         let old = m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 9,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(9)).unwrap();
             let w = m.weak(n);
             m.collect(CollectionKind::Full); // promoted while held
             w
@@ -389,24 +356,12 @@ fn resources_are_dropped_once_after_their_objects_die() {
         let mut m = heap.attach();
         let res = Resources::new();
         // Young, held by a handle: kept across young and full collections.
-        let held = m
-            .alloc_typed(Node {
-                left: None,
-                right: None,
-                value: 1,
-            })
-            .unwrap();
+        let held = m.alloc_typed(leaf(1)).unwrap();
         m.on_collect(held, res.make(1));
         res.pinned.borrow_mut().insert(1);
         // Young, dies young.
         m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 2,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(2)).unwrap();
             m.on_collect(n, res.make(2));
             m.on_collect(n, res.make(3)); // two resources on one object
         });
@@ -414,13 +369,7 @@ fn resources_are_dropped_once_after_their_objects_die() {
         assert_eq!(res.dropped(), [2, 3]);
         // Old: promoted while held, then let go: a young collection leaves it alone.
         let g = m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 4,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(4)).unwrap();
             m.on_collect(n, res.make(4));
             m.global(n)
         });
@@ -446,13 +395,7 @@ fn resources_are_dropped_once_after_their_objects_die() {
         assert_eq!(res.dropped(), [2, 3, 4]);
         // A resource that holds references to the heap (their drops take the table's lock).
         m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 5,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(5)).unwrap();
             let keep = m.global(held);
             let peek = m.weak(n);
             m.on_collect(n, (keep, peek, res.make(5)));
@@ -464,13 +407,7 @@ fn resources_are_dropped_once_after_their_objects_die() {
         assert_eq!(m.run_cleaners(), 0);
         // Dropped by the allocation that waited for a collection, not only by `collect`.
         m.scope(|m| {
-            let n = m
-                .alloc_typed(Node {
-                    left: None,
-                    right: None,
-                    value: 6,
-                })
-                .unwrap();
+            let n = m.alloc_typed(leaf(6)).unwrap();
             m.on_collect(n, res.make(6));
         });
         let collections = heap.stats().records.len();
@@ -501,13 +438,7 @@ fn resources_of_a_mutator_in_a_blocking_region_are_dropped_when_it_returns() {
         }
     }
     m.scope(|m| {
-        let n = m
-            .alloc_typed(Node {
-                left: None,
-                right: None,
-                value: 1,
-            })
-            .unwrap();
+        let n = m.alloc_typed(leaf(1)).unwrap();
         m.on_collect(n, Count(dropped.clone()));
     });
     let d = dropped.clone();
@@ -591,13 +522,7 @@ fn large_weak_tables_are_processed_in_parallel_correctly() {
         let weaks: Vec<Weak<Node>> = (0..N)
             .map(|i| {
                 m.scope(|m| {
-                    let n = m
-                        .alloc_typed(Node {
-                            left: None,
-                            right: None,
-                            value: i,
-                        })
-                        .unwrap();
+                    let n = m.alloc_typed(leaf(i)).unwrap();
                     if i.is_multiple_of(3) {
                         globals.push(m.global(n));
                     }
@@ -653,13 +578,7 @@ fn weak_references_survive_a_promotion_failure() {
         let mut weaks = Vec::new();
         for i in 0..2_000u64 {
             m.scope(|m| {
-                let n = m
-                    .alloc_typed(Node {
-                        left: None,
-                        right: None,
-                        value: i,
-                    })
-                    .unwrap();
+                let n = m.alloc_typed(leaf(i)).unwrap();
                 if i.is_multiple_of(2) {
                     kept.push(m.global(n));
                 }
@@ -703,13 +622,7 @@ fn a_global_of_another_mutator_panics() {
     let h2 = Heap::builder().heap_size(8 << 20).build().unwrap();
     let mut m1 = h1.attach();
     let m2 = h2.attach();
-    let n = m1
-        .alloc_typed(Node {
-            left: None,
-            right: None,
-            value: 1,
-        })
-        .unwrap();
+    let n = m1.alloc_typed(leaf(1)).unwrap();
     let g = m1.global(n);
     m2.get_global(&g);
 }
@@ -721,13 +634,7 @@ fn a_weak_reference_of_another_mutator_panics() {
     let h2 = Heap::builder().heap_size(8 << 20).build().unwrap();
     let mut m1 = h1.attach();
     let m2 = h2.attach();
-    let n = m1
-        .alloc_typed(Node {
-            left: None,
-            right: None,
-            value: 1,
-        })
-        .unwrap();
+    let n = m1.alloc_typed(leaf(1)).unwrap();
     let w = m1.weak(n);
     m2.upgrade(&w);
 }
@@ -737,13 +644,7 @@ fn a_weak_reference_of_another_mutator_panics() {
 fn a_global_that_outlived_its_mutator_panics_when_used() {
     let heap = Heap::builder().heap_size(8 << 20).build().unwrap();
     let mut m = heap.attach();
-    let n = m
-        .alloc_typed(Node {
-            left: None,
-            right: None,
-            value: 1,
-        })
-        .unwrap();
+    let n = m.alloc_typed(leaf(1)).unwrap();
     let g = m.global(n);
     drop(m);
     let m = heap.attach(); // the same thread and heap, a new mutator
@@ -754,13 +655,7 @@ fn a_global_that_outlived_its_mutator_panics_when_used() {
 fn references_that_outlive_their_mutator_and_heap_are_inert() {
     let heap = Heap::builder().heap_size(8 << 20).build().unwrap();
     let mut m = heap.attach();
-    let n = m
-        .alloc_typed(Node {
-            left: None,
-            right: None,
-            value: 1,
-        })
-        .unwrap();
+    let n = m.alloc_typed(leaf(1)).unwrap();
     let g = m.global(n);
     let w = m.weak(n);
     drop(m);
