@@ -384,8 +384,12 @@ impl<T: Trace> Root<T> {
 /// `Option<Root<T>>`. Sealed.
 pub trait Escape: sealed::Sealed + Sized {
     /// The handle underneath, if any.
+    ///
+    /// # Safety
+    /// As for [`Root::into_handle`]: the handle must not break the typing invariant (unsafe
+    /// so that no safe code turns a typed object into a handle).
     #[doc(hidden)]
-    fn __handle(&self) -> Option<Handle>;
+    unsafe fn __handle(&self) -> Option<Handle>;
     /// The value again, from the handle that now holds its object.
     ///
     /// # Safety
@@ -399,7 +403,7 @@ impl<T: Trace> sealed::Sealed for Root<T> {}
 
 impl<T: Trace> Escape for Root<T> {
     #[inline(always)]
-    fn __handle(&self) -> Option<Handle> {
+    unsafe fn __handle(&self) -> Option<Handle> {
         Some(self.handle)
     }
 
@@ -414,7 +418,7 @@ impl<T: Trace> sealed::Sealed for Option<Root<T>> {}
 
 impl<T: Trace> Escape for Option<Root<T>> {
     #[inline(always)]
-    fn __handle(&self) -> Option<Handle> {
+    unsafe fn __handle(&self) -> Option<Handle> {
         self.map(|r| r.handle)
     }
 
@@ -789,7 +793,8 @@ impl Mutator<'_> {
         let mark = self.open_scope();
         match f(self) {
             Ok(kept) => {
-                let kept = match kept.__handle() {
+                // SAFETY: the handle is only read here and re-rooted below as the same type.
+                let kept = match unsafe { kept.__handle() } {
                     Some(h) => {
                         let a = self.addr(h);
                         Some(self.release_keeping(mark, a))
