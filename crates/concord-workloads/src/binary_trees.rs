@@ -49,9 +49,9 @@
 use std::num::NonZeroU64;
 
 use concord::typed::{Root, Trace};
-use concord::{Gc, GcError, Heap, Mutator, ObjectType};
+use concord::{GcError, Heap, Mutator, ObjectType};
 
-use crate::data::{tree_nodes, LEFT, RIGHT};
+use crate::data::tree_nodes;
 use crate::scaffold::{self, in_tree, round_up_mib, Size, SizedWorkload};
 use crate::{WorkloadError, WorkloadParams, WorkloadResult, MIB};
 
@@ -280,7 +280,7 @@ fn check(m: &Mutator<'_>, node: Root<Node>, depth: u32) -> Result<u64, WorkloadE
     count_nodes(m.get(node), depth)
 }
 
-/// A node of a binary tree as the checks see it: a [`Gc`] view of a heap node, or a plain-Rust
+/// A node of a binary tree as the checks see it: a typed view of a heap node, or a plain-Rust
 /// node of [`crate::native`], so that both versions run the very same checks.
 pub(crate) trait TreeNode: Copy {
     /// The left child.
@@ -308,18 +308,6 @@ macro_rules! tree_node_view {
 pub(crate) use tree_node_view;
 
 tree_node_view!(NodeView);
-
-impl TreeNode for Gc<'_> {
-    #[inline]
-    fn left(self) -> Option<Self> {
-        self.get(LEFT)
-    }
-
-    #[inline]
-    fn right(self) -> Option<Self> {
-        self.get(RIGHT)
-    }
-}
 
 /// [`check`] below a node: no safepoint can come while counting, so no handles are needed.
 pub(crate) fn count_nodes<N: TreeNode>(node: N, depth: u32) -> Result<u64, WorkloadError> {

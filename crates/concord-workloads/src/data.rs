@@ -1,7 +1,7 @@
 //! Deterministic data the workloads generate and check: the splitmix64 hash and generator
 //! their inputs come from, the FNV-1a hash of byte strings, patterned byte-array values whose
-//! contents are known in closed form, byte arrays copied into the heap, and complete binary
-//! trees built bottom-up.
+//! contents are known in closed form, byte arrays copied into the heap, and the node count of
+//! complete binary trees.
 //!
 //! Checksums are derived from these functions both by the heap implementations and by the
 //! plain-Rust references, so they must stay bit for bit the same: changing one changes stored
@@ -89,11 +89,6 @@ pub(crate) fn fnv(bytes: &[u8]) -> u64 {
 pub(crate) fn tree_nodes(d: u32) -> u64 {
     (1u64 << (d + 1)) - 1
 }
-
-/// Slot of a tree node's left child.
-pub(crate) const LEFT: usize = 0;
-/// Slot of a tree node's right child.
-pub(crate) const RIGHT: usize = 1;
 
 /// Allocates a byte array holding `bytes`.
 #[inline]

@@ -746,7 +746,7 @@ impl Mutator<'_> {
         let kept = r.map(|root| self.addr(root.handle));
         self.release_handles(mark);
         // `dst` is checked after the release: a root of the scope that just ended is stale.
-        kept.map(|a| self.set_root_addr(dst.handle, a))
+        kept.map(|a| self.write_handle(dst.handle, a))
     }
 
     /// Like [`Mutator::scope_escape`], for typed roots: `f` runs in a scope whose handles are
@@ -790,28 +790,10 @@ impl Mutator<'_> {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<R, E>,
     ) -> Result<R, E> {
-        let mark = self.open_scope();
-        match f(self) {
-            Ok(kept) => {
-                // SAFETY: the handle is only read here and re-rooted below as the same type.
-                let kept = match unsafe { kept.__handle() } {
-                    Some(h) => {
-                        let a = self.addr(h);
-                        Some(self.release_keeping(mark, a))
-                    }
-                    None => {
-                        self.release_handles(mark);
-                        None
-                    }
-                };
-                // SAFETY: the new handle holds what the root `f` returned held.
-                Ok(unsafe { R::__from_handle(kept) })
-            }
-            Err(e) => {
-                self.release_handles(mark);
-                Err(e)
-            }
-        }
+        // SAFETY: the handle is only read here, and re-rooted below as the same type.
+        let (_, kept) = self.scope_keeping(f, |r| unsafe { r.__handle() })?;
+        // SAFETY: the new handle holds what the root `f` returned held.
+        Ok(unsafe { R::__from_handle(kept) })
     }
 }
 

@@ -26,7 +26,7 @@ use super::safepoint::Request;
 use crate::collection::verify::VerifyReport;
 use crate::memory::card_table::CardBarrier;
 use crate::object::raw::{self, slot_addr};
-use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectType};
+use crate::object::{byte_array_size, ref_array_size, Header, ObjectKind, ObjectType, WORD};
 use crate::telemetry::lifespan::LifespanProfiler;
 use crate::telemetry::CollectionKind;
 
@@ -391,7 +391,7 @@ impl<'h> Mutator<'h> {
     /// reason as [`Self::push_handle`].
     #[inline(always)]
     #[track_caller]
-    fn write_handle(&self, h: Handle, addr: usize) {
+    pub(crate) fn write_handle(&self, h: Handle, addr: usize) {
         self.addr(h);
         // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
         unsafe { *(*self.handles.get()).as_mut_ptr().add(h.index() as usize) = addr };
@@ -498,13 +498,6 @@ impl<'h> Mutator<'h> {
     pub fn root(&self, g: Gc<'_>) -> Handle {
         let a = self.own(g);
         self.push_handle(a)
-    }
-
-    /// Make the existing handle `dst` hold the object at `addr` (checked as in [`Self::addr`]).
-    #[inline(always)]
-    #[track_caller]
-    pub(crate) fn set_root_addr(&self, dst: Handle, addr: usize) {
-        self.write_handle(dst, addr);
     }
 
     /// Make the existing handle `dst` hold `g` (or null), without a new handle.
@@ -668,7 +661,7 @@ impl<'h> Mutator<'h> {
             // touches; a size is at least one word (the header).
             unsafe {
                 raw::set_header(top, h);
-                zero_body(top, size);
+                zero_from(top + WORD, top + size);
             }
             return Ok(top);
         }
@@ -708,7 +701,7 @@ impl<'h> Mutator<'h> {
             // SAFETY: [top, top+size) is inside this thread's TLAB.
             unsafe {
                 raw::set_header(top, h);
-                zero_body(top, size);
+                zero_from(top + WORD, top + size);
             }
             self.account_sampling(top, size);
             return Ok(top);
@@ -1054,21 +1047,33 @@ impl<'h> Mutator<'h> {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<Option<Handle>, GcError>,
     ) -> Result<Option<Handle>, GcError> {
+        self.scope_keeping(f, |h| *h).map(|(_, kept)| kept)
+    }
+
+    /// The core of [`Self::scope_escape`] and [`Mutator::scope_escape_typed`]: run `f` in a
+    /// scope and, if it succeeds, keep the object of the handle `held` finds in its result in
+    /// a new handle of the enclosing scope (the first slot the scope released); every other
+    /// handle of the scope is released. Returns the result and the new handle.
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn scope_keeping<R, E>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<R, E>,
+        held: impl FnOnce(&R) -> Option<Handle>,
+    ) -> Result<(R, Option<Handle>), E> {
         let mark = self.open_scope();
-        match f(self) {
-            Ok(Some(h)) => {
+        let r = f(self);
+        let kept = match r.as_ref().ok().and_then(held) {
+            Some(h) => {
                 let a = self.addr(h);
-                Ok(Some(self.release_keeping(mark, a)))
+                Some(self.release_keeping(mark, a))
             }
-            Ok(None) => {
+            None => {
                 self.release_handles(mark);
-                Ok(None)
+                None
             }
-            Err(e) => {
-                self.release_handles(mark);
-                Err(e)
-            }
-        }
+        };
+        r.map(|r| (r, kept))
     }
 
     /// Begin a scope: poll for a safepoint and return the handle stack's height, which the
@@ -1201,22 +1206,6 @@ fn prefetch_for_allocation(top: usize) {
 unsafe fn zero_from(from: usize, to: usize) {
     // SAFETY: the caller's contract.
     unsafe { std::ptr::write_bytes(from as *mut u8, 0, to - from) };
-}
-
-/// Zero the body of the `size`-byte object at `obj` (everything after its header).
-///
-/// # Safety
-/// `[obj, obj + size)` is memory of this thread's, with `size` at least one word.
-#[inline(always)]
-unsafe fn zero_body(obj: usize, size: usize) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        std::ptr::write_bytes(
-            (obj + crate::object::WORD) as *mut u8,
-            0,
-            size - crate::object::WORD,
-        )
-    };
 }
 
 /// Make room for one more handle in the stack and its stamps, keeping the stamps at least as
