@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt as _;
+
 use common::{assert_exit_2, command, concord, scratch, stdout_json, text};
 
 #[test]
@@ -139,4 +141,47 @@ fn bad_flags_exit_2() {
         assert_exit_2(args, expected);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--costs /dev/zero` is refused at once as a character device, as `--config /dev/zero` is
+/// (it used to be read until memory ran out: 24 GB, then the OOM killer), here under a 2 GiB
+/// address-space limit; and the hint names a regular file to write, not the device.
+#[test]
+fn a_costs_file_that_is_a_device_is_refused_within_a_memory_bound() {
+    for args in [
+        &["sim", "validate", "--quick", "--costs", "/dev/zero"][..],
+        &["sim", "gcbench", "--cpus", "4", "--costs", "/dev/zero"],
+    ] {
+        let mut c = command(args);
+        // SAFETY: between fork and exec only setrlimit, async-signal-safe, is called, on a
+        // value owned by the closure.
+        unsafe {
+            c.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = c.output().unwrap();
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "--costs: cannot read the calibration /dev/zero: it is a character device, not a \
+                 regular file (allowed: a regular file or a pipe of at most 1M)"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("--out concord-costs.json` and give that file")
+                && !stderr.contains("--out /dev/zero"),
+            "{args:?}: {stderr}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o.stdout));
+    }
 }

@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use concord::os::{affinity, futex};
 use concord::{CollectionKind, GcConfig, GcError, Handle, Mutator, ObjectType, Preset};
 use serde::{Deserialize, Serialize};
@@ -274,14 +274,25 @@ impl CalibratedCosts {
 }
 
 /// Reads a calibration written by `concord sim calibrate`, with an error naming the file and
-/// what is wrong: missing or unreadable, not JSON of this layout, another version, or a cost
-/// that is not a positive number.
+/// what is wrong: missing or unreadable, not a regular file or a pipe, longer than a
+/// calibration can be, not JSON of this layout, another version, or a cost outside its range
+/// ([`CalibratedCosts::check`]). The file is read as `--config` is
+/// ([`concord::config::read_config_file`]: a regular file or a pipe, at most
+/// [`concord::config::MAX_CONFIG_FILE_BYTES`]), so a device such as `/dev/zero` is refused
+/// before it fills memory.
 pub fn load(path: &Path) -> Result<CalibratedCosts> {
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "cannot read the calibration {} (write one with `concord sim calibrate --out {}`)",
+    let text = concord::config::read_config_file(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::InvalidData => {
+                "it is not UTF-8 text (allowed: the JSON file concord sim calibrate writes)"
+                    .to_string()
+            }
+            _ => e.to_string(),
+        };
+        anyhow!(
+            "cannot read the calibration {}: {why} ({})",
             path.display(),
-            path.display()
+            how_to_write(path)
         )
     })?;
     let value: serde_json::Value = serde_json::from_str(&text)
@@ -301,6 +312,27 @@ pub fn load(path: &Path) -> Result<CalibratedCosts> {
         .check()
         .with_context(|| format!("{} is not a valid calibration", path.display()))?;
     Ok(costs)
+}
+
+/// How to write a calibration `--costs` can read instead of `path`: to `path` itself when it
+/// is a regular file or does not exist, otherwise (a device, a directory, a pipe: what
+/// `calibrate --out` would replace or cannot write) to [`DEFAULT_FILE`].
+fn how_to_write(path: &Path) -> String {
+    let regular_or_missing = match std::fs::metadata(path) {
+        Ok(meta) => meta.is_file(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    };
+    if regular_or_missing {
+        format!(
+            "write one with `concord sim calibrate --out {}`",
+            path.display()
+        )
+    } else {
+        format!(
+            "write one to a regular file with `concord sim calibrate --out {DEFAULT_FILE}` and \
+             give that file"
+        )
+    }
 }
 
 /// How much to measure.
@@ -874,6 +906,37 @@ mod tests {
         negative.costs.futex_wake = -1.0;
         let e = load_error("negative.json", Some(&negative.to_json()));
         assert!(e.contains("cost futex_wake is -1"), "{e}");
+    }
+
+    /// A directory or a file longer than a calibration can be is refused as `--config` refuses
+    /// them, and the suggestion names a file `calibrate --out` can write (`/dev/zero` itself,
+    /// read with a memory bound, is tested end to end in `sim_validate.rs`).
+    #[test]
+    fn a_calibration_is_read_as_a_config_file_and_the_hint_names_a_regular_file() {
+        let dir = scratch("a-directory.json");
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = format!("{:#}", load(&dir).unwrap_err());
+        assert!(
+            e.contains("it is a directory, not a regular file (allowed: a regular file or a pipe"),
+            "{e}"
+        );
+        assert!(
+            e.contains("`concord sim calibrate --out concord-costs.json` and give that file")
+                && !e.contains(&format!("--out {}", dir.display())),
+            "{e}"
+        );
+        let padding = " ".repeat(concord::config::MAX_CONFIG_FILE_BYTES as usize);
+        let e = load_error(
+            "long.json",
+            Some(&format!("{}{padding}", sample().to_json())),
+        );
+        assert!(e.contains("longer than a configuration file can be"), "{e}");
+        // A regular file (or one not there yet) is the one to write.
+        assert!(e.contains("--out ") && e.contains("long.json`"), "{e}");
+        let path = scratch("latin1.json");
+        std::fs::write(&path, b"{\"version\": 1, \"caf\xe9\": 0}").unwrap();
+        let e = format!("{:#}", load(&path).unwrap_err());
+        assert!(e.contains("it is not UTF-8 text"), "{e}");
     }
 
     #[test]
