@@ -741,10 +741,10 @@ impl Mutator<'_> {
         dst: Root<T>,
         f: impl FnOnce(&mut Self) -> Result<Root<T>, E>,
     ) -> Result<(), E> {
-        let mark = self.open_scope();
-        let r = f(self);
-        let kept = r.map(|root| self.addr(root.handle));
-        self.release_handles(mark);
+        let scope = self.open_scope();
+        let r = f(scope.m);
+        let kept = r.map(|root| scope.m.addr(root.handle));
+        drop(scope);
         // `dst` is checked after the release: a root of the scope that just ended is stale.
         kept.map(|a| self.write_handle(dst.handle, a))
     }

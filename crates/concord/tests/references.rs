@@ -423,6 +423,61 @@ fn resources_are_dropped_once_after_their_objects_die() {
     }
 }
 
+/// Resources whose drops panic: the first panic of a batch reaches the caller and the others
+/// stay due for the next run, one panic at a time; at the mutator's end every one is dropped
+/// and the first panic propagates. (Dropping a batch used to drop the rest while the first
+/// panic unwound, and a second panic then aborted the process.)
+#[test]
+fn panicking_resources_found_dead_together_do_not_abort() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    struct Fails(u64, Rc<RefCell<Vec<u64>>>);
+    impl Drop for Fails {
+        fn drop(&mut self) {
+            self.1.borrow_mut().push(self.0);
+            panic!("resource {} failed to close", self.0);
+        }
+    }
+    let heap = heap(configs().remove(0));
+    let mut m = heap.attach();
+    let dropped = Rc::new(RefCell::new(Vec::new()));
+    m.scope(|m| {
+        for i in 1..=3 {
+            let n = m.alloc_typed(leaf(i)).unwrap();
+            m.on_collect(n, Fails(i, dropped.clone()));
+        }
+    });
+    // The collection finds all three dead; the mutator drops them after its stop.
+    let r = catch_unwind(AssertUnwindSafe(|| m.collect(CollectionKind::Young)));
+    assert!(r.is_err(), "the first resource's panic propagates");
+    assert_eq!(dropped.borrow().len(), 1);
+    for n in 2..=3 {
+        let r = catch_unwind(AssertUnwindSafe(|| m.run_cleaners()));
+        assert!(r.is_err(), "resource {n}'s panic propagates on its own run");
+        assert_eq!(dropped.borrow().len(), n);
+    }
+    assert_eq!(m.run_cleaners(), 0);
+    assert_eq!(m.reference_counts(), (0, 0, 0));
+    // Reachable at the mutator's end: all dropped, the first panic propagates.
+    for i in 4..=5 {
+        let n = m.alloc_typed(leaf(i)).unwrap();
+        m.on_collect(n, Fails(i, dropped.clone()));
+    }
+    let r = catch_unwind(AssertUnwindSafe(move || drop(m)));
+    let message = r.expect_err("a resource's panic at the mutator's end propagates");
+    let message = message.downcast_ref::<String>().map(String::as_str);
+    assert!(
+        matches!(
+            message,
+            Some("resource 4 failed to close" | "resource 5 failed to close")
+        ),
+        "{message:?}"
+    );
+    let mut all = dropped.borrow().clone();
+    all.sort_unstable();
+    assert_eq!(all, [1, 2, 3, 4, 5]);
+    assert_verified(&heap);
+}
+
 #[test]
 fn resources_of_a_mutator_in_a_blocking_region_are_dropped_when_it_returns() {
     let mut config = GcConfig::for_preset(Preset::Optimized);

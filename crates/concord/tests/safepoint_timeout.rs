@@ -138,3 +138,51 @@ fn child() {
     });
     assert_eq!(heap.collection_count(), 1);
 }
+
+/// A mutator leaked on a thread that then ends (`mem::forget`) never reaches a safepoint; the
+/// thread's end detaches it, so later collections go on instead of waiting for ever, and what
+/// the other mutators hold is intact.
+#[test]
+fn a_mutator_leaked_by_an_ended_thread_holds_no_collection_up() {
+    let heap = std::sync::Arc::new(
+        Heap::builder()
+            .heap_size(16 * MIB)
+            .gc_threads(2)
+            .configure(|c| c.verify = true)
+            .build()
+            .unwrap(),
+    );
+    let watched = heap.clone();
+    let (done_tx, done) = mpsc::channel();
+    let checker = std::thread::spawn(move || {
+        let heap = watched;
+        let mut m = heap.attach();
+        let kept = m.alloc(concord::ObjectType::fixed(1, 8)).unwrap();
+        m.write_u64(kept, 0, 42);
+        for round in 0..3 {
+            let leaker = heap.clone();
+            std::thread::spawn(move || {
+                let mut leaked = leaker.attach();
+                let h = leaked.alloc(concord::ObjectType::fixed(1, 8)).unwrap();
+                leaked.write_u64(h, 0, round);
+                // A global of the leaked mutator: no longer a root once its thread ends.
+                let _global = leaked.global_handle(h);
+                std::mem::forget(leaked);
+            })
+            .join()
+            .unwrap();
+            m.collect(CollectionKind::Young);
+            m.collect(CollectionKind::Full);
+        }
+        let value = m.read_u64(kept, 0);
+        drop(m);
+        heap.collect(CollectionKind::Full);
+        let _ = done_tx.send(value);
+    });
+    // Before the fix the first collection waited for the leaked mutator for ever.
+    let value = done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the collections after a leaked mutator's thread ended did not finish");
+    assert_eq!(value, 42);
+    checker.join().unwrap();
+}

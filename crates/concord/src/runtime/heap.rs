@@ -731,6 +731,11 @@ impl Heap {
         &self.inner
     }
 
+    /// The shared state, for what must find the heap without borrowing it (a thread-exit hook).
+    pub(crate) fn inner_weak(&self) -> std::sync::Weak<HeapInner> {
+        Arc::downgrade(&self.inner)
+    }
+
     /// Attach the calling thread as a mutator; detached when the returned value drops.
     /// Panics if the thread has a mutator of this heap already (it would wait for itself at
     /// the next collection).

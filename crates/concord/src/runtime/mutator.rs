@@ -13,11 +13,11 @@
 //! the slot write plus one card byte; a load through a `Gc` is the header (bounds) and the
 //! slot. Everything else (TLAB refill, lifespan sampling, collections, panics) is out of line.
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use super::gc_ref::{checked_payload_field, slot_out_of_bounds, Gc};
@@ -74,41 +74,45 @@ impl Scalar for u64 {
 /// A root that stays valid while objects move: an index into its mutator's handle stack.
 ///
 /// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
-/// Using a handle of another mutator, or one whose scope has ended, panics. The check is a
-/// generation check: a handle carries the stamp of the scope epoch it was made in, and its
-/// slot remembers the stamp of the handle it holds now. Every ended scope starts a new epoch,
-/// and stamps are unique in the process, so a stale handle (even once the stack has grown
-/// back past its index) or one of another mutator never matches. A use costs the bounds
-/// comparison it always did plus one comparison with the current stamp, and for a handle
-/// made before the last ended scope one more load and comparison. (Stamps are 32 bits: only
-/// after 2^32 scopes have ended in the process can one come back.)
+/// Using a handle of another mutator, or one whose scope has ended, panics, every time and for
+/// the life of the process. The check is a generation check: a handle carries the stamp of the
+/// scope epoch it was made in, and its slot remembers the stamp of the handle it holds now.
+/// Every ended scope starts a new epoch, and a stamp is handed out once in the process (stamps
+/// are 64 bits, taken from one process-wide counter that never wraps), so a stale handle (even
+/// once the stack has grown back past its index) or one of another mutator, of this heap or
+/// another, alive or detached, never matches. A use costs the bounds comparison it always did
+/// plus one comparison with the current stamp, and for a handle made before the last ended
+/// scope one more load and comparison.
 ///
-/// One word: the stamp in the high half, the index in the low half. A stamp is never 0, so the
-/// word is never 0 and `Option<Handle>` is one word too; and `Result<Handle, GcError>` (every
-/// allocation's result) is returned in two registers rather than through memory.
+/// Two words: the stamp and the slot's index. A stamp is never 0, so `Option<Handle>` is the
+/// same size, and `Result<Handle, GcError>` (every allocation's result) is two words too,
+/// returned in two registers rather than through memory.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Handle(NonZeroU64);
+pub struct Handle {
+    stamp: NonZeroU64,
+    index: u32,
+}
 
 impl Handle {
     /// The handle of slot `index` made in the epoch of `stamp` (never 0).
     #[inline(always)]
-    fn new(index: u32, stamp: u32) -> Handle {
-        let word = u64::from(stamp) << 32 | u64::from(index);
+    fn new(index: u32, stamp: u64) -> Handle {
         debug_assert!(stamp != 0, "stamp 0 is never handed out");
-        // SAFETY: no stamp is 0 (see `take_stamp_block`), so the word is not 0.
-        Handle(unsafe { NonZeroU64::new_unchecked(word) })
+        // SAFETY: no stamp is 0 (see `take_stamps`: the counter starts at 1 and never wraps).
+        let stamp = unsafe { NonZeroU64::new_unchecked(stamp) };
+        Handle { stamp, index }
     }
 
     /// The handle stack slot it indexes.
     #[inline(always)]
     fn index(self) -> u32 {
-        self.0.get() as u32
+        self.index
     }
 
     /// The stamp of the epoch the handle was made in.
     #[inline(always)]
-    fn stamp(self) -> u32 {
-        (self.0.get() >> 32) as u32
+    fn stamp(self) -> u64 {
+        self.stamp.get()
     }
 }
 
@@ -121,39 +125,56 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-/// Stamps are taken from the process-wide stamp space in blocks of this many (the low bits of
-/// a stamp count within its block), so a mutator touches the shared counter once per this
-/// many ended scopes.
-const STAMP_BLOCK_BITS: u32 = 16;
+/// The first run of stamps a mutator takes holds this many; each further run of the same
+/// mutator twice as many as its last, up to [`MAX_STAMP_RUN`], so a mutator touches the shared
+/// counter once per this many ended scopes at first and rarely after, keeps few runs to tell
+/// its own stale handles from foreign ones, and an attach uses up only a few stamps.
+const FIRST_STAMP_RUN: u64 = 1 << 12;
 
-/// The next block of stamps to hand out (block 0 is never used, so no stamp is 0).
-static NEXT_STAMP_BLOCK: AtomicU32 = AtomicU32::new(1);
+/// The longest run of stamps taken at once.
+const MAX_STAMP_RUN: u64 = 1 << 32;
 
-/// The set of stamp blocks used by a mutator whose first stamp is `first` (a bit per block).
-fn used_stamp_blocks(first: u32) -> Box<[u64]> {
-    let mut blocks = vec![0u64; (1 << (32 - STAMP_BLOCK_BITS)) / 64].into_boxed_slice();
-    mark_stamp_block(&mut blocks, first);
-    blocks
+/// The next stamp no mutator has taken (0 is never handed out, so `Option<Handle>` has a
+/// niche). It only grows: a stamp, once taken, is never taken again.
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh run of `len` stamps, never handed out before: its first stamp. Panics, rather than
+/// reuse a stamp, once the 64-bit stamp space is used up (after 2^52 attaches or 2^63 ended
+/// scopes, centuries at any rate a machine reaches).
+#[cold]
+#[inline(never)]
+fn take_stamps(len: u64) -> u64 {
+    // Relaxed: runs only need to be distinct, which the read-modify-write guarantees.
+    match NEXT_STAMP.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| {
+        next.checked_add(len)
+    }) {
+        Ok(first) => first,
+        Err(_) => panic!("handle stamps used up: 2^64 stamps were handed out in this process"),
+    }
 }
 
-/// The word and bit of the block of `stamp` in a set of used blocks.
-fn stamp_block_bit(stamp: u32) -> (usize, u64) {
-    let block = (stamp >> STAMP_BLOCK_BITS) as usize;
-    (block / 64, 1 << (block % 64))
+/// The runs of stamps one mutator has taken, `[start, end)` in increasing order (merged when
+/// one follows the last), to tell its own stale handles from other mutators' when a check
+/// fails.
+#[derive(Default)]
+struct StampRuns {
+    runs: Vec<(u64, u64)>,
 }
 
-/// Add the block of `stamp` to a mutator's used blocks.
-fn mark_stamp_block(blocks: &mut [u64], stamp: u32) {
-    let (word, bit) = stamp_block_bit(stamp);
-    blocks[word] |= bit;
-}
+impl StampRuns {
+    fn add(&mut self, start: u64, end: u64) {
+        match self.runs.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => self.runs.push((start, end)),
+        }
+    }
 
-/// A fresh block of stamps: its first stamp.
-fn take_stamp_block() -> u32 {
-    // Relaxed: blocks only need to be distinct, which the read-modify-write guarantees.
-    let block = NEXT_STAMP_BLOCK.fetch_add(1, Ordering::Relaxed);
-    let block = block % (1 << (32 - STAMP_BLOCK_BITS));
-    block.max(1) << STAMP_BLOCK_BITS
+    fn contains(&self, stamp: u64) -> bool {
+        // The runs are increasing (the counter only grows): the last run starting at or below
+        // `stamp` is the only one that can hold it.
+        let i = self.runs.partition_point(|&(start, _)| start <= stamp);
+        i > 0 && stamp < self.runs[i - 1].1
+    }
 }
 
 /// The part of a mutator the collector reaches: its handle stack as it was when the mutator
@@ -165,7 +186,7 @@ pub(crate) struct MutatorShared {
     /// The attached thread's name, if it has one.
     thread_name: Option<String>,
     /// The attached thread's kernel thread id.
-    tid: i32,
+    pub tid: i32,
     /// The handle stack as the mutator published it when it last stopped (the stack itself
     /// is the mutator's own, so the fast paths reach it without a pointer chase).
     published: UnsafeCell<crate::collection::RootSlots>,
@@ -264,16 +285,20 @@ pub struct Mutator<'h> {
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
     /// The stamp of each handle slot's handle (see [`Handle`]): entry `i` is meaningful
-    /// while `i` is below the handle stack's length, which is the only length kept. Never
-    /// shorter than the stack's capacity, so an index below the stack's length needs no
-    /// second bounds check. Only this thread touches it; the collector never does.
-    handle_stamps: UnsafeCell<Box<[u32]>>,
+    /// while `i` is below the handle stack's length, which is the only length kept. Its
+    /// length is the stack's limit: the stack's capacity is at least as large, the stack is
+    /// never longer, and it is at most [`MAX_HANDLES`], so an index below the stack's length
+    /// needs no second bounds check and fits a handle. Only this thread touches it; the
+    /// collector never does.
+    handle_stamps: UnsafeCell<Box<[u64]>>,
     /// The current epoch's stamp: handles made now carry it. A new one after every ended
     /// scope, so no handle made before matches a slot refilled after.
-    stamp: u32,
-    /// The stamp blocks this mutator has used (a bit per block), to tell its own stale
-    /// handles from handles of other mutators when a check fails.
-    stamp_blocks: Box<[u64]>,
+    stamp: u64,
+    /// The end of the run of stamps `stamp` is taken from.
+    stamp_run_end: u64,
+    /// The runs of stamps this mutator has taken, to tell its own stale handles from handles
+    /// of other mutators when a check fails.
+    stamp_runs: StampRuns,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
     /// The resources attached to objects (`refs.rs`): they never leave this thread.
@@ -293,11 +318,14 @@ impl<'h> Mutator<'h> {
         let tid = crate::os::sched::current_tid();
         let shared = Arc::new(MutatorShared::new(id, tid));
         inner.safepoint.attach(shared.clone());
+        ThreadMutators::note_attached(heap.inner_weak(), &shared);
         inner.mutator_sched.on_attach(tid);
         inner.gc_affinity.note_mutator(tid, true);
         let handles = Vec::with_capacity(256);
-        let stamps = vec![0; handles.capacity()].into_boxed_slice();
-        let stamp = take_stamp_block();
+        let stamps = vec![0; 256].into_boxed_slice();
+        let stamp = take_stamps(FIRST_STAMP_RUN);
+        let mut stamp_runs = StampRuns::default();
+        stamp_runs.add(stamp, stamp + FIRST_STAMP_RUN);
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
             let left = profiler.next_gap(&mut rng);
@@ -322,7 +350,8 @@ impl<'h> Mutator<'h> {
             sampler,
             handle_stamps: UnsafeCell::new(stamps),
             stamp,
-            stamp_blocks: used_stamp_blocks(stamp),
+            stamp_run_end: stamp + FIRST_STAMP_RUN,
+            stamp_runs,
             tid,
             refs_local: Default::default(),
             _not_send: PhantomData,
@@ -336,7 +365,7 @@ impl<'h> Mutator<'h> {
     }
 
     #[inline(always)]
-    fn handle_stamps(&self) -> &[u32] {
+    fn handle_stamps(&self) -> &[u64] {
         // SAFETY: only this thread touches the stamps, and no `&mut` to them outlives a call.
         unsafe { &*self.handle_stamps.get() }
     }
@@ -348,19 +377,25 @@ impl<'h> Mutator<'h> {
         // SAFETY: this thread is running, so the collector does not touch the stack now, and
         // `&mut self` makes this the only reference.
         unsafe { (*self.handles.get()).truncate(mark) };
-        // The last block's last stamp wraps to 0, which starts a block too.
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp.trailing_zeros() >= STAMP_BLOCK_BITS {
-            self.next_stamp_block();
+        self.stamp += 1;
+        if self.stamp == self.stamp_run_end {
+            self.next_stamp_run();
         }
     }
 
-    /// The current block of stamps is used up: take the next.
+    /// The current run of stamps is used up: take the next, twice as long as the last.
     #[cold]
     #[inline(never)]
-    fn next_stamp_block(&mut self) {
-        self.stamp = take_stamp_block();
-        mark_stamp_block(&mut self.stamp_blocks, self.stamp);
+    fn next_stamp_run(&mut self) {
+        let last = self
+            .stamp_runs
+            .runs
+            .last()
+            .map_or(0, |&(start, end)| end - start);
+        let len = (last * 2).clamp(FIRST_STAMP_RUN, MAX_STAMP_RUN);
+        self.stamp = take_stamps(len);
+        self.stamp_run_end = self.stamp + len;
+        self.stamp_runs.add(self.stamp, self.stamp_run_end);
     }
 
     /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
@@ -373,12 +408,12 @@ impl<'h> Mutator<'h> {
         // returns, and none calls another while holding one.
         let (hs, stamps) = unsafe { (&mut *self.handles.get(), &mut *self.handle_stamps.get()) };
         let index = hs.len();
-        // One capacity check for both: the stamps are never shorter than the stack's capacity.
-        if index == hs.capacity() {
+        // One check for both: the stamps' length is the stack's limit (see `handle_stamps`).
+        if index == stamps.len() {
             grow_handle_stack(hs, stamps);
         }
-        // SAFETY: `index` is the stack's length, below its capacity (checked above) and so
-        // below the stamps' length.
+        // SAFETY: `index` is the stack's length, below the stamps' length (checked above) and
+        // so below the stack's capacity.
         unsafe {
             hs.as_mut_ptr().add(index).write(addr);
             hs.set_len(index + 1);
@@ -441,8 +476,8 @@ impl<'h> Mutator<'h> {
         // is the handle's. A handle of the current epoch needs no look at the stamps: nothing
         // has been released since it was made, and no other mutator has its stamp. Otherwise
         // the slot may be beyond the stack, refilled since by a handle of a later epoch, or
-        // of another mutator's stack, and the stamps tell. (The stamps are at least as long as
-        // the stack's capacity, so an index below its length is in bounds for both.)
+        // of another mutator's stack, and the stamps tell. (The stack is never longer than the
+        // stamps, so an index below its length is in bounds for both.)
         // SAFETY: the stamps are read only for `index < hs.len()`, in bounds (above).
         let valid = index < hs.len()
             && (h.stamp() == self.stamp
@@ -460,8 +495,7 @@ impl<'h> Mutator<'h> {
     #[inline(never)]
     #[track_caller]
     fn invalid_handle(&self, h: Handle) -> ! {
-        let (word, bit) = stamp_block_bit(h.stamp());
-        if self.stamp_blocks[word] & bit != 0 {
+        if self.stamp_runs.contains(h.stamp()) {
             stale_handle()
         } else {
             foreign_handle()
@@ -1030,13 +1064,12 @@ impl<'h> Mutator<'h> {
         self.handles().len()
     }
 
-    /// Run `f`; handles created inside are released when it returns. Polls for a safepoint.
+    /// Run `f`; handles created inside are released when it returns, or when it panics.
+    /// Polls for a safepoint.
     #[inline]
     pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        let mark = self.open_scope();
-        let r = f(self);
-        self.release_handles(mark);
-        r
+        let scope = self.open_scope();
+        f(scope.m)
     }
 
     /// Like [`Self::scope`], but the handle `f` returns survives as a new handle of the
@@ -1061,27 +1094,29 @@ impl<'h> Mutator<'h> {
         f: impl FnOnce(&mut Self) -> Result<R, E>,
         held: impl FnOnce(&R) -> Option<Handle>,
     ) -> Result<(R, Option<Handle>), E> {
-        let mark = self.open_scope();
-        let r = f(self);
+        let scope = self.open_scope();
+        let r = f(scope.m);
         let kept = match r.as_ref().ok().and_then(held) {
             Some(h) => {
-                let a = self.addr(h);
-                Some(self.release_keeping(mark, a))
+                let a = scope.m.addr(h);
+                Some(scope.end_keeping(a))
             }
-            None => {
-                self.release_handles(mark);
-                None
-            }
+            None => None,
         };
         r.map(|r| (r, kept))
     }
 
-    /// Begin a scope: poll for a safepoint and return the handle stack's height, which the
-    /// scope's end releases back to.
+    /// Begin a scope: poll for a safepoint and note the handle stack's height, which the
+    /// scope's end releases back to, however the scope ends.
     #[inline(always)]
-    pub(crate) fn open_scope(&mut self) -> usize {
+    pub(crate) fn open_scope(&mut self) -> OpenScope<'_, 'h> {
         self.safepoint_poll();
-        self.handles().len()
+        let mark = self.handles().len();
+        OpenScope {
+            m: self,
+            mark,
+            open: true,
+        }
     }
 
     /// End a scope begun at `mark` (its handles become stale) and keep the object at `kept`
@@ -1091,11 +1126,11 @@ impl<'h> Mutator<'h> {
         let len = self.handles().len();
         self.release_handles(mark);
         if mark < len {
-            // The slot at `mark` was in the stack a moment ago, so it is below its capacity
-            // (and the stamps' length): write there without a capacity check.
+            // The slot at `mark` was in the stack a moment ago, so it is below the stamps'
+            // length (and the stack's capacity): write there without a capacity check.
             let hs = self.handles.get_mut();
             let stamps = self.handle_stamps.get_mut();
-            // SAFETY: `mark < len <= capacity <= stamps.len()`.
+            // SAFETY: `mark < len <= stamps.len() <= capacity`.
             unsafe {
                 hs.as_mut_ptr().add(mark).write(kept);
                 hs.set_len(mark + 1);
@@ -1208,14 +1243,54 @@ unsafe fn zero_from(from: usize, to: usize) {
     unsafe { std::ptr::write_bytes(from as *mut u8, 0, to - from) };
 }
 
-/// Make room for one more handle in the stack and its stamps, keeping the stamps at least as
-/// long as the stack's capacity (so that `push_handle` checks one capacity).
+/// A scope being run: dropping it releases the handles made since it began, so a scope ends
+/// on every path out of it, a panic unwinding through it included (a request loop that
+/// catches panics must not keep each failed request's handles for ever). The mutator is
+/// reached through it while the scope runs.
+pub(crate) struct OpenScope<'a, 'h> {
+    pub m: &'a mut Mutator<'h>,
+    mark: usize,
+    /// False once [`Self::end_keeping`] has ended it.
+    open: bool,
+}
+
+impl OpenScope<'_, '_> {
+    /// End the scope keeping the object at `kept` in a new handle of the enclosing scope
+    /// ([`Mutator::release_keeping`]).
+    #[inline(always)]
+    pub fn end_keeping(mut self, kept: usize) -> Handle {
+        self.open = false;
+        self.m.release_keeping(self.mark, kept)
+    }
+}
+
+impl Drop for OpenScope<'_, '_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.open {
+            self.m.release_handles(self.mark);
+        }
+    }
+}
+
+/// The most handles a mutator's stack holds: every index must fit a handle's 32 bits.
+const MAX_HANDLES: usize = u32::MAX as usize;
+
+/// Make room for more handles in the stack and its stamps: the stamps' length is the stack's
+/// new limit (so that `push_handle` checks one length), at most [`MAX_HANDLES`], and the
+/// stack's capacity at least that.
 #[cold]
 #[inline(never)]
-fn grow_handle_stack(handles: &mut Vec<usize>, stamps: &mut Box<[u32]>) {
-    handles.reserve(1);
-    let mut grown = vec![0; handles.capacity()];
-    grown[..handles.len()].copy_from_slice(&stamps[..handles.len()]);
+#[track_caller]
+fn grow_handle_stack(handles: &mut Vec<usize>, stamps: &mut Box<[u64]>) {
+    let len = handles.len();
+    if len >= MAX_HANDLES {
+        panic!("handle stack full: a mutator holds at most {MAX_HANDLES} handles at once");
+    }
+    let limit = (len.max(128) * 2).min(MAX_HANDLES);
+    handles.reserve_exact(limit - len);
+    let mut grown = vec![0; limit];
+    grown[..len].copy_from_slice(&stamps[..len]);
     *stamps = grown.into_boxed_slice();
 }
 
@@ -1256,8 +1331,56 @@ impl Drop for Mutator<'_> {
         self.heap.mutator_sched.on_detach(self.tid);
         self.heap.gc_affinity.note_mutator(self.tid, false);
         self.heap.safepoint.detach(self.id);
+        ThreadMutators::note_detached(self.id);
         // On this thread, once detached: a slow drop holds no collection up.
-        drop(resources);
+        super::refs::drop_resources(resources);
+    }
+}
+
+/// The mutators attached on this thread and not yet dropped, so that the thread's end can
+/// detach any it leaked (`mem::forget`, `Box::leak`, a reference cycle): such a mutator never
+/// reaches a safepoint again, and every later collection of its heap would wait for it for
+/// ever. Nothing can use it once its thread is gone (a mutator is neither `Send` nor `Sync`),
+/// so detaching it is safe: its handles stop being roots, as when it is dropped, and the
+/// handle stack it last published, whose memory may be gone, is never read. Its resources
+/// (`on_collect`) are never run: they were leaked with it.
+struct ThreadMutators(RefCell<Vec<(Weak<HeapInner>, Arc<MutatorShared>)>>);
+
+thread_local! {
+    static THREAD_MUTATORS: ThreadMutators = const { ThreadMutators(RefCell::new(Vec::new())) };
+}
+
+impl ThreadMutators {
+    /// A mutator was attached on this thread. (While the thread's locals are being destroyed
+    /// there is no list: a mutator attached then is not watched.)
+    fn note_attached(heap: Weak<HeapInner>, shared: &Arc<MutatorShared>) {
+        let _ = THREAD_MUTATORS.try_with(|t| t.0.borrow_mut().push((heap, shared.clone())));
+    }
+
+    /// Mutator `id` of this thread was dropped.
+    fn note_detached(id: u32) {
+        let _ = THREAD_MUTATORS.try_with(|t| t.0.borrow_mut().retain(|(_, m)| m.id != id));
+    }
+}
+
+impl Drop for ThreadMutators {
+    /// The thread ends: detach what it leaked.
+    fn drop(&mut self) {
+        for (heap, shared) in self.0.get_mut().drain(..) {
+            let Some(heap) = heap.upgrade() else {
+                continue; // the heap is gone, and no collection waits
+            };
+            if heap.safepoint.detach_exited(shared.id) {
+                shared.refs.detach();
+                heap.mutator_sched.on_detach(shared.tid);
+                heap.gc_affinity.note_mutator(shared.tid, false);
+                log::warn!(
+                    "{} ended without dropping its mutator (leaked, e.g. with mem::forget): \
+                     detached at the thread's end; its handles and globals are no longer roots",
+                    shared.describe()
+                );
+            }
+        }
     }
 }
 

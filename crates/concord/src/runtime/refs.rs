@@ -132,6 +132,17 @@ impl RefShared {
         super::lock(&self.table)
     }
 
+    /// The owner detached: the tables are no longer roots nor processed.
+    pub fn detach(&self) {
+        let mut table = self.lock();
+        table.detached = true;
+        // Nothing reads these addresses again: every use of a reference checks for a mutator
+        // that no longer exists.
+        table.strong.slots.iter_mut().for_each(|s| *s = 0);
+        table.weak.slots.iter_mut().for_each(|s| *s = 0);
+        table.cleaners.slots.iter_mut().for_each(|s| *s = 0);
+    }
+
     /// The tables for the length of a safepoint operation: the VM thread holds this while the
     /// owner is stopped, and uses the ranges it gives until it drops it.
     pub fn lock_for_collection(&self) -> CollectionTables<'_> {
@@ -176,6 +187,41 @@ impl<'a> CollectionTables<'a> {
 #[derive(Default)]
 pub(crate) struct RefsLocal {
     resources: Vec<Option<Box<dyn Any>>>,
+    /// Resources found dead but not dropped yet: those after one whose drop panicked.
+    due: Vec<Box<dyn Any>>,
+}
+
+/// Resources not dropped yet, and the panic that stopped their dropping.
+type Interrupted = (Vec<Box<dyn Any>>, Box<dyn Any + Send>);
+
+/// Drop `resources` one at a time. If a drop panics, the ones after it are handed back (not
+/// dropped while the panic unwinds, where a second panic would abort the process) with the
+/// panic.
+fn drop_each(resources: Vec<Box<dyn Any>>) -> Result<(), Interrupted> {
+    let mut rest = resources.into_iter();
+    while let Some(r) = rest.next() {
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(r))) {
+            return Err((rest.collect(), panic));
+        }
+    }
+    Ok(())
+}
+
+/// Drop every resource of a mutator that is going away. Each is dropped even if one before it
+/// panics; the first panic then propagates (a later one's payload is dropped: its message was
+/// printed when it happened), unless the mutator itself is dropped by a panic's unwinding,
+/// where a second panic would abort the process.
+pub(crate) fn drop_resources(mut resources: Vec<Box<dyn Any>>) {
+    let mut first = None;
+    while let Err((rest, panic)) = drop_each(resources) {
+        first.get_or_insert(panic);
+        resources = rest;
+    }
+    if let Some(panic) = first {
+        if !std::thread::panicking() {
+            std::panic::resume_unwind(panic);
+        }
+    }
 }
 
 /// Whose reference a diagnostic is about.
@@ -483,17 +529,18 @@ impl Mutator<'_> {
     /// Drop now the resources whose objects collections have found dead (see
     /// [`Mutator::on_collect_handle`]); returns how many. The mutator does this by itself after
     /// each of its stops; this is for a thread that wants them dropped at a point of its
-    /// choosing. A resource whose drop panics propagates the panic (the resources after it in
-    /// this batch are dropped during the unwinding).
+    /// choosing. A resource whose drop panics propagates the panic; the resources after it
+    /// stay due, and the next run (the mutator's next stop, or a call of this) drops them, so
+    /// two panicking resources never make a panic during a panic (which would abort).
     pub fn run_cleaners(&mut self) -> usize {
         // Relaxed: a collection that raised it ended before this thread resumed, and the
-        // safepoint's mutex orders the two. (A load first: the usual answer is no, and a swap
-        // would write.)
+        // safepoint's mutex orders the two; the mutator raises it itself for resources left
+        // due by a panic. (A load first: the usual answer is no, and a swap would write.)
         let cleared = &self.shared().refs.cleaners_cleared;
         if !cleared.load(Ordering::Relaxed) || !cleared.swap(false, Ordering::Relaxed) {
             return 0;
         }
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.refs_local().due);
         let shared = self.shared().clone();
         {
             let mut table = shared.refs.lock();
@@ -508,26 +555,25 @@ impl Mutator<'_> {
         // Dropped with the table unlocked: a resource may hold globals or weak references,
         // whose drops take the lock.
         let n = due.len();
-        drop(due);
+        if let Err((rest, panic)) = drop_each(due) {
+            self.refs_local().due = rest;
+            self.shared()
+                .refs
+                .cleaners_cleared
+                .store(true, Ordering::Relaxed);
+            std::panic::resume_unwind(panic);
+        }
         n
     }
 
     /// The mutator is going away: its tables stop being roots and being processed, and every
     /// resource it holds is handed back (to be dropped on this thread after it has detached).
     pub(crate) fn detach_refs(&mut self) -> Vec<Box<dyn Any>> {
-        {
-            let mut table = self.shared().refs.lock();
-            table.detached = true;
-            // Nothing reads these addresses again: every use of a reference checks for a
-            // mutator that no longer exists.
-            table.strong.slots.iter_mut().for_each(|s| *s = 0);
-            table.weak.slots.iter_mut().for_each(|s| *s = 0);
-            table.cleaners.slots.iter_mut().for_each(|s| *s = 0);
-        }
-        std::mem::take(&mut self.refs_local().resources)
-            .into_iter()
-            .flatten()
-            .collect()
+        self.shared().refs.detach();
+        let local = self.refs_local();
+        let mut resources = std::mem::take(&mut local.due);
+        resources.extend(std::mem::take(&mut local.resources).into_iter().flatten());
+        resources
     }
 
     /// Global, weak and cleaner slots in use: (globals, weak references, cleaners).

@@ -207,6 +207,21 @@ impl Safepoint {
         self.vm_cv.notify_all();
     }
 
+    /// Unregister mutator `id`, whose thread ended without detaching it (see
+    /// `mutator::ThreadMutators`), in whatever state it was left. Returns whether it was still
+    /// attached.
+    pub fn detach_exited(&self, id: u32) -> bool {
+        let mut st = self.lock();
+        let Some(pos) = st.mutators.iter().position(|m| m.shared.id == id) else {
+            return false;
+        };
+        if st.mutators.swap_remove(pos).state == MutatorState::Running {
+            st.running -= 1;
+        }
+        self.vm_cv.notify_all();
+        true
+    }
+
     /// Number of attached mutators.
     pub fn attached(&self) -> usize {
         self.lock().mutators.len()

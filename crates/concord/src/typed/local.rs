@@ -222,14 +222,12 @@ impl<'s, 'h> Scope<'s, 'h> {
 
 impl<'h> Mutator<'h> {
     /// Run `f` in a scope whose [`Local`]s the borrow checker keeps inside it (see
-    /// [`crate::typed::local`]); every handle made in it is released when `f` returns. Polls
-    /// for a safepoint, as [`Mutator::scope`] does.
+    /// [`crate::typed::local`]); every handle made in it is released when `f` returns or
+    /// panics. Polls for a safepoint, as [`Mutator::scope`] does.
     #[inline]
     pub fn local_scope<R>(&mut self, f: impl for<'s> FnOnce(&mut Scope<'s, 'h>) -> R) -> R {
-        let mark = self.open_scope();
-        let r = f(&mut Scope { m: self });
-        self.release_handles(mark);
-        r
+        let scope = self.open_scope();
+        f(&mut Scope { m: scope.m })
     }
 }
 
