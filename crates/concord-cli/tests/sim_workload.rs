@@ -327,3 +327,73 @@ fn dynamic_gc_threads_choose_the_workers_of_each_simulated_collection_as_the_run
         assert_eq!(busy, 2, "{line}");
     }
 }
+
+/// `trace` as version 1 wrote it (before traces recorded their run): the magic, version 1
+/// and the frames, without the run record that follows version 2.
+fn as_version_1(trace: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let bytes = std::fs::read(trace).unwrap();
+    assert_eq!(&bytes[..9], b"CGCTRACE\x02");
+    // The run record: its length (one byte, under 128), then that many bytes.
+    let run_len = usize::from(bytes[9]);
+    assert!(run_len < 0x80);
+    let mut old = b"CGCTRACE\x01".to_vec();
+    old.extend_from_slice(&bytes[10 + run_len..]);
+    let path = dir.join("version-1.trace");
+    std::fs::write(&path, old).unwrap();
+    path
+}
+
+/// The summary JSON of `concord sim ARGS --cpus 4 --json` (which must succeed).
+fn summary_of(args: &[&str]) -> serde_json::Value {
+    let mut argv = vec!["sim"];
+    argv.extend_from_slice(args);
+    argv.extend(["--cpus", "4", "--gc-threads", "2", "--json"]);
+    let o = concord(&argv);
+    assert_eq!(o.status.code(), Some(0), "{argv:?}: {}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("summary JSON")
+}
+
+#[test]
+fn a_trace_names_its_workload_and_heap_and_a_mismatching_argument_exits_2() {
+    let dir = scratch("sim-workload-recorded-run");
+    // binary-trees 12 on a 4m heap.
+    let trace = recorded_trace(&dir);
+    let path = trace.to_str().unwrap();
+    // Another workload's name is refused, naming both.
+    assert_exit_2(
+        &["sim", "kmeans", "--cpus", "4", "--trace", path],
+        &format!(
+            "workload kmeans: the trace {path} was recorded from binary-trees, not kmeans \
+             (allowed: binary-trees, or no workload argument to take the trace's)"
+        ),
+    );
+    // So is another heap.
+    assert_exit_2(
+        &["sim", "--cpus", "4", "--heap", "8m", "--trace", path],
+        &format!("heap 8M: the trace {path} was recorded with a heap of 4M (allowed: 4M"),
+    );
+    // Without an argument the run is the trace's: workload and heap.
+    for args in [&["--trace", path][..], &["binary-trees", "--trace", path]] {
+        let s = summary_of(args);
+        assert_eq!(
+            (s["workload"].as_str(), s["heap_size"].as_u64()),
+            (Some("binary-trees"), Some(4 << 20)),
+            "{args:?}"
+        );
+    }
+    // A trace of before the run was recorded is read as before: labelled by the argument, or
+    // as an unknown workload without one.
+    let old = as_version_1(&trace, &dir);
+    let old = old.to_str().unwrap();
+    let s = summary_of(&["kmeans", "--heap", "4m", "--trace", old]);
+    assert_eq!(s["workload"], "kmeans");
+    let s = summary_of(&["--heap", "4m", "--trace", old]);
+    assert_eq!(s["workload"], "unknown workload");
+    let o = concord(&["sim", "--cpus", "4", "--heap", "4m", "--trace", old]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).starts_with("concord sim unknown workload (preset optimized, heap 4M"),
+        "{}",
+        text(&o.stdout)
+    );
+}

@@ -177,7 +177,7 @@ pub fn record(
     }
     let trace = load_trace(&recording.0)
         .map_err(|e| RunFailed::wrap(anyhow!("reading the recorded trace: {e}")))?;
-    Ok((trace, heap_run.summary))
+    Ok((trace.collections, heap_run.summary))
 }
 
 /// A simulation's outcome in `run`'s terms.

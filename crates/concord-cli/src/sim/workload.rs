@@ -8,35 +8,60 @@
 //! `--gc-records`, `--json`: parsed and resolved by the same code), plus the machine
 //! (`--cpus`/`--smt`/`--nodes` or `--machine`), `--sched`, `--load`, `--seed` and `--costs`.
 //! Without `--gc-threads` (or `--config`), the GC threads follow the simulated machine:
-//! HotSpot's rule for its CPU count (15 on `xeon-2x10`).
+//! HotSpot's rule for its CPU count (15 on `xeon-2x10`). A trace that records its run (the
+//! workload and heap size, [`TraceRun`]) supplies both: the workload argument may be left out,
+//! and one naming another workload, or a heap setting other than the trace's, is refused.
 //! Everything is checked before anything runs (exit 2, naming what is allowed); an output that
 //! cannot be written at the end is exit 1. The simulation itself is
 //! [`concord_sim::replay::driver::simulate`]; the records and summary are `run`'s types
 //! ([`Summary`], `CollectionRecord`), the summary JSON with one more object, `sim`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
-use concord::config::same_file;
+use concord::config::{format_size, same_file};
 use concord::os::fs::check_creatable;
+use concord::telemetry::gc_trace::TraceRun;
+use concord::GcConfig;
 use concord_sim::machine::Machine;
 use concord_sim::replay::driver::SchedModel;
 use concord_sim::replay::{load_trace, ReplayCollection};
+use concord_workloads::Workload;
 
 use super::simulation::{record, simulate, write_records, Simulator, Subject};
 use crate::console::{errln, out, outln};
 use crate::experiment::find_workload;
-use crate::flags::{RunFlags, WorkloadArgs};
+use crate::flags::{workload_size, RunFlags, WorkloadArgs};
 use crate::interference::Interference;
 use crate::run::{build_config, read_config, RunArgs};
+
+/// The workload of `concord sim [WORKLOAD] [SIZE]`: unlike `run`'s, it may be left out with
+/// `--trace` (the trace's own workload is taken).
+#[derive(Args, Debug, Clone)]
+pub struct SimWorkload {
+    /// Workload to simulate: gcbench, binary-trees, search, transform, render, database,
+    /// kmeans, kv-service, queue-churn (default: with --trace the one it was recorded from,
+    /// otherwise gcbench).
+    pub workload: Option<String>,
+    /// Workload size where it has one (binary-trees: tree depth, default 18).
+    #[arg(value_parser = workload_size, allow_negative_numbers = true)]
+    pub size: Option<u32>,
+}
+
+/// The workload recorded without a workload argument.
+const DEFAULT_WORKLOAD: &str = "gcbench";
+
+/// The label of a trace's run that names no workload, given none.
+const UNKNOWN_WORKLOAD: &str = "unknown workload";
 
 /// Flags of `concord sim WORKLOAD [SIZE]`.
 #[derive(Args, Debug, Clone)]
 pub struct SimWorkloadArgs {
     #[command(flatten)]
-    pub workload: WorkloadArgs,
+    pub workload: SimWorkload,
     /// Policy preset: vanilla, modern, suo18, naps or optimized (default optimized).
     #[arg(long)]
     pub preset: Option<String>,
@@ -105,10 +130,14 @@ struct Checked {
     costs_from: String,
 }
 
-/// The `run` flags of `args`, as `concord run` would be given them (for the configuration).
-fn run_args(args: &SimWorkloadArgs) -> RunArgs {
+/// The `run` flags of `args` for workload `workload`, as `concord run` would be given them
+/// (for the configuration).
+fn run_args(args: &SimWorkloadArgs, workload: &str) -> RunArgs {
     RunArgs {
-        workload: args.workload.clone(),
+        workload: WorkloadArgs {
+            workload: workload.to_string(),
+            size: args.workload.size,
+        },
         preset: args.preset.clone(),
         run: args.run.clone(),
         co_run: None,
@@ -122,17 +151,66 @@ fn run_args(args: &SimWorkloadArgs) -> RunArgs {
     }
 }
 
+/// The workload to simulate and its label, from the workload argument `named` and the run
+/// `trace` (its path and what it recorded), if one is replayed: the argument must name the
+/// trace's workload where the trace records one (then it may be left out); a trace that
+/// records none is labelled by the argument, or [`UNKNOWN_WORKLOAD`] without one. `None`:
+/// no workload of this build (a trace's workload unknown here, replayed as recorded).
+fn resolve_workload(
+    named: Option<&str>,
+    trace: Option<(&Path, &TraceRun)>,
+) -> Result<(Option<Arc<dyn Workload>>, String)> {
+    // `concord sim NAME`: a workload, or a subcommand misspelt.
+    let find = |name: &str| {
+        find_workload(name).map_err(|e| {
+            anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate, validate)")
+        })
+    };
+    let recorded = trace.and_then(|(path, run)| run.workload.as_deref().map(|w| (path, w)));
+    match (named, recorded) {
+        (Some(name), Some((path, recorded))) => {
+            let workload = find(name)?;
+            if workload.name() != recorded {
+                bail!(
+                    "workload {name}: the trace {} was recorded from {recorded}, not {} \
+                     (allowed: {recorded}, or no workload argument to take the trace's)",
+                    path.display(),
+                    workload.name()
+                );
+            }
+            Ok((Some(workload), recorded.to_string()))
+        }
+        (None, Some((_, recorded))) => Ok((find_workload(recorded).ok(), recorded.to_string())),
+        (Some(name), None) => {
+            let workload = find(name)?;
+            let label = workload.name().to_string();
+            Ok((Some(workload), label))
+        }
+        (None, None) if trace.is_some() => Ok((None, UNKNOWN_WORKLOAD.to_string())),
+        (None, None) => {
+            let workload = find(DEFAULT_WORKLOAD)?;
+            Ok((Some(workload), DEFAULT_WORKLOAD.to_string()))
+        }
+    }
+}
+
 /// Checks every flag of `args` (bad input is an error naming the flag and what is allowed);
 /// loads `--trace` and `--costs`.
 fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
-    // `concord sim NAME`: a workload, or a subcommand misspelt.
-    let workload = find_workload(&args.workload.workload).map_err(|e| {
-        anyhow!("{e}; or a subcommand of concord sim (allowed: calibrate, validate)")
-    })?;
+    let trace = match &args.trace {
+        Some(path) => {
+            Some(load_trace(path).map_err(|e| anyhow!("--trace {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let traced = args.trace.as_deref().zip(trace.as_ref().map(|t| &t.run));
+    let (workload, workload_name) = resolve_workload(args.workload.workload.as_deref(), traced)?;
     let params = args.run.params(args.workload.size, 1);
-    workload
-        .validate(&params)
-        .map_err(|e| anyhow!("workload {}: {e}", workload.name()))?;
+    if let Some(workload) = &workload {
+        workload
+            .validate(&params)
+            .map_err(|e| anyhow!("workload {}: {e}", workload.name()))?;
+    }
     args.run.refuse(
         "concord sim",
         &["interfere"],
@@ -146,9 +224,33 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
         args.nodes.as_deref(),
     )?;
     let simulator = Simulator::new(machine, args.sched, args.seed, args.costs.as_deref())?;
-    let run = run_args(args);
+    let run = run_args(
+        args,
+        workload.as_ref().map_or(DEFAULT_WORKLOAD, |w| w.name()),
+    );
     let file = read_config(&run)?;
-    let mut config = build_config(&run, file.as_ref(), workload.default_heap(&params))?;
+    // The heap is the trace's where it records one; a heap set otherwise must be the same.
+    let recorded_heap = trace.as_ref().and_then(|t| t.run.heap_bytes);
+    let default_heap = match (recorded_heap, &workload) {
+        (Some(bytes), _) => usize::try_from(bytes).unwrap_or(usize::MAX),
+        (None, Some(workload)) => workload.default_heap(&params),
+        (None, None) => GcConfig::default().heap_size,
+    };
+    let mut config = build_config(&run, file.as_ref(), default_heap)?;
+    if let Some(bytes) = recorded_heap {
+        if config.heap_size.div_ceil(1024) as u64 != bytes.div_ceil(1024) {
+            bail!(
+                "heap {}: the trace {} was recorded with a heap of {} (allowed: {}, or no heap \
+                 setting to take the trace's)",
+                format_size(config.heap_size),
+                args.trace
+                    .as_deref()
+                    .map_or_else(String::new, |p| p.display().to_string()),
+                format_size(bytes as usize),
+                format_size(bytes as usize)
+            );
+        }
+    }
     // GC threads left to the preset follow the simulated machine (HotSpot's rule for its CPU
     // count, as the simulated arms of the experiment commands), not this one.
     if args.run.gc_threads.is_none() && args.config.is_none() {
@@ -169,16 +271,13 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     let setup = simulator
         .setup(&config, params.mutators, args.load, args.seed)
         .map_err(|e| anyhow!(e))?;
-    let source = match &args.trace {
-        Some(path) => {
-            let trace = load_trace(path).map_err(|e| anyhow!("--trace {}: {e}", path.display()))?;
-            Source::File(path.clone(), trace)
-        }
-        None => Source::Record,
+    let source = match (&args.trace, trace) {
+        (Some(path), Some(trace)) => Source::File(path.clone(), trace.collections),
+        _ => Source::Record,
     };
     let checked = Checked {
         subject: Subject {
-            workload_name: workload.name().to_string(),
+            workload_name,
             params,
             config,
             setup,

@@ -27,6 +27,7 @@ use std::path::Path;
 
 use concord::telemetry::gc_trace::{
     Fate, GcTraceError, GcTraceReader, TraceAffinity, TraceCollection, TraceKind, TraceRootKind,
+    TraceRun,
 };
 
 /// A root task of a recorded collection.
@@ -207,24 +208,36 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// A GC trace loaded for replay: what it says about the run it was recorded from, and its
+/// collections.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// The workload and heap size, as far as the trace records them (a version 1 trace does
+    /// not).
+    pub run: TraceRun,
+    /// The collections, in order (at least one).
+    pub collections: Vec<ReplayCollection>,
+}
+
 /// Read every collection of the GC trace `input`, one frame at a time (only the compact form
 /// of the collections read so far is kept). A trace cut short or damaged is an error, not a
 /// shorter replay.
-pub fn read_trace(input: impl Read) -> Result<Vec<ReplayCollection>, LoadError> {
-    let reader = GcTraceReader::new(input).map_err(LoadError::Trace)?;
+pub fn read_trace(input: impl Read) -> Result<Trace, LoadError> {
+    let mut reader = GcTraceReader::new(input).map_err(LoadError::Trace)?;
+    let run = reader.run().clone();
     let mut collections = Vec::new();
-    for collection in reader {
+    for collection in &mut reader {
         let collection = collection.map_err(LoadError::Trace)?;
         collections.push(ReplayCollection::try_from(collection).map_err(LoadError::TooLarge)?);
     }
     if collections.is_empty() {
         return Err(LoadError::Empty);
     }
-    Ok(collections)
+    Ok(Trace { run, collections })
 }
 
 /// [`read_trace`] of the file at `path`.
-pub fn load_trace(path: &Path) -> Result<Vec<ReplayCollection>, LoadError> {
+pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
     let file = File::open(path).map_err(LoadError::Open)?;
     read_trace(BufReader::new(file))
 }
@@ -319,7 +332,7 @@ pub(crate) mod tests {
     fn the_compact_form_keeps_every_object_reference_and_reach() {
         let traced = tree(7, 100);
         let bytes = trace_bytes(&[traced.clone(), tree(8, 3)]);
-        let replay = read_trace(&bytes[..]).unwrap();
+        let replay = read_trace(&bytes[..]).unwrap().collections;
         assert_eq!(replay.len(), 2);
         let c = &replay[0];
         assert_eq!((c.id, c.kind, c.workers), (7, TraceKind::Young, 2));

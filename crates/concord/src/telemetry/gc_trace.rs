@@ -5,13 +5,17 @@
 //! (their one parallel phase copies); full collections, their marking phase (the summary,
 //! adjust and compaction phases that follow are not).
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! All integers are unsigned LEB128 varints unless said otherwise; "zigzag" marks a signed
 //! delta stored zigzag-encoded.
 //!
 //! ```text
-//! file       = magic "CGCTRACE" (8 bytes), version, frame*, end
+//! file       = magic "CGCTRACE" (8 bytes), version, run, frame*, end
+//! run        = payload length (at most 4096), workload name length, workload name (UTF-8;
+//!              empty: not known), heap bytes (0: not known)
+//!                                                  -- what was recorded; a reader skips
+//!                                                     fields after those it knows
 //! frame      = payload length (> 0), payload       -- one collection
 //! end        = payload length 0                    -- written when the file is finished
 //! payload    = id, kind (0 young, 1 full), workers, promotion failed (0/1),
@@ -26,6 +30,9 @@
 //!              ref*                                -- ref: zigzag delta from the object's id
 //! ```
 //!
+//! Version 1 is version 2 without `run`; [`GcTraceReader`] reads both (a version 1 trace's
+//! [`TraceRun`] knows nothing).
+//!
 //! Object ids are the objects' indices in the frame, in the order of their addresses before the
 //! collection. A frame is written whole or not at all ([`RecordLines`]), so a file ends either
 //! in the end marker or — cut by a failed write or a killed process — just after a whole frame
@@ -39,8 +46,11 @@
 //! collection's references are the slots it follows (those into eden and from-space); a full
 //! collection's, every non-null slot. Addresses are kept as they
 //! were before the collection; [`RawTrace::merge`] turns them into ids after the world has been
-//! resumed, and the VM thread writes the frame then, off the pause.
+//! resumed, and the VM thread writes the frame then, off the pause. The heap opens the trace
+//! with [`GcTraceFile::create`], which knows only the path: the program that builds the heap
+//! says which workload it runs on which heap size by building it inside [`recording`].
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read};
@@ -52,8 +62,42 @@ use crate::parallel::task_queue::Affinity;
 
 /// The first bytes of a GC trace.
 pub const MAGIC: &[u8; 8] = b"CGCTRACE";
-/// The format version this module writes and reads.
-pub const VERSION: u64 = 1;
+/// The format version this module writes (and the newest it reads).
+pub const VERSION: u64 = 2;
+/// The oldest format version this module reads (version 1: no [`TraceRun`]).
+pub const OLDEST_VERSION: u64 = 1;
+/// The longest `run` payload a reader accepts, bytes (a workload name and a size).
+pub const MAX_RUN_BYTES: u64 = 4096;
+
+/// What a trace says about the run it was recorded from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceRun {
+    /// The workload's name (`binary-trees`), if the writer knew it.
+    pub workload: Option<String>,
+    /// The heap's maximum size in bytes, if the writer knew it.
+    pub heap_bytes: Option<u64>,
+}
+
+thread_local! {
+    /// The run [`GcTraceFile::create`] records on this thread ([`recording`]).
+    static RECORDING: RefCell<TraceRun> = RefCell::new(TraceRun::default());
+}
+
+/// Runs `f`, with every trace that [`GcTraceFile::create`] starts on this thread meanwhile
+/// recording `run` (a heap opens its trace on the thread that builds it, in `Heap::new`);
+/// outside it a trace records nothing about its run. Nested calls restore the outer run.
+pub fn recording<T>(run: TraceRun, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<TraceRun>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(run) = self.0.take() {
+                RECORDING.with(|r| *r.borrow_mut() = run);
+            }
+        }
+    }
+    let _restore = Restore(Some(RECORDING.with(|r| r.replace(run))));
+    f()
+}
 
 /// What a collection did with an object it reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -398,11 +442,35 @@ fn to_id(v: i64) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("object id {v} is out of range"))
 }
 
-/// The file header.
-fn header() -> Vec<u8> {
+/// The file header, recording `run`.
+fn header(run: &TraceRun) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
     put(&mut h, VERSION);
+    let mut payload = Vec::new();
+    let name = run.workload.as_deref().unwrap_or("").as_bytes();
+    put(&mut payload, name.len() as u64);
+    payload.extend_from_slice(name);
+    put(&mut payload, run.heap_bytes.unwrap_or(0));
+    put(&mut h, payload.len() as u64);
+    h.extend(payload);
     h
+}
+
+impl TraceRun {
+    /// The run recorded in `run` payload `bytes`; fields after the known ones are skipped.
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut p = Payload { bytes, at: 0 };
+        let n = p.len()?;
+        let name = &bytes[p.at..p.at + n];
+        p.at += n;
+        let name =
+            std::str::from_utf8(name).map_err(|_| "the workload name is not UTF-8".to_string())?;
+        let heap_bytes = p.next()?;
+        Ok(TraceRun {
+            workload: (!name.is_empty()).then(|| name.to_string()),
+            heap_bytes: (heap_bytes != 0).then_some(heap_bytes),
+        })
+    }
 }
 
 /// A GC trace being written: staged beside its path, one whole frame per collection, stopped
@@ -415,9 +483,11 @@ pub struct GcTraceFile {
 impl GcTraceFile {
     /// Start the trace for `path` (its header written); `path` itself is replaced only by
     /// [`GcTraceFile::finish`].
+    /// The header records the run of the [`recording`] this is called in, if any.
     pub fn create(path: &Path) -> io::Result<Self> {
+        let run = RECORDING.with(|r| r.borrow().clone());
         Ok(Self {
-            out: RecordLines::create_binary(OutputKind::GcTrace, path, &header())?,
+            out: RecordLines::create_binary(OutputKind::GcTrace, path, &header(&run))?,
         })
     }
 
@@ -474,7 +544,8 @@ impl fmt::Display for GcTraceError {
             GcTraceError::NotATrace => f.write_str("not a GC trace (no CGCTRACE header)"),
             GcTraceError::Version(v) => write!(
                 f,
-                "GC trace version {v} is not supported (this reader reads version {VERSION})"
+                "GC trace version {v} is not supported (this reader reads versions \
+                 {OLDEST_VERSION} to {VERSION})"
             ),
             GcTraceError::Truncated { after: a } => {
                 write!(f, "the GC trace is truncated {}", after(a))
@@ -492,6 +563,7 @@ impl std::error::Error for GcTraceError {}
 /// for a file without its end marker or with a damaged frame — one error, and then ends.
 pub struct GcTraceReader<R> {
     input: R,
+    run: TraceRun,
     last: Option<u64>,
     done: bool,
 }
@@ -510,14 +582,44 @@ impl<R: Read> GcTraceReader<R> {
         }
         let mut reader = GcTraceReader {
             input,
+            run: TraceRun::default(),
             last: None,
             done: false,
         };
         match reader.varint()? {
-            Some(VERSION) => Ok(reader),
+            Some(OLDEST_VERSION) => Ok(reader),
+            Some(VERSION) => {
+                reader.run = reader.read_run()?;
+                Ok(reader)
+            }
             Some(v) => Err(GcTraceError::Version(v)),
             None => Err(GcTraceError::Truncated { after: None }),
         }
+    }
+
+    /// What the trace says about the run it was recorded from (nothing, for version 1).
+    pub fn run(&self) -> &TraceRun {
+        &self.run
+    }
+
+    /// The `run` record after the version.
+    fn read_run(&mut self) -> Result<TraceRun, GcTraceError> {
+        let truncated = GcTraceError::Truncated { after: None };
+        let len = self.varint()?.ok_or(truncated)?;
+        if len > MAX_RUN_BYTES {
+            return Err(self.corrupt(format!(
+                "its run record has {len} bytes (allowed: at most {MAX_RUN_BYTES})"
+            )));
+        }
+        let mut payload = Vec::new();
+        (&mut self.input)
+            .take(len)
+            .read_to_end(&mut payload)
+            .map_err(GcTraceError::Io)?;
+        if (payload.len() as u64) < len {
+            return Err(GcTraceError::Truncated { after: None });
+        }
+        TraceRun::decode(&payload).map_err(|r| self.corrupt(format!("its run record: {r}")))
     }
 
     /// The next varint of the file, `None` at its end (also inside the varint).
@@ -888,7 +990,7 @@ mod tests {
 
     /// The bytes of a trace of `collections`, with or without its end marker.
     fn file(collections: &[TraceCollection], end: bool) -> Vec<u8> {
-        let mut bytes = header();
+        let mut bytes = header(&TraceRun::default());
         for c in collections {
             let payload = c.encode();
             put(&mut bytes, payload.len() as u64);
@@ -950,7 +1052,7 @@ mod tests {
             Err(GcTraceError::Truncated { after: Some(5) })
         ));
         // Inside the first frame: nothing, truncated before the first collection.
-        let got = read(&whole[..header().len() + 5]);
+        let got = read(&whole[..header(&TraceRun::default()).len() + 5]);
         assert_eq!(got.len(), 1);
         let err = got[0].as_ref().unwrap_err();
         assert!(matches!(err, GcTraceError::Truncated { after: None }));
@@ -966,11 +1068,11 @@ mod tests {
             GcTraceReader::new(&b"{\"id\":0}\n"[..]),
             Err(GcTraceError::NotATrace)
         ));
-        let mut v2 = MAGIC.to_vec();
-        v2.push(2);
+        let mut v3 = MAGIC.to_vec();
+        v3.push(3);
         assert!(matches!(
-            GcTraceReader::new(&v2[..]),
-            Err(GcTraceError::Version(2))
+            GcTraceReader::new(&v3[..]),
+            Err(GcTraceError::Version(3))
         ));
         // A reference to an object that is not in the frame.
         let mut bad = collections();
@@ -984,6 +1086,65 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_trace_started_inside_recording_records_the_workload_and_heap() {
+        let dir = std::env::temp_dir().join(format!("concord-gc-trace-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.trace");
+        let run = TraceRun {
+            workload: Some("binary-trees".into()),
+            heap_bytes: Some(84 << 20),
+        };
+        let out = recording(run.clone(), || GcTraceFile::create(&path)).unwrap();
+        out.finish().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(GcTraceReader::new(&bytes[..]).unwrap().run(), &run);
+        // Outside `recording` (and after it) nothing is known.
+        GcTraceFile::create(&path).unwrap().finish().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            GcTraceReader::new(&bytes[..]).unwrap().run(),
+            &TraceRun::default()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_version_1_trace_is_read_with_no_run_and_later_run_fields_are_skipped() {
+        // Version 1: the frames follow the version at once.
+        let mut v1 = MAGIC.to_vec();
+        put(&mut v1, 1);
+        let v2 = file(&collections(), true);
+        v1.extend_from_slice(&v2[header(&TraceRun::default()).len()..]);
+        let reader = GcTraceReader::new(&v1[..]).unwrap();
+        assert_eq!(reader.run(), &TraceRun::default());
+        let back: Vec<_> = reader.map(Result::unwrap).collect();
+        assert_eq!(back, collections());
+        // A run record with a field this reader does not know yet.
+        let mut payload = b"\x04gcbe".to_vec();
+        put(&mut payload, 1 << 20);
+        payload.extend_from_slice(&[0x2a, 0x2a]);
+        let mut later = MAGIC.to_vec();
+        put(&mut later, VERSION);
+        put(&mut later, payload.len() as u64);
+        later.extend(payload);
+        later.push(0);
+        let reader = GcTraceReader::new(&later[..]).unwrap();
+        assert_eq!(reader.run().workload.as_deref(), Some("gcbe"));
+        assert_eq!(reader.run().heap_bytes, Some(1 << 20));
+        assert_eq!(reader.count(), 0);
+        // A run record longer than any run needs is refused before it is read.
+        let mut huge = MAGIC.to_vec();
+        put(&mut huge, VERSION);
+        put(&mut huge, 1 << 40);
+        let err = GcTraceReader::new(&huge[..]).err().unwrap().to_string();
+        assert_eq!(
+            err,
+            "the GC trace is corrupt before its first collection: its run record has \
+             1099511627776 bytes (allowed: at most 4096)"
+        );
     }
 
     #[test]
