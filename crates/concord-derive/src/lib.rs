@@ -5,16 +5,25 @@
 //! written:
 //!
 //! - `Option<Root<T>>` is a nullable reference field, `Root<T>` a never-null one (any path
-//!   ending in `Root`, e.g. `concord::typed::Root<T>`). Reference fields take the object's
-//!   reference slots, in declaration order: the first is slot 0.
+//!   ending in `Root`, e.g. `concord::typed::Root<T>`). `T` may be `Self`, the struct itself.
+//!   Reference fields take the object's reference slots, in declaration order: the first is
+//!   slot 0.
 //! - `u8`, `u16`, `u32`, `u64`, `usize`, `i8`, `i16`, `i32`, `i64`, `isize`, `f32`, `f64` and
-//!   `bool` are payload fields. They are laid out by decreasing size (declaration order within
-//!   one size), so every field sits at a multiple of its size with no padding: the payload
-//!   starts on a word boundary, so each is naturally aligned.
+//!   `bool`, also spelled `core::primitive::u64` or `std::primitive::u64` (with or without a
+//!   leading `::`), are payload fields. They are laid out by decreasing size (declaration order
+//!   within one size), so every field sits at a multiple of its size with no padding: the
+//!   payload starts on a word boundary, so each is naturally aligned.
 //!
 //! Anything else is refused with a compile error naming the field: Rust references, `String`,
-//! `Vec`, `Box`, `Option<u64>`, arrays, tuples, type aliases of the types above (the derive
-//! sees names, not types), as are generic structs, tuple and unit structs, enums and unions.
+//! `Vec`, `Box`, `Option<u64>`, arrays, tuples, type aliases of the types above and any other
+//! path to them (`crate::Key`, `my::u64`: the derive sees names, not types), as are generic
+//! structs, tuple and unit structs, enums and unions.
+//!
+//! A field may have any name, `clone`, `fmt` and `type` (as `r#type`) included: the
+//! generated code calls everything by its full path, so a getter named like a trait method
+//! changes nothing but what `view.name()` calls. Two fields whose methods would have one name
+//! (fields `x` and `set_x`: `set_x` would be both a setter and a getter) are a compile error
+//! naming both.
 //!
 //! It emits, for `struct Node`: `unsafe impl concord::typed::Trace for Node` (the
 //! `ObjectType` constant, the field table, the constructor glue), and `struct NodeView<'m>`
@@ -22,10 +31,25 @@
 //! `set_<field>`. Every access is a call of a `#[doc(hidden)]` unsafe function of
 //! `concord::typed::__private` at a slot index or payload offset computed here, which is what
 //! makes the unchecked accesses sound: the constants come from the same field list as the
-//! `ObjectType`.
+//! `ObjectType`. The accesses use the primitive itself (`::core::primitive::u8`) and the field's
+//! type as written, so a path that looks like a primitive but is not one does not compile:
+//!
+//! ```compile_fail,E0308
+//! mod core {
+//!     pub mod primitive {
+//!         #[allow(non_camel_case_types)]
+//!         pub type u8 = u64;
+//!     }
+//! }
+//! #[derive(concord::Trace)]
+//! struct Tricky {
+//!     small: core::primitive::u8, // error: expected `u64`, found `u8`
+//! }
+//! # fn main() {}
+//! ```
 
 use proc_macro::TokenStream;
-use proc_macro2::{Literal, TokenStream as TokenStream2};
+use proc_macro2::{Group, Literal, TokenStream as TokenStream2, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
@@ -141,18 +165,41 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
 
     let mut fields = Vec::new();
     let mut errors: Option<syn::Error> = None;
+    let mut add_error = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    // The view's methods, each with the field that makes it: (name, field, is the setter).
+    let mut methods: Vec<(String, &Ident, bool)> = Vec::new();
     for f in &named.named {
-        let ident = f.ident.clone().expect("named field");
-        match classify(&ident, &f.ty) {
+        let ident = f.ident.as_ref().expect("named field");
+        let field = ident.unraw().to_string();
+        for (method, setter) in [(field.clone(), false), (format!("set_{field}"), true)] {
+            let role = |setter: bool| if setter { "setter" } else { "getter" };
+            match methods.iter().find(|m| m.0 == method) {
+                // Two fields of one name: rustc reports that itself.
+                Some((_, other, _)) if other.unraw() == field => {}
+                Some((_, other, other_setter)) => add_error(syn::Error::new(
+                    ident.span(),
+                    format!(
+                        "fields `{}` and `{field}` both make a view method `{method}` (the {} \
+                         of `{}` and the {} of `{field}`): rename one of them",
+                        other.unraw(),
+                        role(*other_setter),
+                        other.unraw(),
+                        role(setter),
+                    ),
+                )),
+                None => methods.push((method, ident, setter)),
+            }
+        }
+        match classify(ident, &f.ty, name) {
             Ok(kind) => fields.push(Field {
-                ident,
+                ident: ident.clone(),
                 ty: f.ty.clone(),
                 kind,
             }),
-            Err(e) => match &mut errors {
-                Some(all) => all.combine(e),
-                None => errors = Some(e),
-            },
+            Err(e) => add_error(e),
         }
     }
     if let Some(e) = errors {
@@ -197,6 +244,10 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let vis = &input.vis;
     let view = format_ident!("{}View", name);
     let p = quote!(::concord::typed::__private);
+    // Every call in the generated code is a path (`#raw::__read(self.0, ..)`, `#view::key(v)`),
+    // never a method call: a getter is named after its field, and a field named `clone`, `fmt`
+    // or `eq` must not turn `self.clone()` into `Clone::clone` or `Debug::fmt`.
+    let raw = quote!(#p::RawView);
     let refs_u16 = refs as u16;
     let refs_lit = Literal::usize_unsuffixed(refs);
     let payload_u16 = payload as u16;
@@ -232,7 +283,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                     name: #fname,
                     place: ::concord::typed::FieldPlace::Slot(#slot),
                 }));
-                debug.push(quote!(.field(#fname, &self.0.__slot_addr(#slot))));
+                debug.push((fname.clone(), quote!(&#raw::__slot_addr(self.0, #slot))));
                 if *nullable {
                     ref_exprs.push(quote!(::core::option::Option::map(
                         self.#ident,
@@ -246,7 +297,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                         #vis fn #ident(self) -> ::core::option::Option<#tview<'m>> {
                             // SAFETY: slot #slot is field `#ident` of `Self`'s layout, declared
                             // `Option<Root<#target>>`: it holds null or an object of that layout.
-                            unsafe { self.0.__slot::<#target>(#slot) }
+                            unsafe { #raw::__slot::<#target>(self.0, #slot) }
                         }
 
                         #[doc = #set_doc]
@@ -259,7 +310,8 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                         ) {
                             // SAFETY: as in the getter; the value is `None` or a view of `#target`.
                             unsafe {
-                                self.0.__store::<#target>(
+                                #raw::__store::<#target>(
+                                    self.0,
                                     m,
                                     #slot,
                                     ::core::option::Option::map(value, #p::raw_of::<#target>),
@@ -278,7 +330,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                         #vis fn #ident(self) -> #tview<'m> {
                             // SAFETY: slot #slot is field `#ident` of `Self`'s layout, declared
                             // `Root<#target>`: it holds an object of that layout, never null.
-                            unsafe { self.0.__slot_non_null::<#target>(#slot) }
+                            unsafe { #raw::__slot_non_null::<#target>(self.0, #slot) }
                         }
 
                         #[doc = #set_doc]
@@ -287,7 +339,8 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                         #vis fn #setter(self, m: &::concord::Mutator<'_>, value: #tview<'_>) {
                             // SAFETY: as in the getter; the value is a view of `#target`.
                             unsafe {
-                                self.0.__store::<#target>(
+                                #raw::__store::<#target>(
+                                    self.0,
                                     m,
                                     #slot,
                                     ::core::option::Option::Some(#p::raw_of::<#target>(value)),
@@ -312,24 +365,25 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                     name: #fname,
                     place: ::concord::typed::FieldPlace::Payload { offset: #offset, size: #size },
                 }));
-                debug.push(quote!(.field(#fname, &self.#ident())));
+                // The getter by its path: inherent functions come before trait methods.
+                debug.push((fname.clone(), quote!(&#view::#ident(*self))));
                 init.push(quote! {
                     // SAFETY: `#offset` is field `#ident`'s offset in `Self`'s payload, of type `#ty`.
-                    unsafe { raw.__write::<#prim>(#offset, self.#ident) };
+                    unsafe { #raw::__write::<#prim>(raw, #offset, self.#ident) };
                 });
                 accessors.push(quote! {
                     #[doc = #get_doc]
                     #[inline(always)]
                     #vis fn #ident(self) -> #fty {
                         // SAFETY: `#offset` is field `#ident`'s offset in `Self`'s payload, of type `#ty`.
-                        unsafe { self.0.__read::<#prim>(#offset) }
+                        unsafe { #raw::__read::<#prim>(self.0, #offset) }
                     }
 
                     #[doc = #set_doc]
                     #[inline(always)]
                     #vis fn #setter(self, value: #fty) {
                         // SAFETY: as in the getter.
-                        unsafe { self.0.__write::<#prim>(#offset, value) }
+                        unsafe { #raw::__write::<#prim>(self.0, #offset, value) }
                     }
                 });
             }
@@ -344,7 +398,8 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         }
         Kind::Plain { .. } => None,
     });
-    let name_str = name.to_string();
+    let name_str = name.unraw().to_string();
+    let (debug_names, debug_values): (Vec<_>, Vec<_>) = debug.into_iter().unzip();
     let view_doc = format!(
         "A typed view of a [`{name}`] object: a direct reference valid while its mutator is \
          borrowed shared (as a `concord::Gc`). Getters return values; see `concord::typed`."
@@ -352,24 +407,46 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
 
     Ok(quote! {
         #[doc = #view_doc]
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        #vis struct #view<'m>(#p::RawView<'m, #name>);
+        #vis struct #view<'m>(#raw<'m, #name>);
 
-        #[allow(dead_code)]
+        impl<'m> ::core::clone::Clone for #view<'m> {
+            #[inline(always)]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<'m> ::core::marker::Copy for #view<'m> {}
+
+        /// The same object.
+        impl<'m> ::core::cmp::PartialEq for #view<'m> {
+            #[inline(always)]
+            fn eq(&self, other: &Self) -> bool {
+                ::core::cmp::PartialEq::eq(&self.0, &other.0)
+            }
+        }
+
+        impl<'m> ::core::cmp::Eq for #view<'m> {}
+
+        // The accessors are named after the fields: a field named against the naming
+        // convention is already warned about at the field.
+        #[allow(dead_code, non_snake_case)]
         impl<'m> #view<'m> {
             #(#accessors)*
         }
 
         impl<'m> ::core::fmt::Debug for #view<'m> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.debug_struct(#name_str) #(#debug)* .finish()
+                let mut d = ::core::fmt::Formatter::debug_struct(f, #name_str);
+                #(::core::fmt::DebugStruct::field(&mut d, #debug_names, #debug_values);)*
+                ::core::fmt::DebugStruct::finish(&mut d)
             }
         }
 
         impl<'m> ::concord::typed::TypedView<'m> for #view<'m> {
             type Target = #name;
             #[inline(always)]
-            fn __raw(self) -> #p::RawView<'m, #name> {
+            fn __raw(self) -> #raw<'m, #name> {
                 self.0
             }
         }
@@ -390,24 +467,26 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             }
 
             #[inline(always)]
-            fn __init_payload(&self, raw: #p::RawView<'_, Self>) {
+            fn __init_payload(&self, raw: #raw<'_, Self>) {
                 let _ = &raw;
                 #(#init)*
             }
 
             #[inline(always)]
-            fn __view(raw: #p::RawView<'_, Self>) -> #view<'_> {
+            fn __view(raw: #raw<'_, Self>) -> #view<'_> {
                 #view(raw)
             }
         }
     })
 }
 
-/// What a field of type `ty` is, or an error naming the field.
-fn classify(field: &Ident, ty: &Type) -> syn::Result<Kind> {
+/// What a field of type `ty` of struct `name` is, or an error naming the field.
+fn classify(field: &Ident, ty: &Type, name: &Ident) -> syn::Result<Kind> {
     let fname = field.unraw();
     let shown = quote!(#ty)
         .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
         .replace(" < ", "<")
         .replace(" >", ">")
         .replace("& ", "&")
@@ -422,20 +501,18 @@ fn classify(field: &Ident, ty: &Type) -> syn::Result<Kind> {
         Type::Path(tp) if tp.qself.is_none() => {
             let last = tp.path.segments.last().expect("a path has a segment");
             let id = last.ident.to_string();
-            if let (Some((_, size)), true, PathArguments::None) = (
-                PLAIN.iter().find(|(n, _)| *n == id),
-                tp.path.segments.len() == 1,
-                &last.arguments,
-            ) {
-                return Ok(Kind::Plain {
-                    ty: last.ident.clone(),
-                    size: *size,
-                });
+            if let Some(prim) = primitive(&tp.path) {
+                if let Some((_, size)) = PLAIN.iter().find(|(n, _)| prim == n) {
+                    return Ok(Kind::Plain {
+                        ty: prim.clone(),
+                        size: *size,
+                    });
+                }
             }
             if id == "Root" {
                 if let Some(target) = single_type_arg(&last.arguments) {
                     return Ok(Kind::Ref {
-                        target,
+                        target: self_is(&target, name)?,
                         nullable: false,
                     });
                 }
@@ -449,7 +526,7 @@ fn classify(field: &Ident, ty: &Type) -> syn::Result<Kind> {
                         if seg.ident == "Root" && inner.qself.is_none() {
                             if let Some(target) = single_type_arg(&seg.arguments) {
                                 return Ok(Kind::Ref {
-                                    target,
+                                    target: self_is(&target, name)?,
                                     nullable: true,
                                 });
                             }
@@ -493,6 +570,48 @@ fn classify(field: &Ident, ty: &Type) -> syn::Result<Kind> {
             "`{shown}` cannot be laid out in a Concord object: {ACCEPTED}"
         )),
     }
+}
+
+/// The primitive a path names, if it is one spelled as a primitive: `u64`, or
+/// `core::primitive::u64` / `std::primitive::u64`, with or without a leading `::` (which is
+/// what the generated code uses). Any other path, `crate::u64` or `Key`, is a name the derive
+/// cannot see through (an alias, or a type of the user's).
+fn primitive(path: &syn::Path) -> Option<&Ident> {
+    if path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return None;
+    }
+    let segments: Vec<&Ident> = path.segments.iter().map(|s| &s.ident).collect();
+    match segments[..] {
+        [prim] if path.leading_colon.is_none() => Some(prim),
+        [krate, module, prim] if (krate == "core" || krate == "std") && module == "primitive" => {
+            Some(prim)
+        }
+        _ => None,
+    }
+}
+
+/// `ty` with `Self` replaced by `name`: in the struct, `Self` is the struct, but the
+/// reference field's target type also goes into the view's `impl`, where `Self` is the view.
+fn self_is(ty: &Type, name: &Ident) -> syn::Result<Type> {
+    fn replace(tokens: TokenStream2, name: &Ident) -> TokenStream2 {
+        tokens
+            .into_iter()
+            .map(|t| match t {
+                TokenTree::Ident(i) if i == "Self" => {
+                    let mut named = name.clone();
+                    named.set_span(i.span());
+                    TokenTree::Ident(named)
+                }
+                TokenTree::Group(g) => {
+                    let mut inner = Group::new(g.delimiter(), replace(g.stream(), name));
+                    inner.set_span(g.span());
+                    TokenTree::Group(inner)
+                }
+                t => t,
+            })
+            .collect()
+    }
+    syn::parse2(replace(quote!(#ty), name))
 }
 
 /// The one type argument of `<T>`, if that is what `args` is.

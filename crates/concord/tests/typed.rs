@@ -340,3 +340,303 @@ fn first_sample(m: &mut Mutator<'_>) -> Root<Sample> {
     // `Option`), the payload is zeroed (valid for every field); the handle is used no more.
     unsafe { Root::from_handle(h) }
 }
+
+/// Fields named like the methods the generated code calls or the view's traits have
+/// (`clone`, `fmt`, `eq`, `finish`, ..), like the generated code's locals (`m`, `value`, `f`,
+/// `raw`), like a setter (`set_up`) and a raw identifier: the getters and setters are exactly
+/// the fields', and `{:?}` shows every field. (A field `clone` once made `{:?}` recurse until
+/// the stack overflowed, through `Clone::clone` on `&View`; a field `fmt` did not compile.)
+#[derive(concord::Trace)]
+struct Awkward {
+    view: Option<Root<Awkward>>,
+    root: Root<Node>,
+    handle: Option<Root<Node>>,
+    clone: u64,
+    fmt: i32,
+    get: u8,
+    set: u16,
+    new: i64,
+    into: u32,
+    from: i8,
+    drop: bool,
+    eq: f64,
+    hash: usize,
+    default: isize,
+    as_ref: f32,
+    r#type: i16,
+    finish: u64,
+    field: u8,
+    m: u32,
+    value: u32,
+    raw: u8,
+    f: u8,
+    set_up: u8,
+}
+
+/// An `Awkward` whose payload fields are `base`, `base + 1`, .. in declaration order.
+fn awkward(
+    view: Option<Root<Awkward>>,
+    root: Root<Node>,
+    handle: Option<Root<Node>>,
+    base: u8,
+) -> Awkward {
+    let n = |i: u8| base + i;
+    Awkward {
+        view,
+        root,
+        handle,
+        clone: n(0).into(),
+        fmt: n(1).into(),
+        get: n(2),
+        set: n(3).into(),
+        new: n(4).into(),
+        into: n(5).into(),
+        from: n(6) as i8,
+        drop: true,
+        eq: n(7).into(),
+        hash: n(8).into(),
+        default: n(9).into(),
+        as_ref: n(10).into(),
+        r#type: n(11).into(),
+        finish: n(12).into(),
+        field: n(13),
+        m: n(14).into(),
+        value: n(15).into(),
+        raw: n(16),
+        f: n(17),
+        set_up: n(18),
+    }
+}
+
+/// Every payload field of `v`, in declaration order (as the numbers `awkward` gave them).
+fn awkward_payload(v: AwkwardView<'_>) -> ([f64; 19], bool) {
+    (
+        [
+            v.clone() as f64,
+            v.fmt().into(),
+            v.get().into(),
+            v.set().into(),
+            v.new() as f64,
+            v.into().into(),
+            v.from().into(),
+            v.eq(),
+            v.hash() as f64,
+            v.default() as f64,
+            v.as_ref().into(),
+            v.r#type().into(),
+            v.finish() as f64,
+            v.field().into(),
+            v.m().into(),
+            v.value().into(),
+            v.raw().into(),
+            v.f().into(),
+            v.set_up().into(),
+        ],
+        v.drop(),
+    )
+}
+
+fn numbered(base: u8) -> [f64; 19] {
+    std::array::from_fn(|i| f64::from(base) + i as f64)
+}
+
+#[test]
+fn fields_named_like_trait_and_generated_methods_read_write_and_format() {
+    let heap = heap(16 << 20);
+    let mut m = heap.attach();
+    let node = |key| Node {
+        left: None,
+        right: None,
+        key,
+        value: 0,
+        height: 1,
+    };
+    let n1 = m.alloc_typed(node(1)).unwrap();
+    let n2 = m.alloc_typed(node(2)).unwrap();
+    let first = m.alloc_typed(awkward(None, n1, None, 10)).unwrap();
+    let a = m
+        .alloc_typed(awkward(Some(first), n2, Some(n1), 50))
+        .unwrap();
+    let s = format!("{:?}", m.get(first));
+    let payload = "clone: 10, fmt: 11, get: 12, set: 13, new: 14, into: 15, from: 16, \
+                   drop: true, eq: 17.0, hash: 18, default: 19, as_ref: 20.0, type: 21, \
+                   finish: 22, field: 23, m: 24, value: 25, raw: 26, f: 27, set_up: 28 }";
+    assert!(s.starts_with("Awkward { view: None, root: 0x"), "{s}");
+    assert!(s.ends_with(&format!(", handle: None, {payload}")), "{s}");
+    m.collect(CollectionKind::Full);
+    let v = m.get(a);
+    let fv = v.view().expect("`view` is set");
+    assert!(fv.view().is_none() && fv.handle().is_none());
+    assert_eq!((fv.root().key(), v.root().key()), (1, 2));
+    assert_eq!(v.handle().map(|h| h.key()), Some(1));
+    assert_eq!(awkward_payload(fv), (numbered(10), true));
+    assert_eq!(awkward_payload(v), (numbered(50), true));
+
+    // Every setter, then a young and a full collection.
+    v.set_view(&m, None);
+    fv.set_view(&m, Some(v));
+    v.set_root(&m, fv.root());
+    v.set_handle(&m, None);
+    fv.set_handle(&m, Some(m.get(n2)));
+    v.set_clone(100);
+    v.set_fmt(101);
+    v.set_get(102);
+    v.set_set(103);
+    v.set_new(104);
+    v.set_into(105);
+    v.set_from(106);
+    v.set_eq(107.0);
+    v.set_hash(108);
+    v.set_default(109);
+    v.set_as_ref(110.0);
+    v.set_type(111);
+    v.set_finish(112);
+    v.set_field(113);
+    v.set_m(114);
+    v.set_value(115);
+    v.set_raw(116);
+    v.set_f(117);
+    v.set_set_up(118);
+    v.set_drop(false);
+    let _ = m.alloc_typed(node(3)).unwrap();
+    for kind in [CollectionKind::Young, CollectionKind::Full] {
+        m.collect(kind);
+        m.verify_heap().expect("heap verifies");
+        let v = m.get(a);
+        let fv = m.get(first);
+        assert!(v.view().is_none() && v.handle().is_none());
+        assert!(fv.view() == Some(v), "`first` refers to `a`");
+        assert_eq!((v.root().key(), fv.handle().map(|h| h.key())), (1, Some(2)));
+        assert_eq!(awkward_payload(v), (numbered(100), false));
+        assert_eq!(awkward_payload(fv), (numbered(10), true));
+        let s = format!("{v:?}");
+        assert!(s.starts_with("Awkward { view: None, root: 0x"), "{s}");
+        assert!(
+            s.ends_with(
+                ", handle: None, clone: 100, fmt: 101, get: 102, set: 103, new: 104, \
+                 into: 105, from: 106, drop: false, eq: 107.0, hash: 108, default: 109, \
+                 as_ref: 110.0, type: 111, finish: 112, field: 113, m: 114, value: 115, \
+                 raw: 116, f: 117, set_up: 118 }"
+            ),
+            "{s}"
+        );
+    }
+}
+
+/// `Self` in a reference field is the struct (it once named the view in the generated code:
+/// "`RingView<'m>` is not a Concord typed object").
+#[derive(concord::Trace)]
+struct Ring {
+    next: Root<Self>,
+    prev: Option<Root<Self>>,
+    n: u64,
+}
+
+/// The first `Ring`, its `next` itself: made untyped, as `first_sample` is.
+fn first_ring(m: &mut Mutator<'_>) -> Root<Ring> {
+    let h = m.alloc(Ring::TYPE).unwrap();
+    let g = m.view(h).unwrap();
+    m.store(g, 0, Some(g));
+    // SAFETY: `h` has Ring's layout; slot 0 holds a Ring (itself), slot 1 null (allowed:
+    // `Option`), the payload is zeroed (valid); the handle is used no more.
+    unsafe { Root::from_handle(h) }
+}
+
+#[test]
+fn self_in_reference_fields_is_the_struct() {
+    let heap = heap(16 << 20);
+    let mut m = heap.attach();
+    let head = first_ring(&mut m);
+    // A doubly linked ring: each new element goes after `head`.
+    for n in 1..=100 {
+        m.scope(|m| {
+            let next = m.root_typed(m.get(head).next());
+            let new = m
+                .alloc_typed(Ring {
+                    next,
+                    prev: Some(head),
+                    n,
+                })
+                .unwrap();
+            m.get(next).set_prev(m, Some(m.get(new)));
+            m.get(head).set_next(m, m.get(new));
+        });
+    }
+    let _: fn(RingView<'static>) -> RingView<'static> = RingView::next;
+    for kind in [CollectionKind::Young, CollectionKind::Full] {
+        m.collect(kind);
+        m.verify_heap().expect("heap verifies");
+        let h = m.get(head);
+        let (mut fwd, mut back) = (Vec::new(), Vec::new());
+        let mut v = h.next();
+        while v != h {
+            fwd.push(v.n());
+            v = v.next();
+        }
+        let mut v = h.prev().expect("a ring of 101");
+        while v != h {
+            back.push(v.n());
+            v = v.prev().expect("a ring of 101");
+        }
+        assert_eq!(fwd, (1..=100).rev().collect::<Vec<_>>());
+        assert_eq!(back, (1..=100).collect::<Vec<_>>());
+    }
+}
+
+/// The primitive types spelled as paths (as the derive's own generated code spells them).
+#[derive(concord::Trace)]
+struct Spelled {
+    a: core::primitive::u8,
+    b: ::core::primitive::u32,
+    c: std::primitive::i16,
+    d: ::std::primitive::bool,
+    e: core::primitive::f64,
+    f: ::std::primitive::usize,
+    g: u64,
+}
+
+#[test]
+fn primitive_type_paths_are_payload_fields() {
+    let size = |name| match field_place::<Spelled>(name) {
+        Some(FieldPlace::Payload { size, .. }) => size,
+        p => panic!("{name}: {p:?}"),
+    };
+    let sizes: Vec<usize> = ["a", "b", "c", "d", "e", "f", "g"]
+        .into_iter()
+        .map(size)
+        .collect();
+    assert_eq!(sizes, [1, 4, 2, 1, 8, 8, 8]);
+    assert_eq!(Spelled::TYPE.payload_bytes(), 32);
+    let heap = heap(16 << 20);
+    let mut m = heap.attach();
+    let s = m
+        .alloc_typed(Spelled {
+            a: 200,
+            b: u32::MAX,
+            c: -300,
+            d: true,
+            e: 0.25,
+            f: usize::MAX - 1,
+            g: 7,
+        })
+        .unwrap();
+    m.collect(CollectionKind::Full);
+    let v = m.get(s);
+    assert_eq!(
+        (v.a(), v.b(), v.c(), v.d(), v.e(), v.f(), v.g()),
+        (200, u32::MAX, -300, true, 0.25, usize::MAX - 1, 7)
+    );
+    v.set_a(1);
+    v.set_b(2);
+    v.set_c(3);
+    v.set_d(false);
+    v.set_e(5.0);
+    v.set_f(6);
+    v.set_g(8);
+    m.collect(CollectionKind::Young);
+    let v = m.get(s);
+    assert_eq!(
+        (v.a(), v.b(), v.c(), v.d(), v.e(), v.f(), v.g()),
+        (1, 2, 3, false, 5.0, 6, 8)
+    );
+}
