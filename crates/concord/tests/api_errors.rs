@@ -552,15 +552,14 @@ fn representable_but_huge_shapes_are_out_of_memory() {
 
 // ---- out of memory ----
 
-/// Every allocation returns a `Result<Handle, GcError>`: two words (a handle is a 64-bit stamp
-/// and a 32-bit index), so that it comes back in registers; and an absent handle costs
-/// nothing.
+/// Every allocation returns a `Result<Handle, GcError>`: two words, so that it comes back in
+/// registers; and an absent handle costs nothing.
 #[test]
 fn allocation_results_stay_small() {
     assert_eq!(std::mem::size_of::<Result<concord::Handle, GcError>>(), 16);
     assert_eq!(std::mem::size_of::<GcError>(), 8);
-    assert_eq!(std::mem::size_of::<concord::Handle>(), 16);
-    assert_eq!(std::mem::size_of::<Option<concord::Handle>>(), 16);
+    assert_eq!(std::mem::size_of::<concord::Handle>(), 8);
+    assert_eq!(std::mem::size_of::<Option<concord::Handle>>(), 8);
 }
 
 /// A request no collection could ever make room for is refused as such at once, naming the

@@ -3,6 +3,7 @@
 //! the references that outlive a scope ([`refs`]: globals, weak references, cleaners).
 
 mod gc_ref;
+mod handles;
 mod heap;
 mod mutator;
 mod numa;

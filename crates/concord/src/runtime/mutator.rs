@@ -15,8 +15,7 @@
 
 use std::cell::{RefCell, UnsafeCell};
 use std::marker::PhantomData;
-use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -71,111 +70,8 @@ impl Scalar for u64 {
     }
 }
 
-/// A root that stays valid while objects move: an index into its mutator's handle stack.
-///
-/// Handles are `Copy`; one is valid until the [`Mutator::scope`] that created it returns.
-/// Using a handle of another mutator, or one whose scope has ended, panics, every time and for
-/// the life of the process. The check is a generation check: a handle carries the stamp of the
-/// scope epoch it was made in, and its slot remembers the stamp of the handle it holds now.
-/// Every ended scope starts a new epoch, and a stamp is handed out once in the process (stamps
-/// are 64 bits, taken from one process-wide counter that never wraps), so a stale handle (even
-/// once the stack has grown back past its index) or one of another mutator, of this heap or
-/// another, alive or detached, never matches. A use costs the bounds comparison it always did
-/// plus one comparison with the current stamp, and for a handle made before the last ended
-/// scope one more load and comparison.
-///
-/// Two words: the stamp and the slot's index. A stamp is never 0, so `Option<Handle>` is the
-/// same size, and `Result<Handle, GcError>` (every allocation's result) is two words too,
-/// returned in two registers rather than through memory.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Handle {
-    stamp: NonZeroU64,
-    index: u32,
-}
-
-impl Handle {
-    /// The handle of slot `index` made in the epoch of `stamp` (never 0).
-    #[inline(always)]
-    fn new(index: u32, stamp: u64) -> Handle {
-        debug_assert!(stamp != 0, "stamp 0 is never handed out");
-        // SAFETY: no stamp is 0 (see `take_stamps`: the counter starts at 1 and never wraps).
-        let stamp = unsafe { NonZeroU64::new_unchecked(stamp) };
-        Handle { stamp, index }
-    }
-
-    /// The handle stack slot it indexes.
-    #[inline(always)]
-    fn index(self) -> u32 {
-        self.index
-    }
-
-    /// The stamp of the epoch the handle was made in.
-    #[inline(always)]
-    fn stamp(self) -> u64 {
-        self.stamp.get()
-    }
-}
-
-impl std::fmt::Debug for Handle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handle")
-            .field("index", &self.index())
-            .field("stamp", &self.stamp())
-            .finish()
-    }
-}
-
-/// The first run of stamps a mutator takes holds this many; each further run of the same
-/// mutator twice as many as its last, up to [`MAX_STAMP_RUN`], so a mutator touches the shared
-/// counter once per this many ended scopes at first and rarely after, keeps few runs to tell
-/// its own stale handles from foreign ones, and an attach uses up only a few stamps.
-const FIRST_STAMP_RUN: u64 = 1 << 12;
-
-/// The longest run of stamps taken at once.
-const MAX_STAMP_RUN: u64 = 1 << 32;
-
-/// The next stamp no mutator has taken (0 is never handed out, so `Option<Handle>` has a
-/// niche). It only grows: a stamp, once taken, is never taken again.
-static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
-
-/// A fresh run of `len` stamps, never handed out before: its first stamp. Panics, rather than
-/// reuse a stamp, once the 64-bit stamp space is used up (after 2^52 attaches or 2^63 ended
-/// scopes, centuries at any rate a machine reaches).
-#[cold]
-#[inline(never)]
-fn take_stamps(len: u64) -> u64 {
-    // Relaxed: runs only need to be distinct, which the read-modify-write guarantees.
-    match NEXT_STAMP.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| {
-        next.checked_add(len)
-    }) {
-        Ok(first) => first,
-        Err(_) => panic!("handle stamps used up: 2^64 stamps were handed out in this process"),
-    }
-}
-
-/// The runs of stamps one mutator has taken, `[start, end)` in increasing order (merged when
-/// one follows the last), to tell its own stale handles from other mutators' when a check
-/// fails.
-#[derive(Default)]
-struct StampRuns {
-    runs: Vec<(u64, u64)>,
-}
-
-impl StampRuns {
-    fn add(&mut self, start: u64, end: u64) {
-        match self.runs.last_mut() {
-            Some(last) if last.1 == start => last.1 = end,
-            _ => self.runs.push((start, end)),
-        }
-    }
-
-    fn contains(&self, stamp: u64) -> bool {
-        // The runs are increasing (the counter only grows): the last run starting at or below
-        // `stamp` is the only one that can hold it.
-        let i = self.runs.partition_point(|&(start, _)| start <= stamp);
-        i > 0 && stamp < self.runs[i - 1].1
-    }
-}
+pub use super::handles::Handle;
+use super::handles::HandleStack;
 
 /// The part of a mutator the collector reaches: its handle stack as it was when the mutator
 /// last stopped, and the thread it belongs to (for the safepoint protocol's diagnostics).
@@ -267,9 +163,10 @@ pub struct Mutator<'h> {
     heap: &'h HeapInner,
     shared: Arc<MutatorShared>,
     id: u32,
-    /// The handle stack: the address each handle holds (0 for null). The collector reads and
-    /// updates it only while this thread is stopped, through the range published then.
-    handles: UnsafeCell<Vec<usize>>,
+    /// The handle stack: the address each handle holds (0 for null), and the epochs that tell
+    /// a live handle from a stale or foreign one. The collector reads and updates the slots
+    /// only while this thread is stopped, through the range published then.
+    handles: UnsafeCell<HandleStack>,
     /// The heap's card table geometry, kept here so a store checks its addresses and dirties a
     /// card without a pointer chase.
     barrier: CardBarrier,
@@ -284,21 +181,6 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
-    /// The stamp of each handle slot's handle (see [`Handle`]): entry `i` is meaningful
-    /// while `i` is below the handle stack's length, which is the only length kept. Its
-    /// length is the stack's limit: the stack's capacity is at least as large, the stack is
-    /// never longer, and it is at most [`MAX_HANDLES`], so an index below the stack's length
-    /// needs no second bounds check and fits a handle. Only this thread touches it; the
-    /// collector never does.
-    handle_stamps: UnsafeCell<Box<[u64]>>,
-    /// The current epoch's stamp: handles made now carry it. A new one after every ended
-    /// scope, so no handle made before matches a slot refilled after.
-    stamp: u64,
-    /// The end of the run of stamps `stamp` is taken from.
-    stamp_run_end: u64,
-    /// The runs of stamps this mutator has taken, to tell its own stale handles from handles
-    /// of other mutators when a check fails.
-    stamp_runs: StampRuns,
     /// Kernel thread id of the attached thread (for the mutator scheduling policy).
     tid: i32,
     /// The resources attached to objects (`refs.rs`): they never leave this thread.
@@ -312,7 +194,7 @@ impl<'h> Mutator<'h> {
     pub(crate) fn new(heap: &'h Heap) -> Self {
         let inner = heap.inner();
         // Process-wide, so diagnostics name every mutator apart (handles are told apart by
-        // their stamps).
+        // their serials).
         static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let tid = crate::os::sched::current_tid();
@@ -321,11 +203,7 @@ impl<'h> Mutator<'h> {
         ThreadMutators::note_attached(heap.inner_weak(), &shared);
         inner.mutator_sched.on_attach(tid);
         inner.gc_affinity.note_mutator(tid, true);
-        let handles = Vec::with_capacity(256);
-        let stamps = vec![0; 256].into_boxed_slice();
-        let stamp = take_stamps(FIRST_STAMP_RUN);
-        let mut stamp_runs = StampRuns::default();
-        stamp_runs.add(stamp, stamp + FIRST_STAMP_RUN);
+        let handles = HandleStack::new();
         let sampler = inner.lifespans.as_ref().map(|profiler| {
             let mut rng = u64::from(id);
             let left = profiler.next_gap(&mut rng);
@@ -348,10 +226,6 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
-            handle_stamps: UnsafeCell::new(stamps),
-            stamp,
-            stamp_run_end: stamp + FIRST_STAMP_RUN,
-            stamp_runs,
             tid,
             refs_local: Default::default(),
             _not_send: PhantomData,
@@ -359,43 +233,17 @@ impl<'h> Mutator<'h> {
     }
 
     #[inline(always)]
-    fn handles(&self) -> &Vec<usize> {
-        // SAFETY: this thread is running, so the collector does not touch the stack now.
+    fn handles(&self) -> &HandleStack {
+        // SAFETY: this thread is running, so the collector does not touch the stack now, and
+        // no `&mut` to it outlives a call (see `push_handle`).
         unsafe { &*self.handles.get() }
     }
 
-    #[inline(always)]
-    fn handle_stamps(&self) -> &[u64] {
-        // SAFETY: only this thread touches the stamps, and no `&mut` to them outlives a call.
-        unsafe { &*self.handle_stamps.get() }
-    }
-
-    /// Release the handles from `mark` up (a scope ends): they become stale, and handles made
-    /// from now on carry a new stamp, so a released one never matches a refilled slot.
+    /// Release the handles from `mark` up (a scope ends): they become stale for ever (see
+    /// `handles.rs`).
     #[inline(always)]
     pub(crate) fn release_handles(&mut self, mark: usize) {
-        // SAFETY: this thread is running, so the collector does not touch the stack now, and
-        // `&mut self` makes this the only reference.
-        unsafe { (*self.handles.get()).truncate(mark) };
-        self.stamp += 1;
-        if self.stamp == self.stamp_run_end {
-            self.next_stamp_run();
-        }
-    }
-
-    /// The current run of stamps is used up: take the next, twice as long as the last.
-    #[cold]
-    #[inline(never)]
-    fn next_stamp_run(&mut self) {
-        let last = self
-            .stamp_runs
-            .runs
-            .last()
-            .map_or(0, |&(start, end)| end - start);
-        let len = (last * 2).clamp(FIRST_STAMP_RUN, MAX_STAMP_RUN);
-        self.stamp = take_stamps(len);
-        self.stamp_run_end = self.stamp + len;
-        self.stamp_runs.add(self.stamp, self.stamp_run_end);
+        self.handles.get_mut().release(mark);
     }
 
     /// Push a new handle. Takes `&self` so that a [`Gc`] (a shared borrow) can be rooted: the
@@ -406,20 +254,7 @@ impl<'h> Mutator<'h> {
         // SAFETY: this thread is running (the collector does not touch the stack), and no
         // reference into the stack is alive: every method's borrow of it ends before it
         // returns, and none calls another while holding one.
-        let (hs, stamps) = unsafe { (&mut *self.handles.get(), &mut *self.handle_stamps.get()) };
-        let index = hs.len();
-        // One check for both: the stamps' length is the stack's limit (see `handle_stamps`).
-        if index == stamps.len() {
-            grow_handle_stack(hs, stamps);
-        }
-        // SAFETY: `index` is the stack's length, below the stamps' length (checked above) and
-        // so below the stack's capacity.
-        unsafe {
-            hs.as_mut_ptr().add(index).write(addr);
-            hs.set_len(index + 1);
-            *stamps.get_unchecked_mut(index) = self.stamp;
-        }
-        Handle::new(index as u32, self.stamp)
+        unsafe { (*self.handles.get()).push(addr) }
     }
 
     /// Overwrite what handle `h` holds (checked as in [`Self::addr`]); `&self` for the same
@@ -427,9 +262,19 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     pub(crate) fn write_handle(&self, h: Handle, addr: usize) {
-        self.addr(h);
-        // SAFETY: as in `push_handle`; `addr` just checked the index is in the stack.
-        unsafe { *(*self.handles.get()).as_mut_ptr().add(h.index() as usize) = addr };
+        let index = self.index(h);
+        // SAFETY: as in `push_handle`.
+        unsafe { (*self.handles.get()).set(index, addr) };
+    }
+
+    /// The slot of a live handle of this mutator; panics on a stale or foreign one.
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, h: Handle) -> usize {
+        match self.handles().index(h) {
+            Some(index) => index,
+            None => self.invalid_handle(h),
+        }
     }
 
     /// Check that `g` is an object of this mutator's heap and return its address. A `Gc` of
@@ -470,32 +315,17 @@ impl<'h> Mutator<'h> {
     #[inline(always)]
     #[track_caller]
     pub(crate) fn addr(&self, h: Handle) -> usize {
-        let index = h.index() as usize;
-        let hs = self.handles();
-        // Valid: a slot of the stack that still holds the handle made there, i.e. whose stamp
-        // is the handle's. A handle of the current epoch needs no look at the stamps: nothing
-        // has been released since it was made, and no other mutator has its stamp. Otherwise
-        // the slot may be beyond the stack, refilled since by a handle of a later epoch, or
-        // of another mutator's stack, and the stamps tell. (The stack is never longer than the
-        // stamps, so an index below its length is in bounds for both.)
-        // SAFETY: the stamps are read only for `index < hs.len()`, in bounds (above).
-        let valid = index < hs.len()
-            && (h.stamp() == self.stamp
-                || unsafe { *self.handle_stamps().get_unchecked(index) } == h.stamp());
-        if !valid {
-            self.invalid_handle(h);
-        }
-        // SAFETY: `index` is below the stack's length (checked above).
-        unsafe { *hs.get_unchecked(index) }
+        let index = self.index(h);
+        self.handles().get(index)
     }
 
-    /// The panic of a handle that failed the check in [`Self::addr`]: stale if its stamp is
-    /// one of this mutator's, else of another mutator.
+    /// The panic of a handle that failed the check in [`Self::index`]: stale if this mutator
+    /// made it, else of another mutator.
     #[cold]
     #[inline(never)]
     #[track_caller]
     fn invalid_handle(&self, h: Handle) -> ! {
-        if self.stamp_runs.contains(h.stamp()) {
+        if self.handles().made_here(h) {
             stale_handle()
         } else {
             foreign_handle()
@@ -869,7 +699,7 @@ impl<'h> Mutator<'h> {
     /// profiler's clock).
     fn before_stop(&mut self) {
         self.retire_tlab();
-        let hs = self.handles.get_mut();
+        let hs = self.handles.get_mut().slots_mut();
         let roots = crate::collection::RootSlots {
             ptr: hs.as_mut_ptr(),
             len: hs.len(),
@@ -1120,26 +950,12 @@ impl<'h> Mutator<'h> {
     }
 
     /// End a scope begun at `mark` (its handles become stale) and keep the object at `kept`
-    /// in a new handle of the enclosing scope: the first released slot, when there is one.
+    /// in a new handle of the enclosing scope (in the first slot the scope released).
     #[inline(always)]
     pub(crate) fn release_keeping(&mut self, mark: usize, kept: usize) -> Handle {
-        let len = self.handles().len();
-        self.release_handles(mark);
-        if mark < len {
-            // The slot at `mark` was in the stack a moment ago, so it is below the stamps'
-            // length (and the stack's capacity): write there without a capacity check.
-            let hs = self.handles.get_mut();
-            let stamps = self.handle_stamps.get_mut();
-            // SAFETY: `mark < len <= stamps.len() <= capacity`.
-            unsafe {
-                hs.as_mut_ptr().add(mark).write(kept);
-                hs.set_len(mark + 1);
-                *stamps.get_unchecked_mut(mark) = self.stamp;
-            }
-            Handle::new(mark as u32, self.stamp)
-        } else {
-            self.push_handle(kept)
-        }
+        let handles = self.handles.get_mut();
+        handles.release(mark);
+        handles.push(kept)
     }
 
     // ---- cooperation with the collector ----
@@ -1271,27 +1087,6 @@ impl Drop for OpenScope<'_, '_> {
             self.m.release_handles(self.mark);
         }
     }
-}
-
-/// The most handles a mutator's stack holds: every index must fit a handle's 32 bits.
-const MAX_HANDLES: usize = u32::MAX as usize;
-
-/// Make room for more handles in the stack and its stamps: the stamps' length is the stack's
-/// new limit (so that `push_handle` checks one length), at most [`MAX_HANDLES`], and the
-/// stack's capacity at least that.
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn grow_handle_stack(handles: &mut Vec<usize>, stamps: &mut Box<[u64]>) {
-    let len = handles.len();
-    if len >= MAX_HANDLES {
-        panic!("handle stack full: a mutator holds at most {MAX_HANDLES} handles at once");
-    }
-    let limit = (len.max(128) * 2).min(MAX_HANDLES);
-    handles.reserve_exact(limit - len);
-    let mut grown = vec![0; limit];
-    grown[..len].copy_from_slice(&stamps[..len]);
-    *stamps = grown.into_boxed_slice();
 }
 
 /// The panic of a handle used with another mutator (out of line, as every panic here: the
