@@ -397,3 +397,203 @@ fn a_trace_names_its_workload_and_heap_and_a_mismatching_argument_exits_2() {
         text(&o.stdout)
     );
 }
+
+/// Runs `concord ARGS` and expects exit 2 with `expected` on stderr, within a guard of 60 s
+/// (what these inputs were refused for: they ran at 100 % CPU for ever).
+fn assert_exit_2_in_time(args: &[&str], expected: &str) {
+    let mut child = command(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let begin = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if begin.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still ran after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
+/// A trace of one young collection whose one root task is `root` (reaching object 0) and
+/// whose objects have `sizes`, recorded as binary-trees on a heap of `heap` bytes.
+fn hand_made_trace(
+    path: &std::path::Path,
+    root: concord::telemetry::gc_trace::TraceRootKind,
+    sizes: &[u64],
+    heap: u64,
+) {
+    use concord::telemetry::gc_trace::{
+        recording, Fate, GcTraceFile, TraceAffinity, TraceCollection, TraceObject, TraceRoot,
+        TraceRun,
+    };
+    let run = TraceRun {
+        workload: Some("binary-trees".into()),
+        heap_bytes: Some(heap),
+    };
+    let mut file = recording(run, || GcTraceFile::create(path)).unwrap();
+    file.write(&TraceCollection {
+        id: 1,
+        workers: 2,
+        roots: vec![TraceRoot {
+            kind: root,
+            affinity: TraceAffinity::Any,
+            ran_on: 0,
+            reaches: vec![0],
+        }],
+        objects: sizes
+            .iter()
+            .map(|&size| TraceObject {
+                size,
+                fate: Fate::Survivor,
+                worker: 0,
+                refs: 0..0,
+            })
+            .collect(),
+        ..Default::default()
+    });
+    file.finish().unwrap();
+}
+
+#[test]
+fn a_trace_that_says_more_than_its_heap_holds_exits_2_naming_the_field() {
+    use concord::telemetry::gc_trace::TraceRootKind::{CardStripe, HandleStack};
+    let dir = scratch("sim-workload-implausible");
+    let trace = dir.join("t.trace");
+    let path = trace.to_str().unwrap();
+    let heap = 4 << 20;
+    for (root, sizes, expected) in [
+        (
+            HandleStack { slots: 1 << 63 },
+            &[64][..],
+            "root task 0's extent (handle-stack slots) is 9223372036854775808 (allowed: \
+             at most 524288, the words of a 4M heap, the one it was recorded with)",
+        ),
+        (
+            HandleStack {
+                slots: 10_000_000_000_000,
+            },
+            &[64],
+            "root task 0's extent (handle-stack slots) is 10000000000000 (allowed: at most \
+             524288",
+        ),
+        (
+            CardStripe {
+                bytes: 1 << 40,
+                scanned_objects: 1,
+            },
+            &[64],
+            "root task 0's extent (card-stripe bytes) is 1099511627776 (allowed: at most \
+             4194304, the bytes of a 4M heap",
+        ),
+        (
+            CardStripe {
+                bytes: 4096,
+                scanned_objects: 1 << 40,
+            },
+            &[64],
+            "root task 0's scanned-object count is 1099511627776 (allowed: at most 524288",
+        ),
+        (
+            HandleStack { slots: 1 },
+            &[3 << 20, 3 << 20],
+            "its objects' total size in bytes is 6291456 (allowed: at most 4194304, the bytes of a 4M \
+             heap",
+        ),
+    ] {
+        hand_made_trace(&trace, root, sizes, heap);
+        assert_exit_2_in_time(
+            &["sim", "--cpus", "4", "--trace", path],
+            &format!("--trace {path}: GC(1): {expected}"),
+        );
+    }
+    // A version 1 trace does not know its heap: the bound is the heap simulated.
+    hand_made_trace(
+        &trace,
+        HandleStack {
+            slots: 10_000_000_000_000,
+        },
+        &[64],
+        heap,
+    );
+    let old = as_version_1(&trace, &dir);
+    assert_exit_2_in_time(
+        &[
+            "sim",
+            "--cpus",
+            "4",
+            "--heap",
+            "4m",
+            "--trace",
+            old.to_str().unwrap(),
+        ],
+        "the words of a 4M heap, the one simulated: the trace does not record its own, give it \
+         with --heap)",
+    );
+    // Within the bounds the same trace is simulated.
+    hand_made_trace(&trace, HandleStack { slots: 524_288 }, &[64], heap);
+    let s = summary_of(&["--trace", path]);
+    assert_eq!(s["gc_count"], 1);
+}
+
+#[test]
+fn a_costs_file_with_costs_no_machine_has_exits_2_naming_the_cost_and_its_range() {
+    let dir = scratch("sim-workload-implausible-costs");
+    let measured = dir.join("costs.json");
+    let o = concord(&[
+        "sim",
+        "calibrate",
+        "--quick",
+        "--out",
+        measured.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let trace = recorded_trace(&dir);
+    for (cost, value, range) in [
+        ("sleep_syscall", 1e18, "at most 100000000 ns, 100 ms)"),
+        ("context_switch", 1e15, "at most 1000000 ns, 1 ms)"),
+        ("copy_per_byte", 1e12, "at most 100 ns, 100 ns)"),
+    ] {
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&measured).unwrap()).unwrap();
+        json["costs"][cost] = serde_json::json!(value);
+        let costs = dir.join(format!("{cost}.json"));
+        std::fs::write(&costs, json.to_string()).unwrap();
+        assert_exit_2_in_time(
+            &[
+                "sim",
+                "--cpus",
+                "4",
+                "--trace",
+                trace.to_str().unwrap(),
+                "--costs",
+                costs.to_str().unwrap(),
+            ],
+            &format!(
+                "--costs: {} is not a valid calibration: cost {cost} is ",
+                costs.display()
+            ),
+        );
+        assert_exit_2_in_time(
+            &[
+                "sim",
+                "--cpus",
+                "4",
+                "--trace",
+                trace.to_str().unwrap(),
+                "--costs",
+                costs.to_str().unwrap(),
+            ],
+            range,
+        );
+    }
+}

@@ -127,6 +127,29 @@ pub struct MeasuredCosts {
 }
 
 impl MeasuredCosts {
+    /// The most each cost may be, ns: a calibration above it describes no real machine (and
+    /// would make simulations run for ever). Uncontended atomics, a lock, a spin-wait hint and
+    /// the copy per object are at most 10 µs (they take nanoseconds); the system calls and a
+    /// context switch at most 1 ms (microseconds); a sleep's overhead (50 µs of timer slack by
+    /// default) and a wake-up's latency at most 100 ms; copying at most 100 ns per byte
+    /// (10 MB/s; a copy runs at gigabytes per second).
+    pub const MAX: MeasuredCosts = MeasuredCosts {
+        atomic_load: 1e4,
+        atomic_store: 1e4,
+        atomic_rmw: 1e4,
+        cas: 1e4,
+        lock_uncontended: 1e4,
+        futex_wait: 1e6,
+        futex_wake: 1e6,
+        yield_syscall: 1e6,
+        sleep_syscall: 1e8,
+        spin_loop: 1e4,
+        context_switch: 1e6,
+        wakeup_latency: 1e8,
+        copy_per_object: 1e4,
+        copy_per_byte: 100.0,
+    };
+
     /// Every field with its name, in declaration order.
     pub fn fields(&self) -> [(&'static str, f64); 14] {
         [
@@ -249,12 +272,20 @@ impl CalibratedCosts {
         }
     }
 
-    /// The first cost that is not a positive finite number, or spread that is not a
-    /// non-negative finite one, as an error naming it.
+    /// The first cost that is not a positive number at most its [`MeasuredCosts::MAX`], or
+    /// spread that is not a non-negative finite one, as an error naming it and its range.
     pub fn check(&self) -> Result<()> {
-        for (name, v) in self.costs.fields() {
-            if !(v.is_finite() && v > 0.0) {
-                bail!("cost {name} is {v}; every cost must be a positive number of ns");
+        for ((name, v), (_, max)) in self
+            .costs
+            .fields()
+            .into_iter()
+            .zip(MeasuredCosts::MAX.fields())
+        {
+            if !(v.is_finite() && v > 0.0 && v <= max) {
+                bail!(
+                    "cost {name} is {v} ns (allowed: more than 0 and at most {max} ns, {})",
+                    readable_ns(max)
+                );
             }
         }
         for (name, v) in self.spread.fields() {
@@ -270,6 +301,16 @@ impl CalibratedCosts {
         let mut text = serde_json::to_string_pretty(self).expect("plain data serializes");
         text.push('\n');
         text
+    }
+}
+
+/// `ns` in the unit that reads best: `10 µs`, `1 ms`, `100 ns`.
+fn readable_ns(ns: f64) -> String {
+    match ns {
+        n if n >= 1e9 => format!("{} s", n / 1e9),
+        n if n >= 1e6 => format!("{} ms", n / 1e6),
+        n if n >= 1e3 => format!("{} µs", n / 1e3),
+        n => format!("{n} ns"),
     }
 }
 
@@ -906,6 +947,49 @@ mod tests {
         negative.costs.futex_wake = -1.0;
         let e = load_error("negative.json", Some(&negative.to_json()));
         assert!(e.contains("cost futex_wake is -1"), "{e}");
+    }
+
+    /// Costs no machine has (a sleep of 1e18 ns, a switch of 1e15, a byte copied in 1e12) are
+    /// refused by name with their range; they made simulations run for ever.
+    #[test]
+    fn a_cost_beyond_its_plausible_range_is_refused_naming_the_range() {
+        for (field, value, expected) in [
+            (
+                "sleep_syscall",
+                1e18,
+                "cost sleep_syscall is 1000000000000000000 ns (allowed: more than 0 and at most \
+                 100000000 ns, 100 ms)",
+            ),
+            (
+                "context_switch",
+                1e15,
+                "cost context_switch is 1000000000000000 ns (allowed: more than 0 and at most \
+                 1000000 ns, 1 ms)",
+            ),
+            (
+                "copy_per_byte",
+                1e12,
+                "cost copy_per_byte is 1000000000000 ns (allowed: more than 0 and at most 100 \
+                 ns, 100 ns)",
+            ),
+            (
+                "cas",
+                2e4,
+                "cost cas is 20000 ns (allowed: more than 0 and at most 10000 ns, 10 µs)",
+            ),
+        ] {
+            let mut value_json: serde_json::Value =
+                serde_json::from_str(&sample().to_json()).unwrap();
+            value_json["costs"][field] = serde_json::json!(value);
+            let e = load_error(&format!("{field}.json"), Some(&value_json.to_string()));
+            assert!(e.contains(expected), "{e}");
+        }
+        // Every cost at its maximum is accepted.
+        let mut most = sample();
+        most.costs = MeasuredCosts::MAX;
+        let path = scratch("most.json");
+        std::fs::write(&path, most.to_json()).unwrap();
+        assert_eq!(load(&path).unwrap().costs, MeasuredCosts::MAX);
     }
 
     /// A directory or a file longer than a calibration can be is refused as `--config` refuses

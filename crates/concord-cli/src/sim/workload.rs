@@ -28,7 +28,7 @@ use concord::telemetry::gc_trace::TraceRun;
 use concord::GcConfig;
 use concord_sim::machine::Machine;
 use concord_sim::replay::driver::SchedModel;
-use concord_sim::replay::{load_trace, ReplayCollection};
+use concord_sim::replay::{check_plausible, load_trace, ReplayCollection};
 use concord_workloads::Workload;
 
 use super::simulation::{record, simulate, write_records, Simulator, Subject};
@@ -271,6 +271,15 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
     let setup = simulator
         .setup(&config, params.mutators, args.load, args.seed)
         .map_err(|e| anyhow!(e))?;
+    if let (Some(path), Some(trace)) = (&args.trace, &trace) {
+        let heap_is = if recorded_heap.is_some() {
+            "the one it was recorded with"
+        } else {
+            "the one simulated: the trace does not record its own, give it with --heap"
+        };
+        check_plausible(&trace.collections, config.heap_size as u64, heap_is)
+            .map_err(|e| anyhow!("--trace {}: {e}", path.display()))?;
+    }
     let source = match (&args.trace, trace) {
         (Some(path), Some(trace)) => Source::File(path.clone(), trace.collections),
         _ => Source::Record,

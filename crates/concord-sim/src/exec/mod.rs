@@ -316,7 +316,9 @@ impl Sim {
         self
     }
 
-    /// Stop with a panic naming every thread once a CPU's clock passes `ns` (a livelock guard).
+    /// Stop once a CPU's clock passes `ns` (a livelock guard): [`run`](Self::run) panics
+    /// naming every thread, [`try_run`](Self::try_run) returns [`SimError::TimeLimit`]. A
+    /// simulated thread may move the limit during the run ([`set_time_limit`]).
     pub fn time_limit(mut self, ns: Ns) -> Sim {
         self.state.limit = Some(ns);
         self
@@ -392,6 +394,18 @@ impl Sim {
     /// On a deadlock (naming the blocked threads and what they wait on), when a simulated thread
     /// panics (naming it, with its message), or past the [`time_limit`](Self::time_limit).
     pub fn run(self) -> Report {
+        self.try_run().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`run`](Self::run), with what would make it panic returned instead: the time limit
+    /// passed, a deadlock or a simulated thread's panic.
+    ///
+    /// After a failure the simulated threads are not unwound: each stays parked where the
+    /// failure found it (its OS thread is left, not joined, and what it holds is not dropped).
+    /// Unwinding them would run destructors of code interrupted in the middle of a protocol
+    /// (a monitor's guard whose `wait` had released the lock), on a state they do not expect.
+    /// Background threads of a run that finished are unwound as before.
+    pub fn try_run(self) -> Result<Report, SimError> {
         let Sim {
             state,
             bodies,
@@ -404,6 +418,7 @@ impl Sim {
             spawned: Mutex::new(Vec::new()),
             baton: AtomicUsize::new(NO_BATON),
             over: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             host_cpu,
         });
         let handles: Vec<JoinHandle<()>> = bodies
@@ -431,6 +446,11 @@ impl Sim {
             while st.outcome.is_none() {
                 st = shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
             }
+            if let Some(Outcome::Failed(e)) = &st.outcome {
+                // The simulated threads stay parked where the failure found them: their OS
+                // threads are left, not joined.
+                return Err(e.clone());
+            }
         }
         for handle in handles {
             // A simulated thread's panic is caught in `thread_main` and becomes the outcome.
@@ -443,11 +463,56 @@ impl Sim {
             let _ = handle.join();
         }
         let st = lock(&shared);
-        if let Some(Outcome::Failed(message)) = &st.outcome {
-            panic!("{message}");
-        }
-        st.report()
+        Ok(st.report())
     }
+}
+
+/// Why a simulation did not finish ([`Sim::try_run`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// The earliest CPU that could run a thread was past the time limit
+    /// ([`Sim::time_limit`], [`set_time_limit`]).
+    TimeLimit {
+        /// The limit, ns of virtual time.
+        limit_ns: Ns,
+        /// The clock of that CPU.
+        reached_ns: Ns,
+        /// Every unfinished thread and its state.
+        threads: String,
+    },
+    /// Every thread blocked, or a simulated thread panicked: the message says which.
+    Failed(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::TimeLimit {
+                limit_ns,
+                reached_ns,
+                threads,
+            } => write!(
+                f,
+                "simulation passed its time limit of {limit_ns} ns (a CPU reached \
+                 {reached_ns} ns); threads: {threads}"
+            ),
+            SimError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Move the run's time limit ([`Sim::time_limit`]) to `limit` (`None`: no limit), from a
+/// simulated thread; not a scheduling point and charges nothing. Outside a simulation it does
+/// nothing.
+pub fn set_time_limit(limit: Option<Ns>) {
+    with_context(|ctx| {
+        let mut st = lock(&ctx.shared);
+        st.limit = limit;
+        // The holder's horizon was computed with the old limit.
+        st.horizon = None;
+    });
 }
 
 /// The virtual time on the calling simulated thread's CPU, or `None` outside a simulation.
@@ -513,7 +578,7 @@ pub fn spawn(
     let mut st = lock(&shared);
     if st.outcome.is_some() {
         drop(st);
-        abort_unless_unwinding();
+        abort_unless_unwinding(&shared);
         return Err(format!("thread `{name}`: the simulation has failed"));
     }
     let cost = st.costs.futex_wake;
@@ -818,8 +883,10 @@ struct Shared {
     spawned: Mutex<Vec<JoinHandle<()>>>,
     /// [`State::baton`] as a parked thread reads it without the lock ([`NO_BATON`]: nobody).
     baton: AtomicUsize,
-    /// Set once [`State::outcome`] is: parked threads unwind.
+    /// Set once [`State::outcome`] is: parked threads unwind (or, after a failure, stay).
     over: AtomicBool,
+    /// Set once [`State::outcome`] is a failure: the simulated threads stay where they are.
+    failed: AtomicBool,
     /// The host CPU every simulated thread's OS thread runs on, if one ([`Sim::one_host_cpu`]).
     host_cpu: Option<u32>,
 }
@@ -871,7 +938,7 @@ fn with_running(only_charges: bool, step: impl FnOnce(&mut State, ThreadId)) {
     let mut st = lock(&shared);
     if st.outcome.is_some() {
         drop(st);
-        abort_unless_unwinding();
+        abort_unless_unwinding(&shared);
         return;
     }
     step(&mut st, me);
@@ -916,16 +983,26 @@ fn reschedule<'a>(
     match State::await_baton(st, shared, me) {
         Ok(st) => st,
         Err(()) => {
-            abort_unless_unwinding();
+            abort_unless_unwinding(shared);
             lock(shared)
         }
     }
 }
 
-fn abort_unless_unwinding() {
-    if !std::thread::panicking() {
-        panic::resume_unwind(Box::new(Aborted));
+/// The calling simulated thread's run is over and it is not unwinding already: after a
+/// finished run (a background thread) it unwinds; after a failure it stays parked for good
+/// (see [`Sim::try_run`]).
+fn abort_unless_unwinding(shared: &Shared) {
+    if std::thread::panicking() {
+        return;
     }
+    // Acquire: pairs with the Release store in `State::end`.
+    if shared.failed.load(Ordering::Acquire) {
+        loop {
+            std::thread::park();
+        }
+    }
+    panic::resume_unwind(Box::new(Aborted));
 }
 
 fn thread_main(shared: Arc<Shared>, me: ThreadId, body: Box<dyn FnOnce() + Send>) {
@@ -1055,7 +1132,7 @@ struct Waiter {
 
 enum Outcome {
     Finished,
-    Failed(String),
+    Failed(SimError),
 }
 
 struct State {
@@ -1358,12 +1435,12 @@ impl State {
                 }
             }
             Some((_, clock)) => {
-                let message = format!(
-                    "simulation passed its time limit of {} ns (a CPU reached {clock} ns); threads: {}",
-                    self.limit.unwrap_or(0),
-                    self.describe_threads()
-                );
-                self.fail(shared, message);
+                let over = SimError::TimeLimit {
+                    limit_ns: self.limit.unwrap_or(0),
+                    reached_ns: clock,
+                    threads: self.describe_threads(),
+                };
+                self.end(shared, Outcome::Failed(over));
             }
             None => {
                 let message = format!(
@@ -1428,13 +1505,17 @@ impl State {
 
     /// Record a failure and wake every waiting thread so that it unwinds.
     fn fail(&mut self, shared: &Shared, message: String) {
-        self.end(shared, Outcome::Failed(message));
+        self.end(shared, Outcome::Failed(SimError::Failed(message)));
     }
 
     /// Record the outcome (the first one stands), take the baton from everyone and wake every
     /// parked thread (to unwind) and [`Sim::run`].
     fn end(&mut self, shared: &Shared, outcome: Outcome) {
         if self.outcome.is_none() {
+            if matches!(outcome, Outcome::Failed(_)) {
+                // Release: pairs with the Acquire load in `abort_unless_unwinding`.
+                shared.failed.store(true, Ordering::Release);
+            }
             self.outcome = Some(outcome);
         }
         self.baton = None;

@@ -115,6 +115,14 @@ pub struct SimSetup {
 /// simulations fast. (A GC trace holds no timestamps.)
 pub const DEFAULT_MUTATOR_NS: Ns = 5_000_000;
 
+/// The most simulated time one collection may take, ns: 10 s of virtual time from the end of
+/// the collection before it (or the start), its [`SimSetup::mutator_ns`] of mutator time
+/// included. A recorded collection's pause is milliseconds; one that is still running after
+/// this is work no real heap holds, costs no real machine has, or a load that leaves the GC
+/// workers no CPU, and [`simulate`] stops it with [`DriverError::TimeLimit`] instead of
+/// simulating it for hours.
+pub const MAX_COLLECTION_NS: Ns = 10_000_000_000;
+
 /// The names of the simulated GC worker threads start with this (how the run-queue wait of
 /// the GC workers is told from the other threads').
 pub const GC_WORKER_PREFIX: &str = "gc-worker-";
@@ -136,12 +144,38 @@ pub struct SimRun {
 pub enum DriverError {
     /// The setup asks for what the simulated machine cannot do (the message says what).
     Setup(String),
+    /// A collection took more than [`MAX_COLLECTION_NS`] of simulated time.
+    TimeLimit {
+        /// Its id (`GC(id)`).
+        id: u64,
+        /// Its position in the trace, from 0.
+        index: usize,
+        /// The trace's collections.
+        collections: usize,
+    },
+    /// The simulation failed (a deadlock, a simulated thread's panic): the message says how.
+    Failed(String),
 }
 
 impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DriverError::Setup(why) => f.write_str(why),
+            DriverError::Setup(why) | DriverError::Failed(why) => f.write_str(why),
+            DriverError::TimeLimit {
+                id,
+                index,
+                collections,
+            } => write!(
+                f,
+                "GC({id}), collection {} of {collections}, was still running after {} s of \
+                 simulated time, the most one collection may take (allowed: at most {} s per \
+                 collection, the mutators' time before it included); the simulation stopped \
+                 there. No real heap or machine gives such a collection: look at the trace's \
+                 and the costs' figures, or at a load that leaves the GC workers no CPU",
+                index + 1,
+                MAX_COLLECTION_NS / 1_000_000_000,
+                MAX_COLLECTION_NS / 1_000_000_000,
+            ),
         }
     }
 }

@@ -180,6 +180,84 @@ impl ReplayCollection {
     }
 }
 
+/// The smallest unit a heap holds, bytes: a word (an object, a slot, a scanned object takes at
+/// least one).
+const WORD_BYTES: u64 = 8;
+
+/// Checks that what `collections` say is what a real heap of `heap_bytes` could hold, so that
+/// a damaged or hand-made trace is refused by name instead of being simulated for hours (an
+/// extent of 2^63 slots is 2^66 bytes to scan). Per collection: the bytes of its objects, in
+/// all, at most the heap; its objects at most the heap's words; a handle-stack chunk's slots at
+/// most the heap's words (a chunk holds no more handles than there are objects); a card
+/// stripe's extent at most the heap, and its scanned objects at most the heap's words. The
+/// error names the collection, the root task or field, the value and the range allowed, and
+/// ends with `heap_is` (which heap that is: the one recorded, or the one simulated).
+pub fn check_plausible(
+    collections: &[ReplayCollection],
+    heap_bytes: u64,
+    heap_is: &str,
+) -> Result<(), String> {
+    let heap = concord::config::format_size(usize::try_from(heap_bytes).unwrap_or(usize::MAX));
+    let words = heap_bytes / WORD_BYTES;
+    let over = |id: u64, what: String, value: u64, max: u64, of: &str| {
+        Err(format!(
+            "GC({id}): {what} is {value} (allowed: at most {max}, the {of} of a {heap} heap, \
+             {heap_is})"
+        ))
+    };
+    for c in collections {
+        for (i, root) in c.roots.iter().enumerate() {
+            match root.kind {
+                TraceRootKind::HandleStack { slots } if slots > words => {
+                    return over(
+                        c.id,
+                        format!("root task {i}'s extent (handle-stack slots)"),
+                        slots,
+                        words,
+                        "words",
+                    );
+                }
+                TraceRootKind::CardStripe { bytes, .. } if bytes > heap_bytes => {
+                    return over(
+                        c.id,
+                        format!("root task {i}'s extent (card-stripe bytes)"),
+                        bytes,
+                        heap_bytes,
+                        "bytes",
+                    );
+                }
+                TraceRootKind::CardStripe {
+                    scanned_objects, ..
+                } if scanned_objects > words => {
+                    return over(
+                        c.id,
+                        format!("root task {i}'s scanned-object count"),
+                        scanned_objects,
+                        words,
+                        "words",
+                    );
+                }
+                _ => {}
+            }
+        }
+        let objects = c.objects() as u64;
+        if objects > words {
+            return over(c.id, "its object count".into(), objects, words, "words");
+        }
+        let (_, bytes) = c.count(|_| true);
+        if bytes > heap_bytes {
+            return over(
+                c.id,
+                "its objects' total size in bytes".into(),
+                bytes,
+                heap_bytes,
+                "bytes",
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Why a GC trace could not be loaded for replay.
 #[derive(Debug)]
 pub enum LoadError {

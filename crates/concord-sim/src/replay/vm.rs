@@ -1,12 +1,16 @@
 //! [`simulate`]: the simulated VM thread that runs a trace's collections on the simulated
 //! engine (a submodule of [`super`], the driver).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{busy_cpus, check, DriverError, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX};
+use super::{
+    busy_cpus, check, DriverError, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX,
+    MAX_COLLECTION_NS,
+};
 use crate::affinity::SimGcAffinity;
-use crate::exec::{self, Ns, Sim, ThreadId, ThreadSpec};
+use crate::exec::{self, Ns, Sim, SimError, ThreadId, ThreadSpec};
 use crate::interference::{DutyCycle, Mutators};
 use crate::machine::CpuSet;
 use crate::numa::Numa;
@@ -29,7 +33,9 @@ use concord::parallel::ParkingKind;
 /// phase. GC-thread affinity decides with concord's own code ([`SimGcAffinity`]): static binding
 /// when a worker starts, Algorithm 1 when it starts each collection's job. The mutators compute
 /// without pause between collections ([`DutyCycle::BUSY`]), and busy loops
-/// ([`busy_cpus`]) compute throughout; both are background threads.
+/// ([`busy_cpus`]) compute throughout; both are background threads. Each collection, with
+/// the mutator time before it, may take at most [`MAX_COLLECTION_NS`] of virtual time
+/// ([`DriverError::TimeLimit`] names the one that took longer).
 pub fn simulate(
     trace: Arc<Vec<ReplayCollection>>,
     setup: &SimSetup,
@@ -68,8 +74,12 @@ pub fn simulate(
     }
     let results: Arc<std::sync::Mutex<Result<Vec<SimulatedCollection>, String>>> =
         Arc::new(std::sync::Mutex::new(Ok(Vec::new())));
+    let started = Arc::new(AtomicUsize::new(0));
+    let collections = trace.len();
+    let ids: Vec<u64> = trace.iter().map(|c| c.id).collect();
     let vm = VmThread {
         trace,
+        started: started.clone(),
         policy: crate::runtime::phase_policy(&setup.policy),
         parking: crate::runtime::parking(setup.parking),
         workers: setup.gc_threads,
@@ -94,7 +104,18 @@ pub fn simulate(
         results: results.clone(),
     };
     sim.spawn("vm-thread", move || vm.run());
-    let report = sim.run();
+    let report = sim.try_run().map_err(|e| match e {
+        SimError::TimeLimit { .. } => {
+            // Relaxed: the VM thread's store happened before the run ended (joined).
+            let index = started.load(Ordering::Relaxed).saturating_sub(1);
+            DriverError::TimeLimit {
+                id: ids.get(index).copied().unwrap_or(0),
+                index,
+                collections,
+            }
+        }
+        SimError::Failed(message) => DriverError::Failed(message),
+    })?;
     let collections = std::mem::replace(
         &mut *results.lock().unwrap_or_else(|p| p.into_inner()),
         Ok(Vec::new()),
@@ -110,6 +131,8 @@ pub fn simulate(
 /// The simulated VM thread: what it runs and where it puts the results.
 struct VmThread {
     trace: Arc<Vec<ReplayCollection>>,
+    /// Collections begun (the mutator time before them included), for the time limit's error.
+    started: Arc<AtomicUsize>,
     policy: crate::parallel::PhasePolicy,
     parking: crate::parallel::ParkingKind,
     workers: usize,
@@ -172,6 +195,12 @@ impl VmThread {
             .collect();
         let mut collections = Vec::with_capacity(self.trace.len());
         for c in self.trace.iter() {
+            self.started.fetch_add(1, Ordering::Relaxed);
+            let now = exec::now().unwrap_or(0);
+            exec::set_time_limit(Some(
+                now.saturating_add(self.mutator_ns)
+                    .saturating_add(MAX_COLLECTION_NS),
+            ));
             crate::sync::thread::sleep(Duration::from_nanos(self.mutator_ns));
             let start_ns = exec::now().unwrap_or(0);
             if let Some(m) = &self.mutators {
