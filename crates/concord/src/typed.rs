@@ -744,7 +744,7 @@ impl Mutator<'_> {
         let scope = self.open_scope();
         let r = f(scope.m);
         let kept = r.map(|root| scope.m.addr(root.handle));
-        drop(scope);
+        scope.end();
         // `dst` is checked after the release: a root of the scope that just ended is stale.
         kept.map(|a| self.write_handle(dst.handle, a))
     }

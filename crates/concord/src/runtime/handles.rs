@@ -104,13 +104,14 @@ struct Epoch {
 pub(crate) struct HandleStack {
     /// The address each live handle holds (0 for null), bottom to top.
     slots: Vec<usize>,
-    /// The current epoch: the serial of the handle at slot `cur_base` (made or to be made).
-    cur_first: u64,
+    /// The current epoch's serials less its slots: the handle in slot `i` of the current epoch
+    /// (`i >= cur_base`) has serial `bias + i` (wrapping), so a push computes its serial with
+    /// one addition.
+    bias: u64,
+    /// The slot the current epoch begins at.
     cur_base: usize,
-    /// Where a push takes the slow path: the slots' capacity, or where the run of serials
-    /// ends, whichever comes first.
-    push_limit: usize,
-    /// The end of the run of serials being handed out.
+    /// The end of the run of serials being handed out. Every slot up to the capacity has a
+    /// serial in the run (`bias + capacity <= run_end`), so a push checks only the capacity.
     run_end: u64,
     /// The earlier epochs with live slots, bottom to top: `first` and `base` increase, all
     /// below the current epoch's, and each ends where the next (or the current) begins.
@@ -123,17 +124,16 @@ pub(crate) struct HandleStack {
 impl HandleStack {
     pub fn new() -> Self {
         let first = take_serials(FIRST_SERIAL_RUN);
-        let mut stack = Self {
-            slots: Vec::with_capacity(256),
-            cur_first: first,
+        let slots = Vec::with_capacity(256);
+        debug_assert!(slots.capacity() as u64 <= FIRST_SERIAL_RUN);
+        Self {
+            slots,
+            bias: first,
             cur_base: 0,
-            push_limit: 0,
             run_end: first + FIRST_SERIAL_RUN,
             older: Vec::new(),
             runs: vec![(first, first + FIRST_SERIAL_RUN)],
-        };
-        stack.update_limit();
-        stack
+        }
     }
 
     /// Live handles.
@@ -148,29 +148,36 @@ impl HandleStack {
         &mut self.slots
     }
 
+    /// The serial the handle in slot `index` of the current epoch has.
+    #[inline(always)]
+    fn serial_at(&self, index: usize) -> u64 {
+        self.bias.wrapping_add(index as u64)
+    }
+
     /// A new handle holding `addr`.
     #[inline(always)]
     pub fn push(&mut self, addr: usize) -> Handle {
-        if self.slots.len() == self.push_limit {
-            self.make_room();
+        if self.slots.len() == self.slots.capacity() {
+            self.grow();
         }
         let len = self.slots.len();
-        // SAFETY: `len < push_limit <= capacity` (`make_room` made it so when they were equal).
+        // SAFETY: `len` is below the capacity (`grow` made it so when they were equal).
         unsafe {
             self.slots.as_mut_ptr().add(len).write(addr);
             self.slots.set_len(len + 1);
         }
-        Handle::new(self.cur_first + (len - self.cur_base) as u64)
+        Handle::new(self.serial_at(len))
     }
 
     /// The slot `h` names, if it is a live handle of this stack.
     #[inline(always)]
     pub fn index(&self, h: Handle) -> Option<usize> {
         let serial = h.serial();
-        // Below `cur_first`, the subtraction wraps to a large number and fails the comparison.
-        let offset = serial.wrapping_sub(self.cur_first);
-        if offset < (self.slots.len() - self.cur_base) as u64 {
-            return Some(self.cur_base + offset as usize);
+        // The slot it would have in the current epoch; below the epoch's base the subtraction
+        // wraps to a large number and fails the comparison.
+        let index = serial.wrapping_sub(self.bias);
+        if index.wrapping_sub(self.cur_base as u64) < (self.slots.len() - self.cur_base) as u64 {
+            return Some(index as usize);
         }
         // The epoch just below the current one: a handle that escaped the last scope.
         match self.older.last() {
@@ -219,12 +226,13 @@ impl HandleStack {
     pub fn release(&mut self, mark: usize) {
         let len = self.slots.len();
         debug_assert!(mark <= len, "a scope releases only what it made");
-        let next = self.cur_first + (len - self.cur_base) as u64;
+        // The first serial never handed out.
+        let next = self.serial_at(len);
         self.slots.truncate(mark);
         if mark > self.cur_base {
             // The current epoch keeps its slots below `mark`.
             self.older.push(Epoch {
-                first: self.cur_first,
+                first: self.serial_at(self.cur_base),
                 base: self.cur_base,
             });
         } else {
@@ -232,12 +240,11 @@ impl HandleStack {
                 self.older.pop();
             }
         }
-        self.cur_first = next;
-        self.cur_base = self.slots.len();
-        if next == self.run_end {
-            self.next_run();
+        self.bias = next.wrapping_sub(mark as u64);
+        self.cur_base = mark;
+        if self.run_end - next < (self.slots.capacity() - mark) as u64 {
+            self.next_run((self.slots.capacity() - mark) as u64);
         }
-        self.update_limit();
     }
 
     /// Whether `h` was made by this stack (a stale handle) rather than another's.
@@ -248,47 +255,43 @@ impl HandleStack {
         i > 0 && serial < self.runs[i - 1].1
     }
 
-    /// The slow path of a push: more capacity, or a new run of serials.
+    /// The slow path of a push: more capacity, and a new run of serials (and so a new epoch)
+    /// if the run does not reach the new capacity.
     #[cold]
     #[inline(never)]
-    fn make_room(&mut self) {
+    fn grow(&mut self) {
         let len = self.slots.len();
-        if self.cur_first + (len - self.cur_base) as u64 == self.run_end {
+        self.slots.reserve(1);
+        let needed = (self.slots.capacity() - len) as u64;
+        if self.run_end - self.serial_at(len) < needed {
             if self.cur_base < len {
                 self.older.push(Epoch {
-                    first: self.cur_first,
+                    first: self.serial_at(self.cur_base),
                     base: self.cur_base,
                 });
             }
             self.cur_base = len;
-            self.next_run();
+            self.next_run(needed);
         }
-        if len == self.slots.capacity() {
-            self.slots.reserve(1);
-        }
-        self.update_limit();
     }
 
-    /// The run of serials is used up: the current epoch (empty, at `cur_base`) takes its first
-    /// serial from a new run, twice as long as the last.
-    fn next_run(&mut self) {
+    /// The run of serials does not reach the capacity: the current epoch (empty, at
+    /// `cur_base`) takes its first serial from a new run, twice as long as the last and at
+    /// least `needed` long.
+    #[cold]
+    #[inline(never)]
+    fn next_run(&mut self, needed: u64) {
         let last = self.runs.last().map_or(0, |&(start, end)| end - start);
-        let len = (last * 2).clamp(FIRST_SERIAL_RUN, MAX_SERIAL_RUN);
+        let len = (last * 2)
+            .clamp(FIRST_SERIAL_RUN, MAX_SERIAL_RUN)
+            .max(needed);
         let start = take_serials(len);
-        self.cur_first = start;
+        self.bias = start.wrapping_sub(self.cur_base as u64);
         self.run_end = start + len;
         match self.runs.last_mut() {
             Some(last) if last.1 == start => last.1 = start + len,
             _ => self.runs.push((start, start + len)),
         }
-    }
-
-    fn update_limit(&mut self) {
-        let serials_left =
-            self.run_end - (self.cur_first + (self.slots.len() - self.cur_base) as u64);
-        let run_limit = usize::try_from(serials_left)
-            .map_or(usize::MAX, |left| self.slots.len().saturating_add(left));
-        self.push_limit = self.slots.capacity().min(run_limit);
     }
 }
 

@@ -899,7 +899,9 @@ impl<'h> Mutator<'h> {
     #[inline]
     pub fn scope<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let scope = self.open_scope();
-        f(scope.m)
+        let r = f(scope.m);
+        scope.end();
+        r
     }
 
     /// Like [`Self::scope`], but the handle `f` returns survives as a new handle of the
@@ -931,7 +933,10 @@ impl<'h> Mutator<'h> {
                 let a = scope.m.addr(h);
                 Some(scope.end_keeping(a))
             }
-            None => None,
+            None => {
+                scope.end();
+                None
+            }
         };
         r.map(|r| (r, kept))
     }
@@ -942,11 +947,7 @@ impl<'h> Mutator<'h> {
     pub(crate) fn open_scope(&mut self) -> OpenScope<'_, 'h> {
         self.safepoint_poll();
         let mark = self.handles().len();
-        OpenScope {
-            m: self,
-            mark,
-            open: true,
-        }
+        OpenScope { m: self, mark }
     }
 
     /// End a scope begun at `mark` (its handles become stale) and keep the object at `kept`
@@ -1059,33 +1060,40 @@ unsafe fn zero_from(from: usize, to: usize) {
     unsafe { std::ptr::write_bytes(from as *mut u8, 0, to - from) };
 }
 
-/// A scope being run: dropping it releases the handles made since it began, so a scope ends
-/// on every path out of it, a panic unwinding through it included (a request loop that
-/// catches panics must not keep each failed request's handles for ever). The mutator is
-/// reached through it while the scope runs.
+/// A scope being run: the mutator is reached through it while the scope runs, and its end
+/// releases the handles made since it began. Ended explicitly on the normal path (no drop glue
+/// there); dropped, it ends too, so a scope ends on every path out of it, a panic unwinding
+/// through it included (a request loop that catches panics must not keep each failed
+/// request's handles for ever).
 pub(crate) struct OpenScope<'a, 'h> {
     pub m: &'a mut Mutator<'h>,
     mark: usize,
-    /// False once [`Self::end_keeping`] has ended it.
-    open: bool,
 }
 
 impl OpenScope<'_, '_> {
+    /// End the scope: its handles become stale.
+    #[inline(always)]
+    pub fn end(self) {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let mark = this.mark;
+        this.m.release_handles(mark);
+    }
+
     /// End the scope keeping the object at `kept` in a new handle of the enclosing scope
     /// ([`Mutator::release_keeping`]).
     #[inline(always)]
-    pub fn end_keeping(mut self, kept: usize) -> Handle {
-        self.open = false;
-        self.m.release_keeping(self.mark, kept)
+    pub fn end_keeping(self, kept: usize) -> Handle {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let mark = this.mark;
+        this.m.release_keeping(mark, kept)
     }
 }
 
 impl Drop for OpenScope<'_, '_> {
-    #[inline(always)]
+    /// Reached only when the scope was not ended: a panic unwinds through it.
+    #[cold]
     fn drop(&mut self) {
-        if self.open {
-            self.m.release_handles(self.mark);
-        }
+        self.m.release_handles(self.mark);
     }
 }
 

@@ -227,7 +227,9 @@ impl<'h> Mutator<'h> {
     #[inline]
     pub fn local_scope<R>(&mut self, f: impl for<'s> FnOnce(&mut Scope<'s, 'h>) -> R) -> R {
         let scope = self.open_scope();
-        f(&mut Scope { m: scope.m })
+        let r = f(&mut Scope { m: scope.m });
+        scope.end();
+        r
     }
 }
 
