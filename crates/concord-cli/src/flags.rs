@@ -58,6 +58,10 @@ impl fmt::Display for Size {
     }
 }
 
+/// The most rounds `--repeat` may ask of a bench command (and of `concord paper`, which
+/// passes it on).
+pub const MAX_REPEAT: u32 = 1000;
+
 /// A parser of whole numbers in `min..=max` whose messages follow the quoted value.
 pub fn count_in(min: u32, max: u32) -> impl Fn(&str) -> Result<u32, String> + Clone {
     move |text| match text.trim().parse::<i64>() {
@@ -394,7 +398,7 @@ pub struct BenchFlags {
         long,
         default_value_t = 3,
         value_name = "N",
-        value_parser = count_in(1, 1000),
+        value_parser = count_in(1, MAX_REPEAT),
         allow_negative_numbers = true
     )]
     pub repeat: u32,

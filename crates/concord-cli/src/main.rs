@@ -216,8 +216,56 @@ pub fn stop_if_checking_args(how: &str) {
     }
 }
 
+/// The levels a [`logger::FILTER_VAR`] filter may name.
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Checks a log filter as [`logger::FILTER_VAR`] holds it (`env_logger` syntax:
+/// comma-separated `LEVEL`, `MODULE` or `MODULE=LEVEL`, then optionally `/REGEX`), which the
+/// logger would otherwise take whatever it says (`bogus` is a module that logs nothing): every
+/// level must be one, and every module concord's (`concord`, `concord::runtime`,
+/// `concord_sim`, …), the only code in this program that logs.
+fn check_log_filter(filter: &str) -> Result<(), String> {
+    let var = logger::FILTER_VAR;
+    let allowed = "allowed: comma-separated levels off, error, warn, info, debug, trace and \
+                   MODULE=LEVEL with MODULE concord or a module of it, e.g. concord=info,warn";
+    let is_level = |text: &str| LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(text));
+    let is_ours = |module: &str| {
+        let krate = module.split("::").next().unwrap_or_default();
+        krate == "concord" || krate.starts_with("concord_")
+    };
+    let directives = filter.split_once('/').map_or(filter, |(d, _)| d);
+    for directive in directives
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        let (module, level) = match directive.split_once('=') {
+            Some((module, level)) => (Some(module.trim()), Some(level.trim())),
+            None if is_level(directive) => (None, Some(directive)),
+            None => (Some(directive), None),
+        };
+        if let Some(level) = level.filter(|l| !is_level(l)) {
+            return Err(format!("{var}: '{level}' is not a log level ({allowed})"));
+        }
+        if let Some(module) = module.filter(|m| !is_ours(m)) {
+            return Err(format!(
+                "{var}: '{module}' is neither a log level nor a module of concord ({allowed})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     abort_on_panic();
+    // A filter that would show nothing it seems to ask for is bad input, refused before
+    // anything else.
+    if let Some(filter) = std::env::var_os(logger::FILTER_VAR) {
+        if let Err(message) = check_log_filter(&filter.to_string_lossy()) {
+            errln!("concord: {message}");
+            return ExitCode::from(2);
+        }
+    }
     logger::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -264,6 +312,36 @@ fn abort_on_panic() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_filters_name_levels_and_modules_of_concord() {
+        for ok in [
+            "",
+            "warn",
+            "DEBUG",
+            "off",
+            "concord=info,warn",
+            " concord::runtime = trace , error ",
+            "concord_sim",
+            "info/collection",
+        ] {
+            assert_eq!(check_log_filter(ok), Ok(()), "{ok}");
+        }
+        let err = check_log_filter("bogus").unwrap_err();
+        assert!(
+            err.starts_with(
+                "CONCORD_LOG: 'bogus' is neither a log level nor a module of concord (allowed: \
+                 comma-separated levels off, error"
+            ),
+            "{err}"
+        );
+        assert!(check_log_filter("concord=loud")
+            .unwrap_err()
+            .starts_with("CONCORD_LOG: 'loud' is not a log level"));
+        assert!(check_log_filter("warn,tokio=debug")
+            .unwrap_err()
+            .contains("'tokio' is neither"));
+    }
 
     #[test]
     fn a_closed_stdout_is_found_inside_a_failed_run() {

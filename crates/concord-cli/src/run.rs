@@ -5,15 +5,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
-use concord::config::ConfigBuilder;
+use concord::config::{check_files, ConfigBuilder, NamedFile, SourcedConfig};
 use concord::os::mutator_sched::{
     check_fifo_scope, read_rt_runtime_us, RunThreads, RT_RUNTIME_PATH,
 };
+use concord::os::policy::MutatorSched;
+use concord::GcConfig;
 
-use crate::co_run::{co_run, run_instance, MAX_CO_RUN};
+use crate::co_run::{co_run, instance_config, run_instance, MAX_CO_RUN};
 use crate::console::{err, errln, out, outln};
 use crate::experiment::{find_workload, run_on_heap_with};
 use crate::flags::{count_in, RunFlags, WorkloadArgs};
@@ -179,12 +182,33 @@ pub fn harness(args: &RunArgs, file: Option<&ConfigFile>) -> Result<Harness> {
 }
 
 /// Resolve the configuration for `args` and its `--config` file (TOML < env < flags; workload
-/// default heap last).
+/// default heap last), refusing keys that would have no effect
+/// ([`SourcedConfig::refuse_keys_without_effect`]). For a command that declared its other
+/// files ([`declare_files`]), the configuration's outputs are checked against them and the
+/// configuration file ([`check_files`]); `concord run` checks its files itself, once the
+/// co-running instances' names are known.
 pub fn build_config(
     args: &RunArgs,
     file: Option<&ConfigFile>,
     default_heap: usize,
-) -> Result<concord::GcConfig> {
+) -> Result<GcConfig> {
+    let sourced = build_sourced_config(args, file, default_heap)?;
+    if let Some(declared) = DECLARED.get() {
+        let mut inputs = config_input(args);
+        inputs.extend(declared.inputs.iter().cloned());
+        let mut outputs = sourced.outputs_of(&sourced.config, None);
+        outputs.extend(declared.outputs.iter().cloned());
+        check_files(&inputs, &outputs)?;
+    }
+    Ok(sourced.config)
+}
+
+/// [`build_config`] without the declared files, keeping where each value came from.
+fn build_sourced_config(
+    args: &RunArgs,
+    file: Option<&ConfigFile>,
+    default_heap: usize,
+) -> Result<SourcedConfig> {
     let mut b = ConfigBuilder::new();
     if let Some(file) = file {
         b.apply_toml_str(&file.rest, &file.name)?;
@@ -217,7 +241,126 @@ pub fn build_config(
     if !b.is_set("heap") {
         b.set_cli("heap", &format!("{}k", default_heap.div_ceil(1024)))?;
     }
-    Ok(b.build()?)
+    let sourced = b.build_sourced()?;
+    sourced.refuse_keys_without_effect()?;
+    Ok(sourced)
+}
+
+/// The files a command reads and writes beside its configuration's, for [`build_config`].
+struct DeclaredFiles {
+    inputs: Vec<NamedFile>,
+    outputs: Vec<NamedFile>,
+}
+
+/// What [`declare_files`] declared: set once per process, before the configuration is built.
+static DECLARED: OnceLock<DeclaredFiles> = OnceLock::new();
+
+/// Declares the files a command that builds its configuration with [`build_config`] reads
+/// (`inputs`) and writes (`outputs`) beside the configuration's own, each with the flag that
+/// gave it (`concord sim`: `--costs`, `--trace`; `--gc-records`); unset ones are `None`.
+/// They are checked against each other now, and [`build_config`] checks them with the
+/// configuration file and the configuration's outputs ([`check_files`]), before anything is
+/// opened.
+pub fn declare_files(
+    inputs: &[(&str, Option<&Path>)],
+    outputs: &[(&str, Option<&Path>)],
+) -> Result<()> {
+    let named = |files: &[(&str, Option<&Path>)]| -> Vec<NamedFile> {
+        files
+            .iter()
+            .filter_map(|&(flag, path)| Some(NamedFile::new(flag, path?)))
+            .collect()
+    };
+    let declared = DeclaredFiles {
+        inputs: named(inputs),
+        outputs: named(outputs),
+    };
+    check_files(&declared.inputs, &declared.outputs)?;
+    // Declared once per process; a second declaration (none is made) would change nothing.
+    let _ = DECLARED.set(declared);
+    Ok(())
+}
+
+/// The configuration file of `args`, as an input named by the flag or variable that gave it.
+fn config_input(args: &RunArgs) -> Vec<NamedFile> {
+    let Some(path) = &args.config else {
+        return Vec::new();
+    };
+    // clap takes `--config` over the variable, so the variable gave it only without the flag.
+    let flag_given = std::env::args_os()
+        .skip(1)
+        .any(|a| a == "--config" || a.to_string_lossy().starts_with("--config="));
+    let from_env = !flag_given && std::env::var_os(CONFIG_VAR).is_some_and(|v| v == *path);
+    let name = if from_env { CONFIG_VAR } else { "--config" };
+    vec![NamedFile::new(name, path)]
+}
+
+/// The variable that names the configuration file when `--config` does not.
+const CONFIG_VAR: &str = "CONCORD_CONFIG";
+
+/// The files `concord run` writes: the configuration's outputs, or for co-running instances
+/// `instances` each one's own GC log, records and trace (`PATH.N`, [`instance_config`]) and
+/// the mutator profile they share, once.
+fn run_outputs(sourced: &SourcedConfig, instances: &[usize]) -> Vec<NamedFile> {
+    let config = &sourced.config;
+    if instances.is_empty() {
+        return sourced.outputs_of(config, None);
+    }
+    let mut outputs: Vec<NamedFile> = instances
+        .iter()
+        .flat_map(|&n| {
+            let mut own = instance_config(config, n);
+            // The profile is not the instance's own: listed once, below.
+            own.mutator_sched = MutatorSched::Cfs;
+            sourced.outputs_of(&own, Some(&format!("of co-running instance {n}")))
+        })
+        .collect();
+    let shared = GcConfig {
+        gc_log: None,
+        gc_records: None,
+        gc_trace: None,
+        ..config.clone()
+    };
+    outputs.extend(sourced.outputs_of(&shared, None));
+    outputs
+}
+
+/// The stall flags that only work with another flag: refused without it, as the
+/// configuration's keys without effect are ([`SourcedConfig::refuse_keys_without_effect`]).
+/// The GC log may come from the configuration file or the environment as well.
+fn refuse_stall_flags_without_effect(stall: &StallFlags, config: &GcConfig) -> Result<()> {
+    let rules = [
+        (
+            "--slow-log",
+            stall.slow_log.is_some(),
+            "a GC log",
+            config.gc_log.is_some(),
+            "--gc-log PATH, key gc-log or CONCORD_GC_LOG",
+            "the stalled device is what the GC log is written through",
+        ),
+        (
+            "--io-load-dir",
+            stall.io_load_dir.is_some(),
+            "the I/O load",
+            stall.io_load.is_some(),
+            "--io-load CAP",
+            "it is where the I/O load writes",
+        ),
+        (
+            "--pressure-floor",
+            stall.pressure_floor.is_some(),
+            "memory pressure",
+            stall.memory_pressure.is_some(),
+            "--memory-pressure SIZE",
+            "it is the memory the pressure process leaves available",
+        ),
+    ];
+    for (flag, given, what, there, needed, why) in rules {
+        if given && !there {
+            bail!("{flag} needs {what} ({needed}): {why} (allowed: {what} as well, or no {flag})");
+        }
+    }
+    Ok(())
 }
 
 /// Refuse `fifo-scope all` where busy FIFO threads could starve the machine
@@ -246,13 +389,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .validate(&params)
         .map_err(|e| anyhow::anyhow!("workload {}: {e}", workload.name()))?;
     let file = read_config(&args)?;
-    let mut config = build_config(&args, file.as_ref(), workload.default_heap(&params))?;
-    let loads = args.stall.loads(args.gc_log.as_deref())?;
+    let sourced = build_sourced_config(&args, file.as_ref(), workload.default_heap(&params))?;
+    let mut config = sourced.config.clone();
+    let harness = harness(&args, file.as_ref())?;
+    let stall = &args.stall;
+    let any_load =
+        stall.slow_log.is_some() || stall.io_load.is_some() || stall.memory_pressure.is_some();
+    if harness.co_run > 1 && any_load {
+        bail!(
+            "--slow-log, --io-load and --memory-pressure cannot be used with --co-run (allowed: \
+             one instance, or --co-run without them)"
+        );
+    }
+    refuse_stall_flags_without_effect(stall, &config)?;
+    let loads = stall.loads(config.gc_log.as_deref())?;
+    // Every file this run writes (each instance's, with --co-run) against the one it reads.
+    let instances: Vec<usize> = match args.co_run_instance {
+        Some(n) => vec![n as usize],
+        None if harness.co_run > 1 => (1..=harness.co_run).collect(),
+        None => Vec::new(),
+    };
+    check_files(&config_input(&args), &run_outputs(&sourced, &instances))?;
     if let Some(n) = args.co_run_instance {
         interrupt::install("the instance stops");
         return run_instance(&workload, &params, &config, n as usize);
     }
-    let harness = harness(&args, file.as_ref())?;
     refuse_unsafe_fifo_scope(
         &config,
         RunThreads {
@@ -270,12 +431,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         };
         format!("{l} ({} {place})", l.describe())
     });
-    if harness.co_run > 1 && !loads.is_empty() {
-        anyhow::bail!(
-            "--slow-log, --io-load and --memory-pressure cannot be used with --co-run (allowed: \
-             one instance, or --co-run without them)"
-        );
-    }
     crate::stop_if_checking_args("configuration built and validated");
     if harness.co_run > 1 {
         log::info!(
@@ -307,7 +462,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if !loads.is_empty() {
         log::info!("loads during the run: {}", loads.describe());
     }
-    let active = loads.start(args.gc_log.as_deref())?;
+    // The slow log device copies the log to the configured file (flag, file or variable).
+    let gc_log = config.gc_log.clone();
+    let active = loads.start(gc_log.as_deref())?;
     if let Some(fifo) = active.gc_log() {
         config.gc_log = Some(fifo);
     }

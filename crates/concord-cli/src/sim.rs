@@ -66,7 +66,19 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     match args.command {
         Some(SimCommand::Calibrate(a)) => run_calibrate(a),
         Some(SimCommand::Validate(a)) => validate::run(a),
-        None => workload::run(args.workload),
+        None => {
+            // Checked before anything is opened, with the configuration's files when it is
+            // built: no output may replace an input.
+            let w = &args.workload;
+            crate::run::declare_files(
+                &[
+                    ("--costs", w.costs.as_deref()),
+                    ("--trace", w.trace.as_deref()),
+                ],
+                &[("--gc-records", w.gc_records.as_deref())],
+            )?;
+            workload::run(args.workload)
+        }
     }
 }
 

@@ -144,7 +144,9 @@ struct ChildReport {
     expected_checksum: Option<u64>,
 }
 
-/// The Concord side's configuration, checked before anything runs.
+/// The Concord side's configuration, checked before anything runs or is printed: its keys,
+/// and that this machine can hold its heap (a heap beyond memory is refused here, not after
+/// the table's header).
 fn concord_config(args: &VsNativeArgs, default_heap: String) -> Result<GcConfig> {
     let mut b = ConfigBuilder::new();
     b.set_cli("preset", &args.preset)?;
@@ -153,7 +155,9 @@ fn concord_config(args: &VsNativeArgs, default_heap: String) -> Result<GcConfig>
         None => b.set_cli("heap", &default_heap)?,
     }
     b.set_cli("gc-threads", &args.gc_threads.to_string())?;
-    Ok(b.build()?)
+    let config = b.build()?;
+    concord::Heap::check_memory(&config)?;
+    Ok(config)
 }
 
 /// The plain-Rust version of `name`, or an error naming the workloads that have one.

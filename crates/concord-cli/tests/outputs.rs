@@ -300,3 +300,147 @@ fn the_config_file_is_read_once() {
         "{summary}"
     );
 }
+
+/// No output may replace a file the command reads: the configuration file (`--config` or
+/// `CONCORD_CONFIG`), the simulator's costs and trace. Outputs from flags, the configuration
+/// file or the environment, the `PATH.N` of co-running instances and the mutator profile are
+/// compared with them as files (links and hard links too); each clash is bad input naming
+/// both, and nothing is written or created.
+#[test]
+fn an_output_may_not_replace_an_input() {
+    let dir = scratch("outputs-replace-input");
+    let config = "heap = \"8m\"\n";
+    // A real calibration: `sim` reads it before it builds the configuration.
+    let calibrated = dir.join("k.json");
+    let o = concord(&[
+        "sim",
+        "calibrate",
+        "--quick",
+        "--out",
+        calibrated.to_str().unwrap(),
+    ]);
+    stderr_of(&o, 0);
+    let costs = std::fs::read_to_string(&calibrated).unwrap();
+    let files: [(&str, String); 6] = [
+        ("c.toml", format!("{config}gc-log = \"c.toml\"\n")),
+        ("x.toml", config.to_string()),
+        ("cr.1", config.to_string()),
+        ("k.json", costs),
+        ("log-k.toml", format!("{config}gc-log = \"k.json\"\n")),
+        ("r.toml", format!("{config}gc-records = \"r.toml\"\n")),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    std::os::unix::fs::symlink("x.toml", dir.join("link")).unwrap();
+    std::fs::hard_link(dir.join("x.toml"), dir.join("hard")).unwrap();
+    let before = entries(&dir);
+    let run = |rest: &[&str]| -> Vec<String> {
+        ["run", "binary-trees", "8"]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let sim = |rest: &[&str]| -> Vec<String> {
+        ["sim", "binary-trees", "8", "--cpus", "2"]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let both = |output: &str, path: &str, input: &str, input_path: &str| {
+        format!(
+            "{output}: '{path}' names the same file as {input} ('{input_path}'), which this \
+             command reads: writing the output would replace it (allowed: another file)"
+        )
+    };
+    let cases: Vec<(Vec<String>, Vec<(&str, &str)>, String)> = vec![
+        (
+            run(&["--config", "c.toml"]),
+            vec![],
+            both("gc-log in c.toml", "c.toml", "--config", "c.toml"),
+        ),
+        (
+            run(&["--config", "x.toml", "--gc-records", "x.toml"]),
+            vec![],
+            both("--gc-records", "x.toml", "--config", "x.toml"),
+        ),
+        (
+            run(&[]),
+            vec![("CONCORD_CONFIG", "x.toml"), ("CONCORD_GC_TRACE", "x.toml")],
+            both("CONCORD_GC_TRACE", "x.toml", "CONCORD_CONFIG", "x.toml"),
+        ),
+        (
+            run(&["--config", "cr.1", "--gc-log", "cr", "--co-run", "2"]),
+            vec![],
+            both(
+                "--gc-log of co-running instance 1",
+                "cr.1",
+                "--config",
+                "cr.1",
+            ),
+        ),
+        (
+            run(&["--config", "cr.1", "--gc-trace", "cr"]),
+            vec![("CONCORD_CO_RUN", "2")],
+            both(
+                "--gc-trace of co-running instance 1",
+                "cr.1",
+                "--config",
+                "cr.1",
+            ),
+        ),
+        (
+            run(&["--config", "x.toml", "--gc-log", "link"]),
+            vec![],
+            both("--gc-log", "link", "--config", "x.toml"),
+        ),
+        (
+            run(&["--config", "x.toml", "--gc-records", "./hard"]),
+            vec![("CONCORD_CONFIG", "other.toml")],
+            both("--gc-records", "./hard", "--config", "x.toml"),
+        ),
+        (
+            run(&["--config", "x.toml", "--mutator-sched", "profile:x.toml"]),
+            vec![],
+            both("--mutator-sched", "profile:x.toml", "--config", "x.toml"),
+        ),
+        (
+            sim(&["--costs", "k.json", "--gc-records", "k.json"]),
+            vec![],
+            both("--gc-records", "k.json", "--costs", "k.json"),
+        ),
+        (
+            sim(&["--config", "x.toml", "--gc-records", "link"]),
+            vec![],
+            both("--gc-records", "link", "--config", "x.toml"),
+        ),
+        (
+            sim(&["--config", "r.toml"]),
+            vec![],
+            both("gc-records in r.toml", "r.toml", "--config", "r.toml"),
+        ),
+        (
+            sim(&["--config", "log-k.toml", "--costs", "k.json"]),
+            vec![],
+            both("gc-log in log-k.toml", "k.json", "--costs", "k.json"),
+        ),
+    ];
+    for (args, vars, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = command(&args)
+            .current_dir(&dir)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = stderr_of(&o, 2);
+        assert!(stderr.contains(&expected), "{args:?} {vars:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o.stdout));
+        for (name, text) in &files {
+            let now = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert_eq!(&now, text, "{args:?} {vars:?} changed {name}");
+        }
+        assert_eq!(entries(&dir), before, "{args:?} {vars:?}: nothing made");
+    }
+}

@@ -296,3 +296,21 @@ fn the_readme_and_the_guide_carry_the_catalogue_tables() {
         );
     }
 }
+
+/// `--repeat` out of range names the range the entry's command allows (1..=1000), whether it
+/// is too large for a number (it said `not in 0..=4294967295`) or too small, and nothing runs.
+#[test]
+fn repeat_out_of_range_names_the_real_range() {
+    for repeat in ["99999999999", "0", "1001", "-3"] {
+        let out = concord(&["paper", "000-fig10", "--repeat", repeat]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{repeat}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--repeat: '{repeat}' is out of range (allowed: 1..=1000)"
+            )),
+            "{repeat}: {stderr}"
+        );
+        assert!(!stderr.contains("running: concord"), "{repeat}: {stderr}");
+    }
+}

@@ -287,3 +287,32 @@ fn bad_input_is_named_and_exits_2() {
         assert_exit_2(args, message);
     }
 }
+
+/// A heap this machine cannot hold is refused before anything is printed (the table's header
+/// came first): binary-trees 28's default heap is 96 GiB.
+#[test]
+fn a_heap_beyond_memory_is_refused_before_the_table() {
+    let mem_total_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    // (A machine with more memory would run it, for a long time.)
+    if mem_total_kib < 96 << 20 {
+        assert_exit_2(
+            &["vs-native", "binary-trees", "28"],
+            "the heap (96G) is larger than",
+        );
+    }
+    assert_exit_2(
+        &["vs-native", "gcbench", "--heap", "1024g", "--json"],
+        "the heap (1024G) is larger than",
+    );
+}

@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::console::{errln, outln};
 use crate::experiment::results::PaperRecord;
 use crate::experiment::simulated::SimArmFlags;
+use crate::flags::{count_in, MAX_REPEAT};
 pub use catalogue::CATALOGUE;
 
 #[derive(Args, Debug)]
@@ -39,8 +40,14 @@ pub struct PaperArgs {
     /// in seconds, not the figure's numbers
     #[arg(long, requires = "id")]
     pub quick: bool,
-    /// Runs of each configuration, passed to the entry's command as --repeat
-    #[arg(long, value_name = "N", requires = "id")]
+    /// Runs of each configuration, passed to the entry's command as --repeat (1..=1000)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "id",
+        value_parser = count_in(1, MAX_REPEAT),
+        allow_negative_numbers = true
+    )]
     pub repeat: Option<u32>,
     /// Results directory, passed to the entry's command as --out
     #[arg(long, value_name = "DIR", requires = "id")]

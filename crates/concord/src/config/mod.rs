@@ -16,13 +16,15 @@ use crate::os::thp::ThpMode;
 use crate::parallel::{ParkingKind, PhasePolicy};
 
 mod error;
+mod files;
 mod options;
 mod size;
 mod validate;
 
 pub use error::{ConfigError, ConfigKey, Origin};
+pub use files::{check_files, FileClash, NamedFile};
 pub use options::{
-    option_docs, parse_bool, read_config_file, ConfigBuilder, MAX_CONFIG_FILE_BYTES,
+    option_docs, parse_bool, read_config_file, ConfigBuilder, SourcedConfig, MAX_CONFIG_FILE_BYTES,
     NON_CONFIG_ENV_VARS,
 };
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};

@@ -19,7 +19,9 @@ use super::validate::{
     HEAP_RANGE, MIN_LARGE_OBJECT_THRESHOLD, MIN_TLAB_SIZE, NEW_RATIO_RANGE, PLAB_RANGE,
     SURVIVOR_RATIO_RANGE, TARGET_SURVIVOR_RANGE, TENURING_RANGE,
 };
-use super::{parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, Origin, Preset, SizeError};
+use super::{
+    parse_size, ConfigError, ConfigKey, GcConfig, GcLogMode, NamedFile, Origin, Preset, SizeError,
+};
 use crate::os::numa::NumaLayout;
 use crate::os::policy::{FifoScope, GcAffinity, MutatorSched};
 use crate::os::thp::ThpMode;
@@ -1053,6 +1055,14 @@ impl ConfigBuilder {
     /// environment, then CLI, so the strongest wins. Every recorded value is parsed, including
     /// overridden ones. Errors name the key as the user wrote it.
     pub fn build(self) -> Result<GcConfig, ConfigError> {
+        self.build_sourced().map(|sourced| sourced.config)
+    }
+
+    /// [`ConfigBuilder::build`], keeping where each value came from: for messages about the
+    /// configuration's files and keys ([`SourcedConfig::key`], [`SourcedConfig::outputs`]) and
+    /// for refusing keys that would have no effect
+    /// ([`SourcedConfig::refuse_keys_without_effect`]).
+    pub fn build_sourced(self) -> Result<SourcedConfig, ConfigError> {
         let settings = || self.toml.iter().chain(&self.env).chain(&self.cli);
 
         let mut preset = DEFAULT_PRESET;
@@ -1076,9 +1086,202 @@ impl ConfigBuilder {
                 .cloned()
                 .unwrap_or_else(|| ConfigKey::new(key, Origin::Default(preset)))
         })?;
-        Ok(config)
+        Ok(SourcedConfig {
+            config,
+            preset,
+            origins,
+        })
     }
 }
+
+/// A configuration built by [`ConfigBuilder::build_sourced`], with where each of its values
+/// came from.
+#[derive(Clone, Debug)]
+pub struct SourcedConfig {
+    /// The configuration, validated.
+    pub config: GcConfig,
+    /// The preset its defaults came from.
+    preset: Preset,
+    /// The key as written and where, for every key a source gave.
+    origins: HashMap<&'static str, ConfigKey>,
+}
+
+impl SourcedConfig {
+    /// Where the value of option `key` (canonical, kebab-case) came from, as the user wrote it
+    /// (`--gc-log`, `CONCORD_GC_LOG`, `gc-log in c.toml`), or the preset's default.
+    pub fn key(&self, key: &'static str) -> ConfigKey {
+        debug_assert!(find_option(key).is_some(), "unknown key {key}");
+        self.origins
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| ConfigKey::new(key, Origin::Default(self.preset)))
+    }
+
+    /// The files a heap of `config` writes, named by where this configuration's values came
+    /// from; `config` is this configuration or one derived from it (a co-running instance's),
+    /// and `derived` says how, if it is (`of co-running instance 2`).
+    pub fn outputs_of(&self, config: &GcConfig, derived: Option<&str>) -> Vec<NamedFile> {
+        config.outputs(|key| match derived {
+            Some(how) => format!("{} {how}", self.key(key)),
+            None => self.key(key).to_string(),
+        })
+    }
+
+    /// Refuses every key a source gave that has no effect in this configuration, because the
+    /// key it works with is not set so ([`DEPENDENCIES`]): `gc-log-compress` without a GC log,
+    /// `thp-margin` without `thp dynamic`, `lifespan-sample-bytes` without `lifespans`, …
+    /// The error names the key where it was written (flag, variable or file), the key it
+    /// needs and that key's value. The experiment commands, which set such keys in every
+    /// configuration they compare, do not call this.
+    pub fn refuse_keys_without_effect(&self) -> Result<(), ConfigError> {
+        for rule in &DEPENDENCIES {
+            let key = match self.origins.get(rule.key) {
+                Some(key) if !(rule.effective)(&self.config) => key,
+                _ => continue,
+            };
+            let needed = self.key(rule.needs);
+            let current = (rule.current)(&self.config);
+            let stands = match needed.origin {
+                Origin::Default(_) | Origin::Config => {
+                    format!("{} is {current} (the default)", rule.needs)
+                }
+                _ => format!("{needed} is {current}"),
+            };
+            return Err(ConfigError::Inconsistent {
+                key: key.clone(),
+                message: format!(
+                    "needs {} {}, but {stands}: {} (allowed: {} as well, or no {key})",
+                    rule.needs,
+                    rule.value,
+                    rule.why,
+                    rule.given_as(&key.origin)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A key that has an effect only with a value of another: given without it, it would be
+/// silently ignored, so [`SourcedConfig::refuse_keys_without_effect`] refuses it.
+struct Dependency {
+    /// The dependent key.
+    key: &'static str,
+    /// The key it needs.
+    needs: &'static str,
+    /// The values of `needs` it works with, in words (`dynamic`, `PATH`, `true`).
+    value: &'static str,
+    /// Whether `key`'s value has its effect in the configuration.
+    effective: fn(&GcConfig) -> bool,
+    /// The value of `needs` in the configuration, in words.
+    current: fn(&GcConfig) -> String,
+    /// What `key` does, in a few words that say why it needs `needs`.
+    why: &'static str,
+}
+
+impl Dependency {
+    /// How to give `needs` in the form the dependent key was given (`--thp dynamic`,
+    /// `CONCORD_THP=dynamic`, `thp = "dynamic"`).
+    fn given_as(&self, origin: &Origin) -> String {
+        let env = env_name_of(self.needs);
+        match (origin, self.value) {
+            (Origin::Cli, "true") => format!("--{}", self.needs),
+            (Origin::Cli, value) => format!("--{} {value}", self.needs),
+            (Origin::Env, value) => format!("{env}={value}"),
+            (Origin::Toml { .. }, "true") => format!("{} = true", self.needs),
+            (Origin::Toml { .. }, value) => format!("{} = \"{value}\"", self.needs),
+            (_, value) => format!("{} {value}", self.needs),
+        }
+    }
+}
+
+/// The GC log's path in words, for [`Dependency::current`].
+fn gc_log_in_words(config: &GcConfig) -> String {
+    match &config.gc_log {
+        Some(path) => format!("'{}'", path.display()),
+        None => "not set".to_string(),
+    }
+}
+
+/// The mutator scheduling policies that may put threads under FIFO, in words.
+const FIFO_POLICIES: &str = "fifo, profile:PATH, adaptive or adaptive-majority";
+
+/// Every key that needs another's value to have an effect.
+static DEPENDENCIES: [Dependency; 9] = [
+    Dependency {
+        key: "gc-log-compress",
+        needs: "gc-log",
+        value: "PATH",
+        effective: |c| c.gc_log.is_some() || !c.gc_log_compress,
+        current: gc_log_in_words,
+        why: "it compresses the GC log",
+    },
+    Dependency {
+        key: "gc-log-mode",
+        needs: "gc-log",
+        value: "PATH",
+        effective: |c| c.gc_log.is_some(),
+        current: gc_log_in_words,
+        why: "it says how the GC log is written",
+    },
+    Dependency {
+        key: "gc-log-buffer",
+        needs: "gc-log",
+        value: "PATH",
+        effective: |c| c.gc_log.is_some(),
+        current: gc_log_in_words,
+        why: "it sizes the buffer of an async GC log",
+    },
+    Dependency {
+        key: "gc-log-flush-timeout",
+        needs: "gc-log",
+        value: "PATH",
+        effective: |c| c.gc_log.is_some(),
+        current: gc_log_in_words,
+        why: "it bounds the final flush of an async GC log",
+    },
+    Dependency {
+        key: "thp-margin",
+        needs: "thp",
+        value: "dynamic",
+        effective: |c| c.thp == ThpMode::Dynamic,
+        current: |c| c.thp.to_string(),
+        why: "it is the memory dynamic THP keeps available beyond the heap, and no other mode \
+              reads it",
+    },
+    Dependency {
+        key: "lifespan-sample-bytes",
+        needs: "lifespans",
+        value: "true",
+        effective: |c| c.lifespans,
+        current: |c| c.lifespans.to_string(),
+        why: "it spaces the objects the lifespan profiler samples",
+    },
+    Dependency {
+        key: "fifo-cpu-threshold",
+        needs: "mutator-sched",
+        value: FIFO_POLICIES,
+        effective: |c| c.mutator_sched != MutatorSched::Cfs,
+        current: |c| c.mutator_sched.to_string(),
+        why: "it says on how many CPUs a policy may choose FIFO",
+    },
+    Dependency {
+        key: "fifo-scope",
+        needs: "mutator-sched",
+        value: FIFO_POLICIES,
+        effective: |c| c.mutator_sched != MutatorSched::Cfs,
+        current: |c| c.mutator_sched.to_string(),
+        why: "it says which threads go under FIFO when the policy chooses it",
+    },
+    Dependency {
+        key: "new-ratio",
+        needs: "young",
+        value: "auto",
+        effective: |c| c.young_size.is_none(),
+        current: |c| c.young_size.map_or("auto".to_string(), super::format_size),
+        why: "it sizes the young generation only when no young size is given",
+    },
+];
 
 #[cfg(test)]
 mod tests {
@@ -2220,5 +2423,143 @@ mod tests {
             "survivor-ratio (default of preset optimized)"
         );
         assert_eq!(format_size(MIB), "1M");
+    }
+
+    /// The refusal of `builder`'s keys that have no effect, if any.
+    fn without_effect(builder: ConfigBuilder) -> Option<String> {
+        let sourced = builder.build_sourced().unwrap();
+        sourced
+            .refuse_keys_without_effect()
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn dependencies_name_existing_keys() {
+        for rule in &DEPENDENCIES {
+            assert!(find_option(rule.key).is_some(), "{}", rule.key);
+            assert!(find_option(rule.needs).is_some(), "{}", rule.needs);
+        }
+        // A dependent key is refused only when a source gives it, never for its default.
+        assert_eq!(without_effect(ConfigBuilder::new()), None);
+    }
+
+    #[test]
+    fn keys_without_effect_are_refused_naming_where_they_came_from() {
+        assert_eq!(
+            without_effect(cli(&[("thp-margin", "1g")])).unwrap(),
+            "--thp-margin: needs thp dynamic, but thp is system (the default): it is the memory dynamic THP keeps available beyond the heap, and no other mode \
+             reads it (allowed: --thp dynamic as well, or no --thp-margin)"
+        );
+        let mut b = cli(&[("thp", "never")]);
+        b.apply_env(env(&[("CONCORD_THP_MARGIN", "1g")])).unwrap();
+        assert_eq!(
+            without_effect(b).unwrap(),
+            "CONCORD_THP_MARGIN: needs thp dynamic, but --thp is never: it is \
+             the memory dynamic THP keeps available beyond the heap, and no other mode reads it \
+             (allowed: CONCORD_THP=dynamic as well, or no CONCORD_THP_MARGIN)"
+        );
+        let err = without_effect(toml("lifespan_sample_bytes = \"8k\"\n")).unwrap();
+        assert!(
+            err.starts_with(
+                "lifespan_sample_bytes in c.toml: needs lifespans true, but lifespans is \
+                 false (the default)"
+            ) && err.ends_with(
+                "(allowed: lifespans = true as well, or no lifespan_sample_bytes in c.toml)"
+            ),
+            "{err}"
+        );
+        for (pairs, start) in [
+            (
+                &[("gc-log-compress", "true")][..],
+                "--gc-log-compress: needs gc-log PATH, but gc-log is not set",
+            ),
+            (
+                &[("gc-log-mode", "sync")],
+                "--gc-log-mode: needs gc-log PATH",
+            ),
+            (
+                &[("gc-log-buffer", "8k")],
+                "--gc-log-buffer: needs gc-log PATH",
+            ),
+            (
+                &[("gc-log-flush-timeout", "10")],
+                "--gc-log-flush-timeout: needs gc-log PATH",
+            ),
+            (
+                &[("fifo-scope", "all")],
+                "--fifo-scope: needs mutator-sched fifo, profile:PATH, adaptive \
+                 or adaptive-majority, but mutator-sched is cfs (the default)",
+            ),
+            (
+                &[("mutator-sched", "cfs"), ("fifo-cpu-threshold", "0")],
+                "--fifo-cpu-threshold: needs mutator-sched fifo",
+            ),
+            (
+                &[("young", "16m"), ("new-ratio", "3")],
+                "--new-ratio: needs young auto, but --young is 16M",
+            ),
+        ] {
+            let err = without_effect(cli(pairs)).unwrap();
+            assert!(err.starts_with(start), "{pairs:?}: {err}");
+        }
+        // With what they need, or turned off, they are fine; so is the preset's own value.
+        for pairs in [
+            &[("thp", "dynamic"), ("thp-margin", "1g")][..],
+            &[("lifespans", "on"), ("lifespan-sample-bytes", "0")],
+            &[
+                ("gc-log", "/tmp/gc.log"),
+                ("gc-log-compress", "true"),
+                ("gc-log-mode", "async"),
+                ("gc-log-buffer", "8k"),
+                ("gc-log-flush-timeout", "10"),
+            ],
+            &[("gc-log-compress", "false")],
+            &[("mutator-sched", "fifo"), ("fifo-scope", "all")],
+            &[("mutator-sched", "adaptive"), ("fifo-cpu-threshold", "0")],
+            &[("young", "auto"), ("new-ratio", "3")],
+            &[("preset", "vanilla")],
+        ] {
+            assert_eq!(without_effect(cli(pairs)), None, "{pairs:?}");
+        }
+        // A plain build leaves them to the caller (the experiment commands set them in every
+        // configuration they compare).
+        cli(&[("thp-margin", "1g")]).build().unwrap();
+    }
+
+    #[test]
+    fn outputs_are_named_where_they_were_given() {
+        let mut b = toml("gc-log = \"gc.log\"\n");
+        b.apply_env(env(&[("CONCORD_GC_TRACE", "gc.trace")]))
+            .unwrap();
+        b.set_cli("gc-records", "r.jsonl").unwrap();
+        b.set_cli("mutator-sched", "profile:p.profile").unwrap();
+        let sourced = b.build_sourced().unwrap();
+        let names = |files: Vec<NamedFile>| -> Vec<(String, String)> {
+            files.into_iter().map(|f| (f.name, f.shown)).collect()
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            names(sourced.outputs_of(&sourced.config, None)),
+            [
+                pair("gc-log in c.toml", "gc.log"),
+                pair("--gc-records", "r.jsonl"),
+                pair("CONCORD_GC_TRACE", "gc.trace"),
+                pair("--mutator-sched", "profile:p.profile"),
+            ]
+        );
+        let mut derived = sourced.config.clone();
+        derived.gc_log = Some("gc.log.2".into());
+        derived.gc_records = None;
+        derived.gc_trace = None;
+        derived.mutator_sched = MutatorSched::Cfs;
+        assert_eq!(
+            names(sourced.outputs_of(&derived, Some("of instance 2"))),
+            [pair("gc-log in c.toml of instance 2", "gc.log.2")]
+        );
+        assert_eq!(
+            sourced.key("heap").to_string(),
+            "heap (default of preset optimized)"
+        );
     }
 }

@@ -10,12 +10,12 @@ use std::ops::RangeInclusive;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use super::files::first_shared;
 use super::{
     format_size, ConfigError, ConfigKey, GcConfig, Origin, KIB, MAX_GC_THREADS, MAX_HEAP, MIB,
     MIN_EDEN_SIZE, MIN_HEAP, MIN_OLD_SIZE, MIN_SURVIVOR_SIZE, SPACE_ALIGNMENT,
 };
 use crate::os::numa::{NumaLayout, NumaTopology, NumaTopologySpec};
-use crate::os::policy::MutatorSched;
 
 /// Allowed heap sizes.
 pub(super) const HEAP_RANGE: RangeInclusive<usize> = MIN_HEAP..=MAX_HEAP;
@@ -289,44 +289,26 @@ impl GcConfig {
 
     /// No two outputs (GC log, records, GC trace, mutator profile) may be one file: they would be
     /// written over each other. Paths are compared as files: `./x` and `x`, a link and its
-    /// target, two hard links.
+    /// target, two hard links ([`super::check_files`]'s rule, with the keys' own errors).
     fn validate_distinct_outputs(
         &self,
         key_of: &dyn Fn(&'static str) -> ConfigKey,
     ) -> Result<(), ConfigError> {
-        let profile = match &self.mutator_sched {
-            MutatorSched::Profile(path) => Some(path.as_path()),
-            _ => None,
+        let outputs = self.output_files();
+        let Some((earlier, later)) = first_shared(outputs.iter().map(|o| o.1)) else {
+            return Ok(());
         };
-        let outputs: Vec<(&'static str, &Path)> = [
-            ("gc-log", self.gc_log.as_deref()),
-            ("gc-records", self.gc_records.as_deref()),
-            ("gc-trace", self.gc_trace.as_deref()),
-            ("mutator-sched", profile),
-        ]
-        .into_iter()
-        .filter_map(|(key, path)| Some((key, path?)))
-        .collect();
-        let shown = |key: &str, path: &Path| match key {
-            "mutator-sched" => format!("profile:{}", path.display()),
-            _ => path.display().to_string(),
-        };
-        for (i, &(key, path)) in outputs.iter().enumerate() {
-            if let Some(&(earlier, earlier_path)) =
-                outputs[..i].iter().find(|(_, p)| same_file(p, path))
-            {
-                return Err(ConfigError::InvalidValue {
-                    key: key_of(key),
-                    value: shown(key, path),
-                    reason: format!(
-                        "names the same file as {} ('{}'); give each output a file of its own",
-                        key_of(earlier),
-                        shown(earlier, earlier_path)
-                    ),
-                });
-            }
-        }
-        Ok(())
+        let ((key, _, shown), (earlier_key, _, earlier_shown)) =
+            (&outputs[later], &outputs[earlier]);
+        Err(ConfigError::InvalidValue {
+            key: key_of(key),
+            value: shown.clone(),
+            reason: format!(
+                "names the same file as {} ('{earlier_shown}'); give each output a file of its \
+                 own",
+                key_of(earlier_key),
+            ),
+        })
     }
 
     /// The argument of a `profile` or `adaptive` mutator scheduling policy built in code, in the
