@@ -355,7 +355,9 @@ fn an_output_may_not_replace_an_input() {
              command reads: writing the output would replace it (allowed: another file)"
         )
     };
-    let cases: Vec<(Vec<String>, Vec<(&str, &str)>, String)> = vec![
+    // The command line, its environment, and the refusal expected.
+    type Case<'a> = (Vec<String>, Vec<(&'a str, &'a str)>, String);
+    let cases: Vec<Case> = vec![
         (
             run(&["--config", "c.toml"]),
             vec![],
