@@ -597,3 +597,36 @@ fn a_costs_file_with_costs_no_machine_has_exits_2_naming_the_cost_and_its_range(
         );
     }
 }
+
+/// GC threads beyond 4 per CPU: the warning speaks of the simulated machine's CPUs, never of
+/// this machine's usable CPUs (what the recording run's heap warned about: "256 GC threads for
+/// 2 usable CPUs" while simulating 256 CPUs' worth of threads).
+#[test]
+fn the_oversubscription_warning_speaks_of_the_simulated_cpus() {
+    for (cpus, warned) in [("3", true), ("4", false)] {
+        let o = concord(&[
+            "sim",
+            "binary-trees",
+            "12",
+            "--heap",
+            "4m",
+            "--gc-threads",
+            "16",
+            "--cpus",
+            cpus,
+        ]);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        assert!(!stderr.contains("usable CPU"), "{cpus} CPUs: {stderr}");
+        let warning = "concord sim: 16 GC threads for the 3 CPUs of the simulated machine: \
+                       more than 4 per CPU only adds waiting, and its pauses will be longer \
+                       than with fewer threads (use at most 12 GC threads, or dynamic GC \
+                       threads)";
+        assert_eq!(stderr.contains(warning), warned, "{cpus} CPUs: {stderr}");
+        assert_eq!(
+            stderr.contains("GC threads for"),
+            warned,
+            "{cpus} CPUs: {stderr}"
+        );
+    }
+}

@@ -70,6 +70,24 @@ impl Simulator {
         })
     }
 
+    /// The warning for a simulation of `gc_threads` GC threads (fixed, not `dynamic`) that far
+    /// outnumber the simulated machine's CPUs (by the runtime's rule,
+    /// [`concord::parallel::oversubscription`]); `None` otherwise. It speaks of the simulated
+    /// CPUs: this machine's are the recording's business, not the simulation's.
+    pub fn oversubscription_warning(&self, gc_threads: usize, dynamic: bool) -> Option<String> {
+        use concord::parallel::oversubscription::{far_oversubscribed, FAR_RATIO};
+        let cpus = self.machine.cpus();
+        (!dynamic && far_oversubscribed(gc_threads, cpus)).then(|| {
+            format!(
+                "{gc_threads} GC threads for the {cpus} CPU{s} of the simulated machine: more \
+                 than {FAR_RATIO} per CPU only adds waiting, and its pauses will be longer than \
+                 with fewer threads (use at most {most} GC threads, or dynamic GC threads)",
+                s = if cpus == 1 { "" } else { "s" },
+                most = FAR_RATIO * cpus,
+            )
+        })
+    }
+
     /// GC threads for a configuration that leaves them to the preset: HotSpot's rule for the
     /// simulated machine's CPU count (15 on `xeon-2x10`), not this machine's.
     pub fn default_gc_threads(&self) -> usize {
@@ -160,9 +178,35 @@ impl Drop for TempTrace {
     }
 }
 
+/// Leaves the library's warnings out while it lives, unless `CONCORD_LOG` chose a filter of
+/// its own: what the heap warns about while a trace is recorded (this machine's CPUs, its
+/// affinity mask, its memory) describes the recording run, not the simulated machine.
+struct QuietRecording(Option<log::LevelFilter>);
+
+impl QuietRecording {
+    fn new() -> Self {
+        let chosen = std::env::var_os(crate::logger::FILTER_VAR).is_some_and(|f| !f.is_empty());
+        if chosen {
+            return QuietRecording(None);
+        }
+        let before = log::max_level();
+        log::set_max_level(before.min(log::LevelFilter::Error));
+        QuietRecording(Some(before))
+    }
+}
+
+impl Drop for QuietRecording {
+    fn drop(&mut self) {
+        if let Some(before) = self.0 {
+            log::set_max_level(before);
+        }
+    }
+}
+
 /// Runs `workload` once on this machine with `config`, recording a trace of its collections
 /// (to a temporary file, removed once read): the collections and the run's summary. A trace
-/// that could not be written or read back is a [`RunFailed`].
+/// that could not be written or read back is a [`RunFailed`]. The heap's warnings about this
+/// machine are left out ([`QuietRecording`]); errors are shown.
 pub fn record(
     workload: &Arc<dyn Workload>,
     params: &WorkloadParams,
@@ -171,7 +215,10 @@ pub fn record(
     let recording = TempTrace::new();
     let mut config = config.clone();
     config.gc_trace = Some(recording.0.clone());
-    let heap_run = run_on_heap(workload, params, &config, || Ok(()), false)?;
+    let heap_run = {
+        let _quiet = QuietRecording::new();
+        run_on_heap(workload, params, &config, || Ok(()), false)?
+    };
     if let Some(failure) = heap_run.output_failures.first() {
         return Err(RunFailed::wrap(anyhow!("recording the trace: {failure}")));
     }

@@ -128,6 +128,8 @@ struct Checked {
     subject: Subject,
     /// Where the costs came from, in words.
     costs_from: String,
+    /// The warning about GC threads that far outnumber the simulated CPUs, if they do.
+    oversubscribed: Option<String>,
 }
 
 /// The `run` flags of `args` for workload `workload`, as `concord run` would be given them
@@ -284,6 +286,8 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
         (Some(path), Some(trace)) => Source::File(path.clone(), trace.collections),
         _ => Source::Record,
     };
+    let oversubscribed =
+        simulator.oversubscription_warning(config.gc_threads, config.dynamic_gc_threads);
     let checked = Checked {
         subject: Subject {
             workload_name,
@@ -292,6 +296,7 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
             setup,
         },
         costs_from: simulator.costs_from,
+        oversubscribed,
     };
     Ok((checked, source))
 }
@@ -303,7 +308,11 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
     let Checked {
         subject,
         costs_from,
+        oversubscribed,
     } = &checked;
+    if let Some(warning) = oversubscribed {
+        errln!("concord sim: {warning}");
+    }
     let Subject {
         workload_name,
         params,
