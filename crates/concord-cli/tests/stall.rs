@@ -407,6 +407,10 @@ fn bad_stall_input_is_refused_with_what_is_allowed() {
         "--pressure-floor needs memory pressure",
     );
     assert_exit_2(
+        &["pause-bench", "--loads", "none,io", "--pressure-floor", "1g"],
+        "--pressure-floor needs memory pressure (add pressure to --loads)",
+    );
+    assert_exit_2(
         &small("run", "8", &["--slow-log", "1k", "--co-run", "2"]),
         "cannot be used with --co-run",
     );

@@ -279,8 +279,12 @@ pub fn run(args: PauseBenchArgs) -> Result<ExitCode> {
         .collect();
     let thp_modes = choose("thp", &thp_list, &THP_MODES)?;
     let has = |l: &str| load_names.contains(&l);
-    args.stall
-        .check(has("io"), has("pressure"), "add io or pressure to --loads")?;
+    args.stall.check(
+        has("io"),
+        has("pressure"),
+        "add io to --loads",
+        "add pressure to --loads",
+    )?;
     for (flag, on, load) in [
         ("slow-log", args.stall.slow_log.is_some(), "slow-log"),
         ("io-load", args.stall.io_load.is_some(), "io"),

@@ -66,13 +66,20 @@ pub struct StallFlags {
 }
 
 impl StallFlags {
-    /// Refuses flags that size a load that is not there.
-    pub fn check(&self, io_on: bool, pressure_on: bool, why: &str) -> Result<()> {
+    /// Refuses flags that size a load that is not there; `io_needs` and `pressure_needs` say
+    /// what turns each load on.
+    pub fn check(
+        &self,
+        io_on: bool,
+        pressure_on: bool,
+        io_needs: &str,
+        pressure_needs: &str,
+    ) -> Result<()> {
         if self.io_load_dir.is_some() && !io_on {
-            bail!("--io-load-dir needs the I/O load ({why})");
+            bail!("--io-load-dir needs the I/O load ({io_needs})");
         }
         if self.pressure_floor.is_some() && !pressure_on {
-            bail!("--pressure-floor needs memory pressure ({why})");
+            bail!("--pressure-floor needs memory pressure ({pressure_needs})");
         }
         Ok(())
     }
@@ -84,6 +91,7 @@ impl StallFlags {
             self.io_load.is_some(),
             self.memory_pressure.is_some(),
             "--io-load CAP",
+            "--memory-pressure SIZE",
         )?;
         let io = self
             .io_load
