@@ -4,8 +4,10 @@
 //! command then exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). A
 //! FIFO output that nobody opens or reads holds the stop at most [`OUTPUT_GRACE`]. A
 //! second signal exits at once with 128 + its number, after removing the temporary files of
-//! outputs not yet put in place and the directories the stall harnesses made, so none is left
-//! behind. Messages go above the progress bar when one is on screen.
+//! outputs not yet put in place and the directories registered with [`remove_on_quit`] (the
+//! stall harnesses', and every [`TempDir`]: `sim validate`'s and `vs-hotspot`'s work
+//! directories), so none is left behind. Messages go above the progress bar when one is on
+//! screen.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -138,6 +140,47 @@ pub fn forget_on_quit(dir: &Path) {
     lock(&ON_QUIT).retain(|d| d != dir);
 }
 
+/// A temporary directory of the command's own: removed when dropped, which is when the command
+/// returns (after a first signal too), and by a second signal that quits at once
+/// ([`remove_on_quit`]).
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates `dir` (and its parents) and registers it for removal.
+    pub fn create(dir: PathBuf) -> std::io::Result<TempDir> {
+        // Registered first: a second signal while it is being made removes it as well.
+        remove_on_quit(&dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            forget_on_quit(&dir);
+            return Err(e);
+        }
+        Ok(TempDir(dir))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        remove_dir(&self.0);
+        forget_on_quit(&self.0);
+    }
+}
+
+/// Removes `dir` and what it holds, again if a child process put a file in it meanwhile (a run
+/// that ends as the directory is removed renames its output into it); errors are ignored.
+fn remove_dir(dir: &Path) {
+    for _ in 0..3 {
+        if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+            return;
+        }
+    }
+}
+
 /// How long outputs written in place (a FIFO) may still wait for their reader after the first
 /// signal, before their open or write gives up and they are reported as incomplete.
 pub const OUTPUT_GRACE: Duration = Duration::from_secs(2);
@@ -162,7 +205,7 @@ fn receive(sig: i32, first: &str) {
         // Outputs not yet in place are abandoned; their temporary files must not stay.
         concord::os::fs::remove_temporary_files();
         for dir in lock(&ON_QUIT).drain(..) {
-            let _ = std::fs::remove_dir_all(dir);
+            remove_dir(&dir);
         }
         errln!("\nconcord: {} again: quitting now", name(sig));
         std::process::exit(128 + sig);

@@ -11,6 +11,10 @@
 //!
 //! GC pauses: HotSpot's are the `Pause Young` / `Pause Full` lines of its own `-Xlog:gc` log
 //! ([`hotspot::parse_gc_log`]), summed; Concord's are its heap's pause records.
+//!
+//! SIGINT, SIGTERM and SIGHUP ([`crate::interrupt`]): the first lets the current run finish,
+//! then the command stops with 128 + the signal and removes its scratch directory (the JVM's
+//! classes and GC log); a second quits at once, removing it too.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -23,32 +27,22 @@ use concord::{CollectionKind, GcConfig, Heap};
 use concord_workloads::{binary_trees, lookup, WorkloadParams};
 use serde_json::json;
 
-use crate::console::outln;
+use crate::console::{errln, outln};
 use crate::experiment::median;
 use crate::flags::{count_in, Size};
 use crate::hotspot::{self, JavaTools, PauseKind};
+use crate::interrupt::{self, TempDir};
 use crate::side_by_side::{pair_order, Run};
 use crate::RunFailed;
 
 /// `bench/hotspot/BinaryTrees.java`, embedded at build time.
 pub const BINARY_TREES_SOURCE: &str = include_str!("../../../bench/hotspot/BinaryTrees.java");
 
-/// The scratch directory of the JVM's classes and GC logs, removed however the command ends.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn create() -> Result<WorkDir> {
-        let dir = std::env::temp_dir().join(format!("concord-vs-hotspot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        Ok(WorkDir(dir))
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The scratch directory of the JVM's classes and GC logs, removed however the command ends:
+/// when it returns (after a first signal too) or at a second signal ([`TempDir`]).
+fn work_dir() -> Result<TempDir> {
+    let dir = std::env::temp_dir().join(format!("concord-vs-hotspot-{}", std::process::id()));
+    TempDir::create(dir.clone()).with_context(|| format!("cannot create {}", dir.display()))
 }
 
 /// Which workloads `--workload` runs.
@@ -586,9 +580,20 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
         return concord_child(&spec, &config);
     }
     let tools = hotspot::find_java(args.java.as_deref())?;
-    let workdir = WorkDir::create()?;
-    let classes = compile_java(&tools, &workdir.0).map_err(RunFailed::wrap)?;
-    let log = workdir.0.join("gc.log");
+    // Before the directory is made, so that no signal leaves it behind.
+    interrupt::install("the current run finishes, then the comparison stops");
+    let workdir = work_dir()?;
+    // A signal's stop: the directory goes with `workdir`, the status is the signal's.
+    let stopped = |workdir: TempDir| {
+        errln!("concord vs-hotspot: stopped before every run was made; nothing is reported");
+        drop(workdir);
+        Ok(interrupt::exit_code())
+    };
+    let classes = match compile_java(&tools, workdir.path()) {
+        _ if interrupt::interrupted() => return stopped(workdir),
+        result => result.map_err(RunFailed::wrap)?,
+    };
+    let log = workdir.path().join("gc.log");
     let mut outcomes = Vec::new();
     for spec in specs {
         let jvm_args = jvm_args(&spec, &log, &args.jvm_args)?;
@@ -614,15 +619,25 @@ pub fn run(args: VsHotspotArgs) -> Result<ExitCode> {
         let (mut hs, mut cc) = (Vec::new(), Vec::new());
         for i in 0..args.repeat {
             for hotspot_turn in pair_order(i) {
-                let (who, r) = if hotspot_turn {
-                    let r = run_hotspot(&tools, &classes, &spec, &jvm_args, &log)
-                        .map_err(RunFailed::wrap)?;
-                    hs.push(r.clone());
-                    ("HotSpot", r)
+                if interrupt::interrupted() {
+                    return stopped(workdir);
+                }
+                let run = if hotspot_turn {
+                    run_hotspot(&tools, &classes, &spec, &jvm_args, &log).map_err(RunFailed::wrap)
                 } else {
-                    let r = run_concord(&spec)?;
+                    run_concord(&spec)
+                };
+                // A child the signal reached fails: the stop, not its failure, is reported.
+                if interrupt::interrupted() {
+                    return stopped(workdir);
+                }
+                let r = run?;
+                let who = if hotspot_turn {
+                    hs.push(r.clone());
+                    "HotSpot"
+                } else {
                     cc.push(r.clone());
-                    ("Concord", r)
+                    "Concord"
                 };
                 if !args.json {
                     print_row(i + 1, who, &r)?;

@@ -489,3 +489,139 @@ fn a_signal_stops_memory_pressure_while_it_is_still_taking_memory() {
         "the run waited for the child to take everything: {pressure}"
     );
 }
+
+/// `concord ARGS` with its temporary directory `tmp` (`TMPDIR`): the child, its stderr lines
+/// and its stdout lines.
+fn start_in_tmp(args: &[&str], tmp: &Path) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut child = command(args)
+        .env("TMPDIR", tmp)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    (child, err, out)
+}
+
+/// Waits for `child` to exit, at most [`HANG_GUARD`]: its status (-1 if a signal killed it)
+/// and the rest of `err`.
+fn status_and_rest(mut child: Child, err: Receiver<String>) -> (i32, String) {
+    let rest = rest_of(err);
+    let begin = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if begin.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the command did not stop within {HANG_GUARD:?} of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code().unwrap_or(-1), rest.join().unwrap())
+}
+
+/// The entries of `tmp` a command `prefix` left there.
+fn left_in(tmp: &Path, prefix: &str) -> Vec<String> {
+    entries(tmp)
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_signal_stops_sim_validate_and_removes_its_temporary_directory() {
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let tmp = scratch(&format!("signals-sim-validate-{signal}"));
+        let (mut child, err, _out) = start_in_tmp(&["sim", "validate", "--quick"], &tmp);
+        // After the first trace is recorded the directory holds it.
+        wait_for(&err, &mut child, |l| {
+            l.starts_with("concord sim validate: [2/")
+        });
+        assert_eq!(left_in(&tmp, "concord-sim-validate-").len(), 1);
+        send(&child, signal);
+        let (status, rest) = status_and_rest(child, err);
+        assert_eq!(status, 128 + signal, "{name}: {rest}");
+        assert!(
+            rest.contains(&format!(
+                "interrupted by {name}: the current run finishes, then the validation stops"
+            )) && rest
+                .contains("stopped before the grid was complete; its temporary files are removed"),
+            "{name}: {rest}"
+        );
+        assert_eq!(
+            left_in(&tmp, "concord-sim-validate-"),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[test]
+fn a_second_signal_quits_sim_validate_at_once_and_removes_its_temporary_directory() {
+    let tmp = scratch("signals-sim-validate-twice");
+    let (mut child, err, _out) = start_in_tmp(&["sim", "validate", "--quick"], &tmp);
+    wait_for(&err, &mut child, |l| {
+        l.starts_with("concord sim validate: [2/")
+    });
+    send(&child, libc::SIGTERM);
+    wait_for(&err, &mut child, |l| l.contains("interrupted by SIGTERM"));
+    send(&child, libc::SIGTERM);
+    let (status, rest) = status_and_rest(child, err);
+    // Quit at once, or stopped by the first signal already: either way nothing stays.
+    assert_eq!(status, 143, "{rest}");
+    assert_eq!(left_in(&tmp, "concord-sim-validate-"), Vec::<String>::new());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    no_java,
+    ignore = "needs a JDK (java with javac on PATH) when the tests were built: apt-get install openjdk-17-jdk-headless (.ci/run does)"
+)]
+fn a_signal_stops_vs_hotspot_and_removes_its_scratch_directory() {
+    for (signals, name) in [
+        (&[libc::SIGINT][..], "SIGINT"),
+        (&[libc::SIGTERM], "SIGTERM"),
+        (&[libc::SIGTERM, libc::SIGTERM], "SIGTERM twice"),
+    ] {
+        let tmp = scratch(&format!(
+            "signals-vs-hotspot-{}",
+            signals.len() * 100 + signals[0] as usize
+        ));
+        let (mut child, err, out) = start_in_tmp(
+            &[
+                "vs-hotspot",
+                "--workload",
+                "gcbench",
+                "--depth",
+                "10",
+                "--repeat",
+                "50",
+            ],
+            &tmp,
+        );
+        // The first run's row: the classes are compiled, a GC log written.
+        wait_for(&out, &mut child, |l| {
+            let l = l.trim_start();
+            l.starts_with("1 ") && (l.contains("HotSpot") || l.contains("Concord"))
+        });
+        assert_eq!(left_in(&tmp, "concord-vs-hotspot-").len(), 1, "{name}");
+        send(&child, signals[0]);
+        if signals.len() > 1 {
+            wait_for(&err, &mut child, |l| l.contains("interrupted by SIGTERM"));
+            send(&child, signals[1]);
+        }
+        let (status, rest) = status_and_rest(child, err);
+        assert_eq!(status, 128 + signals[0], "{name}: {rest}");
+        assert_eq!(
+            left_in(&tmp, "concord-vs-hotspot-"),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

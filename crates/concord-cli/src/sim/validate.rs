@@ -16,6 +16,10 @@
 //! as reality does. The headline is the share of each, against a target of 80 %. Missing the
 //! targets is the output, not a failure (exit 0); a child that fails is (exit 1, naming it).
 //! The temporary files are in a directory removed at the end, unless `--keep DIR` names one.
+//!
+//! SIGINT, SIGTERM and SIGHUP ([`crate::interrupt`]): the first lets the current child finish,
+//! then the command stops with 128 + the signal (nothing is reported) and removes its
+//! temporary directory; a second quits at once, removing it too.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -29,6 +33,7 @@ use serde_json::Value;
 use crate::console::{errln, outln};
 use crate::experiment::figures::median;
 use crate::interference::Interference;
+use crate::interrupt::{self, TempDir};
 use crate::RunFailed;
 
 /// Flags of `concord sim validate`.
@@ -363,23 +368,42 @@ impl CellKey {
     }
 }
 
-/// The working directory: kept (`--keep`) or removed when dropped.
-struct WorkDir {
-    path: PathBuf,
-    keep: bool,
+/// The working directory: kept (`--keep`), or a temporary one removed when dropped or by a
+/// second signal.
+enum WorkDir {
+    Kept(PathBuf),
+    Temporary(TempDir),
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
+impl WorkDir {
+    fn path(&self) -> &Path {
+        match self {
+            WorkDir::Kept(path) => path,
+            WorkDir::Temporary(dir) => dir.path(),
         }
     }
 }
 
+/// A signal stopped the grid (the error [`concord`] returns once the child it waited for is
+/// done).
+#[derive(Debug)]
+struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped by a signal")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
 /// Runs this executable with `args`; a failure (not started, nonzero status) is a
-/// [`RunFailed`] naming the command and quoting its error output.
+/// [`RunFailed`] naming the command and quoting its error output, and a signal that came
+/// meanwhile is [`Stopped`] (whatever the child did with it).
 fn concord(exe: &Path, args: &[String]) -> Result<()> {
+    if interrupt::interrupted() {
+        return Err(Stopped.into());
+    }
     let shown = format!("concord {}", args.join(" "));
     let output = Command::new(exe)
         .args(args)
@@ -388,6 +412,9 @@ fn concord(exe: &Path, args: &[String]) -> Result<()> {
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot start `{shown}`: {e}")))?;
+    if interrupt::interrupted() {
+        return Err(Stopped.into());
+    }
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(RunFailed::wrap(anyhow!(
@@ -429,18 +456,21 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     crate::stop_if_checking_args("costs, load and directory checked");
     let exe = std::env::current_exe()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
+    // Before the directory is made, so that no signal leaves it behind.
+    interrupt::install("the current run finishes, then the validation stops");
+    let cannot_create =
+        |path: &Path, e| RunFailed::wrap(anyhow!("cannot create {}: {e}", path.display()));
     let work = match &args.keep {
-        Some(dir) => WorkDir {
-            path: dir.clone(),
-            keep: true,
-        },
-        None => WorkDir {
-            path: std::env::temp_dir().join(format!("concord-sim-validate-{}", std::process::id())),
-            keep: false,
-        },
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| cannot_create(dir, e))?;
+            WorkDir::Kept(dir.clone())
+        }
+        None => {
+            let path =
+                std::env::temp_dir().join(format!("concord-sim-validate-{}", std::process::id()));
+            WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
+        }
     };
-    std::fs::create_dir_all(&work.path)
-        .map_err(|e| RunFailed::wrap(anyhow!("cannot create {}: {e}", work.path.display())))?;
     let grid = if args.quick {
         Grid::quick()
     } else {
@@ -449,14 +479,25 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 }) as usize;
     let loadavg_start = loadavg();
     let sched = args.sched.unwrap_or_else(this_kernels_sched);
-    let cells = measure(
+    let cells = match measure(
         &exe,
         &grid,
         repeat,
         args.costs.as_deref(),
         sched,
-        &work.path,
-    )?;
+        work.path(),
+    ) {
+        Err(e) if e.is::<Stopped>() => {
+            let kept = match &work {
+                WorkDir::Kept(dir) => format!("the files so far are kept in {}", dir.display()),
+                WorkDir::Temporary(_) => "its temporary files are removed".to_string(),
+            };
+            errln!("concord sim validate: stopped before the grid was complete; {kept}");
+            drop(work);
+            return Ok(interrupt::exit_code());
+        }
+        other => other?,
+    };
     let groups = groups(&cells);
     let within_25pct = share(&cells, |c| c.within);
     let same_order = share(&groups, |g| g.same_order);
