@@ -407,7 +407,13 @@ fn bad_stall_input_is_refused_with_what_is_allowed() {
         "--pressure-floor needs memory pressure",
     );
     assert_exit_2(
-        &["pause-bench", "--loads", "none,io", "--pressure-floor", "1g"],
+        &[
+            "pause-bench",
+            "--loads",
+            "none,io",
+            "--pressure-floor",
+            "1g",
+        ],
         "--pressure-floor needs memory pressure (add pressure to --loads)",
     );
     assert_exit_2(
