@@ -313,18 +313,7 @@ fn exit_within_guard(
     out: JoinHandle<String>,
     err: JoinHandle<String>,
 ) -> (i32, String, String) {
-    let begin = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if begin.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the run did not stop within {HANG_GUARD:?} of the signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within_guard(&mut child);
     (
         status.code().unwrap_or(-1),
         out.join().unwrap(),
@@ -508,10 +497,16 @@ fn start_in_tmp(args: &[&str], tmp: &Path) -> (Child, Receiver<String>, Receiver
 /// and the rest of `err`.
 fn status_and_rest(mut child: Child, err: Receiver<String>) -> (i32, String) {
     let rest = rest_of(err);
+    let status = wait_within_guard(&mut child);
+    (status.code().unwrap_or(-1), rest.join().unwrap())
+}
+
+/// Waits for `child` to exit, at most [`HANG_GUARD`] (then kills it and fails).
+fn wait_within_guard(child: &mut Child) -> std::process::ExitStatus {
     let begin = std::time::Instant::now();
-    let status = loop {
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return status;
         }
         if begin.elapsed() > HANG_GUARD {
             let _ = child.kill();
@@ -519,8 +514,7 @@ fn status_and_rest(mut child: Child, err: Receiver<String>) -> (i32, String) {
             panic!("the command did not stop within {HANG_GUARD:?} of the signal");
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    (status.code().unwrap_or(-1), rest.join().unwrap())
+    }
 }
 
 /// The entries of `tmp` a command `prefix` left there.
