@@ -185,3 +185,39 @@ fn a_costs_file_that_is_a_device_is_refused_within_a_memory_bound() {
         assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o.stdout));
     }
 }
+
+/// A costs file in the `--keep` directory under a name the validation writes there would be
+/// replaced by a run's trace or records: refused before anything runs, the file untouched.
+#[test]
+fn a_costs_file_the_validation_would_overwrite_is_refused() {
+    let keep = scratch("sim-validate-costs-in-keep");
+    let costs = keep.join("binary-trees-14-vanilla-2t.trace");
+    let o = concord(&[
+        "sim",
+        "calibrate",
+        "--quick",
+        "--out",
+        costs.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let before = std::fs::read(&costs).unwrap();
+    assert_exit_2(
+        &[
+            "sim",
+            "validate",
+            "--quick",
+            "--keep",
+            keep.to_str().unwrap(),
+            "--costs",
+            costs.to_str().unwrap(),
+        ],
+        "names the same file as --costs",
+    );
+    assert_eq!(std::fs::read(&costs).unwrap(), before);
+    assert_eq!(
+        std::fs::read_dir(&keep).unwrap().count(),
+        1,
+        "nothing else written"
+    );
+    std::fs::remove_dir_all(&keep).unwrap();
+}

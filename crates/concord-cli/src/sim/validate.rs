@@ -26,6 +26,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use concord::config::{check_files, NamedFile};
 use concord_sim::replay::driver::SchedModel;
 use serde::Serialize;
 use serde_json::Value;
@@ -453,6 +454,18 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             );
         }
     }
+    let grid = if args.quick {
+        Grid::quick()
+    } else {
+        Grid::full()
+    };
+    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 }) as usize;
+    if let (Some(keep), Some(costs)) = (&args.keep, &args.costs) {
+        check_files(
+            &[NamedFile::new("--costs", costs)],
+            &files_written(&grid, repeat, keep),
+        )?;
+    }
     crate::stop_if_checking_args("costs, load and directory checked");
     let exe = std::env::current_exe()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
@@ -471,12 +484,6 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
             WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
         }
     };
-    let grid = if args.quick {
-        Grid::quick()
-    } else {
-        Grid::full()
-    };
-    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 }) as usize;
     let loadavg_start = loadavg();
     let sched = args.sched.unwrap_or_else(this_kernels_sched);
     let cells = match measure(
@@ -549,15 +556,8 @@ fn loadavg() -> Option<String> {
     )
 }
 
-/// Records the traces, times the real runs and runs the simulations; the cells in grid order.
-fn measure(
-    exe: &Path,
-    grid: &Grid,
-    repeat: usize,
-    costs: Option<&Path>,
-    sched: SchedModel,
-    dir: &Path,
-) -> Result<Vec<Cell>> {
+/// The cells of `grid`, in grid order.
+fn cell_keys(grid: &Grid) -> Vec<CellKey> {
     let mut keys = Vec::new();
     for &workload in &grid.workloads {
         for &load in &grid.loads {
@@ -573,6 +573,49 @@ fn measure(
             }
         }
     }
+    keys
+}
+
+/// The trace a cell's simulation replays, recorded once without load.
+fn trace_file(dir: &Path, key: &CellKey) -> PathBuf {
+    dir.join(format!("{}.trace", key.stem(false)))
+}
+
+/// The records of a cell's real run `round` (from 0).
+fn run_records_file(dir: &Path, key: &CellKey, round: usize) -> PathBuf {
+    dir.join(format!("{}-run{}.jsonl", key.stem(true), round + 1))
+}
+
+/// The records of a cell's simulation.
+fn sim_records_file(dir: &Path, key: &CellKey) -> PathBuf {
+    dir.join(format!("{}-sim.jsonl", key.stem(true)))
+}
+
+/// Every file the validation writes in `dir`, to check against the files it reads.
+fn files_written(grid: &Grid, repeat: usize, dir: &Path) -> Vec<NamedFile> {
+    let keys = cell_keys(grid);
+    let mut files = Vec::new();
+    for key in &keys {
+        files.push(trace_file(dir, key));
+        files.extend((0..repeat).map(|round| run_records_file(dir, key, round)));
+        files.push(sim_records_file(dir, key));
+    }
+    files
+        .into_iter()
+        .map(|path| NamedFile::new("a file the validation writes in --keep", path))
+        .collect()
+}
+
+/// Records the traces, times the real runs and runs the simulations; the cells in grid order.
+fn measure(
+    exe: &Path,
+    grid: &Grid,
+    repeat: usize,
+    costs: Option<&Path>,
+    sched: SchedModel,
+    dir: &Path,
+) -> Result<Vec<Cell>> {
+    let keys = cell_keys(grid);
     let traced: Vec<&CellKey> = keys.iter().filter(|k| k.load == grid.loads[0]).collect();
     let steps = traced.len() + keys.len() * (repeat + 1);
     let mut step = 0;
@@ -588,7 +631,7 @@ fn measure(
             key.preset,
             key.gc_threads
         ));
-        let trace = dir.join(format!("{}.trace", key.stem(false)));
+        let trace = trace_file(dir, key);
         let mut args = vec!["run".to_string()];
         args.extend(key.common_args());
         args.extend(["--gc-trace".to_string(), path_arg(&trace)]);
@@ -606,7 +649,7 @@ fn measure(
                 key.gc_threads,
                 load_label(key.load)
             ));
-            let records = dir.join(format!("{}-run{}.jsonl", key.stem(true), round + 1));
+            let records = run_records_file(dir, key, round);
             let mut args = vec!["run".to_string()];
             args.extend(key.common_args());
             if let Some(load) = key.load {
@@ -634,8 +677,8 @@ fn measure(
             key.gc_threads,
             load_label(key.load)
         ));
-        let trace = dir.join(format!("{}.trace", key.stem(false)));
-        let records = dir.join(format!("{}-sim.jsonl", key.stem(true)));
+        let trace = trace_file(dir, key);
+        let records = sim_records_file(dir, key);
         let mut args = vec!["sim".to_string()];
         args.extend(key.common_args());
         args.extend(["--cpus".to_string(), SIM_CPUS.to_string()]);
