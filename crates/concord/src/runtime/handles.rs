@@ -226,6 +226,9 @@ impl HandleStack {
     pub fn release(&mut self, mark: usize) {
         let len = self.slots.len();
         debug_assert!(mark <= len, "a scope releases only what it made");
+        // Scopes nest, so `mark <= len`; kept so in any build, since the check's arithmetic
+        // relies on `cur_base <= len`.
+        let mark = mark.min(len);
         // The first serial never handed out.
         let next = self.serial_at(len);
         self.slots.truncate(mark);
