@@ -6,7 +6,8 @@
 //! for the `concord diagnose` corpus comparison (cfg `no_gcviewer`; its path and the `java` go
 //! to the tests as `GCVIEWER_TEST_JAR` and `GCVIEWER_TEST_JAVA`), and root
 //! with `setpriv` and `python3` for attaching as another user (cfg `no_root_setpriv`), and the
-//! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`).
+//! right to use SCHED_FIFO for `--fifo-scope all` (cfg `no_sched_fifo`), and root with tracefs,
+//! `cc` and `python3` for the wake-up placement script (cfg `no_tracefs`).
 
 #[path = "../../build-support/test_tools.rs"]
 mod test_tools;
@@ -72,6 +73,15 @@ fn main() {
         is_root() && on_path(&["setpriv"]).is_some() && on_path(&["python3"]).is_some(),
         "root with `setpriv` (util-linux) and `python3` on PATH, to run `concord jvm attach` as \
          another user (run the tests as root; apt-get install util-linux python3)",
+    );
+    tools.check(
+        "no_tracefs",
+        is_root()
+            && std::path::Path::new("/sys/kernel/tracing").is_dir()
+            && on_path(&["cc"]).is_some()
+            && on_path(&["python3"]).is_some(),
+        "root (to mount and use tracefs at /sys/kernel/tracing), `cc` and `python3`, for \
+         bench/sched/wake_placement.sh",
     );
     tools.finish();
 }
