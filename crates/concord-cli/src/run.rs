@@ -325,40 +325,17 @@ fn run_outputs(sourced: &SourcedConfig, instances: &[usize]) -> Vec<NamedFile> {
     outputs
 }
 
-/// The stall flags that only work with another flag: refused without it, as the
-/// configuration's keys without effect are ([`SourcedConfig::refuse_keys_without_effect`]).
-/// The GC log may come from the configuration file or the environment as well.
-fn refuse_stall_flags_without_effect(stall: &StallFlags, config: &GcConfig) -> Result<()> {
-    let rules = [
-        (
-            "--slow-log",
-            stall.slow_log.is_some(),
-            "a GC log",
-            config.gc_log.is_some(),
-            "--gc-log PATH, key gc-log or CONCORD_GC_LOG",
-            "the stalled device is what the GC log is written through",
-        ),
-        (
-            "--io-load-dir",
-            stall.io_load_dir.is_some(),
-            "the I/O load",
-            stall.io_load.is_some(),
-            "--io-load CAP",
-            "it is where the I/O load writes",
-        ),
-        (
-            "--pressure-floor",
-            stall.pressure_floor.is_some(),
-            "memory pressure",
-            stall.memory_pressure.is_some(),
-            "--memory-pressure SIZE",
-            "it is the memory the pressure process leaves available",
-        ),
-    ];
-    for (flag, given, what, there, needed, why) in rules {
-        if given && !there {
-            bail!("{flag} needs {what} ({needed}): {why} (allowed: {what} as well, or no {flag})");
-        }
+/// `--slow-log` only works with a GC log, which may come from the configuration file or the
+/// environment as well: refused without one, as the configuration's keys without effect are
+/// ([`SourcedConfig::refuse_keys_without_effect`]). The loads' own flags are checked by
+/// [`StallFlags::loads`].
+fn refuse_slow_log_without_gc_log(stall: &StallFlags, config: &GcConfig) -> Result<()> {
+    if stall.slow_log.is_some() && config.gc_log.is_none() {
+        bail!(
+            "--slow-log needs a GC log (--gc-log PATH, key gc-log or CONCORD_GC_LOG): the \
+             stalled device is what the GC log is written through (allowed: a GC log as well, \
+             or no --slow-log)"
+        );
     }
     Ok(())
 }
@@ -401,7 +378,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
              one instance, or --co-run without them)"
         );
     }
-    refuse_stall_flags_without_effect(stall, &config)?;
+    refuse_slow_log_without_gc_log(stall, &config)?;
     let loads = stall.loads(config.gc_log.as_deref())?;
     // Every file this run writes (each instance's, with --co-run) against the one it reads.
     let instances: Vec<usize> = match args.co_run_instance {

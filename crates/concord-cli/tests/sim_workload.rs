@@ -441,13 +441,8 @@ fn hand_made_trace(
 ) {
     use concord::telemetry::gc_trace::{
         recording, Fate, GcTraceFile, TraceAffinity, TraceCollection, TraceObject, TraceRoot,
-        TraceRun,
     };
-    let run = TraceRun {
-        workload: Some("binary-trees".into()),
-        heap_bytes: Some(heap),
-    };
-    let mut file = recording(run, || GcTraceFile::create(path)).unwrap();
+    let mut file = recording("binary-trees", || GcTraceFile::create(path, heap)).unwrap();
     file.write(&TraceCollection {
         id: 1,
         workers: 2,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use concord::telemetry::gc_trace::{self, TraceRun};
+use concord::telemetry::gc_trace;
 use concord::telemetry::{OutputError, OutputFailure, OutputKind};
 use concord::{GcConfig, GcStats, Heap, HeapError};
 use concord_workloads::{Workload, WorkloadError, WorkloadParams, WorkloadResult};
@@ -152,12 +152,8 @@ pub fn run_on_heap_with(
     finished: impl FnOnce(),
     interruptible: bool,
 ) -> Result<HeapRun> {
-    // A GC trace the heap opens records the workload and heap size it was recorded with.
-    let traced = TraceRun {
-        workload: Some(workload.name().to_string()),
-        heap_bytes: Some(config.heap_size as u64),
-    };
-    let heap = match gc_trace::recording(traced, || Heap::new(config.clone())) {
+    // A GC trace the heap opens records the workload it was recorded with (and its heap).
+    let heap = match gc_trace::recording(workload.name(), || Heap::new(config.clone())) {
         Ok(heap) => heap,
         // A signal gave up opening an output (a FIFO nobody opened): the run ends before it
         // started, reported as interrupted like any other.

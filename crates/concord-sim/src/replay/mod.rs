@@ -396,7 +396,7 @@ pub(crate) mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("gc.trace");
-        let mut file = GcTraceFile::create(&path).unwrap();
+        let mut file = GcTraceFile::create(&path, 64 << 20).unwrap();
         for c in collections {
             file.write(c);
         }

@@ -977,12 +977,12 @@ fn open_outputs(config: &GcConfig, start: Instant) -> Result<OpenedOutputs, Heap
         None => None,
     };
     let gc_trace = match &config.gc_trace {
-        Some(path) => Some(
-            GcTraceFile::create(path).map_err(|source| HeapError::GcTrace {
+        Some(path) => Some(GcTraceFile::create(path, config.heap_size as u64).map_err(
+            |source| HeapError::GcTrace {
                 path: path.display().to_string(),
                 source,
-            })?,
-        ),
+            },
+        )?),
         None => None,
     };
     Ok((gc_log, gc_records, gc_trace))

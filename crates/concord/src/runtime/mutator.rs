@@ -181,8 +181,6 @@ pub struct Mutator<'h> {
     tlab_real_end: usize,
     /// Lifespan sampling state, when the heap profiles lifespans.
     sampler: Option<Sampler<'h>>,
-    /// Kernel thread id of the attached thread (for the mutator scheduling policy).
-    tid: i32,
     /// The resources attached to objects (`refs.rs`): they never leave this thread.
     refs_local: super::refs::RefsLocal,
     /// Not `Send`: the safepoint protocol counts the attaching thread.
@@ -226,7 +224,6 @@ impl<'h> Mutator<'h> {
             tlab_start: 0,
             tlab_real_end: 0,
             sampler,
-            tid,
             refs_local: Default::default(),
             _not_send: PhantomData,
         }
@@ -1131,8 +1128,7 @@ impl Drop for Mutator<'_> {
     fn drop(&mut self) {
         self.retire_tlab();
         let resources = self.detach_refs();
-        self.heap.mutator_sched.on_detach(self.tid);
-        self.heap.gc_affinity.note_mutator(self.tid, false);
+        forget_thread(self.heap, &self.shared);
         self.heap.safepoint.detach(self.id);
         ThreadMutators::note_detached(self.id);
         // On this thread, once detached: a slow drop holds no collection up.
@@ -1175,8 +1171,7 @@ impl Drop for ThreadMutators {
             };
             if heap.safepoint.detach_exited(shared.id) {
                 shared.refs.detach();
-                heap.mutator_sched.on_detach(shared.tid);
-                heap.gc_affinity.note_mutator(shared.tid, false);
+                forget_thread(&heap, &shared);
                 log::warn!(
                     "{} ended without dropping its mutator (leaked, e.g. with mem::forget): \
                      detached at the thread's end; its handles and globals are no longer roots",
@@ -1185,6 +1180,12 @@ impl Drop for ThreadMutators {
             }
         }
     }
+}
+
+/// The OS policies stop watching the thread of a detaching mutator.
+fn forget_thread(heap: &HeapInner, shared: &MutatorShared) {
+    heap.mutator_sched.on_detach(shared.tid);
+    heap.gc_affinity.note_mutator(shared.tid, false);
 }
 
 /// What `refs.rs` (global and weak references, cleaners) uses of the mutator's internals.

@@ -47,8 +47,8 @@
 //! collection's, every non-null slot. Addresses are kept as they
 //! were before the collection; [`RawTrace::merge`] turns them into ids after the world has been
 //! resumed, and the VM thread writes the frame then, off the pause. The heap opens the trace
-//! with [`GcTraceFile::create`], which knows only the path: the program that builds the heap
-//! says which workload it runs on which heap size by building it inside [`recording`].
+//! with [`GcTraceFile::create`], giving its own size; the program that builds the heap says
+//! which workload runs on it by building it inside [`recording`].
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -79,23 +79,25 @@ pub struct TraceRun {
 }
 
 thread_local! {
-    /// The run [`GcTraceFile::create`] records on this thread ([`recording`]).
-    static RECORDING: RefCell<TraceRun> = RefCell::new(TraceRun::default());
+    /// The workload [`GcTraceFile::create`] records on this thread ([`recording`]).
+    static RECORDING: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// Runs `f`, with every trace that [`GcTraceFile::create`] starts on this thread meanwhile
-/// recording `run` (a heap opens its trace on the thread that builds it, in `Heap::new`);
-/// outside it a trace records nothing about its run. Nested calls restore the outer run.
-pub fn recording<T>(run: TraceRun, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<TraceRun>);
+/// recording `workload` as the run's workload (a heap opens its trace on the thread that
+/// builds it, in `Heap::new`, and knows its own size but not what program runs on it);
+/// outside it a trace names no workload. Nested calls restore the outer one.
+pub fn recording<T>(workload: &str, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Option<String>>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            if let Some(run) = self.0.take() {
-                RECORDING.with(|r| *r.borrow_mut() = run);
+            if let Some(outer) = self.0.take() {
+                RECORDING.with(|r| *r.borrow_mut() = outer);
             }
         }
     }
-    let _restore = Restore(Some(RECORDING.with(|r| r.replace(run))));
+    let outer = RECORDING.with(|r| r.replace(Some(workload.to_string())));
+    let _restore = Restore(Some(outer));
     f()
 }
 
@@ -484,8 +486,11 @@ impl GcTraceFile {
     /// Start the trace for `path` (its header written); `path` itself is replaced only by
     /// [`GcTraceFile::finish`].
     /// The header records the run of the [`recording`] this is called in, if any.
-    pub fn create(path: &Path) -> io::Result<Self> {
-        let run = RECORDING.with(|r| r.borrow().clone());
+    pub fn create(path: &Path, heap_bytes: u64) -> io::Result<Self> {
+        let run = TraceRun {
+            workload: RECORDING.with(|r| r.borrow().clone()),
+            heap_bytes: Some(heap_bytes),
+        };
         Ok(Self {
             out: RecordLines::create_binary(OutputKind::GcTrace, path, &header(&run))?,
         })
@@ -1027,13 +1032,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("concord-gc-trace-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.trace");
-        let mut out = GcTraceFile::create(&path).unwrap();
+        let mut out = GcTraceFile::create(&path, 8 << 20).unwrap();
         for c in collections() {
             out.write(&c);
         }
         out.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(bytes, file(&collections(), true));
+        // The writer's header records the heap; the frames are what `file` writes after its own.
+        let written = header(&TraceRun {
+            workload: None,
+            heap_bytes: Some(8 << 20),
+        });
+        let expected = file(&collections(), true);
+        assert_eq!(bytes[..written.len()], written[..]);
+        assert_eq!(
+            bytes[written.len()..],
+            expected[header(&TraceRun::default()).len()..]
+        );
         let back: Vec<_> = read(&bytes).into_iter().map(Result::unwrap).collect();
         assert_eq!(back, collections());
         assert_eq!(back[0].refs_of(0), [1, 0]);
@@ -1097,16 +1112,22 @@ mod tests {
             workload: Some("binary-trees".into()),
             heap_bytes: Some(84 << 20),
         };
-        let out = recording(run.clone(), || GcTraceFile::create(&path)).unwrap();
+        let out = recording("binary-trees", || GcTraceFile::create(&path, 84 << 20)).unwrap();
         out.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(GcTraceReader::new(&bytes[..]).unwrap().run(), &run);
-        // Outside `recording` (and after it) nothing is known.
-        GcTraceFile::create(&path).unwrap().finish().unwrap();
+        // Outside `recording` (and after it) only the heap is known.
+        GcTraceFile::create(&path, 8 << 20)
+            .unwrap()
+            .finish()
+            .unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(
             GcTraceReader::new(&bytes[..]).unwrap().run(),
-            &TraceRun::default()
+            &TraceRun {
+                workload: None,
+                heap_bytes: Some(8 << 20)
+            }
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
