@@ -263,6 +263,10 @@ pub struct SwitchFlags {
         allow_negative_numbers = true
     )]
     pub fifo_cpu_threshold: Option<String>,
+    /// Pin the VM thread (which stops the world and runs each collection's serial parts) to
+    /// this CPU, or none (default none).
+    #[arg(long = "vm-thread-cpu", value_name = "CPU|none")]
+    pub vm_thread_cpu: Option<String>,
     /// The threads FIFO applies to: mutators, or all (also the VM thread and the GC workers;
     /// refused when they outnumber the usable CPUs and the kernel's real-time throttle is off)
     /// (default mutators).
@@ -287,7 +291,7 @@ impl RunFlags {
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let s = &self.switches;
         let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
-        let given: [(&'static str, Option<String>); 22] = [
+        let given: [(&'static str, Option<String>); 23] = [
             ("heap", self.heap.as_ref().map(Size::to_string)),
             ("young", self.young.as_ref().map(Size::to_string)),
             ("gc-threads", self.gc_threads.map(|t| t.to_string())),
@@ -302,6 +306,7 @@ impl RunFlags {
             ("mutator-sched", s.mutator_sched.clone()),
             ("fifo-cpu-threshold", s.fifo_cpu_threshold.clone()),
             ("fifo-scope", s.fifo_scope.clone()),
+            ("vm-thread-cpu", s.vm_thread_cpu.clone()),
             ("numa", s.numa.clone()),
             ("numa-topology", s.numa_topology.clone()),
             ("gc-log-mode", self.gc_log_mode.clone()),

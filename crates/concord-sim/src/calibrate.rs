@@ -58,8 +58,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::exec;
 
-/// The version of [`CalibratedCosts`]' JSON layout; [`load`] refuses any other.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of [`CalibratedCosts`]' JSON layout; [`load`] refuses any other. Version 1
+/// held gross copy costs (the whole collection time per object, deque operations and
+/// forwarding CAS included, which the simulator then charged a second time); version 2 holds
+/// net ones ([`CopyPoint::sync_ns`]) and medians.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where `concord sim calibrate` writes its result without `--out`: this file in the current
 /// directory.
@@ -150,6 +153,30 @@ impl MeasuredCosts {
         copy_per_byte: 100.0,
     };
 
+    /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
+    /// whole ps), at least 1 (the executor needs every operation to advance time).
+    pub fn exec_costs(&self) -> exec::Costs {
+        let ns = |v: f64| (v.round() as exec::Ns).max(1);
+        let ps = |v: f64| ((v * 1000.0).round() as u64).max(1);
+        let c = self;
+        exec::Costs {
+            atomic_load: ns(c.atomic_load),
+            atomic_store: ns(c.atomic_store),
+            atomic_rmw: ns(c.atomic_rmw),
+            cas: ns(c.cas),
+            lock_uncontended: ns(c.lock_uncontended),
+            futex_wait: ns(c.futex_wait),
+            futex_wake: ns(c.futex_wake),
+            yield_syscall: ns(c.yield_syscall),
+            sleep_syscall: ns(c.sleep_syscall),
+            spin_loop: ns(c.spin_loop),
+            context_switch: ns(c.context_switch),
+            wakeup_latency: ns(c.wakeup_latency),
+            copy_per_object_ps: ps(c.copy_per_object),
+            copy_per_byte_ps: ps(c.copy_per_byte),
+        }
+    }
+
     /// Every field with its name, in declaration order.
     pub fn fields(&self) -> [(&'static str, f64); 14] {
         [
@@ -171,7 +198,7 @@ impl MeasuredCosts {
     }
 }
 
-/// One collection shape of the copy-cost fit (the best of its repetitions).
+/// One collection shape of the copy-cost fit (the median of its repetitions).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CopyPoint {
@@ -179,11 +206,26 @@ pub struct CopyPoint {
     pub objects: f64,
     /// Bytes copied (the collection record's `bytes_copied`).
     pub bytes: f64,
-    /// The worker's copying time, ns.
+    /// The worker's copying time in the real collection, ns (median over the repetitions).
     pub ns: f64,
+    /// What the simulator charges for the same collection besides the copy costs, ns: its
+    /// replay at 1 GC thread with the copy costs set to zero and this calibration's
+    /// primitive costs (the deque operations, the forwarding CAS, the claim loads). The fit
+    /// is of `ns − sync_ns`, so nothing is charged twice.
+    pub sync_ns: f64,
+    /// The maximum minus the minimum of `ns` over the repetitions.
+    pub spread_ns: f64,
 }
 
-/// The least-squares fit `ns ≈ per_object·objects + per_byte·bytes`.
+impl CopyPoint {
+    /// The time left for the copy costs: the real time minus what the simulator charges
+    /// separately for the same work.
+    pub fn net_ns(&self) -> f64 {
+        self.ns - self.sync_ns
+    }
+}
+
+/// The least-squares fit `ns − sync_ns ≈ per_object·objects + per_byte·bytes`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CopyFit {
@@ -200,7 +242,8 @@ pub struct CopyFit {
     pub points: Vec<CopyPoint>,
 }
 
-/// Fits `ns ≈ a·objects + b·bytes` to `points` by least squares (the 2×2 normal equations).
+/// Fits `ns − sync_ns ≈ a·objects + b·bytes` to `points` ([`CopyPoint::net_ns`]) by least
+/// squares (the 2×2 normal equations).
 /// Errors when there are fewer than two points or the objects and bytes columns are (nearly)
 /// proportional, so that `a` and `b` cannot be told apart.
 pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
@@ -212,12 +255,13 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
     }
     let (mut oo, mut ob, mut bb, mut ot, mut bt, mut tt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for p in points {
+        let t = p.net_ns();
         oo += p.objects * p.objects;
         ob += p.objects * p.bytes;
         bb += p.bytes * p.bytes;
-        ot += p.objects * p.ns;
-        bt += p.bytes * p.ns;
-        tt += p.ns * p.ns;
+        ot += p.objects * t;
+        bt += p.bytes * t;
+        tt += t * t;
     }
     let det = oo * bb - ob * ob;
     // Relative to the product of the norms: 0 for proportional columns, 1 for orthogonal.
@@ -232,11 +276,11 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
     let b = (oo * bt - ob * ot) / det;
     let sse: f64 = points
         .iter()
-        .map(|p| (p.ns - a * p.objects - b * p.bytes).powi(2))
+        .map(|p| (p.net_ns() - a * p.objects - b * p.bytes).powi(2))
         .sum();
     let n = points.len() as f64;
     let rms = (sse / n).sqrt();
-    let mean = points.iter().map(|p| p.ns).sum::<f64>() / n;
+    let mean = points.iter().map(CopyPoint::net_ns).sum::<f64>() / n;
     Ok(CopyFit {
         per_object_ns: a,
         per_byte_ns: b,
@@ -248,28 +292,9 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
 }
 
 impl CalibratedCosts {
-    /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
-    /// whole ps), at least 1 (the executor needs every operation to advance time).
+    /// The executor's cost table from these costs ([`MeasuredCosts::exec_costs`]).
     pub fn exec_costs(&self) -> exec::Costs {
-        let ns = |v: f64| (v.round() as exec::Ns).max(1);
-        let ps = |v: f64| ((v * 1000.0).round() as u64).max(1);
-        let c = &self.costs;
-        exec::Costs {
-            atomic_load: ns(c.atomic_load),
-            atomic_store: ns(c.atomic_store),
-            atomic_rmw: ns(c.atomic_rmw),
-            cas: ns(c.cas),
-            lock_uncontended: ns(c.lock_uncontended),
-            futex_wait: ns(c.futex_wait),
-            futex_wake: ns(c.futex_wake),
-            yield_syscall: ns(c.yield_syscall),
-            sleep_syscall: ns(c.sleep_syscall),
-            spin_loop: ns(c.spin_loop),
-            context_switch: ns(c.context_switch),
-            wakeup_latency: ns(c.wakeup_latency),
-            copy_per_object_ps: ps(c.copy_per_object),
-            copy_per_byte_ps: ps(c.copy_per_byte),
-        }
+        self.costs.exec_costs()
     }
 
     /// The first cost that is not a positive number at most its [`MeasuredCosts::MAX`], or
@@ -341,8 +366,14 @@ pub fn load(path: &Path) -> Result<CalibratedCosts> {
     let version = value.get("version").and_then(serde_json::Value::as_u64);
     if version != Some(u64::from(FORMAT_VERSION)) {
         let found = version.map_or("no version".to_string(), |v| format!("version {v}"));
+        let why = if version == Some(1) {
+            ": its copy costs hold the deque operations and the forwarding CAS, which the \
+             simulator charges too, so they were counted twice"
+        } else {
+            ""
+        };
         bail!(
-            "{} is a calibration of {found}; this concord reads version {FORMAT_VERSION} \
+            "{} is a calibration of {found}; this concord reads version {FORMAT_VERSION}{why} \
              (measure again with `concord sim calibrate`)",
             path.display()
         );
@@ -379,30 +410,30 @@ fn how_to_write(path: &Path) -> String {
 /// How much to measure.
 #[derive(Clone, Copy, Debug)]
 pub struct Effort {
-    /// Batches per microbenchmark (the minimum is kept).
+    /// Batches per microbenchmark (the median is kept).
     pub batches: usize,
     /// Scale of the operations per batch (1.0: the full calibration).
     pub scale: f64,
     /// Bytes of the largest tree of the copy-cost fit.
     pub copy_bytes: usize,
-    /// Collections per copy shape (the fastest is kept).
+    /// Collections per copy shape (the median is kept).
     pub copy_repeats: usize,
 }
 
 impl Effort {
     /// The full calibration (about a minute).
     pub const FULL: Effort = Effort {
-        batches: 9,
+        batches: 15,
         scale: 1.0,
         copy_bytes: 24 << 20,
-        copy_repeats: 3,
+        copy_repeats: 7,
     };
     /// `--quick`: for tests; the same measurements with far fewer iterations.
     pub const QUICK: Effort = Effort {
         batches: 3,
         scale: 0.02,
         copy_bytes: 2 << 20,
-        copy_repeats: 2,
+        copy_repeats: 3,
     };
 
     fn ops(&self, full: usize) -> usize {
@@ -410,10 +441,10 @@ impl Effort {
     }
 }
 
-/// One cost: the minimum over batches and the spread (maximum − minimum).
+/// One cost: the median over batches and the spread (maximum − minimum).
 #[derive(Clone, Copy, Debug)]
 struct Measured {
-    min: f64,
+    median: f64,
     spread: f64,
 }
 
@@ -422,9 +453,20 @@ impl Measured {
         let min = batches.iter().copied().fold(f64::INFINITY, f64::min);
         let max = batches.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         Measured {
-            min,
+            median: median(batches),
             spread: max - min,
         }
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count; NaN for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
 
@@ -517,11 +559,6 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     progress("wake-up latency");
     let (waker_cpu, sleeper_cpu) = (same_cpu, *cpus.get(1).unwrap_or(&same_cpu));
     let wakeup = wakeup_latency(&effort, effort.ops(5_000), waker_cpu, sleeper_cpu)?;
-    progress("copy costs (young collections)");
-    let fit = copy_fit(&effort)?;
-    let mean =
-        |f: fn(&CopyPoint) -> f64| fit.points.iter().map(f).sum::<f64>() / fit.points.len() as f64;
-    let (mean_objects, mean_bytes) = (mean(|p| p.objects), mean(|p| p.bytes));
     let both = |m: fn(&Measured) -> f64| MeasuredCosts {
         atomic_load: m(&load),
         atomic_store: m(&store),
@@ -538,7 +575,17 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         copy_per_object: 0.0,
         copy_per_byte: 0.0,
     };
-    let mut costs = both(|m| m.min);
+    let mut costs = both(|m| m.median);
+    // The simulator's own charges for the calibration collections, at these primitive costs
+    // and no copy cost: what the copy costs must not hold a second time.
+    let mut charged = costs.exec_costs();
+    charged.copy_per_object_ps = 0;
+    charged.copy_per_byte_ps = 0;
+    progress("copy costs (young collections, then their replays)");
+    let fit = copy_fit(&effort, &charged)?;
+    let mean =
+        |f: fn(&CopyPoint) -> f64| fit.points.iter().map(f).sum::<f64>() / fit.points.len() as f64;
+    let (mean_objects, mean_bytes) = (mean(|p| p.objects), mean(|p| p.bytes));
     costs.copy_per_object = fit.per_object_ns;
     costs.copy_per_byte = fit.per_byte_ns;
     let mut spread = both(|m| m.spread);
@@ -677,10 +724,21 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
 /// are mostly data, so that bytes per object varies by more than tenfold.
 const COPY_PAYLOADS: [u16; 4] = [0, 48, 240, 1008];
 
+/// One tree shape of the copy-cost fit.
+#[derive(Clone, Copy)]
+struct Shape {
+    node: ObjectType,
+    depth: u32,
+}
+
 /// Runs young collections of binary trees of each payload in [`COPY_PAYLOADS`] at two sizes
-/// (the largest `effort.copy_bytes`, and a quarter of that) and fits the copy costs.
-fn copy_fit(effort: &Effort) -> Result<CopyFit> {
-    let mut points = Vec::new();
+/// (the largest `effort.copy_bytes`, and a quarter of that) and fits the net copy costs: each
+/// shape's real time is the median of `effort.copy_repeats` collections, taken in rounds over
+/// all shapes (so that a slow spell of the machine falls on every shape, not on one), and its
+/// `sync_ns` is the simulator's replay of a recording of the same collection under `charged`
+/// (the primitive costs, no copy cost).
+fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
+    let mut shapes = Vec::new();
     for payload in COPY_PAYLOADS {
         let node = ObjectType::fixed(2, payload);
         // Header and two references, rounded as the heap lays objects out, approximately.
@@ -688,32 +746,108 @@ fn copy_fit(effort: &Effort) -> Result<CopyFit> {
         for target in [effort.copy_bytes / 4, effort.copy_bytes] {
             let nodes = (target / node_bytes).max(64);
             let depth = (usize::BITS - 1 - nodes.leading_zeros()).max(2) - 1;
-            let best = (0..effort.copy_repeats)
-                .map(|_| copy_once(node, depth, effort.copy_bytes))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .min_by(|a, b| a.ns.total_cmp(&b.ns))
-                .expect("at least one repetition");
-            points.push(best);
+            shapes.push(Shape { node, depth });
         }
+    }
+    let mut runs: Vec<Vec<CopyPoint>> = vec![Vec::new(); shapes.len()];
+    for _ in 0..effort.copy_repeats {
+        for (shape, runs) in shapes.iter().zip(&mut runs) {
+            runs.push(copy_once(*shape, effort.copy_bytes, None)?);
+        }
+    }
+    let scratch = std::env::temp_dir().join(format!(
+        "concord-calibrate-trace-{}.trace",
+        std::process::id()
+    ));
+    let mut points = Vec::with_capacity(shapes.len());
+    for (shape, runs) in shapes.iter().zip(runs) {
+        let times: Vec<f64> = runs.iter().map(|p| p.ns).collect();
+        let mut point = runs[0];
+        point.ns = median(&times);
+        point.spread_ns = Measured::of(&times).spread;
+        let recorded = copy_once(*shape, effort.copy_bytes, Some(&scratch));
+        let replayed = recorded.and_then(|_| replayed_sync_ns(&scratch, charged));
+        let _ = std::fs::remove_file(&scratch);
+        point.sync_ns = replayed?;
+        points.push(point);
     }
     let fit = fit_copy_cost(&points)?;
     if !(fit.per_object_ns > 0.0 && fit.per_byte_ns > 0.0) {
         bail!(
             "the copy-cost fit gave {:.3} ns per object and {:.5} ns per byte (residual {:.0}%): \
-             the collections' times were too noisy to separate the two; measure again on a \
-             quieter machine",
+             the collections' times were too noisy to separate the two, or the simulator \
+             charges more for them than they took ({:.0} ns of {:.0} ns for the first \
+             shape); measure again on a quieter machine",
             fit.per_object_ns,
             fit.per_byte_ns,
-            fit.residual_relative * 100.0
+            fit.residual_relative * 100.0,
+            points[0].sync_ns,
+            points[0].ns
         );
     }
     Ok(fit)
 }
 
-/// One young collection, with one GC thread, of a complete binary tree of `depth` levels below
-/// its root (every node live) in a fresh heap whose eden holds at least `max_bytes`.
-fn copy_once(node: ObjectType, depth: u32, max_bytes: usize) -> Result<CopyPoint> {
+/// What the simulator charges, besides the copy costs, to replay the one collection recorded
+/// in the GC trace at `trace`: its single worker's time in root tasks plus stealing (the
+/// figure [`copy_once`] takes from the real collection), on a simulated machine of 2 CPUs
+/// (the VM thread and the worker each on its own) under `costs`.
+#[cfg(not(test))]
+fn replayed_sync_ns(trace: &Path, costs: &exec::Costs) -> Result<f64> {
+    use crate::machine::Machine as SimMachine;
+    use crate::replay::driver::{self, SchedModel, SimSetup};
+    let trace = crate::replay::load_trace(trace)
+        .map_err(|e| anyhow!("reading the calibration's GC trace: {e}"))?;
+    if trace.collections.len() != 1 {
+        bail!(
+            "the calibration's GC trace holds {} collections, not the one made",
+            trace.collections.len()
+        );
+    }
+    let config = GcConfig::for_preset(Preset::Optimized);
+    let setup = SimSetup {
+        machine: SimMachine::from_flags(None, Some("2"), None, None)
+            .map_err(|e| anyhow!("the calibration's simulated machine: {e}"))?,
+        sched: SchedModel::Cfs,
+        costs: *costs,
+        seed: 0,
+        policy: config.phase,
+        parking: config.parking,
+        gc_threads: 1,
+        mutators: 0,
+        load: None,
+        gc_affinity: concord::os::policy::GcAffinity::None,
+        numa: concord::os::numa::NumaLayout::Off,
+        mutator_ns: 1_000,
+        dynamic_gc_threads: None,
+        pin_start: false,
+        // The VM thread on the other CPU than the worker's (the real calibration leaves both to
+        // the OS, which on an idle machine keeps them apart).
+        vm_thread_cpu: Some(1),
+    };
+    let run = driver::simulate(std::sync::Arc::new(trace.collections), &setup)
+        .map_err(|e| anyhow!("replaying the calibration's collection: {e}"))?;
+    let worker = run
+        .collections
+        .first()
+        .and_then(|c| c.workers.first())
+        .ok_or_else(|| anyhow!("the replay of the calibration's collection ran no worker"))?;
+    Ok((worker.root_ns + worker.steal_ns) as f64)
+}
+
+/// The simulated engine is not in this crate's unit-test build (see the crate docs); the
+/// calibration runs end to end in the command-line tests.
+#[cfg(test)]
+fn replayed_sync_ns(_: &Path, _: &exec::Costs) -> Result<f64> {
+    bail!("the simulated engine is not compiled into concord-sim's unit tests")
+}
+
+/// One young collection, with one GC thread, of a complete binary tree of `shape.depth`
+/// levels below its root (every node live) in a fresh heap whose eden holds at least
+/// `max_bytes`; with `trace`, the collection is recorded there (a GC trace) and its time is
+/// not representative (recording slows it).
+fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<CopyPoint> {
+    let Shape { node, depth } = shape;
     let mut config = GcConfig::for_preset(Preset::Optimized);
     config.gc_threads = 1;
     let young = (4 * max_bytes).max(16 << 20);
@@ -725,6 +859,7 @@ fn copy_once(node: ObjectType, depth: u32, max_bytes: usize) -> Result<CopyPoint
     // Fault the heap in first: a real run's survivor spaces were touched by earlier collections,
     // and first-touch page faults would otherwise count as copying.
     config.pretouch = true;
+    config.gc_trace = trace.map(Path::to_path_buf);
     let heap = concord::Heap::new(config).context("creating the calibration heap")?;
     let mut m = heap.attach();
     let root = tree(&mut m, node, depth).context("building the calibration tree")?;
@@ -732,7 +867,10 @@ fn copy_once(node: ObjectType, depth: u32, max_bytes: usize) -> Result<CopyPoint
     m.collect(CollectionKind::Young);
     black_box(root);
     drop(m);
-    let stats = heap.stats();
+    // Joins the VM thread, so the trace (written after the world resumed) is complete.
+    let stats = heap
+        .finish()
+        .map_err(|e| anyhow!("finishing the calibration heap: {e}"))?;
     let Some(record) = stats.records.get(before..).and_then(|new| new.last()) else {
         bail!("the calibration heap recorded no collection");
     };
@@ -744,6 +882,8 @@ fn copy_once(node: ObjectType, depth: u32, max_bytes: usize) -> Result<CopyPoint
         objects: ((2u64 << depth) - 1) as f64,
         bytes: record.bytes_copied as f64,
         ns: ns as f64,
+        sync_ns: 0.0,
+        spread_ns: 0.0,
     })
 }
 
@@ -806,7 +946,13 @@ mod tests {
     use super::*;
 
     fn point(objects: f64, bytes: f64, ns: f64) -> CopyPoint {
-        CopyPoint { objects, bytes, ns }
+        CopyPoint {
+            objects,
+            bytes,
+            ns,
+            sync_ns: 0.0,
+            spread_ns: 0.0,
+        }
     }
 
     #[test]
@@ -840,6 +986,35 @@ mod tests {
         assert!((fit.per_byte_ns + 3.0).abs() < 1e-9, "{fit:?}");
         assert!((fit.residual_rms_ns - 3.0).abs() < 1e-9, "{fit:?}");
         assert!((fit.residual_relative - 3.0 / (31.0 / 3.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_fit_is_of_the_time_the_simulator_does_not_charge_already() {
+        // Real ns = 30·objects + 0.25·bytes + 12·objects the simulator charges itself (its
+        // deque operations and CAS): the fit keeps only the 30 and the 0.25.
+        let charged = |objects: f64, bytes: f64| CopyPoint {
+            sync_ns: 12.0 * objects,
+            ns: 42.0 * objects + 0.25 * bytes,
+            ..point(objects, bytes, 0.0)
+        };
+        let points = [
+            charged(100.0, 2_400.0),
+            charged(1_000.0, 24_000.0),
+            charged(50.0, 50_000.0),
+        ];
+        let fit = fit_copy_cost(&points).unwrap();
+        assert!((fit.per_object_ns - 30.0).abs() < 1e-9, "{fit:?}");
+        assert!((fit.per_byte_ns - 0.25).abs() < 1e-12, "{fit:?}");
+        assert_eq!(points[0].net_ns(), 30.0 * 100.0 + 0.25 * 2_400.0);
+    }
+
+    #[test]
+    fn medians_of_odd_even_and_no_values() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        let m = Measured::of(&[5.0, 1.0, 9.0]);
+        assert_eq!((m.median, m.spread), (5.0, 8.0));
     }
 
     #[test]
@@ -925,10 +1100,12 @@ mod tests {
 
         let old = sample()
             .to_json()
-            .replacen("\"version\": 1", "\"version\": 0", 1);
+            .replacen("\"version\": 2", "\"version\": 1", 1);
         let e = load_error("old.json", Some(&old));
         assert!(
-            e.contains("calibration of version 0") && e.contains("reads version 1"),
+            e.contains("calibration of version 1")
+                && e.contains("reads version 2")
+                && e.contains("counted twice"),
             "{e}"
         );
 

@@ -71,6 +71,7 @@ fn setup(policy: PhasePolicy, costs: Costs) -> SimSetup {
         mutator_ns: DEFAULT_MUTATOR_NS,
         dynamic_gc_threads: None,
         pin_start: true,
+        vm_thread_cpu: None,
     }
 }
 

@@ -123,6 +123,7 @@ impl Simulator {
             mutator_ns: driver::DEFAULT_MUTATOR_NS,
             dynamic_gc_threads: config.dynamic_gc_threads.then_some(config.heap_size),
             pin_start: config.pin_start,
+            vm_thread_cpu: config.vm_thread_cpu.map(|c| c as usize),
         };
         driver::check(&setup)?;
         Ok(setup)

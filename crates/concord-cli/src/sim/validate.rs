@@ -62,6 +62,28 @@ pub struct ValidateArgs {
     /// (default: the one of this machine's kernel, from its release).
     #[arg(long, value_name = "cfs|eevdf", value_parser = parse_sched)]
     pub sched: Option<SchedModel>,
+    /// Validate in tiers instead of the loaded grid: 0 (the cost model: 1 GC thread, pinned,
+    /// collections matched one to one), 1 (the protocols: static GC affinity, 2 and 4 GC
+    /// threads, four presets), 2 (placement: unpinned, under this machine's wake-up placement
+    /// model) or all. At least 7 real runs per cell (--repeat).
+    #[arg(long, value_name = "0|1|2|all", value_parser = super::tiers::parse_tiers)]
+    pub tier: Option<super::tiers::Tiers>,
+    /// With --tier: measure only every N-th cell of the grid from the K-th (1 <= K <= N) and
+    /// write its result to --out DIR, for --merge to join (a batch scheduler's job array).
+    #[arg(long, value_name = "K/N", value_parser = super::tiers::parse_shard, requires = "tier")]
+    pub shard: Option<super::tiers::Shard>,
+    /// With --tier: also write each tier's result as JSON in this directory (created if
+    /// missing): tierT.json, or tierT-shardKofN.json with --shard.
+    #[arg(long, value_name = "DIR", requires = "tier")]
+    pub out: Option<PathBuf>,
+    /// With --tier: simulations run at once (default: this machine's CPUs; the real runs are
+    /// always one at a time).
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "tier")]
+    pub jobs: Option<u32>,
+    /// Join the shard results (tierT-shardKofN.json) in these directories and report them as
+    /// one run of the whole grid would; runs nothing.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["tier", "quick", "repeat", "costs", "keep", "sched"])]
+    pub merge: Vec<PathBuf>,
 }
 
 fn parse_sched(text: &str) -> std::result::Result<SchedModel, String> {
@@ -388,7 +410,7 @@ impl WorkDir {
 /// A signal stopped the grid (the error [`concord`] returns once the child it waited for is
 /// done).
 #[derive(Debug)]
-struct Stopped;
+pub(super) struct Stopped;
 
 impl std::fmt::Display for Stopped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -401,7 +423,7 @@ impl std::error::Error for Stopped {}
 /// Runs this executable with `args`; a failure (not started, nonzero status) is a
 /// [`RunFailed`] naming the command and quoting its error output, and a signal that came
 /// meanwhile is [`Stopped`] (whatever the child did with it).
-fn concord(exe: &Path, args: &[String]) -> Result<()> {
+pub(super) fn concord(exe: &Path, args: &[String]) -> Result<()> {
     if interrupt::interrupted() {
         return Err(Stopped.into());
     }
@@ -436,6 +458,14 @@ fn figures_of(records: &Path, what: &str) -> Result<RunFigures> {
 
 /// Runs `concord sim validate`.
 pub fn run(args: ValidateArgs) -> Result<ExitCode> {
+    if !args.merge.is_empty() {
+        crate::stop_if_checking_args("nothing to check before merging");
+        let merged = super::tiers::merge(&args.merge).map_err(RunFailed::wrap)?;
+        return super::tiers::report(&merged, args.json);
+    }
+    if let Some(tiers) = args.tier.clone() {
+        return run_tiers(&args, &tiers.0);
+    }
     // Checked before anything runs: the costs file, CPU 0 for the busy loop, the directory.
     if let Some(costs) = &args.costs {
         concord_sim::calibrate::load(costs).context("--costs")?;
@@ -543,6 +573,80 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `concord sim validate --tier …`: the tiers measured (this run's shard of them), written to
+/// `--out` and reported.
+fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCode> {
+    use super::tiers::{result_file, TierRun};
+    if let Some(costs) = &args.costs {
+        concord_sim::calibrate::load(costs).context("--costs")?;
+    }
+    if args.shard.is_some() && args.out.is_none() {
+        bail!("--shard needs --out DIR: the directory where --merge finds the shard's result");
+    }
+    for (flag, dir) in [("--keep", &args.keep), ("--out", &args.out)] {
+        if let Some(dir) = dir {
+            if dir.exists() && !dir.is_dir() {
+                bail!(
+                    "{flag} {} is not a directory (allowed: a directory, created if missing)",
+                    dir.display()
+                );
+            }
+        }
+    }
+    crate::stop_if_checking_args("costs and directories checked");
+    let exe = std::env::current_exe()
+        .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
+    interrupt::install("the current run finishes, then the validation stops");
+    let cannot_create =
+        |path: &Path, e| RunFailed::wrap(anyhow!("cannot create {}: {e}", path.display()));
+    let work = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| cannot_create(dir, e))?;
+            WorkDir::Kept(dir.clone())
+        }
+        None => {
+            let path =
+                std::env::temp_dir().join(format!("concord-sim-tiers-{}", std::process::id()));
+            WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
+        }
+    };
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).map_err(|e| cannot_create(out, e))?;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let run = TierRun {
+        exe: &exe,
+        quick: args.quick,
+        repeat: args.repeat.map(|r| r as usize),
+        costs: args.costs.as_deref(),
+        sched: args.sched.unwrap_or_else(this_kernels_sched),
+        dir: work.path(),
+        jobs: args.jobs.map_or(cpus, |j| j as usize),
+        shard: args.shard,
+    };
+    let mut results = Vec::new();
+    for &tier in tiers {
+        match run.measure(tier) {
+            Err(e) if e.is::<Stopped>() => {
+                errln!("concord sim validate: stopped before the tier was complete");
+                drop(work);
+                return Ok(interrupt::exit_code());
+            }
+            other => results.push(other?),
+        }
+    }
+    if let Some(out) = &args.out {
+        for r in &results {
+            let path = result_file(out, r.tier, r.shard);
+            let mut text = serde_json::to_string_pretty(r)?;
+            text.push('\n');
+            concord::os::fs::write_atomic(&path, text.as_bytes())
+                .map_err(|e| RunFailed::wrap(anyhow!("cannot write {}: {e}", path.display())))?;
+        }
+    }
+    super::tiers::report(&results, args.json)
 }
 
 /// The machine's 1/5/15-minute load averages, for the report.
@@ -703,7 +807,7 @@ fn measure(
     Ok(cells)
 }
 
-fn path_arg(path: &Path) -> String {
+pub(super) fn path_arg(path: &Path) -> String {
     path.display().to_string()
 }
 

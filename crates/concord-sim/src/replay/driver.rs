@@ -108,6 +108,9 @@ pub struct SimSetup {
     /// Whether every GC worker is born on CPU 0 and then given back the whole machine, as the
     /// runtime's `pin-start` does (the workers' first "previous CPU" is then the same one).
     pub pin_start: bool,
+    /// The CPU the simulated VM thread is pinned to, as the runtime's `vm-thread-cpu`; `None`:
+    /// the scheduler model places it.
+    pub vm_thread_cpu: Option<usize>,
 }
 
 /// Mutator time before each simulated collection when nothing else is said: 5 ms, long enough
@@ -191,10 +194,17 @@ pub fn check(setup: &SimSetup) -> Result<(), String> {
             setup.gc_threads
         ));
     }
+    let cpus = setup.machine.cpus();
+    if let Some(cpu) = setup.vm_thread_cpu.filter(|&c| c >= cpus) {
+        return Err(format!(
+            "vm-thread-cpu {cpu} is not a CPU of the simulated machine (allowed: 0..={}, or \
+             none)",
+            cpus - 1
+        ));
+    }
     let Some(load) = setup.load else {
         return Ok(());
     };
-    let cpus = setup.machine.cpus();
     if let Some(cpu) = load.cpu.filter(|&c| c >= cpus) {
         return Err(format!(
             "--load: CPU {cpu} is not a CPU of the simulated machine (allowed: 0..={})",
@@ -249,6 +259,7 @@ mod tests {
             mutator_ns: DEFAULT_MUTATOR_NS,
             dynamic_gc_threads: None,
             pin_start: true,
+            vm_thread_cpu: None,
         }
     }
 

@@ -95,6 +95,7 @@ pub fn simulate(
             None => setup.gc_threads,
         },
         pin_start: setup.pin_start,
+        vm_thread_cpu: setup.vm_thread_cpu,
         cpus,
         uses_monitor: setup.policy.task_queue == concord::parallel::TaskQueueKind::Monitor
             || setup.parking == ParkingKind::Monitor,
@@ -141,6 +142,8 @@ struct VmThread {
     active_workers: usize,
     /// Whether the workers are born on CPU 0 ([`SimSetup::pin_start`]).
     pin_start: bool,
+    /// The CPU the VM thread is pinned to ([`SimSetup::vm_thread_cpu`]).
+    vm_thread_cpu: Option<usize>,
     /// The machine's CPU count.
     cpus: usize,
     /// Whether the GC task manager's monitor is in play (its counters go in the records).
@@ -160,6 +163,10 @@ impl VmThread {
     }
 
     fn collect(&self) -> Result<Vec<SimulatedCollection>, String> {
+        if let Some(cpu) = self.vm_thread_cpu {
+            // A CPU of the machine (`check`), so the bind cannot be refused.
+            let _ = exec::set_affinity(CpuSet::single(cpu));
+        }
         let at_start = self.affinity.clone();
         let memory = self.memory.clone();
         let (pin_start, cpus) = (self.pin_start, self.cpus);

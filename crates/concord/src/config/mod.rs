@@ -119,6 +119,8 @@ pub struct GcConfig {
     /// HotSpot does, and leave them to the OS scheduler from there; otherwise threads start
     /// wherever the OS puts them.
     pub pin_start: bool,
+    /// The CPU the VM thread is pinned to, if any (`vm-thread-cpu`); `None`: left to the OS.
+    pub vm_thread_cpu: Option<u32>,
     /// The parallel phase's switches: where workers get root tasks from (monitor-protected
     /// FIFO, atomic claiming, lock-free queue), whether root tasks prefer a worker (000 §4.1),
     /// how a thief picks its victim, and how workers agree that the phase is over.
@@ -466,6 +468,7 @@ impl GcConfig {
             gc_threads: default_gc_threads(usable_cpu_count()),
             dynamic_gc_threads,
             pin_start,
+            vm_thread_cpu: None,
             phase,
             parking,
             gc_affinity,

@@ -70,6 +70,8 @@ enum ValueKind {
     Path,
     /// A NUMA topology: `auto` or nodes of CPU lists.
     NumaTopology,
+    /// A CPU number, or `none`.
+    OptionalCpu,
 }
 
 impl ValueKind {
@@ -89,6 +91,7 @@ impl ValueKind {
             ValueKind::NumaTopology => {
                 "\"auto\" or nodes separated by '/', each a CPU list (\"0/1\")".to_string()
             }
+            ValueKind::OptionalCpu => "a CPU number or \"none\"".to_string(),
         }
     }
 }
@@ -158,7 +161,7 @@ struct OptionSpec {
 }
 
 /// Every option, in the order `--help` shows them.
-static OPTIONS: [OptionSpec; 41] = [
+static OPTIONS: [OptionSpec; 42] = [
     OptionSpec {
         key: "preset",
         env: "CONCORD_PRESET",
@@ -246,6 +249,24 @@ static OPTIONS: [OptionSpec; 41] = [
               (default true for preset vanilla, else false).",
         set: |c, v| {
             c.pin_start = parse_bool(v)?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        key: "vm-thread-cpu",
+        env: "CONCORD_VM_THREAD_CPU",
+        kind: ValueKind::OptionalCpu,
+        doc: "Pin the VM thread (which stops the world and runs each collection's serial \
+              parts) to this CPU, or none to leave it to the OS; the heap refuses a CPU it may \
+              not use (default none). For measurements that fix where every thread runs, with \
+              gc-affinity static.",
+        set: |c, v| {
+            c.vm_thread_cpu = match v.trim() {
+                "none" => None,
+                cpu => Some(int_in(cpu, &(0..=4095)).map_err(|_| {
+                    "is not a CPU (allowed: a CPU number 0..=4095, or none)".to_string()
+                })?),
+            };
             Ok(())
         },
     },
@@ -1880,6 +1901,24 @@ mod tests {
     }
 
     #[test]
+    fn vm_thread_cpu_from_every_source_and_a_bad_one_named() {
+        let mut builder = toml("vm_thread_cpu = \"1\"");
+        assert_eq!(builder.clone().build().unwrap().vm_thread_cpu, Some(1));
+        builder
+            .apply_env(env(&[("CONCORD_VM_THREAD_CPU", "none")]))
+            .unwrap();
+        assert_eq!(builder.clone().build().unwrap().vm_thread_cpu, None);
+        builder.set_cli("vm-thread-cpu", "3").unwrap();
+        assert_eq!(builder.clone().build().unwrap().vm_thread_cpu, Some(3));
+        let e = builder.set_cli("vm-thread-cpu", "first").unwrap_err().to_string();
+        assert!(
+            e.contains("'first' is not a CPU (allowed: a CPU number 0..=4095, or none)"),
+            "{e}"
+        );
+        assert_eq!(GcConfig::default().vm_thread_cpu, None);
+    }
+
+    #[test]
     fn bad_os_switch_values_name_key_value_and_allowed_values() {
         let cases = [
             (
@@ -2037,6 +2076,7 @@ mod tests {
             ValueKind::Bool => "maybe",
             ValueKind::Path => "",
             ValueKind::NumaTopology => "0/zero",
+            ValueKind::OptionalCpu => "first",
         }
     }
 

@@ -273,6 +273,16 @@ pub enum HeapError {
     /// A GC or VM thread could not be started.
     #[error("could not start a GC thread: {0}")]
     Thread(std::io::Error),
+    /// `vm-thread-cpu` names a CPU this process may not run on.
+    #[error(
+        "vm-thread-cpu {cpu}: this process may not run on CPU {cpu} (allowed: {allowed}, or none)"
+    )]
+    VmThreadCpu {
+        /// The CPU asked for.
+        cpu: u32,
+        /// The CPUs the process may use, as a list (`0-3,8`).
+        allowed: String,
+    },
     /// The NUMA topology does not fit this process (a synthetic node lists a CPU it may not
     /// use).
     #[error("numa-topology: {0}")]
@@ -602,6 +612,15 @@ impl Heap {
         for warning in &cpus.warnings {
             log::warn!("{warning}");
         }
+        let vm_cpu = config.vm_thread_cpu;
+        if let Some(cpu) = vm_cpu {
+            if !cpus.allowed.is_empty() && !cpus.allowed.contains(&cpu) {
+                return Err(HeapError::VmThreadCpu {
+                    cpu,
+                    allowed: crate::os::procfs::format_cpu_list(&cpus.allowed),
+                });
+            }
+        }
         // `fragmented` lays out one young fragment per node: the topology comes first.
         let young_fragments = HeapNuma::young_fragments(&config, &cpus)?;
         let mem =
@@ -698,7 +717,16 @@ impl Heap {
         let vm_inner = inner.clone();
         let vm_thread = std::thread::Builder::new()
             .name("concord-vm".into())
-            .spawn(move || vm_thread::run(&vm_inner))
+            .spawn(move || {
+                if let Some(cpu) = vm_cpu {
+                    // The CPU was checked against the mask above; a refusal now (the mask
+                    // changed meanwhile) leaves the thread unpinned, which the warning says.
+                    if let Err(e) = set_current_thread_affinity(&[cpu]) {
+                        log::warn!("vm-thread-cpu {cpu}: the VM thread stays unpinned ({e})");
+                    }
+                }
+                vm_thread::run(&vm_inner)
+            })
             .map_err(HeapError::Thread)?;
         Ok(Heap {
             inner,
