@@ -1,10 +1,13 @@
 //! GC-thread affinity (`gc-affinity static|dynamic`) for simulated GC workers, deciding with
-//! `concord`'s own code: static binding's CPU is [`static_cpu`] and 000 Algorithm 1's loads,
-//! marks and per-worker decision are `concord::os::gc_affinity::plan`'s [`combined_loads`],
-//! [`marked_cpus`] and [`rebalance_thread`], called as they are (they are pure: no system
-//! call, no clock, no `crate::sync`, so they need no simulated recompilation). What this module
-//! adds is what `concord::os::gc_affinity::{mod, dynamic, static_binding}` do around them
-//! with the OS, done with the simulator's:
+//! `concord`'s own code: static binding's CPU is [`static_cpu`], and 000 Algorithm 1's round
+//! (the table of worker CPUs, each worker's decision against it: its loads, the marks that go
+//! in the record, the choice of a low CPU, the move or refusal recorded) is
+//! `concord::os::gc_affinity::plan`'s [`Round`], the very type the runtime's `DynamicBalancer`
+//! decides with, drawing its targets from the runtime's [`SplitMix`]. Those are pure (no system
+//! call, no clock, no `crate::sync`; the bind and the random source are the caller's), so they
+//! need no simulated recompilation. What this module adds is what
+//! `concord::os::gc_affinity::{mod, dynamic, static_binding}` do around them with the OS, done
+//! with the simulator's:
 //!
 //! | runtime | simulator |
 //! | --- | --- |
@@ -12,46 +15,39 @@
 //! | the worker's CPU (`sched_getcpu`, last CPUs sampled by the pool) | [`exec::current_cpu`], [`exec::thread_cpu`] |
 //! | the runnable-thread sampler (`/proc/*/task/*/stat` state `R`, by last CPU, leaving out this process's GC workers and mutators) | [`exec::runnable_per_cpu`] leaving out the threads noted by [`SimGcAffinity::bind_at_start`] and [`SimGcAffinity::note_mutator`] |
 //! | the round's `std` mutex | a simulated [`Mutex`] (its cost and contention are charged) |
-//! | `SplitMix` seeded from the clock | `concord`'s [`XorShift`] seeded from the run's seed |
+//! | [`SplitMix`] seeded from the clock | [`SplitMix`] seeded from the run's seed (as `GcAffinityController::with_seed`) |
+//! | a refusal counted and said once (`FailureLog`) | recorded only |
 //!
 //! The flow is the runtime's: the driver (the VM thread) opens a collection's round after the
 //! world is stopped ([`SimGcAffinity::begin_collection`]), each worker decides on its own
 //! thread at the start of its first job ([`SimGcAffinity::worker_phase_start`]) against the
 //! round's table of worker CPUs (a mover counts on its target for those deciding after it),
-//! and the driver closes the round ([`SimGcAffinity::end_collection`]) for the record.
+//! and the driver closes the round ([`SimGcAffinity::end_collection`]) for the record. Same
+//! table, same loads, same seed: the same moves as the runtime's.
 //!
 //! One difference: the runtime's sampler publishes a smoothed count every period, so a
 //! decision sees a count up to a period old; here the count is taken at `begin_collection`, at
 //! that virtual instant, without smoothing.
 
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use concord::os::cpu::LoadSnapshot;
-use concord::os::gc_affinity::plan::{combined_loads, marked_cpus, rebalance_thread};
+use concord::os::gc_affinity::plan::{Round, Turn};
 use concord::os::gc_affinity::{
-    static_cpu, AffinityFailure, AffinityReport, Thresholds, WorkerMove,
+    static_cpu, AffinityFailure, AffinityReport, SplitMix, Thresholds, WorkerMove,
 };
 use concord::os::policy::GcAffinity;
-use concord::parallel::rng::XorShift;
 
 use crate::exec::{self, ThreadId};
 use crate::machine::CpuSet;
 use crate::sync::{Mutex, MutexGuard};
 
-/// One collection's table, as the runtime's `dynamic::Round`.
-#[derive(Default)]
-struct Round {
-    /// Counts up with every collection; `decided[w] == epoch` once worker `w` has decided.
-    epoch: u64,
-    cpus: Vec<Option<u32>>,
-    decided: Vec<u64>,
-    other: Option<LoadSnapshot>,
-    report: AffinityReport,
-}
-
 struct Shared {
+    /// One collection's table: the runtime's.
     round: Round,
-    rng: XorShift,
+    rng: SplitMix,
     /// Threads the runnable count leaves out: GC workers and attached mutators.
     excluded: Vec<ThreadId>,
 }
@@ -82,7 +78,7 @@ impl SimGcAffinity {
             thresholds: Thresholds::default(),
             shared: Mutex::new(Shared {
                 round: Round::default(),
-                rng: XorShift::new(seed),
+                rng: SplitMix::new(seed),
                 excluded: Vec::new(),
             }),
         }
@@ -158,15 +154,9 @@ impl SimGcAffinity {
         let other = exec::runnable_per_cpu(&shared.excluded).map(|counts| {
             LoadSnapshot::from_loads(counts.iter().map(|&n| n as f64).collect(), Duration::ZERO)
         });
-        let round = &mut shared.round;
-        round.epoch += 1;
-        round.cpus = cpus;
-        round.decided.resize(active, 0);
-        round.report = AffinityReport {
-            load_age_ms: other.as_ref().map(|_| 0.0),
-            ..AffinityReport::default()
-        };
-        round.other = other;
+        // Taken at this virtual instant: age 0.
+        let age = other.as_ref().map(|_| 0.0);
+        shared.round.open(cpus, other.map(Arc::new), age);
     }
 
     /// Call on worker `worker`'s own simulated thread at the start of each of its jobs: under
@@ -179,62 +169,27 @@ impl SimGcAffinity {
         }
         let mut guard = self.lock();
         let Shared { round, rng, .. } = &mut *guard;
-        if worker >= round.cpus.len() || round.decided[worker] == round.epoch {
+        if !round.first_turn(worker) {
             return None;
         }
-        round.decided[worker] = round.epoch;
         let start = exec::now().unwrap_or(0);
-        let moved = self.decide(round, rng, worker);
-        let took = exec::now().unwrap_or(0).saturating_sub(start);
-        round.report.decide_us += took as f64 / 1e3;
-        moved
-    }
-
-    /// One worker's decision against the round's table: count it on its CPU, mark, and bind
-    /// it if its CPU is high and a low one exists (the runtime's `DynamicBalancer::decide`).
-    fn decide(&self, round: &mut Round, rng: &mut XorShift, worker: usize) -> Option<WorkerMove> {
-        let current = exec::current_cpu().and_then(|c| u32::try_from(c).ok());
-        round.cpus[worker] = current;
-        let Some(from) = current else {
-            round.report.unknown_cpu_workers.push(worker);
-            return None;
+        let turn = Turn {
+            worker,
+            tid: exec::current_thread().map_or(0, thread_tid),
+            cpu: exec::current_cpu().and_then(|c| u32::try_from(c).ok()),
         };
-        let loads = combined_loads(&self.allowed, round.other.as_ref(), &round.cpus);
-        // The marks as the first worker to decide saw them go in the record (as the runtime's).
-        if round.report.average_load == 0.0 {
-            let (average, high, low) = marked_cpus(&self.allowed, &loads, self.thresholds);
-            round.report.average_load = average;
-            round.report.high_cpus = high;
-            round.report.low_cpus = low;
-        }
-        let to = rebalance_thread(&self.allowed, &loads, from, self.thresholds, &mut |n| {
-            rng.below(n)
-        })?;
-        let tid = exec::current_thread().map_or(0, thread_tid);
         // Bound under the round's lock, as the runtime binds.
-        match exec::set_affinity(CpuSet::single(to as usize)) {
-            Ok(()) => {
-                round.cpus[worker] = Some(to);
-                let moved = WorkerMove {
-                    worker,
-                    tid,
-                    from,
-                    to,
-                };
-                round.report.moves.push(moved);
-                Some(moved)
-            }
-            Err(error) => {
-                round.report.failures.push(AffinityFailure {
-                    worker,
-                    tid,
-                    cpu: to,
-                    errno: None,
-                    error,
-                });
-                None
-            }
-        }
+        let moved = round.decide(
+            &self.allowed,
+            self.thresholds,
+            turn,
+            &mut |n| rng.below(n),
+            |to| exec::set_affinity(CpuSet::single(to as usize)).map_err(io::Error::other),
+            |_| {},
+        );
+        let took = exec::now().unwrap_or(0).saturating_sub(start);
+        round.add_decide_us(took as f64 / 1e3);
+        moved
     }
 
     /// Call on the driver when the collection's parallel work is over: what the workers'
@@ -244,11 +199,7 @@ impl SimGcAffinity {
         if self.kind != GcAffinity::Dynamic {
             return None;
         }
-        let mut shared = self.lock();
-        let round = &mut shared.round;
-        round.cpus.clear();
-        round.other = None;
-        Some(std::mem::take(&mut round.report))
+        Some(self.lock().round.close())
     }
 
     fn is_dynamic(&self) -> bool {

@@ -449,12 +449,29 @@ pub mod time {
     }
 }
 
-/// Work-stealing deques with `crossbeam_deque`'s signatures. Each operation charges the atomics
-/// a `crossbeam_deque` operation performs (loads, stores, the `SeqCst` fence of an owner's pop
-/// and of a thief's epoch pin as a read-modify-write, the CAS of a steal or of taking the last
-/// item) as one scheduling point. The items live in a `std` mutex: only one simulated thread
-/// runs at a time, so that lock is never contended and is not part of the model. A steal never
-/// returns [`Steal::Retry`](self::deque::Steal::Retry) here: no other thread can move between its read and its CAS.
+/// Work-stealing deques with `crossbeam_deque`'s signatures, racing as `crossbeam_deque`'s do.
+/// Each operation charges the atomics a `crossbeam_deque` operation performs (loads, stores,
+/// the `SeqCst` fence of an owner's pop and of a thief's epoch pin as a read-modify-write, the
+/// CAS of a steal or of taking the last item), in the scheduling points where another thread
+/// can come in between:
+///
+/// * a steal that finds an item is two: (1) load front, pin, load back; (2) the CAS on front.
+///   If another thread took the front item in between (another thief's steal, or the owner's
+///   pop of the last item), the CAS fails and the steal returns
+///   [`Steal::Retry`](self::deque::Steal::Retry), charged as that failed CAS;
+/// * an owner's LIFO pop of the last item is two as well: (1) load back and front, store back
+///   one lower, fence, load front; (2) the CAS on front. A thief that read the old back before
+///   (1) and does its CAS before (2) takes the item, and the owner's pop returns `None`; a
+///   thief starting after (1) finds the deque empty;
+/// * everything else (a push, a pop of an item that is not the last, a FIFO pop, a steal or a
+///   look that finds the deque empty) is one.
+///
+/// The indices are `crossbeam_deque`'s: `front` counts the items ever taken at the front (a
+/// thief's CAS, the owner's last-item CAS), `back` the owner's end; a thief's step (1) reads
+/// `front` and step (2) succeeds only if it is unchanged, so an item is taken by exactly one
+/// thread. An [`Injector`](self::deque::Injector)'s steal races other steals the same way
+/// (crossbeam's CAS on its head). The items live in a `std` mutex: only one simulated thread
+/// runs at a time, so that lock is never contended and is not part of the model.
 pub mod deque {
     use std::collections::VecDeque;
     use std::fmt;
@@ -469,45 +486,97 @@ pub mod deque {
     /// An owner's pop of an item that is not the last: looks, store back, `SeqCst` fence, load
     /// front again.
     const POP: &[Op] = &[Op::Load, Op::Load, Op::Store, Op::Rmw, Op::Load];
-    /// ... of the last item: also the CAS on front that races thieves.
-    const POP_LAST: &[Op] = &[Op::Load, Op::Load, Op::Store, Op::Rmw, Op::Load, Op::Cas];
-    /// A steal that finds nothing: load front, pin (a `SeqCst` fence), load back.
-    const STEAL_EMPTY: &[Op] = &[Op::Load, Op::Rmw, Op::Load];
-    /// A steal that takes an item: also the CAS on front.
-    const STEAL: &[Op] = &[Op::Load, Op::Rmw, Op::Load, Op::Cas];
+    /// ... of the last item (LIFO), its first scheduling point: as [`POP`], before the CAS.
+    const POP_LAST: &[Op] = POP;
+    /// ... of the last item by a FIFO owner: also the CAS on front, in one scheduling point.
+    const POP_LAST_FIFO: &[Op] = &[Op::Load, Op::Load, Op::Store, Op::Rmw, Op::Load, Op::Cas];
+    /// A steal's first scheduling point, and all of a steal that finds nothing: load front,
+    /// pin (a `SeqCst` fence), load back.
+    const STEAL_LOOK: &[Op] = &[Op::Load, Op::Rmw, Op::Load];
+    /// The CAS on front that takes the item (a steal's second scheduling point; the owner's
+    /// pop of the last item's), charged whether it succeeds or fails.
+    const TAKE: &[Op] = &[Op::Cas];
     /// An injector push: load tail, CAS tail, mark the slot written.
     const INJECT: &[Op] = &[Op::Load, Op::Cas, Op::Rmw];
 
+    /// The state of a deque or injector, as `crossbeam_deque`'s indices.
+    struct Slots<T> {
+        /// Index of the oldest item; counts up with every item taken at the front.
+        front: u64,
+        /// One past the newest item, as thieves see it: one lower than `front + items.len()`
+        /// while the owner is between the two steps of its pop of the last item.
+        back: u64,
+        /// The items at indices `front..front + items.len()`.
+        items: VecDeque<T>,
+    }
+
+    impl<T> Slots<T> {
+        /// Items as a thief or `len` sees them: `back - front`, 0 if negative.
+        fn visible(&self) -> usize {
+            self.back.saturating_sub(self.front) as usize
+        }
+
+        /// Take the front item if `front` is still `seen` (the CAS on front).
+        fn take_front_if(&mut self, seen: u64) -> Option<T> {
+            if self.front != seen {
+                return None;
+            }
+            let item = self
+                .items
+                .pop_front()
+                .expect("an item at an unchanged front");
+            self.front += 1;
+            Some(item)
+        }
+    }
+
     /// The items of a deque or injector, and what thieves and lookers do to them.
-    struct Queue<T>(Mutex<VecDeque<T>>);
+    struct Queue<T>(Mutex<Slots<T>>);
 
     impl<T> Default for Queue<T> {
         fn default() -> Self {
-            Queue(Mutex::new(VecDeque::new()))
+            Queue(Mutex::new(Slots {
+                front: 0,
+                back: 0,
+                items: VecDeque::new(),
+            }))
         }
     }
 
     impl<T> Queue<T> {
-        fn items(&self) -> MutexGuard<'_, VecDeque<T>> {
+        fn slots(&self) -> MutexGuard<'_, Slots<T>> {
             self.0.lock().unwrap_or_else(|p| p.into_inner())
         }
 
-        /// Take the oldest item, charged as a thief's steal.
+        /// A thief's steal of the oldest item, in two scheduling points when it finds one
+        /// (module docs).
         fn steal(&self) -> Steal<T> {
-            let item = self.items().pop_front();
-            exec::ops(if item.is_some() { STEAL } else { STEAL_EMPTY });
-            item.map_or(Steal::Empty, Steal::Success)
+            let seen = {
+                let slots = self.slots();
+                (slots.visible() > 0).then_some(slots.front)
+            };
+            exec::ops(STEAL_LOOK);
+            let Some(seen) = seen else {
+                return Steal::Empty;
+            };
+            let item = self.slots().take_front_if(seen);
+            exec::ops(TAKE);
+            item.map_or(Steal::Retry, Steal::Success)
         }
 
         /// Push at the back, charged as `cost`.
         fn push(&self, item: T, cost: &[Op]) {
-            self.items().push_back(item);
+            {
+                let mut slots = self.slots();
+                slots.items.push_back(item);
+                slots.back += 1;
+            }
             exec::ops(cost);
         }
 
         /// Items queued, charged as reading both ends.
         fn len(&self) -> usize {
-            let len = self.items().len();
+            let len = self.slots().visible();
             exec::ops(LOOK);
             len
         }
@@ -521,7 +590,7 @@ pub mod deque {
         Empty,
         /// An item was stolen.
         Success(T),
-        /// Lost a race; try again (never here, see the module docs).
+        /// Lost a race to another thread taking the same item; try again.
         Retry,
     }
 
@@ -595,23 +664,42 @@ pub mod deque {
             self.queue.push(item, PUSH);
         }
 
-        /// Pop an item (the newest for LIFO, the oldest for FIFO).
+        /// Pop an item (the newest for LIFO, the oldest for FIFO). A LIFO pop of the last item
+        /// races thieves in two scheduling points and returns `None` if one took it (module
+        /// docs).
         pub fn pop(&self) -> Option<T> {
-            let (item, cost) = {
-                let mut items = self.queue.items();
-                let cost = match items.len() {
-                    0 => LOOK,
-                    1 => POP_LAST,
-                    _ => POP,
-                };
-                let item = if self.lifo {
-                    items.pop_back()
+            let (item, cost, last) = {
+                let mut slots = self.queue.slots();
+                let visible = slots.visible();
+                if visible == 0 {
+                    (None, LOOK, None)
+                } else if !self.lifo {
+                    // `fetch_add` on front: a thief's pending CAS then fails.
+                    let cost = if visible == 1 { POP_LAST_FIFO } else { POP };
+                    let front = slots.front;
+                    (slots.take_front_if(front), cost, None)
+                } else if visible > 1 {
+                    slots.back -= 1;
+                    (slots.items.pop_back(), POP, None)
                 } else {
-                    items.pop_front()
-                };
-                (item, cost)
+                    // The last item: back one lower (thieves from now on find the deque empty),
+                    // then the CAS on front against the thieves that read the old back.
+                    slots.back -= 1;
+                    (None, POP_LAST, Some(slots.front))
+                }
             };
             exec::ops(cost);
+            let Some(seen) = last else {
+                return item;
+            };
+            let item = {
+                let mut slots = self.queue.slots();
+                let item = slots.take_front_if(seen);
+                // Restore back: the deque is empty whoever took the item.
+                slots.back += 1;
+                item
+            };
+            exec::ops(TAKE);
             item
         }
 

@@ -1,10 +1,14 @@
 //! GC-thread affinity for simulated workers under the Linux 4.9 model, deciding with
 //! `concord`'s own Algorithm 1 code: workers stacked on a busy CPU spread out, spread workers
-//! stay, static binding pins worker `i` to CPU `i mod N`, and the same seed decides the same.
+//! stay, static binding pins worker `i` to CPU `i mod N`, the same seed decides the same, and
+//! the decisions are the runtime's on the same table.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use concord::os::gc_affinity::AffinityReport;
+use concord::os::cpu::LoadSnapshot;
+use concord::os::gc_affinity::plan::{Round, Turn};
+use concord::os::gc_affinity::{AffinityReport, SplitMix, Thresholds};
 use concord::os::policy::GcAffinity;
 use concord_sim::affinity::SimGcAffinity;
 use concord_sim::exec::{self, Costs, Report, Sim, ThreadSpec};
@@ -41,19 +45,38 @@ fn collection(
     interference: impl FnOnce(&mut Sim),
     seed: u64,
 ) -> Outcome {
+    collection_with(kind, worker_cpus, interference, seed, false)
+}
+
+/// [`collection`], the workers deciding one after the other in worker order when `in_turn`
+/// (each waits for the one before it to have decided), else as they come.
+fn collection_with(
+    kind: GcAffinity,
+    worker_cpus: &[usize],
+    interference: impl FnOnce(&mut Sim),
+    seed: u64,
+    in_turn: bool,
+) -> Outcome {
     let machine = Machine::new("4cpu", 1, 1, 4, false).unwrap();
     let mut sim = Sim::linux49(machine, Costs::DEFAULT, seed).time_limit(10_000 * MS);
     let n = worker_cpus.len();
     let affinity = Arc::new(SimGcAffinity::new(kind, vec![0, 1, 2, 3], seed));
     let ready = Arc::new(AtomicU32::new(0));
     let go = Arc::new(AtomicU32::new(0));
+    // Whose turn it is to decide (`in_turn`).
+    let turn = Arc::new(AtomicU32::new(0));
     let results = Arc::new(Mutex::new(vec![(None, usize::MAX); n]));
     let workers: Vec<usize> = worker_cpus
         .iter()
         .enumerate()
         .map(|(w, &cpu)| {
-            let (affinity, ready, go, results) =
-                (affinity.clone(), ready.clone(), go.clone(), results.clone());
+            let (affinity, ready, go, turn, results) = (
+                affinity.clone(),
+                ready.clone(),
+                go.clone(),
+                turn.clone(),
+                results.clone(),
+            );
             sim.spawn_with(format!("gc-{w}"), pinned(cpu), move || {
                 let bound = affinity.bind_at_start(w).expect("a CPU of the machine");
                 ready.fetch_add(1, SeqCst);
@@ -61,8 +84,21 @@ fn collection(
                 while go.load(SeqCst) == 0 {
                     futex::wait(&go, 0, None);
                 }
+                if in_turn {
+                    loop {
+                        let now = turn.load(SeqCst);
+                        if now as usize == w {
+                            break;
+                        }
+                        futex::wait(&turn, now, None);
+                    }
+                }
                 affinity.worker_phase_start(w);
                 affinity.worker_phase_start(w); // a second job decides nothing
+                if in_turn {
+                    turn.store(w as u32 + 1, SeqCst);
+                    futex::wake(&turn, u32::MAX);
+                }
                 exec::charge(MS);
                 results.lock().unwrap()[w] = (bound, exec::current_cpu().unwrap());
             })
@@ -177,6 +213,54 @@ fn same_seed_same_decisions() {
     assert_eq!(a.report, b.report);
     assert_eq!(a.ran_on, b.ran_on);
     assert_eq!(a.affinity.map(|r| r.moves), b.affinity.map(|r| r.moves));
+}
+
+/// The simulator's decisions are the runtime's on the same table: four workers stacked on
+/// CPU 0 with a busy loop there decide in worker order in the simulation, and the same table
+/// (every worker on CPU 0, the other threads' runnable counts 1, 1, 0, 0: the busy loop and
+/// the driver) is decided as the runtime's `DynamicBalancer::decide_in_turn` decides it
+/// (`plan::Round`, the runtime's `SplitMix` of the same seed, every bind succeeding): the
+/// same marks and the same moves, seed for seed. Over the seeds the first mover's target
+/// differs (two low CPUs to draw from), so the seed is what both follow.
+#[test]
+fn the_simulators_decisions_are_the_runtimes_on_the_same_table() {
+    let allowed = [0, 1, 2, 3];
+    let mut first_targets = std::collections::BTreeSet::new();
+    for seed in 0..12 {
+        let sim = collection_with(GcAffinity::Dynamic, &[0; 4], busy_on_0, seed, true)
+            .affinity
+            .unwrap();
+        let mut round = Round::default();
+        let other = LoadSnapshot::from_loads(vec![1.0, 1.0, 0.0, 0.0], Duration::ZERO);
+        round.open(vec![Some(0); 4], Some(Arc::new(other)), Some(0.0));
+        let rng = SplitMix::new(seed);
+        for worker in 0..4 {
+            let turn = Turn {
+                worker,
+                tid: worker as i32, // the simulated workers are threads 0..4
+                cpu: round.cpu(worker),
+            };
+            round.decide(
+                &allowed,
+                Thresholds::default(),
+                turn,
+                &mut |n| rng.below(n),
+                |_| Ok(()),
+                |_| {},
+            );
+        }
+        let runtime = round.close();
+        assert_eq!(sim.average_load, runtime.average_load, "seed {seed}");
+        assert_eq!(
+            (&sim.high_cpus, &sim.low_cpus),
+            (&runtime.high_cpus, &runtime.low_cpus),
+            "seed {seed}"
+        );
+        assert_eq!(sim.moves, runtime.moves, "seed {seed}");
+        assert_eq!(sim.moves.len(), 2, "seed {seed}: {:?}", sim.moves);
+        first_targets.insert(sim.moves[0].to);
+    }
+    assert_eq!(first_targets.into_iter().collect::<Vec<_>>(), vec![2, 3]);
 }
 
 #[test]

@@ -235,3 +235,103 @@ fn the_collectors_ms_queue_hands_out_each_item_once() {
         );
     }
 }
+
+/// What one contender of [`race_for_one_item`] ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Got {
+    /// The item.
+    Item,
+    /// Nothing (an owner's `None`, a thief's final `Empty`).
+    Nothing,
+}
+
+/// One item in an owner's LIFO deque; the owner pops after `owner_ns` of virtual time, each
+/// thief steals after its delay, retrying on `Retry` as the engine does. Each thread on a CPU
+/// of its own, strictly earliest first (no lookahead). What each got (owner first) and the
+/// retries each thief saw.
+fn race_for_one_item(owner_ns: u64, thief_ns: [u64; 2]) -> (Vec<Got>, [u32; 2]) {
+    use concord_sim::sync::deque::{Steal, Worker};
+    let deque = Worker::new_lifo();
+    deque.push(7u32); // outside the simulation: at once
+    let got = Arc::new(std::sync::Mutex::new(vec![Got::Nothing; 3]));
+    let retries = Arc::new(std::sync::Mutex::new([0u32; 2]));
+    let mut sim = Sim::new(3, Costs::DEFAULT, 1).lookahead(0);
+    for (t, delay) in thief_ns.into_iter().enumerate() {
+        let (stealer, got, retries) = (deque.stealer(), got.clone(), retries.clone());
+        sim.spawn(format!("thief-{t}"), move || {
+            exec::charge(delay);
+            loop {
+                match stealer.steal() {
+                    Steal::Success(item) => {
+                        assert_eq!(item, 7);
+                        got.lock().unwrap()[t + 1] = Got::Item;
+                        return;
+                    }
+                    Steal::Empty => return,
+                    Steal::Retry => retries.lock().unwrap()[t] += 1,
+                }
+            }
+        });
+    }
+    let owner_got = got.clone();
+    sim.spawn("owner", move || {
+        exec::charge(owner_ns);
+        if let Some(item) = deque.pop() {
+            assert_eq!(item, 7);
+            owner_got.lock().unwrap()[0] = Got::Item;
+        }
+        assert_eq!(deque.pop(), None);
+        assert!(deque.is_empty());
+    });
+    sim.run();
+    let got = got.lock().unwrap().clone();
+    let retries = *retries.lock().unwrap();
+    (got, retries)
+}
+
+/// The simulated deque races as `crossbeam_deque` does: a steal that finds an item is two
+/// scheduling points (the look, then the CAS on front), so two thieves starting together both
+/// see the item, one CAS wins and the other's fails (`Retry`, then `Empty`); a thief that has
+/// looked before the owner's pop of the last item and does its CAS before the owner's takes the
+/// item and the owner's pop returns `None`; an owner that pops first keeps it. Over every
+/// timing, exactly one of the three gets the item.
+#[test]
+fn two_thieves_and_the_owner_race_for_one_item_and_exactly_one_gets_it() {
+    use Got::*;
+    // Thieves together, the owner late: one thief wins, the other retries once, then finds
+    // nothing.
+    let (got, retries) = race_for_one_item(1_000, [0, 0]);
+    assert_eq!(got[0], Nothing);
+    assert_eq!(
+        got[1..].iter().filter(|&&g| g == Item).count(),
+        1,
+        "{got:?}"
+    );
+    let loser = if got[1] == Item { 1 } else { 0 };
+    assert_eq!(retries[loser], 1, "{retries:?}");
+    assert_eq!(retries[1 - loser], 0, "{retries:?}");
+    // A thief looks at 0 and CASes at 22 ns; the owner's pop of the last item starts at 10 ns
+    // (back lowered, front read) and its CAS comes at 34 ns: the thief's pending steal wins.
+    let (got, _) = race_for_one_item(10, [0, 1_000]);
+    assert_eq!(got, vec![Nothing, Item, Nothing]);
+    // The owner first: thieves that look after its back went down find nothing.
+    let (got, retries) = race_for_one_item(0, [5, 5]);
+    assert_eq!(got, vec![Item, Nothing, Nothing]);
+    assert_eq!(retries, [0, 0]);
+    // Every timing on a grid: exactly one gets it, never two, never none.
+    let mut retried = 0;
+    let mut winners = [0usize; 3];
+    for owner in (0..60).step_by(6) {
+        for a in (0..60).step_by(7) {
+            for b in (0..60).step_by(9) {
+                let (got, retries) = race_for_one_item(owner, [a, b]);
+                let items: Vec<usize> = (0..3).filter(|&i| got[i] == Item).collect();
+                assert_eq!(items.len(), 1, "owner {owner}, thieves {a} {b}: {got:?}");
+                winners[items[0]] += 1;
+                retried += retries.iter().sum::<u32>();
+            }
+        }
+    }
+    assert!(retried > 0);
+    assert!(winners.iter().all(|&w| w > 0), "{winners:?}");
+}

@@ -18,7 +18,7 @@
 //! write goes to the worker's own PLAB, which every layout but `off` places on the worker's
 //! node.
 
-use concord::os::numa::NumaLayout;
+use concord::os::numa::{worker_node, NumaLayout};
 
 use crate::machine::{CpuSet, Machine};
 
@@ -74,35 +74,32 @@ impl Memory {
         self.cpu_nodes[cpu]
     }
 
-    /// Whether the layout pins the GC workers by node (every layout but `off`); GC-thread
-    /// affinity then steps aside, as in the runtime.
+    /// Whether the layout pins the GC workers by node (the runtime's rule,
+    /// [`NumaLayout::places_workers`]: every layout but `off`).
     pub fn places_workers(&self) -> bool {
-        self.layout != NumaLayout::Off
+        self.layout.places_workers()
     }
 
-    /// The CPUs GC worker `worker` is pinned to: those of node `worker % nodes` under every
-    /// layout but `off`, which places no worker (as the runtime's layouts do).
+    /// The CPUs GC worker `worker` is pinned to: those of its node ([`worker_node`], the
+    /// runtime's `worker % nodes`) under every layout that places workers.
     pub fn worker_cpus(&self, worker: usize) -> Option<CpuSet> {
         self.places_workers()
-            .then(|| self.node_cpus[worker % self.nodes()])
+            .then(|| self.node_cpus[worker_node(worker, self.nodes())])
     }
 
-    /// The fewest workers a collection may run with: one per node under `segregated` (as the
-    /// runtime keeps), else 1.
+    /// The fewest workers a collection may run with: the runtime's rule
+    /// ([`NumaLayout::min_active_workers`]: one per node under `segregated`, else 1).
     pub fn min_active_workers(&self) -> usize {
-        if self.layout == NumaLayout::Segregated {
-            self.nodes()
-        } else {
-            1
-        }
+        self.layout.min_active_workers(self.nodes())
     }
 
-    /// Under `segregated`, the node each of `workers` workers works for (`worker % nodes`, as
-    /// they are pinned), for the engine's segregated phase; `None` for the other layouts, or
-    /// with fewer workers than nodes (the configuration refuses that for a real heap).
+    /// Under `segregated`, the node each of `workers` workers works for (its node as it is
+    /// pinned, [`worker_node`]), for the engine's segregated phase; `None` for the other
+    /// layouts, or with fewer workers than nodes (the configuration refuses that for a real
+    /// heap).
     pub fn segregated_worker_nodes(&self, workers: usize) -> Option<Vec<usize>> {
         (self.layout == NumaLayout::Segregated && workers >= self.nodes())
-            .then(|| (0..workers).map(|w| w % self.nodes()).collect())
+            .then(|| (0..workers).map(|w| worker_node(w, self.nodes())).collect())
     }
 }
 

@@ -20,7 +20,7 @@ use crate::replay::output::SimulatedCollection;
 use crate::replay::simulated::ReplayTask;
 use crate::replay::ReplayCollection;
 use crate::telemetry::MonitorRecord;
-use concord::os::policy::GcAffinity;
+use concord::os::gc_affinity::applied_gc_affinity;
 use concord::parallel::ParkingKind;
 
 /// Run every collection of `trace` on `setup`'s machine in virtual time.
@@ -63,11 +63,8 @@ pub fn simulate(
     let memory = Memory::new(setup.numa, &setup.machine).map(Arc::new);
     let all_cpus = (0..cpus).map(|c| c as u32).collect();
     // A NUMA layout pins the workers by node; GC-thread affinity would move them off it, so it
-    // steps aside (as the runtime's heap does).
-    let gc_affinity = match &memory {
-        Some(m) if m.places_workers() => GcAffinity::None,
-        _ => setup.gc_affinity,
-    };
+    // steps aside: the runtime's heap's rule, on any machine (one node too).
+    let gc_affinity = applied_gc_affinity(setup.gc_affinity, setup.numa);
     let affinity = Arc::new(SimGcAffinity::new(gc_affinity, all_cpus, setup.seed));
     for &t in mutators.iter().flat_map(Mutators::threads) {
         affinity.note_mutator(t, true);

@@ -18,13 +18,13 @@ use crate::memory::{HeapMemory, HeapMemoryError};
 use crate::os::affinity::set_current_thread_affinity;
 use crate::os::cpu::{CpuView, SystemPaths, DEFAULT_SAMPLE_PERIOD};
 use crate::os::fs::check_creatable;
-use crate::os::gc_affinity::GcAffinityController;
+use crate::os::gc_affinity::{applied_gc_affinity, GcAffinityController};
 use crate::os::memory::{memory_limit, thread_start_room, MemoryLimit};
 use crate::os::mutator_sched::{
     MutatorSchedConfig, MutatorSchedReport, MutatorScheduler, ProfileAction,
 };
 use crate::os::periodic::Periodic;
-use crate::os::policy::{GcAffinity, MutatorSched};
+use crate::os::policy::MutatorSched;
 use crate::os::procfs::KernelFileError;
 use crate::os::thp::{
     huge_pages_expected, mem_available, resident_bytes_in, SystemThp, ThpMode, ThpReport, ThpState,
@@ -642,16 +642,14 @@ impl Heap {
         let numa = Arc::new(HeapNuma::new(&config, &cpus, &mem)?);
         // A NUMA layout places the GC workers by node; a GC affinity policy would move them off
         // their node, so it steps aside (README "NUMA layouts").
-        let gc_affinity_kind = if numa.places_workers() && config.gc_affinity != GcAffinity::None {
+        let gc_affinity_kind = applied_gc_affinity(config.gc_affinity, config.numa);
+        if gc_affinity_kind != config.gc_affinity {
             log::info!(
                 "numa {}: GC workers are pinned to their node's CPUs; gc-affinity {} is not applied",
                 config.numa,
                 config.gc_affinity
             );
-            GcAffinity::None
-        } else {
-            config.gc_affinity
-        };
+        }
         let (controller, sampler_error) = GcAffinityController::counting_runnable(
             gc_affinity_kind,
             cpus.allowed.clone(),

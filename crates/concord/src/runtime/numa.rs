@@ -152,11 +152,7 @@ impl HeapNuma {
     /// The fewest active GC workers a collection may have: one per node under `segregated`
     /// (whose messages to a node without a worker would never be processed), else 1.
     pub fn min_active_workers(&self) -> usize {
-        if self.layout == NumaLayout::Segregated {
-            self.topology.node_count()
-        } else {
-            1
-        }
+        self.layout.min_active_workers(self.topology.node_count())
     }
 
     /// Bytes handed to mutators per node since the previous call (each collection's record
@@ -182,7 +178,7 @@ impl HeapNuma {
 
     /// Whether GC workers are placed by node (a layout other than `off`).
     pub fn places_workers(&self) -> bool {
-        self.layout != NumaLayout::Off
+        self.layout.places_workers()
     }
 
     /// The CPUs worker `worker` is pinned to when workers are placed: all CPUs of node

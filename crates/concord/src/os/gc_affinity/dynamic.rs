@@ -6,7 +6,8 @@
 //! The per-CPU loads are the runnable-thread counts of a background sampler (kept fresh off
 //! the pause path: a decision only clones its latest snapshot) plus one for each worker of the
 //! collection on that CPU: a sleeping worker on the CPU it last ran on, an awake one on the CPU
-//! it runs on. The workers' CPUs form one table per collection, filled by the VM thread from
+//! it runs on. The workers' CPUs form one table per collection ([`super::plan::Round`], the
+//! decision the simulator makes too), filled by the VM thread from
 //! the pool's last CPUs ([`DynamicBalancer::begin`]) and updated by each worker when it decides
 //! (its current CPU, then its target if it moves), under one lock: a worker that moved counts
 //! on its new CPU for those that decide after it, as a rebound thread does in the kernel's
@@ -20,8 +21,8 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use super::plan::{combined_loads, marked_cpus, rebalance_thread, Thresholds};
-use super::{AffinityReport, FailureLog, SplitMix, WorkerMove};
+use super::plan::{Round, Thresholds, Turn};
+use super::{AffinityReport, FailureLog, SplitMix};
 use crate::os::affinity::{set_current_thread_affinity, set_own_thread_affinity, thread_affinity};
 use crate::os::cpu::{LoadSampler, LoadSnapshot, RunnableSampler};
 use crate::os::procfs::read_task_stat;
@@ -78,22 +79,12 @@ impl OtherLoad {
     }
 }
 
-/// One collection's table: where each taking-part worker is, and who has decided.
-#[derive(Default)]
-struct Round {
-    /// Counts up with every collection; `decided[w] == epoch` once worker `w` has decided.
-    epoch: u64,
-    cpus: Vec<Option<u32>>,
-    decided: Vec<u64>,
-    other: Option<Arc<LoadSnapshot>>,
-    report: AffinityReport,
-}
-
 /// The state of `gc-affinity dynamic` for one heap.
 pub(super) struct DynamicBalancer {
     pub other: OtherLoad,
     pub thresholds: Thresholds,
     pub rng: SplitMix,
+    /// One collection's table ([`Round`]: where each taking-part worker is, who has decided).
     round: Mutex<Round>,
 }
 
@@ -122,45 +113,37 @@ impl DynamicBalancer {
         other: Option<Arc<LoadSnapshot>>,
     ) {
         let active = active.min(tids.len()).min(last_cpus.len());
-        let mut round = self.round();
-        round.epoch += 1;
-        round.cpus = tids[..active]
+        let cpus = tids[..active]
             .iter()
             .zip(last_cpus)
             .map(|(&tid, &cpu)| if tid > 0 { cpu } else { None })
             .collect();
-        round.decided.resize(active, 0);
-        round.report = AffinityReport {
-            load_age_ms: other.as_ref().map(|s| s.age().as_secs_f64() * 1e3),
-            ..AffinityReport::default()
-        };
-        round.other = other;
+        let load_age_ms = other.as_ref().map(|s| s.age().as_secs_f64() * 1e3);
+        self.round().open(cpus, other, load_age_ms);
     }
 
     /// Worker `worker`'s own decision (lines 17–22), on its own thread, once per round: no-op
     /// for a worker not taking part or that has decided already.
     pub fn decide_on_worker(&self, allowed: &[u32], failures: &FailureLog, worker: usize) {
         let mut round = self.round();
-        let epoch = round.epoch;
-        if worker >= round.cpus.len() || round.decided[worker] == epoch {
+        if !round.first_turn(worker) {
             return;
         }
-        round.decided[worker] = epoch;
         let start = Instant::now();
-        let tid = crate::os::sched::current_tid();
-        let current = crate::os::cpu::current_cpu();
-        self.decide(&mut round, allowed, failures, worker, tid, current, |to| {
+        let turn = Turn {
+            worker,
+            tid: crate::os::sched::current_tid(),
+            cpu: crate::os::cpu::current_cpu(),
+        };
+        self.decide(&mut round, allowed, failures, turn, |to| {
             set_current_thread_affinity(&[to])
         });
-        round.report.decide_us += start.elapsed().as_secs_f64() * 1e6;
+        round.add_decide_us(start.elapsed().as_secs_f64() * 1e6);
     }
 
     /// Close the round: what the workers did (`None` if no round was open).
     pub fn finish(&self) -> AffinityReport {
-        let mut round = self.round();
-        round.cpus.clear();
-        round.other = None;
-        std::mem::take(&mut round.report)
+        self.round().close()
     }
 
     /// Every taking-part worker's decision made in turn on the calling thread, for workers
@@ -180,10 +163,14 @@ impl DynamicBalancer {
         self.begin(tids, cpus, active, other);
         {
             let mut round = self.round();
-            for (worker, &tid) in tids.iter().enumerate().take(round.cpus.len()) {
-                let current = round.cpus[worker];
+            for (worker, &tid) in tids.iter().enumerate().take(round.workers()) {
+                let turn = Turn {
+                    worker,
+                    tid,
+                    cpu: round.cpu(worker),
+                };
                 // The caller's own workers: no `/proc` check inside the pause.
-                self.decide(&mut round, allowed, failures, worker, tid, current, |to| {
+                self.decide(&mut round, allowed, failures, turn, |to| {
                     set_own_thread_affinity(tid, &[to])
                 });
             }
@@ -193,53 +180,25 @@ impl DynamicBalancer {
         report
     }
 
-    /// One worker's decision against the round's table: count it on `current`, mark, and bind
-    /// it with `bind` if its CPU is high and a low one exists.
-    #[allow(clippy::too_many_arguments)]
+    /// One worker's decision against the round's table ([`Round::decide`]) with this heap's
+    /// thresholds and random source, binding with `bind`; a refusal is counted (and said once)
+    /// in `failures`.
     fn decide(
         &self,
         round: &mut Round,
         allowed: &[u32],
         failures: &FailureLog,
-        worker: usize,
-        tid: i32,
-        current: Option<u32>,
+        turn: Turn,
         bind: impl FnOnce(u32) -> io::Result<()>,
     ) {
-        round.cpus[worker] = current;
-        let Some(from) = current else {
-            round.report.unknown_cpu_workers.push(worker);
-            return;
-        };
-        let loads = combined_loads(allowed, round.other.as_deref(), &round.cpus);
-        // The average is positive once a worker is counted, so 0 means "first decision": the
-        // marks as the first worker to decide saw them go in the record.
-        if round.report.average_load == 0.0 {
-            let (average, high, low) = marked_cpus(allowed, &loads, self.thresholds);
-            round.report.average_load = average;
-            round.report.high_cpus = high;
-            round.report.low_cpus = low;
-        }
-        let Some(to) = rebalance_thread(allowed, &loads, from, self.thresholds, &mut |n| {
-            self.rng.below(n)
-        }) else {
-            return;
-        };
-        match bind(to) {
-            Ok(()) => {
-                round.cpus[worker] = Some(to);
-                round.report.moves.push(WorkerMove {
-                    worker,
-                    tid,
-                    from,
-                    to,
-                });
-            }
-            Err(e) => round
-                .report
-                .failures
-                .push(failures.record(worker, tid, to, &e)),
-        }
+        round.decide(
+            allowed,
+            self.thresholds,
+            turn,
+            &mut |n| self.rng.below(n),
+            bind,
+            |f| failures.note(f),
+        );
     }
 }
 

@@ -25,7 +25,19 @@ use self::dynamic::{worker_cpu, DynamicBalancer, OtherLoad};
 pub use self::plan::Thresholds;
 pub use self::static_binding::static_cpu;
 use super::cpu::{ExcludedThreads, LoadSampler, LoadSnapshot, RunnableSampler};
+use super::numa::NumaLayout;
 use super::policy::GcAffinity;
+
+/// The GC affinity policy applied to a heap configured with `kind` and NUMA layout `numa`: a
+/// layout that places the GC workers by node ([`NumaLayout::places_workers`]) leaves no room
+/// for one (it would move them off their node), so it steps aside (`None`); otherwise `kind`.
+pub fn applied_gc_affinity(kind: GcAffinity, numa: NumaLayout) -> GcAffinity {
+    if numa.places_workers() {
+        GcAffinity::None
+    } else {
+        kind
+    }
+}
 
 /// A worker that was moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -53,6 +65,19 @@ pub struct AffinityFailure {
     pub errno: Option<i32>,
     /// The error as text.
     pub error: String,
+}
+
+impl AffinityFailure {
+    /// The failure to pin worker `worker` (thread `tid`) to `cpu` with error `e`.
+    pub fn new(worker: usize, tid: i32, cpu: u32, e: &std::io::Error) -> Self {
+        Self {
+            worker,
+            tid,
+            cpu,
+            errno: e.raw_os_error(),
+            error: e.to_string(),
+        }
+    }
 }
 
 /// What the controller did at the start of one collection (for the per-collection record).
@@ -87,10 +112,13 @@ impl AffinityReport {
 /// SplitMix64's increment.
 const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// A SplitMix64 random source several threads may draw from through `&self`.
-pub(crate) struct SplitMix(AtomicU64);
+/// A SplitMix64 random source several threads may draw from through `&self`: where
+/// `gc-affinity dynamic` draws its target CPUs from ([`GcAffinityController::with_seed`] seeds
+/// it; the simulator's GC affinity seeds one from the run's seed).
+pub struct SplitMix(AtomicU64);
 
 impl SplitMix {
+    /// A source seeded with `seed` (the same seed draws the same numbers).
     pub fn new(seed: u64) -> Self {
         Self(AtomicU64::new(seed))
     }
@@ -120,6 +148,20 @@ impl FailureLog {
     /// Count the failure to pin `worker` (thread `tid`) to `cpu`, warn if it is the first, and
     /// describe it for the report.
     pub fn record(&self, worker: usize, tid: i32, cpu: u32, e: &std::io::Error) -> AffinityFailure {
+        let failure = AffinityFailure::new(worker, tid, cpu, e);
+        self.note(&failure);
+        failure
+    }
+
+    /// Count `failure`, and warn if it is the first.
+    pub fn note(&self, failure: &AffinityFailure) {
+        let AffinityFailure {
+            worker,
+            tid,
+            cpu,
+            error: e,
+            ..
+        } = failure;
         // Relaxed (both): statistics and a once-only flag; no data is published with them.
         self.total.fetch_add(1, Ordering::Relaxed);
         if !self.warned.swap(true, Ordering::Relaxed) {
@@ -131,13 +173,6 @@ impl FailureLog {
             );
         } else {
             log::debug!("cannot pin GC worker {worker} (thread {tid}) to CPU {cpu}: {e}");
-        }
-        AffinityFailure {
-            worker,
-            tid,
-            cpu,
-            errno: e.raw_os_error(),
-            error: e.to_string(),
         }
     }
 }
@@ -520,6 +555,22 @@ mod tests {
         // A worker outside the round does nothing.
         ctrl.worker_phase_start(5);
         assert_eq!(ctrl.end_collection(), Some(AffinityReport::default()));
+    }
+
+    #[test]
+    fn a_numa_layout_that_places_workers_leaves_no_room_for_gc_affinity() {
+        for &kind in GcAffinity::ALL {
+            assert_eq!(applied_gc_affinity(kind, NumaLayout::Off), kind);
+            for layout in [
+                NumaLayout::Interleaved,
+                NumaLayout::Fragmented,
+                NumaLayout::Segregated,
+            ] {
+                assert_eq!(applied_gc_affinity(kind, layout), GcAffinity::None);
+            }
+        }
+        assert_eq!(NumaLayout::Segregated.min_active_workers(4), 4);
+        assert_eq!(NumaLayout::Fragmented.min_active_workers(4), 1);
     }
 
     #[test]

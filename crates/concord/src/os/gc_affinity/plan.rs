@@ -1,7 +1,11 @@
 //! 000 Algorithm 1 as pure functions: the load of each CPU ([`combined_loads`]), its degree
-//! against the average ([`mark_load_degrees`], lines 3–14) and one GC thread's own decision
-//! ([`rebalance_thread`], lines 17–22). No system call, no clock: [`super::dynamic`] gathers
-//! the inputs, runs each worker's decision on that worker and applies the move.
+//! against the average ([`mark_load_degrees`], lines 3–14), one GC thread's own decision
+//! ([`rebalance_thread`], lines 17–22), and one collection's table of worker CPUs against which
+//! each worker decides in turn ([`Round`], [`Round::decide`]). No system call, no clock: the
+//! bind and the random source are the caller's. [`super::dynamic`] gathers the inputs, runs
+//! each worker's decision on that worker and binds it with `sched_setaffinity`; the simulator
+//! (`concord-sim`'s `SimGcAffinity`) runs the same [`Round`] with its simulated threads' CPUs
+//! and bind.
 //!
 //! # The load of a CPU
 //!
@@ -30,6 +34,10 @@
 //! never targets, and a thread on a CPU outside it (or on an unknown CPU) stays. With fewer
 //! than two allowed CPUs, or no load at all, nothing moves.
 
+use std::io;
+use std::sync::Arc;
+
+use super::{AffinityFailure, AffinityReport, WorkerMove};
 use crate::os::cpu::LoadSnapshot;
 
 /// Load one of our GC threads adds to the CPU it will wake on (one runnable task).
@@ -164,6 +172,142 @@ pub fn rebalance_thread(
         return None;
     }
     Some(low[below(low.len()) % low.len()])
+}
+
+/// Who decides in one turn of a [`Round`]: worker `worker`, kernel thread `tid` (what the
+/// records name), on CPU `cpu` (`None`: unknown, it stays).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turn {
+    /// Worker id (its row in the round's table).
+    pub worker: usize,
+    /// Its kernel thread id, for the records.
+    pub tid: i32,
+    /// The CPU it is on as it decides.
+    pub cpu: Option<u32>,
+}
+
+/// One collection's table for Algorithm 1: where each worker taking part is (by worker id,
+/// asleep on the CPU it last ran on or awake on the one it runs on), which workers have
+/// decided, the other threads' load, and the record of what the decisions did. Opened before
+/// the workers wake ([`Round::open`]), decided against by each worker in turn
+/// ([`Round::decide`]: a worker that moved counts on its new CPU for those deciding after it),
+/// closed for the record ([`Round::close`]). Not synchronised: the caller holds it under its
+/// lock.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// Counts up with every collection; `decided[w] == epoch` once worker `w` has decided.
+    epoch: u64,
+    cpus: Vec<Option<u32>>,
+    decided: Vec<u64>,
+    other: Option<Arc<LoadSnapshot>>,
+    report: AffinityReport,
+}
+
+impl Round {
+    /// Open a collection's round: worker `w` takes part on `cpus[w]` (`None`: not started or
+    /// unknown), `other` is the other threads' load (`None`: only the workers count), of age
+    /// `load_age_ms` for the record. What an earlier round recorded is dropped.
+    pub fn open(
+        &mut self,
+        cpus: Vec<Option<u32>>,
+        other: Option<Arc<LoadSnapshot>>,
+        load_age_ms: Option<f64>,
+    ) {
+        self.epoch += 1;
+        self.decided.resize(cpus.len(), 0);
+        self.cpus = cpus;
+        self.report = AffinityReport {
+            load_age_ms,
+            ..AffinityReport::default()
+        };
+        self.other = other;
+    }
+
+    /// Workers taking part in the open round (0 once closed).
+    pub fn workers(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The CPU worker `worker` counts on now (`None` if unknown or not taking part).
+    pub fn cpu(&self, worker: usize) -> Option<u32> {
+        self.cpus.get(worker).copied().flatten()
+    }
+
+    /// Whether this is worker `worker`'s first turn of the round (it takes part and has not
+    /// decided yet); the turn is then taken: a second call says `false`.
+    pub fn first_turn(&mut self, worker: usize) -> bool {
+        if worker >= self.cpus.len() || self.decided[worker] == self.epoch {
+            return false;
+        }
+        self.decided[worker] = self.epoch;
+        true
+    }
+
+    /// Add `us` microseconds to the time the round's decisions took.
+    pub fn add_decide_us(&mut self, us: f64) {
+        self.report.decide_us += us;
+    }
+
+    /// One worker's decision (lines 17–22) against the table: count it on `turn.cpu`, mark
+    /// the CPUs (the first decision's marks go in the record), and, if its CPU is high and a
+    /// low one exists, bind it with `bind` to the `k`-th low CPU, `k = below(N_low)`. A bind
+    /// that succeeds moves the worker in the table and is recorded (and returned); a refusal
+    /// is recorded as [`AffinityFailure::new`] describes it, after `refused` has seen it (to
+    /// count or say it). A worker of unknown CPU is recorded as such and stays.
+    ///
+    /// `allowed` are the allowed CPUs (ascending, distinct), `thresholds` the factors.
+    pub fn decide(
+        &mut self,
+        allowed: &[u32],
+        thresholds: Thresholds,
+        turn: Turn,
+        below: &mut dyn FnMut(usize) -> usize,
+        bind: impl FnOnce(u32) -> io::Result<()>,
+        refused: impl FnOnce(&AffinityFailure),
+    ) -> Option<WorkerMove> {
+        let Turn { worker, tid, cpu } = turn;
+        self.cpus[worker] = cpu;
+        let Some(from) = cpu else {
+            self.report.unknown_cpu_workers.push(worker);
+            return None;
+        };
+        let loads = combined_loads(allowed, self.other.as_deref(), &self.cpus);
+        // The average is positive once a worker is counted, so 0 means "first decision": the
+        // marks as the first worker to decide saw them go in the record.
+        if self.report.average_load == 0.0 {
+            let (average, high, low) = marked_cpus(allowed, &loads, thresholds);
+            self.report.average_load = average;
+            self.report.high_cpus = high;
+            self.report.low_cpus = low;
+        }
+        let to = rebalance_thread(allowed, &loads, from, thresholds, below)?;
+        match bind(to) {
+            Ok(()) => {
+                self.cpus[worker] = Some(to);
+                let moved = WorkerMove {
+                    worker,
+                    tid,
+                    from,
+                    to,
+                };
+                self.report.moves.push(moved);
+                Some(moved)
+            }
+            Err(e) => {
+                let failure = AffinityFailure::new(worker, tid, to, &e);
+                refused(&failure);
+                self.report.failures.push(failure);
+                None
+            }
+        }
+    }
+
+    /// Close the round: what the decisions did (an empty record if no round was open).
+    pub fn close(&mut self) -> AffinityReport {
+        self.cpus.clear();
+        self.other = None;
+        std::mem::take(&mut self.report)
+    }
 }
 
 #[cfg(test)]
@@ -333,6 +477,57 @@ pub(super) mod tests {
         assert_eq!(rebalance_thread(&cpus, &loads, 10, t, &mut |_| 1), Some(13));
         // A wild random source is wrapped, never out of the low set.
         assert_eq!(rebalance_thread(&cpus, &loads, 10, t, &mut |_| 5), Some(13));
+    }
+
+    #[test]
+    fn a_round_moves_records_refusals_and_unknown_cpus_and_takes_each_turn_once() {
+        let mut round = Round::default();
+        round.open(vec![Some(0), Some(0), None], None, None);
+        assert_eq!(round.workers(), 3);
+        assert!(round.first_turn(1));
+        assert!(!round.first_turn(1));
+        assert!(!round.first_turn(3), "not taking part");
+        let t = Thresholds::default();
+        let turn = |worker, cpu| Turn {
+            worker,
+            tid: 10 + worker as i32,
+            cpu,
+        };
+        // Loads 2, 0: worker 0's bind is refused; it stays counted on CPU 0.
+        let mut refused = Vec::new();
+        let moved = round.decide(
+            &[0, 1],
+            t,
+            turn(0, Some(0)),
+            &mut |_| 0,
+            |_| Err(io::Error::from_raw_os_error(22)),
+            |f| refused.push(f.clone()),
+        );
+        assert_eq!(moved, None);
+        assert_eq!(refused.len(), 1);
+        assert_eq!((refused[0].worker, refused[0].cpu), (0, 1));
+        assert_eq!(refused[0].errno, Some(22));
+        // Worker 1 moves, and counts on CPU 1 from then on.
+        let moved = round.decide(&[0, 1], t, turn(1, Some(0)), &mut |_| 0, |_| Ok(()), |_| {});
+        let expected = WorkerMove {
+            worker: 1,
+            tid: 11,
+            from: 0,
+            to: 1,
+        };
+        assert_eq!(moved, Some(expected));
+        assert_eq!(round.cpu(1), Some(1));
+        round.decide(&[0, 1], t, turn(2, None), &mut |_| 0, |_| Ok(()), |_| {});
+        round.add_decide_us(3.0);
+        let r = round.close();
+        assert_eq!(r.average_load, 1.0);
+        assert_eq!((r.high_cpus, r.low_cpus), (vec![0], vec![1]));
+        assert_eq!(r.moves, vec![expected]);
+        assert_eq!(r.failures, refused);
+        assert_eq!(r.unknown_cpu_workers, vec![2]);
+        assert_eq!(r.decide_us, 3.0);
+        assert_eq!(round.workers(), 0);
+        assert_eq!(round.close(), AffinityReport::default());
     }
 
     #[test]

@@ -46,6 +46,30 @@ impl NumaLayout {
     pub fn fragments_young(self) -> bool {
         matches!(self, NumaLayout::Fragmented | NumaLayout::Segregated)
     }
+
+    /// Whether GC workers are placed by node (every layout but `off`): worker `i` pinned to the
+    /// CPUs of node [`worker_node`]`(i, nodes)`. A GC affinity policy then steps aside
+    /// ([`crate::os::gc_affinity::applied_gc_affinity`]).
+    pub fn places_workers(self) -> bool {
+        self != NumaLayout::Off
+    }
+
+    /// The fewest active GC workers a collection may have on `nodes` nodes: one per node under
+    /// `segregated` (whose messages to a node without a worker would never be processed), else
+    /// 1.
+    pub fn min_active_workers(self, nodes: usize) -> usize {
+        if self == NumaLayout::Segregated {
+            nodes
+        } else {
+            1
+        }
+    }
+}
+
+/// The node index GC worker `worker` is placed on among `nodes` nodes (at least 1):
+/// `worker % nodes`.
+pub fn worker_node(worker: usize, nodes: usize) -> usize {
+    worker % nodes
 }
 
 /// Where the topology comes from, as users write it: `auto` or a synthetic spec.
@@ -287,7 +311,7 @@ impl NumaTopology {
 
     /// The node index (position in `nodes`) GC worker `worker` is placed on: `worker % nodes`.
     pub fn worker_node(&self, worker: usize) -> usize {
-        worker % self.nodes.len()
+        worker_node(worker, self.nodes.len())
     }
 
     /// The node index of `cpu`, if a node lists it.
