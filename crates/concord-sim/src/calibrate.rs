@@ -5,9 +5,9 @@
 //! # Methods
 //!
 //! Every microbenchmark runs a batch of `n` operations in a loop, times the batch with the
-//! monotonic clock and divides; it repeats the batch several times and keeps the **minimum**
-//! (the run least disturbed by interrupts and other processes) as the cost, and the spread
-//! (maximum − minimum over the batches) beside it. The loop's own overhead (an increment, a
+//! monotonic clock and divides; it repeats the batch several times and keeps the **median** as
+//! the cost (so that two calibrations in a row agree), and the spread (maximum − minimum over
+//! the batches) beside it. The loop's own overhead (an increment, a
 //! compare and a branch, well under a nanosecond) is included, not subtracted.
 //!
 //! * `atomic_load`, `atomic_store`: `AtomicU64::load(Acquire)` / `store(Release)` on an
@@ -22,6 +22,9 @@
 //! * `sleep_syscall`: `nanosleep` for 1 ns: everything a sleep costs beyond the time asked for
 //!   (the system call, the timer slack — 50 µs by default on Linux — and the wake-up).
 //! * `spin_loop`: `std::hint::spin_loop()` (`PAUSE` on x86).
+//! * `page_fault`: the first write to each 4 KiB page of a fresh anonymous mapping (transparent
+//!   huge pages refused for it): the minor fault a collection pays when it copies into heap
+//!   memory no collection wrote before.
 //! * `context_switch`: two threads pinned to the same CPU ping-pong through two futexes; a round
 //!   trip is two switches (each with its futex wake and wait), so the cost is half of it.
 //! * `wakeup_latency`: a thread on one CPU sleeps in `FUTEX_WAIT`; another thread on another
@@ -37,13 +40,19 @@
 //! young collection copies it all. For each shape, `x` is the number of objects, `y` the bytes
 //! the collection record says were copied, and `t` the worker's time in root tasks plus
 //! stealing (the time spent copying and scanning, without the termination protocol); the
-//! minimum over several collections of the same shape is kept. The heap is pre-touched, so the
-//! copies do not pay first-touch page faults (a running program's survivor spaces are warm). Then `t ≈ a·x + b·y` is fitted
+//! median over several collections of the same shape (taken in rounds over all shapes) is
+//! kept. The heap is pre-touched, so the copies do not pay first-touch page faults (those are
+//! `page_fault`'s). That time also holds the work the simulator charges on its own when it
+//! replays the collection: the deque pushes and pops, the forwarding CAS, the claim loads.
+//! So each shape's collection is recorded once more (a GC trace, untimed) and replayed in the
+//! simulator at 1 GC thread with this calibration's primitive costs and no copy cost; its
+//! worker's root-task plus steal time is the point's `s` ([`CopyPoint::sync_ns`]). Then
+//! `t − s ≈ a·x + b·y` is fitted
 //! by least squares without an intercept ([`fit_copy_cost`]); `a` is `copy_per_object`, `b`
 //! is `copy_per_byte`. The fit is only meaningful if the shapes differ in bytes per object
 //! (otherwise `x` and `y` are proportional and `a`, `b` cannot be separated), which is why the
-//! payloads vary. The residual (root mean square of `t − a·x − b·y`, absolute and relative to
-//! the mean `t`) and `r²` are saved with every point, so a user can judge the fit.
+//! payloads vary. The residual (root mean square of `t − s − a·x − b·y`, absolute and relative
+//! to the mean `t − s`) and `r²` are saved with every point, so a user can judge the fit.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -127,6 +136,8 @@ pub struct MeasuredCosts {
     pub copy_per_object: f64,
     /// The collector's work per byte copied.
     pub copy_per_byte: f64,
+    /// The first write to a fresh 4 KiB page of anonymous memory (a minor fault).
+    pub page_fault: f64,
 }
 
 impl MeasuredCosts {
@@ -151,6 +162,7 @@ impl MeasuredCosts {
         wakeup_latency: 1e8,
         copy_per_object: 1e4,
         copy_per_byte: 100.0,
+        page_fault: 1e6,
     };
 
     /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
@@ -174,11 +186,12 @@ impl MeasuredCosts {
             wakeup_latency: ns(c.wakeup_latency),
             copy_per_object_ps: ps(c.copy_per_object),
             copy_per_byte_ps: ps(c.copy_per_byte),
+            page_fault: ns(c.page_fault),
         }
     }
 
     /// Every field with its name, in declaration order.
-    pub fn fields(&self) -> [(&'static str, f64); 14] {
+    pub fn fields(&self) -> [(&'static str, f64); 15] {
         [
             ("atomic_load", self.atomic_load),
             ("atomic_store", self.atomic_store),
@@ -194,6 +207,7 @@ impl MeasuredCosts {
             ("wakeup_latency", self.wakeup_latency),
             ("copy_per_object", self.copy_per_object),
             ("copy_per_byte", self.copy_per_byte),
+            ("page_fault", self.page_fault),
         ]
     }
 }
@@ -243,7 +257,8 @@ pub struct CopyFit {
 }
 
 /// Fits `ns − sync_ns ≈ a·objects + b·bytes` to `points` ([`CopyPoint::net_ns`]) by least
-/// squares (the 2×2 normal equations).
+/// squares with `a, b ≥ 0` (the 2×2 normal equations, or one cost alone where they give a
+/// negative one).
 /// Errors when there are fewer than two points or the objects and bytes columns are (nearly)
 /// proportional, so that `a` and `b` cannot be told apart.
 pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
@@ -272,8 +287,20 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
              the same bytes per object"
         );
     }
-    let a = (ot * bb - bt * ob) / det;
-    let b = (oo * bt - ob * ot) / det;
+    // Least squares with both costs at least zero (a cost is never negative): the
+    // unconstrained solution if it is, otherwise the better of the two one-cost fits, which is
+    // where the constrained optimum lies for two unknowns.
+    let (mut a, mut b) = ((ot * bb - bt * ob) / det, (oo * bt - ob * ot) / det);
+    if a < 0.0 || b < 0.0 {
+        let only_a = ((ot / oo).max(0.0), 0.0);
+        let only_b = (0.0, (bt / bb).max(0.0));
+        let sse = |(a, b): (f64, f64)| tt - 2.0 * (a * ot + b * bt) + a * a * oo + b * b * bb;
+        (a, b) = if sse(only_a) <= sse(only_b) {
+            only_a
+        } else {
+            only_b
+        };
+    }
     let sse: f64 = points
         .iter()
         .map(|p| (p.net_ns() - a * p.objects - b * p.bytes).powi(2))
@@ -551,6 +578,8 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
             std::hint::spin_loop();
         }
     });
+    progress("page faults");
+    let page_fault = page_faults(&effort)?;
     progress("context switch");
     let Some(&same_cpu) = cpus.first() else {
         bail!("this thread may run on no CPU");
@@ -574,6 +603,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         wakeup_latency: m(&wakeup),
         copy_per_object: 0.0,
         copy_per_byte: 0.0,
+        page_fault: m(&page_fault),
     };
     let mut costs = both(|m| m.median);
     // The simulator's own charges for the calibration collections, at these primitive costs
@@ -581,6 +611,8 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     let mut charged = costs.exec_costs();
     charged.copy_per_object_ps = 0;
     charged.copy_per_byte_ps = 0;
+    // The calibration heap is pretouched: its collections fault no page in.
+    charged.page_fault = 0;
     progress("copy costs (young collections, then their replays)");
     let fit = copy_fit(&effort, &charged)?;
     let mean =
@@ -613,6 +645,53 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         .check()
         .context("the measurements gave an impossible cost (the machine was too busy?)")?;
     Ok(result)
+}
+
+/// Bytes of the region whose pages [`page_faults`] touches, per batch.
+const FAULT_REGION: usize = 32 << 20;
+
+/// The first write to each 4 KiB page of a fresh private anonymous mapping of
+/// [`FAULT_REGION`] bytes (`effort.scale` of it with `--quick`), transparent huge pages
+/// refused for it (`MADV_NOHUGEPAGE`, as the heap's pages are 4 KiB unless THP is asked for),
+/// timed per page; one mapping per batch.
+fn page_faults(effort: &Effort) -> Result<Measured> {
+    const PAGE: usize = 4096;
+    let bytes = ((FAULT_REGION as f64 * effort.scale) as usize).max(64 * PAGE) / PAGE * PAGE;
+    let batch = || -> Result<f64> {
+        // SAFETY: a fresh private anonymous mapping of `bytes` bytes, no address asked for.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            bail!(
+                "cannot map {bytes} bytes to time page faults: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: `base..base + bytes` is the mapping just made; advice cannot harm it (a
+        // refusal leaves THP as the system sets it, which the figure then includes).
+        unsafe { libc::madvise(base, bytes, libc::MADV_NOHUGEPAGE) };
+        let start = Instant::now();
+        for offset in (0..bytes).step_by(PAGE) {
+            // SAFETY: inside the writable mapping.
+            unsafe { std::ptr::write_volatile(base.cast::<u8>().add(offset), 1) };
+        }
+        let ns = start.elapsed().as_nanos() as f64 / (bytes / PAGE) as f64;
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, bytes) };
+        Ok(ns)
+    };
+    let times = (0..effort.batches)
+        .map(|_| batch())
+        .collect::<Result<Vec<f64>>>()?;
+    Ok(Measured::of(&times))
 }
 
 /// Half the round trip of two threads pinned to `cpu` handing a token back and forth through
@@ -772,19 +851,20 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         points.push(point);
     }
     let fit = fit_copy_cost(&points)?;
-    if !(fit.per_object_ns > 0.0 && fit.per_byte_ns > 0.0) {
+    if !(fit.per_object_ns > 0.0 || fit.per_byte_ns > 0.0) {
         bail!(
-            "the copy-cost fit gave {:.3} ns per object and {:.5} ns per byte (residual {:.0}%): \
-             the collections' times were too noisy to separate the two, or the simulator \
-             charges more for them than they took ({:.0} ns of {:.0} ns for the first \
-             shape); measure again on a quieter machine",
-            fit.per_object_ns,
-            fit.per_byte_ns,
-            fit.residual_relative * 100.0,
+            "the simulator charges more for the calibration's collections than they took \
+             ({:.0} ns of {:.0} ns for the first shape), so no copy cost is left to fit: \
+             measure again on a quieter machine",
             points[0].sync_ns,
             points[0].ns
         );
     }
+    // A cost the constrained fit put at zero is kept at the smallest the file holds (the
+    // executor charges whole picoseconds); the residual says how well the fit did.
+    let mut fit = fit;
+    fit.per_object_ns = fit.per_object_ns.max(0.001);
+    fit.per_byte_ns = fit.per_byte_ns.max(0.000_001);
     Ok(fit)
 }
 
@@ -974,18 +1054,20 @@ mod tests {
     #[test]
     fn the_fit_reports_its_residual() {
         // ns = [20, 0, 11] at (objects, bytes) = (1, 0), (0, 1), (1, 1), by hand: the normal
-        // equations [2 1; 1 2]·[a b] = [31 11] give a = 17, b = −3; the residuals are 3, 3 and
-        // −3, so the rms is 3 and the mean ns 31/3.
+        // equations [2 1; 1 2]·[a b] = [31 11] give b = −3 < 0, so b is 0 and a is the
+        // objects-alone fit 31/2 = 15.5; the residuals are 4.5, 0 and −4.5, so the rms is
+        // √(40.5/3) and the mean ns 31/3.
         let points = [
             point(1.0, 0.0, 20.0),
             point(0.0, 1.0, 0.0),
             point(1.0, 1.0, 11.0),
         ];
         let fit = fit_copy_cost(&points).unwrap();
-        assert!((fit.per_object_ns - 17.0).abs() < 1e-9, "{fit:?}");
-        assert!((fit.per_byte_ns + 3.0).abs() < 1e-9, "{fit:?}");
-        assert!((fit.residual_rms_ns - 3.0).abs() < 1e-9, "{fit:?}");
-        assert!((fit.residual_relative - 3.0 / (31.0 / 3.0)).abs() < 1e-9);
+        assert!((fit.per_object_ns - 15.5).abs() < 1e-9, "{fit:?}");
+        assert_eq!(fit.per_byte_ns, 0.0, "{fit:?}");
+        let rms = (40.5f64 / 3.0).sqrt();
+        assert!((fit.residual_rms_ns - rms).abs() < 1e-9, "{fit:?}");
+        assert!((fit.residual_relative - rms / (31.0 / 3.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -1018,6 +1100,22 @@ mod tests {
     }
 
     #[test]
+    fn a_negative_cost_is_fitted_as_zero_and_the_other_alone() {
+        // ns = 10·objects − 0.01·bytes exactly: unconstrained, b < 0; constrained, b = 0 and
+        // a is the least-squares a of the objects alone.
+        let points = [
+            point(100.0, 1_000.0, 990.0),
+            point(200.0, 50_000.0, 1_500.0),
+            point(50.0, 400.0, 496.0),
+        ];
+        let fit = fit_copy_cost(&points).unwrap();
+        assert_eq!(fit.per_byte_ns, 0.0);
+        let expected = (100.0 * 990.0 + 200.0 * 1_500.0 + 50.0 * 496.0)
+            / (100.0f64 * 100.0 + 200.0 * 200.0 + 50.0 * 50.0);
+        assert!((fit.per_object_ns - expected).abs() < 1e-9, "{fit:?}");
+    }
+
+    #[test]
     fn the_fit_refuses_proportional_columns_and_too_few_points() {
         let same_size = [point(10.0, 240.0, 500.0), point(20.0, 480.0, 1_000.0)];
         let e = fit_copy_cost(&same_size).unwrap_err().to_string();
@@ -1044,6 +1142,7 @@ mod tests {
             wakeup_latency: 6_000.0,
             copy_per_object: 25.0,
             copy_per_byte: 0.3,
+            page_fault: 700.0,
         };
         CalibratedCosts {
             version: FORMAT_VERSION,
