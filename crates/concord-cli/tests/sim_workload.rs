@@ -328,16 +328,15 @@ fn dynamic_gc_threads_choose_the_workers_of_each_simulated_collection_as_the_run
     }
 }
 
-/// `trace` as version 1 wrote it (before traces recorded their run): the magic, version 1
-/// and the frames, without the run record that follows version 2.
+/// `trace` as version 1 wrote it (before traces recorded their run): its collections in that
+/// version's format (without the objects' shapes either), after the magic and version 1.
 fn as_version_1(trace: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
-    let bytes = std::fs::read(trace).unwrap();
-    assert_eq!(&bytes[..9], b"CGCTRACE\x02");
-    // The run record: its length (one byte, under 128), then that many bytes.
-    let run_len = usize::from(bytes[9]);
-    assert!(run_len < 0x80);
-    let mut old = b"CGCTRACE\x01".to_vec();
-    old.extend_from_slice(&bytes[10 + run_len..]);
+    use concord::telemetry::gc_trace::{trace_bytes_as, GcTraceReader, TraceRun};
+    let reader = GcTraceReader::new(std::fs::File::open(trace).unwrap()).unwrap();
+    assert_eq!(reader.version(), concord::telemetry::gc_trace::VERSION);
+    let collections: Vec<_> = reader.map(Result::unwrap).collect();
+    let old = trace_bytes_as(1, &TraceRun::default(), &collections);
+    assert_eq!(&old[..9], b"CGCTRACE\x01");
     let path = dir.join("version-1.trace");
     std::fs::write(&path, old).unwrap();
     path
@@ -440,9 +439,13 @@ fn hand_made_trace(
     heap: u64,
 ) {
     use concord::telemetry::gc_trace::{
-        recording, Fate, GcTraceFile, TraceAffinity, TraceCollection, TraceObject, TraceRoot,
+        recording, Fate, GcTraceFile, PlabSizes, TraceAffinity, TraceCollection, TraceObject,
+        TraceRoot, TraceShape,
     };
-    let mut file = recording("binary-trees", || GcTraceFile::create(path, heap)).unwrap();
+    let mut file = recording("binary-trees", || {
+        GcTraceFile::create(path, heap, PlabSizes::default())
+    })
+    .unwrap();
     file.write(&TraceCollection {
         id: 1,
         workers: 2,
@@ -458,7 +461,9 @@ fn hand_made_trace(
                 size,
                 fate: Fate::Survivor,
                 worker: 0,
+                shape: TraceShape::fixed(0),
                 refs: 0..0,
+                ref_slots: 0..0,
             })
             .collect(),
         ..Default::default()

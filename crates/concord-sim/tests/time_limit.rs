@@ -11,6 +11,7 @@ use concord::os::policy::GcAffinity;
 use concord::parallel::{ParkingKind, PhasePolicy};
 use concord::telemetry::gc_trace::{
     Fate, TraceAffinity, TraceCollection, TraceKind, TraceObject, TraceRoot, TraceRootKind,
+    TraceShape,
 };
 use concord_sim::exec::Costs;
 use concord_sim::machine::Machine;
@@ -43,14 +44,17 @@ fn collection(id: u64, slots: u64, objects: u32) -> ReplayCollection {
                 size: 64,
                 fate: Fate::Survivor,
                 worker: 0,
+                shape: TraceShape::fixed(1),
                 refs: if i + 1 < objects {
                     i as usize..i as usize + 1
                 } else {
                     refs.len()..refs.len()
                 },
+                ref_slots: 0..0,
             })
             .collect(),
         refs,
+        ref_slots: Vec::new(),
     })
     .unwrap()
 }

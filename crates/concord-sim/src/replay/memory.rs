@@ -16,7 +16,8 @@
 //!
 //! A copy is charged on the node of the object it reads ([`crate::exec::charge_copy_on`]); the
 //! write goes to the worker's own PLAB, which every layout but `off` places on the worker's
-//! node.
+//! node. Under `fragmented` and `segregated` the to-space has a fragment per node
+//! ([`Memory::young_fragments`]), whose PLABs the node's workers cut from its own top.
 
 use concord::os::numa::{worker_node, NumaLayout};
 
@@ -85,6 +86,15 @@ impl Memory {
     pub fn worker_cpus(&self, worker: usize) -> Option<CpuSet> {
         self.places_workers()
             .then(|| self.node_cpus[worker_node(worker, self.nodes())])
+    }
+
+    /// The fragments of the young spaces: one per node under `fragmented` and `segregated`
+    /// (each worker cuts its to-space PLABs from its node's, as the runtime's do), else one.
+    pub fn young_fragments(&self) -> usize {
+        match self.layout {
+            NumaLayout::Fragmented | NumaLayout::Segregated => self.nodes(),
+            NumaLayout::Off | NumaLayout::Interleaved => 1,
+        }
     }
 
     /// The fewest workers a collection may run with: the runtime's rule

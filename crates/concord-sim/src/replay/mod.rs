@@ -26,8 +26,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use concord::telemetry::gc_trace::{
-    Fate, GcTraceError, GcTraceReader, TraceAffinity, TraceCollection, TraceKind, TraceRootKind,
-    TraceRun,
+    Fate, GcTraceError, GcTraceReader, PlabSizes, TraceAffinity, TraceCollection, TraceKind,
+    TraceRootKind, TraceRun,
 };
 
 /// A root task of a recorded collection.
@@ -41,9 +41,10 @@ pub struct ReplayRoot {
     reaches: Range<u32>,
 }
 
-/// One recorded collection, compactly: per object 4 bytes of size, 1 of fate and 4 of
-/// reference offset, plus 4 bytes per followed reference and per root reach (a
-/// [`TraceCollection`] holds about 40 bytes per object).
+/// One recorded collection, compactly: per object 4 bytes of size, 4 of slot count, 1 of fate,
+/// 1 of kind (reference array or not) and 4 of reference offset, plus 4 bytes per followed
+/// reference and per root reach, and for a reference array 8 bytes and 4 per reference (its
+/// slot index) (a [`TraceCollection`] holds about 64 bytes per object).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayCollection {
     /// The collection's number in the recorded run (`GC(id)`).
@@ -56,12 +57,23 @@ pub struct ReplayCollection {
     pub promotion_failed: bool,
     /// Root tasks, in the order the collector created them.
     pub roots: Vec<ReplayRoot>,
+    /// The PLAB sizes of the recorded run ([`TraceRun::plab_sizes`]; the configuration's
+    /// defaults for a collection not read from a trace that records them).
+    pub plab_sizes: PlabSizes,
     reaches: Vec<u32>,
     sizes: Vec<u32>,
+    /// Per object, all its reference slots ([`concord::telemetry::gc_trace::TraceShape`]).
+    slots: Vec<u32>,
     fates: Vec<Fate>,
+    ref_arrays: Vec<bool>,
     /// `refs[ref_starts[id]..ref_starts[id + 1]]` are object `id`'s followed references.
     ref_starts: Vec<u32>,
     refs: Vec<u32>,
+    /// The reference arrays with references, by id (ascending): the slots of array
+    /// `array_ids[k]`'s references are `array_slots[array_slot_starts[k]..][..its refs]`.
+    array_ids: Vec<u32>,
+    array_slot_starts: Vec<u32>,
+    array_slots: Vec<u32>,
 }
 
 /// Why a recorded collection cannot be held in the compact form.
@@ -105,17 +117,37 @@ impl TryFrom<TraceCollection> for ReplayCollection {
             });
         }
         let mut sizes = Vec::with_capacity(c.objects.len());
+        let mut slots = Vec::with_capacity(c.objects.len());
         let mut fates = Vec::with_capacity(c.objects.len());
+        let mut ref_arrays = Vec::with_capacity(c.objects.len());
         let mut ref_starts = Vec::with_capacity(c.objects.len() + 1);
         ref_starts.push(0);
+        let (mut array_ids, mut array_slot_starts, mut array_slots) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (n, object) in c.objects.iter().enumerate() {
             sizes.push(small(
                 id,
                 || format!("object {n} has {} bytes", object.size),
                 object.size,
             )?);
+            slots.push(small(
+                id,
+                || format!("object {n} has {} reference slots", object.shape.slots),
+                object.shape.slots,
+            )?);
             fates.push(object.fate);
+            ref_arrays.push(object.shape.ref_array);
             ref_starts.push(small(id, || "its references".into(), object.refs.end)?);
+            if object.shape.ref_array && !object.refs.is_empty() {
+                // The decoder checked them (one per reference, ascending, below the slots).
+                array_ids.push(n as u32);
+                array_slot_starts.push(small(id, || "its references".into(), array_slots.len())?);
+                array_slots.extend(
+                    c.ref_slots[object.ref_slots.clone()]
+                        .iter()
+                        .map(|&s| s as u32),
+                );
+            }
         }
         Ok(ReplayCollection {
             id,
@@ -123,11 +155,17 @@ impl TryFrom<TraceCollection> for ReplayCollection {
             workers: c.workers,
             promotion_failed: c.promotion_failed,
             roots,
+            plab_sizes: PlabSizes::default(),
             reaches,
             sizes,
+            slots,
             fates,
+            ref_arrays,
             ref_starts,
             refs: c.refs,
+            array_ids,
+            array_slot_starts,
+            array_slots,
         })
     }
 }
@@ -152,6 +190,35 @@ impl ReplayCollection {
     pub fn refs_of(&self, id: u32) -> &[u32] {
         let id = id as usize;
         &self.refs[self.ref_starts[id] as usize..self.ref_starts[id + 1] as usize]
+    }
+
+    /// All reference slots of object `id` (those the collection did not follow included).
+    pub fn slots(&self, id: u32) -> usize {
+        self.slots[id as usize] as usize
+    }
+
+    /// Whether object `id` is a reference array (scanned in chunks when it is long).
+    pub fn is_ref_array(&self, id: u32) -> bool {
+        self.ref_arrays[id as usize]
+    }
+
+    /// The references of object `id` that lie in its slots `from..to`, in slot order: for a
+    /// reference array those whose recorded slot index is in the range; another object is
+    /// scanned whole (only ever as `0..slots`), so all of its references lie in any range
+    /// that starts at 0 and none in one that does not.
+    pub fn refs_in_slots(&self, id: u32, from: usize, to: usize) -> &[u32] {
+        let refs = self.refs_of(id);
+        if !self.is_ref_array(id) {
+            return if from == 0 { refs } else { &[] };
+        }
+        let Ok(k) = self.array_ids.binary_search(&id) else {
+            return &[];
+        };
+        let start = self.array_slot_starts[k] as usize;
+        let at = &self.array_slots[start..start + refs.len()];
+        let lo = at.partition_point(|&s| (s as usize) < from);
+        let hi = at.partition_point(|&s| (s as usize) < to);
+        &refs[lo..hi]
     }
 
     /// The objects root task `root`'s slots reach, one per slot.
@@ -187,7 +254,8 @@ const WORD_BYTES: u64 = 8;
 /// Checks that what `collections` say is what a real heap of `heap_bytes` could hold, so that
 /// a damaged or hand-made trace is refused by name instead of being simulated for hours (an
 /// extent of 2^63 slots is 2^66 bytes to scan). Per collection: the bytes of its objects, in
-/// all, at most the heap; its objects at most the heap's words; a handle-stack chunk's slots at
+/// all, at most the heap; its objects, and their reference slots in all, at most the heap's
+/// words; a handle-stack chunk's slots at
 /// most the heap's words (a chunk holds no more handles than there are objects); a card
 /// stripe's extent at most the heap, and its scanned objects at most the heap's words. The
 /// error names the collection, the root task or field, the value and the range allowed, and
@@ -244,6 +312,16 @@ pub fn check_plausible(
         if objects > words {
             return over(c.id, "its object count".into(), objects, words, "words");
         }
+        let slots: u64 = c.slots.iter().map(|&s| u64::from(s)).sum();
+        if slots > words {
+            return over(
+                c.id,
+                "its objects' reference slots in all".into(),
+                slots,
+                words,
+                "words",
+            );
+        }
         let (_, bytes) = c.count(|_| true);
         if bytes > heap_bytes {
             return over(
@@ -298,15 +376,19 @@ pub struct Trace {
 }
 
 /// Read every collection of the GC trace `input`, one frame at a time (only the compact form
-/// of the collections read so far is kept). A trace cut short or damaged is an error, not a
-/// shorter replay.
+/// of the collections read so far is kept), each with the trace's PLAB sizes (the defaults for
+/// a trace before version 3, which does not record them; such a trace's objects are replayed
+/// as ordinary objects with a slot per recorded reference, never in chunks). A trace cut short
+/// or damaged is an error, not a shorter replay.
 pub fn read_trace(input: impl Read) -> Result<Trace, LoadError> {
     let mut reader = GcTraceReader::new(input).map_err(LoadError::Trace)?;
     let run = reader.run().clone();
     let mut collections = Vec::new();
     for collection in &mut reader {
         let collection = collection.map_err(LoadError::Trace)?;
-        collections.push(ReplayCollection::try_from(collection).map_err(LoadError::TooLarge)?);
+        let mut collection = ReplayCollection::try_from(collection).map_err(LoadError::TooLarge)?;
+        collection.plab_sizes = run.plab_sizes();
+        collections.push(collection);
     }
     if collections.is_empty() {
         return Err(LoadError::Empty);
@@ -323,7 +405,9 @@ pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use concord::telemetry::gc_trace::{GcTraceFile, TraceObject, TraceRoot};
+    use concord::telemetry::gc_trace::{
+        trace_bytes_as, GcTraceFile, TraceObject, TraceRoot, TraceShape,
+    };
 
     /// A young collection of `objects` objects: object `i` of `24 + 8·(i % 5)` bytes refers to
     /// `2i+1` and `2i+2` (a binary tree), every third one also to object 0 (shared, so many
@@ -350,7 +434,9 @@ pub(crate) mod tests {
                         Fate::Survivor
                     },
                     worker: i % 2,
+                    shape: TraceShape::fixed((refs.len() - start) as u64),
                     refs: start..refs.len(),
+                    ref_slots: 0..0,
                 }
             })
             .collect();
@@ -384,8 +470,55 @@ pub(crate) mod tests {
             ],
             objects: objs,
             refs,
+            ref_slots: Vec::new(),
         }
     }
+
+    /// A young collection of a reference array of `slots` slots (object 0, 8 + 8·slots bytes,
+    /// reached by one handle-stack slot) whose every `stride`-th slot refers to an object of
+    /// its own (`fate`, 64 bytes, no references), the others to objects outside the
+    /// collected set (not recorded).
+    pub(crate) fn array(id: u64, slots: u32, stride: u32, fate: Fate) -> TraceCollection {
+        let ref_slots: Vec<u64> = (0..slots).step_by(stride as usize).map(u64::from).collect();
+        let n = ref_slots.len();
+        let mut objects = vec![TraceObject {
+            size: 8 + 8 * u64::from(slots),
+            fate: Fate::Survivor,
+            worker: 0,
+            shape: TraceShape::ref_array(u64::from(slots)),
+            refs: 0..n,
+            ref_slots: 0..n,
+        }];
+        objects.extend((0..n).map(|_| TraceObject {
+            size: 64,
+            fate,
+            worker: 0,
+            shape: TraceShape::fixed(0),
+            refs: n..n,
+            ref_slots: 0..0,
+        }));
+        TraceCollection {
+            id,
+            kind: TraceKind::Young,
+            workers: 1,
+            promotion_failed: false,
+            roots: vec![TraceRoot {
+                kind: TraceRootKind::HandleStack { slots: 1 },
+                affinity: TraceAffinity::Prefers(0),
+                ran_on: 0,
+                reaches: vec![0],
+            }],
+            objects,
+            refs: (1..=n as u32).collect(),
+            ref_slots,
+        }
+    }
+
+    /// PLAB sizes other than the defaults, as a trace records them.
+    pub(crate) const PLABS: PlabSizes = PlabSizes {
+        young: 4 << 10,
+        old: 2 << 10,
+    };
 
     /// `collections` written as a GC trace file's bytes (through the writer `concord run` uses).
     pub(crate) fn trace_bytes(collections: &[TraceCollection]) -> Vec<u8> {
@@ -396,7 +529,7 @@ pub(crate) mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("gc.trace");
-        let mut file = GcTraceFile::create(&path, 64 << 20).unwrap();
+        let mut file = GcTraceFile::create(&path, 64 << 20, PLABS).unwrap();
         for c in collections {
             file.write(c);
         }
@@ -433,6 +566,54 @@ pub(crate) mod tests {
         assert_eq!(c.bytes_promoted(), promoted);
         assert_eq!(c.bytes_copied(), promoted + survived);
         assert_eq!(replay[1].objects(), 3);
+        // The run's PLAB sizes go with every collection.
+        assert!(replay.iter().all(|c| c.plab_sizes == PLABS));
+    }
+
+    #[test]
+    fn a_reference_arrays_references_are_split_by_their_slots() {
+        let bytes = trace_bytes(&[array(1, 1000, 3, Fate::Survivor)]);
+        let c = &read_trace(&bytes[..]).unwrap().collections[0];
+        assert_eq!((c.slots(0), c.is_ref_array(0)), (1000, true));
+        assert_eq!((c.slots(1), c.is_ref_array(1)), (0, false));
+        assert_eq!(c.refs_of(0).len(), 334);
+        // Slots 0, 3, ..., 255: 86 of them; 256..512 from 258: 85.
+        assert_eq!(c.refs_in_slots(0, 0, 256).len(), 86);
+        assert_eq!(c.refs_in_slots(0, 0, 256)[85], 86);
+        assert_eq!(c.refs_in_slots(0, 256, 512).len(), 85);
+        assert_eq!(c.refs_in_slots(0, 256, 512)[0], 87);
+        assert_eq!(c.refs_in_slots(0, 768, 1000).len(), 78);
+        // An ordinary object is scanned whole.
+        let t = ReplayCollection::try_from(tree(2, 10)).unwrap();
+        assert_eq!(t.refs_in_slots(1, 0, t.slots(1)), t.refs_of(1));
+        assert_eq!(t.slots(1), 2);
+        assert!(t.refs_in_slots(1, 1, 2).is_empty());
+    }
+
+    #[test]
+    fn a_version_2_trace_loads_with_the_default_plabs_and_no_arrays() {
+        let run = TraceRun {
+            workload: Some("gcbench".into()),
+            heap_bytes: Some(64 << 20),
+            plab_sizes: Some(PLABS),
+        };
+        let v2 = trace_bytes_as(2, &run, &[array(1, 1000, 3, Fate::Survivor), tree(2, 50)]);
+        let trace = read_trace(&v2[..]).unwrap();
+        assert_eq!(trace.run.workload.as_deref(), Some("gcbench"));
+        assert_eq!(trace.run.plab_sizes, None);
+        let c = &trace.collections[0];
+        assert_eq!(c.plab_sizes, PlabSizes::default());
+        // The array is read as an ordinary object with a slot per recorded reference.
+        assert_eq!((c.slots(0), c.is_ref_array(0)), (334, false));
+        assert_eq!(c.refs_in_slots(0, 0, 334), c.refs_of(0));
+        assert_eq!(trace.collections[1].objects(), 50);
+        // The same collections in version 3 keep their shapes and PLAB sizes.
+        let v3 = trace_bytes_as(3, &run, &[array(1, 1000, 3, Fate::Survivor)]);
+        let c = &read_trace(&v3[..]).unwrap().collections[0];
+        assert_eq!(
+            (c.slots(0), c.is_ref_array(0), c.plab_sizes),
+            (1000, true, PLABS)
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::replay::ReplayCollection;
 use crate::telemetry::MonitorRecord;
 use concord::os::gc_affinity::applied_gc_affinity;
 use concord::parallel::ParkingKind;
+use concord::telemetry::gc_trace::TraceKind;
 
 /// Run every collection of `trace` on `setup`'s machine in virtual time.
 ///
@@ -214,9 +215,12 @@ impl VmThread {
             self.affinity
                 .begin_collection(&worker_threads, self.active_workers);
             let task = ReplayTask::new(c).with_memory(self.memory.as_deref());
+            // Only young collections are segregated: the runtime marks unsegregated (004:
+            // segregation does not apply to compacting spaces).
             let segregated = self
                 .memory
                 .as_ref()
+                .filter(|_| c.kind == TraceKind::Young)
                 .and_then(|m| m.segregated_worker_nodes(self.active_workers));
             let (_, workers) = match segregated {
                 Some(nodes) => task.run_segregated(&pool, &self.policy, nodes),

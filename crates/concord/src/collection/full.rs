@@ -28,7 +28,7 @@ use crate::object::WORD;
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, ParallelTask, WorkQueue};
 use crate::telemetry::gc_trace::{
-    root_shapes, Fate, RawTrace, TraceBuffer, TraceKind, TraceRootKind,
+    root_shapes, Fate, RawTrace, TraceBuffer, TraceKind, TraceRootKind, TraceShape,
 };
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
@@ -154,9 +154,15 @@ fn record_marked(trace: &mut TraceBuffer, obj: usize) {
     let h = unsafe { raw::header(obj) };
     let referents = (0..h.ref_count())
         // SAFETY: `i` is below the object's reference count.
-        .map(|i| unsafe { raw::load(slot_addr(obj, i)) })
-        .filter(|&v| v != 0);
-    trace.object(obj, h.size_bytes(), Fate::Marked, referents);
+        .map(|i| (i, unsafe { raw::load(slot_addr(obj, i)) }))
+        .filter(|&(_, v)| v != 0);
+    trace.object(
+        obj,
+        h.size_bytes(),
+        Fate::Marked,
+        TraceShape::of(h),
+        referents,
+    );
 }
 
 impl ParallelTask for Marker<'_> {

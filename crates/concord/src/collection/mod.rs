@@ -101,22 +101,30 @@ pub const ARRAY_CHUNK: usize = 256;
 /// Handle-stack slots per `ThreadRoots` task.
 pub(crate) const ROOT_CHUNK: usize = 4096;
 
-/// How to scan an object with `h` as header: the slots `0..now` at once, and for a huge reference
-/// array the start of the rest, to be queued as a chunk item that other workers can steal.
+/// How to scan an object with `h` as header: [`scan_slots_of`] of its reference count and kind.
 #[inline(always)]
 pub(crate) fn first_slots(h: Header) -> (usize, Option<usize>) {
-    let n = h.ref_count();
-    if h.kind() == ObjectKind::RefArray && n > 2 * ARRAY_CHUNK {
+    scan_slots_of(h.ref_count(), h.kind() == ObjectKind::RefArray)
+}
+
+/// How the collectors scan an object of `slots` reference slots (`ref_array`: a reference
+/// array): the slots `0..now` at once, and for a huge reference array (over
+/// 2·[`ARRAY_CHUNK`] slots) the start of the rest, to be queued as a chunk item that other
+/// workers can steal (then [`chunk_slots`]). Public for the simulator's replay of recorded
+/// collections, which scans as the collectors do from a trace's slot counts.
+#[inline(always)]
+pub fn scan_slots_of(slots: usize, ref_array: bool) -> (usize, Option<usize>) {
+    if ref_array && slots > 2 * ARRAY_CHUNK {
         (ARRAY_CHUNK, Some(ARRAY_CHUNK))
     } else {
-        (n, None)
+        (slots, None)
     }
 }
 
 /// The chunk of an `n`-slot reference array that starts at `start`: its end, and the start of
 /// the next chunk if there is one.
 #[inline(always)]
-pub(crate) fn chunk_slots(start: usize, n: usize) -> (usize, Option<usize>) {
+pub fn chunk_slots(start: usize, n: usize) -> (usize, Option<usize>) {
     let end = (start + ARRAY_CHUNK).min(n);
     (end, (end < n).then_some(end))
 }

@@ -8,7 +8,7 @@ use crate::object::WORD;
 use crate::os::vm::Reservation;
 
 /// A bump-pointer buffer `[top, end)` carved out of a shared space.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plab {
     top: usize,
     end: usize,
@@ -18,6 +18,34 @@ pub struct Plab {
     pub wasted_bytes: usize,
     /// Bytes of objects too large for a buffer, allocated directly in the space.
     pub direct_bytes: usize,
+}
+
+/// A shared space PLABs are cut from: what [`Plab::allocate_slow_from`] needs of it.
+pub trait PlabSpace {
+    /// Allocate `bytes` (a word multiple) from the space's shared top (a CAS on it); `None`
+    /// when the space cannot hold them.
+    fn par_allocate(&self, bytes: usize) -> Option<usize>;
+    /// Bytes the space has left.
+    fn free(&self) -> usize;
+}
+
+/// One fragment of a heap space, as the collectors cut PLABs from it.
+struct SpaceFragment<'a> {
+    space: &'a Space,
+    fragment: usize,
+    rsv: &'a Reservation,
+}
+
+impl PlabSpace for SpaceFragment<'_> {
+    #[inline]
+    fn par_allocate(&self, bytes: usize) -> Option<usize> {
+        self.space.par_allocate_on(self.fragment, bytes, self.rsv)
+    }
+
+    #[inline]
+    fn free(&self) -> usize {
+        self.space.free()
+    }
 }
 
 /// The bytes of a buffer cut for a configured PLAB size: `plab_size` rounded down to whole
@@ -79,14 +107,36 @@ impl Plab {
         fragment: usize,
         rsv: &Reservation,
     ) -> Option<usize> {
+        self.allocate_slow_from(
+            bytes,
+            plab_size,
+            &SpaceFragment {
+                space,
+                fragment,
+                rsv,
+            },
+        )
+    }
+
+    /// The slow path of [`Plab::allocate_slow`] over any shared space: a direct allocation for
+    /// an object larger than half a buffer, else the current buffer retired and a new one cut
+    /// (the tail of a nearly full space if a whole buffer no longer fits). The collectors pass
+    /// a fragment of a heap space; the simulator's replay passes a simulated space top, so a
+    /// replayed collection refills its PLABs by this very code.
+    pub fn allocate_slow_from(
+        &mut self,
+        bytes: usize,
+        plab_size: usize,
+        space: &impl PlabSpace,
+    ) -> Option<usize> {
         debug_assert_eq!(bytes % WORD, 0, "object sizes are whole words");
         let plab_size = buffer_bytes(plab_size);
         if bytes > plab_size / 2 {
-            let at = space.par_allocate_on(fragment, bytes, rsv)?;
+            let at = space.par_allocate(bytes)?;
             self.direct_bytes += bytes;
             return Some(at);
         }
-        let (buf, size) = match space.par_allocate_on(fragment, plab_size, rsv) {
+        let (buf, size) = match space.par_allocate(plab_size) {
             Some(buf) => (buf, plab_size),
             None => {
                 // Near the end of the space: take what is left if it still fits the object.
@@ -94,7 +144,7 @@ impl Plab {
                 if left < bytes {
                     return None;
                 }
-                (space.par_allocate_on(fragment, left, rsv)?, left)
+                (space.par_allocate(left)?, left)
             }
         };
         self.retire();

@@ -46,12 +46,13 @@ use crate::object::{Header, WORD};
 use crate::parallel::task_queue::{Affinity, RootTask};
 use crate::parallel::{run_phase, run_phase_segregated, ParallelTask, Segregation, WorkQueue};
 use crate::telemetry::gc_trace::{
-    root_shapes, Fate, RawTrace, RootShape, TraceBuffer, TraceKind, TraceRootKind,
+    root_shapes, Fate, RawTrace, RootShape, TraceBuffer, TraceKind, TraceRootKind, TraceShape,
 };
 use crate::telemetry::{PhaseTimes, WorkerNumaStats, WorkerPhaseStats};
 
-/// Items a card-scanning worker lets queue up before it processes some itself.
-const CARD_SCAN_QUEUE_LIMIT: usize = 1 << 14;
+/// Items a card-scanning worker lets queue up before it processes some itself (public for the
+/// simulator's replay, which scans recorded card stripes the same way).
+pub const CARD_SCAN_QUEUE_LIMIT: usize = 1 << 14;
 
 /// Tunables of one scavenge.
 #[derive(Clone, Copy, Debug)]
@@ -223,12 +224,16 @@ impl Scavenger<'_> {
     }
 
     /// The referents of `obj`'s slots that are in the collected set (what scanning it pushes),
-    /// for the GC trace.
-    fn collected_referents(&self, obj: usize, h: Header) -> impl Iterator<Item = usize> + '_ {
+    /// with their slot indices, for the GC trace.
+    fn collected_referents(
+        &self,
+        obj: usize,
+        h: Header,
+    ) -> impl Iterator<Item = (usize, usize)> + '_ {
         (0..h.ref_count()).filter_map(move |i| {
             // SAFETY: `i` is below the object's reference count.
             let v = unsafe { raw::load(slot_addr(obj, i)) };
-            (v != 0 && self.in_collected_set(v)).then_some(v)
+            (v != 0 && self.in_collected_set(v)).then_some((i, v))
         })
     }
 
@@ -363,7 +368,13 @@ impl Scavenger<'_> {
                     } else {
                         Fate::Survivor
                     };
-                    trace.object(obj, size, fate, self.collected_referents(new, new_h));
+                    trace.object(
+                        obj,
+                        size,
+                        fate,
+                        TraceShape::of(new_h),
+                        self.collected_referents(new, new_h),
+                    );
                 }
                 if new_h.ref_count() > 0 {
                     match self.remote_node(new, q) {
@@ -415,6 +426,7 @@ impl Scavenger<'_> {
                         obj,
                         h.size_bytes(),
                         Fate::Stayed,
+                        TraceShape::of(h),
                         self.collected_referents(obj, h),
                     );
                 }

@@ -29,8 +29,8 @@ pub use options::{
 };
 pub use size::{format_size, format_size_rounded, parse_size, SizeError, GIB, KIB, MIB};
 pub use validate::same_file;
-/// For the PLAB tests, which cut a buffer of every accepted size.
-#[cfg(test)]
+/// For the PLAB tests, which cut a buffer of every accepted size, and the GC trace's reader,
+/// which accepts a recorded PLAB size in it.
 pub(crate) use validate::PLAB_RANGE;
 
 /// Spaces (eden, each survivor, old) are sized in multiples of this many bytes.
@@ -65,6 +65,10 @@ pub const DEFAULT_THP_MARGIN: usize = GIB;
 /// with more than 8 cores, because with fewer, threads scheduled first keep the others from
 /// running.
 pub const DEFAULT_FIFO_CPU_THRESHOLD: usize = 8;
+/// Default to-space PLAB size (`young-plab-size`), every preset's.
+pub const DEFAULT_YOUNG_PLAB_SIZE: usize = 32 * KIB;
+/// Default old-generation PLAB size (`old-plab-size`), every preset's.
+pub const DEFAULT_OLD_PLAB_SIZE: usize = 8 * KIB;
 
 /// A named set of policy switches (DESIGN.md, "Mechanisms and presets").
 ///
@@ -488,8 +492,8 @@ impl GcConfig {
             initial_tenuring_threshold: 7,
             target_survivor_ratio: 50,
             tlab_size: None,
-            young_plab_size: 32 * KIB,
-            old_plab_size: 8 * KIB,
+            young_plab_size: DEFAULT_YOUNG_PLAB_SIZE,
+            old_plab_size: DEFAULT_OLD_PLAB_SIZE,
             large_object_threshold: 64 * KIB,
             safepoint_timeout: Some(DEFAULT_SAFEPOINT_TIMEOUT),
             verify: false,

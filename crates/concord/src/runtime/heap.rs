@@ -33,7 +33,7 @@ use crate::os::thp::{
 use crate::os::vm::{page_size, HugePageAdvice, Reservation};
 use crate::parallel::WorkerPool;
 use crate::telemetry::gc_log::{GcLog, GcLogOptions};
-use crate::telemetry::gc_trace::GcTraceFile;
+use crate::telemetry::gc_trace::{GcTraceFile, PlabSizes};
 use crate::telemetry::lifespan::{LifespanProfiler, LifespanReport};
 use crate::telemetry::records_file::RecordsFile;
 use crate::telemetry::{
@@ -1003,12 +1003,20 @@ fn open_outputs(config: &GcConfig, start: Instant) -> Result<OpenedOutputs, Heap
         None => None,
     };
     let gc_trace = match &config.gc_trace {
-        Some(path) => Some(GcTraceFile::create(path, config.heap_size as u64).map_err(
-            |source| HeapError::GcTrace {
+        Some(path) => Some(
+            GcTraceFile::create(
+                path,
+                config.heap_size as u64,
+                PlabSizes {
+                    young: config.young_plab_size as u64,
+                    old: config.old_plab_size as u64,
+                },
+            )
+            .map_err(|source| HeapError::GcTrace {
                 path: path.display().to_string(),
                 source,
-            },
-        )?),
+            })?,
+        ),
         None => None,
     };
     Ok((gc_log, gc_records, gc_trace))

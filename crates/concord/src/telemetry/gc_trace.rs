@@ -5,7 +5,7 @@
 //! (their one parallel phase copies); full collections, their marking phase (the summary,
 //! adjust and compaction phases that follow are not).
 //!
-//! # Format (version 2)
+//! # Format (version 3)
 //!
 //! All integers are unsigned LEB128 varints unless said otherwise; "zigzag" marks a signed
 //! delta stored zigzag-encoded.
@@ -13,7 +13,8 @@
 //! ```text
 //! file       = magic "CGCTRACE" (8 bytes), version, run, frame*, end
 //! run        = payload length (at most 4096), workload name length, workload name (UTF-8;
-//!              empty: not known), heap bytes (0: not known)
+//!              empty: not known), heap bytes (0: not known), young PLAB bytes, old PLAB
+//!              bytes (both 0: not known; else each in 1 KiB..=1 MiB)
 //!                                                  -- what was recorded; a reader skips
 //!                                                     fields after those it knows
 //! frame      = payload length (> 0), payload       -- one collection
@@ -25,13 +26,27 @@
 //!              affinity (0 none, 1 prefers, 2 stripe), [affinity worker],
 //!              ran on worker, reach count, reach*   -- reach: zigzag delta from the previous
 //!                                                     reached id (the first from 0)
-//! object     = size in bytes, fate (0 survivor, 1 promoted, 2 stayed: promotion failed,
-//!              3 marked: full collection), copying (or marking) worker, ref count,
-//!              ref*                                -- ref: zigzag delta from the object's id
+//! object     = size in bytes, shape (fate + 4 × array + 8 × extra; fate: 0 survivor,
+//!              1 promoted, 2 stayed: promotion failed, 3 marked: full collection; array: 1
+//!              for a reference array, else 0; extra: its slots beyond its refs + 1 when
+//!              that is at most 15, else 0), copying (or marking) worker, [slots] (extra 0 only: all its
+//!              reference slots, the header's reference count), ref count, ref*, [slot gap*]
+//!                                                  -- ref: zigzag delta from the object's id;
+//!                                                     slot gaps, a reference array's only:
+//!                                                     per ref the slot it is in, less the
+//!                                                     previous ref's slot + 1 (the first:
+//!                                                     its slot)
 //! ```
 //!
-//! Version 1 is version 2 without `run`; [`GcTraceReader`] reads both (a version 1 trace's
-//! [`TraceRun`] knows nothing).
+//! Refs are in slot order. A reference array's slot indices are what splits its refs among the
+//! chunks the collectors scan it in ([`crate::collection::scan_slots_of`]); other objects are
+//! scanned whole, so theirs are not written.
+//!
+//! Older versions [`GcTraceReader`] still reads: version 2 is version 3 without the PLAB sizes
+//! in `run` and with `object = size, fate, worker, ref count, ref*` (its [`TraceShape`]s are
+//! read as ordinary objects with as many slots as recorded refs, and its [`TraceRun`] has no
+//! [`PlabSizes`]: [`TraceRun::plab_sizes`] gives the defaults); version 1 is version 2 without
+//! `run` (its [`TraceRun`] knows nothing).
 //!
 //! Object ids are the objects' indices in the frame, in the order of their addresses before the
 //! collection. A frame is written whole or not at all ([`RecordLines`]), so a file ends either
@@ -58,15 +73,21 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::output::{OutputFailure, OutputKind, RecordLines};
+use crate::config::{DEFAULT_OLD_PLAB_SIZE, DEFAULT_YOUNG_PLAB_SIZE, PLAB_RANGE};
+use crate::object::{Header, ObjectKind};
 use crate::parallel::task_queue::Affinity;
 
 /// The first bytes of a GC trace.
 pub const MAGIC: &[u8; 8] = b"CGCTRACE";
 /// The format version this module writes (and the newest it reads).
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 /// The oldest format version this module reads (version 1: no [`TraceRun`]).
 pub const OLDEST_VERSION: u64 = 1;
-/// The longest `run` payload a reader accepts, bytes (a workload name and a size).
+/// The first version whose objects carry their [`TraceShape`] (and its run its PLAB sizes).
+pub const SHAPES_VERSION: u64 = 3;
+/// The most slots beyond its refs an object's shape byte holds (`extra` in the format, less 1).
+const INLINE_SLOTS: u64 = 15;
+/// The longest `run` payload a reader accepts, bytes (a workload name and a few sizes).
 pub const MAX_RUN_BYTES: u64 = 4096;
 
 /// What a trace says about the run it was recorded from.
@@ -76,6 +97,36 @@ pub struct TraceRun {
     pub workload: Option<String>,
     /// The heap's maximum size in bytes, if the writer knew it.
     pub heap_bytes: Option<u64>,
+    /// The PLAB sizes the run's collections cut buffers of, if recorded (from version 3).
+    pub plab_sizes: Option<PlabSizes>,
+}
+
+impl TraceRun {
+    /// The PLAB sizes the run used: the recorded ones, or for a trace that does not record
+    /// them (before version 3) the configuration's defaults.
+    pub fn plab_sizes(&self) -> PlabSizes {
+        self.plab_sizes.unwrap_or_default()
+    }
+}
+
+/// The PLAB sizes of a run, bytes (`young-plab-size`, `old-plab-size`), as configured: a buffer
+/// is this rounded down to whole words ([`crate::collection::plab::buffer_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlabSizes {
+    /// To-space PLABs (survivors).
+    pub young: u64,
+    /// Old-generation PLABs (promoted objects).
+    pub old: u64,
+}
+
+impl Default for PlabSizes {
+    /// The configuration's defaults (`GcConfig`'s `young_plab_size` and `old_plab_size`).
+    fn default() -> Self {
+        PlabSizes {
+            young: DEFAULT_YOUNG_PLAB_SIZE as u64,
+            old: DEFAULT_OLD_PLAB_SIZE as u64,
+        }
+    }
 }
 
 thread_local! {
@@ -166,6 +217,43 @@ pub struct TraceRoot {
     pub reaches: Vec<u32>,
 }
 
+/// What the collectors' scanning of an object depends on: its reference slots and its kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceShape {
+    /// All its reference slots (the header's reference count: null ones and, in a young
+    /// collection, those referring outside the collected set included).
+    pub slots: u64,
+    /// A reference array (which the collectors scan in chunks when it is long).
+    pub ref_array: bool,
+}
+
+impl TraceShape {
+    /// An object with `slots` reference slots that is not a reference array.
+    pub const fn fixed(slots: u64) -> Self {
+        TraceShape {
+            slots,
+            ref_array: false,
+        }
+    }
+
+    /// A reference array of `slots` slots.
+    pub const fn ref_array(slots: u64) -> Self {
+        TraceShape {
+            slots,
+            ref_array: true,
+        }
+    }
+
+    /// The shape of an object with header `h`.
+    #[inline]
+    pub fn of(h: Header) -> Self {
+        TraceShape {
+            slots: h.ref_count() as u64,
+            ref_array: h.kind() == ObjectKind::RefArray,
+        }
+    }
+}
+
 /// An object the collection copied (or could not copy).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceObject {
@@ -175,9 +263,15 @@ pub struct TraceObject {
     pub fate: Fate,
     /// The worker that copied it.
     pub worker: u32,
+    /// Its slot count and kind (read from a version 2 trace: as many slots as `refs`, not
+    /// an array).
+    pub shape: TraceShape,
     /// Its reference slots that the collection followed, as a range of
-    /// [`TraceCollection::refs`].
+    /// [`TraceCollection::refs`], in slot order.
     pub refs: Range<usize>,
+    /// For a reference array, the slot index of each of its `refs`, as a range (as long as
+    /// `refs`) of [`TraceCollection::ref_slots`]; empty for other objects.
+    pub ref_slots: Range<usize>,
 }
 
 /// The recorded work of one collection.
@@ -197,12 +291,20 @@ pub struct TraceCollection {
     pub objects: Vec<TraceObject>,
     /// The ids every object's followed slots refer to (see [`TraceObject::refs`]).
     pub refs: Vec<u32>,
+    /// The slot indices of the reference arrays' refs (see [`TraceObject::ref_slots`]).
+    pub ref_slots: Vec<u64>,
 }
 
 impl TraceCollection {
     /// The ids the followed slots of object `id` refer to.
     pub fn refs_of(&self, id: usize) -> &[u32] {
         &self.refs[self.objects[id].refs.clone()]
+    }
+
+    /// The slots of object `id`'s [`refs_of`](Self::refs_of) if it is a reference array
+    /// (empty otherwise).
+    pub fn ref_slots_of(&self, id: usize) -> &[u64] {
+        &self.ref_slots[self.objects[id].ref_slots.clone()]
     }
 
     /// Objects and bytes with `fate`.
@@ -213,8 +315,10 @@ impl TraceCollection {
             .fold((0, 0), |(n, b), o| (n + 1, b + o.size))
     }
 
-    /// The frame payload of this collection.
-    fn encode(&self) -> Vec<u8> {
+    /// The frame payload of this collection in format `version` (what an older version cannot
+    /// say is left out). A reference array's refs without their slot indices in
+    /// [`TraceObject::ref_slots`] are written as in the slots after the last one given.
+    fn encode(&self, version: u64) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + 8 * self.objects.len() + 2 * self.refs.len());
         put(&mut out, self.id);
         put(
@@ -262,29 +366,47 @@ impl TraceCollection {
             }
         }
         put(&mut out, self.objects.len() as u64);
+        let shapes = version >= SHAPES_VERSION;
         for (id, object) in self.objects.iter().enumerate() {
             put(&mut out, object.size);
-            put(
-                &mut out,
-                match object.fate {
-                    Fate::Survivor => 0,
-                    Fate::Promoted => 1,
-                    Fate::Stayed => 2,
-                    Fate::Marked => 3,
-                },
-            );
-            put(&mut out, u64::from(object.worker));
+            let fate = match object.fate {
+                Fate::Survivor => 0,
+                Fate::Promoted => 1,
+                Fate::Stayed => 2,
+                Fate::Marked => 3,
+            };
             let refs = &self.refs[object.refs.clone()];
+            let array = shapes && object.shape.ref_array;
+            // Slots beyond the refs, plus 1, in the same byte when few (most objects); else 0
+            // there and the slot count after the worker.
+            let extra = match object.shape.slots.checked_sub(refs.len() as u64) {
+                Some(e) if shapes && e < INLINE_SLOTS => e + 1,
+                _ => 0,
+            };
+            put(&mut out, fate + 4 * u64::from(array) + 8 * extra);
+            put(&mut out, u64::from(object.worker));
+            if shapes && extra == 0 {
+                put(&mut out, object.shape.slots);
+            }
             put(&mut out, refs.len() as u64);
             for &r in refs {
                 put(&mut out, zigzag(i64::from(r) - id as i64));
+            }
+            if array {
+                let slots = &self.ref_slots[object.ref_slots.clone()];
+                let mut next = 0;
+                for k in 0..refs.len() {
+                    let slot = slots.get(k).copied().unwrap_or(next).max(next);
+                    put(&mut out, slot - next);
+                    next = slot + 1;
+                }
             }
         }
         out
     }
 
-    /// The collection in frame payload `bytes`.
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    /// The collection in frame payload `bytes` of format `version`.
+    fn decode(bytes: &[u8], version: u64) -> Result<Self, String> {
         let mut p = Payload { bytes, at: 0 };
         let id = p.next()?;
         let kind = match p.next()? {
@@ -327,29 +449,65 @@ impl TraceCollection {
             });
         }
         let object_count = p.len()?;
+        let shapes = version >= SHAPES_VERSION;
         let mut objects = Vec::with_capacity(object_count);
         let mut refs = Vec::new();
+        let mut ref_slots = Vec::new();
         for id in 0..object_count {
             let size = p.next()?;
-            let fate = match p.next()? {
+            let shape = p.next()?;
+            let fate = match shape % 4 {
                 0 => Fate::Survivor,
                 1 => Fate::Promoted,
                 2 => Fate::Stayed,
-                3 => Fate::Marked,
-                f => return Err(format!("unknown fate {f}")),
+                _ => Fate::Marked,
+            };
+            let (ref_array, extra) = match (shapes, shape / 4) {
+                (false, 0) => (false, 0),
+                (true, kind) if kind / 2 <= INLINE_SLOTS => (kind % 2 == 1, kind / 2),
+                (false, _) => return Err(format!("unknown fate {shape}")),
+                (true, _) => return Err(format!("unknown object shape {shape}")),
             };
             let worker = p.small()?;
+            let explicit = if shapes && extra == 0 {
+                Some(p.next()?)
+            } else {
+                None
+            };
             let n = p.len()?;
             let start = refs.len();
             for _ in 0..n {
                 let delta = unzigzag(p.next()?);
                 refs.push(to_id(id as i64 + delta)?);
             }
+            // Before version 3: an ordinary object with a slot per recorded ref.
+            let slots = explicit.unwrap_or(n as u64 + extra.saturating_sub(1));
+            if n as u64 > slots {
+                return Err(format!(
+                    "object {id} has {n} references but {slots} reference slots"
+                ));
+            }
+            let slot_start = ref_slots.len();
+            if ref_array {
+                let mut next = 0u64;
+                for _ in 0..n {
+                    let slot = next
+                        .checked_add(p.next()?)
+                        .filter(|&s| s < slots)
+                        .ok_or_else(|| {
+                            format!("object {id} has a reference beyond its {slots} slots")
+                        })?;
+                    ref_slots.push(slot);
+                    next = slot + 1;
+                }
+            }
             objects.push(TraceObject {
                 size,
                 fate,
                 worker,
+                shape: TraceShape { slots, ref_array },
                 refs: start..refs.len(),
+                ref_slots: slot_start..ref_slots.len(),
             });
         }
         if p.at != bytes.len() {
@@ -366,6 +524,7 @@ impl TraceCollection {
             roots,
             objects,
             refs,
+            ref_slots,
         };
         let objects = collection.objects.len();
         let dangling = collection
@@ -444,23 +603,57 @@ fn to_id(v: i64) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("object id {v} is out of range"))
 }
 
-/// The file header, recording `run`.
-fn header(run: &TraceRun) -> Vec<u8> {
+/// The file header of format `version`, recording `run` (as far as the version can).
+fn header_as(version: u64, run: &TraceRun) -> Vec<u8> {
     let mut h = MAGIC.to_vec();
-    put(&mut h, VERSION);
+    put(&mut h, version);
+    if version < 2 {
+        return h;
+    }
     let mut payload = Vec::new();
     let name = run.workload.as_deref().unwrap_or("").as_bytes();
     put(&mut payload, name.len() as u64);
     payload.extend_from_slice(name);
     put(&mut payload, run.heap_bytes.unwrap_or(0));
+    if version >= SHAPES_VERSION {
+        let plabs = run.plab_sizes.map_or((0, 0), |p| (p.young, p.old));
+        put(&mut payload, plabs.0);
+        put(&mut payload, plabs.1);
+    }
     put(&mut h, payload.len() as u64);
     h.extend(payload);
     h
 }
 
+/// The file header this module writes, recording `run`.
+fn header(run: &TraceRun) -> Vec<u8> {
+    header_as(VERSION, run)
+}
+
+/// The bytes of a whole trace of `collections` as format `version` (from [`OLDEST_VERSION`]
+/// to [`VERSION`]) writes it, end marker included: what an older version cannot say is left
+/// out (the run before version 2; the PLAB sizes and the objects' [`TraceShape`]s before 3).
+/// For tests of readers that must keep reading older traces; `concord run` writes only
+/// [`VERSION`], through [`GcTraceFile`].
+pub fn trace_bytes_as(version: u64, run: &TraceRun, collections: &[TraceCollection]) -> Vec<u8> {
+    assert!(
+        (OLDEST_VERSION..=VERSION).contains(&version),
+        "GC trace version {version} is not one this module writes"
+    );
+    let mut bytes = header_as(version, run);
+    for c in collections {
+        let payload = c.encode(version);
+        put(&mut bytes, payload.len() as u64);
+        bytes.extend(payload);
+    }
+    bytes.push(0);
+    bytes
+}
+
 impl TraceRun {
-    /// The run recorded in `run` payload `bytes`; fields after the known ones are skipped.
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    /// The run recorded in `run` payload `bytes` of format `version`; fields after the known
+    /// ones are skipped.
+    fn decode(bytes: &[u8], version: u64) -> Result<Self, String> {
         let mut p = Payload { bytes, at: 0 };
         let n = p.len()?;
         let name = &bytes[p.at..p.at + n];
@@ -468,9 +661,30 @@ impl TraceRun {
         let name =
             std::str::from_utf8(name).map_err(|_| "the workload name is not UTF-8".to_string())?;
         let heap_bytes = p.next()?;
+        let plab_sizes = if version >= SHAPES_VERSION {
+            let (young, old) = (p.next()?, p.next()?);
+            let range = *PLAB_RANGE.start() as u64..=*PLAB_RANGE.end() as u64;
+            match (young, old) {
+                (0, 0) => None,
+                (young, old) if range.contains(&young) && range.contains(&old) => {
+                    Some(PlabSizes { young, old })
+                }
+                _ => {
+                    return Err(format!(
+                        "PLAB sizes {young} and {old} bytes (allowed: {} to {} bytes each, or \
+                         both 0: not known)",
+                        range.start(),
+                        range.end()
+                    ))
+                }
+            }
+        } else {
+            None
+        };
         Ok(TraceRun {
             workload: (!name.is_empty()).then(|| name.to_string()),
             heap_bytes: (heap_bytes != 0).then_some(heap_bytes),
+            plab_sizes,
         })
     }
 }
@@ -485,11 +699,13 @@ pub struct GcTraceFile {
 impl GcTraceFile {
     /// Start the trace for `path` (its header written); `path` itself is replaced only by
     /// [`GcTraceFile::finish`].
-    /// The header records the run of the [`recording`] this is called in, if any.
-    pub fn create(path: &Path, heap_bytes: u64) -> io::Result<Self> {
+    /// The header records the heap's size and PLAB sizes, and the workload of the
+    /// [`recording`] this is called in, if any.
+    pub fn create(path: &Path, heap_bytes: u64, plab_sizes: PlabSizes) -> io::Result<Self> {
         let run = TraceRun {
             workload: RECORDING.with(|r| r.borrow().clone()),
             heap_bytes: Some(heap_bytes),
+            plab_sizes: Some(plab_sizes),
         };
         Ok(Self {
             out: RecordLines::create_binary(OutputKind::GcTrace, path, &header(&run))?,
@@ -499,7 +715,7 @@ impl GcTraceFile {
     /// Append one collection's frame.
     pub fn write(&mut self, collection: &TraceCollection) {
         self.out.write_chunk(collection.id, || {
-            let payload = collection.encode();
+            let payload = collection.encode(VERSION);
             let mut frame = Vec::with_capacity(payload.len() + 5);
             put(&mut frame, payload.len() as u64);
             frame.extend_from_slice(&payload);
@@ -568,6 +784,7 @@ impl std::error::Error for GcTraceError {}
 /// for a file without its end marker or with a damaged frame — one error, and then ends.
 pub struct GcTraceReader<R> {
     input: R,
+    version: u64,
     run: TraceRun,
     last: Option<u64>,
     done: bool,
@@ -587,13 +804,15 @@ impl<R: Read> GcTraceReader<R> {
         }
         let mut reader = GcTraceReader {
             input,
+            version: OLDEST_VERSION,
             run: TraceRun::default(),
             last: None,
             done: false,
         };
         match reader.varint()? {
             Some(OLDEST_VERSION) => Ok(reader),
-            Some(VERSION) => {
+            Some(v) if (OLDEST_VERSION..=VERSION).contains(&v) => {
+                reader.version = v;
                 reader.run = reader.read_run()?;
                 Ok(reader)
             }
@@ -602,9 +821,15 @@ impl<R: Read> GcTraceReader<R> {
         }
     }
 
-    /// What the trace says about the run it was recorded from (nothing, for version 1).
+    /// What the trace says about the run it was recorded from (nothing, for version 1; no
+    /// PLAB sizes before version 3).
     pub fn run(&self) -> &TraceRun {
         &self.run
+    }
+
+    /// The trace's format version.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// The `run` record after the version.
@@ -624,7 +849,8 @@ impl<R: Read> GcTraceReader<R> {
         if (payload.len() as u64) < len {
             return Err(GcTraceError::Truncated { after: None });
         }
-        TraceRun::decode(&payload).map_err(|r| self.corrupt(format!("its run record: {r}")))
+        TraceRun::decode(&payload, self.version)
+            .map_err(|r| self.corrupt(format!("its run record: {r}")))
     }
 
     /// The next varint of the file, `None` at its end (also inside the varint).
@@ -667,7 +893,8 @@ impl<R: Read> GcTraceReader<R> {
         if (read as u64) < len {
             return Err(truncated);
         }
-        let collection = TraceCollection::decode(&payload).map_err(|r| self.corrupt(r))?;
+        let collection =
+            TraceCollection::decode(&payload, self.version).map_err(|r| self.corrupt(r))?;
         self.last = Some(collection.id);
         Ok(Some(collection))
     }
@@ -736,7 +963,10 @@ struct RawObject {
     addr: usize,
     size: u64,
     fate: Fate,
+    shape: TraceShape,
     refs: Range<usize>,
+    /// A reference array's: the slot of each of `refs`, in [`TraceBuffer::ref_slots`].
+    ref_slots: Range<usize>,
 }
 
 /// What one GC worker recorded during a collection: addresses as they were before it.
@@ -746,6 +976,7 @@ pub struct TraceBuffer {
     reaches: Vec<usize>,
     objects: Vec<RawObject>,
     refs: Vec<usize>,
+    ref_slots: Vec<u64>,
 }
 
 impl TraceBuffer {
@@ -777,23 +1008,35 @@ impl TraceBuffer {
         }
     }
 
-    /// This worker copied (or, `Stayed`, self-forwarded) the object at `addr`; `refs` are the
-    /// addresses its slots refer to that the collection copies.
+    /// This worker copied (or, `Stayed`, self-forwarded; or marked) the object at `addr`, of
+    /// `shape`; `refs` are (slot index, address) of its slots that the collection follows, in
+    /// slot order (the slot indices are kept for a reference array only).
     #[inline]
     pub fn object(
         &mut self,
         addr: usize,
         size: usize,
         fate: Fate,
-        refs: impl Iterator<Item = usize>,
+        shape: TraceShape,
+        refs: impl Iterator<Item = (usize, usize)>,
     ) {
         let start = self.refs.len();
-        self.refs.extend(refs);
+        let slot_start = self.ref_slots.len();
+        if shape.ref_array {
+            for (slot, v) in refs {
+                self.ref_slots.push(slot as u64);
+                self.refs.push(v);
+            }
+        } else {
+            self.refs.extend(refs.map(|(_, v)| v));
+        }
         self.objects.push(RawObject {
             addr,
             size: size as u64,
             fate,
+            shape,
             refs: start..self.refs.len(),
+            ref_slots: slot_start..self.ref_slots.len(),
         });
     }
 }
@@ -840,27 +1083,42 @@ impl RawTrace {
             .flat_map(|(w, b)| b.objects.iter().map(move |o| (o.addr, w as u32, o)))
             .collect();
         all.sort_unstable_by_key(|o| o.0);
-        let id_of = |addr: usize| all.binary_search_by_key(&addr, |o| o.0).ok();
-        let ids = |addrs: &[usize]| -> Vec<u32> {
-            addrs
-                .iter()
-                .filter_map(|&a| {
-                    let id = id_of(a);
-                    debug_assert!(id.is_some(), "traced reference {a:#x} to no traced object");
-                    id.map(|i| i as u32)
-                })
-                .collect()
+        let id_of = |addr: usize| {
+            let id = all.binary_search_by_key(&addr, |o| o.0).ok();
+            debug_assert!(
+                id.is_some(),
+                "traced reference {addr:#x} to no traced object"
+            );
+            id.map(|i| i as u32)
         };
+        let ids =
+            |addrs: &[usize]| -> Vec<u32> { addrs.iter().filter_map(|&a| id_of(a)).collect() };
         let mut objects = Vec::with_capacity(all.len());
         let mut refs = Vec::new();
+        let mut ref_slots = Vec::new();
         for &(_, worker, o) in &all {
+            let buffer = &self.buffers[worker as usize];
             let start = refs.len();
-            refs.extend(ids(&self.buffers[worker as usize].refs[o.refs.clone()]));
+            let slot_start = ref_slots.len();
+            let addrs = &buffer.refs[o.refs.clone()];
+            if o.shape.ref_array {
+                // A reference dropped (to no traced object) drops its slot index with it.
+                for (&a, &slot) in addrs.iter().zip(&buffer.ref_slots[o.ref_slots.clone()]) {
+                    if let Some(id) = id_of(a) {
+                        refs.push(id);
+                        ref_slots.push(slot);
+                    }
+                }
+            } else {
+                refs.extend(ids(addrs));
+            }
             objects.push(TraceObject {
                 size: o.size,
                 fate: o.fate,
                 worker,
+                shape: o.shape,
                 refs: start..refs.len(),
+                ref_slots: slot_start..ref_slots.len(),
             });
         }
         let index: HashMap<(usize, bool), usize> = self
@@ -909,6 +1167,7 @@ impl RawTrace {
             roots,
             objects,
             refs,
+            ref_slots,
         }
     }
 }
@@ -919,7 +1178,8 @@ mod tests {
 
     /// Hand-made collections: a handle-stack root and a card stripe, a survivor that refers to
     /// a promoted object and to itself, an object that stayed, a huge size; an empty one; a
-    /// full collection's marked object that refers to itself.
+    /// full collection's marked object that refers to itself and a marked reference array of
+    /// 700 slots (three chunks and more) that refers to both, from slots 0, 256 and 699.
     fn collections() -> Vec<TraceCollection> {
         let first = TraceCollection {
             id: 3,
@@ -948,22 +1208,29 @@ mod tests {
                     size: 24,
                     fate: Fate::Survivor,
                     worker: 1,
+                    shape: TraceShape::fixed(2),
                     refs: 0..2,
+                    ref_slots: 0..0,
                 },
                 TraceObject {
                     size: 1 << 40,
                     fate: Fate::Promoted,
                     worker: 0,
+                    shape: TraceShape::fixed(0),
                     refs: 2..2,
+                    ref_slots: 0..0,
                 },
                 TraceObject {
                     size: 16,
                     fate: Fate::Stayed,
                     worker: 1,
+                    shape: TraceShape::fixed(5),
                     refs: 2..3,
+                    ref_slots: 0..0,
                 },
             ],
             refs: vec![1, 0, 0],
+            ref_slots: Vec::new(),
         };
         let empty = TraceCollection {
             id: 4,
@@ -982,30 +1249,44 @@ mod tests {
                 ran_on: 0,
                 reaches: vec![0],
             }],
-            objects: vec![TraceObject {
-                size: 40,
-                fate: Fate::Marked,
-                worker: 0,
-                refs: 0..1,
-            }],
-            refs: vec![0],
+            objects: vec![
+                TraceObject {
+                    size: 40,
+                    fate: Fate::Marked,
+                    worker: 0,
+                    shape: TraceShape::fixed(1),
+                    refs: 0..1,
+                    ref_slots: 0..0,
+                },
+                TraceObject {
+                    size: 8 + 8 * 700,
+                    fate: Fate::Marked,
+                    worker: 0,
+                    shape: TraceShape::ref_array(700),
+                    refs: 1..4,
+                    ref_slots: 0..3,
+                },
+            ],
+            refs: vec![0, 1, 0, 1],
+            ref_slots: vec![0, 256, 699],
         };
         vec![first, empty, full]
     }
 
     /// The bytes of a trace of `collections`, with or without its end marker.
     fn file(collections: &[TraceCollection], end: bool) -> Vec<u8> {
-        let mut bytes = header(&TraceRun::default());
-        for c in collections {
-            let payload = c.encode();
-            put(&mut bytes, payload.len() as u64);
-            bytes.extend(payload);
-        }
-        if end {
-            bytes.push(0);
+        let mut bytes = trace_bytes_as(VERSION, &TraceRun::default(), collections);
+        if !end {
+            bytes.pop();
         }
         bytes
     }
+
+    /// PLAB sizes of a heap that is not configured with the defaults.
+    const PLABS: PlabSizes = PlabSizes {
+        young: 16 << 10,
+        old: 4 << 10,
+    };
 
     fn read(bytes: &[u8]) -> Vec<Result<TraceCollection, GcTraceError>> {
         GcTraceReader::new(bytes).unwrap().collect()
@@ -1032,7 +1313,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("concord-gc-trace-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.trace");
-        let mut out = GcTraceFile::create(&path, 8 << 20).unwrap();
+        let mut out = GcTraceFile::create(&path, 8 << 20, PLABS).unwrap();
         for c in collections() {
             out.write(&c);
         }
@@ -1042,6 +1323,7 @@ mod tests {
         let written = header(&TraceRun {
             workload: None,
             heap_bytes: Some(8 << 20),
+            plab_sizes: Some(PLABS),
         });
         let expected = file(&collections(), true);
         assert_eq!(bytes[..written.len()], written[..]);
@@ -1053,6 +1335,9 @@ mod tests {
         assert_eq!(back, collections());
         assert_eq!(back[0].refs_of(0), [1, 0]);
         assert_eq!(back[0].count(Fate::Survivor), (1, 24));
+        assert_eq!(back[2].objects[1].shape, TraceShape::ref_array(700));
+        assert_eq!(back[2].ref_slots_of(1), [0, 256, 699]);
+        assert_eq!(back[2].ref_slots_of(0), [] as [u64; 0]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -1083,12 +1368,27 @@ mod tests {
             GcTraceReader::new(&b"{\"id\":0}\n"[..]),
             Err(GcTraceError::NotATrace)
         ));
-        let mut v3 = MAGIC.to_vec();
-        v3.push(3);
+        let mut v4 = MAGIC.to_vec();
+        v4.push(4);
         assert!(matches!(
-            GcTraceReader::new(&v3[..]),
-            Err(GcTraceError::Version(3))
+            GcTraceReader::new(&v4[..]),
+            Err(GcTraceError::Version(4))
         ));
+        // More references than slots, and a reference array's reference beyond its slots.
+        let mut bad = collections();
+        bad[0].objects[0].shape = TraceShape::fixed(1);
+        let err = read(&file(&bad, true)).remove(0).unwrap_err().to_string();
+        assert!(
+            err.ends_with("object 0 has 2 references but 1 reference slots"),
+            "{err}"
+        );
+        let mut bad = collections();
+        bad[2].objects[1].shape = TraceShape::ref_array(699);
+        let err = read(&file(&bad, true)).remove(2).unwrap_err().to_string();
+        assert!(
+            err.ends_with("object 1 has a reference beyond its 699 slots"),
+            "{err}"
+        );
         // A reference to an object that is not in the frame.
         let mut bad = collections();
         bad[0].refs[0] = 9;
@@ -1111,13 +1411,17 @@ mod tests {
         let run = TraceRun {
             workload: Some("binary-trees".into()),
             heap_bytes: Some(84 << 20),
+            plab_sizes: Some(PLABS),
         };
-        let out = recording("binary-trees", || GcTraceFile::create(&path, 84 << 20)).unwrap();
+        let out = recording("binary-trees", || {
+            GcTraceFile::create(&path, 84 << 20, PLABS)
+        })
+        .unwrap();
         out.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(GcTraceReader::new(&bytes[..]).unwrap().run(), &run);
         // Outside `recording` (and after it) only the heap is known.
-        GcTraceFile::create(&path, 8 << 20)
+        GcTraceFile::create(&path, 8 << 20, PlabSizes::default())
             .unwrap()
             .finish()
             .unwrap();
@@ -1126,26 +1430,68 @@ mod tests {
             GcTraceReader::new(&bytes[..]).unwrap().run(),
             &TraceRun {
                 workload: None,
-                heap_bytes: Some(8 << 20)
+                heap_bytes: Some(8 << 20),
+                plab_sizes: Some(PlabSizes::default()),
             }
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn a_version_1_trace_is_read_with_no_run_and_later_run_fields_are_skipped() {
-        // Version 1: the frames follow the version at once.
-        let mut v1 = MAGIC.to_vec();
-        put(&mut v1, 1);
-        let v2 = file(&collections(), true);
-        v1.extend_from_slice(&v2[header(&TraceRun::default()).len()..]);
-        let reader = GcTraceReader::new(&v1[..]).unwrap();
-        assert_eq!(reader.run(), &TraceRun::default());
-        let back: Vec<_> = reader.map(Result::unwrap).collect();
-        assert_eq!(back, collections());
+    fn older_versions_are_read_as_they_were_written_and_later_run_fields_are_skipped() {
+        // What versions 1 and 2 could say: the objects without their shapes (read as ordinary
+        // objects with a slot per recorded reference), no PLAB sizes (the defaults stand in).
+        let mut as_before = collections();
+        for c in &mut as_before {
+            for o in &mut c.objects {
+                o.shape = TraceShape::fixed(o.refs.len() as u64);
+                o.ref_slots = 0..0;
+            }
+            c.ref_slots.clear();
+        }
+        let run = TraceRun {
+            workload: Some("gcbench".into()),
+            heap_bytes: Some(8 << 20),
+            plab_sizes: Some(PLABS),
+        };
+        for version in [1, 2] {
+            let bytes = trace_bytes_as(version, &run, &collections());
+            // (Version 1: the frames follow the version at once.)
+            assert_eq!((&bytes[..8], bytes[8]), (&MAGIC[..], version as u8));
+            let reader = GcTraceReader::new(&bytes[..]).unwrap();
+            assert_eq!(reader.version(), version);
+            let expected_run = match version {
+                1 => TraceRun::default(),
+                _ => TraceRun {
+                    plab_sizes: None,
+                    ..run.clone()
+                },
+            };
+            assert_eq!(reader.run(), &expected_run, "version {version}");
+            assert_eq!(reader.run().plab_sizes(), PlabSizes::default());
+            assert_eq!(
+                PlabSizes::default(),
+                PlabSizes {
+                    young: crate::GcConfig::default().young_plab_size as u64,
+                    old: crate::GcConfig::default().old_plab_size as u64,
+                }
+            );
+            let back: Vec<_> = reader.map(Result::unwrap).collect();
+            assert_eq!(back, as_before, "version {version}");
+        }
+        // Version 3 keeps everything.
+        let v3 = trace_bytes_as(3, &run, &collections());
+        let reader = GcTraceReader::new(&v3[..]).unwrap();
+        assert_eq!(reader.run(), &run);
+        assert_eq!(
+            reader.map(Result::unwrap).collect::<Vec<_>>(),
+            collections()
+        );
         // A run record with a field this reader does not know yet.
         let mut payload = b"\x04gcbe".to_vec();
         put(&mut payload, 1 << 20);
+        put(&mut payload, 16 << 10);
+        put(&mut payload, 4 << 10);
         payload.extend_from_slice(&[0x2a, 0x2a]);
         let mut later = MAGIC.to_vec();
         put(&mut later, VERSION);
@@ -1155,7 +1501,23 @@ mod tests {
         let reader = GcTraceReader::new(&later[..]).unwrap();
         assert_eq!(reader.run().workload.as_deref(), Some("gcbe"));
         assert_eq!(reader.run().heap_bytes, Some(1 << 20));
+        assert_eq!(reader.run().plab_sizes, Some(PLABS));
         assert_eq!(reader.count(), 0);
+        // A PLAB size no configuration accepts is refused by name.
+        let mut payload = b"\x00".to_vec();
+        put(&mut payload, 1 << 20);
+        put(&mut payload, 16 << 10);
+        put(&mut payload, 3);
+        let mut bad = MAGIC.to_vec();
+        put(&mut bad, VERSION);
+        put(&mut bad, payload.len() as u64);
+        bad.extend(payload);
+        let err = GcTraceReader::new(&bad[..]).err().unwrap().to_string();
+        assert_eq!(
+            err,
+            "the GC trace is corrupt before its first collection: its run record: PLAB sizes \
+             16384 and 3 bytes (allowed: 1024 to 1048576 bytes each, or both 0: not known)"
+        );
         // A run record longer than any run needs is refused before it is read.
         let mut huge = MAGIC.to_vec();
         put(&mut huge, VERSION);
@@ -1192,13 +1554,32 @@ mod tests {
         w0.stripe_scans_object();
         w0.stripe_scans_object();
         w0.root_reaches(0x300);
-        w0.object(0x300, 32, Fate::Promoted, [].into_iter());
+        w0.object(
+            0x300,
+            32,
+            Fate::Promoted,
+            TraceShape::fixed(0),
+            [].into_iter(),
+        );
         let mut w1 = TraceBuffer::default();
         w1.begin_root(0x10, false);
         w1.root_reaches(0x200);
         w1.root_reaches(0x100);
-        w1.object(0x200, 16, Fate::Survivor, [0x100].into_iter());
-        w1.object(0x100, 48, Fate::Survivor, [0x300, 0x300].into_iter());
+        w1.object(
+            0x200,
+            16,
+            Fate::Survivor,
+            TraceShape::fixed(1),
+            [(0, 0x100)].into_iter(),
+        );
+        // A reference array of 600 slots: its refs keep their slots.
+        w1.object(
+            0x100,
+            48,
+            Fate::Survivor,
+            TraceShape::ref_array(600),
+            [(1, 0x300), (598, 0x300)].into_iter(),
+        );
         let merged = RawTrace {
             kind: TraceKind::Young,
             roots,
@@ -1213,6 +1594,9 @@ mod tests {
         let workers: Vec<u32> = merged.objects.iter().map(|o| o.worker).collect();
         assert_eq!(workers, [1, 1, 0]);
         assert_eq!(merged.refs_of(0), [2, 2]);
+        assert_eq!(merged.ref_slots_of(0), [1, 598]);
+        assert_eq!(merged.objects[0].shape, TraceShape::ref_array(600));
+        assert_eq!(merged.ref_slots_of(1), [] as [u64; 0]);
         assert_eq!(merged.refs_of(1), [0]);
         assert_eq!(merged.refs_of(2), [] as [u32; 0]);
         assert_eq!(merged.roots[0].reaches, [1, 0]);
