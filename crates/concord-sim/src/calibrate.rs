@@ -904,6 +904,8 @@ fn replayed_sync_ns(trace: &Path, costs: &exec::Costs) -> Result<f64> {
         // The VM thread on the other CPU than the worker's (the real calibration leaves both to
         // the OS, which on an idle machine keeps them apart).
         vm_thread_cpu: Some(1),
+        // Pretouched, as the real calibration heap is.
+        first_touch: false,
     };
     let run = driver::simulate(std::sync::Arc::new(trace.collections), &setup)
         .map_err(|e| anyhow!("replaying the calibration's collection: {e}"))?;

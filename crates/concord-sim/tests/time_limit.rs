@@ -76,6 +76,7 @@ fn setup(policy: PhasePolicy, costs: Costs) -> SimSetup {
         dynamic_gc_threads: None,
         pin_start: true,
         vm_thread_cpu: None,
+        first_touch: true,
     }
 }
 

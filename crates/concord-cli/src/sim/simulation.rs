@@ -124,6 +124,7 @@ impl Simulator {
             dynamic_gc_threads: config.dynamic_gc_threads.then_some(config.heap_size),
             pin_start: config.pin_start,
             vm_thread_cpu: config.vm_thread_cpu.map(|c| c as usize),
+            first_touch: !config.pretouch,
         };
         driver::check(&setup)?;
         Ok(setup)

@@ -302,12 +302,12 @@ pub struct Collection {
 impl Collection {
     /// Whether one worker did ≥ 90 % of the items (`None` below 1000 items: too few to say).
     pub fn one_worker_did_most(&self) -> Option<bool> {
-        (self.items >= 1000).then(|| self.max_worker_items as f64 >= 0.9 * self.items as f64)
+        (self.items >= 1000).then_some(self.max_worker_items as f64 >= 0.9 * self.items as f64)
     }
 
     /// Whether every worker ran on one CPU (`None` when no CPU was recorded).
     pub fn stacked(&self) -> Option<bool> {
-        (!self.cpus.is_empty()).then(|| self.cpus.len() == 1)
+        (!self.cpus.is_empty()).then_some(self.cpus.len() == 1)
     }
 }
 
@@ -1319,8 +1319,8 @@ pub fn print(result: &TierResult) -> Result<()> {
                 .collect();
             outln!("    counters real/sim: {}", counters.join(", "))?;
         }
-        for (what, ok) in c.checks.iter().filter(|(_, ok)| !ok) {
-            outln!("    missed: {what}{}", if *ok { "" } else { "" })?;
+        for (what, _) in c.checks.iter().filter(|(_, ok)| !ok) {
+            outln!("    missed: {what}")?;
         }
         if r.quiet_runs < r.loads.len() {
             outln!(

@@ -111,6 +111,10 @@ pub struct SimSetup {
     /// The CPU the simulated VM thread is pinned to, as the runtime's `vm-thread-cpu`; `None`:
     /// the scheduler model places it.
     pub vm_thread_cpu: Option<usize>,
+    /// Whether a copy into heap memory no earlier collection wrote pays its page's
+    /// first-touch fault ([`crate::exec::Costs::page_fault`] per 4 KiB page), as in a heap
+    /// that was not pretouched (the runtime's `pretouch = false`, the default).
+    pub first_touch: bool,
 }
 
 /// Mutator time before each simulated collection when nothing else is said: 5 ms, long enough
@@ -260,6 +264,7 @@ mod tests {
             dynamic_gc_threads: None,
             pin_start: true,
             vm_thread_cpu: None,
+            first_touch: true,
         }
     }
 

@@ -162,6 +162,39 @@ impl PlabSpace for SimFragment<'_> {
     }
 }
 
+/// Bytes of a page the kernel faults in on first touch (the heap's pages without THP).
+pub const PAGE_BYTES: usize = 4096;
+
+/// How far the heap's spaces had been written before a collection, for its first-touch page
+/// faults: a copy into memory below these marks finds its page mapped, one beyond pays a
+/// fault ([`exec::Costs::page_fault`]) for each new page.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Bytes of to-space written before, per to-space fragment (missing: none).
+    pub to_space: Vec<usize>,
+    /// Bytes of the old generation in use at the collection's start: promotions go above.
+    pub old_used: usize,
+    /// Bytes of the old generation written before.
+    pub old_high: usize,
+}
+
+/// The first-touch marks of a collection in progress, moved up as workers cut buffers
+/// (plain atomics: bookkeeping of the model, not operations of the collector, so not
+/// charged).
+struct FirstTouch {
+    to_space: Vec<std::sync::atomic::AtomicUsize>,
+    old_used: usize,
+    old_high: std::sync::atomic::AtomicUsize,
+}
+
+impl FirstTouch {
+    /// The pages in `[high, end)` beyond the old mark `high`, moving it to `end`.
+    fn touch(high: &std::sync::atomic::AtomicUsize, end: usize) -> u64 {
+        let before = high.fetch_max(end, std::sync::atomic::Ordering::Relaxed);
+        (end.div_ceil(PAGE_BYTES)).saturating_sub(before.div_ceil(PAGE_BYTES)) as u64
+    }
+}
+
 /// The replay of one recorded collection.
 pub struct ReplayTask<'c> {
     collection: &'c ReplayCollection,
@@ -173,6 +206,8 @@ pub struct ReplayTask<'c> {
     to_space: SimSpace,
     /// The old generation, which promoted objects' PLABs are cut from.
     old: SimSpace,
+    /// The first-touch model, if the heap was not pretouched ([`ReplayTask::with_first_touch`]).
+    first_touch: Option<FirstTouch>,
 }
 
 /// What one worker did in a replayed collection.
@@ -228,7 +263,56 @@ impl<'c> ReplayTask<'c> {
                 .collect(),
             to_space: SimSpace::new(1),
             old: SimSpace::new(1),
+            first_touch: None,
         }
+    }
+
+    /// The replay charging first-touch page faults: a worker that cuts a buffer (or places an
+    /// object directly) beyond how far its space was written before (`touched`) pays
+    /// [`exec::charge_page_faults`] for the new pages, as the copies into them would fault
+    /// them in. [`touched_after`](Self::touched_after) gives the marks for the next one.
+    pub fn with_first_touch(mut self, touched: Option<&Touched>) -> Self {
+        self.first_touch = touched.map(|t| FirstTouch {
+            to_space: (0..self.to_space.tops.len())
+                .map(|f| {
+                    std::sync::atomic::AtomicUsize::new(t.to_space.get(f).copied().unwrap_or(0))
+                })
+                .collect(),
+            old_used: t.old_used,
+            old_high: std::sync::atomic::AtomicUsize::new(t.old_high.max(t.old_used)),
+        });
+        self
+    }
+
+    /// How far the spaces were written once this collection's replay is done: to-space per
+    /// fragment and the old generation's mark (`old_used` stays the caller's to move).
+    pub fn touched_after(&self) -> Option<Touched> {
+        let ft = self.first_touch.as_ref()?;
+        let load =
+            |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+        Some(Touched {
+            to_space: ft.to_space.iter().map(load).collect(),
+            old_used: ft.old_used,
+            old_high: load(&ft.old_high),
+        })
+    }
+
+    /// The first-touch faults of a buffer (or a directly placed object) ending at simulated
+    /// address `end`, cut from fragment `fragment` of to-space (the old generation with
+    /// `to_old`); charged to the calling worker.
+    fn fault_in(&self, to_old: bool, fragment: usize, end: usize) {
+        let Some(ft) = &self.first_touch else {
+            return;
+        };
+        let space = if to_old { &self.old } else { &self.to_space };
+        let fragment = fragment % space.tops.len();
+        let written = end.saturating_sub((fragment + 1) * SPACE_SPAN);
+        let pages = if to_old {
+            FirstTouch::touch(&ft.old_high, ft.old_used + written)
+        } else {
+            FirstTouch::touch(&ft.to_space[fragment], written)
+        };
+        exec::charge_page_faults(pages);
     }
 
     /// The replay with its objects placed on the nodes of `memory`: each copy is charged on
@@ -423,6 +507,11 @@ impl<'c> ReplayTask<'c> {
         let (refilled, direct) = (plab.refilled_bytes, plab.direct_bytes);
         let placed = plab.allocate_slow_from(bytes, plab_size as usize, &space);
         debug_assert!(placed.is_some(), "a simulated space never fills");
+        if let Some(at) = placed {
+            // The new buffer (or the object placed directly) starts where the object went.
+            let cut = (plab.refilled_bytes - refilled) + (plab.direct_bytes - direct);
+            self.fault_in(to_old, space.fragment, at + cut);
+        }
         *refills += u64::from(plab.refilled_bytes != refilled);
         local.direct_allocations += u64::from(plab.direct_bytes != direct);
     }

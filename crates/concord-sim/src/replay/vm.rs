@@ -17,12 +17,12 @@ use crate::numa::Numa;
 use crate::parallel::WorkerPool;
 use crate::replay::memory::Memory;
 use crate::replay::output::SimulatedCollection;
-use crate::replay::simulated::ReplayTask;
+use crate::replay::simulated::{ReplayTask, Touched};
 use crate::replay::ReplayCollection;
 use crate::telemetry::MonitorRecord;
 use concord::os::gc_affinity::applied_gc_affinity;
 use concord::parallel::ParkingKind;
-use concord::telemetry::gc_trace::TraceKind;
+use concord::telemetry::gc_trace::{Fate, TraceKind};
 
 /// Run every collection of `trace` on `setup`'s machine in virtual time.
 ///
@@ -94,6 +94,7 @@ pub fn simulate(
         },
         pin_start: setup.pin_start,
         vm_thread_cpu: setup.vm_thread_cpu,
+        first_touch: setup.first_touch,
         cpus,
         uses_monitor: setup.policy.task_queue == concord::parallel::TaskQueueKind::Monitor
             || setup.parking == ParkingKind::Monitor,
@@ -142,6 +143,9 @@ struct VmThread {
     pin_start: bool,
     /// The CPU the VM thread is pinned to ([`SimSetup::vm_thread_cpu`]).
     vm_thread_cpu: Option<usize>,
+    /// Whether copies into heap memory no collection wrote before pay page faults
+    /// ([`SimSetup::first_touch`]).
+    first_touch: bool,
     /// The machine's CPU count.
     cpus: usize,
     /// Whether the GC task manager's monitor is in play (its counters go in the records).
@@ -199,6 +203,7 @@ impl VmThread {
             .map(|&tid| tid as ThreadId)
             .collect();
         let mut collections = Vec::with_capacity(self.trace.len());
+        let mut heap = HeapTouch::default();
         for c in self.trace.iter() {
             self.started.fetch_add(1, Ordering::Relaxed);
             let now = exec::now().unwrap_or(0);
@@ -214,7 +219,10 @@ impl VmThread {
             let before = pool.task_manager_stats();
             self.affinity
                 .begin_collection(&worker_threads, self.active_workers);
-            let task = ReplayTask::new(c).with_memory(self.memory.as_deref());
+            let touched = self.first_touch.then(|| heap.before(c));
+            let task = ReplayTask::new(c)
+                .with_memory(self.memory.as_deref())
+                .with_first_touch(touched.as_ref());
             // Only young collections are segregated: the runtime marks unsegregated (004:
             // segregation does not apply to compacting spaces).
             let segregated = self
@@ -227,6 +235,9 @@ impl VmThread {
                 None => task.run(&pool, &self.policy, self.active_workers),
             };
             let end_ns = exec::now().unwrap_or(0);
+            if let Some(after) = task.touched_after() {
+                heap.after(c, after);
+            }
             let affinity = self.affinity.end_collection();
             let monitor = self
                 .uses_monitor
@@ -243,5 +254,53 @@ impl VmThread {
             });
         }
         Ok(collections)
+    }
+}
+
+/// How far the simulated heap's spaces have been written, from one collection to the next:
+/// the two survivor spaces (to-space is the one the last successful scavenge did not copy
+/// into), and the old generation's use and mark. Eden is written by the mutators, outside the
+/// pauses.
+#[derive(Default)]
+struct HeapTouch {
+    survivors: [Vec<usize>; 2],
+    to: usize,
+    old_used: usize,
+    old_high: usize,
+}
+
+impl HeapTouch {
+    /// The marks collection `c` starts from.
+    fn before(&self, c: &ReplayCollection) -> Touched {
+        Touched {
+            to_space: if c.kind == TraceKind::Young {
+                self.survivors[self.to].clone()
+            } else {
+                Vec::new()
+            },
+            old_used: self.old_used,
+            old_high: self.old_high,
+        }
+    }
+
+    /// After collection `c`, whose replay left the marks `after`: a young collection filled
+    /// to-space (which becomes from-space unless promotion failed) and promoted above the old
+    /// generation's use; a full collection leaves the old generation holding what it marked
+    /// (compacted into memory written before, or moved up the mark).
+    fn after(&mut self, c: &ReplayCollection, after: Touched) {
+        self.old_high = self.old_high.max(after.old_high);
+        match c.kind {
+            TraceKind::Young => {
+                self.survivors[self.to] = after.to_space;
+                self.old_used += c.bytes_promoted() as usize;
+                if !c.promotion_failed {
+                    self.to ^= 1;
+                }
+            }
+            TraceKind::Full => {
+                self.old_used = c.count(|f| f == Fate::Marked).1 as usize;
+                self.old_high = self.old_high.max(self.old_used);
+            }
+        }
     }
 }
