@@ -51,6 +51,10 @@ fn bad_machine_scheduler_load_and_seed_flags_exit_2_naming_what_is_allowed() {
             "--sched: 'bfs' is not a scheduler model (allowed: cfs, eevdf)",
         ),
         (
+            &["sim", "--cpus", "4", "--wake-placement", "spread"],
+            "--wake-placement: 'spread' is not a wake-up placement (allowed: default, pack)",
+        ),
+        (
             &["sim", "--cpus", "4", "--load", "spin:2"],
             "--load: 'spin:2' is not an interference load (allowed: busy:K",
         ),
@@ -258,6 +262,55 @@ fn a_trace_replays_deterministically_into_runs_records_and_summary_plus_sim() {
         assert_eq!(r["gc_threads"], 4, "{line}");
         assert!(r["pause_ms"].as_f64().unwrap() > 0.0, "{line}");
     }
+}
+
+/// `--wake-placement` reaches the model: `default` is what no flag gives (the same records,
+/// byte for byte), `pack` is named in the summary's `sim` object and on standard error, and
+/// `concord sim --help` documents the flag and its values.
+#[test]
+fn the_wake_placement_is_the_models_own_unless_pack_is_asked_for() {
+    let dir = scratch("sim-workload-wake-placement");
+    let trace = recorded_trace(&dir);
+    let (none, records_none) = simulate(&dir, &trace, "none", &[]);
+    let (default, records_default) =
+        simulate(&dir, &trace, "default", &["--wake-placement", "default"]);
+    let (pack, _) = simulate(&dir, &trace, "pack", &["--wake-placement", "pack"]);
+    assert_eq!(records_none, records_default);
+    assert_eq!(none["sim"]["wake_placement"], "default");
+    assert_eq!(default["sim"]["wake_placement"], "default");
+    assert_eq!(pack["sim"]["wake_placement"], "pack");
+    assert_eq!(pack["gc_count"], none["gc_count"]);
+    let o = concord(&[
+        "sim",
+        "binary-trees",
+        "12",
+        "--cpus",
+        "2",
+        "--gc-threads",
+        "2",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--wake-placement",
+        "pack",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("cfs scheduler with pack wake-up placement, seed 0"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stdout).contains("cfs scheduler with pack wake-up placement, seed 0"),
+        "{}",
+        text(&o.stdout)
+    );
+    let help = concord(&["sim", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let help = text(&help.stdout);
+    assert!(
+        help.contains("--wake-placement <default|pack>") && help.contains("sched_vcpu_pack"),
+        "{help}"
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `bench/sched/wake_placement.sh`, the script that records where this machine's kernel puts a
-//! woken thread: its parser on a hand-written trace, and the script end to end with tracefs.
+//! woken thread: its parser and `wake_util.py` (the utilizations at each wake-up) on
+//! hand-written traces, and the script end to end with tracefs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,6 +59,60 @@ fn the_parser_tells_each_placement() {
     assert_eq!(s["packed_onto_busy_waker"], 1);
     assert_eq!(s["idle_cpu_elsewhere"], 2);
     assert_eq!(s["on_busy_waker_despite_idle_cpu"], 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `wake_util.py`, which reads the utilizations at each wake-up for the simulator's pack model:
+/// main thread 100 starts on CPU 0 at 10 s and sleeper 101 last ran on CPU 1, both new (each
+/// starting at half an idle CPU's capacity, 512, which its CPU takes on). At 10.001 s the main
+/// thread wakes 101 onto CPU 0 (a pull: CPU 1 is idle): CPU 0's utilization is
+/// 1024 × (1 − 2^(−1/32.768)) = 21.4 of running plus 512 × 2^(−1/32.768) = 501.3 brought, 522.7;
+/// the wakee's 512 × 2^(−0.9/32.768) = 502.3.
+#[test]
+fn the_utilization_reader_tells_the_utilizations_at_a_wake_up() {
+    let dir = scratch("wake-util-reader");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(
+        run.join("trace.txt"),
+        "\
+# tracer: nop
+          <idle>-0       [000] d..2.   10.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=pingpong next_pid=100 next_prio=120
+        pingpong-101     [001] d..2.   10.000100: sched_switch: prev_comm=pingpong prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+        pingpong-100     [000] d..2.   10.001000: sched_waking: comm=pingpong pid=101 prio=120 target_cpu=001
+        pingpong-100     [000] d..2.   10.001010: sched_wakeup: comm=pingpong pid=101 prio=120 target_cpu=000
+",
+    )
+    .unwrap();
+    std::fs::write(
+        run.join("machine.txt"),
+        "kernel test\ncpus 2; pingpong 1 rounds, light\n",
+    )
+    .unwrap();
+    let o = Command::new("python3")
+        .arg(script_dir().join("wake_util.py"))
+        .arg("-v")
+        .arg(&run)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row: serde_json::Value = text
+        .lines()
+        .find_map(|l| serde_json::from_str(l.trim()).ok())
+        .unwrap_or_else(|| panic!("no wake-up row: {text}"));
+    assert_eq!(row["packed"], true, "{row}");
+    assert_eq!(
+        (row["previous_cpu"].as_u64(), row["waker_cpu"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let near = |field: &str, value: f64| {
+        let got = row[field].as_f64().unwrap();
+        assert!((got - value).abs() < 0.15, "{field}: {got}, not {value}");
+    };
+    near("util_waker_cpu", 522.7);
+    near("util_wakee", 502.3);
+    assert!(text.contains("1 of 1 packed"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

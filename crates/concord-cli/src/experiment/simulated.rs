@@ -235,6 +235,7 @@ impl Runner for SimRunner {
             params: self.params.clone(),
             config: self.config.clone(),
             setup,
+            wake_placement: self.simulator.wake_placement,
         };
         let mut simulated = simulate(&subject, trace, Some(&recorded))?;
         simulated.summary.interference = self

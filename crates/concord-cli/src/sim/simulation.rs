@@ -17,7 +17,9 @@ use concord::telemetry::{OutputFailure, OutputKind};
 use concord::{GcConfig, GcStats};
 use concord_sim::exec::Costs;
 use concord_sim::machine::Machine;
-use concord_sim::replay::driver::{self, BusyLoad, SchedModel, SimRun, SimSetup, GC_WORKER_PREFIX};
+use concord_sim::replay::driver::{
+    self, BusyLoad, SchedModel, SimRun, SimSetup, WakePlacement, GC_WORKER_PREFIX,
+};
 use concord_sim::replay::output::{distinct_cpus_p50, gc_stats, runqueue_wait_ms, SimFigures};
 use concord_sim::replay::{load_trace, ReplayCollection};
 use concord_workloads::{Workload, WorkloadParams, WorkloadResult};
@@ -35,6 +37,8 @@ pub struct Simulator {
     pub machine: Machine,
     /// The scheduler model.
     pub sched: SchedModel,
+    /// Where the model puts a woken thread (`--wake-placement`).
+    pub wake_placement: WakePlacement,
     /// The cost table.
     pub costs: Costs,
     /// Where the costs came from, in words (`built-in`, or the file).
@@ -45,7 +49,8 @@ pub struct Simulator {
 
 impl Simulator {
     /// The simulator of `machine` under `sched` with `seed`, its costs read from `costs` (a
-    /// `concord sim calibrate` file; the built-in costs without one).
+    /// `concord sim calibrate` file; the built-in costs without one), with the model's own
+    /// wake-up placement ([`Simulator::with_wake_placement`] chooses another).
     pub fn new(
         machine: Machine,
         sched: SchedModel,
@@ -64,10 +69,19 @@ impl Simulator {
         Ok(Simulator {
             machine,
             sched,
+            wake_placement: WakePlacement::Default,
             costs,
             costs_from,
             seed,
         })
+    }
+
+    /// The same simulator with wake-up placement `placement` (`--wake-placement`).
+    pub fn with_wake_placement(self, placement: WakePlacement) -> Simulator {
+        Simulator {
+            wake_placement: placement,
+            ..self
+        }
     }
 
     /// The warning for a simulation of `gc_threads` GC threads (fixed, not `dynamic`) that far
@@ -131,19 +145,30 @@ impl Simulator {
     }
 
     /// The machine and the model in words: `xeon-2x10 (20 CPUs, SMT off, 2 nodes), cfs
-    /// scheduler, built-in costs`.
+    /// scheduler, built-in costs` (`cfs scheduler with pack wake-up placement` under
+    /// `--wake-placement pack`).
     pub fn describe(&self) -> String {
         let m = &self.machine;
         format!(
-            "{} ({} CPUs, SMT {}, {} node{}), {} scheduler, {} costs",
+            "{} ({} CPUs, SMT {}, {} node{}), {} scheduler{}, {} costs",
             m.name(),
             m.cpus(),
             if m.smt() { "on" } else { "off" },
             m.nodes(),
             if m.nodes() == 1 { "" } else { "s" },
             self.sched,
+            placement_words(self.wake_placement),
             self.costs_from
         )
+    }
+}
+
+/// How a description names the wake-up placement: nothing for the model's own, ` with pack
+/// wake-up placement` otherwise (so every description without the flag reads as before).
+pub fn placement_words(placement: WakePlacement) -> String {
+    match placement {
+        WakePlacement::Default => String::new(),
+        other => format!(" with {other} wake-up placement"),
     }
 }
 
@@ -157,6 +182,8 @@ pub struct Subject {
     pub config: GcConfig,
     /// The simulation's setup.
     pub setup: SimSetup,
+    /// Where the scheduler model puts a woken thread (the [`Simulator`]'s).
+    pub wake_placement: WakePlacement,
 }
 
 /// A temporary trace file, removed when dropped.
@@ -261,7 +288,9 @@ pub fn simulate(
 ) -> Result<Simulated> {
     let started = Instant::now();
     let trace = Arc::new(trace);
-    let run = driver::simulate(trace.clone(), &subject.setup).map_err(RunFailed::wrap)?;
+    let run =
+        driver::simulate_with_wake_placement(trace.clone(), &subject.setup, subject.wake_placement)
+            .map_err(RunFailed::wrap)?;
     let wall_s = started.elapsed().as_secs_f64();
     Ok(assemble(subject, &trace, run, recorded, wall_s))
 }
@@ -312,6 +341,7 @@ pub fn assemble(
     let figures = SimFigures {
         cpus: setup.machine.cpus(),
         sched: setup.sched.to_string(),
+        wake_placement: subject.wake_placement.to_string(),
         seed: setup.seed,
         machine: setup.machine.name().to_string(),
         distinct_cpus_p50: distinct_cpus_p50(&stats.records),

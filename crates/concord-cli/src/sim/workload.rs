@@ -27,11 +27,11 @@ use concord::os::fs::check_creatable;
 use concord::telemetry::gc_trace::TraceRun;
 use concord::GcConfig;
 use concord_sim::machine::Machine;
-use concord_sim::replay::driver::SchedModel;
+use concord_sim::replay::driver::{SchedModel, WakePlacement};
 use concord_sim::replay::{check_plausible, load_trace, ReplayCollection};
 use concord_workloads::Workload;
 
-use super::simulation::{record, simulate, write_records, Simulator, Subject};
+use super::simulation::{placement_words, record, simulate, write_records, Simulator, Subject};
 use crate::console::{errln, out, outln};
 use crate::experiment::find_workload;
 use crate::flags::{workload_size, RunFlags, WorkloadArgs};
@@ -83,6 +83,17 @@ pub struct SimWorkloadArgs {
     /// Scheduler model: cfs (CFS as in Linux 4.9) or eevdf (Linux 6.6).
     #[arg(long, value_name = "cfs|eevdf", default_value = "cfs")]
     pub sched: SchedModel,
+    /// Where the scheduler model puts a woken thread: default (the model's own wake-affine
+    /// and idle-CPU search) or pack (this machine's kernel, booted with sched_vcpu_pack: a
+    /// woken thread stays on its waker's CPU, or now and then is pulled onto it, while that
+    /// CPU's recent utilization with the thread is below a room, even if another CPU is idle;
+    /// see docs/simulator.md).
+    #[arg(
+        long = "wake-placement",
+        value_name = "default|pack",
+        default_value = "default"
+    )]
+    pub wake_placement: WakePlacement,
     /// Busy loops on the simulated machine beside the collector: busy:K (K in 1..=1024), or
     /// busy:K@CPU pinned to that CPU.
     #[arg(long, value_name = "busy:K[@CPU]")]
@@ -225,7 +236,8 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
         args.smt.as_deref(),
         args.nodes.as_deref(),
     )?;
-    let simulator = Simulator::new(machine, args.sched, args.seed, args.costs.as_deref())?;
+    let simulator = Simulator::new(machine, args.sched, args.seed, args.costs.as_deref())?
+        .with_wake_placement(args.wake_placement);
     let run = run_args(
         args,
         workload.as_ref().map_or(DEFAULT_WORKLOAD, |w| w.name()),
@@ -294,6 +306,7 @@ fn check(args: &SimWorkloadArgs) -> Result<(Checked, Source)> {
             params,
             config,
             setup,
+            wake_placement: simulator.wake_placement,
         },
         costs_from: simulator.costs_from,
         oversubscribed,
@@ -318,6 +331,7 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         params,
         config,
         setup,
+        wake_placement,
     } = subject;
     let (trace, recorded) = match source {
         Source::File(path, trace) => {
@@ -335,11 +349,12 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
         }
     };
     errln!(
-        "concord sim: {} on {} ({} CPUs), {} scheduler, seed {}, {} costs",
+        "concord sim: {} on {} ({} CPUs), {} scheduler{}, seed {}, {} costs",
         workload_name,
         setup.machine.name(),
         setup.machine.cpus(),
         setup.sched,
+        placement_words(*wake_placement),
         setup.seed,
         costs_from
     );
@@ -362,11 +377,12 @@ pub fn run(args: SimWorkloadArgs) -> Result<ExitCode> {
                 .replacen("concord run", "concord sim", 1)
         )?;
         outln!(
-            "  sim       {} ({} CPUs), {} scheduler, seed {}: GC workers on {} distinct CPUs \
+            "  sim       {} ({} CPUs), {} scheduler{}, seed {}: GC workers on {} distinct CPUs \
              (median), {:.3} ms run-queue wait, simulated in {:.2} s",
             f.machine,
             f.cpus,
             f.sched,
+            placement_words(*wake_placement),
             f.seed,
             f.distinct_cpus_p50,
             f.runqueue_wait_ms,
@@ -468,6 +484,28 @@ mod tests {
             .subject;
         assert_eq!((c.setup.machine.cpus(), c.setup.machine.nodes()), (8, 2));
         assert_eq!(c.setup.sched, SchedModel::Cfs);
+        assert_eq!(c.wake_placement, WakePlacement::Default);
+    }
+
+    #[test]
+    fn the_wake_placement_flag_reaches_the_setup() {
+        for (flag, expected) in [
+            (None, WakePlacement::Default),
+            (Some("default"), WakePlacement::Default),
+            (Some("pack"), WakePlacement::Pack),
+        ] {
+            let mut argv = vec!["--cpus", "2", "--sched", "eevdf"];
+            argv.extend(flag.iter().flat_map(|f| ["--wake-placement", f]));
+            let c = check(&args(&argv)).unwrap().0.subject;
+            assert_eq!(c.wake_placement, expected, "{flag:?}");
+            assert_eq!(c.setup.sched, SchedModel::Eevdf);
+        }
+        let argv = ["concord-sim", "--cpus", "2", "--wake-placement", "spread"];
+        let err = TestCli::try_parse_from(argv).unwrap_err().to_string();
+        assert!(
+            err.contains("is not a wake-up placement (allowed: default, pack)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::output::SimulatedCollection;
 use crate::exec::{Costs, CpuId, Ns, ThreadReport};
 use crate::machine::Machine;
 use crate::numa::NumaCosts;
+pub use crate::sched::WakePlacement;
 
 /// The scheduler model the simulated threads run under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +242,7 @@ pub fn busy_cpus(load: BusyLoad, cpus: usize) -> Vec<CpuId> {
 #[path = "vm.rs"]
 mod vm;
 #[cfg(not(test))]
-pub use vm::simulate;
+pub use vm::{simulate, simulate_with_wake_placement};
 
 #[cfg(test)]
 mod tests {
@@ -277,6 +278,18 @@ mod tests {
             Err("is not a scheduler model (allowed: cfs, eevdf)".to_string())
         );
         assert_eq!(SchedModel::Eevdf.to_string(), "eevdf");
+    }
+
+    #[test]
+    fn wake_placement_names_parse_and_others_are_refused_naming_both() {
+        assert_eq!("default".parse(), Ok(WakePlacement::Default));
+        assert_eq!(" Pack".parse(), Ok(WakePlacement::Pack));
+        assert_eq!(
+            "spread".parse::<WakePlacement>(),
+            Err("is not a wake-up placement (allowed: default, pack)".to_string())
+        );
+        assert_eq!(WakePlacement::Pack.to_string(), "pack");
+        assert_eq!(WakePlacement::default(), WakePlacement::Default);
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub struct SimFigures {
     pub cpus: usize,
     /// The scheduler model: `cfs` (Linux 4.9) or `eevdf` (Linux 6.6).
     pub sched: String,
+    /// Where the model puts a woken thread: `default` (its own placement) or `pack` (this
+    /// machine's packing onto the waker's CPU, `--wake-placement pack`).
+    pub wake_placement: String,
     /// The seed of the simulation.
     pub seed: u64,
     /// The machine's shape (`xeon-2x10`, `20cpu-2node-smt-off`).

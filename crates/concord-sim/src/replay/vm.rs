@@ -10,7 +10,7 @@ use super::{
     MAX_COLLECTION_NS,
 };
 use crate::affinity::SimGcAffinity;
-use crate::exec::{self, Ns, Sim, SimError, ThreadId, ThreadSpec};
+use crate::exec::{self, ModelPlacement, Ns, Sim, SimError, ThreadId, ThreadSpec};
 use crate::interference::{DutyCycle, Mutators};
 use crate::machine::CpuSet;
 use crate::numa::Numa;
@@ -19,6 +19,7 @@ use crate::replay::memory::Memory;
 use crate::replay::output::SimulatedCollection;
 use crate::replay::simulated::{ReplayTask, Touched};
 use crate::replay::ReplayCollection;
+use crate::sched::{Eevdf, Linux49, WakePlacement};
 use crate::telemetry::MonitorRecord;
 use concord::os::gc_affinity::applied_gc_affinity;
 use concord::parallel::ParkingKind;
@@ -36,17 +37,36 @@ use concord::telemetry::gc_trace::{Fate, TraceKind};
 /// without pause between collections ([`DutyCycle::BUSY`]), and busy loops
 /// ([`busy_cpus`]) compute throughout; both are background threads. Each collection, with
 /// the mutator time before it, may take at most [`MAX_COLLECTION_NS`] of virtual time
-/// ([`DriverError::TimeLimit`] names the one that took longer).
+/// ([`DriverError::TimeLimit`] names the one that took longer). The scheduler model places
+/// woken threads its own way ([`WakePlacement::Default`]).
 pub fn simulate(
     trace: Arc<Vec<ReplayCollection>>,
     setup: &SimSetup,
 ) -> Result<SimRun, DriverError> {
+    simulate_with_wake_placement(trace, setup, WakePlacement::Default)
+}
+
+/// [`simulate`] with the scheduler model's wake-up placement `wake_placement`
+/// ([`WakePlacement::Pack`]: this machine's packing, `concord sim --wake-placement pack`).
+/// (A parameter rather than a [`SimSetup`] field, so that every setup written before it
+/// still reads as it did.)
+pub fn simulate_with_wake_placement(
+    trace: Arc<Vec<ReplayCollection>>,
+    setup: &SimSetup,
+    wake_placement: WakePlacement,
+) -> Result<SimRun, DriverError> {
     check(setup).map_err(DriverError::Setup)?;
     let cpus = setup.machine.cpus();
-    let mut sim = match setup.sched {
-        SchedModel::Cfs => Sim::linux49(setup.machine.clone(), setup.costs, setup.seed),
-        SchedModel::Eevdf => Sim::eevdf(setup.machine.clone(), setup.costs, setup.seed),
+    let machine = setup.machine.clone();
+    let placement: Box<dyn exec::Placement> = match setup.sched {
+        SchedModel::Cfs => Box::new(ModelPlacement::new(
+            Linux49::new(machine).with_wake_placement(wake_placement),
+        )),
+        SchedModel::Eevdf => Box::new(ModelPlacement::new(
+            Eevdf::new(machine).with_wake_placement(wake_placement),
+        )),
     };
+    let mut sim = Sim::with_placement(placement, setup.costs, setup.seed);
     if let Some(load) = setup.load {
         sim.busy_loops(&busy_cpus(load, cpus))
             .map_err(DriverError::Setup)?;

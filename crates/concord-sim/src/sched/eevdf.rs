@@ -4,6 +4,7 @@
 //! [`crate::sched`] for what is modelled and what is not).
 
 use super::linux49::{FairClass, Linux49, Tunables};
+use super::pack::{PackTunables, WakePlacement};
 use super::{Nanos, Policy, SchedError, SchedulerModel, TaskId, TaskSpec, TaskState, TaskStats};
 use crate::machine::{CpuId, CpuSet, Machine};
 
@@ -22,6 +23,30 @@ impl Eevdf {
         Eevdf {
             inner: Linux49::with_fair_class(machine, tunables, FairClass::Eevdf),
         }
+    }
+
+    /// The same model with wake-up placement `placement` ([`Linux49::with_wake_placement`]).
+    pub fn with_wake_placement(self, placement: WakePlacement) -> Eevdf {
+        Eevdf {
+            inner: self.inner.with_wake_placement(placement),
+        }
+    }
+
+    /// The same model with the pack placement, under `tunables`.
+    pub fn with_pack(self, tunables: PackTunables) -> Eevdf {
+        Eevdf {
+            inner: self.inner.with_pack(tunables),
+        }
+    }
+
+    /// The wake-up placement in use.
+    pub fn wake_placement(&self) -> WakePlacement {
+        self.inner.wake_placement()
+    }
+
+    /// A task's utilization now, 0..=1024 ([`Linux49::task_util`]).
+    pub fn task_util(&self, task: TaskId) -> f64 {
+        self.inner.task_util(task)
     }
 
     /// The base slice (`sysctl_sched_base_slice`), ns.

@@ -3,6 +3,7 @@
 //! queues, placement, balancing and RT class also carry the EEVDF model ([`super::Eevdf`]),
 //! which swaps in 6.6's fair-class rules where [`FairClass`] says so.
 
+use super::pack::{PackTunables, WakePlacement};
 use super::{
     Nanos, Placement, Policy, SchedError, SchedulerModel, TaskId, TaskSpec, TaskState, TaskStats,
     MS,
@@ -118,6 +119,13 @@ pub(super) struct Task {
     last_wakee: Option<TaskId>,
     wakee_flips: u64,
     wakee_flip_decay_ts: Nanos,
+    /// The task's utilization, 0..=1024, as PELT's per-task `util_avg` tracks it: the share of
+    /// recent time it ran, decayed with a 32 ms half-life ([`UTIL_HALF_LIFE`]), from half its
+    /// first CPU's spare capacity (`post_init_entity_util_avg`); it follows the task from CPU
+    /// to CPU. Only the pack wake placement reads it.
+    util: f64,
+    /// When `util` was last brought up to date.
+    util_at: Nanos,
 }
 
 impl Task {
@@ -166,6 +174,12 @@ pub(super) struct Runqueue {
     util: f64,
     /// When `util` was last brought up to date.
     util_at: Nanos,
+    /// What the tasks created on this CPU brought to its utilization (their starting
+    /// utilization, as PELT attaches a new task's to its CPU), decayed with the half-life
+    /// since `brought_at`; only the pack wake placement reads it ([`Linux49::pack_util`]).
+    brought: f64,
+    /// When `brought` was last brought up to date.
+    brought_at: Nanos,
     /// `rq->avg_idle`: the average length of this CPU's idle periods, as wake-ups onto it end
     /// them (`ttwu_do_wakeup`), capped at twice the migration cost.
     avg_idle: Nanos,
@@ -208,6 +222,14 @@ pub struct Linux49 {
     /// Per CPU, its LLC's `sd_llc_shared->nr_idle_scan` (EEVDF model only): how many CPUs a
     /// wake-up may scan for an idle one, set by periodic balancing from the LLC's utilization.
     nr_idle_scan: Vec<usize>,
+    /// Where a woken fair task goes: the model's own placement, or this machine's packing
+    /// ([`super::pack`]).
+    wake_placement: WakePlacement,
+    /// The pack placement's parameters.
+    pack: PackTunables,
+    /// Per CPU, the wake-ups from it that could have pulled their wakee over since the last
+    /// pull (the pack placement's count to [`PackTunables::pull_every`]).
+    pack_pulls: Vec<u32>,
 }
 
 impl Linux49 {
@@ -248,6 +270,7 @@ impl Linux49 {
         let nr_idle_scan = (0..machine.cpus())
             .map(|cpu| machine.llc_cpus(cpu).len())
             .collect();
+        let cpus = machine.cpus();
         Linux49 {
             machine,
             tunables,
@@ -259,7 +282,38 @@ impl Linux49 {
             next_rt_period: tunables.rt_period,
             seq: 0,
             nr_idle_scan,
+            wake_placement: WakePlacement::Default,
+            pack: PackTunables::THIS_MACHINE,
+            pack_pulls: vec![0; cpus],
         }
+    }
+
+    /// The same model with wake-up placement `placement` (the pack placement with
+    /// [`PackTunables::THIS_MACHINE`]).
+    pub fn with_wake_placement(self, placement: WakePlacement) -> Linux49 {
+        Linux49 {
+            wake_placement: placement,
+            ..self
+        }
+    }
+
+    /// The same model with the pack placement, under `tunables`.
+    pub fn with_pack(self, tunables: PackTunables) -> Linux49 {
+        Linux49 {
+            wake_placement: WakePlacement::Pack,
+            pack: tunables,
+            ..self
+        }
+    }
+
+    /// The wake-up placement in use.
+    pub fn wake_placement(&self) -> WakePlacement {
+        self.wake_placement
+    }
+
+    /// The pack placement's parameters (used only under [`WakePlacement::Pack`]).
+    pub fn pack_tunables(&self) -> &PackTunables {
+        &self.pack
     }
 
     /// The tunables in use.
@@ -299,6 +353,21 @@ impl Linux49 {
         Self::decayed_util(rq.util, self.now - rq.util_at, rq.curr.is_some())
     }
 
+    /// A CPU's utilization as the pack placement reads it: [`Linux49::cpu_util`] plus what
+    /// the tasks created on it brought (each its starting utilization, decayed with PELT's
+    /// half-life), as PELT counts a new task on its CPU from the moment it is attached.
+    pub fn pack_util(&self, cpu: CpuId) -> f64 {
+        let rq = &self.rqs[cpu];
+        self.cpu_util(cpu) + Self::decayed_util(rq.brought, self.now - rq.brought_at, false)
+    }
+
+    /// A task's utilization now, 0..=1024 (PELT's per-task `util_avg`, approximated: the
+    /// share of recent time it ran, with PELT's half-life).
+    pub fn task_util(&self, task: TaskId) -> f64 {
+        let t = &self.tasks[task.0];
+        Self::decayed_util(t.util, self.now - t.util_at, t.state == TaskState::Running)
+    }
+
     /// `cpu`'s average idle period (`rq->avg_idle`), ns.
     pub fn avg_idle(&self, cpu: CpuId) -> Nanos {
         self.rqs[cpu].avg_idle
@@ -321,6 +390,15 @@ impl Linux49 {
         let rq = &mut self.rqs[cpu];
         rq.util = util;
         rq.util_at = self.now;
+    }
+
+    /// Brings a task's utilization up to now (before it starts or stops running).
+    fn sync_task_util(&mut self, task: TaskId) {
+        let util = self.task_util(task);
+        let now = self.now;
+        let t = &mut self.tasks[task.0];
+        t.util = util;
+        t.util_at = now;
     }
 
     /// `update_idle_cpu_scan` (SIS_UTIL, Linux 5.20+): at a periodic balance of an LLC domain,
@@ -751,6 +829,11 @@ impl Linux49 {
             }
             _ => self.tasks[t.0].affinity.contains(this),
         };
+        if self.wake_placement == WakePlacement::Pack {
+            if let Some(cpu) = self.pack_cpu(t, prev, this) {
+                return cpu;
+            }
+        }
         let mut target = prev;
         if want_affine && this != prev {
             let affine_sd = self
@@ -766,6 +849,33 @@ impl Linux49 {
             }
         }
         self.select_idle_sibling(t, prev, target, this)
+    }
+
+    /// The pack placement ([`super::pack`]) for waking `t`, last on `prev`, from `this`, the
+    /// waker's CPU: `this` when `this` has room for the task and either was its previous CPU
+    /// or is due a pull (one in [`PackTunables::pull_every`] of the wake-ups from `this` that
+    /// could pull); `None`, the default placement, otherwise. Never outside the task's
+    /// affinity.
+    fn pack_cpu(&mut self, t: TaskId, prev: CpuId, this: CpuId) -> Option<CpuId> {
+        if !self.tasks[t.0].affinity.contains(this) {
+            return None;
+        }
+        // The task's share is already in `this`'s utilization when it last ran there.
+        let wakee = if prev == this { 0.0 } else { self.task_util(t) };
+        let with_wakee = self.pack_util(this) + wakee;
+        if !self.pack.has_room(with_wakee, self.rqs[this].nr_running()) {
+            return None;
+        }
+        if prev == this {
+            return Some(this);
+        }
+        let due = &mut self.pack_pulls[this];
+        *due += 1;
+        if *due >= self.pack.pull_every.max(1) {
+            *due = 0;
+            return Some(this);
+        }
+        None
     }
 
     /// The RT priority level of a CPU for `cpupri` (0 idle, 1 CFS, 1 + RT priority).
@@ -1154,9 +1264,11 @@ impl Linux49 {
     fn deschedule_curr(&mut self, cpu: CpuId, state: TaskState) {
         self.update_curr(cpu);
         self.sync_util(cpu);
-        let Some(t) = self.rqs[cpu].curr.take() else {
+        let Some(t) = self.rqs[cpu].curr else {
             return;
         };
+        self.sync_task_util(t);
+        self.rqs[cpu].curr = None;
         if self.tasks[t.0].is_rt() {
             self.rt_dequeue(t);
         } else {
@@ -1199,6 +1311,12 @@ impl SchedulerModel for Linux49 {
         };
         let id = TaskId(self.tasks.len());
         self.update_curr(cpu);
+        // post_init_entity_util_avg: a new task starts at half its CPU's spare capacity, and
+        // that is added to its CPU's (attach_entity_load_avg).
+        let util = (CAPACITY - self.pack_util(cpu)).max(0.0) / 2.0;
+        let rq = &mut self.rqs[cpu];
+        rq.brought = Self::decayed_util(rq.brought, now - rq.brought_at, false) + util;
+        rq.brought_at = now;
         self.tasks.push(Task {
             policy: spec.policy,
             weight,
@@ -1220,6 +1338,8 @@ impl SchedulerModel for Linux49 {
             last_wakee: None,
             wakee_flips: 0,
             wakee_flip_decay_ts: now,
+            util,
+            util_at: now,
         });
         if !spec.sleeping {
             let is_fair = !self.tasks[id.0].is_rt();
@@ -1367,6 +1487,9 @@ impl SchedulerModel for Linux49 {
         self.advance(now);
         self.update_curr(cpu);
         self.sync_util(cpu);
+        if let Some(p) = self.rqs[cpu].curr {
+            self.sync_task_util(p);
+        }
         let prev = self.rqs[cpu].curr.take();
         if let Some(p) = prev {
             // put_prev_task: the running task goes back to its queue.
@@ -1396,6 +1519,7 @@ impl SchedulerModel for Linux49 {
                     self.rqs[cpu].skip = None;
                 }
             }
+            self.sync_task_util(t);
             let lru = self.next_seq();
             let task = &mut self.tasks[t.0];
             task.state = TaskState::Running;

@@ -119,6 +119,17 @@
 //! states. `calc_delta_fair` divides exactly instead of the kernel's 32-bit inverse-weight
 //! multiply (differences of a few ns).
 //!
+//! # This machine's wake-up placement ([`WakePlacement::Pack`])
+//!
+//! Both models place a woken fair task as above by default ([`WakePlacement::Default`]).
+//! `with_wake_placement(WakePlacement::Pack)` ([`Linux49::with_wake_placement`],
+//! [`Eevdf::with_wake_placement`]) swaps in a model of this project's machine's kernel, which
+//! keeps a woken task on its waker's CPU while that CPU has room for it, even with another
+//! CPU idle: the rule, its parameters ([`PackTunables`]) and the traces they come from are in
+//! [`pack`]. It needs a utilization per task, which the models keep for it alone (the share
+//! of recent time the task ran, with PELT's half-life, from half its first CPU's spare
+//! capacity, as `post_init_entity_util_avg` starts it).
+//!
 //! # The Linux 6.6 EEVDF model ([`Eevdf`])
 //!
 //! Linux 6.6 replaced CFS's pick and preemption with EEVDF and left the rest of the fair class
@@ -178,6 +189,7 @@
 
 mod eevdf;
 mod linux49;
+pub mod pack;
 
 #[cfg(test)]
 mod tests;
@@ -185,8 +197,12 @@ mod tests;
 #[cfg(test)]
 mod eevdf_tests;
 
+#[cfg(test)]
+mod pack_tests;
+
 pub use eevdf::Eevdf;
 pub use linux49::{Linux49, Tunables, UTIL_HALF_LIFE};
+pub use pack::{PackTunables, WakePlacement};
 
 use crate::machine::{CpuId, CpuSet, Machine};
 use std::fmt;
