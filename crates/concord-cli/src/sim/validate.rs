@@ -460,7 +460,8 @@ fn figures_of(records: &Path, what: &str) -> Result<RunFigures> {
 pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     if !args.merge.is_empty() {
         crate::stop_if_checking_args("nothing to check before merging");
-        let merged = super::tiers::merge(&args.merge).map_err(RunFailed::wrap)?;
+        // Missing, doubled or mismatched shards are bad input (exit 2).
+        let merged = super::tiers::merge(&args.merge)?;
         return super::tiers::report(&merged, args.json);
     }
     if let Some(tiers) = args.tier.clone() {

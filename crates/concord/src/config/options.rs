@@ -1386,6 +1386,7 @@ mod tests {
         config.gc_log = Some("gc.log".into());
         config.gc_records = Some("records.jsonl".into());
         config.gc_trace = Some("gc.trace".into());
+        config.vm_thread_cpu = Some(1);
         let fields = toml::Value::try_from(&config).unwrap();
         // Nested policies (`phase`) contribute their own fields.
         let mut fields: Vec<String> = fields
@@ -1433,6 +1434,7 @@ mod tests {
             ("survivor-ratio", "6"),
             ("gc-threads", "3"),
             ("pin-start", "false"),
+            ("vm-thread-cpu", "1"),
             ("task-queue", "lockfree"),
             ("task-affinity", "on"),
             ("steal", "last-victim"),
@@ -1478,6 +1480,7 @@ mod tests {
             assert_eq!(config.gc_threads, 3);
             assert!(!config.dynamic_gc_threads);
             assert!(!config.pin_start);
+            assert_eq!(config.vm_thread_cpu, Some(1));
             assert_eq!(config.phase.task_queue, TaskQueueKind::LockFree);
             assert!(config.phase.task_affinity);
             assert_eq!(config.phase.steal, StealPolicy::LastVictim);
@@ -1910,7 +1913,8 @@ mod tests {
         assert_eq!(builder.clone().build().unwrap().vm_thread_cpu, None);
         builder.set_cli("vm-thread-cpu", "3").unwrap();
         assert_eq!(builder.clone().build().unwrap().vm_thread_cpu, Some(3));
-        let e = builder.set_cli("vm-thread-cpu", "first").unwrap_err().to_string();
+        builder.set_cli("vm-thread-cpu", "first").unwrap();
+        let e = builder.build().unwrap_err().to_string();
         assert!(
             e.contains("'first' is not a CPU (allowed: a CPU number 0..=4095, or none)"),
             "{e}"
