@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::stats::{bootstrap_median, loadavg1, median, quantile, seed_of, CpuTicks};
-use super::validate::{concord, path_arg, Stopped};
+use super::validate::{concord, path_arg, Stopped, Workload};
 use crate::console::{errln, outln};
 use crate::RunFailed;
 
@@ -139,29 +139,6 @@ pub fn parse_shard(text: &str) -> std::result::Result<Shard, String> {
         index: k - 1,
         count: n,
     })
-}
-
-/// A workload of the tiers' grids and its size argument.
-#[derive(Clone, Copy, Debug)]
-struct Workload {
-    name: &'static str,
-    size: Option<&'static str>,
-}
-
-impl Workload {
-    fn label(self) -> String {
-        match self.size {
-            Some(size) => format!("{} {size}", self.name),
-            None => self.name.to_string(),
-        }
-    }
-
-    fn args(self) -> Vec<String> {
-        std::iter::once(self.name)
-            .chain(self.size)
-            .map(String::from)
-            .collect()
-    }
 }
 
 /// The workloads of every tier: the five.

@@ -123,16 +123,16 @@ pub const WITHIN: f64 = 0.25;
 /// The share of cells within, and of groups in the same order, the simulator should reach.
 pub const TARGET: f64 = 0.8;
 
-/// A workload of the grid and its size argument.
+/// A workload of the grid (and of the tiers' grids) and its size argument.
 #[derive(Clone, Copy, Debug)]
-struct Workload {
-    name: &'static str,
-    size: Option<&'static str>,
+pub(super) struct Workload {
+    pub(super) name: &'static str,
+    pub(super) size: Option<&'static str>,
 }
 
 impl Workload {
     /// `name` or `name size`, as the table shows it.
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         match self.size {
             Some(size) => format!("{} {size}", self.name),
             None => self.name.to_string(),
@@ -140,7 +140,7 @@ impl Workload {
     }
 
     /// The workload's arguments to `concord run`/`concord sim`.
-    fn args(self) -> Vec<String> {
+    pub(super) fn args(self) -> Vec<String> {
         std::iter::once(self.name)
             .chain(self.size)
             .map(String::from)
@@ -502,19 +502,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
         .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
     // Before the directory is made, so that no signal leaves it behind.
     interrupt::install("the current run finishes, then the validation stops");
-    let cannot_create =
-        |path: &Path, e| RunFailed::wrap(anyhow!("cannot create {}: {e}", path.display()));
-    let work = match &args.keep {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| cannot_create(dir, e))?;
-            WorkDir::Kept(dir.clone())
-        }
-        None => {
-            let path =
-                std::env::temp_dir().join(format!("concord-sim-validate-{}", std::process::id()));
-            WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
-        }
-    };
+    let work = work_dir(args.keep.as_ref(), "concord-sim-validate")?;
     let loadavg_start = loadavg();
     let sched = args.sched.unwrap_or_else(this_kernels_sched);
     let cells = match measure(
@@ -576,6 +564,25 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A failure to create `path`, as a [`RunFailed`].
+fn cannot_create(path: &Path, e: std::io::Error) -> anyhow::Error {
+    RunFailed::wrap(anyhow!("cannot create {}: {e}", path.display()))
+}
+
+/// The working directory: `keep` (created if missing), or a temporary `PREFIX-PID` one.
+fn work_dir(keep: Option<&PathBuf>, prefix: &str) -> Result<WorkDir> {
+    Ok(match keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| cannot_create(dir, e))?;
+            WorkDir::Kept(dir.clone())
+        }
+        None => {
+            let path = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+            WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
+        }
+    })
+}
+
 /// `concord sim validate --tier …`: the tiers measured (this run's shard of them), written to
 /// `--out` and reported.
 fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCode> {
@@ -600,19 +607,7 @@ fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCo
     let exe = std::env::current_exe()
         .map_err(|e| RunFailed::wrap(anyhow!("cannot find this program to start it: {e}")))?;
     interrupt::install("the current run finishes, then the validation stops");
-    let cannot_create =
-        |path: &Path, e| RunFailed::wrap(anyhow!("cannot create {}: {e}", path.display()));
-    let work = match &args.keep {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| cannot_create(dir, e))?;
-            WorkDir::Kept(dir.clone())
-        }
-        None => {
-            let path =
-                std::env::temp_dir().join(format!("concord-sim-tiers-{}", std::process::id()));
-            WorkDir::Temporary(TempDir::create(path.clone()).map_err(|e| cannot_create(&path, e))?)
-        }
-    };
+    let work = work_dir(args.keep.as_ref(), "concord-sim-tiers")?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).map_err(|e| cannot_create(out, e))?;
     }
