@@ -1342,8 +1342,8 @@ pub fn print(result: &TierResult) -> Result<()> {
     Ok(())
 }
 
-/// Runs the tiers (or merges shards) and prints them; `Ok(false)` is never returned for a
-/// missed target (a miss is the output, exit 0).
+/// Prints the tiers' results (measured or merged), as JSON or as tables; exit 0 whether or not
+/// they meet their targets (a miss is the output).
 pub fn report(results: &[TierResult], json: bool) -> Result<ExitCode> {
     if json {
         let text = if results.len() == 1 {
