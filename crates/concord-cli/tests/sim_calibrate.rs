@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The cost names every calibration holds, as the simulator's cost table and the copy fit
 /// name them.
-const COSTS: [&str; 14] = [
+const COSTS: [&str; 15] = [
     "atomic_load",
     "atomic_store",
     "atomic_rmw",
@@ -25,6 +25,7 @@ const COSTS: [&str; 14] = [
     "wakeup_latency",
     "copy_per_object",
     "copy_per_byte",
+    "page_fault",
 ];
 
 fn number(v: &Value, what: &str) -> f64 {
@@ -51,7 +52,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         text(&out.stdout),
         "the file is what --json printed"
     );
-    assert_eq!(printed["version"], 1);
+    assert_eq!(printed["version"], 2);
     assert_eq!(printed["quick"], true);
     let costs = printed["costs"].as_object().unwrap();
     let spread = printed["spread"].as_object().unwrap();
@@ -75,7 +76,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         "4 payloads × 2 sizes"
     );
     for p in fit["points"].as_array().unwrap() {
-        for key in ["objects", "bytes", "ns"] {
+        for key in ["objects", "bytes", "ns", "sync_ns"] {
             let v = number(&p[key], key);
             assert!(v.is_finite() && v > 0.0, "{key} = {v} in {p}");
         }
