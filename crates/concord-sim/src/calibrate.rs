@@ -658,35 +658,18 @@ fn page_faults(effort: &Effort) -> Result<Measured> {
     const PAGE: usize = 4096;
     let bytes = ((FAULT_REGION as f64 * effort.scale) as usize).max(64 * PAGE) / PAGE * PAGE;
     let batch = || -> Result<f64> {
-        // SAFETY: a fresh private anonymous mapping of `bytes` bytes, no address asked for.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            bail!(
-                "cannot map {bytes} bytes to time page faults: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        let mapping = concord::os::vm::ZeroedMapping::new(bytes)
+            .with_context(|| format!("cannot map {bytes} bytes to time page faults"))?;
+        let base = mapping.base();
         // SAFETY: `base..base + bytes` is the mapping just made; advice cannot harm it (a
         // refusal leaves THP as the system sets it, which the figure then includes).
-        unsafe { libc::madvise(base, bytes, libc::MADV_NOHUGEPAGE) };
+        unsafe { libc::madvise(base as *mut libc::c_void, bytes, libc::MADV_NOHUGEPAGE) };
         let start = Instant::now();
         for offset in (0..bytes).step_by(PAGE) {
-            // SAFETY: inside the writable mapping.
-            unsafe { std::ptr::write_volatile(base.cast::<u8>().add(offset), 1) };
+            // SAFETY: inside the writable mapping, which lives until the end of the batch.
+            unsafe { std::ptr::write_volatile((base + offset) as *mut u8, 1) };
         }
-        let ns = start.elapsed().as_nanos() as f64 / (bytes / PAGE) as f64;
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, bytes) };
-        Ok(ns)
+        Ok(start.elapsed().as_nanos() as f64 / (bytes / PAGE) as f64)
     };
     let times = (0..effort.batches)
         .map(|_| batch())
