@@ -10,6 +10,7 @@
 //!   grid of cells for real here and simulated at this machine's 2 CPUs, side by side
 //!   ([`validate`]).
 
+mod papers;
 pub mod simulation;
 mod stats;
 mod tiers;
@@ -146,10 +147,26 @@ fn print_table(c: &CalibratedCosts) -> Result<()> {
         real / objects,
         charged / objects
     )?;
+    let far = |shuffled: bool| -> f64 {
+        let (far, objects) = f
+            .points
+            .iter()
+            .filter(|p| p.shuffled == shuffled)
+            .fold((0.0, 0.0), |(a, o), p| (a + p.far_accesses, o + p.objects));
+        far / objects.max(1.0)
+    };
     outln!(
-        "copy fit of the rest over {} tree shapes: {:.2} ns/object + {:.4} ns/byte, residual \
+        "far accesses per object: {:.2} in the trees laid out in order, {:.2} in the shuffled \
+         ones; {:.2} ns each (spread {:.2} ns over the payloads)",
+        far(false),
+        far(true),
+        f.far_access_ns,
+        f.far_access_spread_ns
+    )?;
+    outln!(
+        "copy fit of the rest over the {} trees laid out in order: {:.2} ns/object + {:.4} ns/byte, residual \
          rms {:.0} ns ({:.1}% of the mean), r² {:.4}",
-        f.points.len(),
+        f.points.iter().filter(|p| !p.shuffled).count(),
         f.per_object_ns,
         f.per_byte_ns,
         f.residual_rms_ns,

@@ -26,6 +26,7 @@ const COSTS: [&str; 15] = [
     "copy_per_object",
     "copy_per_byte",
     "page_fault",
+    "far_access",
 ];
 
 fn number(v: &Value, what: &str) -> f64 {
@@ -52,14 +53,16 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         text(&out.stdout),
         "the file is what --json printed"
     );
-    assert_eq!(printed["version"], 2);
+    assert_eq!(printed["version"], 3);
     assert_eq!(printed["quick"], true);
     let costs = printed["costs"].as_object().unwrap();
     let spread = printed["spread"].as_object().unwrap();
     assert_eq!(costs.len(), COSTS.len(), "{costs:?}");
     for name in COSTS {
         let ns = number(&costs[name], name);
-        assert!(ns.is_finite() && ns > 0.0, "{name} = {ns}");
+        // A far access may cost nothing (where the layout made no difference).
+        let least_ok = if name == "far_access" { ns >= 0.0 } else { ns > 0.0 };
+        assert!(ns.is_finite() && least_ok, "{name} = {ns}");
         let s = number(&spread[name], name);
         assert!(s.is_finite() && s >= 0.0, "spread of {name} = {s}");
     }
@@ -70,16 +73,31 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     let fit = &printed["copy_fit"];
     assert_eq!(fit["per_object_ns"], costs["copy_per_object"]);
     assert_eq!(fit["per_byte_ns"], costs["copy_per_byte"]);
+    assert_eq!(fit["far_access_ns"], costs["far_access"]);
+    let points = fit["points"].as_array().unwrap();
     assert_eq!(
-        fit["points"].as_array().unwrap().len(),
-        8,
-        "4 payloads × 2 sizes"
+        points.len(),
+        12,
+        "4 payloads × 2 sizes in order, and the large ones shuffled"
     );
-    for p in fit["points"].as_array().unwrap() {
-        for key in ["objects", "bytes", "ns", "sync_ns"] {
+    for p in points {
+        for key in ["objects", "bytes", "ns", "sync_ns", "far_accesses"] {
             let v = number(&p[key], key);
             assert!(v.is_finite() && v > 0.0, "{key} = {v} in {p}");
         }
+    }
+    // A shuffled tree's reaches jump about the heap: more far accesses than its ordered twin.
+    let shuffled: Vec<&Value> = points.iter().filter(|p| p["shuffled"] == true).collect();
+    assert_eq!(shuffled.len(), 4);
+    for s in shuffled {
+        let twin = points
+            .iter()
+            .find(|p| p["shuffled"] == false && p["objects"] == s["objects"] && p["bytes"] == s["bytes"])
+            .unwrap_or_else(|| panic!("no ordered twin of {s}"));
+        assert!(
+            number(&s["far_accesses"], "far") > 2.0 * number(&twin["far_accesses"], "far"),
+            "{s} against {twin}"
+        );
     }
     assert!(number(&fit["residual_rms_ns"], "residual").is_finite());
     let date = printed["measured_at"].as_str().unwrap();

@@ -1,7 +1,8 @@
 //! `concord sim validate --tier` end to end on its quick grids: every cell has its real runs
 //! (with their load), its simulated figures and its checks; tier 0 matches every collection
-//! one to one; shards cover the grid and merge into it; a missing shard, a bad tier or a shard
-//! without `--out` is refused. No timing threshold is asserted: the verdicts are the output.
+//! one to one; shards cover the grid and merge into it; tier 3 gives every figure its values;
+//! a missing shard, a bad tier or a shard without `--out` is refused. No timing threshold is
+//! asserted: the verdicts are the output.
 
 mod common;
 
@@ -113,11 +114,11 @@ fn shards_cover_the_grid_and_merge_into_it() {
 fn bad_tier_flags_exit_2_naming_what_is_allowed() {
     assert_exit_2(
         &["sim", "validate", "--tier", "5"],
-        "'5' is not a tier (allowed: 0, 1, 2 or all)",
+        "'5' is not a tier (allowed: 0, 1, 2, 3 or all)",
     );
     assert_exit_2(
-        &["sim", "validate", "--tier", "3"],
-        "tier 3 (the papers at their scale) is not built yet",
+        &["sim", "validate", "--tier", "3", "--recordings", "0"],
+        "--recordings",
     );
     assert_exit_2(
         &["sim", "validate", "--tier", "0", "--shard", "3/2"],
@@ -127,4 +128,60 @@ fn bad_tier_flags_exit_2_naming_what_is_allowed() {
         &["sim", "validate", "--tier", "0", "--shard", "1/2"],
         "--shard needs --out DIR",
     );
+}
+
+#[test]
+fn tier_3_gives_every_figure_a_value_per_recording_and_seed_and_its_verdict() {
+    let dir = scratch("sim-tiers-3");
+    let out = dir.join("out");
+    let o = concord(&[
+        "sim",
+        "validate",
+        "--tier",
+        "3",
+        "--quick",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let json = stdout_json(&o);
+    assert_eq!(json["tier"], 3);
+    assert_eq!(json["recorded"], serde_json::json!([1]));
+    let figures = json["figures"].as_array().unwrap();
+    let ids: Vec<&str> = figures.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "000-fig3c-vanilla",
+            "000-fig3c-suo18",
+            "000-fig4b-vanilla",
+            "000-fig4b-suo18",
+            "000-fig15",
+            "000-fig16",
+            "004-fig7-naps",
+            "004-fig7-first-touch"
+        ]
+    );
+    let mut passed = 0;
+    for f in figures {
+        let results = f["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{f:#}");
+        let value = results[0]["value"].as_f64().unwrap();
+        assert!(value.is_finite() && value > 0.0, "{f:#}");
+        assert_eq!(results[0]["recording"], 1);
+        assert_eq!(f["range"], serde_json::json!([value, value]), "{f:#}");
+        assert!(f["target"].is_object() && f["target_text"].is_string(), "{f:#}");
+        passed += usize::from(f["pass"] == true);
+    }
+    assert_eq!(json["passed"], passed);
+    assert_eq!(json["inputs"][0][0], "004 Fig. 3", "{json:#}");
+    let cpus: Vec<u64> = json["speed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cpus"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, [20, 40, 48], "{json:#}");
+    assert!(out.join("tier3.json").is_file());
 }

@@ -67,11 +67,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::exec;
 
-/// The version of [`CalibratedCosts`]' JSON layout; [`load`] refuses any other. Version 1
-/// held gross copy costs (the whole collection time per object, deque operations and
-/// forwarding CAS included, which the simulator then charged a second time); version 2 holds
-/// net ones ([`CopyPoint::sync_ns`]) and medians.
-pub const FORMAT_VERSION: u32 = 2;
+/// The version of [`CalibratedCosts`]' JSON layout this module writes. Version 1 held gross
+/// copy costs (the whole collection time per object, deque operations and forwarding CAS
+/// included, which the simulator then charged a second time) and is refused; version 2 holds
+/// net ones ([`CopyPoint::sync_ns`]) and medians, and is still read (its `far_access` is 0:
+/// fitted without it); version 3 adds `far_access` and the copy shapes laid out out of order.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The oldest version [`load`] reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 2;
 
 /// Where `concord sim calibrate` writes its result without `--out`: this file in the current
 /// directory.
@@ -138,6 +142,10 @@ pub struct MeasuredCosts {
     pub copy_per_byte: f64,
     /// The first write to a fresh 4 KiB page of anonymous memory (a minor fault).
     pub page_fault: f64,
+    /// The collector's read of an object far from the last one it reached
+    /// ([`exec::Costs::far_access`]); 0 in a version 2 file (not measured).
+    #[serde(default)]
+    pub far_access: f64,
 }
 
 impl MeasuredCosts {
@@ -163,6 +171,7 @@ impl MeasuredCosts {
         copy_per_object: 1e4,
         copy_per_byte: 100.0,
         page_fault: 1e6,
+        far_access: 1e4,
     };
 
     /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
@@ -187,11 +196,13 @@ impl MeasuredCosts {
             copy_per_object_ps: ps(c.copy_per_object),
             copy_per_byte_ps: ps(c.copy_per_byte),
             page_fault: ns(c.page_fault),
+            // 0 is a cost the fit may find (the layout made no difference): not charged.
+            far_access: c.far_access.round() as exec::Ns,
         }
     }
 
     /// Every field with its name, in declaration order.
-    pub fn fields(&self) -> [(&'static str, f64); 15] {
+    pub fn fields(&self) -> [(&'static str, f64); 16] {
         [
             ("atomic_load", self.atomic_load),
             ("atomic_store", self.atomic_store),
@@ -208,6 +219,7 @@ impl MeasuredCosts {
             ("copy_per_object", self.copy_per_object),
             ("copy_per_byte", self.copy_per_byte),
             ("page_fault", self.page_fault),
+            ("far_access", self.far_access),
         ]
     }
 }
@@ -229,13 +241,24 @@ pub struct CopyPoint {
     pub sync_ns: f64,
     /// The maximum minus the minimum of `ns` over the repetitions.
     pub spread_ns: f64,
+    /// Whether the tree's nodes were allocated in a random order (so that the collection's
+    /// reaches jump about the heap) rather than in the order the collection reaches them.
+    #[serde(default)]
+    pub shuffled: bool,
+    /// The reaches the simulator counts as far ([`exec::Costs::far_access`]) in its replay
+    /// of the collection, and what they cost at the fitted `far_access`, ns (taken off
+    /// `ns` with `sync_ns`).
+    #[serde(default)]
+    pub far_accesses: f64,
+    #[serde(default)]
+    pub far_ns: f64,
 }
 
 impl CopyPoint {
     /// The time left for the copy costs: the real time minus what the simulator charges
-    /// separately for the same work.
+    /// separately for the same work (its own operations, and the far accesses).
     pub fn net_ns(&self) -> f64 {
-        self.ns - self.sync_ns
+        self.ns - self.sync_ns - self.far_ns
     }
 }
 
@@ -252,8 +275,15 @@ pub struct CopyFit {
     /// The share of the variance of `ns` about zero the fit explains (uncentred `r²`, as the
     /// model has no intercept).
     pub r_squared: f64,
-    /// The points fitted.
+    /// The points measured: the copy costs are fitted to those laid out in order, the
+    /// far-access cost from the shuffled ones beside their ordered twins.
     pub points: Vec<CopyPoint>,
+    /// The far-access cost fitted first ([`fit_far_access`]) and the spread of its
+    /// per-payload estimates, ns (0 in a version 2 file).
+    #[serde(default)]
+    pub far_access_ns: f64,
+    #[serde(default)]
+    pub far_access_spread_ns: f64,
 }
 
 /// Fits `ns − sync_ns ≈ a·objects + b·bytes` to `points` ([`CopyPoint::net_ns`]) by least
@@ -315,6 +345,8 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
         residual_relative: if mean > 0.0 { rms / mean } else { f64::NAN },
         r_squared: if tt > 0.0 { 1.0 - sse / tt } else { f64::NAN },
         points: points.to_vec(),
+        far_access_ns: 0.0,
+        far_access_spread_ns: 0.0,
     })
 }
 
@@ -333,9 +365,16 @@ impl CalibratedCosts {
             .into_iter()
             .zip(MeasuredCosts::MAX.fields())
         {
-            if !(v.is_finite() && v > 0.0 && v <= max) {
+            // A far access may cost nothing: the fit finds 0 where layout made no difference.
+            let least_ok = if name == "far_access" { v >= 0.0 } else { v > 0.0 };
+            if !(v.is_finite() && least_ok && v <= max) {
+                let least = if name == "far_access" {
+                    "at least 0"
+                } else {
+                    "more than 0"
+                };
                 bail!(
-                    "cost {name} is {v} ns (allowed: more than 0 and at most {max} ns, {})",
+                    "cost {name} is {v} ns (allowed: {least} and at most {max} ns, {})",
                     readable_ns(max)
                 );
             }
@@ -391,7 +430,7 @@ pub fn load(path: &Path) -> Result<CalibratedCosts> {
     let value: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON: not a calibration", path.display()))?;
     let version = value.get("version").and_then(serde_json::Value::as_u64);
-    if version != Some(u64::from(FORMAT_VERSION)) {
+    if !version.is_some_and(|v| (u64::from(OLDEST_FORMAT_VERSION)..=u64::from(FORMAT_VERSION)).contains(&v)) {
         let found = version.map_or("no version".to_string(), |v| format!("version {v}"));
         let why = if version == Some(1) {
             ": its copy costs hold the deque operations and the forwarding CAS, which the \
@@ -400,8 +439,9 @@ pub fn load(path: &Path) -> Result<CalibratedCosts> {
             ""
         };
         bail!(
-            "{} is a calibration of {found}; this concord reads version {FORMAT_VERSION}{why} \
-             (measure again with `concord sim calibrate`)",
+            "{} is a calibration of {found}; this concord reads versions \
+             {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}{why} (measure again with `concord sim \
+             calibrate`)",
             path.display()
         );
     }
@@ -604,6 +644,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         copy_per_object: 0.0,
         copy_per_byte: 0.0,
         page_fault: m(&page_fault),
+        far_access: 0.0,
     };
     let mut costs = both(|m| m.median);
     // The simulator's own charges for the calibration collections, at these primitive costs
@@ -615,14 +656,18 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     charged.page_fault = 0;
     progress("copy costs (young collections, then their replays)");
     let fit = copy_fit(&effort, &charged)?;
-    let mean =
-        |f: fn(&CopyPoint) -> f64| fit.points.iter().map(f).sum::<f64>() / fit.points.len() as f64;
+    let fitted: Vec<&CopyPoint> = fit.points.iter().filter(|p| !p.shuffled).collect();
+    let mean = |f: fn(&CopyPoint) -> f64| {
+        fitted.iter().map(|&p| f(p)).sum::<f64>() / fitted.len().max(1) as f64
+    };
     let (mean_objects, mean_bytes) = (mean(|p| p.objects), mean(|p| p.bytes));
     costs.copy_per_object = fit.per_object_ns;
     costs.copy_per_byte = fit.per_byte_ns;
+    costs.far_access = fit.far_access_ns;
     let mut spread = both(|m| m.spread);
     spread.copy_per_object = fit.residual_rms_ns / mean_objects;
     spread.copy_per_byte = fit.residual_rms_ns / mean_bytes;
+    spread.far_access = fit.far_access_spread_ns;
     let mut used = vec![same_cpu];
     if sleeper_cpu != same_cpu {
         used.push(sleeper_cpu);
@@ -791,6 +836,8 @@ const COPY_PAYLOADS: [u16; 4] = [0, 48, 240, 1008];
 struct Shape {
     node: ObjectType,
     depth: u32,
+    /// Nodes allocated in a random order ([`shuffled_tree`]) instead of bottom-up.
+    shuffled: bool,
 }
 
 /// Runs young collections of binary trees of each payload in [`COPY_PAYLOADS`] at two sizes
@@ -808,8 +855,18 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         for target in [effort.copy_bytes / 4, effort.copy_bytes] {
             let nodes = (target / node_bytes).max(64);
             let depth = (usize::BITS - 1 - nodes.leading_zeros()).max(2) - 1;
-            shapes.push(Shape { node, depth });
+            shapes.push(Shape {
+                node,
+                depth,
+                shuffled: false,
+            });
         }
+        // The large tree again, its nodes laid out in random order: what a far access costs.
+        let large = shapes[shapes.len() - 1];
+        shapes.push(Shape {
+            shuffled: true,
+            ..large
+        });
     }
     let mut runs: Vec<Vec<CopyPoint>> = vec![Vec::new(); shapes.len()];
     for _ in 0..effort.copy_repeats {
@@ -828,24 +885,45 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         point.ns = median(&times);
         point.spread_ns = Measured::of(&times).spread;
         let recorded = copy_once(*shape, effort.copy_bytes, Some(&scratch));
-        let replayed = recorded.and_then(|_| replayed_sync_ns(&scratch, charged));
+        let replayed = recorded.and_then(|_| {
+            // Replayed twice: with far accesses free, and at 1 ns each, which counts them.
+            let sync = replayed_sync_ns(&scratch, charged)?;
+            let counted = replayed_sync_ns(
+                &scratch,
+                &exec::Costs {
+                    far_access: 1,
+                    ..*charged
+                },
+            )?;
+            Ok((sync, (counted - sync).max(0.0)))
+        });
         let _ = std::fs::remove_file(&scratch);
-        point.sync_ns = replayed?;
+        (point.sync_ns, point.far_accesses) = replayed?;
         points.push(point);
     }
-    let fit = fit_copy_cost(&points)?;
+    let (far_access, far_spread) = fit_far_access(&points);
+    for p in &mut points {
+        p.far_ns = far_access * p.far_accesses;
+    }
+    // The copy costs from the trees laid out in order only: a shuffled tree's far accesses
+    // cost more the smaller its nodes are, which one far-access cost cannot say, and what it
+    // leaves over would bend the per-byte cost.
+    let ordered: Vec<CopyPoint> = points.iter().filter(|p| !p.shuffled).copied().collect();
+    let mut fit = fit_copy_cost(&ordered)?;
+    fit.points = points;
+    fit.far_access_ns = far_access;
+    fit.far_access_spread_ns = far_spread;
     if !(fit.per_object_ns > 0.0 || fit.per_byte_ns > 0.0) {
         bail!(
             "the simulator charges more for the calibration's collections than they took \
              ({:.0} ns of {:.0} ns for the first shape), so no copy cost is left to fit: \
              measure again on a quieter machine",
-            points[0].sync_ns,
-            points[0].ns
+            fit.points[0].sync_ns,
+            fit.points[0].ns
         );
     }
     // A cost the constrained fit put at zero is kept at the smallest the file holds (the
     // executor charges whole picoseconds); the residual says how well the fit did.
-    let mut fit = fit;
     fit.per_object_ns = fit.per_object_ns.max(0.001);
     fit.per_byte_ns = fit.per_byte_ns.max(0.000_001);
     Ok(fit)
@@ -912,7 +990,11 @@ fn replayed_sync_ns(_: &Path, _: &exec::Costs) -> Result<f64> {
 /// `max_bytes`; with `trace`, the collection is recorded there (a GC trace) and its time is
 /// not representative (recording slows it).
 fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<CopyPoint> {
-    let Shape { node, depth } = shape;
+    let Shape {
+        node,
+        depth,
+        shuffled,
+    } = shape;
     let mut config = GcConfig::for_preset(Preset::Optimized);
     config.gc_threads = 1;
     let young = (4 * max_bytes).max(16 << 20);
@@ -927,7 +1009,12 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
     config.gc_trace = trace.map(Path::to_path_buf);
     let heap = concord::Heap::new(config).context("creating the calibration heap")?;
     let mut m = heap.attach();
-    let root = tree(&mut m, node, depth).context("building the calibration tree")?;
+    let root = if shuffled {
+        shuffled_tree(&mut m, node, depth)
+    } else {
+        tree(&mut m, node, depth)
+    }
+    .context("building the calibration tree")?;
     let before = heap.stats().records.len();
     m.collect(CollectionKind::Young);
     black_box(root);
@@ -949,7 +1036,59 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
         ns: ns as f64,
         sync_ns: 0.0,
         spread_ns: 0.0,
+        shuffled,
+        far_accesses: 0.0,
+        far_ns: 0.0,
     })
+}
+
+/// A complete binary tree of `depth` levels below its root whose nodes are allocated first,
+/// all of them, and then linked in a random order (seeded: the same tree every time), so that
+/// a node's children lie anywhere in the heap, not next to it.
+fn shuffled_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Handle, GcError> {
+    let n = (2usize << depth) - 1;
+    let built = m.scope_escape(|m| {
+        let nodes = (0..n)
+            .map(|_| m.alloc(node))
+            .collect::<Result<Vec<Handle>, GcError>>()?;
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut rng = concord::parallel::rng::XorShift::new(0x5eed_7ee5);
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        for i in 0..n {
+            for (slot, child) in [(0, 2 * i + 1), (1, 2 * i + 2)] {
+                if child < n {
+                    m.set_ref(nodes[order[i]], slot, Some(nodes[order[child]]));
+                }
+            }
+        }
+        Ok(Some(nodes[order[0]]))
+    })?;
+    Ok(built.expect("the scope returns the root it linked"))
+}
+
+/// The cost of a far access from the copy shapes: for each payload, the shuffled tree's net
+/// time beyond the same tree laid out in order, per far access it has beyond it (the same
+/// objects and bytes, so the copy costs cancel); the median over the payloads, at least 0
+/// (0 where no pair differs in far accesses).
+pub fn fit_far_access(points: &[CopyPoint]) -> (f64, f64) {
+    let per_payload: Vec<f64> = points
+        .iter()
+        .filter(|p| p.shuffled)
+        .filter_map(|s| {
+            let ordered = points.iter().find(|o| {
+                !o.shuffled && o.objects == s.objects && (o.bytes - s.bytes).abs() < 1.0
+            })?;
+            let more = s.far_accesses - ordered.far_accesses;
+            let net = |p: &CopyPoint| p.ns - p.sync_ns;
+            (more > 0.0).then(|| (net(s) - net(ordered)) / more)
+        })
+        .collect();
+    if per_payload.is_empty() {
+        return (0.0, 0.0);
+    }
+    (median(&per_payload).max(0.0), Measured::of(&per_payload).spread)
 }
 
 /// A complete binary tree of `depth` levels below its root, built bottom-up.
@@ -1017,7 +1156,46 @@ mod tests {
             ns,
             sync_ns: 0.0,
             spread_ns: 0.0,
+            shuffled: false,
+            far_accesses: 0.0,
+            far_ns: 0.0,
         }
+    }
+
+    #[test]
+    fn a_far_access_costs_what_the_shuffled_tree_took_beyond_the_ordered_one_per_far_access() {
+        // Two payloads: the shuffled trees take 40 and 60 ns per extra far access (same objects
+        // and bytes as their ordered trees); the median is 50, the spread 20.
+        let pair = |objects: f64, bytes: f64, extra_per_far: f64| {
+            let ordered = CopyPoint {
+                far_accesses: 10.0,
+                sync_ns: 100.0,
+                ..point(objects, bytes, 5_000.0)
+            };
+            let shuffled = CopyPoint {
+                shuffled: true,
+                far_accesses: 110.0,
+                ns: 5_000.0 + 100.0 * extra_per_far,
+                ..ordered
+            };
+            [ordered, shuffled]
+        };
+        let mut points: Vec<CopyPoint> = pair(100.0, 2_400.0, 40.0).to_vec();
+        points.extend(pair(100.0, 24_000.0, 60.0));
+        assert_eq!(fit_far_access(&points), (50.0, 20.0));
+        // Without a shuffled tree, or one that has no more far accesses, nothing is measured.
+        assert_eq!(fit_far_access(&points[..1]), (0.0, 0.0));
+        let same = CopyPoint {
+            far_accesses: 10.0,
+            ..points[1]
+        };
+        assert_eq!(fit_far_access(&[points[0], same]), (0.0, 0.0));
+        // The far accesses come off the time the copy costs are fitted to.
+        let p = CopyPoint {
+            far_ns: 500.0,
+            ..points[1]
+        };
+        assert_eq!(p.net_ns(), p.ns - p.sync_ns - 500.0);
     }
 
     #[test]
@@ -1128,6 +1306,7 @@ mod tests {
             copy_per_object: 25.0,
             copy_per_byte: 0.3,
             page_fault: 700.0,
+            far_access: 40.0,
         };
         CalibratedCosts {
             version: FORMAT_VERSION,
@@ -1184,14 +1363,26 @@ mod tests {
 
         let old = sample()
             .to_json()
-            .replacen("\"version\": 2", "\"version\": 1", 1);
+            .replacen("\"version\": 3", "\"version\": 1", 1);
         let e = load_error("old.json", Some(&old));
         assert!(
             e.contains("calibration of version 1")
-                && e.contains("reads version 2")
+                && e.contains("reads versions 2 to 3")
                 && e.contains("counted twice"),
             "{e}"
         );
+        // A version 2 file (no far-access cost, no shuffled shapes) still loads, its
+        // far_access 0: the simulator then charges none, as when it was written.
+        let mut v2: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        v2["version"] = 2.into();
+        for costs in ["costs", "spread"] {
+            v2[costs].as_object_mut().unwrap().remove("far_access");
+        }
+        let path = scratch("v2.json");
+        std::fs::write(&path, v2.to_string()).unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.costs.far_access, 0.0);
+        assert_eq!(loaded.exec_costs().far_access, 0);
 
         let e = load_error("unversioned.json", Some("{}"));
         assert!(e.contains("of no version"), "{e}");

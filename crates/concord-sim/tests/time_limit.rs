@@ -55,6 +55,7 @@ fn collection(id: u64, slots: u64, objects: u32) -> ReplayCollection {
             .collect(),
         refs,
         ref_slots: Vec::new(),
+        gaps: Vec::new(),
     })
     .unwrap()
 }

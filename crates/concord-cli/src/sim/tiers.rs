@@ -43,6 +43,7 @@ use concord_sim::replay::driver::SchedModel;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::papers::PapersResult;
 use super::stats::{bootstrap_median, loadavg1, median, quantile, seed_of, CpuTicks};
 use super::validate::{concord, path_arg, Stopped, Workload};
 use crate::console::{errln, outln};
@@ -97,23 +98,33 @@ impl Tier {
     }
 }
 
-/// The tiers `--tier` asked for.
+/// The tiers `--tier` asked for: the grids of tiers 0–2 and whether tier 3 (the papers'
+/// figures, [`super::papers`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tiers(pub Vec<Tier>);
+pub struct Tiers {
+    pub grids: Vec<Tier>,
+    pub papers: bool,
+}
 
-/// Parses `--tier`: `0`, `1`, `2` or `all`.
+/// Parses `--tier`: `0`, `1`, `2`, `3` or `all`.
 pub fn parse_tiers(text: &str) -> std::result::Result<Tiers, String> {
+    let grids = |grids: Vec<Tier>| Tiers {
+        grids,
+        papers: false,
+    };
     match text.trim() {
-        "0" => Ok(Tiers(vec![Tier::Cost])),
-        "1" => Ok(Tiers(vec![Tier::Protocols])),
-        "2" => Ok(Tiers(vec![Tier::Placement])),
-        "all" => Ok(Tiers(Tier::ALL.to_vec())),
-        "3" => Err(
-            "'3': tier 3 (the papers at their scale) is not built yet (allowed: 0, 1, 2 \
-                    or all)"
-                .to_string(),
-        ),
-        other => Err(format!("'{other}' is not a tier (allowed: 0, 1, 2 or all)")),
+        "0" => Ok(grids(vec![Tier::Cost])),
+        "1" => Ok(grids(vec![Tier::Protocols])),
+        "2" => Ok(grids(vec![Tier::Placement])),
+        "3" => Ok(Tiers {
+            grids: Vec::new(),
+            papers: true,
+        }),
+        "all" => Ok(Tiers {
+            grids: Tier::ALL.to_vec(),
+            papers: true,
+        }),
+        other => Err(format!("'{other}' is not a tier (allowed: 0, 1, 2, 3 or all)")),
     }
 }
 
@@ -1047,55 +1058,66 @@ impl TierRun<'_> {
         jobs: &[(usize, Model, u64)],
         label: &str,
     ) -> Result<Vec<Vec<Collection>>> {
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<Result<Vec<Collection>>>>> =
-            Mutex::new((0..jobs.len()).map(|_| None).collect());
-        std::thread::scope(|s| {
-            for _ in 0..self.jobs.max(1).min(jobs.len().max(1)) {
-                s.spawn(|| loop {
-                    let n = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(i, model, seed)) = jobs.get(n) else {
-                        break;
-                    };
-                    let key = &keys[i];
-                    errln!(
-                        "{label}: [{}/{}] simulating {} ({}, seed {seed})",
-                        n + 1,
-                        jobs.len(),
-                        key.label(),
-                        model.name()
-                    );
-                    let records = self.dir.join(format!(
-                        "{}-sim-{}-seed{seed}.jsonl",
-                        key.stem(),
-                        model.name()
-                    ));
-                    let args = self.sim_args(key, model, seed, &records);
-                    let outcome =
-                        concord(self.exe, &args).and_then(|()| read_collections(&records, &args));
-                    let failed = outcome.is_err();
-                    results.lock().unwrap_or_else(|p| p.into_inner())[n] = Some(outcome);
-                    if failed {
-                        // The others stop taking jobs; the first failure is reported.
-                        next.store(jobs.len(), Ordering::Relaxed);
-                    }
-                });
-            }
-        });
-        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        // A stop by a signal wins over the failures it caused.
-        if results
-            .iter()
-            .flatten()
-            .any(|r| r.as_ref().is_err_and(|e| e.is::<Stopped>()))
-        {
-            return Err(Stopped.into());
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(anyhow!("a simulation was not run"))))
-            .collect()
+        in_parallel(self.jobs, jobs.len(), |n| {
+            let (i, model, seed) = jobs[n];
+            let key = &keys[i];
+            errln!(
+                "{label}: [{}/{}] simulating {} ({}, seed {seed})",
+                n + 1,
+                jobs.len(),
+                key.label(),
+                model.name()
+            );
+            let records = self.dir.join(format!(
+                "{}-sim-{}-seed{seed}.jsonl",
+                key.stem(),
+                model.name()
+            ));
+            let args = self.sim_args(key, model, seed, &records);
+            concord(self.exe, &args).and_then(|()| read_collections(&records, &args))
+        })
     }
+}
+
+/// Runs jobs `0..count`, `jobs` at a time on threads of this process (each job is `run(n)`,
+/// typically a child process), and returns their results in job order. After a failure no
+/// new job starts and the first failure is returned; a stop by a signal wins over the
+/// failures it caused.
+pub(super) fn in_parallel<T: Send>(
+    jobs: usize,
+    count: usize,
+    run: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..count).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1).min(count.max(1)) {
+            s.spawn(|| loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= count {
+                    break;
+                }
+                let outcome = run(n);
+                let failed = outcome.is_err();
+                results.lock().unwrap_or_else(|p| p.into_inner())[n] = Some(outcome);
+                if failed {
+                    next.store(count, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    if results
+        .iter()
+        .flatten()
+        .any(|r| r.as_ref().is_err_and(|e| e.is::<Stopped>()))
+    {
+        return Err(Stopped.into());
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(anyhow!("a job was not run"))))
+        .collect()
 }
 
 /// The simulator model a job runs under.
@@ -1120,7 +1142,7 @@ impl Model {
     }
 }
 
-fn read_collections(records: &Path, args: &[String]) -> Result<Vec<Collection>> {
+pub(super) fn read_collections(records: &Path, args: &[String]) -> Result<Vec<Collection>> {
     let what = format!("concord {}", args.join(" "));
     let text = std::fs::read_to_string(records)
         .map_err(|e| RunFailed::wrap(anyhow!("{what}: cannot read {}: {e}", records.display())))?;
@@ -1146,8 +1168,9 @@ pub fn result_file(dir: &Path, tier: u32, shard: Option<Shard>) -> PathBuf {
 /// Joins the shards found in `dirs` (files `tierT-shardKofN.json`): every tier must have each
 /// of its N shards exactly once, measured alike (runs, seeds, model, costs, grid); the cells
 /// in grid order, summarized as one run would be.
-pub fn merge(dirs: &[PathBuf]) -> Result<Vec<TierResult>> {
+pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
     let mut parts: Vec<(PathBuf, TierResult)> = Vec::new();
+    let mut papers: Vec<(PathBuf, PapersResult)> = Vec::new();
     for dir in dirs {
         let entries = std::fs::read_dir(dir)
             .with_context(|| format!("--merge: cannot read the directory {}", dir.display()))?;
@@ -1161,6 +1184,16 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<TierResult>> {
             }
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("--merge: cannot read {}", path.display()))?;
+            if name.starts_with("tier3-") {
+                let part: PapersResult = serde_json::from_str(&text).with_context(|| {
+                    format!("--merge: {} is not a tier-3 shard's result", path.display())
+                })?;
+                if part.shard.is_none() {
+                    bail!("--merge: {} holds no shard number", path.display());
+                }
+                papers.push((path, part));
+                continue;
+            }
             let part: TierResult = serde_json::from_str(&text)
                 .with_context(|| format!("--merge: {} is not a shard's result", path.display()))?;
             if part.shard.is_none() {
@@ -1169,7 +1202,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<TierResult>> {
             parts.push((path, part));
         }
     }
-    if parts.is_empty() {
+    if parts.is_empty() && papers.is_empty() {
         bail!(
             "--merge: no shard results (tierT-shardKofN.json, written by --shard K/N --out DIR) \
              in {}",
@@ -1222,7 +1255,10 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<TierResult>> {
         let mut whole = first.clone();
         whole.shard = None;
         whole.cells = mine.iter().flat_map(|(_, p)| p.cells.clone()).collect();
-        merged.push(summarize(whole));
+        merged.push(Outcome::Grid(summarize(whole)));
+    }
+    if !papers.is_empty() {
+        merged.push(Outcome::Papers(super::papers::merge(&papers)?));
     }
     Ok(merged)
 }
@@ -1342,9 +1378,26 @@ pub fn print(result: &TierResult) -> Result<()> {
     Ok(())
 }
 
+/// A tier's result: a grid's cells (tiers 0–2) or the papers' figures (tier 3).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Outcome {
+    Grid(TierResult),
+    Papers(PapersResult),
+}
+
+impl Outcome {
+    fn print(&self) -> Result<()> {
+        match self {
+            Outcome::Grid(r) => print(r),
+            Outcome::Papers(r) => super::papers::print(r),
+        }
+    }
+}
+
 /// Prints the tiers' results (measured or merged), as JSON or as tables; exit 0 whether or not
 /// they meet their targets (a miss is the output).
-pub fn report(results: &[TierResult], json: bool) -> Result<ExitCode> {
+pub fn report(results: &[Outcome], json: bool) -> Result<ExitCode> {
     if json {
         let text = if results.len() == 1 {
             serde_json::to_string_pretty(&results[0])?
@@ -1357,7 +1410,7 @@ pub fn report(results: &[TierResult], json: bool) -> Result<ExitCode> {
             if n > 0 {
                 outln!()?;
             }
-            print(r)?;
+            r.print()?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -1384,9 +1437,12 @@ mod tests {
 
     #[test]
     fn tiers_and_shards_parse_and_bad_ones_name_what_is_allowed() {
-        assert_eq!(parse_tiers("0"), Ok(Tiers(vec![Tier::Cost])));
-        assert_eq!(parse_tiers("all"), Ok(Tiers(Tier::ALL.to_vec())));
-        assert!(parse_tiers("3").unwrap_err().contains("not built yet"));
+        let t = parse_tiers("0").unwrap();
+        assert_eq!((t.grids, t.papers), (vec![Tier::Cost], false));
+        let t = parse_tiers("3").unwrap();
+        assert_eq!((t.grids, t.papers), (vec![], true));
+        let t = parse_tiers("all").unwrap();
+        assert_eq!((t.grids, t.papers), (Tier::ALL.to_vec(), true));
         assert!(parse_tiers("x")
             .unwrap_err()
             .contains("allowed: 0, 1, 2 or all"));
@@ -1571,7 +1627,7 @@ mod tests {
             .unwrap();
         }
         let merged = merge(std::slice::from_ref(&dir)).unwrap();
-        assert_eq!(merged, vec![whole]);
+        assert_eq!(merged, vec![Outcome::Grid(whole)]);
         std::fs::remove_file(result_file(&dir, 1, Some(Shard { index: 1, count: 2 }))).unwrap();
         let e = merge(std::slice::from_ref(&dir)).unwrap_err().to_string();
         assert!(e.contains("shard 2/2 of tier 1 is missing"), "{e}");

@@ -66,8 +66,12 @@ pub struct ValidateArgs {
     /// collections matched one to one), 1 (the protocols: static GC affinity, 2 and 4 GC
     /// threads, four presets), 2 (placement: unpinned, under this machine's wake-up placement
     /// model) or all. At least 7 real runs per cell (--repeat).
-    #[arg(long, value_name = "0|1|2|all", value_parser = super::tiers::parse_tiers)]
+    #[arg(long, value_name = "0|1|2|3|all", value_parser = super::tiers::parse_tiers)]
     pub tier: Option<super::tiers::Tiers>,
+    /// With --tier 3 (or all): trace recordings of each workload and preset (default 5; 1
+    /// with --quick), each simulated under 3 seeds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), requires = "tier")]
+    pub recordings: Option<u32>,
     /// With --tier: measure only every N-th cell of the grid from the K-th (1 <= K <= N) and
     /// write its result to --out DIR, for --merge to join (a batch scheduler's job array).
     #[arg(long, value_name = "K/N", value_parser = super::tiers::parse_shard, requires = "tier")]
@@ -465,7 +469,7 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode> {
         return super::tiers::report(&merged, args.json);
     }
     if let Some(tiers) = args.tier.clone() {
-        return run_tiers(&args, &tiers.0);
+        return run_tiers(&args, &tiers);
     }
     // Checked before anything runs: the costs file, CPU 0 for the busy loop, the directory.
     if let Some(costs) = &args.costs {
@@ -585,8 +589,9 @@ fn work_dir(keep: Option<&PathBuf>, prefix: &str) -> Result<WorkDir> {
 
 /// `concord sim validate --tier …`: the tiers measured (this run's shard of them), written to
 /// `--out` and reported.
-fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCode> {
-    use super::tiers::{result_file, TierRun};
+fn run_tiers(args: &ValidateArgs, tiers: &super::tiers::Tiers) -> Result<ExitCode> {
+    use super::papers::PapersRun;
+    use super::tiers::{result_file, Outcome, TierRun};
     if let Some(costs) = &args.costs {
         concord_sim::calibrate::load(costs).context("--costs")?;
     }
@@ -622,9 +627,27 @@ fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCo
         jobs: args.jobs.map_or(cpus, |j| j as usize),
         shard: args.shard,
     };
+    let papers = PapersRun {
+        exe: &exe,
+        quick: args.quick,
+        recordings: args
+            .recordings
+            .map_or(if args.quick { 1 } else { super::papers::RECORDINGS }, |r| r as usize),
+        costs: args.costs.as_deref(),
+        // The papers' machines ran CFS (000: Linux 4.9).
+        sched: args.sched.unwrap_or(SchedModel::Cfs),
+        dir: work.path(),
+        jobs: run.jobs,
+        shard: args.shard,
+    };
     let mut results = Vec::new();
-    for &tier in tiers {
-        match run.measure(tier) {
+    let measured = tiers
+        .grids
+        .iter()
+        .map(|&tier| run.measure(tier).map(Outcome::Grid))
+        .chain(tiers.papers.then(|| papers.measure().map(Outcome::Papers)));
+    for outcome in measured {
+        match outcome {
             Err(e) if e.is::<Stopped>() => {
                 errln!("concord sim validate: stopped before the tier was complete");
                 drop(work);
@@ -635,7 +658,11 @@ fn run_tiers(args: &ValidateArgs, tiers: &[super::tiers::Tier]) -> Result<ExitCo
     }
     if let Some(out) = &args.out {
         for r in &results {
-            let path = result_file(out, r.tier, r.shard);
+            let (tier, shard) = match r {
+                Outcome::Grid(g) => (g.tier, g.shard),
+                Outcome::Papers(p) => (p.tier, p.shard),
+            };
+            let path = result_file(out, tier, shard);
             let mut text = serde_json::to_string_pretty(r)?;
             text.push('\n');
             concord::os::fs::write_atomic(&path, text.as_bytes())

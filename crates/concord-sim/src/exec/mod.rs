@@ -89,7 +89,17 @@ pub struct Costs {
     /// The first write to a 4 KiB page of the heap that no collection wrote before: the
     /// kernel's minor fault, which zeroes and maps the page ([`charge_page_faults`]).
     pub page_fault: Ns,
+    /// A collector's read of an object header that lies farther than [`NEAR_BYTES`] from the
+    /// last object the same worker reached: a cache miss the hardware's prefetchers did not
+    /// hide ([`charge_far_access`]). Only traces that record where objects lay (GC trace
+    /// version 4) are charged it.
+    pub far_access: Ns,
 }
+
+/// A worker's read of an object within this many bytes of the last object it reached is near
+/// (the same or an adjacent cache line, or a line the prefetchers stream in within one 4 KiB
+/// page); farther is a [`Costs::far_access`].
+pub const NEAR_BYTES: u64 = 4096;
 
 impl Costs {
     /// The default table.
@@ -110,6 +120,7 @@ impl Costs {
         copy_per_object_ps: 14_000,
         copy_per_byte_ps: 70,
         page_fault: 1_000,
+        far_access: 0,
     };
 
     /// The time to copy `objects` objects of `bytes` bytes in all, rounded to the nearest ns.
@@ -659,6 +670,17 @@ pub fn charge_copy(objects: u64, bytes: u64) {
     with_running(true, |st, me| {
         let cost = st.costs.copy_ns(objects, bytes);
         st.account(me, cost);
+    });
+}
+
+/// Charge one far object access ([`Costs::far_access`]) to the calling simulated thread. A
+/// scheduling point; outside a simulation it does nothing.
+pub fn charge_far_access() {
+    with_running(true, |st, me| {
+        let cost = st.costs.far_access;
+        if cost > 0 {
+            st.account(me, cost);
+        }
     });
 }
 
@@ -1644,6 +1666,7 @@ mod tests {
         copy_per_object_ps: 10_000,
         copy_per_byte_ps: 250,
         page_fault: 900,
+        far_access: 0,
     };
 
     #[test]

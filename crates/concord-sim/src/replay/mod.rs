@@ -74,6 +74,9 @@ pub struct ReplayCollection {
     array_ids: Vec<u32>,
     array_slot_starts: Vec<u32>,
     array_slots: Vec<u32>,
+    /// Per object, where it lay before the collection, bytes from the first object
+    /// ([`TraceCollection::gaps`]); empty when the trace does not say.
+    addrs: Vec<u64>,
 }
 
 /// Why a recorded collection cannot be held in the compact form.
@@ -149,7 +152,22 @@ impl TryFrom<TraceCollection> for ReplayCollection {
                 );
             }
         }
+        let addrs = if c.gaps.len() == c.objects.len() {
+            let mut next = 0u64;
+            c.objects
+                .iter()
+                .zip(&c.gaps)
+                .map(|(o, &gap)| {
+                    let at = next.saturating_add(gap);
+                    next = at.saturating_add(o.size);
+                    at
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(ReplayCollection {
+            addrs,
             id,
             kind: c.kind,
             workers: c.workers,
@@ -174,6 +192,12 @@ impl ReplayCollection {
     /// Objects the collection copied (or marked, or failed to copy).
     pub fn objects(&self) -> usize {
         self.sizes.len()
+    }
+
+    /// Where object `id` lay before the collection, bytes from the first object, if the
+    /// trace says.
+    pub fn addr(&self, id: u32) -> Option<u64> {
+        self.addrs.get(id as usize).copied()
     }
 
     /// The size of object `id` in bytes.
@@ -471,6 +495,7 @@ pub(crate) mod tests {
             objects: objs,
             refs,
             ref_slots: Vec::new(),
+            gaps: Vec::new(),
         }
     }
 
@@ -511,6 +536,7 @@ pub(crate) mod tests {
             objects,
             refs: (1..=n as u32).collect(),
             ref_slots,
+            gaps: Vec::new(),
         }
     }
 

@@ -33,7 +33,9 @@
 //! * an object copy: [`exec::charge_copy`]`(1, size)` (a promotion failure's object, left in
 //!   place, and a full collection's mark: `(1, 0)`, the header and slots but no payload);
 //! * a reach (a slot processed, or a slot a marking scan reads): the atomic load of its
-//!   object's claim word (plus the CAS for the reach that claims it);
+//!   object's claim word (plus the CAS for the reach that claims it), and
+//!   [`exec::Costs::far_access`] if the object lay more than [`exec::NEAR_BYTES`] from the
+//!   one the worker reached before (traces that record where objects lay: version 4);
 //! * a PLAB refill or direct allocation: the load and CAS of the space top (each retry
 //!   another CAS); under the `fragmented` and `segregated` layouts the to-space counts its
 //!   fragments' bytes first, with a load and CAS of its own, as `Space::par_allocate_on` does;
@@ -229,6 +231,11 @@ pub struct ReplayLocal {
     pub bytes_promoted: u64,
     /// Reaches of objects already claimed (dropped after one load).
     pub dropped_reaches: u64,
+    /// Reaches whose object lay farther than [`exec::NEAR_BYTES`] from the one the worker
+    /// reached before (counted only where the trace records where objects lay).
+    pub far_accesses: u64,
+    /// Where the object the worker reached last lay ([`ReplayCollection::addr`]).
+    pub last_reach: Option<u64>,
     /// Array chunks it scanned ([`ReplayItem::ArrayChunk`]s processed).
     pub chunks: u64,
     /// To-space PLABs it cut (refills).
@@ -414,6 +421,17 @@ impl<'c> ReplayTask<'c> {
     /// The forwarding check, then the forwarding CAS (or the mark): whether this reach of
     /// object `id` claims it. A reach that does not is dropped, counted.
     fn claim(&self, id: u32, local: &mut ReplayLocal) -> bool {
+        // The check reads the object's header: far from the worker's last reach, a miss.
+        if let Some(at) = self.collection.addr(id) {
+            let far = local
+                .last_reach
+                .is_none_or(|last| last.abs_diff(at) > exec::NEAR_BYTES);
+            local.last_reach = Some(at);
+            if far {
+                local.far_accesses += 1;
+                exec::charge_far_access();
+            }
+        }
         let claim = &self.claims[id as usize];
         let mine = local.worker as u32 + 1;
         if claim.load(Ordering::Acquire) != UNCLAIMED
@@ -912,5 +930,30 @@ mod tests {
         }
         let refills: u64 = locals.iter().map(|l| l.young_refills).sum();
         assert!(refills >= 4000 * 64 / 4096);
+    }
+
+    #[test]
+    fn reaches_far_from_the_workers_last_one_are_counted_where_the_trace_says_where_objects_lay() {
+        // The test tree numbered breadth-first: laid out contiguously, a depth-first reach
+        // order jumps only where subtrees are far apart; with a page between any two objects,
+        // every reach of another object than the last one is far.
+        let tree_of = |gap: u64| {
+            let mut t = tree(1, 500);
+            t.gaps = (0..t.objects.len() as u64)
+                .map(|i| if i == 0 { 0 } else { gap })
+                .collect();
+            ReplayCollection::try_from(t).unwrap()
+        };
+        let near = tree_of(0);
+        let (_, locals, _) = run_on(&near, 1, PhasePolicy::OPTIMIZED);
+        let far_near = locals[0].far_accesses;
+        assert!(far_near >= 1, "the first reach is far");
+        let spread = tree_of(exec::NEAR_BYTES + 8);
+        let (_, locals, _) = run_on(&spread, 1, PhasePolicy::OPTIMIZED);
+        assert!(locals[0].far_accesses >= spread.objects() as u64);
+        assert!(locals[0].far_accesses > far_near, "{far_near}");
+        // A trace that does not say where objects lay counts none.
+        let (_, locals, _) = run_on(&replay(500), 1, PhasePolicy::OPTIMIZED);
+        assert_eq!(locals[0].far_accesses, 0);
     }
 }

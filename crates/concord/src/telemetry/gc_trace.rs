@@ -80,11 +80,14 @@ use crate::parallel::task_queue::Affinity;
 /// The first bytes of a GC trace.
 pub const MAGIC: &[u8; 8] = b"CGCTRACE";
 /// The format version this module writes (and the newest it reads).
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 /// The oldest format version this module reads (version 1: no [`TraceRun`]).
 pub const OLDEST_VERSION: u64 = 1;
 /// The first version whose objects carry their [`TraceShape`] (and its run its PLAB sizes).
 pub const SHAPES_VERSION: u64 = 3;
+/// The first version whose objects carry the gap before them in the heap
+/// ([`TraceCollection::gaps`]).
+pub const GAPS_VERSION: u64 = 4;
 /// The most slots beyond its refs an object's shape byte holds (`extra` in the format, less 1).
 const INLINE_SLOTS: u64 = 15;
 /// The longest `run` payload a reader accepts, bytes (a workload name and a few sizes).
@@ -293,6 +296,11 @@ pub struct TraceCollection {
     pub refs: Vec<u32>,
     /// The slot indices of the reference arrays' refs (see [`TraceObject::ref_slots`]).
     pub ref_slots: Vec<u64>,
+    /// Per object (ids are in address order), the bytes between the end of the object before
+    /// it and its start, as the heap laid them out before the collection (0 for the first).
+    /// Where the objects lie relative to each other is what makes a collection's memory
+    /// accesses near or far. Empty when not known (a trace before [`GAPS_VERSION`]).
+    pub gaps: Vec<u64>,
 }
 
 impl TraceCollection {
@@ -369,6 +377,10 @@ impl TraceCollection {
         let shapes = version >= SHAPES_VERSION;
         for (id, object) in self.objects.iter().enumerate() {
             put(&mut out, object.size);
+            if version >= GAPS_VERSION {
+                // In heap words: objects are word-aligned.
+                put(&mut out, self.gaps.get(id).copied().unwrap_or(0) / 8);
+            }
             let fate = match object.fate {
                 Fate::Survivor => 0,
                 Fate::Promoted => 1,
@@ -453,8 +465,17 @@ impl TraceCollection {
         let mut objects = Vec::with_capacity(object_count);
         let mut refs = Vec::new();
         let mut ref_slots = Vec::new();
+        let with_gaps = version >= GAPS_VERSION;
+        let mut gaps = Vec::with_capacity(if with_gaps { object_count } else { 0 });
         for id in 0..object_count {
             let size = p.next()?;
+            if with_gaps {
+                gaps.push(
+                    p.next()?
+                        .checked_mul(8)
+                        .ok_or_else(|| format!("object {id} has a gap beyond any heap"))?,
+                );
+            }
             let shape = p.next()?;
             let fate = match shape % 4 {
                 0 => Fate::Survivor,
@@ -525,6 +546,7 @@ impl TraceCollection {
             objects,
             refs,
             ref_slots,
+            gaps,
         };
         let objects = collection.objects.len();
         let dangling = collection
@@ -1159,6 +1181,15 @@ impl RawTrace {
                 }
             }
         }
+        let mut end = None::<usize>;
+        let gaps = all
+            .iter()
+            .map(|&(addr, _, o)| {
+                let gap = end.map_or(0, |e| addr.saturating_sub(e));
+                end = Some(addr + o.size as usize);
+                gap as u64
+            })
+            .collect();
         TraceCollection {
             id,
             kind: self.kind,
@@ -1168,6 +1199,7 @@ impl RawTrace {
             objects,
             refs,
             ref_slots,
+            gaps,
         }
     }
 }
@@ -1231,6 +1263,7 @@ mod tests {
             ],
             refs: vec![1, 0, 0],
             ref_slots: Vec::new(),
+            gaps: vec![0, 8, 1 << 20],
         };
         let empty = TraceCollection {
             id: 4,
@@ -1269,6 +1302,7 @@ mod tests {
             ],
             refs: vec![0, 1, 0, 1],
             ref_slots: vec![0, 256, 699],
+            gaps: vec![0, 4096],
         };
         vec![first, empty, full]
     }
@@ -1368,11 +1402,11 @@ mod tests {
             GcTraceReader::new(&b"{\"id\":0}\n"[..]),
             Err(GcTraceError::NotATrace)
         ));
-        let mut v4 = MAGIC.to_vec();
-        v4.push(4);
+        let mut v5 = MAGIC.to_vec();
+        v5.push(5);
         assert!(matches!(
-            GcTraceReader::new(&v4[..]),
-            Err(GcTraceError::Version(4))
+            GcTraceReader::new(&v5[..]),
+            Err(GcTraceError::Version(5))
         ));
         // More references than slots, and a reference array's reference beyond its slots.
         let mut bad = collections();
@@ -1448,6 +1482,7 @@ mod tests {
                 o.ref_slots = 0..0;
             }
             c.ref_slots.clear();
+            c.gaps.clear();
         }
         let run = TraceRun {
             workload: Some("gcbench".into()),
@@ -1479,10 +1514,17 @@ mod tests {
             let back: Vec<_> = reader.map(Result::unwrap).collect();
             assert_eq!(back, as_before, "version {version}");
         }
-        // Version 3 keeps everything.
+        // Version 3 keeps everything but the gaps between objects; version 4 keeps them too.
         let v3 = trace_bytes_as(3, &run, &collections());
         let reader = GcTraceReader::new(&v3[..]).unwrap();
         assert_eq!(reader.run(), &run);
+        let mut without_gaps = collections();
+        for c in &mut without_gaps {
+            c.gaps.clear();
+        }
+        assert_eq!(reader.map(Result::unwrap).collect::<Vec<_>>(), without_gaps);
+        let v4 = trace_bytes_as(4, &run, &collections());
+        let reader = GcTraceReader::new(&v4[..]).unwrap();
         assert_eq!(
             reader.map(Result::unwrap).collect::<Vec<_>>(),
             collections()
@@ -1591,6 +1633,8 @@ mod tests {
         assert_eq!(merged.workers, 2);
         let sizes: Vec<u64> = merged.objects.iter().map(|o| o.size).collect();
         assert_eq!(sizes, [48, 16, 32]);
+        // 0x100 + 48 = 0x130, 0x200 + 16 = 0x210: the bytes between them.
+        assert_eq!(merged.gaps, [0, 0x200 - 0x130, 0x300 - 0x210]);
         let workers: Vec<u32> = merged.objects.iter().map(|o| o.worker).collect();
         assert_eq!(workers, [1, 1, 0]);
         assert_eq!(merged.refs_of(0), [2, 2]);
