@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The cost names every calibration holds, as the simulator's cost table and the copy fit
 /// name them.
-const COSTS: [&str; 15] = [
+const COSTS: [&str; 16] = [
     "atomic_load",
     "atomic_store",
     "atomic_rmw",
@@ -61,7 +61,11 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     for name in COSTS {
         let ns = number(&costs[name], name);
         // A far access may cost nothing (where the layout made no difference).
-        let least_ok = if name == "far_access" { ns >= 0.0 } else { ns > 0.0 };
+        let least_ok = if name == "far_access" {
+            ns >= 0.0
+        } else {
+            ns > 0.0
+        };
         assert!(ns.is_finite() && least_ok, "{name} = {ns}");
         let s = number(&spread[name], name);
         assert!(s.is_finite() && s >= 0.0, "spread of {name} = {s}");
@@ -92,7 +96,9 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     for s in shuffled {
         let twin = points
             .iter()
-            .find(|p| p["shuffled"] == false && p["objects"] == s["objects"] && p["bytes"] == s["bytes"])
+            .find(|p| {
+                p["shuffled"] == false && p["objects"] == s["objects"] && p["bytes"] == s["bytes"]
+            })
             .unwrap_or_else(|| panic!("no ordered twin of {s}"));
         assert!(
             number(&s["far_accesses"], "far") > 2.0 * number(&twin["far_accesses"], "far"),

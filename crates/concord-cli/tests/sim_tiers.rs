@@ -171,7 +171,10 @@ fn tier_3_gives_every_figure_a_value_per_recording_and_seed_and_its_verdict() {
         assert!(value.is_finite() && value > 0.0, "{f:#}");
         assert_eq!(results[0]["recording"], 1);
         assert_eq!(f["range"], serde_json::json!([value, value]), "{f:#}");
-        assert!(f["target"].is_object() && f["target_text"].is_string(), "{f:#}");
+        assert!(
+            f["target"].is_object() && f["target_text"].is_string(),
+            "{f:#}"
+        );
         passed += usize::from(f["pass"] == true);
     }
     assert_eq!(json["passed"], passed);

@@ -366,7 +366,11 @@ impl CalibratedCosts {
             .zip(MeasuredCosts::MAX.fields())
         {
             // A far access may cost nothing: the fit finds 0 where layout made no difference.
-            let least_ok = if name == "far_access" { v >= 0.0 } else { v > 0.0 };
+            let least_ok = if name == "far_access" {
+                v >= 0.0
+            } else {
+                v > 0.0
+            };
             if !(v.is_finite() && least_ok && v <= max) {
                 let least = if name == "far_access" {
                     "at least 0"
@@ -430,7 +434,9 @@ pub fn load(path: &Path) -> Result<CalibratedCosts> {
     let value: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON: not a calibration", path.display()))?;
     let version = value.get("version").and_then(serde_json::Value::as_u64);
-    if !version.is_some_and(|v| (u64::from(OLDEST_FORMAT_VERSION)..=u64::from(FORMAT_VERSION)).contains(&v)) {
+    if !version.is_some_and(|v| {
+        (u64::from(OLDEST_FORMAT_VERSION)..=u64::from(FORMAT_VERSION)).contains(&v)
+    }) {
         let found = version.map_or("no version".to_string(), |v| format!("version {v}"));
         let why = if version == Some(1) {
             ": its copy costs hold the deque operations and the forwarding CAS, which the \
@@ -1088,7 +1094,10 @@ pub fn fit_far_access(points: &[CopyPoint]) -> (f64, f64) {
     if per_payload.is_empty() {
         return (0.0, 0.0);
     }
-    (median(&per_payload).max(0.0), Measured::of(&per_payload).spread)
+    (
+        median(&per_payload).max(0.0),
+        Measured::of(&per_payload).spread,
+    )
 }
 
 /// A complete binary tree of `depth` levels below its root, built bottom-up.

@@ -335,7 +335,12 @@ pub struct Speed {
 }
 
 impl Speed {
-    fn of(machine: String, cpus: usize, most_gc_threads: usize, samples: Vec<(f64, usize)>) -> Speed {
+    fn of(
+        machine: String,
+        cpus: usize,
+        most_gc_threads: usize,
+        samples: Vec<(f64, usize)>,
+    ) -> Speed {
         let walls: Vec<f64> = samples.iter().map(|s| s.0).collect();
         let per: Vec<f64> = samples
             .iter()
@@ -689,7 +694,9 @@ fn figure_value(id: &str, sims: &Sims, quick: bool, r: usize, seed: u64) -> Resu
         }
         // Throughput is bytes allocated per pause second: the same trace allocates the same
         // bytes at every thread count, so its ratio is the inverse ratio of the GC times.
-        "004-fig7-naps" => gc_time(plain(1, naps_preset, 1)?) / gc_time(plain(1, naps_preset, most)?),
+        "004-fig7-naps" => {
+            gc_time(plain(1, naps_preset, 1)?) / gc_time(plain(1, naps_preset, most)?)
+        }
         "004-fig7-first-touch" => {
             let at = gc_time(plain(1, ps, FLAT_PAST)?);
             let mut best = f64::NEG_INFINITY;
@@ -727,7 +734,10 @@ pub fn merge(parts: &[(PathBuf, PapersResult)]) -> Result<PapersResult> {
             && p.costs == first.costs
             && p.quick == first.quick
             && p.shard.map(|s| s.count) == Some(count)
-            && p.figures.iter().map(|f| &f.id).eq(first.figures.iter().map(|f| &f.id));
+            && p.figures
+                .iter()
+                .map(|f| &f.id)
+                .eq(first.figures.iter().map(|f| &f.id));
         if !alike {
             bail!(
                 "--merge: {} and {} are shards of differently measured tier-3 runs \
@@ -747,7 +757,10 @@ pub fn merge(parts: &[(PathBuf, PapersResult)]) -> Result<PapersResult> {
         }
     }
     if let Some(missing) = seen.iter().position(Option::is_none) {
-        bail!("--merge: shard {}/{count} of tier 3 is missing", missing + 1);
+        bail!(
+            "--merge: shard {}/{count} of tier 3 is missing",
+            missing + 1
+        );
     }
     let mut recorded: Vec<usize> = parts.iter().flat_map(|(_, p)| p.recorded.clone()).collect();
     recorded.sort_unstable();
@@ -898,15 +911,14 @@ mod tests {
     }
 
     /// Every setting simulated with GC time `time(key)` and workers on `spread(key)` CPUs.
-    fn sims_of(
-        quick: bool,
-        time: impl Fn(SimKey) -> f64,
-        spread: impl Fn(SimKey) -> u32,
-    ) -> Sims {
+    fn sims_of(quick: bool, time: impl Fn(SimKey) -> f64, spread: impl Fn(SimKey) -> u32) -> Sims {
         let mut sims = Sims::new();
         for key in settings(quick) {
             let cpus: Vec<u32> = (0..spread(key)).collect();
-            sims.insert((key, 0, 1), colls(&[time(key) / 2.0, time(key) / 2.0], &[&cpus, &cpus]));
+            sims.insert(
+                (key, 0, 1),
+                colls(&[time(key) / 2.0, time(key) / 2.0], &[&cpus, &cpus]),
+            );
         }
         sims
     }
@@ -964,7 +976,11 @@ mod tests {
                 "w".into(),
                 Target::Between(0.13, 0.33),
                 "0.23".into(),
-                values.iter().enumerate().map(|(i, &v)| point(i + 1, v)).collect(),
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| point(i + 1, v))
+                    .collect(),
             )
         };
         assert!(f(&[0.2, 0.3, 0.13]).pass);
@@ -1041,7 +1057,10 @@ mod tests {
         assert!(merge(&doubled).unwrap_err().to_string().contains("twice"));
         let mut other = parts.clone();
         other[1].1.seeds = vec![1, 2];
-        assert!(merge(&other).unwrap_err().to_string().contains("differently"));
+        assert!(merge(&other)
+            .unwrap_err()
+            .to_string()
+            .contains("differently"));
     }
 
     #[test]
@@ -1066,6 +1085,9 @@ mod tests {
         let args = run(None).sim_args(keys[keys.len() - 1], 0, 2, Path::new("r.jsonl"));
         let text = args.join(" ");
         assert!(text.starts_with("sim search --rounds 3 --mutators 16 --preset vanilla --gc-threads 15 --machine xeon-2x10 --smt on"), "{text}");
-        assert!(text.contains("--seed 2 --trace /tmp/tier3-000-vanilla-rec1.trace"), "{text}");
+        assert!(
+            text.contains("--seed 2 --trace /tmp/tier3-000-vanilla-rec1.trace"),
+            "{text}"
+        );
     }
 }

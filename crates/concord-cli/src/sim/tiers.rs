@@ -124,7 +124,9 @@ pub fn parse_tiers(text: &str) -> std::result::Result<Tiers, String> {
             grids: Tier::ALL.to_vec(),
             papers: true,
         }),
-        other => Err(format!("'{other}' is not a tier (allowed: 0, 1, 2, 3 or all)")),
+        other => Err(format!(
+            "'{other}' is not a tier (allowed: 0, 1, 2, 3 or all)"
+        )),
     }
 }
 

@@ -630,9 +630,14 @@ fn run_tiers(args: &ValidateArgs, tiers: &super::tiers::Tiers) -> Result<ExitCod
     let papers = PapersRun {
         exe: &exe,
         quick: args.quick,
-        recordings: args
-            .recordings
-            .map_or(if args.quick { 1 } else { super::papers::RECORDINGS }, |r| r as usize),
+        recordings: args.recordings.map_or(
+            if args.quick {
+                1
+            } else {
+                super::papers::RECORDINGS
+            },
+            |r| r as usize,
+        ),
         costs: args.costs.as_deref(),
         // The papers' machines ran CFS (000: Linux 4.9).
         sched: args.sched.unwrap_or(SchedModel::Cfs),
