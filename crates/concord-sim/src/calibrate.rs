@@ -29,8 +29,10 @@
 //!   trip is two switches (each with its futex wake and wait), so the cost is half of it.
 //! * `wakeup_latency`: a thread on one CPU sleeps in `FUTEX_WAIT`; another thread on another
 //!   (otherwise idle) CPU stamps the clock, changes the word and wakes it; the latency is the
-//!   woken thread's clock minus the stamp. With a single usable CPU both run on it (the figure
-//!   then includes a switch, and [`Machine::cpus_used`] says so).
+//!   woken thread's clock minus the stamp; a batch's figure is the median of its wake-ups (not
+//!   the mean: a virtual machine's few very late wake-ups would dominate it). With a single
+//!   usable CPU both run on it (the figure then includes a switch, and
+//!   [`Machine::cpus_used`] says so).
 //!
 //! # The copy costs
 //!
@@ -779,18 +781,21 @@ fn ping_pong(effort: &Effort, n: usize, cpu: u32) -> Result<Measured> {
 }
 
 /// The time from a futex wake on `waker_cpu` until the woken thread runs on `sleeper_cpu`; each
-/// batch is the mean of `n` wake-ups, each after the sleeper had time to fall asleep.
+/// batch is the median of `n` wake-ups, each after the sleeper had time to fall asleep. The
+/// median, not the mean: on a virtual machine a few wake-ups of a batch take milliseconds (the
+/// hypervisor ran another guest on the idle vCPU), and the simulator charges every wake-up one
+/// latency, which should be the typical one.
 fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -> Result<Measured> {
     let epoch = Instant::now();
     let word = Arc::new(AtomicU32::new(0));
     let stamp = Arc::new(AtomicU64::new(0));
-    let latency_sum = Arc::new(AtomicU64::new(0));
+    let total = n * (effort.batches + 1);
+    let latencies: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
     let (w, s, l) = (
         Arc::clone(&word),
         Arc::clone(&stamp),
-        Arc::clone(&latency_sum),
+        Arc::clone(&latencies),
     );
-    let total = n * (effort.batches + 1);
     let sleeper = std::thread::spawn(move || -> std::io::Result<()> {
         affinity::set_current_thread_affinity(&[sleeper_cpu])?;
         for i in 0..total as u32 {
@@ -798,9 +803,9 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
                 futex::wait(&w, i, None);
             }
             let now = epoch.elapsed().as_nanos() as u64;
-            l.fetch_add(
+            l[i as usize].store(
                 now.saturating_sub(s.load(Ordering::Acquire)),
-                Ordering::AcqRel,
+                Ordering::Release,
             );
         }
         Ok(())
@@ -810,7 +815,7 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
         .with_context(|| format!("pinning to CPU {waker_cpu}"))?;
     let mut next = 0u32;
     let mut batch = |count: usize| -> f64 {
-        let before = latency_sum.load(Ordering::Acquire);
+        let first = next as usize;
         for _ in 0..count {
             // Long enough for the sleeper to block in the kernel and its CPU to go idle.
             std::thread::sleep(Duration::from_micros(200));
@@ -819,9 +824,19 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
             word.store(next, Ordering::Release);
             futex::wake(&word, 1);
         }
-        // Wait until the sleeper has accounted for the last wake-up.
-        std::thread::sleep(Duration::from_millis(1));
-        (latency_sum.load(Ordering::Acquire) - before) as f64 / count as f64
+        // Wait until the sleeper has accounted for the last wake-up (a late one: up to 1 s).
+        let last = &latencies[next as usize - 1];
+        for _ in 0..1000 {
+            std::thread::sleep(Duration::from_millis(1));
+            if last.load(Ordering::Acquire) != 0 {
+                break;
+            }
+        }
+        let mine: Vec<f64> = latencies[first..next as usize]
+            .iter()
+            .map(|l| l.load(Ordering::Acquire) as f64)
+            .collect();
+        median(&mine)
     };
     batch(n);
     let times: Vec<f64> = (0..effort.batches).map(|_| batch(n)).collect();

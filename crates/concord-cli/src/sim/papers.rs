@@ -18,7 +18,7 @@ use concord_sim::replay::driver::SchedModel;
 use serde::{Deserialize, Serialize};
 
 use super::stats::median;
-use super::tiers::{in_parallel, read_collections, Collection, Shard};
+use super::tiers::{check_shards, in_parallel, read_collections, Collection, Shard};
 use super::validate::{concord, path_arg, Workload};
 use crate::console::{errln, outln};
 
@@ -724,44 +724,27 @@ pub fn summarize(mut result: PapersResult) -> PapersResult {
 /// Joins the shards of one tier-3 run: each of the N shards once, measured alike, and
 /// together every recording; the figures' values concatenated and judged as one run would.
 pub fn merge(parts: &[(PathBuf, PapersResult)]) -> Result<PapersResult> {
-    let (first_path, first) = &parts[0];
-    let count = first.shard.map_or(1, |s| s.count);
-    let mut seen = vec![None::<&Path>; count];
-    for (path, p) in parts {
-        let alike = p.recordings == first.recordings
-            && p.seeds == first.seeds
-            && p.sched == first.sched
-            && p.costs == first.costs
-            && p.quick == first.quick
-            && p.shard.map(|s| s.count) == Some(count)
-            && p.figures
-                .iter()
-                .map(|f| &f.id)
-                .eq(first.figures.iter().map(|f| &f.id));
-        if !alike {
-            bail!(
-                "--merge: {} and {} are shards of differently measured tier-3 runs \
-                 (recordings, seeds, model, costs, figures or shard count differ)",
-                first_path.display(),
-                path.display()
-            );
-        }
-        let index = p.shard.map_or(0, |s| s.index);
-        if let Some(other) = seen[index].replace(path) {
-            bail!(
-                "--merge: shard {}/{count} of tier 3 is there twice: {} and {}",
-                index + 1,
-                other.display(),
-                path.display()
-            );
-        }
-    }
-    if let Some(missing) = seen.iter().position(Option::is_none) {
-        bail!(
-            "--merge: shard {}/{count} of tier 3 is missing",
-            missing + 1
-        );
-    }
+    let (_, first) = &parts[0];
+    let shards: Vec<(&Path, Option<Shard>, bool)> = parts
+        .iter()
+        .map(|(path, p)| {
+            let alike = p.recordings == first.recordings
+                && p.seeds == first.seeds
+                && p.sched == first.sched
+                && p.costs == first.costs
+                && p.quick == first.quick
+                && p.figures
+                    .iter()
+                    .map(|f| &f.id)
+                    .eq(first.figures.iter().map(|f| &f.id));
+            (path.as_path(), p.shard, alike)
+        })
+        .collect();
+    check_shards(
+        3,
+        &shards,
+        "recordings, seeds, model, costs, figures or shard count differ",
+    )?;
     let mut recorded: Vec<usize> = parts.iter().flat_map(|(_, p)| p.recorded.clone()).collect();
     recorded.sort_unstable();
     if recorded != (1..=first.recordings).collect::<Vec<_>>() {

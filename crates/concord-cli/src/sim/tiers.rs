@@ -1219,41 +1219,24 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
     for tier in tiers {
         let mine: Vec<&(PathBuf, TierResult)> =
             parts.iter().filter(|(_, p)| p.tier == tier).collect();
-        let (first_path, first) = mine[0];
-        let count = first.shard.map_or(1, |s| s.count);
-        let mut seen = vec![None::<&Path>; count];
-        for (path, p) in &mine {
-            let alike = p.repeat == first.repeat
-                && p.seeds == first.seeds
-                && p.sched == first.sched
-                && p.costs == first.costs
-                && p.quick == first.quick
-                && p.grid_cells == first.grid_cells
-                && p.shard.map(|s| s.count) == Some(count);
-            if !alike {
-                bail!(
-                    "--merge: {} and {} are shards of differently measured tier-{tier} grids \
-                     (runs, seeds, model, costs, grid or shard count differ)",
-                    first_path.display(),
-                    path.display()
-                );
-            }
-            let index = p.shard.map_or(0, |s| s.index);
-            if let Some(other) = seen[index].replace(path) {
-                bail!(
-                    "--merge: shard {}/{count} of tier {tier} is there twice: {} and {}",
-                    index + 1,
-                    other.display(),
-                    path.display()
-                );
-            }
-        }
-        if let Some(missing) = seen.iter().position(Option::is_none) {
-            bail!(
-                "--merge: shard {}/{count} of tier {tier} is missing",
-                missing + 1
-            );
-        }
+        let (_, first) = mine[0];
+        let shards: Vec<(&Path, Option<Shard>, bool)> = mine
+            .iter()
+            .map(|(path, p)| {
+                let alike = p.repeat == first.repeat
+                    && p.seeds == first.seeds
+                    && p.sched == first.sched
+                    && p.costs == first.costs
+                    && p.quick == first.quick
+                    && p.grid_cells == first.grid_cells;
+                (path.as_path(), p.shard, alike)
+            })
+            .collect();
+        check_shards(
+            tier,
+            &shards,
+            "runs, seeds, model, costs, grid or shard count differ",
+        )?;
         let mut whole = first.clone();
         whole.shard = None;
         whole.cells = mine.iter().flat_map(|(_, p)| p.cells.clone()).collect();
@@ -1263,6 +1246,48 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
         merged.push(Outcome::Papers(super::papers::merge(&papers)?));
     }
     Ok(merged)
+}
+
+/// Checks that `shards` (each file, the shard it holds, and whether it was measured as the
+/// first was) are the N shards of one run of tier `tier`, each once: a shard measured
+/// otherwise (`differ` says what may differ), or of another count, a doubled one and a
+/// missing one are errors naming the files.
+pub(super) fn check_shards(
+    tier: u32,
+    shards: &[(&Path, Option<Shard>, bool)],
+    differ: &str,
+) -> Result<()> {
+    let Some(&(first_path, first, _)) = shards.first() else {
+        return Ok(());
+    };
+    let count = first.map_or(1, |s| s.count);
+    let mut seen = vec![None::<&Path>; count];
+    for &(path, shard, alike) in shards {
+        if !alike || shard.map(|s| s.count) != Some(count) {
+            bail!(
+                "--merge: {} and {} are shards of differently measured tier-{tier} runs \
+                 ({differ})",
+                first_path.display(),
+                path.display()
+            );
+        }
+        let index = shard.map_or(0, |s| s.index);
+        if let Some(other) = seen[index].replace(path) {
+            bail!(
+                "--merge: shard {}/{count} of tier {tier} is there twice: {} and {}",
+                index + 1,
+                other.display(),
+                path.display()
+            );
+        }
+    }
+    if let Some(missing) = seen.iter().position(Option::is_none) {
+        bail!(
+            "--merge: shard {}/{count} of tier {tier} is missing",
+            missing + 1
+        );
+    }
+    Ok(())
 }
 
 /// Prints a tier's result as a table.
@@ -1447,7 +1472,7 @@ mod tests {
         assert_eq!((t.grids, t.papers), (Tier::ALL.to_vec(), true));
         assert!(parse_tiers("x")
             .unwrap_err()
-            .contains("allowed: 0, 1, 2 or all"));
+            .contains("allowed: 0, 1, 2, 3 or all"));
         assert_eq!(parse_shard("2/8"), Ok(Shard { index: 1, count: 8 }));
         for bad in ["0/3", "4/3", "1", "a/b", "1/0"] {
             assert!(parse_shard(bad).unwrap_err().contains("K/N"), "{bad}");
