@@ -138,8 +138,9 @@ fn the_script_records_wake_ups_with_tracefs() {
         );
         let s = summary(&o.stdout);
         let n = s["wakeups"].as_u64().unwrap();
-        // A wake-up that finds the sleeper still awake wakes nobody, so there may be fewer.
-        assert!((10..=90).contains(&n), "{mode}: {s}");
+        // A wake-up that finds the sleeper still awake wakes nobody, so there may be fewer:
+        // on a busy machine (the rest of the suite beside it) as few as 3 of 40 were seen.
+        assert!((1..=90).contains(&n), "{mode}: {s}");
         for field in [
             "on_waker_cpu",
             "on_previous_cpu",
