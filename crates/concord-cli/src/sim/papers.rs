@@ -533,10 +533,10 @@ impl PapersRun<'_> {
             Ok((read_collections(&records, &args)?, wall))
         })?;
         let mut sims: Sims = HashMap::new();
-        let mut speed: Vec<(usize, usize, (f64, usize))> = Vec::new();
+        let mut speed: Vec<SpeedSample> = Vec::new();
         for (&(key, r, seed), (collections, wall)) in jobs.iter().zip(outcomes) {
             speed.push((
-                cpus_of(key, self.quick),
+                machine_of(key, self.quick)?,
                 key.gc_threads,
                 (wall, collections.len()),
             ));
@@ -567,7 +567,7 @@ impl PapersRun<'_> {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
-        let speed = speeds(speed, self.quick);
+        let speed = speeds(speed);
         Ok(summarize(PapersResult {
             tier: 3,
             figures,
@@ -593,46 +593,42 @@ impl PapersRun<'_> {
 /// The simulated collections of each (setting, recording, seed).
 type Sims = HashMap<(SimKey, usize, u64), Vec<Collection>>;
 
-/// The simulated machine's logical CPUs in `key`.
-fn cpus_of(key: SimKey, quick: bool) -> usize {
-    let machine = studies(quick)[key.study].machine;
-    let cpus = match machine {
-        "xeon-2x10" => 20,
-        _ => 48,
-    };
-    if key.variant == Variant::SmtOn {
-        cpus * 2
+/// The simulated machine of `key`: its label (as the flags give it) and logical CPUs, from
+/// the simulator's own named machines.
+fn machine_of(key: SimKey, quick: bool) -> Result<(String, usize)> {
+    let name = studies(quick)[key.study].machine;
+    let smt = key.variant == Variant::SmtOn;
+    let machine = concord_sim::machine::Machine::named(name, smt.then_some(true))
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let label = if smt {
+        format!("{name} --smt on")
     } else {
-        cpus
-    }
+        name.to_string()
+    };
+    Ok((label, machine.cpus()))
 }
 
-/// The speed samples grouped by machine size.
-fn speeds(samples: Vec<(usize, usize, (f64, usize))>, quick: bool) -> Vec<Speed> {
-    let sizes: BTreeSet<usize> = samples.iter().map(|s| s.0).collect();
-    sizes
+/// A simulation's machine, GC threads, wall seconds and collections.
+type SpeedSample = ((String, usize), usize, (f64, usize));
+
+/// The speed samples grouped by machine, smallest first.
+fn speeds(samples: Vec<SpeedSample>) -> Vec<Speed> {
+    let machines: BTreeSet<(usize, String)> = samples
+        .iter()
+        .map(|((label, cpus), _, _)| (*cpus, label.clone()))
+        .collect();
+    machines
         .into_iter()
-        .map(|cpus| {
-            let mine: Vec<&(usize, usize, (f64, usize))> =
-                samples.iter().filter(|s| s.0 == cpus).collect();
-            let machine = machine_name(cpus, quick);
+        .map(|(cpus, label)| {
+            let mine: Vec<&SpeedSample> = samples.iter().filter(|s| s.0 .0 == label).collect();
             Speed::of(
-                machine,
+                label,
                 cpus,
                 mine.iter().map(|s| s.1).max().unwrap_or(0),
                 mine.iter().map(|s| s.2).collect(),
             )
         })
         .collect()
-}
-
-fn machine_name(cpus: usize, quick: bool) -> String {
-    let [suo, naps] = studies(quick);
-    match cpus {
-        20 => suo.machine.to_string(),
-        40 => format!("{} --smt on", suo.machine),
-        _ => naps.machine.to_string(),
-    }
 }
 
 /// The sum of the pauses, ms.
