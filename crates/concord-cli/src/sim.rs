@@ -147,26 +147,58 @@ fn print_table(c: &CalibratedCosts) -> Result<()> {
         real / objects,
         charged / objects
     )?;
-    let far = |shuffled: bool| -> f64 {
-        let (far, objects) = f
-            .points
-            .iter()
-            .filter(|p| p.shuffled == shuffled)
-            .fold((0.0, 0.0), |(a, o), p| (a + p.far_accesses, o + p.objects));
-        far / objects.max(1.0)
-    };
+    outln!("reach costs (trees of 32-byte nodes in order, top-down and shuffled), ns:")?;
     outln!(
-        "far accesses per object: {:.2} in the trees laid out in order, {:.2} in the shuffled \
-         ones; {:.2} ns each (spread {:.2} ns over the payloads)",
-        far(false),
-        far(true),
-        f.far_access_ns,
-        f.far_access_spread_ns
+        "{:>12} {:>10} {:>10} {:>10} {:>10}   {}",
+        "footprint",
+        "line miss",
+        "spread",
+        "far",
+        "spread",
+        "misses per object (in order / top-down / shuffled: line, far)"
     )?;
+    for r in &f.reach {
+        let per_object = |pick: fn(&concord_sim::calibrate::CopyPoint) -> bool| {
+            f.points
+                .iter()
+                .find(|p| {
+                    !p.fitted
+                        && !p.first_touch
+                        && pick(p)
+                        && (p.footprint - r.footprint).abs() <= r.footprint * 0.01
+                })
+                .map_or("-".to_string(), |p| {
+                    format!(
+                        "{:.2}, {:.2}",
+                        p.line_misses / p.objects,
+                        p.far_accesses / p.objects
+                    )
+                })
+        };
+        outln!(
+            "{:>12} {:>10.2} {:>10.2} {:>10.2} {:>10.2}   {} / {} / {}",
+            concord::config::format_size_rounded(r.footprint as usize),
+            r.line_miss_ns,
+            r.line_miss_spread_ns,
+            r.far_access_ns,
+            r.far_access_spread_ns,
+            per_object(|p| !p.shuffled && !p.preorder),
+            per_object(|p| p.preorder),
+            per_object(|p| p.shuffled),
+        )?;
+    }
+    if let Some(fault) = concord_sim::calibrate::fault_cost(&f.points) {
+        outln!(
+            "first-touch page fault inside a collection: {:.0} ns (spread {:.0} ns), from a tree \
+             copied into a to-space not pretouched",
+            fault.median,
+            fault.spread
+        )?;
+    }
     outln!(
         "copy fit of the rest over the {} trees laid out in order: {:.2} ns/object + {:.4} ns/byte, residual \
          rms {:.0} ns ({:.1}% of the mean), r² {:.4}",
-        f.points.iter().filter(|p| !p.shuffled).count(),
+        f.points.iter().filter(|p| p.fitted).count(),
         f.per_object_ns,
         f.per_byte_ns,
         f.residual_rms_ns,

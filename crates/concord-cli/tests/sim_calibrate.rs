@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The cost names every calibration holds, as the simulator's cost table and the copy fit
 /// name them.
-const COSTS: [&str; 16] = [
+const COSTS: [&str; 17] = [
     "atomic_load",
     "atomic_store",
     "atomic_rmw",
@@ -27,6 +27,7 @@ const COSTS: [&str; 16] = [
     "copy_per_byte",
     "page_fault",
     "far_access",
+    "line_miss",
 ];
 
 fn number(v: &Value, what: &str) -> f64 {
@@ -53,15 +54,15 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         text(&out.stdout),
         "the file is what --json printed"
     );
-    assert_eq!(printed["version"], 3);
+    assert_eq!(printed["version"], 4);
     assert_eq!(printed["quick"], true);
     let costs = printed["costs"].as_object().unwrap();
     let spread = printed["spread"].as_object().unwrap();
     assert_eq!(costs.len(), COSTS.len(), "{costs:?}");
     for name in COSTS {
         let ns = number(&costs[name], name);
-        // A far access may cost nothing (where the layout made no difference).
-        let least_ok = if name == "far_access" {
+        // A reach may cost nothing (where the layout made no difference).
+        let least_ok = if name == "far_access" || name == "line_miss" {
             ns >= 0.0
         } else {
             ns > 0.0
@@ -81,29 +82,58 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     let points = fit["points"].as_array().unwrap();
     assert_eq!(
         points.len(),
-        12,
-        "4 payloads × 2 sizes in order, and the large ones shuffled"
+        8 + 1 + 12,
+        "4 payloads × 2 sizes in order, one of them not pretouched, and the reach trees: 4 \
+         sizes × 3 layouts"
     );
     for p in points {
-        for key in ["objects", "bytes", "ns", "sync_ns", "far_accesses"] {
+        for key in ["objects", "bytes", "ns", "sync_ns", "footprint"] {
             let v = number(&p[key], key);
             assert!(v.is_finite() && v > 0.0, "{key} = {v} in {p}");
         }
     }
-    // A shuffled tree's reaches jump about the heap: more far accesses than its ordered twin.
-    let shuffled: Vec<&Value> = points.iter().filter(|p| p["shuffled"] == true).collect();
-    assert_eq!(shuffled.len(), 4);
-    for s in shuffled {
-        let twin = points
+    assert_eq!(points.iter().filter(|p| p["fitted"] == true).count(), 8);
+    let cold: Vec<&Value> = points.iter().filter(|p| p["first_touch"] == true).collect();
+    assert_eq!(cold.len(), 1);
+    assert!(number(&cold[0]["faults"], "faults") > 0.0, "{}", cold[0]);
+    // A shuffled tree's reaches jump about the heap: more far accesses than its twin laid out
+    // in order; a top-down tree's skip over subtrees: more line misses.
+    let twin_of = |s: &Value| {
+        points
             .iter()
             .find(|p| {
-                p["shuffled"] == false && p["objects"] == s["objects"] && p["bytes"] == s["bytes"]
+                p["shuffled"] == false
+                    && p["preorder"] == false
+                    && p["first_touch"] == false
+                    && p["objects"] == s["objects"]
+                    && p["bytes"] == s["bytes"]
             })
-            .unwrap_or_else(|| panic!("no ordered twin of {s}"));
-        assert!(
-            number(&s["far_accesses"], "far") > 2.0 * number(&twin["far_accesses"], "far"),
-            "{s} against {twin}"
-        );
+            .unwrap_or_else(|| panic!("no ordered twin of {s}"))
+    };
+    for (layout, misses) in [("shuffled", "far_accesses"), ("preorder", "line_misses")] {
+        let trees: Vec<&Value> = points.iter().filter(|p| p[layout] == true).collect();
+        assert_eq!(trees.len(), 4, "{layout}");
+        for s in trees {
+            let twin = twin_of(s);
+            assert!(
+                number(&s[misses], misses) > 2.0 * number(&twin[misses], misses),
+                "{s} against {twin}"
+            );
+        }
+    }
+    // The reach costs, one per size, ascending footprints.
+    let reach = fit["reach"].as_array().unwrap();
+    assert_eq!(reach.len(), 4, "{reach:?}");
+    let footprints: Vec<f64> = reach
+        .iter()
+        .map(|r| number(&r["footprint"], "footprint"))
+        .collect();
+    assert!(footprints.windows(2).all(|w| w[0] < w[1]), "{footprints:?}");
+    for r in reach {
+        for key in ["line_miss_ns", "far_access_ns"] {
+            let v = number(&r[key], key);
+            assert!(v.is_finite() && v >= 0.0, "{key} = {v} in {r}");
+        }
     }
     assert!(number(&fit["residual_rms_ns"], "residual").is_finite());
     let date = printed["measured_at"].as_str().unwrap();

@@ -24,7 +24,8 @@
 //! * `spin_loop`: `std::hint::spin_loop()` (`PAUSE` on x86).
 //! * `page_fault`: the first write to each 4 KiB page of a fresh anonymous mapping (transparent
 //!   huge pages refused for it): the minor fault a collection pays when it copies into heap
-//!   memory no collection wrote before.
+//!   memory no collection wrote before (replaced by the same fault measured inside a
+//!   collection, below, where that could be measured).
 //! * `context_switch`: two threads pinned to the same CPU ping-pong through two futexes; a round
 //!   trip is two switches (each with its futex wake and wait), so the cost is half of it.
 //! * `wakeup_latency`: a thread on one CPU sleeps in `FUTEX_WAIT`; another thread on another
@@ -55,6 +56,25 @@
 //! (otherwise `x` and `y` are proportional and `a`, `b` cannot be separated), which is why the
 //! payloads vary. The residual (root mean square of `t − s − a·x − b·y`, absolute and relative
 //! to the mean `t − s`) and `r²` are saved with every point, so a user can judge the fit.
+//!
+//! # The reach costs and the page fault
+//!
+//! What a collector's reach of an object costs in the caches ([`exec::reach`]) is measured
+//! first, with trees of 32-byte nodes at four sizes a factor 4 apart (from below a typical L2
+//! to about a typical L3), each in three layouts: built bottom-up (a depth-first collection
+//! reaches nodes next to each other), top-down (its reaches skip over subtrees, lines apart:
+//! line misses) and allocated then linked in a random order (pages apart: far accesses). Each
+//! is replayed three times, with no reach cost, with line misses at 1 ns and with far accesses
+//! at 1 ns, which counts them. The three layouts have the same objects and bytes, so their
+//! copy costs cancel: each size gives two equations, `net(layout) − net(bottom-up) = Δline ·
+//! line_miss + Δfar · far_access`, solved with both costs at least 0 ([`fit_reach`]). The copy
+//! fit above is then of what is left after each point's own reaches are taken off.
+//!
+//! `page_fault` is measured twice: by the loop above, and inside a collection, as one copy
+//! shape collected again into a to-space that was not pretouched: its extra time over the
+//! pretouched twin, per minor fault its worker took ([`fault_cost`]). The simulator charges
+//! the second where it was measured (a fault there also costs the TLB miss and the lines the
+//! zeroed page evicts).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -74,7 +94,9 @@ use crate::exec;
 /// included, which the simulator then charged a second time) and is refused; version 2 holds
 /// net ones ([`CopyPoint::sync_ns`]) and medians, and is still read (its `far_access` is 0:
 /// fitted without it); version 3 adds `far_access` and the copy shapes laid out out of order.
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4 adds line misses and gives both reach costs at several footprints
+/// ([`CopyFit::reach`]).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest version [`load`] reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 2;
@@ -144,10 +166,15 @@ pub struct MeasuredCosts {
     pub copy_per_byte: f64,
     /// The first write to a fresh 4 KiB page of anonymous memory (a minor fault).
     pub page_fault: f64,
-    /// The collector's read of an object far from the last one it reached
-    /// ([`exec::Costs::far_access`]); 0 in a version 2 file (not measured).
+    /// The collector's read of an object more than a page from the last one it reached
+    /// ([`exec::reach::Reach::Far`]), at the largest footprint measured (the whole table is
+    /// [`CopyFit::reach`]); 0 in a version 2 file (not measured).
     #[serde(default)]
     pub far_access: f64,
+    /// The same for an object more than a line but within a page away
+    /// ([`exec::reach::Reach::Line`]); 0 before version 4 (not measured).
+    #[serde(default)]
+    pub line_miss: f64,
 }
 
 impl MeasuredCosts {
@@ -174,7 +201,11 @@ impl MeasuredCosts {
         copy_per_byte: 100.0,
         page_fault: 1e6,
         far_access: 1e4,
+        line_miss: 1e4,
     };
+
+    /// The costs that may be 0 (a layout that made no difference).
+    const MAY_BE_ZERO: [&'static str; 2] = ["far_access", "line_miss"];
 
     /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
     /// whole ps), at least 1 (the executor needs every operation to advance time).
@@ -199,12 +230,15 @@ impl MeasuredCosts {
             copy_per_byte_ps: ps(c.copy_per_byte),
             page_fault: ns(c.page_fault),
             // 0 is a cost the fit may find (the layout made no difference): not charged.
-            far_access: c.far_access.round() as exec::Ns,
+            reach: exec::reach::ReachCosts::flat(
+                c.line_miss.round() as exec::Ns,
+                c.far_access.round() as exec::Ns,
+            ),
         }
     }
 
     /// Every field with its name, in declaration order.
-    pub fn fields(&self) -> [(&'static str, f64); 16] {
+    pub fn fields(&self) -> [(&'static str, f64); 17] {
         [
             ("atomic_load", self.atomic_load),
             ("atomic_store", self.atomic_store),
@@ -222,6 +256,7 @@ impl MeasuredCosts {
             ("copy_per_byte", self.copy_per_byte),
             ("page_fault", self.page_fault),
             ("far_access", self.far_access),
+            ("line_miss", self.line_miss),
         ]
     }
 }
@@ -247,21 +282,64 @@ pub struct CopyPoint {
     /// reaches jump about the heap) rather than in the order the collection reaches them.
     #[serde(default)]
     pub shuffled: bool,
-    /// The reaches the simulator counts as far ([`exec::Costs::far_access`]) in its replay
-    /// of the collection, and what they cost at the fitted `far_access`, ns (taken off
+    /// Whether the tree was built top-down (each node before its children, as gcbench builds
+    /// its trees), so that the collection's depth-first reaches skip over subtrees.
+    #[serde(default)]
+    pub preorder: bool,
+    /// The reaches the simulator counts as far ([`exec::reach::Reach::Far`]) in its replay
+    /// of the collection, and what they cost at the fitted reach costs, ns (taken off
     /// `ns` with `sync_ns`).
     #[serde(default)]
     pub far_accesses: f64,
     #[serde(default)]
     pub far_ns: f64,
+    /// The same for line misses ([`exec::reach::Reach::Line`]).
+    #[serde(default)]
+    pub line_misses: f64,
+    #[serde(default)]
+    pub line_ns: f64,
+    /// The collection's footprint, bytes ([`exec::reach::footprint`]).
+    #[serde(default)]
+    pub footprint: f64,
+    /// Whether the copy costs were fitted to this point (otherwise it measured the reach
+    /// costs or the page faults only; false in files before version 4).
+    #[serde(default)]
+    pub fitted: bool,
+    /// The heap was not pretouched, so the collection faulted its to-space in: `faults` minor
+    /// faults of the worker (median over the repetitions).
+    #[serde(default)]
+    pub first_touch: bool,
+    #[serde(default)]
+    pub faults: f64,
 }
 
 impl CopyPoint {
     /// The time left for the copy costs: the real time minus what the simulator charges
-    /// separately for the same work (its own operations, and the far accesses).
+    /// separately for the same work (its own operations, the line misses and far accesses).
     pub fn net_ns(&self) -> f64 {
-        self.ns - self.sync_ns - self.far_ns
+        self.ns - self.sync_ns - self.far_ns - self.line_ns
     }
+
+    /// The real time minus the simulator's own charges only (before any reach cost).
+    fn beyond_sync_ns(&self) -> f64 {
+        self.ns - self.sync_ns
+    }
+}
+
+/// The reach costs at one footprint ([`fit_reach`]), from a tree of that size collected in
+/// three layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachFit {
+    /// The trees' footprint, bytes ([`exec::reach::footprint`]).
+    pub footprint: f64,
+    /// A line miss, ns, and how much it could be off: the spreads of the collections it was
+    /// fitted from, per line miss.
+    pub line_miss_ns: f64,
+    pub line_miss_spread_ns: f64,
+    /// A far access, ns, and its spread likewise.
+    pub far_access_ns: f64,
+    pub far_access_spread_ns: f64,
 }
 
 /// The least-squares fit `ns − sync_ns ≈ per_object·objects + per_byte·bytes`.
@@ -280,12 +358,16 @@ pub struct CopyFit {
     /// The points measured: the copy costs are fitted to those laid out in order, the
     /// far-access cost from the shuffled ones beside their ordered twins.
     pub points: Vec<CopyPoint>,
-    /// The far-access cost fitted first ([`fit_far_access`]) and the spread of its
-    /// per-payload estimates, ns (0 in a version 2 file).
+    /// The far-access cost fitted first, at the largest footprint, and its spread, ns (0 in
+    /// a version 2 file; in version 3, the median over the payloads of one footprint).
     #[serde(default)]
     pub far_access_ns: f64,
     #[serde(default)]
     pub far_access_spread_ns: f64,
+    /// The reach costs at each footprint measured, ascending ([`fit_reach`]); empty before
+    /// version 4 (one far-access cost for every footprint).
+    #[serde(default)]
+    pub reach: Vec<ReachFit>,
 }
 
 /// Fits `ns − sync_ns ≈ a·objects + b·bytes` to `points` ([`CopyPoint::net_ns`]) by least
@@ -349,13 +431,32 @@ pub fn fit_copy_cost(points: &[CopyPoint]) -> Result<CopyFit> {
         points: points.to_vec(),
         far_access_ns: 0.0,
         far_access_spread_ns: 0.0,
+        reach: Vec::new(),
     })
 }
 
 impl CalibratedCosts {
-    /// The executor's cost table from these costs ([`MeasuredCosts::exec_costs`]).
+    /// The executor's cost table from these costs ([`MeasuredCosts::exec_costs`]), with the
+    /// reach costs at every footprint measured ([`CopyFit::reach`]) where the file has them.
     pub fn exec_costs(&self) -> exec::Costs {
-        self.costs.exec_costs()
+        let mut costs = self.costs.exec_costs();
+        if !self.copy_fit.reach.is_empty() {
+            let points: Vec<exec::reach::ReachPoint> = self
+                .copy_fit
+                .reach
+                .iter()
+                .map(|r| exec::reach::ReachPoint {
+                    footprint: r.footprint.round() as u64,
+                    line_miss: r.line_miss_ns.round() as exec::Ns,
+                    far_access: r.far_access_ns.round() as exec::Ns,
+                })
+                .collect();
+            // `check` made sure the footprints ascend.
+            if let Ok(table) = exec::reach::ReachCosts::new(&points) {
+                costs.reach = table;
+            }
+        }
+        costs
     }
 
     /// The first cost that is not a positive number at most its [`MeasuredCosts::MAX`], or
@@ -367,18 +468,11 @@ impl CalibratedCosts {
             .into_iter()
             .zip(MeasuredCosts::MAX.fields())
         {
-            // A far access may cost nothing: the fit finds 0 where layout made no difference.
-            let least_ok = if name == "far_access" {
-                v >= 0.0
-            } else {
-                v > 0.0
-            };
+            // A reach may cost nothing: the fit finds 0 where layout made no difference.
+            let zero_ok = MeasuredCosts::MAY_BE_ZERO.contains(&name);
+            let least_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
             if !(v.is_finite() && least_ok && v <= max) {
-                let least = if name == "far_access" {
-                    "at least 0"
-                } else {
-                    "more than 0"
-                };
+                let least = if zero_ok { "at least 0" } else { "more than 0" };
                 bail!(
                     "cost {name} is {v} ns (allowed: {least} and at most {max} ns, {})",
                     readable_ns(max)
@@ -389,6 +483,32 @@ impl CalibratedCosts {
             if !(v.is_finite() && v >= 0.0) {
                 bail!("spread of {name} is {v}; a spread must be a non-negative number of ns");
             }
+        }
+        let max = MeasuredCosts::MAX.far_access;
+        for r in &self.copy_fit.reach {
+            for (what, v) in [
+                ("line miss", r.line_miss_ns),
+                ("far access", r.far_access_ns),
+            ] {
+                if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                    bail!(
+                        "the {what} at footprint {} bytes is {v} ns (allowed: at least 0 and at \
+                         most {max} ns)",
+                        r.footprint
+                    );
+                }
+            }
+        }
+        let footprints: Vec<f64> = self.copy_fit.reach.iter().map(|r| r.footprint).collect();
+        if footprints.len() > exec::reach::POINTS
+            || footprints.iter().any(|f| !(f.is_finite() && *f >= 1.0))
+            || footprints.windows(2).any(|w| w[0] >= w[1])
+        {
+            bail!(
+                "the reach costs' footprints are {footprints:?} (allowed: at most {} of them, \
+                 each at least 1 byte, ascending)",
+                exec::reach::POINTS
+            );
         }
         Ok(())
     }
@@ -517,10 +637,12 @@ impl Effort {
 }
 
 /// One cost: the median over batches and the spread (maximum − minimum).
-#[derive(Clone, Copy, Debug)]
-struct Measured {
-    median: f64,
-    spread: f64,
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// The median.
+    pub median: f64,
+    /// The maximum minus the minimum.
+    pub spread: f64,
 }
 
 impl Measured {
@@ -653,6 +775,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         copy_per_byte: 0.0,
         page_fault: m(&page_fault),
         far_access: 0.0,
+        line_miss: 0.0,
     };
     let mut costs = both(|m| m.median);
     // The simulator's own charges for the calibration collections, at these primitive costs
@@ -664,18 +787,28 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     charged.page_fault = 0;
     progress("copy costs (young collections, then their replays)");
     let fit = copy_fit(&effort, &charged)?;
-    let fitted: Vec<&CopyPoint> = fit.points.iter().filter(|p| !p.shuffled).collect();
+    let fitted: Vec<&CopyPoint> = fit.points.iter().filter(|p| p.fitted).collect();
     let mean = |f: fn(&CopyPoint) -> f64| {
         fitted.iter().map(|&p| f(p)).sum::<f64>() / fitted.len().max(1) as f64
     };
     let (mean_objects, mean_bytes) = (mean(|p| p.objects), mean(|p| p.bytes));
     costs.copy_per_object = fit.per_object_ns;
     costs.copy_per_byte = fit.per_byte_ns;
+    // A fault inside a collection (which also misses the TLB and evicts lines the copy uses)
+    // costs more than in the microbenchmark's loop: the simulator charges it there.
+    let in_collection = fault_cost(&fit.points);
+    let largest = fit.reach.last().copied();
     costs.far_access = fit.far_access_ns;
+    costs.line_miss = largest.map_or(0.0, |r| r.line_miss_ns);
     let mut spread = both(|m| m.spread);
     spread.copy_per_object = fit.residual_rms_ns / mean_objects;
     spread.copy_per_byte = fit.residual_rms_ns / mean_bytes;
     spread.far_access = fit.far_access_spread_ns;
+    spread.line_miss = largest.map_or(0.0, |r| r.line_miss_spread_ns);
+    if let Some(fault) = in_collection.filter(|f| f.median > 0.0) {
+        costs.page_fault = fault.median;
+        spread.page_fault = fault.spread;
+    }
     let mut used = vec![same_cpu];
     if sleeper_cpu != same_cpu {
         used.push(sleeper_cpu);
@@ -852,42 +985,90 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
 /// are mostly data, so that bytes per object varies by more than tenfold.
 const COPY_PAYLOADS: [u16; 4] = [0, 48, 240, 1008];
 
+/// The payload of the reach-cost trees' nodes, bytes: a node of 32 bytes, as gcbench's and
+/// binary-trees' are.
+const REACH_PAYLOAD: u16 = 8;
+
+/// The reach-cost trees' sizes, as fractions of `Effort::copy_bytes`: four footprints a
+/// factor 4 apart, from below a typical L2 to about a typical L3.
+const REACH_SIZES: [usize; 4] = [64, 16, 4, 1];
+
+/// The copy shape whose collection is measured again without pretouching ([`fault_cost`]):
+/// payload 48 at a quarter of the largest size.
+const FAULT_SHAPE: usize = 2;
+
+/// How a calibration tree's nodes are laid out in the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Built bottom-up (each node after its children): a depth-first collection reaches
+    /// nodes next to each other.
+    Ordered,
+    /// Built top-down (each node before its children): the collection's reaches skip over
+    /// subtrees, lines apart within a page at the bottom of the tree.
+    Preorder,
+    /// Allocated first and then linked in a random order: nearly every reach is pages away.
+    Shuffled,
+}
+
 /// One tree shape of the copy-cost fit.
 #[derive(Clone, Copy)]
 struct Shape {
     node: ObjectType,
     depth: u32,
-    /// Nodes allocated in a random order ([`shuffled_tree`]) instead of bottom-up.
-    shuffled: bool,
+    layout: Layout,
+    /// Whether the copy costs are fitted to it (otherwise it is one of the reach-cost trees).
+    copy_fit: bool,
+    /// Whether the heap is left unpretouched (the page-fault shape).
+    first_touch: bool,
 }
 
-/// Runs young collections of binary trees of each payload in [`COPY_PAYLOADS`] at two sizes
-/// (the largest `effort.copy_bytes`, and a quarter of that) and fits the net copy costs: each
-/// shape's real time is the median of `effort.copy_repeats` collections, taken in rounds over
-/// all shapes (so that a slow spell of the machine falls on every shape, not on one), and its
-/// `sync_ns` is the simulator's replay of a recording of the same collection under `charged`
-/// (the primitive costs, no copy cost).
+/// The depth of the complete binary tree of nodes with `payload` bytes closest below `bytes`.
+fn depth_for(payload: u16, bytes: usize) -> u32 {
+    // Header and two references, rounded as the heap lays objects out, approximately.
+    let node_bytes = 8 + 16 + usize::from(payload);
+    let nodes = (bytes / node_bytes).max(64);
+    (usize::BITS - 1 - nodes.leading_zeros()).max(2) - 1
+}
+
+/// Runs young collections of binary trees and fits the net copy and reach costs. The copy
+/// shapes are each payload in [`COPY_PAYLOADS`] at two sizes (the largest `effort.copy_bytes`,
+/// and a quarter of that), laid out in order; the reach shapes are nodes of [`REACH_PAYLOAD`]
+/// at each of [`REACH_SIZES`] in each [`Layout`]. Each shape's real time is the median of
+/// `effort.copy_repeats` collections, taken in rounds over all shapes (so that a slow spell of
+/// the machine falls on every shape, not on one), and its `sync_ns` is the simulator's replay
+/// of a recording of the same collection under `charged` (the primitive costs, no copy or
+/// reach cost). The reach costs are fitted first ([`fit_reach`]), then the copy costs to the
+/// copy shapes less what their own reaches cost.
 fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
     let mut shapes = Vec::new();
     for payload in COPY_PAYLOADS {
-        let node = ObjectType::fixed(2, payload);
-        // Header and two references, rounded as the heap lays objects out, approximately.
-        let node_bytes = 8 + 16 + usize::from(payload);
         for target in [effort.copy_bytes / 4, effort.copy_bytes] {
-            let nodes = (target / node_bytes).max(64);
-            let depth = (usize::BITS - 1 - nodes.leading_zeros()).max(2) - 1;
             shapes.push(Shape {
-                node,
-                depth,
-                shuffled: false,
+                node: ObjectType::fixed(2, payload),
+                depth: depth_for(payload, target),
+                layout: Layout::Ordered,
+                copy_fit: true,
+                first_touch: false,
             });
         }
-        // The large tree again, its nodes laid out in random order: what a far access costs.
-        let large = shapes[shapes.len() - 1];
-        shapes.push(Shape {
-            shuffled: true,
-            ..large
-        });
+    }
+    // A copy shape again, into a to-space no collection wrote: what a first-touch fault costs
+    // inside a collection (beside its pretouched twin, per fault).
+    shapes.push(Shape {
+        copy_fit: false,
+        first_touch: true,
+        ..shapes[FAULT_SHAPE]
+    });
+    for fraction in REACH_SIZES {
+        for layout in [Layout::Ordered, Layout::Preorder, Layout::Shuffled] {
+            shapes.push(Shape {
+                node: ObjectType::fixed(2, REACH_PAYLOAD),
+                depth: depth_for(REACH_PAYLOAD, effort.copy_bytes / fraction),
+                layout,
+                copy_fit: false,
+                first_touch: false,
+            });
+        }
     }
     let mut runs: Vec<Vec<CopyPoint>> = vec![Vec::new(); shapes.len()];
     for _ in 0..effort.copy_repeats {
@@ -905,35 +1086,32 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         let mut point = runs[0];
         point.ns = median(&times);
         point.spread_ns = Measured::of(&times).spread;
+        point.faults = median(&runs.iter().map(|p| p.faults).collect::<Vec<_>>());
         let recorded = copy_once(*shape, effort.copy_bytes, Some(&scratch));
-        let replayed = recorded.and_then(|_| {
-            // Replayed twice: with far accesses free, and at 1 ns each, which counts them.
-            let sync = replayed_sync_ns(&scratch, charged)?;
-            let counted = replayed_sync_ns(
-                &scratch,
-                &exec::Costs {
-                    far_access: 1,
-                    ..*charged
-                },
-            )?;
-            Ok((sync, (counted - sync).max(0.0)))
-        });
+        let replayed = recorded.and_then(|_| replayed(&scratch, charged));
         let _ = std::fs::remove_file(&scratch);
-        (point.sync_ns, point.far_accesses) = replayed?;
+        let r = replayed?;
+        point.sync_ns = r.sync_ns;
+        point.line_misses = r.line_misses;
+        point.far_accesses = r.far_accesses;
+        point.footprint = r.footprint;
         points.push(point);
     }
-    let (far_access, far_spread) = fit_far_access(&points);
+    let reach = fit_reach(&points);
+    let table = reach_table(&reach);
     for p in &mut points {
-        p.far_ns = far_access * p.far_accesses;
+        let (line, far) = table.at(p.footprint.round() as u64);
+        p.line_ns = line as f64 * p.line_misses;
+        p.far_ns = far as f64 * p.far_accesses;
     }
-    // The copy costs from the trees laid out in order only: a shuffled tree's far accesses
-    // cost more the smaller its nodes are, which one far-access cost cannot say, and what it
-    // leaves over would bend the per-byte cost.
-    let ordered: Vec<CopyPoint> = points.iter().filter(|p| !p.shuffled).copied().collect();
-    let mut fit = fit_copy_cost(&ordered)?;
+    let copy_points: Vec<CopyPoint> = points.iter().filter(|p| p.fitted).copied().collect();
+    let mut fit = fit_copy_cost(&copy_points)?;
     fit.points = points;
-    fit.far_access_ns = far_access;
-    fit.far_access_spread_ns = far_spread;
+    if let Some(largest) = reach.last() {
+        fit.far_access_ns = largest.far_access_ns;
+        fit.far_access_spread_ns = largest.far_access_spread_ns;
+    }
+    fit.reach = reach;
     if !(fit.per_object_ns > 0.0 || fit.per_byte_ns > 0.0) {
         bail!(
             "the simulator charges more for the calibration's collections than they took \
@@ -950,12 +1128,42 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
     Ok(fit)
 }
 
+/// The executor's table of `reach` (whole ns; footprints that do not ascend dropped).
+fn reach_table(reach: &[ReachFit]) -> exec::reach::ReachCosts {
+    let mut points: Vec<exec::reach::ReachPoint> = Vec::new();
+    for r in reach {
+        let footprint = r.footprint.round() as u64;
+        if footprint > points.last().map_or(0, |p| p.footprint) {
+            points.push(exec::reach::ReachPoint {
+                footprint,
+                line_miss: r.line_miss_ns.round() as exec::Ns,
+                far_access: r.far_access_ns.round() as exec::Ns,
+            });
+        }
+    }
+    points.truncate(exec::reach::POINTS);
+    exec::reach::ReachCosts::new(&points).unwrap_or(exec::reach::ReachCosts::NONE)
+}
+
+/// What the simulator makes of a calibration collection's recording ([`replayed`]).
+struct Replayed {
+    /// Its charges besides the copy and reach costs, ns.
+    sync_ns: f64,
+    /// The reaches it counts as line misses and as far accesses.
+    line_misses: f64,
+    far_accesses: f64,
+    /// The collection's footprint, bytes.
+    footprint: f64,
+}
+
 /// What the simulator charges, besides the copy costs, to replay the one collection recorded
-/// in the GC trace at `trace`: its single worker's time in root tasks plus stealing (the
-/// figure [`copy_once`] takes from the real collection), on a simulated machine of 2 CPUs
-/// (the VM thread and the worker each on its own) under `costs`.
+/// in the GC trace at `trace` (its single worker's time in root tasks plus stealing, the
+/// figure [`copy_once`] takes from the real collection, on a simulated machine of 2 CPUs: the
+/// VM thread and the worker each on its own) under `costs` without reach costs, and the
+/// reaches it counts: the replay is run again with line misses, then far accesses, at 1 ns.
 #[cfg(not(test))]
-fn replayed_sync_ns(trace: &Path, costs: &exec::Costs) -> Result<f64> {
+fn replayed(trace: &Path, costs: &exec::Costs) -> Result<Replayed> {
+    use crate::exec::reach::ReachCosts;
     use crate::machine::Machine as SimMachine;
     use crate::replay::driver::{self, SchedModel, SimSetup};
     let trace = crate::replay::load_trace(trace)
@@ -966,43 +1174,54 @@ fn replayed_sync_ns(trace: &Path, costs: &exec::Costs) -> Result<f64> {
             trace.collections.len()
         );
     }
+    let footprint = trace.collections[0].footprint() as f64;
+    let collections = std::sync::Arc::new(trace.collections);
     let config = GcConfig::for_preset(Preset::Optimized);
-    let setup = SimSetup {
-        machine: SimMachine::from_flags(None, Some("2"), None, None)
-            .map_err(|e| anyhow!("the calibration's simulated machine: {e}"))?,
-        sched: SchedModel::Cfs,
-        costs: *costs,
-        seed: 0,
-        policy: config.phase,
-        parking: config.parking,
-        gc_threads: 1,
-        mutators: 0,
-        load: None,
-        gc_affinity: concord::os::policy::GcAffinity::None,
-        numa: concord::os::numa::NumaLayout::Off,
-        mutator_ns: 1_000,
-        dynamic_gc_threads: None,
-        pin_start: false,
-        // The VM thread on the other CPU than the worker's (the real calibration leaves both to
-        // the OS, which on an idle machine keeps them apart).
-        vm_thread_cpu: Some(1),
-        // Pretouched, as the real calibration heap is.
-        first_touch: false,
+    let worker_ns = |reach: ReachCosts| -> Result<f64> {
+        let setup = SimSetup {
+            machine: SimMachine::from_flags(None, Some("2"), None, None)
+                .map_err(|e| anyhow!("the calibration's simulated machine: {e}"))?,
+            sched: SchedModel::Cfs,
+            costs: exec::Costs { reach, ..*costs },
+            seed: 0,
+            policy: config.phase,
+            parking: config.parking,
+            gc_threads: 1,
+            mutators: 0,
+            load: None,
+            gc_affinity: concord::os::policy::GcAffinity::None,
+            numa: concord::os::numa::NumaLayout::Off,
+            mutator_ns: 1_000,
+            dynamic_gc_threads: None,
+            pin_start: false,
+            // The VM thread on the other CPU than the worker's (the real calibration leaves
+            // both to the OS, which on an idle machine keeps them apart).
+            vm_thread_cpu: Some(1),
+            // Pretouched, as the real calibration heap is.
+            first_touch: false,
+        };
+        let run = driver::simulate(collections.clone(), &setup)
+            .map_err(|e| anyhow!("replaying the calibration's collection: {e}"))?;
+        let worker = run
+            .collections
+            .first()
+            .and_then(|c| c.workers.first())
+            .ok_or_else(|| anyhow!("the replay of the calibration's collection ran no worker"))?;
+        Ok((worker.root_ns + worker.steal_ns) as f64)
     };
-    let run = driver::simulate(std::sync::Arc::new(trace.collections), &setup)
-        .map_err(|e| anyhow!("replaying the calibration's collection: {e}"))?;
-    let worker = run
-        .collections
-        .first()
-        .and_then(|c| c.workers.first())
-        .ok_or_else(|| anyhow!("the replay of the calibration's collection ran no worker"))?;
-    Ok((worker.root_ns + worker.steal_ns) as f64)
+    let sync_ns = worker_ns(ReachCosts::NONE)?;
+    Ok(Replayed {
+        sync_ns,
+        line_misses: (worker_ns(ReachCosts::flat(1, 0))? - sync_ns).max(0.0),
+        far_accesses: (worker_ns(ReachCosts::flat(0, 1))? - sync_ns).max(0.0),
+        footprint,
+    })
 }
 
 /// The simulated engine is not in this crate's unit-test build (see the crate docs); the
 /// calibration runs end to end in the command-line tests.
 #[cfg(test)]
-fn replayed_sync_ns(_: &Path, _: &exec::Costs) -> Result<f64> {
+fn replayed(_: &Path, _: &exec::Costs) -> Result<Replayed> {
     bail!("the simulated engine is not compiled into concord-sim's unit tests")
 }
 
@@ -1014,7 +1233,9 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
     let Shape {
         node,
         depth,
-        shuffled,
+        layout,
+        first_touch,
+        ..
     } = shape;
     let mut config = GcConfig::for_preset(Preset::Optimized);
     config.gc_threads = 1;
@@ -1025,15 +1246,16 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
     // object takes the same path (copied, not promoted).
     config.survivor_ratio = 1;
     // Fault the heap in first: a real run's survivor spaces were touched by earlier collections,
-    // and first-touch page faults would otherwise count as copying.
-    config.pretouch = true;
+    // and first-touch page faults would otherwise count as copying (except in the shape that
+    // measures them).
+    config.pretouch = !first_touch;
     config.gc_trace = trace.map(Path::to_path_buf);
     let heap = concord::Heap::new(config).context("creating the calibration heap")?;
     let mut m = heap.attach();
-    let root = if shuffled {
-        shuffled_tree(&mut m, node, depth)
-    } else {
-        tree(&mut m, node, depth)
+    let root = match layout {
+        Layout::Ordered => tree(&mut m, node, depth),
+        Layout::Preorder => preorder_tree(&mut m, node, depth),
+        Layout::Shuffled => shuffled_tree(&mut m, node, depth),
     }
     .context("building the calibration tree")?;
     let before = heap.stats().records.len();
@@ -1051,15 +1273,23 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
         bail!("the calibration tree did not fit in eden: it was collected while being built");
     }
     let ns: u64 = record.workers.iter().map(|w| w.root_ns + w.steal_ns).sum();
+    let faults: u64 = record.workers.iter().map(|w| w.usage.minor_faults).sum();
     Ok(CopyPoint {
         objects: ((2u64 << depth) - 1) as f64,
         bytes: record.bytes_copied as f64,
         ns: ns as f64,
         sync_ns: 0.0,
         spread_ns: 0.0,
-        shuffled,
+        shuffled: layout == Layout::Shuffled,
+        preorder: layout == Layout::Preorder,
         far_accesses: 0.0,
         far_ns: 0.0,
+        line_misses: 0.0,
+        line_ns: 0.0,
+        footprint: 0.0,
+        fitted: shape.copy_fit,
+        first_touch,
+        faults: faults as f64,
     })
 }
 
@@ -1077,42 +1307,146 @@ fn shuffled_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Ha
         for i in (1..n).rev() {
             order.swap(i, rng.below(i + 1));
         }
-        for i in 0..n {
-            for (slot, child) in [(0, 2 * i + 1), (1, 2 * i + 2)] {
-                if child < n {
-                    m.set_ref(nodes[order[i]], slot, Some(nodes[order[child]]));
-                }
-            }
-        }
+        link_heap_order(m, &nodes, &order);
         Ok(Some(nodes[order[0]]))
     })?;
     Ok(built.expect("the scope returns the root it linked"))
 }
 
-/// The cost of a far access from the copy shapes: for each payload, the shuffled tree's net
-/// time beyond the same tree laid out in order, per far access it has beyond it (the same
-/// objects and bytes, so the copy costs cancel); the median over the payloads, at least 0
-/// (0 where no pair differs in far accesses).
-pub fn fit_far_access(points: &[CopyPoint]) -> (f64, f64) {
-    let per_payload: Vec<f64> = points
-        .iter()
-        .filter(|p| p.shuffled)
-        .filter_map(|s| {
-            let ordered = points.iter().find(|o| {
-                !o.shuffled && o.objects == s.objects && (o.bytes - s.bytes).abs() < 1.0
-            })?;
-            let more = s.far_accesses - ordered.far_accesses;
-            let net = |p: &CopyPoint| p.ns - p.sync_ns;
-            (more > 0.0).then(|| (net(s) - net(ordered)) / more)
-        })
-        .collect();
-    if per_payload.is_empty() {
-        return (0.0, 0.0);
+/// A complete binary tree of `depth` levels below its root, each node allocated before its
+/// children, the left subtree before the right (preorder, as gcbench's `Populate` builds).
+fn preorder_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Handle, GcError> {
+    let n = (2usize << depth) - 1;
+    let built = m.scope_escape(|m| {
+        let nodes = (0..n)
+            .map(|_| m.alloc(node))
+            .collect::<Result<Vec<Handle>, GcError>>()?;
+        // Heap-order index `i` (children 2i + 1, 2i + 2) to its preorder position.
+        let mut order = vec![0; n];
+        let mut next = 0;
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            order[i] = next;
+            next += 1;
+            for child in [2 * i + 2, 2 * i + 1] {
+                if child < n {
+                    stack.push(child);
+                }
+            }
+        }
+        link_heap_order(m, &nodes, &order);
+        Ok(Some(nodes[order[0]]))
+    })?;
+    Ok(built.expect("the scope returns the root it linked"))
+}
+
+/// Links `nodes` (in allocation order) as a complete binary tree in heap order: tree node `i`
+/// is `nodes[order[i]]`, its children tree nodes `2i + 1` and `2i + 2`.
+fn link_heap_order(m: &mut Mutator<'_>, nodes: &[Handle], order: &[usize]) {
+    let n = nodes.len();
+    for i in 0..n {
+        for (slot, child) in [(0, 2 * i + 1), (1, 2 * i + 2)] {
+            if child < n {
+                m.set_ref(nodes[order[i]], slot, Some(nodes[order[child]]));
+            }
+        }
     }
-    (
-        median(&per_payload).max(0.0),
-        Measured::of(&per_payload).spread,
-    )
+}
+
+/// The reach costs from the reach shapes: for each size, the tree laid out in order, in
+/// preorder and shuffled (the same objects and bytes, so the copy costs cancel) give two
+/// equations, `net(layout) − net(ordered) = Δline_misses · line + Δfar_accesses · far`, solved
+/// for `line, far ≥ 0` (least squares on the two equations with a cost held at zero where the
+/// exact solution has it negative). Ascending footprints; a size missing a layout, or whose
+/// layouts do not differ in reaches, is left out.
+pub fn fit_reach(points: &[CopyPoint]) -> Vec<ReachFit> {
+    let mut fits: Vec<ReachFit> = points
+        .iter()
+        .filter(|o| !o.shuffled && !o.preorder && !o.first_touch)
+        .filter_map(|ordered| {
+            let twin = |pick: fn(&CopyPoint) -> bool| {
+                points.iter().find(|p| {
+                    pick(p)
+                        && !p.first_touch
+                        && p.objects == ordered.objects
+                        && (p.bytes - ordered.bytes).abs() < 1.0
+                })
+            };
+            let pre = twin(|p| p.preorder)?;
+            let shuf = twin(|p| p.shuffled)?;
+            let eq = |p: &CopyPoint| {
+                (
+                    p.line_misses - ordered.line_misses,
+                    p.far_accesses - ordered.far_accesses,
+                    p.beyond_sync_ns() - ordered.beyond_sync_ns(),
+                    p.spread_ns + ordered.spread_ns,
+                )
+            };
+            let (a, b) = (eq(pre), eq(shuf));
+            let (line, far) = non_negative_2x2([a.0, a.1, a.2], [b.0, b.1, b.2])?;
+            let per = |spread: f64, count: f64| if count > 0.0 { spread / count } else { 0.0 };
+            Some(ReachFit {
+                footprint: ordered.footprint,
+                line_miss_ns: line,
+                line_miss_spread_ns: per(a.3, a.0),
+                far_access_ns: far,
+                far_access_spread_ns: per(b.3, b.1),
+            })
+        })
+        .filter(|f| f.footprint >= 1.0)
+        .collect();
+    fits.sort_by(|a, b| a.footprint.total_cmp(&b.footprint));
+    fits.dedup_by(|b, a| a.footprint == b.footprint);
+    fits
+}
+
+/// `(x, y) ≥ 0` best solving `a[0]·x + a[1]·y = a[2]` and `b[0]·x + b[1]·y = b[2]` in least
+/// squares: the exact solution where it is non-negative, otherwise the better of `x` alone and
+/// `y` alone; `None` when neither unknown appears.
+fn non_negative_2x2(a: [f64; 3], b: [f64; 3]) -> Option<(f64, f64)> {
+    let det = a[0] * b[1] - a[1] * b[0];
+    if det.abs() > 1e-9 * (a[0].abs() + a[1].abs()) * (b[0].abs() + b[1].abs()) {
+        let x = (a[2] * b[1] - a[1] * b[2]) / det;
+        let y = (a[0] * b[2] - a[2] * b[0]) / det;
+        if x >= 0.0 && y >= 0.0 {
+            return Some((x, y));
+        }
+    }
+    let alone = |i: usize| {
+        let (cc, ct) = (a[i] * a[i] + b[i] * b[i], a[i] * a[2] + b[i] * b[2]);
+        (cc > 0.0).then(|| (ct / cc).max(0.0))
+    };
+    let sse = |x: f64, y: f64| {
+        (a[0] * x + a[1] * y - a[2]).powi(2) + (b[0] * x + b[1] * y - b[2]).powi(2)
+    };
+    match (alone(0), alone(1)) {
+        (None, None) => None,
+        (Some(x), None) => Some((x, 0.0)),
+        (None, Some(y)) => Some((0.0, y)),
+        (Some(x), Some(y)) => Some(if sse(x, 0.0) <= sse(0.0, y) {
+            (x, 0.0)
+        } else {
+            (0.0, y)
+        }),
+    }
+}
+
+/// What a first-touch page fault costs inside a collection: the unpretouched shape's time
+/// beyond its pretouched twin's, per fault it took; `None` if there is no such pair or it
+/// faulted no page.
+pub fn fault_cost(points: &[CopyPoint]) -> Option<Measured> {
+    let cold = points.iter().find(|p| p.first_touch && p.faults > 0.0)?;
+    let warm = points.iter().find(|p| {
+        !p.first_touch
+            && !p.shuffled
+            && !p.preorder
+            && p.objects == cold.objects
+            && (p.bytes - cold.bytes).abs() < 1.0
+    })?;
+    Some(Measured {
+        median: ((cold.ns - warm.ns) / cold.faults).max(0.0),
+        spread: (cold.spread_ns + warm.spread_ns) / cold.faults,
+    })
 }
 
 /// A complete binary tree of `depth` levels below its root, built bottom-up.
@@ -1181,45 +1515,103 @@ mod tests {
             sync_ns: 0.0,
             spread_ns: 0.0,
             shuffled: false,
+            preorder: false,
             far_accesses: 0.0,
             far_ns: 0.0,
+            line_misses: 0.0,
+            line_ns: 0.0,
+            footprint: 0.0,
+            fitted: false,
+            first_touch: false,
+            faults: 0.0,
         }
     }
 
-    #[test]
-    fn a_far_access_costs_what_the_shuffled_tree_took_beyond_the_ordered_one_per_far_access() {
-        // Two payloads: the shuffled trees take 40 and 60 ns per extra far access (same objects
-        // and bytes as their ordered trees); the median is 50, the spread 20.
-        let pair = |objects: f64, bytes: f64, extra_per_far: f64| {
-            let ordered = CopyPoint {
-                far_accesses: 10.0,
-                sync_ns: 100.0,
-                ..point(objects, bytes, 5_000.0)
-            };
-            let shuffled = CopyPoint {
+    /// A tree of `objects` at `footprint` in its three layouts, whose reaches cost `line` and
+    /// `far` ns: in order 10 line misses and 5 far accesses, top-down 60 and 15, shuffled 20
+    /// and 505.
+    fn layouts(objects: f64, footprint: f64, line: f64, far: f64) -> [CopyPoint; 3] {
+        let at = |line_misses: f64, far_accesses: f64| CopyPoint {
+            line_misses,
+            far_accesses,
+            footprint,
+            sync_ns: 100.0,
+            spread_ns: 10.0,
+            ..point(
+                objects,
+                32.0 * objects,
+                5_000.0 + line * line_misses + far * far_accesses,
+            )
+        };
+        [
+            at(10.0, 5.0),
+            CopyPoint {
+                preorder: true,
+                ..at(60.0, 15.0)
+            },
+            CopyPoint {
                 shuffled: true,
-                far_accesses: 110.0,
-                ns: 5_000.0 + 100.0 * extra_per_far,
-                ..ordered
-            };
-            [ordered, shuffled]
-        };
-        let mut points: Vec<CopyPoint> = pair(100.0, 2_400.0, 40.0).to_vec();
-        points.extend(pair(100.0, 24_000.0, 60.0));
-        assert_eq!(fit_far_access(&points), (50.0, 20.0));
-        // Without a shuffled tree, or one that has no more far accesses, nothing is measured.
-        assert_eq!(fit_far_access(&points[..1]), (0.0, 0.0));
-        let same = CopyPoint {
-            far_accesses: 10.0,
-            ..points[1]
-        };
-        assert_eq!(fit_far_access(&[points[0], same]), (0.0, 0.0));
-        // The far accesses come off the time the copy costs are fitted to.
+                ..at(20.0, 505.0)
+            },
+        ]
+    }
+
+    #[test]
+    fn reach_costs_are_solved_per_footprint_from_the_three_layouts() {
+        let mut points = layouts(1_000.0, 4.0e6, 40.0, 150.0).to_vec();
+        points.extend(layouts(100.0, 2.5e5, 8.0, 20.0));
+        let fits = fit_reach(&points);
+        // Ascending footprints, each solved exactly.
+        assert_eq!(fits.len(), 2);
+        assert_eq!(fits[0].footprint, 2.5e5);
+        assert!((fits[0].line_miss_ns - 8.0).abs() < 1e-9, "{fits:?}");
+        assert!((fits[0].far_access_ns - 20.0).abs() < 1e-9, "{fits:?}");
+        assert!((fits[1].line_miss_ns - 40.0).abs() < 1e-9, "{fits:?}");
+        assert!((fits[1].far_access_ns - 150.0).abs() < 1e-9, "{fits:?}");
+        // Spread per miss: the two collections' spreads (20 ns) over the 50 extra line misses.
+        assert!((fits[0].line_miss_spread_ns - 20.0 / 50.0).abs() < 1e-9);
+        // A size without its shuffled tree is left out; a cost that would come out negative is
+        // held at 0 and the other fitted alone.
+        assert_eq!(fit_reach(&points[..2]).len(), 0);
+        let cheap = layouts(1_000.0, 4.0e6, -5.0, 100.0);
+        let fit = fit_reach(&cheap)[0];
+        assert_eq!(fit.line_miss_ns, 0.0);
+        assert!(fit.far_access_ns > 0.0);
+        // The reach costs come off the time the copy costs are fitted to.
         let p = CopyPoint {
             far_ns: 500.0,
+            line_ns: 300.0,
             ..points[1]
         };
-        assert_eq!(p.net_ns(), p.ns - p.sync_ns - 500.0);
+        assert_eq!(p.net_ns(), p.ns - p.sync_ns - 800.0);
+        // And make the executor's table, in whole ns.
+        let table = reach_table(&fits);
+        assert_eq!(table.at(250_000), (8, 20));
+        assert_eq!(table.at(4_000_000), (40, 150));
+    }
+
+    #[test]
+    fn a_fault_costs_the_unpretouched_collections_extra_time_per_fault() {
+        let warm = point(1_000.0, 72_000.0, 50_000.0);
+        let cold = CopyPoint {
+            first_touch: true,
+            faults: 20.0,
+            ns: 90_000.0,
+            spread_ns: 2_000.0,
+            ..warm
+        };
+        let f = fault_cost(&[warm, cold]).unwrap();
+        assert_eq!((f.median, f.spread), (2_000.0, 100.0));
+        // No fault taken, or no twin: not measured.
+        assert!(fault_cost(&[
+            warm,
+            CopyPoint {
+                faults: 0.0,
+                ..cold
+            }
+        ])
+        .is_none());
+        assert!(fault_cost(&[cold]).is_none());
     }
 
     #[test]
@@ -1331,6 +1723,7 @@ mod tests {
             copy_per_byte: 0.3,
             page_fault: 700.0,
             far_access: 40.0,
+            line_miss: 12.0,
         };
         CalibratedCosts {
             version: FORMAT_VERSION,
@@ -1387,11 +1780,11 @@ mod tests {
 
         let old = sample()
             .to_json()
-            .replacen("\"version\": 3", "\"version\": 1", 1);
+            .replacen("\"version\": 4", "\"version\": 1", 1);
         let e = load_error("old.json", Some(&old));
         assert!(
             e.contains("calibration of version 1")
-                && e.contains("reads versions 2 to 3")
+                && e.contains("reads versions 2 to 4")
                 && e.contains("counted twice"),
             "{e}"
         );
@@ -1401,12 +1794,51 @@ mod tests {
         v2["version"] = 2.into();
         for costs in ["costs", "spread"] {
             v2[costs].as_object_mut().unwrap().remove("far_access");
+            v2[costs].as_object_mut().unwrap().remove("line_miss");
         }
+        v2["copy_fit"].as_object_mut().unwrap().remove("reach");
         let path = scratch("v2.json");
         std::fs::write(&path, v2.to_string()).unwrap();
         let loaded = load(&path).unwrap();
         assert_eq!(loaded.costs.far_access, 0.0);
-        assert_eq!(loaded.exec_costs().far_access, 0);
+        assert!(loaded.exec_costs().reach.is_free());
+        // A version 3 file's one far-access cost is charged at every footprint, no line miss.
+        let mut v3: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        v3["version"] = 3.into();
+        for costs in ["costs", "spread"] {
+            v3[costs].as_object_mut().unwrap().remove("line_miss");
+        }
+        v3["copy_fit"].as_object_mut().unwrap().remove("reach");
+        let path = scratch("v3.json");
+        std::fs::write(&path, v3.to_string()).unwrap();
+        let reach = load(&path).unwrap().exec_costs().reach;
+        assert_eq!((reach.at(1), reach.at(1 << 30)), ((0, 40), (0, 40)));
+        // A version 4 file's table is charged by footprint.
+        let mut v4 = sample();
+        v4.copy_fit.reach = vec![
+            ReachFit {
+                footprint: 1e6,
+                line_miss_ns: 5.0,
+                line_miss_spread_ns: 1.0,
+                far_access_ns: 30.0,
+                far_access_spread_ns: 1.0,
+            },
+            ReachFit {
+                footprint: 1.6e7,
+                line_miss_ns: 12.0,
+                line_miss_spread_ns: 1.0,
+                far_access_ns: 40.0,
+                far_access_spread_ns: 1.0,
+            },
+        ];
+        let path = scratch("v4.json");
+        std::fs::write(&path, v4.to_json()).unwrap();
+        let reach = load(&path).unwrap().exec_costs().reach;
+        assert_eq!((reach.at(1), reach.at(1 << 30)), ((5, 30), (12, 40)));
+        // Footprints that do not ascend are refused, naming them.
+        v4.copy_fit.reach.swap(0, 1);
+        let e = load_error("unordered.json", Some(&v4.to_json()));
+        assert!(e.contains("footprints") && e.contains("ascending"), "{e}");
 
         let e = load_error("unversioned.json", Some("{}"));
         assert!(e.contains("of no version"), "{e}");

@@ -34,6 +34,7 @@
 
 mod model;
 mod placement;
+pub mod reach;
 
 pub use model::ModelPlacement;
 pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
@@ -89,17 +90,12 @@ pub struct Costs {
     /// The first write to a 4 KiB page of the heap that no collection wrote before: the
     /// kernel's minor fault, which zeroes and maps the page ([`charge_page_faults`]).
     pub page_fault: Ns,
-    /// A collector's read of an object header that lies farther than [`NEAR_BYTES`] from the
-    /// last object the same worker reached: a cache miss the hardware's prefetchers did not
-    /// hide ([`charge_far_access`]). Only traces that record where objects lay (GC trace
-    /// version 4) are charged it.
-    pub far_access: Ns,
+    /// A collector's read of an object header away from the last object the same worker
+    /// reached: a line miss or a far access, by the collection's footprint ([`reach`],
+    /// [`charge_reach`]). Only traces that record where objects lay (GC trace version 4) are
+    /// charged it.
+    pub reach: reach::ReachCosts,
 }
-
-/// A worker's read of an object within this many bytes of the last object it reached is near
-/// (the same or an adjacent cache line, or a line the prefetchers stream in within one 4 KiB
-/// page); farther is a [`Costs::far_access`].
-pub const NEAR_BYTES: u64 = 4096;
 
 impl Costs {
     /// The default table.
@@ -120,7 +116,7 @@ impl Costs {
         copy_per_object_ps: 14_000,
         copy_per_byte_ps: 70,
         page_fault: 1_000,
-        far_access: 0,
+        reach: reach::ReachCosts::NONE,
     };
 
     /// The time to copy `objects` objects of `bytes` bytes in all, rounded to the nearest ns.
@@ -673,15 +669,10 @@ pub fn charge_copy(objects: u64, bytes: u64) {
     });
 }
 
-/// Charge one far object access ([`Costs::far_access`]) to the calling simulated thread. A
-/// scheduling point; outside a simulation it does nothing.
-pub fn charge_far_access() {
-    with_running(true, |st, me| {
-        let cost = st.costs.far_access;
-        if cost > 0 {
-            st.account(me, cost);
-        }
-    });
+/// The simulation's `(line miss, far access)` costs for a collection of `footprint` bytes
+/// ([`reach::ReachCosts::at`]), to be charged with [`charge`]; `(0, 0)` outside a simulation.
+pub fn reach_costs(footprint: u64) -> (Ns, Ns) {
+    with_context(|ctx| lock(&ctx.shared).costs.reach.at(footprint)).unwrap_or((0, 0))
 }
 
 /// Charge `pages` first-touch page faults ([`Costs::page_fault`]) to the calling simulated
@@ -1666,7 +1657,7 @@ mod tests {
         copy_per_object_ps: 10_000,
         copy_per_byte_ps: 250,
         page_fault: 900,
-        far_access: 0,
+        reach: reach::ReachCosts::NONE,
     };
 
     #[test]

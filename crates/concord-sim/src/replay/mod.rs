@@ -77,6 +77,9 @@ pub struct ReplayCollection {
     /// Per object, where it lay before the collection, bytes from the first object
     /// ([`TraceCollection::gaps`]); empty when the trace does not say.
     addrs: Vec<u64>,
+    /// The bytes of the cache lines those objects lay on ([`crate::exec::reach::footprint`]); 0 when
+    /// the trace does not say where they lay.
+    footprint: u64,
 }
 
 /// Why a recorded collection cannot be held in the compact form.
@@ -166,8 +169,15 @@ impl TryFrom<TraceCollection> for ReplayCollection {
         } else {
             Vec::new()
         };
+        let footprint = crate::exec::reach::footprint(
+            addrs
+                .iter()
+                .zip(&sizes)
+                .map(|(&at, &size)| (at, u64::from(size))),
+        );
         Ok(ReplayCollection {
             addrs,
+            footprint,
             id,
             kind: c.kind,
             workers: c.workers,
@@ -192,6 +202,18 @@ impl ReplayCollection {
     /// Objects the collection copied (or marked, or failed to copy).
     pub fn objects(&self) -> usize {
         self.sizes.len()
+    }
+
+    /// The bytes of the cache lines the collection's objects lay on, 0 if the trace does not say
+    /// where they lay ([`crate::exec::reach::footprint`]).
+    pub fn footprint(&self) -> u64 {
+        self.footprint
+    }
+
+    /// The byte after the last object, if the trace says where objects lay.
+    pub fn end(&self) -> Option<u64> {
+        let last = self.addrs.len().checked_sub(1)?;
+        Some(self.addrs[last].saturating_add(u64::from(self.sizes[last])))
     }
 
     /// Where object `id` lay before the collection, bytes from the first object, if the

@@ -33,9 +33,11 @@
 //! * an object copy: [`exec::charge_copy`]`(1, size)` (a promotion failure's object, left in
 //!   place, and a full collection's mark: `(1, 0)`, the header and slots but no payload);
 //! * a reach (a slot processed, or a slot a marking scan reads): the atomic load of its
-//!   object's claim word (plus the CAS for the reach that claims it), and
-//!   [`exec::Costs::far_access`] if the object lay more than [`exec::NEAR_BYTES`] from the
-//!   one the worker reached before (traces that record where objects lay: version 4);
+//!   object's claim word (plus the CAS for the reach that claims it), and a line miss or a
+//!   far access if the object lay more than a cache line from the one the worker reached
+//!   before, at the collection's footprint ([`exec::reach`]; traces that record where
+//!   objects lay: version 4); a reach of an object whose header lies on a line the collection
+//!   already read (copying or marking an object reads all its lines) is near;
 //! * a PLAB refill or direct allocation: the load and CAS of the space top (each retry
 //!   another CAS); under the `fragmented` and `segregated` layouts the to-space counts its
 //!   fragments' bytes first, with a load and CAS of its own, as `Space::par_allocate_on` does;
@@ -63,6 +65,7 @@ use super::parallel::engine::{
 use super::parallel::task_queue::{Affinity, RootTask};
 use super::parallel::{PhasePolicy, WorkerPool};
 use crate::exec;
+use crate::exec::reach::Reach;
 use crate::replay::memory::Memory;
 use crate::replay::ReplayCollection;
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -210,6 +213,11 @@ pub struct ReplayTask<'c> {
     old: SimSpace,
     /// The first-touch model, if the heap was not pretouched ([`ReplayTask::with_first_touch`]).
     first_touch: Option<FirstTouch>,
+    /// What a line miss and a far access cost at this collection's footprint
+    /// ([`exec::reach_costs`]).
+    reach_ns: (exec::Ns, exec::Ns),
+    /// The lines the replay has read, where the trace says where objects lay.
+    lines: Option<exec::reach::TouchedLines>,
 }
 
 /// What one worker did in a replayed collection.
@@ -231,11 +239,14 @@ pub struct ReplayLocal {
     pub bytes_promoted: u64,
     /// Reaches of objects already claimed (dropped after one load).
     pub dropped_reaches: u64,
-    /// Reaches whose object lay farther than [`exec::NEAR_BYTES`] from the one the worker
-    /// reached before (counted only where the trace records where objects lay).
+    /// Reaches whose object lay within a page of the one the worker reached before, but not
+    /// within a line ([`Reach::Line`]; counted only where the trace records where objects lay).
+    pub line_misses: u64,
+    /// Reaches whose object lay farther ([`Reach::Far`]), the worker's first included.
     pub far_accesses: u64,
-    /// Where the object the worker reached last lay ([`ReplayCollection::addr`]).
-    pub last_reach: Option<u64>,
+    /// Where the object the worker reached last lay and its bytes
+    /// ([`ReplayCollection::addr`]).
+    pub last_reach: Option<(u64, u64)>,
     /// Array chunks it scanned ([`ReplayItem::ArrayChunk`]s processed).
     pub chunks: u64,
     /// To-space PLABs it cut (refills).
@@ -271,6 +282,8 @@ impl<'c> ReplayTask<'c> {
             to_space: SimSpace::new(1),
             old: SimSpace::new(1),
             first_touch: None,
+            reach_ns: exec::reach_costs(collection.footprint()),
+            lines: collection.end().map(exec::reach::TouchedLines::new),
         }
     }
 
@@ -421,18 +434,32 @@ impl<'c> ReplayTask<'c> {
     /// The forwarding check, then the forwarding CAS (or the mark): whether this reach of
     /// object `id` claims it. A reach that does not is dropped, counted.
     fn claim(&self, id: u32, local: &mut ReplayLocal) -> bool {
-        // The check reads the object's header: far from the worker's last reach, a miss.
-        if let Some(at) = self.collection.addr(id) {
-            let far = local
-                .last_reach
-                .is_none_or(|last| last.abs_diff(at) > exec::NEAR_BYTES);
-            local.last_reach = Some(at);
-            if far {
-                local.far_accesses += 1;
-                exec::charge_far_access();
+        let claim = &self.claims[id as usize];
+        // The check reads the object's header: a miss unless its line was read before in this
+        // collection or it is next to the worker's last reach.
+        if let (Some(at), Some(lines)) = (self.collection.addr(id), &self.lines) {
+            let size = self.collection.size(id);
+            let reach = if lines.contains(at) {
+                Reach::Near
+            } else {
+                exec::reach::classify(local.last_reach, at, size)
+            };
+            local.last_reach = Some((at, size));
+            let cost = match reach {
+                Reach::Near => 0,
+                Reach::Line => {
+                    local.line_misses += 1;
+                    self.reach_ns.0
+                }
+                Reach::Far => {
+                    local.far_accesses += 1;
+                    self.reach_ns.1
+                }
+            };
+            if cost > 0 {
+                exec::charge(cost);
             }
         }
-        let claim = &self.claims[id as usize];
         let mine = local.worker as u32 + 1;
         if claim.load(Ordering::Acquire) != UNCLAIMED
             || claim
@@ -441,6 +468,10 @@ impl<'c> ReplayTask<'c> {
         {
             local.dropped_reaches += 1;
             return false;
+        }
+        // Copying (or marking) the object reads all its lines.
+        if let (Some(at), Some(lines)) = (self.collection.addr(id), &self.lines) {
+            lines.touch(at, self.collection.size(id));
         }
         true
     }
@@ -947,13 +978,24 @@ mod tests {
         let near = tree_of(0);
         let (_, locals, _) = run_on(&near, 1, PhasePolicy::OPTIMIZED);
         let far_near = locals[0].far_accesses;
+        // Laid out contiguously, most reaches are near the last one or on a line already read.
+        assert!(locals[0].far_accesses + locals[0].line_misses < near.objects() as u64);
         assert!(far_near >= 1, "the first reach is far");
-        let spread = tree_of(exec::NEAR_BYTES + 8);
+        let spread = tree_of(exec::reach::PAGE_BYTES + 8);
         let (_, locals, _) = run_on(&spread, 1, PhasePolicy::OPTIMIZED);
         assert!(locals[0].far_accesses >= spread.objects() as u64);
         assert!(locals[0].far_accesses > far_near, "{far_near}");
+        assert_eq!(locals[0].line_misses, 0);
+        // With a few lines between objects, the reaches between objects near each other in the
+        // tree's numbering (those near the root) are line misses instead.
+        let lines = tree_of(4 * exec::reach::LINE_BYTES);
+        let (_, locals, _) = run_on(&lines, 1, PhasePolicy::OPTIMIZED);
+        assert!(locals[0].line_misses + locals[0].far_accesses >= lines.objects() as u64);
+        assert!(locals[0].line_misses > 0);
+        assert!(lines.footprint() > near.footprint());
         // A trace that does not say where objects lay counts none.
         let (_, locals, _) = run_on(&replay(500), 1, PhasePolicy::OPTIMIZED);
-        assert_eq!(locals[0].far_accesses, 0);
+        assert_eq!((locals[0].far_accesses, locals[0].line_misses), (0, 0));
+        assert_eq!(replay(500).footprint(), 0);
     }
 }
