@@ -1014,12 +1014,38 @@ enum Layout {
 #[derive(Clone, Copy)]
 struct Shape {
     node: ObjectType,
+    /// The node's payload, bytes.
+    payload: u16,
     depth: u32,
     layout: Layout,
     /// Whether the copy costs are fitted to it (otherwise it is one of the reach-cost trees).
     copy_fit: bool,
     /// Whether the heap is left unpretouched (the page-fault shape).
     first_touch: bool,
+}
+
+impl Shape {
+    /// The young generation its heap has and the collections it runs in each round: the copy
+    /// and fault shapes one in a heap sized for the largest tree (four times it, at least 16
+    /// MiB), as they always were; the reach shapes a heap four times their own tree (so that a
+    /// small one does not pretouch a large heap) and as many collections as fit the largest
+    /// tree's bytes, from 3 to 8 (a small tree's collection is short, and noisy).
+    fn heap(&self, effort: &Effort) -> (usize, usize) {
+        let at_least = 16 << 20;
+        if self.copy_fit || self.first_touch {
+            return ((4 * effort.copy_bytes).max(at_least), 1);
+        }
+        let bytes = self.tree_bytes();
+        (
+            (4 * bytes).max(at_least),
+            (effort.copy_bytes / bytes.max(1)).clamp(3, 8),
+        )
+    }
+
+    /// The tree's bytes, approximately (see [`depth_for`]).
+    fn tree_bytes(&self) -> usize {
+        ((2usize << self.depth) - 1) * (8 + 16 + usize::from(self.payload))
+    }
 }
 
 /// The depth of the complete binary tree of nodes with `payload` bytes closest below `bytes`.
@@ -1045,6 +1071,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         for target in [effort.copy_bytes / 4, effort.copy_bytes] {
             shapes.push(Shape {
                 node: ObjectType::fixed(2, payload),
+                payload,
                 depth: depth_for(payload, target),
                 layout: Layout::Ordered,
                 copy_fit: true,
@@ -1063,6 +1090,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         for layout in [Layout::Ordered, Layout::Preorder, Layout::Shuffled] {
             shapes.push(Shape {
                 node: ObjectType::fixed(2, REACH_PAYLOAD),
+                payload: REACH_PAYLOAD,
                 depth: depth_for(REACH_PAYLOAD, effort.copy_bytes / fraction),
                 layout,
                 copy_fit: false,
@@ -1073,7 +1101,8 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
     let mut runs: Vec<Vec<CopyPoint>> = vec![Vec::new(); shapes.len()];
     for _ in 0..effort.copy_repeats {
         for (shape, runs) in shapes.iter().zip(&mut runs) {
-            runs.push(copy_once(*shape, effort.copy_bytes, None)?);
+            let (young, collections) = shape.heap(effort);
+            runs.extend(copy_runs(*shape, young, collections, None)?);
         }
     }
     let scratch = std::env::temp_dir().join(format!(
@@ -1087,7 +1116,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         point.ns = median(&times);
         point.spread_ns = Measured::of(&times).spread;
         point.faults = median(&runs.iter().map(|p| p.faults).collect::<Vec<_>>());
-        let recorded = copy_once(*shape, effort.copy_bytes, Some(&scratch));
+        let recorded = copy_runs(*shape, shape.heap(effort).0, 1, Some(&scratch));
         let replayed = recorded.and_then(|_| replayed(&scratch, charged));
         let _ = std::fs::remove_file(&scratch);
         let r = replayed?;
@@ -1158,7 +1187,7 @@ struct Replayed {
 
 /// What the simulator charges, besides the copy costs, to replay the one collection recorded
 /// in the GC trace at `trace` (its single worker's time in root tasks plus stealing, the
-/// figure [`copy_once`] takes from the real collection, on a simulated machine of 2 CPUs: the
+/// figure [`copy_runs`] takes from the real collection, on a simulated machine of 2 CPUs: the
 /// VM thread and the worker each on its own) under `costs` without reach costs, and the
 /// reaches it counts: the replay is run again with line misses, then far accesses, at 1 ns.
 #[cfg(not(test))]
@@ -1225,11 +1254,17 @@ fn replayed(_: &Path, _: &exec::Costs) -> Result<Replayed> {
     bail!("the simulated engine is not compiled into concord-sim's unit tests")
 }
 
-/// One young collection, with one GC thread, of a complete binary tree of `shape.depth`
-/// levels below its root (every node live) in a fresh heap whose eden holds at least
-/// `max_bytes`; with `trace`, the collection is recorded there (a GC trace) and its time is
-/// not representative (recording slows it).
-fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<CopyPoint> {
+/// `collections` young collections, with one GC thread, of a complete binary tree of
+/// `shape.depth` levels below its root (every node live), each of a tree built afresh in the
+/// same heap (the last one dead by then), whose young generation is `young` bytes; with
+/// `trace`, the collections are recorded there (a GC trace) and their times are not
+/// representative (recording slows them).
+fn copy_runs(
+    shape: Shape,
+    young: usize,
+    collections: usize,
+    trace: Option<&Path>,
+) -> Result<Vec<CopyPoint>> {
     let Shape {
         node,
         depth,
@@ -1239,7 +1274,6 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
     } = shape;
     let mut config = GcConfig::for_preset(Preset::Optimized);
     config.gc_threads = 1;
-    let young = (4 * max_bytes).max(16 << 20);
     config.young_size = Some(young);
     config.heap_size = 3 * young;
     // Eden and each survivor a third of young: the whole tree fits in a survivor, so every
@@ -1252,75 +1286,76 @@ fn copy_once(shape: Shape, max_bytes: usize, trace: Option<&Path>) -> Result<Cop
     config.gc_trace = trace.map(Path::to_path_buf);
     let heap = concord::Heap::new(config).context("creating the calibration heap")?;
     let mut m = heap.attach();
-    let root = match layout {
-        Layout::Ordered => tree(&mut m, node, depth),
-        Layout::Preorder => preorder_tree(&mut m, node, depth),
-        Layout::Shuffled => shuffled_tree(&mut m, node, depth),
+    let mut made = Vec::with_capacity(collections);
+    for _ in 0..collections {
+        let before = heap.stats().records.len();
+        m.scope(|m| -> Result<()> {
+            let root = match layout {
+                Layout::Ordered => tree(m, node, depth),
+                Layout::Preorder => preorder_tree(m, node, depth),
+                Layout::Shuffled => shuffled_tree(m, node, depth),
+            }
+            .context("building the calibration tree")?;
+            m.collect(CollectionKind::Young);
+            black_box(root);
+            Ok(())
+        })?;
+        made.push(before);
     }
-    .context("building the calibration tree")?;
-    let before = heap.stats().records.len();
-    m.collect(CollectionKind::Young);
-    black_box(root);
     drop(m);
     // Joins the VM thread, so the trace (written after the world resumed) is complete.
     let stats = heap
         .finish()
         .map_err(|e| anyhow!("finishing the calibration heap: {e}"))?;
-    let Some(record) = stats.records.get(before..).and_then(|new| new.last()) else {
-        bail!("the calibration heap recorded no collection");
-    };
-    if stats.records.len() != before + 1 || record.kind != CollectionKind::Young {
+    if stats.records.len() != collections || made.iter().enumerate().any(|(i, &b)| b != i) {
         bail!("the calibration tree did not fit in eden: it was collected while being built");
     }
-    let ns: u64 = record.workers.iter().map(|w| w.root_ns + w.steal_ns).sum();
-    let faults: u64 = record.workers.iter().map(|w| w.usage.minor_faults).sum();
-    Ok(CopyPoint {
-        objects: ((2u64 << depth) - 1) as f64,
-        bytes: record.bytes_copied as f64,
-        ns: ns as f64,
-        sync_ns: 0.0,
-        spread_ns: 0.0,
-        shuffled: layout == Layout::Shuffled,
-        preorder: layout == Layout::Preorder,
-        far_accesses: 0.0,
-        far_ns: 0.0,
-        line_misses: 0.0,
-        line_ns: 0.0,
-        footprint: 0.0,
-        fitted: shape.copy_fit,
-        first_touch,
-        faults: faults as f64,
-    })
+    let mut points = Vec::with_capacity(collections);
+    for record in &stats.records {
+        if record.kind != CollectionKind::Young {
+            bail!("the calibration heap ran a full collection");
+        }
+        let ns: u64 = record.workers.iter().map(|w| w.root_ns + w.steal_ns).sum();
+        let faults: u64 = record.workers.iter().map(|w| w.usage.minor_faults).sum();
+        points.push(CopyPoint {
+            objects: ((2u64 << depth) - 1) as f64,
+            bytes: record.bytes_copied as f64,
+            ns: ns as f64,
+            sync_ns: 0.0,
+            spread_ns: 0.0,
+            shuffled: layout == Layout::Shuffled,
+            preorder: layout == Layout::Preorder,
+            far_accesses: 0.0,
+            far_ns: 0.0,
+            line_misses: 0.0,
+            line_ns: 0.0,
+            footprint: 0.0,
+            fitted: shape.copy_fit,
+            first_touch,
+            faults: faults as f64,
+        });
+    }
+    Ok(points)
 }
 
 /// A complete binary tree of `depth` levels below its root whose nodes are allocated first,
 /// all of them, and then linked in a random order (seeded: the same tree every time), so that
 /// a node's children lie anywhere in the heap, not next to it.
 fn shuffled_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Handle, GcError> {
-    let n = (2usize << depth) - 1;
-    let built = m.scope_escape(|m| {
-        let nodes = (0..n)
-            .map(|_| m.alloc(node))
-            .collect::<Result<Vec<Handle>, GcError>>()?;
+    linked_tree(m, node, depth, |n| {
         let mut order: Vec<usize> = (0..n).collect();
         let mut rng = concord::parallel::rng::XorShift::new(0x5eed_7ee5);
         for i in (1..n).rev() {
             order.swap(i, rng.below(i + 1));
         }
-        link_heap_order(m, &nodes, &order);
-        Ok(Some(nodes[order[0]]))
-    })?;
-    Ok(built.expect("the scope returns the root it linked"))
+        order
+    })
 }
 
 /// A complete binary tree of `depth` levels below its root, each node allocated before its
 /// children, the left subtree before the right (preorder, as gcbench's `Populate` builds).
 fn preorder_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Handle, GcError> {
-    let n = (2usize << depth) - 1;
-    let built = m.scope_escape(|m| {
-        let nodes = (0..n)
-            .map(|_| m.alloc(node))
-            .collect::<Result<Vec<Handle>, GcError>>()?;
+    linked_tree(m, node, depth, |n| {
         // Heap-order index `i` (children 2i + 1, 2i + 2) to its preorder position.
         let mut order = vec![0; n];
         let mut next = 0;
@@ -1334,6 +1369,25 @@ fn preorder_tree(m: &mut Mutator<'_>, node: ObjectType, depth: u32) -> Result<Ha
                 }
             }
         }
+        order
+    })
+}
+
+/// A complete binary tree of `depth` levels below its root whose `n` nodes are allocated
+/// first and then linked so that tree node `i` (in heap order) is the `order(n)[i]`-th
+/// allocated.
+fn linked_tree(
+    m: &mut Mutator<'_>,
+    node: ObjectType,
+    depth: u32,
+    order: impl FnOnce(usize) -> Vec<usize>,
+) -> Result<Handle, GcError> {
+    let n = (2usize << depth) - 1;
+    let built = m.scope_escape(|m| {
+        let nodes = (0..n)
+            .map(|_| m.alloc(node))
+            .collect::<Result<Vec<Handle>, GcError>>()?;
+        let order = order(n);
         link_heap_order(m, &nodes, &order);
         Ok(Some(nodes[order[0]]))
     })?;

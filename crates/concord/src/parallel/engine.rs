@@ -294,7 +294,10 @@ fn run_phase_inner<T: ParallelTask>(
     }
     let mailboxes = segregation.map(|s| Arc::new(Mailboxes::new(s.nodes)));
 
+    // Where each worker's wake-up and end are measured from (virtual time in a simulation).
+    let phase_start = Instant::now();
     let job = |id: usize| {
+        let begun = phase_start.elapsed().as_nanos() as u64;
         let (deque, mut local) = slots[id]
             .lock()
             .unwrap()
@@ -330,6 +333,8 @@ fn run_phase_inner<T: ParallelTask>(
             &mut stats,
         );
         stats.messages_sent = wq.sent;
+        stats.phase_start_ns = Some(begun);
+        stats.phase_end_ns = Some(phase_start.elapsed().as_nanos() as u64);
         *results[id].lock().unwrap() = Some((local, stats));
     };
     match tasks {
@@ -555,6 +560,18 @@ mod tests {
                 let root_count: u64 = stats.iter().map(|s| s.root_task_count()).sum();
                 assert_eq!(root_count, 4);
                 assert!(stats.iter().all(|s| s.termination_entries >= 1));
+                // Every worker says when it started and ended, from the phase's start, and
+                // its work fits between the two.
+                for s in &stats {
+                    let (Some(start), Some(end)) = (s.phase_start_ns, s.phase_end_ns) else {
+                        panic!("{policy:?} n={n}: worker {} has no start or end", s.worker);
+                    };
+                    assert!(start <= end, "{policy:?} n={n}: {s:?}");
+                    assert!(
+                        s.root_ns + s.steal_ns <= end - start,
+                        "{policy:?} n={n}: {s:?}"
+                    );
+                }
             }
         }
     }

@@ -48,6 +48,13 @@ pub struct WorkerPhaseStats {
     pub messages_sent: u64,
     /// Messages this worker took from its own node's inbox and processed.
     pub messages_received: u64,
+    /// From the start of the collection's first parallel phase to this worker's start in it
+    /// (how long waking it took), and to its end there, ns (`None` for a worker that took no
+    /// part); later phases leave them as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_start_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_end_ns: Option<u64>,
 }
 
 /// One worker's NUMA figures in one collection (004 §3.2): a copy is remote when its
@@ -114,6 +121,8 @@ impl WorkerPhaseStats {
         self.numa.add(&other.numa);
         self.messages_sent += other.messages_sent;
         self.messages_received += other.messages_received;
+        self.phase_start_ns = self.phase_start_ns.or(other.phase_start_ns);
+        self.phase_end_ns = self.phase_end_ns.or(other.phase_end_ns);
     }
 }
 
@@ -129,4 +138,35 @@ pub struct PhaseTimes {
     /// Full collection only: named sub-phases in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<(&'static str, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_phases_adds_counters_and_keeps_the_first_phases_start_and_end() {
+        let first = WorkerPhaseStats {
+            items: 3,
+            root_ns: 10,
+            phase_start_ns: Some(40),
+            phase_end_ns: Some(90),
+            ..Default::default()
+        };
+        let later = WorkerPhaseStats {
+            items: 4,
+            root_ns: 5,
+            phase_start_ns: Some(7),
+            phase_end_ns: Some(30),
+            ..Default::default()
+        };
+        let mut merged = WorkerPhaseStats::default();
+        merged.merge(&first);
+        merged.merge(&later);
+        assert_eq!((merged.items, merged.root_ns), (7, 15));
+        assert_eq!(
+            (merged.phase_start_ns, merged.phase_end_ns),
+            (Some(40), Some(90))
+        );
+    }
 }
