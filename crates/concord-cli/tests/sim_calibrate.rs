@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The cost names every calibration holds, as the simulator's cost table and the copy fit
 /// name them.
-const COSTS: [&str; 17] = [
+const COSTS: [&str; 18] = [
     "atomic_load",
     "atomic_store",
     "atomic_rmw",
@@ -28,6 +28,7 @@ const COSTS: [&str; 17] = [
     "page_fault",
     "far_access",
     "line_miss",
+    "worker_start",
 ];
 
 fn number(v: &Value, what: &str) -> f64 {
@@ -62,7 +63,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     for name in COSTS {
         let ns = number(&costs[name], name);
         // A reach may cost nothing (where the layout made no difference).
-        let least_ok = if name == "far_access" || name == "line_miss" {
+        let least_ok = if ["far_access", "line_miss", "worker_start"].contains(&name) {
             ns >= 0.0
         } else {
             ns > 0.0
@@ -82,9 +83,9 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     let points = fit["points"].as_array().unwrap();
     assert_eq!(
         points.len(),
-        8 + 1 + 12,
-        "4 payloads × 2 sizes in order, one of them not pretouched, and the reach trees: 4 \
-         sizes × 3 layouts"
+        8 + 1 + 1 + 12,
+        "4 payloads × 2 sizes in order, one of them not pretouched, a small tree collected \
+         with its caches cleared, and the reach trees: 4 sizes × 3 layouts"
     );
     for p in points {
         for key in ["objects", "bytes", "ns", "sync_ns", "footprint"] {
@@ -96,6 +97,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     let cold: Vec<&Value> = points.iter().filter(|p| p["first_touch"] == true).collect();
     assert_eq!(cold.len(), 1);
     assert!(number(&cold[0]["faults"], "faults") > 0.0, "{}", cold[0]);
+    assert_eq!(points.iter().filter(|p| p["cold"] == true).count(), 1);
     // A shuffled tree's reaches jump about the heap: more far accesses than its twin laid out
     // in order; a top-down tree's skip over subtrees: more line misses.
     let twin_of = |s: &Value| {
@@ -105,6 +107,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
                 p["shuffled"] == false
                     && p["preorder"] == false
                     && p["first_touch"] == false
+                    && p["cold"] == false
                     && p["objects"] == s["objects"]
                     && p["bytes"] == s["bytes"]
             })

@@ -175,6 +175,10 @@ pub struct MeasuredCosts {
     /// ([`exec::reach::Reach::Line`]); 0 before version 4 (not measured).
     #[serde(default)]
     pub line_miss: f64,
+    /// A GC worker's start in a collection with its caches cold ([`exec::Costs::worker_start`]);
+    /// 0 where not measured.
+    #[serde(default)]
+    pub worker_start: f64,
 }
 
 impl MeasuredCosts {
@@ -202,10 +206,11 @@ impl MeasuredCosts {
         page_fault: 1e6,
         far_access: 1e4,
         line_miss: 1e4,
+        worker_start: 1e6,
     };
 
     /// The costs that may be 0 (a layout that made no difference).
-    const MAY_BE_ZERO: [&'static str; 2] = ["far_access", "line_miss"];
+    const MAY_BE_ZERO: [&'static str; 3] = ["far_access", "line_miss", "worker_start"];
 
     /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
     /// whole ps), at least 1 (the executor needs every operation to advance time).
@@ -234,11 +239,12 @@ impl MeasuredCosts {
                 c.line_miss.round() as exec::Ns,
                 c.far_access.round() as exec::Ns,
             ),
+            worker_start: c.worker_start.round() as exec::Ns,
         }
     }
 
     /// Every field with its name, in declaration order.
-    pub fn fields(&self) -> [(&'static str, f64); 17] {
+    pub fn fields(&self) -> [(&'static str, f64); 18] {
         [
             ("atomic_load", self.atomic_load),
             ("atomic_store", self.atomic_store),
@@ -257,6 +263,7 @@ impl MeasuredCosts {
             ("page_fault", self.page_fault),
             ("far_access", self.far_access),
             ("line_miss", self.line_miss),
+            ("worker_start", self.worker_start),
         ]
     }
 }
@@ -311,6 +318,10 @@ pub struct CopyPoint {
     pub first_touch: bool,
     #[serde(default)]
     pub faults: f64,
+    /// The caches were cleared before each collection, as a mutator's run clears them: the
+    /// worker-start shape ([`worker_start_cost`]).
+    #[serde(default)]
+    pub cold: bool,
 }
 
 impl CopyPoint {
@@ -776,6 +787,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         page_fault: m(&page_fault),
         far_access: 0.0,
         line_miss: 0.0,
+        worker_start: 0.0,
     };
     let mut costs = both(|m| m.median);
     // The simulator's own charges for the calibration collections, at these primitive costs
@@ -808,6 +820,10 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     if let Some(fault) = in_collection.filter(|f| f.median > 0.0) {
         costs.page_fault = fault.median;
         spread.page_fault = fault.spread;
+    }
+    if let Some(start) = worker_start_cost(&fit) {
+        costs.worker_start = start.median;
+        spread.worker_start = start.spread;
     }
     let mut used = vec![same_cpu];
     if sleeper_cpu != same_cpu {
@@ -997,6 +1013,13 @@ const REACH_SIZES: [usize; 4] = [64, 16, 4, 1];
 /// payload 48 at a quarter of the largest size.
 const FAULT_SHAPE: usize = 2;
 
+/// The worker-start shape's tree depth: 63 nodes.
+const START_DEPTH: u32 = 5;
+
+/// Bytes written before each of the worker-start shape's collections, to clear the caches as
+/// a mutator's run between two collections does (more than a typical L2, a fraction of an L3).
+const CACHE_CLEAR_BYTES: usize = 8 << 20;
+
 /// How a calibration tree's nodes are laid out in the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Layout {
@@ -1022,6 +1045,8 @@ struct Shape {
     copy_fit: bool,
     /// Whether the heap is left unpretouched (the page-fault shape).
     first_touch: bool,
+    /// Whether the caches are cleared before each collection (the worker-start shape).
+    cold: bool,
 }
 
 impl Shape {
@@ -1032,6 +1057,9 @@ impl Shape {
     /// tree's bytes, from 3 to 8 (a small tree's collection is short, and noisy).
     fn heap(&self, effort: &Effort) -> (usize, usize) {
         let at_least = 16 << 20;
+        if self.cold {
+            return (at_least, 8);
+        }
         if self.copy_fit || self.first_touch {
             return ((4 * effort.copy_bytes).max(at_least), 1);
         }
@@ -1076,6 +1104,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
                 layout: Layout::Ordered,
                 copy_fit: true,
                 first_touch: false,
+                cold: false,
             });
         }
     }
@@ -1084,6 +1113,14 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
     shapes.push(Shape {
         copy_fit: false,
         first_touch: true,
+        ..shapes[FAULT_SHAPE]
+    });
+    // A tree of a few dozen nodes, the caches cleared before each collection: what a worker's
+    // start costs beyond its work (a small collection is mostly that).
+    shapes.push(Shape {
+        depth: START_DEPTH,
+        copy_fit: false,
+        cold: true,
         ..shapes[FAULT_SHAPE]
     });
     for fraction in REACH_SIZES {
@@ -1095,6 +1132,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
                 layout,
                 copy_fit: false,
                 first_touch: false,
+                cold: false,
             });
         }
     }
@@ -1270,8 +1308,14 @@ fn copy_runs(
         depth,
         layout,
         first_touch,
+        cold,
         ..
     } = shape;
+    let mut clear = if cold {
+        vec![0u8; CACHE_CLEAR_BYTES]
+    } else {
+        Vec::new()
+    };
     let mut config = GcConfig::for_preset(Preset::Optimized);
     config.gc_threads = 1;
     config.young_size = Some(young);
@@ -1296,6 +1340,10 @@ fn copy_runs(
                 Layout::Shuffled => shuffled_tree(m, node, depth),
             }
             .context("building the calibration tree")?;
+            for line in clear.iter_mut().step_by(64) {
+                *line = line.wrapping_add(1);
+            }
+            black_box(&clear);
             m.collect(CollectionKind::Young);
             black_box(root);
             Ok(())
@@ -1333,6 +1381,7 @@ fn copy_runs(
             fitted: shape.copy_fit,
             first_touch,
             faults: faults as f64,
+            cold,
         });
     }
     Ok(points)
@@ -1416,12 +1465,13 @@ fn link_heap_order(m: &mut Mutator<'_>, nodes: &[Handle], order: &[usize]) {
 pub fn fit_reach(points: &[CopyPoint]) -> Vec<ReachFit> {
     let mut fits: Vec<ReachFit> = points
         .iter()
-        .filter(|o| !o.shuffled && !o.preorder && !o.first_touch)
+        .filter(|o| !o.shuffled && !o.preorder && !o.first_touch && !o.cold)
         .filter_map(|ordered| {
             let twin = |pick: fn(&CopyPoint) -> bool| {
                 points.iter().find(|p| {
                     pick(p)
                         && !p.first_touch
+                        && !p.cold
                         && p.objects == ordered.objects
                         && (p.bytes - ordered.bytes).abs() < 1.0
                 })
@@ -1492,6 +1542,7 @@ pub fn fault_cost(points: &[CopyPoint]) -> Option<Measured> {
     let cold = points.iter().find(|p| p.first_touch && p.faults > 0.0)?;
     let warm = points.iter().find(|p| {
         !p.first_touch
+            && !p.cold
             && !p.shuffled
             && !p.preorder
             && p.objects == cold.objects
@@ -1500,6 +1551,18 @@ pub fn fault_cost(points: &[CopyPoint]) -> Option<Measured> {
     Some(Measured {
         median: ((cold.ns - warm.ns) / cold.faults).max(0.0),
         spread: (cold.spread_ns + warm.spread_ns) / cold.faults,
+    })
+}
+
+/// What a worker's start in a collection costs beyond its work: the worker-start shape's time
+/// less what the simulator charges for its collection (its own operations, and the copy and
+/// reach costs of `fit`), at least 0; `None` without that shape.
+pub fn worker_start_cost(fit: &CopyFit) -> Option<Measured> {
+    let p = fit.points.iter().find(|p| p.cold)?;
+    let copy = fit.per_object_ns * p.objects + fit.per_byte_ns * p.bytes;
+    Some(Measured {
+        median: (p.net_ns() - copy).max(0.0),
+        spread: p.spread_ns,
     })
 }
 
@@ -1578,6 +1641,7 @@ mod tests {
             fitted: false,
             first_touch: false,
             faults: 0.0,
+            cold: false,
         }
     }
 
@@ -1642,6 +1706,29 @@ mod tests {
         let table = reach_table(&fits);
         assert_eq!(table.at(250_000), (8, 20));
         assert_eq!(table.at(4_000_000), (40, 150));
+    }
+
+    #[test]
+    fn a_workers_start_is_the_cold_collections_time_beyond_its_charges() {
+        // 63 objects of 72 bytes at 10 ns + 0.1 ns/byte = 1083.6 ns of copying, 400 ns the
+        // simulator charges itself, 100 ns of reaches: 15 000 ns measured leave 13 416.4 ns.
+        let mut fit = fit_copy_cost(&[point(1.0, 24.0, 12.4), point(1.0, 1024.0, 112.4)]).unwrap();
+        assert!((fit.per_object_ns - 10.0).abs() < 1e-9 && (fit.per_byte_ns - 0.1).abs() < 1e-9);
+        assert!(worker_start_cost(&fit).is_none());
+        fit.points.push(CopyPoint {
+            cold: true,
+            sync_ns: 400.0,
+            line_ns: 60.0,
+            far_ns: 40.0,
+            spread_ns: 3_000.0,
+            ..point(63.0, 63.0 * 72.0, 15_000.0)
+        });
+        let start = worker_start_cost(&fit).unwrap();
+        assert!((start.median - 13_416.4).abs() < 1e-6, "{start:?}");
+        assert_eq!(start.spread, 3_000.0);
+        // Never below 0.
+        fit.points.last_mut().unwrap().ns = 100.0;
+        assert_eq!(worker_start_cost(&fit).unwrap().median, 0.0);
     }
 
     #[test]
@@ -1778,6 +1865,7 @@ mod tests {
             page_fault: 700.0,
             far_access: 40.0,
             line_miss: 12.0,
+            worker_start: 9_000.0,
         };
         CalibratedCosts {
             version: FORMAT_VERSION,

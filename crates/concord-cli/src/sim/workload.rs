@@ -609,6 +609,7 @@ mod tests {
                 SimulatedCollection {
                     workers,
                     start_ns,
+                    phase_start_ns: start_ns,
                     end_ns: started.elapsed().as_nanos() as u64,
                     monitor: None,
                     affinity: None,

@@ -95,6 +95,9 @@ pub struct Costs {
     /// [`charge_reach`]). Only traces that record where objects lay (GC trace version 4) are
     /// charged it.
     pub reach: reach::ReachCosts,
+    /// A GC worker's start in a collection's parallel phase beyond what the other costs
+    /// charge: its caches are cold after the mutators ran ([`charge_worker_start`]).
+    pub worker_start: Ns,
 }
 
 impl Costs {
@@ -117,6 +120,7 @@ impl Costs {
         copy_per_byte_ps: 70,
         page_fault: 1_000,
         reach: reach::ReachCosts::NONE,
+        worker_start: 0,
     };
 
     /// The time to copy `objects` objects of `bytes` bytes in all, rounded to the nearest ns.
@@ -666,6 +670,17 @@ pub fn charge_copy(objects: u64, bytes: u64) {
     with_running(true, |st, me| {
         let cost = st.costs.copy_ns(objects, bytes);
         st.account(me, cost);
+    });
+}
+
+/// Charge a GC worker's start in a parallel phase ([`Costs::worker_start`]) to the calling
+/// simulated thread. A scheduling point; outside a simulation it does nothing.
+pub fn charge_worker_start() {
+    with_running(true, |st, me| {
+        let cost = st.costs.worker_start;
+        if cost > 0 {
+            st.account(me, cost);
+        }
     });
 }
 
@@ -1658,6 +1673,7 @@ mod tests {
         copy_per_byte_ps: 250,
         page_fault: 900,
         reach: reach::ReachCosts::NONE,
+        worker_start: 0,
     };
 
     #[test]

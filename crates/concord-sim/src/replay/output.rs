@@ -27,8 +27,12 @@ use crate::exec::{Ns, ThreadReport};
 pub struct SimulatedCollection {
     /// Each worker's counters from the engine (`bytes_copied` filled by the replay task).
     pub workers: Vec<WorkerPhaseStats>,
-    /// Virtual time the phase started, ns since the simulation began.
+    /// Virtual time the collection started (the VM thread asked the mutators to stop), ns
+    /// since the simulation began.
     pub start_ns: Ns,
+    /// Virtual time its parallel phase started (every mutator stopped); `start_ns` where no
+    /// mutator is simulated.
+    pub phase_start_ns: Ns,
     /// Virtual time the phase ended (its last worker done).
     pub end_ns: Ns,
     /// The GC task manager's monitor counters during this collection, when the task queue or
@@ -57,6 +61,9 @@ pub fn collection_record(
         TraceKind::Full => (CollectionKind::Full, GcCause::Ergonomics),
     };
     let pause_ns = run.end_ns.saturating_sub(run.start_ns);
+    // The phase as the runtime measures it: from the world stopped to its last worker done.
+    let phase_start = run.phase_start_ns.clamp(run.start_ns, run.end_ns);
+    let parallel_ns = run.end_ns - phase_start;
     let bytes_copied: u64 = run.workers.iter().map(|w| w.bytes_copied).sum();
     let mut record = CollectionRecord {
         start_ms: ms(run.start_ns),
@@ -68,8 +75,9 @@ pub fn collection_record(
         },
         promotion_failed: c.promotion_failed,
         gc_threads: run.workers.len(),
+        time_to_safepoint_ms: ms(phase_start - run.start_ns),
         phases: PhaseTimes {
-            parallel_ms: ms(pause_ns),
+            parallel_ms: ms(parallel_ns),
             ..PhaseTimes::default()
         },
         numa: run
@@ -172,6 +180,8 @@ mod tests {
         let run = SimulatedCollection {
             workers: vec![worker(0, 300, &[0, 2]), worker(1, 200, &[2])],
             start_ns: 2_500_000,
+            // The mutators took 0.5 ms to stop.
+            phase_start_ns: 3_000_000,
             end_ns: 4_000_000,
             monitor: Some(MonitorRecord {
                 acquisitions: 9,
@@ -185,8 +195,13 @@ mod tests {
             (4, CollectionKind::Young, GcCause::AllocationFailure)
         );
         assert_eq!(
-            (r.start_ms, r.pause_ms, r.phases.parallel_ms),
-            (2.5, 1.5, 1.5)
+            (
+                r.start_ms,
+                r.pause_ms,
+                r.time_to_safepoint_ms,
+                r.phases.parallel_ms
+            ),
+            (2.5, 1.5, 0.5, 1.0)
         );
         assert_eq!(r.bytes_copied, 500);
         assert_eq!(r.bytes_promoted as u64, c.bytes_promoted());

@@ -215,6 +215,7 @@ impl VmThread {
         .map_err(|e| format!("the simulated GC workers could not be started: {e}"))?;
         let at_job = self.affinity.clone();
         pool.set_job_start(move |id| {
+            exec::charge_worker_start();
             at_job.worker_phase_start(id);
         });
         let worker_threads: Vec<ThreadId> = pool
@@ -250,6 +251,9 @@ impl VmThread {
                 .as_ref()
                 .filter(|_| c.kind == TraceKind::Young)
                 .and_then(|m| m.segregated_worker_nodes(self.active_workers));
+            // The parallel phase starts here, once the world is stopped, as the runtime
+            // measures it (the safepoint before it is the pause's, not the phase's).
+            let phase_start_ns = exec::now().unwrap_or(start_ns);
             let (_, workers) = match segregated {
                 Some(nodes) => task.run_segregated(&pool, &self.policy, nodes),
                 None => task.run(&pool, &self.policy, self.active_workers),
@@ -268,6 +272,7 @@ impl VmThread {
             collections.push(SimulatedCollection {
                 workers,
                 start_ns,
+                phase_start_ns,
                 end_ns,
                 monitor,
                 affinity,
