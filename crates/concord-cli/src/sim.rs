@@ -187,12 +187,46 @@ fn print_table(c: &CalibratedCosts) -> Result<()> {
             per_object(|p| p.shuffled),
         )?;
     }
-    if let Some(fault) = concord_sim::calibrate::fault_cost(&f.points) {
+    for (promoted, into) in [(false, "a to-space"), (true, "an old generation")] {
+        if let Some(fault) = concord_sim::calibrate::fault_cost(&f.points, promoted) {
+            outln!(
+                "first-touch page fault inside a collection: {:.0} ns (spread {:.0} ns), from a \
+                 tree {} into {into} not pretouched",
+                fault.median,
+                fault.spread,
+                if promoted { "promoted" } else { "copied" }
+            )?;
+        }
+    }
+    if !c.wake.is_empty() {
+        let table: Vec<String> = c
+            .wake
+            .iter()
+            .map(|w| {
+                format!(
+                    "{} idle: {:.1} µs (spread {:.1}; waker {:.1})",
+                    concord_sim::calibrate::readable_ns(w.idle_ns),
+                    w.latency_ns / 1e3,
+                    w.spread_ns / 1e3,
+                    w.waker_ns / 1e3
+                )
+            })
+            .collect();
         outln!(
-            "first-touch page fault inside a collection: {:.0} ns (spread {:.0} ns), from a tree \
-             copied into a to-space not pretouched",
-            fault.median,
-            fault.spread
+            "wake-up latency by the sleeper's idle time (and the waker's time in the call): {}",
+            table.join(", ")
+        )?;
+    }
+    if let Some(p) = f.points.iter().find(|p| p.cold && p.start_ns > 0.0) {
+        outln!(
+            "wake-ups around the worker-start shape's parallel phase (worker and VM thread on \
+             two CPUs): the worker started {:.1} µs after the phase began, the VM thread resumed \
+             {:.1} µs after the worker ended (besides the latency, the simulator charges {:.1} \
+             and {:.1} µs there)",
+            p.start_ns / 1e3,
+            p.tail_ns / 1e3,
+            p.sim_start_ns / 1e3,
+            p.sim_tail_ns / 1e3,
         )?;
     }
     outln!(

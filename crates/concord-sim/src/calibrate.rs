@@ -96,7 +96,7 @@ use crate::exec;
 /// fitted without it); version 3 adds `far_access` and the copy shapes laid out out of order.
 /// Version 4 adds line misses and gives both reach costs at several footprints
 /// ([`CopyFit::reach`]).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The oldest version [`load`] reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 2;
@@ -126,6 +126,24 @@ pub struct CalibratedCosts {
     pub spread: MeasuredCosts,
     /// The copy-cost fit and its points.
     pub copy_fit: CopyFit,
+    /// The wake-up latency by how long the sleeper's CPU had been idle, ascending
+    /// ([`exec::wake`]; `costs.wakeup_latency` is the one after [`WAKE_IDLE_REFERENCE`]);
+    /// empty before version 5 and on one CPU (then every wake-up costs `wakeup_latency`).
+    #[serde(default)]
+    pub wake: Vec<WakeFit>,
+}
+
+/// The wake-up latency after one idle duration ([`CalibratedCosts::wake`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WakeFit {
+    /// How long the sleeper's CPU was idle before each wake-up, ns.
+    pub idle_ns: f64,
+    /// The latency (median over batches of each batch's median) and its spread, ns.
+    pub latency_ns: f64,
+    pub spread_ns: f64,
+    /// The waker's time in the wake call, ns (median likewise).
+    pub waker_ns: f64,
 }
 
 /// The machine a calibration was taken on.
@@ -179,6 +197,10 @@ pub struct MeasuredCosts {
     /// 0 where not measured.
     #[serde(default)]
     pub worker_start: f64,
+    /// A first-touch fault of an old-generation page inside a collection (a promotion's);
+    /// 0 before version 5 (then [`Self::page_fault`] is charged for it).
+    #[serde(default)]
+    pub page_fault_old: f64,
 }
 
 impl MeasuredCosts {
@@ -207,10 +229,12 @@ impl MeasuredCosts {
         far_access: 1e4,
         line_miss: 1e4,
         worker_start: 1e6,
+        page_fault_old: 1e6,
     };
 
     /// The costs that may be 0 (a layout that made no difference).
-    const MAY_BE_ZERO: [&'static str; 3] = ["far_access", "line_miss", "worker_start"];
+    const MAY_BE_ZERO: [&'static str; 4] =
+        ["far_access", "line_miss", "worker_start", "page_fault_old"];
 
     /// The executor's cost table from these costs: each rounded to whole ns (the copy costs to
     /// whole ps), at least 1 (the executor needs every operation to advance time).
@@ -231,9 +255,15 @@ impl MeasuredCosts {
             spin_loop: ns(c.spin_loop),
             context_switch: ns(c.context_switch),
             wakeup_latency: ns(c.wakeup_latency),
+            wake: exec::wake::WakeCosts::NONE,
             copy_per_object_ps: ps(c.copy_per_object),
             copy_per_byte_ps: ps(c.copy_per_byte),
             page_fault: ns(c.page_fault),
+            page_fault_old: if c.page_fault_old > 0.0 {
+                ns(c.page_fault_old)
+            } else {
+                ns(c.page_fault)
+            },
             // 0 is a cost the fit may find (the layout made no difference): not charged.
             reach: exec::reach::ReachCosts::flat(
                 c.line_miss.round() as exec::Ns,
@@ -244,7 +274,7 @@ impl MeasuredCosts {
     }
 
     /// Every field with its name, in declaration order.
-    pub fn fields(&self) -> [(&'static str, f64); 18] {
+    pub fn fields(&self) -> [(&'static str, f64); 19] {
         [
             ("atomic_load", self.atomic_load),
             ("atomic_store", self.atomic_store),
@@ -264,6 +294,7 @@ impl MeasuredCosts {
             ("far_access", self.far_access),
             ("line_miss", self.line_miss),
             ("worker_start", self.worker_start),
+            ("page_fault_old", self.page_fault_old),
         ]
     }
 }
@@ -322,6 +353,21 @@ pub struct CopyPoint {
     /// worker-start shape ([`worker_start_cost`]).
     #[serde(default)]
     pub cold: bool,
+    /// Every survivor was promoted (tenuring threshold 0): the old-generation fault shapes.
+    #[serde(default)]
+    pub promoted: bool,
+    /// The cold shape only (0 elsewhere and before version 5): the worker's start after the
+    /// parallel phase began and the VM thread's wake after the worker ended, in the real
+    /// collections (medians, ns), and the same two in the simulator's replay at a wake-up
+    /// latency of 0 (printed by `concord sim calibrate`, not charged).
+    #[serde(default)]
+    pub start_ns: f64,
+    #[serde(default)]
+    pub tail_ns: f64,
+    #[serde(default)]
+    pub sim_start_ns: f64,
+    #[serde(default)]
+    pub sim_tail_ns: f64,
 }
 
 impl CopyPoint {
@@ -467,6 +513,19 @@ impl CalibratedCosts {
                 costs.reach = table;
             }
         }
+        let points: Vec<exec::wake::WakePoint> = self
+            .wake
+            .iter()
+            .map(|w| exec::wake::WakePoint {
+                idle_ns: w.idle_ns.round() as exec::Ns,
+                latency: (w.latency_ns.round() as exec::Ns).max(1),
+                waker: w.waker_ns.round() as exec::Ns,
+            })
+            .collect();
+        // `check` made sure the idle durations ascend.
+        if let Ok(table) = exec::wake::WakeCosts::new(&points) {
+            costs.wake = table;
+        }
         costs
     }
 
@@ -521,6 +580,36 @@ impl CalibratedCosts {
                 exec::reach::POINTS
             );
         }
+        let max = MeasuredCosts::MAX.wakeup_latency;
+        for w in &self.wake {
+            if !(w.waker_ns.is_finite() && w.waker_ns >= 0.0 && w.waker_ns <= max) {
+                bail!(
+                    "the waker's time after {} ns idle is {} ns (allowed: at least 0 and at \
+                     most {max} ns)",
+                    w.idle_ns,
+                    w.waker_ns
+                );
+            }
+            if !(w.latency_ns.is_finite() && w.latency_ns > 0.0 && w.latency_ns <= max) {
+                bail!(
+                    "the wake-up latency after {} ns idle is {} ns (allowed: more than 0 and at \
+                     most {max} ns)",
+                    w.idle_ns,
+                    w.latency_ns
+                );
+            }
+        }
+        let idle: Vec<f64> = self.wake.iter().map(|w| w.idle_ns).collect();
+        if idle.len() > exec::wake::POINTS
+            || idle.iter().any(|i| !(i.is_finite() && *i >= 1.0))
+            || idle.windows(2).any(|w| w[0] >= w[1])
+        {
+            bail!(
+                "the wake-up latencies' idle durations are {idle:?} (allowed: at most {} of \
+                 them, each at least 1 ns, ascending)",
+                exec::wake::POINTS
+            );
+        }
         Ok(())
     }
 
@@ -533,7 +622,7 @@ impl CalibratedCosts {
 }
 
 /// `ns` in the unit that reads best: `10 µs`, `1 ms`, `100 ns`.
-fn readable_ns(ns: f64) -> String {
+pub fn readable_ns(ns: f64) -> String {
     match ns {
         n if n >= 1e9 => format!("{} s", n / 1e9),
         n if n >= 1e6 => format!("{} ms", n / 1e6),
@@ -768,7 +857,31 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     let context_switch = ping_pong(&effort, effort.ops(200_000), same_cpu)?;
     progress("wake-up latency");
     let (waker_cpu, sleeper_cpu) = (same_cpu, *cpus.get(1).unwrap_or(&same_cpu));
-    let wakeup = wakeup_latency(&effort, effort.ops(5_000), waker_cpu, sleeper_cpu)?;
+    let reference = wakeup_latency(
+        &effort,
+        effort.ops(5_000),
+        waker_cpu,
+        sleeper_cpu,
+        WAKE_IDLE_REFERENCE,
+    )?;
+    let wakeup = reference.0;
+    let mut wake = Vec::new();
+    if sleeper_cpu != waker_cpu {
+        for idle in WAKE_IDLE {
+            let (latency, waker) = if idle == WAKE_IDLE_REFERENCE {
+                reference
+            } else {
+                let n = wake_samples(&effort, idle);
+                wakeup_latency(&effort, n, waker_cpu, sleeper_cpu, idle)?
+            };
+            wake.push(WakeFit {
+                idle_ns: idle.as_nanos() as f64,
+                latency_ns: latency.median,
+                spread_ns: latency.spread,
+                waker_ns: waker.median,
+            });
+        }
+    }
     let both = |m: fn(&Measured) -> f64| MeasuredCosts {
         atomic_load: m(&load),
         atomic_store: m(&store),
@@ -788,6 +901,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         far_access: 0.0,
         line_miss: 0.0,
         worker_start: 0.0,
+        page_fault_old: 0.0,
     };
     let mut costs = both(|m| m.median);
     // The simulator's own charges for the calibration collections, at these primitive costs
@@ -808,7 +922,8 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     costs.copy_per_byte = fit.per_byte_ns;
     // A fault inside a collection (which also misses the TLB and evicts lines the copy uses)
     // costs more than in the microbenchmark's loop: the simulator charges it there.
-    let in_collection = fault_cost(&fit.points);
+    let in_collection = fault_cost(&fit.points, false);
+    let in_old = fault_cost(&fit.points, true);
     let largest = fit.reach.last().copied();
     costs.far_access = fit.far_access_ns;
     costs.line_miss = largest.map_or(0.0, |r| r.line_miss_ns);
@@ -820,6 +935,10 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
     if let Some(fault) = in_collection.filter(|f| f.median > 0.0) {
         costs.page_fault = fault.median;
         spread.page_fault = fault.spread;
+    }
+    if let Some(fault) = in_old.filter(|f| f.median > 0.0) {
+        costs.page_fault_old = fault.median;
+        spread.page_fault_old = fault.spread;
     }
     if let Some(start) = worker_start_cost(&fit) {
         costs.worker_start = start.median;
@@ -842,6 +961,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         costs,
         spread,
         copy_fit: fit,
+        wake,
     };
     result
         .check()
@@ -929,12 +1049,41 @@ fn ping_pong(effort: &Effort, n: usize, cpu: u32) -> Result<Measured> {
     Ok(Measured::of(&times))
 }
 
-/// The time from a futex wake on `waker_cpu` until the woken thread runs on `sleeper_cpu`; each
-/// batch is the median of `n` wake-ups, each after the sleeper had time to fall asleep. The
-/// median, not the mean: on a virtual machine a few wake-ups of a batch take milliseconds (the
-/// hypervisor ran another guest on the idle vCPU), and the simulator charges every wake-up one
-/// latency, which should be the typical one.
-fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -> Result<Measured> {
+/// The idle time before the wake-ups of the flat [`MeasuredCosts::wakeup_latency`]: long
+/// enough for the sleeper to block in the kernel and its CPU to go idle.
+pub const WAKE_IDLE_REFERENCE: Duration = Duration::from_micros(200);
+
+/// The idle times of the wake-up table ([`CalibratedCosts::wake`]): from a CPU that just went
+/// idle to one idle for as long as a mutator runs between two collections.
+const WAKE_IDLE: [Duration; 6] = [
+    Duration::from_micros(50),
+    WAKE_IDLE_REFERENCE,
+    Duration::from_millis(1),
+    Duration::from_millis(5),
+    Duration::from_millis(20),
+    Duration::from_millis(50),
+];
+
+/// Wake-ups per batch after `idle` at the table's other points: about 3 s of them in all (at
+/// full effort), at least 3 per batch.
+fn wake_samples(effort: &Effort, idle: Duration) -> usize {
+    let budget = 3e9 * effort.scale / (idle.as_nanos() as f64 + 50e3) / (effort.batches + 1) as f64;
+    (budget as usize).clamp(3, effort.ops(5_000))
+}
+
+/// A futex wake-up from `waker_cpu` of a thread asleep on `sleeper_cpu`, the sleeper's CPU idle
+/// for `idle` before each: the time until the woken thread runs, and the waker's own time in
+/// the wake call (on a virtual machine, waking an idle vCPU exits to the hypervisor). Each
+/// batch gives the median of `n` wake-ups. The median, not the mean: on a virtual machine a few
+/// wake-ups of a batch take milliseconds (the hypervisor ran another guest on the idle vCPU),
+/// and the simulator charges every wake-up one latency, which should be the typical one.
+fn wakeup_latency(
+    effort: &Effort,
+    n: usize,
+    waker_cpu: u32,
+    sleeper_cpu: u32,
+    idle: Duration,
+) -> Result<(Measured, Measured)> {
     let epoch = Instant::now();
     let word = Arc::new(AtomicU32::new(0));
     let stamp = Arc::new(AtomicU64::new(0));
@@ -963,15 +1112,17 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
     affinity::set_current_thread_affinity(&[waker_cpu])
         .with_context(|| format!("pinning to CPU {waker_cpu}"))?;
     let mut next = 0u32;
-    let mut batch = |count: usize| -> f64 {
+    let mut batch = |count: usize| -> (f64, f64) {
         let first = next as usize;
+        let mut calls = Vec::with_capacity(count);
         for _ in 0..count {
-            // Long enough for the sleeper to block in the kernel and its CPU to go idle.
-            std::thread::sleep(Duration::from_micros(200));
-            stamp.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+            std::thread::sleep(idle);
+            let called = epoch.elapsed().as_nanos() as u64;
+            stamp.store(called, Ordering::Release);
             next += 1;
             word.store(next, Ordering::Release);
             futex::wake(&word, 1);
+            calls.push((epoch.elapsed().as_nanos() as u64).saturating_sub(called) as f64);
         }
         // Wait until the sleeper has accounted for the last wake-up (a late one: up to 1 s).
         let last = &latencies[next as usize - 1];
@@ -985,16 +1136,16 @@ fn wakeup_latency(effort: &Effort, n: usize, waker_cpu: u32, sleeper_cpu: u32) -
             .iter()
             .map(|l| l.load(Ordering::Acquire) as f64)
             .collect();
-        median(&mine)
+        (median(&mine), median(&calls))
     };
     batch(n);
-    let times: Vec<f64> = (0..effort.batches).map(|_| batch(n)).collect();
+    let (times, calls): (Vec<f64>, Vec<f64>) = (0..effort.batches).map(|_| batch(n)).unzip();
     affinity::set_current_thread_affinity(&main_cpus).context("restoring this thread's CPUs")?;
     sleeper
         .join()
         .map_err(|_| anyhow::anyhow!("the wake-up latency sleeper thread panicked"))?
         .with_context(|| format!("pinning the sleeper thread to CPU {sleeper_cpu}"))?;
-    Ok(Measured::of(&times))
+    Ok((Measured::of(&times), Measured::of(&calls)))
 }
 
 /// The payloads of the copy-cost trees' nodes, bytes: from reference-only nodes to nodes that
@@ -1005,9 +1156,10 @@ const COPY_PAYLOADS: [u16; 4] = [0, 48, 240, 1008];
 /// binary-trees' are.
 const REACH_PAYLOAD: u16 = 8;
 
-/// The reach-cost trees' sizes, as fractions of `Effort::copy_bytes`: four footprints a
-/// factor 4 apart, from below a typical L2 to about a typical L3.
-const REACH_SIZES: [usize; 4] = [64, 16, 4, 1];
+/// The reach-cost trees' sizes, as fractions of `Effort::copy_bytes`: footprints a factor 4
+/// apart from below a typical L2, then a factor 2 (a tree's node count is a power of two)
+/// where an L3 fills up and the costs climb fastest.
+const REACH_SIZES: [usize; 5] = [64, 16, 4, 2, 1];
 
 /// The copy shape whose collection is measured again without pretouching ([`fault_cost`]):
 /// payload 48 at a quarter of the largest size.
@@ -1045,8 +1197,11 @@ struct Shape {
     copy_fit: bool,
     /// Whether the heap is left unpretouched (the page-fault shape).
     first_touch: bool,
-    /// Whether the caches are cleared before each collection (the worker-start shape).
+    /// Whether the caches are cleared before each collection, the worker pinned to one CPU
+    /// and the VM thread to another (the worker-start and wake-up shape).
     cold: bool,
+    /// Whether every survivor is promoted (the old-generation fault shapes).
+    promoted: bool,
 }
 
 impl Shape {
@@ -1060,7 +1215,7 @@ impl Shape {
         if self.cold {
             return (at_least, 8);
         }
-        if self.copy_fit || self.first_touch {
+        if self.copy_fit || self.first_touch || self.promoted {
             return ((4 * effort.copy_bytes).max(at_least), 1);
         }
         let bytes = self.tree_bytes();
@@ -1105,23 +1260,37 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
                 copy_fit: true,
                 first_touch: false,
                 cold: false,
+                promoted: false,
             });
         }
     }
     // A copy shape again, into a to-space no collection wrote: what a first-touch fault costs
-    // inside a collection (beside its pretouched twin, per fault).
-    shapes.push(Shape {
+    // inside a collection (beside its pretouched twin, per fault); then the same tree promoted,
+    // into a pretouched old generation and into one no collection wrote.
+    let fault_shape = Shape {
         copy_fit: false,
-        first_touch: true,
         ..shapes[FAULT_SHAPE]
+    };
+    shapes.push(Shape {
+        first_touch: true,
+        ..fault_shape
     });
-    // A tree of a few dozen nodes, the caches cleared before each collection: what a worker's
-    // start costs beyond its work (a small collection is mostly that).
+    shapes.push(Shape {
+        promoted: true,
+        ..fault_shape
+    });
+    shapes.push(Shape {
+        promoted: true,
+        first_touch: true,
+        ..fault_shape
+    });
+    // A tree of a few dozen nodes, the caches cleared before each collection, placed as a
+    // pinned validation run is: what a worker's start costs beyond its work (a small
+    // collection is mostly that), and the two wake-ups around the parallel phase.
     shapes.push(Shape {
         depth: START_DEPTH,
-        copy_fit: false,
         cold: true,
-        ..shapes[FAULT_SHAPE]
+        ..fault_shape
     });
     for fraction in REACH_SIZES {
         for layout in [Layout::Ordered, Layout::Preorder, Layout::Shuffled] {
@@ -1133,6 +1302,7 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
                 copy_fit: false,
                 first_touch: false,
                 cold: false,
+                promoted: false,
             });
         }
     }
@@ -1153,15 +1323,21 @@ fn copy_fit(effort: &Effort, charged: &exec::Costs) -> Result<CopyFit> {
         let mut point = runs[0];
         point.ns = median(&times);
         point.spread_ns = Measured::of(&times).spread;
-        point.faults = median(&runs.iter().map(|p| p.faults).collect::<Vec<_>>());
+        let of = |f: fn(&CopyPoint) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        point.faults = of(|p| p.faults);
+        point.start_ns = of(|p| p.start_ns);
+        point.tail_ns = of(|p| p.tail_ns);
         let recorded = copy_runs(*shape, shape.heap(effort).0, 1, Some(&scratch));
-        let replayed = recorded.and_then(|_| replayed(&scratch, charged));
+        let replayed = recorded.and_then(|_| replayed(&scratch, charged, shape.cold));
         let _ = std::fs::remove_file(&scratch);
         let r = replayed?;
         point.sync_ns = r.sync_ns;
         point.line_misses = r.line_misses;
         point.far_accesses = r.far_accesses;
         point.footprint = r.footprint;
+        if shape.cold {
+            (point.sim_start_ns, point.sim_tail_ns) = (r.start_ns, r.tail_ns);
+        }
         points.push(point);
     }
     let reach = fit_reach(&points);
@@ -1221,6 +1397,10 @@ struct Replayed {
     far_accesses: f64,
     /// The collection's footprint, bytes.
     footprint: f64,
+    /// The worker's start after the parallel phase began and the phase's end after the
+    /// worker's, ns, at a wake-up latency of 0 (0 unless `placed`).
+    start_ns: f64,
+    tail_ns: f64,
 }
 
 /// What the simulator charges, besides the copy costs, to replay the one collection recorded
@@ -1228,11 +1408,14 @@ struct Replayed {
 /// figure [`copy_runs`] takes from the real collection, on a simulated machine of 2 CPUs: the
 /// VM thread and the worker each on its own) under `costs` without reach costs, and the
 /// reaches it counts: the replay is run again with line misses, then far accesses, at 1 ns.
+/// With `placed` (the cold shape), the worker is pinned as in the real collection (static
+/// affinity) and the wake-ups before and after the worker are measured at a latency of 0.
 #[cfg(not(test))]
-fn replayed(trace: &Path, costs: &exec::Costs) -> Result<Replayed> {
+fn replayed(trace: &Path, costs: &exec::Costs, placed: bool) -> Result<Replayed> {
     use crate::exec::reach::ReachCosts;
     use crate::machine::Machine as SimMachine;
     use crate::replay::driver::{self, SchedModel, SimSetup};
+    use concord::telemetry::WorkerPhaseStats;
     let trace = crate::replay::load_trace(trace)
         .map_err(|e| anyhow!("reading the calibration's GC trace: {e}"))?;
     if trace.collections.len() != 1 {
@@ -1244,19 +1427,24 @@ fn replayed(trace: &Path, costs: &exec::Costs) -> Result<Replayed> {
     let footprint = trace.collections[0].footprint() as f64;
     let collections = std::sync::Arc::new(trace.collections);
     let config = GcConfig::for_preset(Preset::Optimized);
-    let worker_ns = |reach: ReachCosts| -> Result<f64> {
+    let gc_affinity = if placed {
+        concord::os::policy::GcAffinity::Static
+    } else {
+        concord::os::policy::GcAffinity::None
+    };
+    let simulate = |costs: exec::Costs| -> Result<(WorkerPhaseStats, f64)> {
         let setup = SimSetup {
             machine: SimMachine::from_flags(None, Some("2"), None, None)
                 .map_err(|e| anyhow!("the calibration's simulated machine: {e}"))?,
             sched: SchedModel::Cfs,
-            costs: exec::Costs { reach, ..*costs },
+            costs,
             seed: 0,
             policy: config.phase,
             parking: config.parking,
             gc_threads: 1,
             mutators: 0,
             load: None,
-            gc_affinity: concord::os::policy::GcAffinity::None,
+            gc_affinity,
             numa: concord::os::numa::NumaLayout::Off,
             mutator_ns: 1_000,
             dynamic_gc_threads: None,
@@ -1269,26 +1457,46 @@ fn replayed(trace: &Path, costs: &exec::Costs) -> Result<Replayed> {
         };
         let run = driver::simulate(collections.clone(), &setup)
             .map_err(|e| anyhow!("replaying the calibration's collection: {e}"))?;
-        let worker = run
-            .collections
-            .first()
+        let c = run.collections.first();
+        let worker = c
             .and_then(|c| c.workers.first())
             .ok_or_else(|| anyhow!("the replay of the calibration's collection ran no worker"))?;
-        Ok((worker.root_ns + worker.steal_ns) as f64)
+        let parallel = c.map_or(0, |c| c.end_ns.saturating_sub(c.phase_start_ns));
+        Ok((worker.clone(), parallel as f64))
+    };
+    let worker_ns = |reach: ReachCosts| -> Result<f64> {
+        let (w, _) = simulate(exec::Costs { reach, ..*costs })?;
+        Ok((w.root_ns + w.steal_ns) as f64)
     };
     let sync_ns = worker_ns(ReachCosts::NONE)?;
+    let (start_ns, tail_ns) = if placed {
+        let (w, parallel) = simulate(exec::Costs {
+            reach: ReachCosts::NONE,
+            wakeup_latency: 0,
+            ..*costs
+        })?;
+        let ended = w.phase_end_ns.unwrap_or(0) as f64;
+        (
+            w.phase_start_ns.unwrap_or(0) as f64,
+            (parallel - ended).max(0.0),
+        )
+    } else {
+        (0.0, 0.0)
+    };
     Ok(Replayed {
         sync_ns,
         line_misses: (worker_ns(ReachCosts::flat(1, 0))? - sync_ns).max(0.0),
         far_accesses: (worker_ns(ReachCosts::flat(0, 1))? - sync_ns).max(0.0),
         footprint,
+        start_ns,
+        tail_ns,
     })
 }
 
 /// The simulated engine is not in this crate's unit-test build (see the crate docs); the
 /// calibration runs end to end in the command-line tests.
 #[cfg(test)]
-fn replayed(_: &Path, _: &exec::Costs) -> Result<Replayed> {
+fn replayed(_: &Path, _: &exec::Costs, _: bool) -> Result<Replayed> {
     bail!("the simulated engine is not compiled into concord-sim's unit tests")
 }
 
@@ -1309,6 +1517,7 @@ fn copy_runs(
         layout,
         first_touch,
         cold,
+        promoted,
         ..
     } = shape;
     let mut clear = if cold {
@@ -1327,6 +1536,20 @@ fn copy_runs(
     // and first-touch page faults would otherwise count as copying (except in the shape that
     // measures them).
     config.pretouch = !first_touch;
+    if promoted {
+        config.max_tenuring_threshold = 0;
+        config.initial_tenuring_threshold = 0;
+    }
+    if cold {
+        // As a pinned validation run places them: the worker on the first CPU (static
+        // affinity), the VM thread on the second, the mutator where the OS puts it; so the
+        // wake-ups around the parallel phase cross CPUs.
+        let cpus = affinity::current_thread_affinity().context("reading this thread's CPUs")?;
+        if let Some(&vm_cpu) = cpus.get(1) {
+            config.gc_affinity = concord::os::policy::GcAffinity::Static;
+            config.vm_thread_cpu = Some(vm_cpu);
+        }
+    }
     config.gc_trace = trace.map(Path::to_path_buf);
     let heap = concord::Heap::new(config).context("creating the calibration heap")?;
     let mut m = heap.attach();
@@ -1365,6 +1588,9 @@ fn copy_runs(
         }
         let ns: u64 = record.workers.iter().map(|w| w.root_ns + w.steal_ns).sum();
         let faults: u64 = record.workers.iter().map(|w| w.usage.minor_faults).sum();
+        let parallel_ns = record.phases.parallel_ms * 1e6;
+        let started = record.workers.iter().filter_map(|w| w.phase_start_ns).min();
+        let ended = record.workers.iter().filter_map(|w| w.phase_end_ns).max();
         points.push(CopyPoint {
             objects: ((2u64 << depth) - 1) as f64,
             bytes: record.bytes_copied as f64,
@@ -1382,6 +1608,11 @@ fn copy_runs(
             first_touch,
             faults: faults as f64,
             cold,
+            promoted,
+            start_ns: started.map_or(0.0, |s| s as f64),
+            tail_ns: ended.map_or(0.0, |e| (parallel_ns - e as f64).max(0.0)),
+            sim_start_ns: 0.0,
+            sim_tail_ns: 0.0,
         });
     }
     Ok(points)
@@ -1536,15 +1767,19 @@ fn non_negative_2x2(a: [f64; 3], b: [f64; 3]) -> Option<(f64, f64)> {
 }
 
 /// What a first-touch page fault costs inside a collection: the unpretouched shape's time
-/// beyond its pretouched twin's, per fault it took; `None` if there is no such pair or it
-/// faulted no page.
-pub fn fault_cost(points: &[CopyPoint]) -> Option<Measured> {
-    let cold = points.iter().find(|p| p.first_touch && p.faults > 0.0)?;
+/// beyond its pretouched twin's, per fault it took, for the shapes copying into to-space or
+/// (`promoted`) into the old generation; `None` if there is no such pair or it faulted no
+/// page.
+pub fn fault_cost(points: &[CopyPoint], promoted: bool) -> Option<Measured> {
+    let cold = points
+        .iter()
+        .find(|p| p.first_touch && p.promoted == promoted && p.faults > 0.0)?;
     let warm = points.iter().find(|p| {
         !p.first_touch
             && !p.cold
             && !p.shuffled
             && !p.preorder
+            && p.promoted == promoted
             && p.objects == cold.objects
             && (p.bytes - cold.bytes).abs() < 1.0
     })?;
@@ -1642,6 +1877,11 @@ mod tests {
             first_touch: false,
             faults: 0.0,
             cold: false,
+            promoted: false,
+            start_ns: 0.0,
+            tail_ns: 0.0,
+            sim_start_ns: 0.0,
+            sim_tail_ns: 0.0,
         }
     }
 
@@ -1741,18 +1981,36 @@ mod tests {
             spread_ns: 2_000.0,
             ..warm
         };
-        let f = fault_cost(&[warm, cold]).unwrap();
+        let f = fault_cost(&[warm, cold], false).unwrap();
         assert_eq!((f.median, f.spread), (2_000.0, 100.0));
         // No fault taken, or no twin: not measured.
-        assert!(fault_cost(&[
-            warm,
-            CopyPoint {
-                faults: 0.0,
-                ..cold
-            }
-        ])
+        assert!(fault_cost(
+            &[
+                warm,
+                CopyPoint {
+                    faults: 0.0,
+                    ..cold
+                }
+            ],
+            false
+        )
         .is_none());
-        assert!(fault_cost(&[cold]).is_none());
+        assert!(fault_cost(&[cold], false).is_none());
+        // The promoted pair is told from the to-space pair.
+        let promoted = |p: CopyPoint, ns: f64| CopyPoint {
+            promoted: true,
+            ns,
+            ..p
+        };
+        let points = [
+            warm,
+            cold,
+            promoted(warm, 60_000.0),
+            promoted(cold, 120_000.0),
+        ];
+        assert_eq!(fault_cost(&points, false).unwrap().median, 2_000.0);
+        assert_eq!(fault_cost(&points, true).unwrap().median, 3_000.0);
+        assert!(fault_cost(&points[..2], true).is_none());
     }
 
     #[test]
@@ -1866,6 +2124,7 @@ mod tests {
             far_access: 40.0,
             line_miss: 12.0,
             worker_start: 9_000.0,
+            page_fault_old: 1_100.0,
         };
         CalibratedCosts {
             version: FORMAT_VERSION,
@@ -1883,6 +2142,20 @@ mod tests {
                 ..costs
             },
             copy_fit: fit_copy_cost(&[point(1.0, 24.0, 32.0), point(1.0, 1024.0, 332.0)]).unwrap(),
+            wake: vec![
+                WakeFit {
+                    idle_ns: 5e4,
+                    latency_ns: 20_000.0,
+                    spread_ns: 1_000.0,
+                    waker_ns: 8_000.0,
+                },
+                WakeFit {
+                    idle_ns: 2e7,
+                    latency_ns: 60_000.0,
+                    spread_ns: 5_000.0,
+                    waker_ns: 20_000.0,
+                },
+            ],
         }
     }
 
@@ -1922,11 +2195,11 @@ mod tests {
 
         let old = sample()
             .to_json()
-            .replacen("\"version\": 4", "\"version\": 1", 1);
+            .replacen("\"version\": 5", "\"version\": 1", 1);
         let e = load_error("old.json", Some(&old));
         assert!(
             e.contains("calibration of version 1")
-                && e.contains("reads versions 2 to 4")
+                && e.contains("reads versions 2 to 5")
                 && e.contains("counted twice"),
             "{e}"
         );
@@ -1977,6 +2250,20 @@ mod tests {
         std::fs::write(&path, v4.to_json()).unwrap();
         let reach = load(&path).unwrap().exec_costs().reach;
         assert_eq!((reach.at(1), reach.at(1 << 30)), ((5, 30), (12, 40)));
+        // A version 4 file measured no old-generation fault: the to-space one is charged.
+        let mut v4_value: serde_json::Value = serde_json::from_str(&v4.to_json()).unwrap();
+        v4_value["version"] = 4.into();
+        for costs in ["costs", "spread"] {
+            v4_value[costs]
+                .as_object_mut()
+                .unwrap()
+                .remove("page_fault_old");
+        }
+        v4_value.as_object_mut().unwrap().remove("wake");
+        std::fs::write(&path, v4_value.to_string()).unwrap();
+        let costs = load(&path).unwrap().exec_costs();
+        assert_eq!((costs.page_fault, costs.page_fault_old), (700, 700));
+        assert_eq!(sample().exec_costs().page_fault_old, 1_100);
         // Footprints that do not ascend are refused, naming them.
         v4.copy_fit.reach.swap(0, 1);
         let e = load_error("unordered.json", Some(&v4.to_json()));

@@ -35,6 +35,7 @@
 mod model;
 mod placement;
 pub mod reach;
+pub mod wake;
 
 pub use model::ModelPlacement;
 pub use placement::{CpuId, Ns, Placement, Requeue, RoundRobin, ThreadId, ThreadSpec};
@@ -80,8 +81,13 @@ pub struct Costs {
     pub spin_loop: Ns,
     /// Switching a CPU from one thread to another.
     pub context_switch: Ns,
-    /// From a wake-up (futex wake, timer) until the woken thread is runnable.
+    /// From a futex wake until the woken thread is runnable, where [`Costs::wake`] holds no
+    /// table.
     pub wakeup_latency: Ns,
+    /// The futex wake-up's latency by how long the woken thread's CPU had been idle (none
+    /// when that CPU is running something: the thread queues there); empty: `wakeup_latency`
+    /// for every wake-up.
+    pub wake: wake::WakeCosts,
     /// Copying (or marking) one object, beyond its bytes, in picoseconds: the collector's own
     /// work, charged by [`charge_copy`] when recorded collections are replayed.
     pub copy_per_object_ps: u64,
@@ -90,6 +96,10 @@ pub struct Costs {
     /// The first write to a 4 KiB page of the heap that no collection wrote before: the
     /// kernel's minor fault, which zeroes and maps the page ([`charge_page_faults`]).
     pub page_fault: Ns,
+    /// The same fault for a page of the old generation, which a collection's promotions
+    /// write ([`charge_page_faults`]); calibrated apart from a to-space page's, as a promotion
+    /// writes it on another path than a survivor's copy.
+    pub page_fault_old: Ns,
     /// A collector's read of an object header away from the last object the same worker
     /// reached: a line miss or a far access, by the collection's footprint ([`reach`],
     /// [`charge_reach`]). Only traces that record where objects lay (GC trace version 4) are
@@ -115,10 +125,12 @@ impl Costs {
         spin_loop: 10,
         context_switch: 2_000,
         wakeup_latency: 5_000,
+        wake: wake::WakeCosts::NONE,
         // `concord sim calibrate` on an AMD EPYC VM: 13.8 ns per object + 0.069 ns per byte.
         copy_per_object_ps: 14_000,
         copy_per_byte_ps: 70,
         page_fault: 1_000,
+        page_fault_old: 1_000,
         reach: reach::ReachCosts::NONE,
         worker_start: 0,
     };
@@ -690,14 +702,20 @@ pub fn reach_costs(footprint: u64) -> (Ns, Ns) {
     with_context(|ctx| lock(&ctx.shared).costs.reach.at(footprint)).unwrap_or((0, 0))
 }
 
-/// Charge `pages` first-touch page faults ([`Costs::page_fault`]) to the calling simulated
-/// thread. A scheduling point; outside a simulation it does nothing.
-pub fn charge_page_faults(pages: u64) {
+/// Charge `pages` first-touch page faults to the calling simulated thread: of the old
+/// generation ([`Costs::page_fault_old`]) with `old`, else of to-space ([`Costs::page_fault`]).
+/// A scheduling point; outside a simulation it does nothing.
+pub fn charge_page_faults(pages: u64, old: bool) {
     if pages == 0 {
         return;
     }
     with_running(true, |st, me| {
-        let cost = st.costs.page_fault.saturating_mul(pages);
+        let each = if old {
+            st.costs.page_fault_old
+        } else {
+            st.costs.page_fault
+        };
+        let cost = each.saturating_mul(pages);
         st.account(me, cost);
     });
 }
@@ -898,10 +916,14 @@ pub(crate) fn futex_wake(word: &AtomicU32, count: u32, bits: u32) -> usize {
         if queue.is_empty() {
             st.futexes.remove(&addr);
         }
-        let at = st.clock_of(me).saturating_add(st.costs.wakeup_latency);
+        let now = st.clock_of(me);
         let cpu = st.threads[me].cpu;
+        let mut waker = 0;
         for &t in &chosen {
-            st.make_runnable(t, at, Some(cpu));
+            waker += st.wake_from_futex(t, now, cpu);
+        }
+        if waker > 0 {
+            st.account(me, waker);
         }
         woken = chosen.len();
     });
@@ -1267,14 +1289,45 @@ impl State {
     }
 
     /// The blocked `t` becomes runnable at `at` (woken from a thread on `waker`, or a timer).
+    /// Thread `t` woken by a futex wake on CPU `waker` at `now`: runnable after the flat
+    /// [`Costs::wakeup_latency`], or, with a [`Costs::wake`] table, after the latency of the
+    /// CPU the placement puts it on: by that CPU's idle time if it is idle, none if it runs
+    /// something (the thread is queued there at once). Returns the waker's time for it
+    /// beyond the wake call's own cost (the table's, for an idle CPU; otherwise 0).
+    fn wake_from_futex(&mut self, t: ThreadId, now: Ns, waker: CpuId) -> Ns {
+        if !self.costs.wake.is_table() {
+            let at = now.saturating_add(self.costs.wakeup_latency);
+            self.make_runnable(t, at, Some(waker));
+            return 0;
+        }
+        let last = self.threads[t].cpu;
+        let c = self.placement.wake(t, last, Some(waker), now);
+        let cpu = &self.cpus[c];
+        let (latency, waker_ns) = match cpu.current {
+            Some(_) => (0, 0),
+            None => self
+                .costs
+                .wake
+                .at(now.saturating_sub(cpu.clock))
+                .unwrap_or((self.costs.wakeup_latency, 0)),
+        };
+        self.runnable_on(t, c, now.saturating_add(latency));
+        waker_ns
+    }
+
     fn make_runnable(&mut self, t: ThreadId, at: Ns, waker: Option<CpuId>) {
+        let last = self.threads[t].cpu;
+        let c = self.placement.wake(t, last, waker, at);
+        self.runnable_on(t, c, at);
+    }
+
+    /// Thread `t`, placed on CPU `c`, runnable from `at`.
+    fn runnable_on(&mut self, t: ThreadId, c: CpuId, at: Ns) {
         let thread = &mut self.threads[t];
         thread.blocked_ns += at.saturating_sub(thread.blocked_since);
         thread.status = Status::Runnable;
         thread.ready_at = at;
         thread.timer_gen += 1;
-        let last = thread.cpu;
-        let c = self.placement.wake(t, last, waker, at);
         if let Some(current) = self.cpus[c].current {
             if self.placement.preempt_on_wake(c, current, t, at) {
                 self.give_up(current, Requeue::WakePreempted);
@@ -1669,9 +1722,11 @@ mod tests {
         spin_loop: 7,
         context_switch: 1_000,
         wakeup_latency: 50,
+        wake: wake::WakeCosts::NONE,
         copy_per_object_ps: 10_000,
         copy_per_byte_ps: 250,
         page_fault: 900,
+        page_fault_old: 900,
         reach: reach::ReachCosts::NONE,
         worker_start: 0,
     };
@@ -1931,6 +1986,64 @@ mod tests {
         assert_eq!(report.threads[0].blocked_ns, 11_252 - 1_101);
         assert_eq!(report.threads[1].finished_ns, 11_202);
         assert_eq!(report.end_ns, 11_253);
+    }
+
+    /// One waiter and one waker on `cpus` CPUs under `costs`: the report.
+    fn wake_once(cpus: usize, costs: Costs) -> Report {
+        let word = Arc::new(SimU32::new(0));
+        let mut sim = Sim::new(cpus, costs, 3);
+        let w = word.clone();
+        sim.spawn("waiter", move || {
+            while w.load(SeqCst) == 0 {
+                futex::wait(&w, 0, None);
+            }
+        });
+        let w = word.clone();
+        sim.spawn("waker", move || {
+            charge(10_000);
+            w.store(1, SeqCst);
+            futex::wake(&w, 1);
+        });
+        sim.run()
+    }
+
+    #[test]
+    fn with_a_wake_table_the_latency_and_the_wakers_time_follow_the_cpus_idle_time() {
+        let table = wake::WakeCosts::new(&[
+            wake::WakePoint {
+                idle_ns: 1_000,
+                latency: 500,
+                waker: 70,
+            },
+            wake::WakePoint {
+                idle_ns: 100_000,
+                latency: 2_500,
+                waker: 170,
+            },
+        ])
+        .unwrap();
+        let costs = Costs {
+            wake: table,
+            ..COSTS
+        };
+        // As in the test above, the waiter's CPU went idle at 1101 and the wake call ends at
+        // 11 202: idle 10 101 ns, half way (0.502) from 1 µs to 100 µs in log2, so a latency
+        // of 1504 and 120 ns more for the waker. The waiter is runnable at 12 706.
+        let report = wake_once(2, costs);
+        assert_eq!(report.threads[0].finished_ns, 12_707);
+        assert_eq!(report.threads[1].finished_ns, 11_322);
+        // On one CPU the waiter is woken onto the busy CPU of its waker: no latency, no extra
+        // time; it runs once the waker is done (its 1000 ns switch in).
+        let one = wake_once(1, costs);
+        let flat = wake_once(
+            1,
+            Costs {
+                wakeup_latency: 0,
+                ..COSTS
+            },
+        );
+        assert_eq!(one.threads[0].finished_ns, flat.threads[0].finished_ns);
+        assert_eq!(one.threads[1].finished_ns, flat.threads[1].finished_ns);
     }
 
     #[test]

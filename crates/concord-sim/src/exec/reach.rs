@@ -29,7 +29,7 @@ pub const LINE_BYTES: u64 = 64;
 pub const PAGE_BYTES: u64 = 4096;
 
 /// The most footprints a [`ReachCosts`] holds.
-pub const POINTS: usize = 4;
+pub const POINTS: usize = 6;
 
 /// How a reach jumped from the worker's previous one ([`classify`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,14 +214,20 @@ impl ReachCosts {
             .position(|w| footprint < w[1].footprint)
             .expect("footprint lies below the last point");
         let (lo, hi) = (points[i], points[i + 1]);
-        let log = |b: u64| (b as f64).log2();
-        let t = (log(footprint) - log(lo.footprint)) / (log(hi.footprint) - log(lo.footprint));
+        let t = log2_weight(footprint, lo.footprint, hi.footprint);
         let mix = |a: Ns, b: Ns| (a as f64 + t * (b as f64 - a as f64)).round() as Ns;
         (
             mix(lo.line_miss, hi.line_miss),
             mix(lo.far_access, hi.far_access),
         )
     }
+}
+
+/// Where `x` lies between `lo` and `hi` (all positive, `lo < hi`) in `log2`: 0 at `lo`, 1 at
+/// `hi`; the weight of a table's interpolation in log scale.
+pub(crate) fn log2_weight(x: u64, lo: u64, hi: u64) -> f64 {
+    let log = |b: u64| (b as f64).log2();
+    (log(x) - log(lo)) / (log(hi) - log(lo))
 }
 
 #[cfg(test)]
@@ -303,9 +309,8 @@ mod tests {
             line_miss: 1,
             far_access: 1,
         };
-        assert!(ReachCosts::new(&[p(1), p(2), p(3), p(4), p(5)])
-            .unwrap_err()
-            .contains("at most 4"));
+        let many: Vec<ReachPoint> = (1..=7).map(p).collect();
+        assert!(ReachCosts::new(&many).unwrap_err().contains("at most 6"));
         assert!(ReachCosts::new(&[p(0)]).unwrap_err().contains("positive"));
         assert!(ReachCosts::new(&[p(2), p(2)])
             .unwrap_err()

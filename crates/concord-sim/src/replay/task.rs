@@ -332,7 +332,7 @@ impl<'c> ReplayTask<'c> {
         } else {
             FirstTouch::touch(&ft.to_space[fragment], written)
         };
-        exec::charge_page_faults(pages);
+        exec::charge_page_faults(pages, to_old);
     }
 
     /// The replay with its objects placed on the nodes of `memory`: each copy is charged on
