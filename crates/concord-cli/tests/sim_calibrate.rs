@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The cost names every calibration holds, as the simulator's cost table and the copy fit
 /// name them.
-const COSTS: [&str; 18] = [
+const COSTS: [&str; 19] = [
     "atomic_load",
     "atomic_store",
     "atomic_rmw",
@@ -29,6 +29,7 @@ const COSTS: [&str; 18] = [
     "far_access",
     "line_miss",
     "worker_start",
+    "page_fault_old",
 ];
 
 fn number(v: &Value, what: &str) -> f64 {
@@ -55,7 +56,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         text(&out.stdout),
         "the file is what --json printed"
     );
-    assert_eq!(printed["version"], 4);
+    assert_eq!(printed["version"], 5);
     assert_eq!(printed["quick"], true);
     let costs = printed["costs"].as_object().unwrap();
     let spread = printed["spread"].as_object().unwrap();
@@ -63,11 +64,12 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     for name in COSTS {
         let ns = number(&costs[name], name);
         // A reach may cost nothing (where the layout made no difference).
-        let least_ok = if ["far_access", "line_miss", "worker_start"].contains(&name) {
-            ns >= 0.0
-        } else {
-            ns > 0.0
-        };
+        let least_ok =
+            if ["far_access", "line_miss", "worker_start", "page_fault_old"].contains(&name) {
+                ns >= 0.0
+            } else {
+                ns > 0.0
+            };
         assert!(ns.is_finite() && least_ok, "{name} = {ns}");
         let s = number(&spread[name], name);
         assert!(s.is_finite() && s >= 0.0, "spread of {name} = {s}");
@@ -83,9 +85,10 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     let points = fit["points"].as_array().unwrap();
     assert_eq!(
         points.len(),
-        8 + 1 + 1 + 12,
-        "4 payloads × 2 sizes in order, one of them not pretouched, a small tree collected \
-         with its caches cleared, and the reach trees: 4 sizes × 3 layouts"
+        8 + 3 + 1 + 15,
+        "4 payloads × 2 sizes in order, one of them not pretouched and promoted (pretouched \
+         or not), a small tree collected with its caches cleared, and the reach trees: 5 \
+         sizes × 3 layouts"
     );
     for p in points {
         for key in ["objects", "bytes", "ns", "sync_ns", "footprint"] {
@@ -95,8 +98,20 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     }
     assert_eq!(points.iter().filter(|p| p["fitted"] == true).count(), 8);
     let cold: Vec<&Value> = points.iter().filter(|p| p["first_touch"] == true).collect();
-    assert_eq!(cold.len(), 1);
-    assert!(number(&cold[0]["faults"], "faults") > 0.0, "{}", cold[0]);
+    assert_eq!(cold.len(), 2, "to-space and old generation");
+    for c in &cold {
+        assert!(number(&c["faults"], "faults") > 0.0, "{c}");
+    }
+    assert_eq!(points.iter().filter(|p| p["promoted"] == true).count(), 2);
+    // Two CPUs or more: the wake-up table, its idle durations ascending.
+    if printed["machine"]["cpus"].as_u64().unwrap() >= 2 {
+        let wake = printed["wake"].as_array().unwrap();
+        assert_eq!(wake.len(), 6, "{wake:?}");
+        for w in wake {
+            assert!(number(&w["latency_ns"], "latency_ns") > 0.0, "{w}");
+            assert!(number(&w["waker_ns"], "waker_ns") >= 0.0, "{w}");
+        }
+    }
     assert_eq!(points.iter().filter(|p| p["cold"] == true).count(), 1);
     // A shuffled tree's reaches jump about the heap: more far accesses than its twin laid out
     // in order; a top-down tree's skip over subtrees: more line misses.
@@ -108,6 +123,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
                     && p["preorder"] == false
                     && p["first_touch"] == false
                     && p["cold"] == false
+                    && p["promoted"] == false
                     && p["objects"] == s["objects"]
                     && p["bytes"] == s["bytes"]
             })
@@ -115,7 +131,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     };
     for (layout, misses) in [("shuffled", "far_accesses"), ("preorder", "line_misses")] {
         let trees: Vec<&Value> = points.iter().filter(|p| p[layout] == true).collect();
-        assert_eq!(trees.len(), 4, "{layout}");
+        assert_eq!(trees.len(), 5, "{layout}");
         for s in trees {
             let twin = twin_of(s);
             assert!(
@@ -126,7 +142,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
     }
     // The reach costs, one per size, ascending footprints.
     let reach = fit["reach"].as_array().unwrap();
-    assert_eq!(reach.len(), 4, "{reach:?}");
+    assert_eq!(reach.len(), 5, "{reach:?}");
     let footprints: Vec<f64> = reach
         .iter()
         .map(|r| number(&r["footprint"], "footprint"))
