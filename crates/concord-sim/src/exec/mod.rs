@@ -1965,21 +1965,7 @@ mod tests {
 
     #[test]
     fn a_woken_thread_runs_after_the_wake_and_its_latency() {
-        let word = Arc::new(SimU32::new(0));
-        let mut sim = Sim::new(2, COSTS, 3);
-        let w = word.clone();
-        sim.spawn("waiter", move || {
-            while w.load(SeqCst) == 0 {
-                futex::wait(&w, 0, None);
-            }
-        });
-        let w = word.clone();
-        sim.spawn("waker", move || {
-            charge(10_000);
-            w.store(1, SeqCst);
-            futex::wake(&w, 1);
-        });
-        let report = sim.run();
+        let report = wake_once(2, COSTS);
         // Waiter: in at 1000, load 1001, blocks at 1101. Waker: in at 1000, work to 11 000,
         // store 11 002, wake 11 202; the waiter is runnable at 11 252 and loads at 11 253.
         assert_eq!(report.threads[0].finished_ns, 11_253);
