@@ -84,9 +84,9 @@ pub struct Costs {
     /// From a futex wake until the woken thread is runnable, where [`Costs::wake`] holds no
     /// table.
     pub wakeup_latency: Ns,
-    /// The futex wake-up's latency by how long the woken thread's CPU had been idle (none
-    /// when that CPU is running something: the thread queues there); empty: `wakeup_latency`
-    /// for every wake-up.
+    /// The futex wake-up's latency and the waker's time in the call, by how long the woken
+    /// thread's CPU had been idle (neither when that CPU is running something: the thread
+    /// queues there); empty: `wakeup_latency` for every wake-up and no waker's time.
     pub wake: wake::WakeCosts,
     /// Copying (or marking) one object, beyond its bytes, in picoseconds: the collector's own
     /// work, charged by [`charge_copy`] when recorded collections are replayed.
@@ -1288,7 +1288,6 @@ impl State {
         self.offer_idle(now);
     }
 
-    /// The blocked `t` becomes runnable at `at` (woken from a thread on `waker`, or a timer).
     /// Thread `t` woken by a futex wake on CPU `waker` at `now`: runnable after the flat
     /// [`Costs::wakeup_latency`], or, with a [`Costs::wake`] table, after the latency of the
     /// CPU the placement puts it on: by that CPU's idle time if it is idle, none if it runs
@@ -1315,6 +1314,7 @@ impl State {
         waker_ns
     }
 
+    /// The blocked `t` becomes runnable at `at` (woken from a thread on `waker`, or a timer).
     fn make_runnable(&mut self, t: ThreadId, at: Ns, waker: Option<CpuId>) {
         let last = self.threads[t].cpu;
         let c = self.placement.wake(t, last, waker, at);

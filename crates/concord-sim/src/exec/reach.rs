@@ -199,35 +199,39 @@ impl ReachCosts {
     /// linearly in `log2(footprint)` between the two footprints around it, the nearest one's
     /// outside them; `(0, 0)` for an empty table.
     pub fn at(&self, footprint: u64) -> (Ns, Ns) {
-        let points = self.points();
-        let (Some(first), Some(last)) = (points.first(), points.last()) else {
-            return (0, 0);
-        };
-        if footprint <= first.footprint {
-            return (first.line_miss, first.far_access);
-        }
-        if footprint >= last.footprint {
-            return (last.line_miss, last.far_access);
-        }
-        let i = points
-            .windows(2)
-            .position(|w| footprint < w[1].footprint)
-            .expect("footprint lies below the last point");
-        let (lo, hi) = (points[i], points[i + 1]);
-        let t = log2_weight(footprint, lo.footprint, hi.footprint);
-        let mix = |a: Ns, b: Ns| (a as f64 + t * (b as f64 - a as f64)).round() as Ns;
-        (
-            mix(lo.line_miss, hi.line_miss),
-            mix(lo.far_access, hi.far_access),
-        )
+        let costs = |p: &ReachPoint| [p.line_miss, p.far_access];
+        interpolate_log2(self.points(), footprint, |p| p.footprint, costs)
+            .map_or((0, 0), |[line, far]| (line, far))
     }
 }
 
-/// Where `x` lies between `lo` and `hi` (all positive, `lo < hi`) in `log2`: 0 at `lo`, 1 at
-/// `hi`; the weight of a table's interpolation in log scale.
-pub(crate) fn log2_weight(x: u64, lo: u64, hi: u64) -> f64 {
+/// The values `of` a table's `points` (keys `key` positive and ascending) at `x`: each
+/// interpolated linearly in `log2(x)` between the two points around it, the nearest point's
+/// outside them; `None` for no points. The lookup of both the reach and the wake-up tables.
+pub(crate) fn interpolate_log2<P, const N: usize>(
+    points: &[P],
+    x: u64,
+    key: impl Fn(&P) -> u64,
+    of: impl Fn(&P) -> [Ns; N],
+) -> Option<[Ns; N]> {
+    let (first, last) = (points.first()?, points.last()?);
+    if x <= key(first) {
+        return Some(of(first));
+    }
+    if x >= key(last) {
+        return Some(of(last));
+    }
+    let i = points
+        .windows(2)
+        .position(|w| x < key(&w[1]))
+        .expect("x lies below the last point");
+    let (lo, hi) = (&points[i], &points[i + 1]);
     let log = |b: u64| (b as f64).log2();
-    (log(x) - log(lo)) / (log(hi) - log(lo))
+    let t = (log(x) - log(key(lo))) / (log(key(hi)) - log(key(lo)));
+    let (a, b) = (of(lo), of(hi));
+    Some(std::array::from_fn(|k| {
+        (a[k] as f64 + t * (b[k] as f64 - a[k] as f64)).round() as Ns
+    }))
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! The wake-up latency by how long the woken thread's CPU was idle.
 //!
 //! On a virtual machine a thread woken onto an idle CPU waits for that virtual CPU to leave
-//! its halt, and the longer it was halted the longer this takes: `concord sim calibrate`
-//! measured, on a 2-vCPU KVM guest, 22 µs after 50 µs idle, 47 µs after 5 ms and 79 µs after
-//! 50 ms (a futex ping-pong between two pinned threads). A thread woken onto a CPU that is
+//! its halt, and the longer it was halted the longer this takes: `concord sim calibrate`'s
+//! futex ping-pong between two pinned threads measured, on a 2-vCPU KVM guest, 31–36 µs after
+//! 50–200 µs idle, 50–67 µs after 5 ms and 86–90 µs after 50 ms (three calibrations in an
+//! hour). A thread woken onto a CPU that is
 //! running something does not wait for an idle exit: it queues there. The waker pays too: its
 //! wake call exits to the hypervisor to wake the idle vCPU (8–22 µs there, against 0.2 µs for
 //! a wake call that finds no waiter). [`WakeCosts`] holds both at up to [`POINTS`] idle
@@ -11,7 +12,7 @@
 //! the woken thread's CPU was idle, interpolated in `log2` of it and clamped outside the
 //! table.
 
-use super::reach::log2_weight;
+use super::reach::interpolate_log2;
 use super::Ns;
 
 /// The most idle durations a [`WakeCosts`] holds.
@@ -83,22 +84,9 @@ impl WakeCosts {
     /// interpolated linearly in `log2(idle)` between the durations around it, the nearest
     /// one's outside them; `None` for an empty table.
     pub fn at(&self, idle_ns: Ns) -> Option<(Ns, Ns)> {
-        let points = self.points();
-        let (first, last) = (points.first()?, points.last()?);
-        if idle_ns <= first.idle_ns {
-            return Some((first.latency, first.waker));
-        }
-        if idle_ns >= last.idle_ns {
-            return Some((last.latency, last.waker));
-        }
-        let i = points
-            .windows(2)
-            .position(|w| idle_ns < w[1].idle_ns)
-            .expect("the idle time lies below the last point");
-        let (lo, hi) = (points[i], points[i + 1]);
-        let t = log2_weight(idle_ns, lo.idle_ns, hi.idle_ns);
-        let mix = |a: Ns, b: Ns| (a as f64 + t * (b as f64 - a as f64)).round() as Ns;
-        Some((mix(lo.latency, hi.latency), mix(lo.waker, hi.waker)))
+        let costs = |p: &WakePoint| [p.latency, p.waker];
+        interpolate_log2(self.points(), idle_ns, |p| p.idle_ns, costs)
+            .map(|[latency, waker]| (latency, waker))
     }
 }
 
