@@ -12,7 +12,8 @@
 //!   items stolen, termination entries, the share of collections where one worker did ≥ 90 %
 //!   of the items).
 //! * **Tier 2, placement.** Each preset's own placement (nothing pinned), under the model of
-//!   this machine's wake-up placement (`--wake-placement pack`), with the CFS 4.9 and EEVDF
+//!   this machine's wake-up placement (`--wake-placement pack` on a kernel booted with
+//!   `sched_vcpu_pack`, `default` otherwise; `--wake-placement` chooses), with the CFS 4.9 and EEVDF
 //!   models' default placement beside it: the share of collections whose workers all ran on
 //!   one CPU, and the parallel phase's median split by stacked and spread collections.
 //!
@@ -40,6 +41,7 @@ use std::sync::Mutex;
 use anyhow::{anyhow, bail, Context, Result};
 use concord::parallel::rng::XorShift;
 use concord_sim::replay::driver::SchedModel;
+use concord_sim::sched::WakePlacement;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -548,6 +550,10 @@ pub struct TierResult {
     pub repeat: usize,
     pub seeds: Vec<u64>,
     pub sched: String,
+    /// Tier 2's wake-up placement model (`default` or `pack`); absent in results written
+    /// before it could be chosen, which used `pack`.
+    #[serde(default = "pack_name")]
+    pub wake_placement: String,
     pub costs: Option<String>,
     pub quick: bool,
     /// With `--shard`: which part of the grid this is.
@@ -555,6 +561,10 @@ pub struct TierResult {
     pub shard: Option<Shard>,
     /// Cells in the whole grid.
     pub grid_cells: usize,
+}
+
+fn pack_name() -> String {
+    WakePlacement::Pack.to_string()
 }
 
 /// The share of a tier's cells that must pass: tier 0, every workload (its targets are per
@@ -871,6 +881,8 @@ pub struct TierRun<'a> {
     pub repeat: Option<usize>,
     pub costs: Option<&'a Path>,
     pub sched: SchedModel,
+    /// Tier 2's wake-up placement model.
+    pub wake_placement: WakePlacement,
     pub dir: &'a Path,
     pub jobs: usize,
     pub shard: Option<Shard>,
@@ -985,6 +997,7 @@ impl TierRun<'_> {
             repeat,
             seeds,
             sched: self.sched.to_string(),
+            wake_placement: self.wake_placement.to_string(),
             costs: self.costs.map(|c| c.display().to_string()),
             quick: self.quick,
             shard: self.shard,
@@ -1035,7 +1048,7 @@ impl TierRun<'_> {
         };
         args.extend(["--sched".into(), sched.to_string()]);
         if model == Model::Tier && key.tier == Tier::Placement {
-            args.extend(["--wake-placement".into(), "pack".into()]);
+            args.extend(["--wake-placement".into(), self.wake_placement.to_string()]);
         }
         args.extend([
             "--seed".into(),
@@ -1226,6 +1239,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
                 let alike = p.repeat == first.repeat
                     && p.seeds == first.seeds
                     && p.sched == first.sched
+                    && p.wake_placement == first.wake_placement
                     && p.costs == first.costs
                     && p.quick == first.quick
                     && p.grid_cells == first.grid_cells;
@@ -1298,6 +1312,13 @@ pub fn print(result: &TierResult) -> Result<()> {
         _ => Tier::Placement,
     };
     outln!("tier {}: {}", result.tier, tier.what())?;
+    if tier == Tier::Placement {
+        outln!(
+            "simulated under {} with the {} wake-up placement",
+            result.sched,
+            result.wake_placement
+        )?;
+    }
     outln!(
         "{:<18} {:<10} {:>3} {:>6} {:>22} {:>9} {:>9} {:>9} {:>6}  result",
         "workload",
@@ -1628,6 +1649,7 @@ mod tests {
             repeat: 2,
             seeds: vec![1],
             sched: "eevdf".into(),
+            wake_placement: "default".into(),
             costs: None,
             quick: true,
             shard: None,
@@ -1655,6 +1677,21 @@ mod tests {
         }
         let merged = merge(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(merged, vec![Outcome::Grid(whole)]);
+        // A shard simulated under another wake-up placement is not the same grid.
+        let other = Shard { index: 1, count: 2 };
+        let packed = summarize(TierResult {
+            cells: cells.iter().filter(|c| c.index % 2 == 1).cloned().collect(),
+            shard: Some(other),
+            wake_placement: "pack".into(),
+            ..base.clone()
+        });
+        std::fs::write(
+            result_file(&dir, 1, Some(other)),
+            serde_json::to_string(&packed).unwrap(),
+        )
+        .unwrap();
+        let e = merge(std::slice::from_ref(&dir)).unwrap_err().to_string();
+        assert!(e.contains("differ"), "{e}");
         std::fs::remove_file(result_file(&dir, 1, Some(Shard { index: 1, count: 2 }))).unwrap();
         let e = merge(std::slice::from_ref(&dir)).unwrap_err().to_string();
         assert!(e.contains("shard 2/2 of tier 1 is missing"), "{e}");

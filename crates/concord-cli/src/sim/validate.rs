@@ -28,6 +28,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use concord::config::{check_files, NamedFile};
 use concord_sim::replay::driver::SchedModel;
+use concord_sim::sched::WakePlacement;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -62,6 +63,11 @@ pub struct ValidateArgs {
     /// (default: the one of this machine's kernel, from its release).
     #[arg(long, value_name = "cfs|eevdf", value_parser = parse_sched)]
     pub sched: Option<SchedModel>,
+    /// With --tier 2: the wake-up placement model it is simulated under, default or pack
+    /// (default: this machine's kernel's, pack when it was booted with a non-zero
+    /// sched_vcpu_pack=, default otherwise).
+    #[arg(long, value_name = "default|pack", value_parser = parse_wake_placement, requires = "tier")]
+    pub wake_placement: Option<WakePlacement>,
     /// Validate in tiers instead of the loaded grid: 0 (the cost model: 1 GC thread, pinned,
     /// collections matched one to one), 1 (the protocols: static GC affinity, 2 and 4 GC
     /// threads, four presets), 2 (placement: unpinned, under this machine's wake-up placement
@@ -92,6 +98,34 @@ pub struct ValidateArgs {
 
 fn parse_sched(text: &str) -> std::result::Result<SchedModel, String> {
     text.parse().map_err(|e| format!("'{text}' {e}"))
+}
+
+fn parse_wake_placement(text: &str) -> std::result::Result<WakePlacement, String> {
+    text.parse()
+}
+
+/// The wake-up placement of a kernel booted with `cmdline` (`/proc/cmdline`): `pack` when it
+/// holds `sched_vcpu_pack=N` with N > 0, the option under which the traced kernel kept woken
+/// threads on their waker's CPU (docs/simulator.md); `default` otherwise, where the same
+/// kernel booted without it packed none of 300 wake-ups.
+pub fn wake_placement_of_cmdline(cmdline: &str) -> WakePlacement {
+    let packs = cmdline.split_whitespace().any(|word| {
+        word.strip_prefix("sched_vcpu_pack=")
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n > 0)
+    });
+    if packs {
+        WakePlacement::Pack
+    } else {
+        WakePlacement::Default
+    }
+}
+
+/// This machine's kernel's wake-up placement (`default` if `/proc/cmdline` cannot be read).
+fn this_kernels_wake_placement() -> WakePlacement {
+    std::fs::read_to_string("/proc/cmdline")
+        .map(|c| wake_placement_of_cmdline(&c))
+        .unwrap_or_default()
 }
 
 /// The scheduler model of a kernel of release `release` (`6.18.1-foo`): EEVDF from 6.6 on,
@@ -623,6 +657,9 @@ fn run_tiers(args: &ValidateArgs, tiers: &super::tiers::Tiers) -> Result<ExitCod
         repeat: args.repeat.map(|r| r as usize),
         costs: args.costs.as_deref(),
         sched: args.sched.unwrap_or_else(this_kernels_sched),
+        wake_placement: args
+            .wake_placement
+            .unwrap_or_else(this_kernels_wake_placement),
         dir: work.path(),
         jobs: args.jobs.map_or(cpus, |j| j as usize),
         shard: args.shard,
@@ -916,6 +953,25 @@ mod tests {
         assert_eq!(sched_of_kernel("6.5.13"), Some(SchedModel::Cfs));
         assert_eq!(sched_of_kernel("4.9.0-8-amd64"), Some(SchedModel::Cfs));
         assert_eq!(sched_of_kernel("10.1"), Some(SchedModel::Eevdf));
+    }
+
+    #[test]
+    fn the_wake_placement_follows_the_kernels_boot_option() {
+        let pack = "mitigations=auto sched_vcpu_pack=15 quiet";
+        assert_eq!(wake_placement_of_cmdline(pack), WakePlacement::Pack);
+        for other in [
+            "mitigations=auto quiet",
+            "sched_vcpu_pack=0",
+            "sched_vcpu_pack=",
+            "xsched_vcpu_pack=15",
+            "",
+        ] {
+            assert_eq!(
+                wake_placement_of_cmdline(other),
+                WakePlacement::Default,
+                "{other}"
+            );
+        }
         assert_eq!(sched_of_kernel("linux"), None);
     }
 

@@ -81,7 +81,8 @@ pub struct ScavengeOutcome {
     pub bytes_copied: usize,
     /// Of which promoted into old.
     pub bytes_promoted: usize,
-    /// Dirty old-generation cards found at the start.
+    /// Dirty old-generation cards found at the start (counted by the card stripes as they
+    /// scan: a count before the phase would be a serial pass over the whole card table).
     pub dirty_cards: usize,
     /// Tenuring threshold for the next scavenge.
     pub next_tenuring_threshold: u32,
@@ -147,6 +148,8 @@ pub struct PromotionManager {
     node: usize,
     /// Bytes copied to another node than `node`.
     copied_remote: usize,
+    /// Dirty cards this worker's card stripes found.
+    dirty_cards: usize,
     /// Objects (or array chunks) whose slots this worker scanned.
     scanned: u64,
     /// Of which on another node than `node`.
@@ -498,6 +501,7 @@ impl Scavenger<'_> {
         while let Some(c0) = cards.find_dirty(card, end_card) {
             let c1 = cards.find_clean(c0, end_card);
             let (dlo, dhi) = (cards.card_start(c0), cards.card_start(c1).min(hi));
+            pm.dirty_cards += c1 - c0;
             for c in c0..c1 {
                 cards.clean_index(c);
             }
@@ -677,7 +681,6 @@ pub fn scavenge(
         })
         .collect();
     let old_bottom = mem.old.bottom();
-    let dirty_cards = mem.cards.count_dirty(old_bottom, old_scan_limit);
     if old_scan_limit > old_bottom {
         let used = old_scan_limit - old_bottom;
         let stripe = (used / (4 * workers_n))
@@ -720,7 +723,7 @@ pub fn scavenge(
 
     let t2 = Instant::now();
     let mut ages = AgeTable::default();
-    let (mut copied, mut promoted) = (0, 0);
+    let (mut copied, mut promoted, mut dirty_cards) = (0, 0, 0);
     let failed = task.promotion_failed.load(Ordering::Relaxed);
     // Follow tracked objects while forwarding headers still tell live from dead: copied objects
     // forward to their copy, self-forwarded ones (promotion failure) to themselves, and nothing
@@ -763,6 +766,7 @@ pub fn scavenge(
         ages.merge(&pm.ages);
         copied += pm.copied;
         promoted += pm.promoted;
+        dirty_cards += pm.dirty_cards;
         for &(obj, h) in &pm.failed {
             // SAFETY: the object was self-forwarded by this scavenge; restoring its header
             // makes it an ordinary object again for the full collection that follows.
