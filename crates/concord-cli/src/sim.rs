@@ -212,10 +212,32 @@ fn print_table(c: &CalibratedCosts) -> Result<()> {
                 )
             })
             .collect();
+        let polled = match &c.halt_poll {
+            Some(_) => " (not polled: each right after a long halt)",
+            None => "",
+        };
         outln!(
-            "wake-up latency by the sleeper's idle time (and the waker's time in the call): {}",
+            "wake-up latency by the sleeper's idle time{polled} (and the waker's time in the \
+             call): {}",
             table.join(", ")
         )?;
+    }
+    match &c.halt_poll {
+        Some(h) => outln!(
+            "the host polls halted CPUs: halts up to {} wake in {:.1} µs (waker {:.1}) when \
+             polled; a {} halt right after a long one wakes in {:.1} µs",
+            concord_sim::calibrate::readable_ns(h.max_ns),
+            h.latency_ns / 1e3,
+            h.waker_ns / 1e3,
+            concord_sim::calibrate::readable_ns(
+                concord_sim::calibrate::HALT_POLL_SHORT.as_nanos() as f64
+            ),
+            h.unpolled_ns / 1e3
+        )?,
+        None if !c.wake.is_empty() => {
+            outln!("the host does not poll halted CPUs (no faster wake-up after short halts)")?
+        }
+        None => {}
     }
     if let Some(p) = f.points.iter().find(|p| p.cold && p.start_ns > 0.0) {
         outln!(

@@ -56,7 +56,7 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         text(&out.stdout),
         "the file is what --json printed"
     );
-    assert_eq!(printed["version"], 5);
+    assert_eq!(printed["version"], 6);
     assert_eq!(printed["quick"], true);
     let costs = printed["costs"].as_object().unwrap();
     let spread = printed["spread"].as_object().unwrap();
@@ -110,6 +110,15 @@ fn a_quick_calibration_saves_every_cost_positive_and_prints_the_same_json() {
         for w in wake {
             assert!(number(&w["latency_ns"], "latency_ns") > 0.0, "{w}");
             assert!(number(&w["waker_ns"], "waker_ns") >= 0.0, "{w}");
+        }
+        // Halt polling, where the host shows it: a window of at least the short halt, and a
+        // short halt's wake-up after a long halt slower than the polled one.
+        if let Some(h) = printed.get("halt_poll") {
+            assert!(number(&h["max_ns"], "max_ns") >= 20_000.0, "{h}");
+            assert!(
+                number(&h["unpolled_ns"], "unpolled_ns") > number(&h["latency_ns"], "latency_ns"),
+                "{h}"
+            );
         }
     }
     assert_eq!(points.iter().filter(|p| p["cold"] == true).count(), 1);

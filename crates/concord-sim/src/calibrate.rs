@@ -96,7 +96,7 @@ use crate::exec;
 /// fitted without it); version 3 adds `far_access` and the copy shapes laid out out of order.
 /// Version 4 adds line misses and gives both reach costs at several footprints
 /// ([`CopyFit::reach`]).
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The oldest version [`load`] reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 2;
@@ -131,6 +131,26 @@ pub struct CalibratedCosts {
     /// empty before version 5 and on one CPU (then every wake-up costs `wakeup_latency`).
     #[serde(default)]
     pub wake: Vec<WakeFit>,
+    /// The host's halt polling of idle vCPUs, where the wake-ups show it (version 6 on): the
+    /// `wake` points below [`WAKE_PRIME`] are then measured right after a long halt, which
+    /// the host does not poll ([`exec::wake`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt_poll: Option<HaltPollFit>,
+}
+
+/// The host's halt polling as the wake-ups show it ([`CalibratedCosts::halt_poll`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HaltPollFit {
+    /// The longest halt still polled in a steady ping-pong, ns (the longest of
+    /// [`HALT_POLL_SWEEP`] that was).
+    pub max_ns: f64,
+    /// A polled wake-up's latency (after [`HALT_POLL_SHORT`] idle, steadily) and the waker's
+    /// time in the call, ns.
+    pub latency_ns: f64,
+    pub waker_ns: f64,
+    /// The same short halt's wake-up right after a long one (not polled), ns: the evidence.
+    pub unpolled_ns: f64,
 }
 
 /// The wake-up latency after one idle duration ([`CalibratedCosts::wake`]).
@@ -524,7 +544,14 @@ impl CalibratedCosts {
             .collect();
         // `check` made sure the idle durations ascend.
         if let Ok(table) = exec::wake::WakeCosts::new(&points) {
-            costs.wake = table;
+            costs.wake = match self.halt_poll {
+                Some(h) => table.with_halt_poll(exec::wake::HaltPoll {
+                    max_ns: h.max_ns.round() as exec::Ns,
+                    latency: (h.latency_ns.round() as exec::Ns).max(1),
+                    waker: h.waker_ns.round() as exec::Ns,
+                }),
+                None => table,
+            };
         }
         costs
     }
@@ -581,6 +608,22 @@ impl CalibratedCosts {
             );
         }
         let max = MeasuredCosts::MAX.wakeup_latency;
+        if let Some(h) = &self.halt_poll {
+            for (what, v) in [
+                ("longest polled halt", h.max_ns),
+                ("polled wake-up latency", h.latency_ns),
+                ("polled waker's time", h.waker_ns),
+                ("unpolled wake-up latency", h.unpolled_ns),
+            ] {
+                if !(v.is_finite() && v >= 0.0 && v <= max.max(HALT_POLL_SWEEP_MAX_NS)) {
+                    bail!(
+                        "the halt polling's {what} is {v} ns (allowed: at least 0 and at most \
+                         {} ns)",
+                        max.max(HALT_POLL_SWEEP_MAX_NS)
+                    );
+                }
+            }
+        }
         for w in &self.wake {
             if !(w.waker_ns.is_finite() && w.waker_ns >= 0.0 && w.waker_ns <= max) {
                 bail!(
@@ -863,16 +906,22 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         waker_cpu,
         sleeper_cpu,
         WAKE_IDLE_REFERENCE,
+        None,
     )?;
     let wakeup = reference.0;
     let mut wake = Vec::new();
+    let mut halt_poll = None;
     if sleeper_cpu != waker_cpu {
+        halt_poll = halt_polling(&effort, waker_cpu, sleeper_cpu)?;
         for idle in WAKE_IDLE {
-            let (latency, waker) = if idle == WAKE_IDLE_REFERENCE {
+            // With halt polling, the table is of the wake-ups the host did not poll: a short
+            // halt's only right after a long one.
+            let prime = (halt_poll.is_some() && idle < WAKE_PRIME).then_some(WAKE_PRIME);
+            let (latency, waker) = if idle == WAKE_IDLE_REFERENCE && prime.is_none() {
                 reference
             } else {
-                let n = wake_samples(&effort, idle);
-                wakeup_latency(&effort, n, waker_cpu, sleeper_cpu, idle)?
+                let n = wake_samples(&effort, idle + prime.unwrap_or_default());
+                wakeup_latency(&effort, n, waker_cpu, sleeper_cpu, idle, prime)?
             };
             wake.push(WakeFit {
                 idle_ns: idle.as_nanos() as f64,
@@ -962,6 +1011,7 @@ pub fn calibrate(effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calib
         spread,
         copy_fit: fit,
         wake,
+        halt_poll,
     };
     result
         .check()
@@ -1071,23 +1121,84 @@ fn wake_samples(effort: &Effort, idle: Duration) -> usize {
     (budget as usize).clamp(3, effort.ops(5_000))
 }
 
+/// The long halt a measured short one follows when the host polls halts ([`wakeup_latency`]'s
+/// `prime`): longer than any halt a host polls (KVM's default maximum is 200 µs).
+pub const WAKE_PRIME: Duration = Duration::from_millis(2);
+
+/// The short halt that tells whether the host polls: its wake-up steadily and right after
+/// [`WAKE_PRIME`].
+pub const HALT_POLL_SHORT: Duration = Duration::from_micros(20);
+
+/// The halts tried, steadily, for the longest the host polls.
+pub const HALT_POLL_SWEEP: [Duration; 6] = [
+    Duration::from_micros(50),
+    Duration::from_micros(100),
+    Duration::from_micros(150),
+    Duration::from_micros(200),
+    Duration::from_micros(300),
+    Duration::from_micros(500),
+];
+
+const HALT_POLL_SWEEP_MAX_NS: f64 = 500_000.0;
+
+/// How much slower a short halt's wake-up must be right after a long halt than steadily for
+/// the host to count as polling (below it, the difference is noise: no halt polling).
+const HALT_POLL_EVIDENCE: f64 = 1.25;
+
+/// Whether the host polls halted vCPUs, and how: a short halt's wake-up steadily (polled, if
+/// the host polls) and right after a long halt (not polled). If the second is at least
+/// [`HALT_POLL_EVIDENCE`] times the first, the longest halt of [`HALT_POLL_SWEEP`] whose steady
+/// wake-up is nearer the polled latency than the unpolled one is the window's maximum.
+fn halt_polling(effort: &Effort, waker: u32, sleeper: u32) -> Result<Option<HaltPollFit>> {
+    let short = HALT_POLL_SHORT;
+    let n = wake_samples(effort, short);
+    let (steady, steady_waker) = wakeup_latency(effort, n, waker, sleeper, short, None)?;
+    let n = wake_samples(effort, short + WAKE_PRIME);
+    let (unpolled, _) = wakeup_latency(effort, n, waker, sleeper, short, Some(WAKE_PRIME))?;
+    if unpolled.median < HALT_POLL_EVIDENCE * steady.median {
+        return Ok(None);
+    }
+    let between = (steady.median + unpolled.median) / 2.0;
+    // The short halt itself was polled.
+    let mut max_ns = short.as_nanos() as f64;
+    for halt in HALT_POLL_SWEEP {
+        let n = wake_samples(effort, halt);
+        let (latency, _) = wakeup_latency(effort, n, waker, sleeper, halt, None)?;
+        if latency.median >= between {
+            break;
+        }
+        max_ns = halt.as_nanos() as f64;
+    }
+    Ok(Some(HaltPollFit {
+        max_ns,
+        latency_ns: steady.median,
+        waker_ns: steady_waker.median,
+        unpolled_ns: unpolled.median,
+    }))
+}
+
 /// A futex wake-up from `waker_cpu` of a thread asleep on `sleeper_cpu`, the sleeper's CPU idle
 /// for `idle` before each: the time until the woken thread runs, and the waker's own time in
 /// the wake call (on a virtual machine, waking an idle vCPU exits to the hypervisor). Each
 /// batch gives the median of `n` wake-ups. The median, not the mean: on a virtual machine a few
 /// wake-ups of a batch take milliseconds (the hypervisor ran another guest on the idle vCPU),
 /// and the simulator charges every wake-up one latency, which should be the typical one.
+///
+/// With `prime`, each measured wake-up follows another one after `prime` idle (not measured),
+/// so that the measured halt comes right after a long one.
 fn wakeup_latency(
     effort: &Effort,
     n: usize,
     waker_cpu: u32,
     sleeper_cpu: u32,
     idle: Duration,
+    prime: Option<Duration>,
 ) -> Result<(Measured, Measured)> {
     let epoch = Instant::now();
     let word = Arc::new(AtomicU32::new(0));
     let stamp = Arc::new(AtomicU64::new(0));
-    let total = n * (effort.batches + 1);
+    let per_sample = if prime.is_some() { 2 } else { 1 };
+    let total = n * per_sample * (effort.batches + 1);
     let latencies: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
     let (w, s, l) = (
         Arc::clone(&word),
@@ -1113,9 +1224,16 @@ fn wakeup_latency(
         .with_context(|| format!("pinning to CPU {waker_cpu}"))?;
     let mut next = 0u32;
     let mut batch = |count: usize| -> (f64, f64) {
-        let first = next as usize;
+        let mut measured = Vec::with_capacity(count);
         let mut calls = Vec::with_capacity(count);
         for _ in 0..count {
+            if let Some(prime) = prime {
+                std::thread::sleep(prime);
+                next += 1;
+                word.store(next, Ordering::Release);
+                futex::wake(&word, 1);
+            }
+            measured.push(next as usize);
             std::thread::sleep(idle);
             let called = epoch.elapsed().as_nanos() as u64;
             stamp.store(called, Ordering::Release);
@@ -1132,9 +1250,9 @@ fn wakeup_latency(
                 break;
             }
         }
-        let mine: Vec<f64> = latencies[first..next as usize]
+        let mine: Vec<f64> = measured
             .iter()
-            .map(|l| l.load(Ordering::Acquire) as f64)
+            .map(|&i| latencies[i].load(Ordering::Acquire) as f64)
             .collect();
         (median(&mine), median(&calls))
     };
@@ -2156,6 +2274,12 @@ mod tests {
                     waker_ns: 20_000.0,
                 },
             ],
+            halt_poll: Some(HaltPollFit {
+                max_ns: 100_000.0,
+                latency_ns: 9_000.4,
+                waker_ns: 1_500.0,
+                unpolled_ns: 14_000.0,
+            }),
         }
     }
 
@@ -2195,11 +2319,11 @@ mod tests {
 
         let old = sample()
             .to_json()
-            .replacen("\"version\": 5", "\"version\": 1", 1);
+            .replacen("\"version\": 6", "\"version\": 1", 1);
         let e = load_error("old.json", Some(&old));
         assert!(
             e.contains("calibration of version 1")
-                && e.contains("reads versions 2 to 5")
+                && e.contains("reads versions 2 to 6")
                 && e.contains("counted twice"),
             "{e}"
         );
@@ -2373,6 +2497,21 @@ mod tests {
         // The copy costs keep their fractions of a ns, in ps.
         assert_eq!(costs.copy_per_object_ps, 25_000);
         assert_eq!(costs.copy_per_byte_ps, 300);
+        // The wake-up table with the host's halt polling; a file without it (version 5 and
+        // before, or a host that does not poll) gives the table alone.
+        let polled = exec::wake::HaltPoll {
+            max_ns: 100_000,
+            latency: 9_000,
+            waker: 1_500,
+        };
+        assert_eq!(costs.wake.halt_poll(), Some(polled));
+        assert_eq!(costs.wake.at_window(50_000, 0), Some((20_000, 8_000)));
+        assert_eq!(costs.wake.at_window(50_000, 100_000), Some((9_000, 1_500)));
+        let plain = CalibratedCosts {
+            halt_poll: None,
+            ..sample()
+        };
+        assert_eq!(plain.exec_costs().wake.halt_poll(), None);
     }
 
     #[test]

@@ -1189,6 +1189,8 @@ struct Cpu {
     slice_left: Ns,
     busy_ns: Ns,
     switches: u64,
+    /// The host's halt-poll window for this CPU, ns (with [`wake::HaltPoll`] only).
+    poll_window: Ns,
 }
 
 struct Waiter {
@@ -1307,7 +1309,7 @@ impl State {
             None => self
                 .costs
                 .wake
-                .at(now.saturating_sub(cpu.clock))
+                .at_window(now.saturating_sub(cpu.clock), cpu.poll_window)
                 .unwrap_or((self.costs.wakeup_latency, 0)),
         };
         self.runnable_on(t, c, now.saturating_add(latency));
@@ -1352,6 +1354,13 @@ impl State {
         let cpu = &mut self.cpus[c];
         let start = cpu.clock.max(thread.ready_at).max(floor);
         thread.wait_ns += start - thread.ready_at;
+        if let Some(hp) = self.costs.wake.halt_poll() {
+            // The CPU was halted from its clock until now (a CPU that goes straight on to
+            // the next thread does not halt).
+            if start > cpu.clock {
+                cpu.poll_window = hp.next_window(cpu.poll_window, start - cpu.clock);
+            }
+        }
         cpu.clock = start;
         if cpu.last != Some(t) {
             cpu.clock += self.costs.context_switch;
@@ -2030,6 +2039,79 @@ mod tests {
         );
         assert_eq!(one.threads[0].finished_ns, flat.threads[0].finished_ns);
         assert_eq!(one.threads[1].finished_ns, flat.threads[1].finished_ns);
+    }
+
+    #[test]
+    fn with_halt_polling_a_short_halt_wakes_fast_once_the_window_covers_it_and_slowly_after_a_long_one(
+    ) {
+        let hp = wake::HaltPoll {
+            max_ns: 100_000,
+            latency: 1_000,
+            waker: 0,
+        };
+        let table = wake::WakeCosts::new(&[wake::WakePoint {
+            idle_ns: 10_000,
+            latency: 5_000,
+            waker: 0,
+        }])
+        .unwrap()
+        .with_halt_poll(hp);
+        let costs = Costs {
+            wake: table,
+            ..COSTS
+        };
+        // The waker (CPU 0) computes a gap, then wakes the sleeper (CPU 1), whose CPU halts
+        // from the sleeper's block to the wake-up: about the gap.
+        let gaps: [Ns; 8] = [
+            30_000, 30_000, 30_000, 30_000, 30_000, 30_000, 1_000_000, 30_000,
+        ];
+        let rounds = gaps.len() as u32;
+        let word = Arc::new(SimU32::new(0));
+        let stamps = Arc::new(std::sync::Mutex::new(vec![0; gaps.len()]));
+        let woke = Arc::new(std::sync::Mutex::new(vec![0; gaps.len()]));
+        let mut sim = Sim::new(2, costs, 3);
+        let pinned = |cpu| ThreadSpec {
+            affinity: Some(CpuSet::single(cpu)),
+            start_cpu: Some(cpu),
+            ..ThreadSpec::default()
+        };
+        let (w, seen) = (word.clone(), woke.clone());
+        sim.spawn_with("sleeper", pinned(1), move || {
+            for i in 0..rounds {
+                while w.load(SeqCst) == i {
+                    futex::wait(&w, i, None);
+                }
+                seen.lock().unwrap()[i as usize] = now().unwrap();
+            }
+        })
+        .unwrap();
+        let (w, called) = (word.clone(), stamps.clone());
+        sim.spawn_with("waker", pinned(0), move || {
+            for (i, &gap) in gaps.iter().enumerate() {
+                charge(gap);
+                called.lock().unwrap()[i] = now().unwrap();
+                w.store(i as u32 + 1, SeqCst);
+                futex::wake(&w, 1);
+            }
+        })
+        .unwrap();
+        sim.run();
+        let (called, woke) = (stamps.lock().unwrap(), woke.lock().unwrap());
+        let polled: Vec<bool> = called
+            .iter()
+            .zip(woke.iter())
+            // From the wake call to the sleeper's `now`: the latency, plus the call's 200 ns
+            // and the futex return; under 5 µs only if polled.
+            .map(|(c, w)| w - c < 5_000)
+            .collect();
+        // The window grows 0 -> 10 -> 20 -> 40 µs over the first three halts of about 30 µs,
+        // so the fourth is polled and so on; the 1 ms halt resets it, and the short halt after
+        // it is not polled.
+        assert_eq!(
+            polled,
+            [false, false, false, true, true, true, false, false],
+            "{called:?} {woke:?}"
+        );
     }
 
     #[test]

@@ -11,12 +11,63 @@
 //! durations; the executor charges the woken thread's latency and the waker's time by how long
 //! the woken thread's CPU was idle, interpolated in `log2` of it and clamped outside the
 //! table.
+//!
+//! # The host's halt polling
+//!
+//! A KVM host polls a halted vCPU for a while before it gives its CPU up, and adapts that
+//! window per vCPU (KVM's dynamic halt polling, `virt/kvm/kvm_main.c`): a halt that ends
+//! inside the window is polled and its wake-up is fast; a halt that ends after it grows the
+//! window (from [`GROW_START_NS`], doubling, up to a maximum) if it was shorter than the
+//! maximum, and resets it to 0 if it was longer. So the same short halt wakes fast in a
+//! steady ping-pong and slowly right after a long halt: on the project's 2-vCPU guest
+//! (`bench/sched/halt_poll.c`) 9–10 µs against 14–17 µs after 50 µs idle, and halts of 100 µs
+//! were polled where halts of 150 µs were not. A collection's wake-ups follow long halts (the
+//! VM thread's CPU idles while the mutators run), so a table of steady ping-pongs alone
+//! undercharges them. With [`HaltPoll`], the table holds the latencies of wake-ups that were
+//! not polled, and the executor keeps each CPU's window by these rules and charges
+//! [`HaltPoll::latency`] for a wake-up inside it.
 
 use super::reach::interpolate_log2;
 use super::Ns;
 
 /// The most idle durations a [`WakeCosts`] holds.
 pub const POINTS: usize = 6;
+
+/// The window a halt-polling host first gives a vCPU whose halts it starts polling, ns
+/// (KVM's `halt_poll_ns_grow_start` default).
+pub const GROW_START_NS: Ns = 10_000;
+
+/// The factor the window grows by after a halt it missed (KVM's `halt_poll_ns_grow`
+/// default).
+pub const GROW: Ns = 2;
+
+/// A host that polls halted vCPUs (module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HaltPoll {
+    /// The longest window, ns: a halt longer than this resets the window to 0.
+    pub max_ns: Ns,
+    /// A polled wake-up's latency, ns.
+    pub latency: Ns,
+    /// The waker's time in the wake call when the wake-up is polled, ns.
+    pub waker: Ns,
+}
+
+impl HaltPoll {
+    /// The window after a halt of `halt_ns` under window `window` (KVM's rules, with its
+    /// default shrink: a reset to 0).
+    pub fn next_window(&self, window: Ns, halt_ns: Ns) -> Ns {
+        if halt_ns <= window {
+            window
+        } else if halt_ns > self.max_ns {
+            0
+        } else {
+            window
+                .saturating_mul(GROW)
+                .max(GROW_START_NS)
+                .min(self.max_ns)
+        }
+    }
+}
 
 /// A wake-up onto a CPU idle for `idle_ns`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +87,8 @@ pub struct WakePoint {
 pub struct WakeCosts {
     points: [WakePoint; POINTS],
     len: usize,
+    /// The host's halt polling, if it polls; the points are then wake-ups it did not poll.
+    halt_poll: Option<HaltPoll>,
 }
 
 impl WakeCosts {
@@ -47,6 +100,7 @@ impl WakeCosts {
             waker: 0,
         }; POINTS],
         len: 0,
+        halt_poll: None,
     };
 
     /// The table of `points`: at most [`POINTS`], idle durations positive and strictly
@@ -68,6 +122,30 @@ impl WakeCosts {
         table.points[..points.len()].copy_from_slice(points);
         table.len = points.len();
         Ok(table)
+    }
+
+    /// The table with the host's halt polling `halt_poll`: the points are then the latencies
+    /// of wake-ups it did not poll.
+    pub fn with_halt_poll(self, halt_poll: HaltPoll) -> WakeCosts {
+        WakeCosts {
+            halt_poll: Some(halt_poll),
+            ..self
+        }
+    }
+
+    /// The host's halt polling, if given.
+    pub fn halt_poll(&self) -> Option<HaltPoll> {
+        self.halt_poll.filter(|_| self.is_table())
+    }
+
+    /// `(latency, waker's time)` of a wake-up onto a CPU idle for `idle_ns` whose halt-poll
+    /// window is `window` ns: the polled costs inside the window, the table's otherwise (and
+    /// always without halt polling); `None` for an empty table.
+    pub fn at_window(&self, idle_ns: Ns, window: Ns) -> Option<(Ns, Ns)> {
+        match self.halt_poll() {
+            Some(hp) if idle_ns <= window => Some((hp.latency, hp.waker)),
+            _ => self.at(idle_ns),
+        }
     }
 
     /// The idle durations and their latencies.
@@ -113,6 +191,38 @@ mod tests {
         assert_eq!(table.at(u64::MAX), Some((40_000, 10_000)));
         assert_eq!(WakeCosts::NONE.at(5), None);
         assert!(!WakeCosts::NONE.is_table() && table.is_table());
+    }
+
+    #[test]
+    fn the_halt_poll_window_grows_after_short_halts_and_resets_after_a_long_one() {
+        let hp = HaltPoll {
+            max_ns: 100_000,
+            latency: 9_000,
+            waker: 1_000,
+        };
+        // Short halts missed grow it: 0 -> 10 -> 20 -> 40 -> 80 -> 100 µs (the maximum).
+        let mut w = 0;
+        let mut seen = vec![];
+        for _ in 0..6 {
+            w = hp.next_window(w, 90_000);
+            seen.push(w);
+        }
+        assert_eq!(seen, [10_000, 20_000, 40_000, 80_000, 100_000, 100_000]);
+        // A halt inside it leaves it; one beyond the maximum resets it.
+        assert_eq!(hp.next_window(40_000, 30_000), 40_000);
+        assert_eq!(hp.next_window(100_000, 100_001), 0);
+        assert_eq!(hp.next_window(0, 5_000_000), 0);
+        // The costs: polled inside the window, the table's outside.
+        let table = WakeCosts::new(&[point(50_000, 14_000), point(1_000_000, 27_000)])
+            .unwrap()
+            .with_halt_poll(hp);
+        assert_eq!(table.at_window(50_000, 80_000), Some((9_000, 1_000)));
+        assert_eq!(table.at_window(50_000, 40_000), Some((14_000, 3_500)));
+        assert_eq!(table.at_window(50_000, 0), Some((14_000, 3_500)));
+        // Without halt polling the window is ignored.
+        let plain = WakeCosts::new(&[point(50_000, 14_000)]).unwrap();
+        assert_eq!(plain.at_window(50_000, 80_000), Some((14_000, 3_500)));
+        assert_eq!(WakeCosts::NONE.with_halt_poll(hp).halt_poll(), None);
     }
 
     #[test]
