@@ -615,11 +615,16 @@ impl CalibratedCosts {
                 ("polled waker's time", h.waker_ns),
                 ("unpolled wake-up latency", h.unpolled_ns),
             ] {
-                if !(v.is_finite() && v >= 0.0 && v <= max.max(HALT_POLL_SWEEP_MAX_NS)) {
+                // The window's maximum is one of the halts tried; the rest are latencies.
+                let most = if what == "longest polled halt" {
+                    HALT_POLL_SWEEP[HALT_POLL_SWEEP.len() - 1].as_nanos() as f64
+                } else {
+                    max
+                };
+                if !(v.is_finite() && v >= 0.0 && v <= most) {
                     bail!(
                         "the halt polling's {what} is {v} ns (allowed: at least 0 and at most \
-                         {} ns)",
-                        max.max(HALT_POLL_SWEEP_MAX_NS)
+                         {most} ns)"
                     );
                 }
             }
@@ -1138,8 +1143,6 @@ pub const HALT_POLL_SWEEP: [Duration; 6] = [
     Duration::from_micros(300),
     Duration::from_micros(500),
 ];
-
-const HALT_POLL_SWEEP_MAX_NS: f64 = 500_000.0;
 
 /// How much slower a short halt's wake-up must be right after a long halt than steadily for
 /// the host to count as polling (below it, the difference is noise: no halt polling).
@@ -2512,6 +2515,18 @@ mod tests {
             ..sample()
         };
         assert_eq!(plain.exec_costs().wake.halt_poll(), None);
+        // A window beyond the halts tried is refused, naming it.
+        let h = sample().halt_poll.unwrap();
+        let wide = CalibratedCosts {
+            halt_poll: Some(HaltPollFit { max_ns: 1e9, ..h }),
+            ..sample()
+        };
+        let e = wide.check().unwrap_err().to_string();
+        assert!(
+            e.contains("longest polled halt") && e.contains("500000"),
+            "{e}"
+        );
+        assert!(sample().check().is_ok());
     }
 
     #[test]
